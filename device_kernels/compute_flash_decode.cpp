@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// FlashDecode compute (TRISC0-2). For every group (batch b, kv head h) this core serves it runs flash attention
+// over its K/V chunks with an online softmax, then takes part in the group's reduction tree:
+//
+//   per chunk:  S = mask + (scale * Q) . K^T             (mask preloaded in DST, matmul accumulates on it)
+//               m_new = max(m, rowmax(S))
+//               P = exp(S - m_new)
+//               alpha = exp(m - m_new)
+//               l = l * alpha + rowsum(P)
+//               O = O * alpha + P . V                     (rescale in DST, matmul accumulates on it)
+//   per tree round where a partner sends (O_i, m_i, l_i):
+//               m_new = max(m, m_i);  a = exp(m - m_new);  a_i = exp(m_i - m_new)
+//               l = l * a + l_i * a_i;  O = O * a + O_i * a_i
+//   root:       out = O / l          others: hand (O, m, l) to the writer, which sends it up the tree.
+//
+// m and l are column vectors: reductions over rows leave their value in column 0 of a tile, and every
+// consumer broadcasts column 0 (the *_bcast_cols ops), so the other columns never matter.
+// Every step packs one tile per DST acquire: simple, and valid in any DST mode.
+
+#include <cstdint>
+
+#include "api/compute/compute_kernel_api.h"
+#include "api/compute/compute_kernel_hw_startup.h"
+#include "api/compute/cb_api.h"
+#include "api/compute/reg_api.h"
+#include "api/compute/pack.h"
+#include "api/compute/reconfig_data_format.h"
+#include "api/compute/tile_move_copy.h"
+#include "api/compute/matmul.h"
+#include "api/compute/reduce.h"
+#include "api/compute/bcast.h"
+#include "api/compute/eltwise_binary.h"
+#include "api/compute/binary_max_min.h"
+#include "api/compute/eltwise_unary/exp.h"
+#include "api/compute/eltwise_unary/recip.h"
+#include "device_kernels/flash_decode_common.hpp"
+
+using namespace ckernel;
+using namespace flash_decode;
+
+namespace {
+
+// ---- circular buffers (indices fixed by ttflashdecode/plan.py)
+constexpr uint32_t cb_q = tt::CBIndex::c_0;
+constexpr uint32_t cb_k = tt::CBIndex::c_1;
+constexpr uint32_t cb_v = tt::CBIndex::c_2;
+constexpr uint32_t cb_mask = tt::CBIndex::c_3;
+constexpr uint32_t cb_scale = tt::CBIndex::c_4;
+constexpr uint32_t cb_ones = tt::CBIndex::c_5;
+constexpr uint32_t cb_cur_pos = tt::CBIndex::c_6;
+constexpr uint32_t cb_partial_in = tt::CBIndex::c_8;    // partials sent by tree partners, one slot per round
+constexpr uint32_t cb_partial_out = tt::CBIndex::c_9;   // this core's (O, m, l) for the writer to send
+constexpr uint32_t cb_out = tt::CBIndex::c_16;          // normalised output (root only)
+constexpr uint32_t cb_q_scaled = tt::CBIndex::c_24;
+constexpr uint32_t cb_scores = tt::CBIndex::c_25;       // S of one chunk
+constexpr uint32_t cb_probs = tt::CBIndex::c_26;        // P of one chunk
+constexpr uint32_t cb_o = tt::CBIndex::c_27;            // running O: old block at the front, new one behind
+constexpr uint32_t cb_m = tt::CBIndex::c_28;            // running max, same old/new discipline
+constexpr uint32_t cb_l = tt::CBIndex::c_29;            // running sum, same old/new discipline
+constexpr uint32_t cb_row_stat = tt::CBIndex::c_30;     // rowmax / rowsum of one chunk
+constexpr uint32_t cb_alpha = tt::CBIndex::c_31;        // rescale factors exp(m_old - m_new) [, exp(m_i - m_new)]
+constexpr uint32_t cb_scratch = tt::CBIndex::c_7;       // partner contribution O_i * a_i, l_i * a_i
+
+// ---- compile-time shape
+constexpr uint32_t DHt = get_compile_time_arg_val(0);
+constexpr uint32_t vDHt = get_compile_time_arg_val(1);
+constexpr uint32_t Sk_t = get_compile_time_arg_val(2);
+constexpr uint32_t PNHt = get_compile_time_arg_val(3);
+constexpr uint32_t q_len = get_compile_time_arg_val(4);
+constexpr uint32_t num_kv_heads = get_compile_time_arg_val(5);
+constexpr uint32_t sliding_window = get_compile_time_arg_val(6);
+constexpr bool exp_approx = get_compile_time_arg_val(7) == 1;
+constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
+constexpr uint32_t q_tiles = PNHt * DHt;
+constexpr uint32_t o_tiles = PNHt * vDHt;
+constexpr uint32_t s_tiles = PNHt * Sk_t;
+constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;  // O, then m, then l
+
+// ---- one-tile building blocks: DST slot 0 holds the result, which is packed to the back of `out`.
+void pack_result(uint32_t out) {
+    tile_regs_commit();
+    tile_regs_wait();
+    pack_tile(0, out);
+    tile_regs_release();
+}
+
+void configure(uint32_t in0, uint32_t in1, uint32_t out) {
+    reconfig_data_format(in0, in1);
+    pack_reconfig_data_format(out);
+}
+
+void exp_in_dst(uint32_t dst) {
+    exp_tile_init<exp_approx>();
+    exp_tile<exp_approx>(dst);
+}
+
+// out[i] = in[i] * (scalar in tile 0 of `scalar_cb`), i < n
+void scale_tiles(uint32_t in, uint32_t scalar_cb, uint32_t out, uint32_t n) {
+    configure(in, scalar_cb, out);
+    mul_bcast_scalar_init(in, scalar_cb);
+    cb_reserve_back(out, n);
+    for (uint32_t i = 0; i < n; ++i) {
+        tile_regs_acquire();
+        mul_tiles_bcast_scalar(in, scalar_cb, i, 0, 0);
+        pack_result(out);
+    }
+    cb_push_back(out, n);
+}
+
+// scores = [mask +] q . k^T for one chunk (k tiles are [Sk_t rows of positions x DHt])
+void chunk_scores(bool masked) {
+    cb_wait_front(cb_k, Sk_t * DHt);
+    if (masked) {
+        cb_wait_front(cb_mask, s_tiles);
+    }
+    cb_reserve_back(cb_scores, s_tiles);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t j = 0; j < Sk_t; ++j) {
+            tile_regs_acquire();
+            if (masked) {
+                reconfig_data_format_srca(cb_mask);
+                pack_reconfig_data_format(cb_scores);
+                copy_init(cb_mask);
+                copy_tile(cb_mask, r * Sk_t + j, 0);
+            }
+            configure(cb_q_scaled, cb_k, cb_scores);
+            matmul_init(cb_q_scaled, cb_k, /*transpose=*/1);
+            for (uint32_t d = 0; d < DHt; ++d) {
+                matmul_tiles(cb_q_scaled, cb_k, r * DHt + d, j * DHt + d, 0);
+            }
+            pack_result(cb_scores);
+        }
+    }
+    cb_push_back(cb_scores, s_tiles);
+    cb_pop_front(cb_k, Sk_t * DHt);
+    if (masked) {
+        cb_pop_front(cb_mask, s_tiles);
+    }
+}
+
+// out[r] = reduce over the Sk_t tiles of row block r of `in` (column 0 of each row holds the result)
+template <PoolType pool>
+void row_reduce(uint32_t in, uint32_t out) {
+    if constexpr (pool == PoolType::MAX) {
+        configure(in, cb_ones, out);
+    } else {
+        configure(cb_ones, in, out);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
+    }
+    reduce_init<pool, ReduceDim::REDUCE_ROW>(in, cb_ones, out);
+    cb_reserve_back(out, PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        tile_regs_acquire();
+        for (uint32_t j = 0; j < Sk_t; ++j) {
+            reduce_tile<pool, ReduceDim::REDUCE_ROW>(in, cb_ones, r * Sk_t + j, 0, 0);
+        }
+        pack_result(out);
+    }
+    cb_push_back(out, PNHt);
+    reduce_uninit();
+}
+
+// Pushes PNHt tiles max(a[a_first + r], b[b_first + r]) to the back of cb_m.
+void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
+    cb_reserve_back(cb_m, PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        tile_regs_acquire();
+        reconfig_data_format_srca(a);
+        pack_reconfig_data_format(cb_m);
+        copy_init(a);
+        copy_tile(a, a_first + r, 0);
+        reconfig_data_format_srca(b);
+        copy_init(b);
+        copy_tile(b, b_first + r, 1);
+        binary_max_tile_init();
+        binary_max_tile(0, 1, 0);
+        pack_result(cb_m);
+    }
+    cb_push_back(cb_m, PNHt);
+}
+
+// Pushes PNHt tiles exp(in[in_first + r] - m_new[r]) to cb_alpha, m_new being the tiles behind the old max.
+void push_rescale(uint32_t in, uint32_t in_first) {
+    configure(in, cb_m, cb_alpha);
+    cb_reserve_back(cb_alpha, PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        tile_regs_acquire();
+        sub_init(in, cb_m);
+        sub_tiles(in, cb_m, in_first + r, PNHt + r, 0);
+        exp_in_dst(0);
+        pack_result(cb_alpha);
+    }
+    cb_push_back(cb_alpha, PNHt);
+}
+
+// probs = exp(scores - m_new), m_new at the front of cb_m
+void chunk_probs() {
+    configure(cb_scores, cb_m, cb_probs);
+    cb_reserve_back(cb_probs, s_tiles);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t j = 0; j < Sk_t; ++j) {
+            tile_regs_acquire();
+            sub_bcast_cols_init(cb_scores, cb_m);
+            sub_tiles_bcast_cols(cb_scores, cb_m, r * Sk_t + j, r, 0);
+            exp_in_dst(0);
+            pack_result(cb_probs);
+        }
+    }
+    cb_push_back(cb_probs, s_tiles);
+}
+
+// Pushes a new l behind the old one: l * alpha[alpha_first + r] + addend[addend_first + r].
+void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_first) {
+    cb_reserve_back(cb_l, PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        tile_regs_acquire();
+        configure(cb_l, cb_alpha, cb_l);
+        mul_init(cb_l, cb_alpha);
+        mul_tiles(cb_l, cb_alpha, r, alpha_first + r, 0);
+        reconfig_data_format_srcb(addend);
+        add_reuse_dest_init<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(addend);
+        add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(addend, addend_first + r, 0);
+        pack_result(cb_l);
+    }
+    cb_push_back(cb_l, PNHt);
+    cb_pop_front(cb_l, PNHt);
+}
+
+// Moves n tiles from the front of `in` to the back of `out`.
+void move_tiles(uint32_t in, uint32_t out, uint32_t n) {
+    cb_wait_front(in, n);
+    reconfig_data_format_srca(in);
+    pack_reconfig_data_format(out);
+    copy_init(in);
+    cb_reserve_back(out, n);
+    for (uint32_t i = 0; i < n; ++i) {
+        tile_regs_acquire();
+        copy_tile(in, i, 0);
+        pack_result(out);
+    }
+    cb_push_back(out, n);
+    cb_pop_front(in, n);
+}
+
+// Flash attention over one chunk. `first` is this core's first chunk of the group: no running state yet.
+void process_chunk(bool first, bool masked) {
+    chunk_scores(masked);
+
+    row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
+    if (first) {
+        move_tiles(cb_row_stat, cb_m, PNHt);
+    } else {
+        cb_wait_front(cb_row_stat, PNHt);
+        push_max(cb_m, 0, cb_row_stat, 0);  // cb_m: [m_old, m_new]
+        cb_pop_front(cb_row_stat, PNHt);
+        push_rescale(cb_m, 0);              // alpha = exp(m_old - m_new)
+        cb_pop_front(cb_m, PNHt);           // cb_m: [m_new]
+    }
+
+    chunk_probs();
+    cb_pop_front(cb_scores, s_tiles);
+    cb_wait_front(cb_probs, s_tiles);
+
+    row_reduce<PoolType::SUM>(cb_probs, cb_row_stat);
+    if (first) {
+        move_tiles(cb_row_stat, cb_l, PNHt);
+    } else {
+        cb_wait_front(cb_alpha, PNHt);
+        cb_wait_front(cb_row_stat, PNHt);
+        push_rescaled_sum(0, cb_row_stat, 0);
+        cb_pop_front(cb_row_stat, PNHt);
+    }
+
+    // O = O * alpha + P . V
+    cb_wait_front(cb_v, Sk_t * vDHt);
+    cb_reserve_back(cb_o, o_tiles);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t c = 0; c < vDHt; ++c) {
+            tile_regs_acquire();
+            if (!first) {
+                configure(cb_o, cb_alpha, cb_o);
+                mul_bcast_cols_init(cb_o, cb_alpha);
+                mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
+            }
+            configure(cb_probs, cb_v, cb_o);
+            matmul_init(cb_probs, cb_v, /*transpose=*/0);
+            for (uint32_t j = 0; j < Sk_t; ++j) {
+                matmul_tiles(cb_probs, cb_v, r * Sk_t + j, j * vDHt + c, 0);
+            }
+            pack_result(cb_o);
+        }
+    }
+    cb_push_back(cb_o, o_tiles);
+    cb_pop_front(cb_v, Sk_t * vDHt);
+    cb_pop_front(cb_probs, s_tiles);
+    if (!first) {
+        cb_pop_front(cb_o, o_tiles);
+        cb_pop_front(cb_alpha, PNHt);
+    }
+}
+
+// Merges one partner's partial (front slot of cb_partial_in) into the running (O, m, l).
+void merge_partial() {
+    constexpr uint32_t m_in = o_tiles;
+    constexpr uint32_t l_in = o_tiles + PNHt;
+    cb_wait_front(cb_partial_in, partial_tiles);
+
+    push_max(cb_m, 0, cb_partial_in, m_in);  // cb_m: [m, m_new]
+    push_rescale(cb_m, 0);                   // cb_alpha: [a]
+    push_rescale(cb_partial_in, m_in);       // cb_alpha: [a, a_i]
+    cb_pop_front(cb_m, PNHt);
+    cb_wait_front(cb_alpha, 2 * PNHt);
+
+    // scratch = [O_i * a_i, l_i * a_i]
+    configure(cb_partial_in, cb_alpha, cb_scratch);
+    mul_bcast_cols_init(cb_partial_in, cb_alpha);
+    cb_reserve_back(cb_scratch, o_tiles + PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t c = 0; c < vDHt; ++c) {
+            tile_regs_acquire();
+            mul_tiles_bcast_cols(cb_partial_in, cb_alpha, r * vDHt + c, PNHt + r, 0);
+            pack_result(cb_scratch);
+        }
+    }
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        tile_regs_acquire();
+        mul_tiles_bcast_cols(cb_partial_in, cb_alpha, l_in + r, PNHt + r, 0);
+        pack_result(cb_scratch);
+    }
+    cb_push_back(cb_scratch, o_tiles + PNHt);
+    cb_pop_front(cb_partial_in, partial_tiles);
+    cb_wait_front(cb_scratch, o_tiles + PNHt);
+
+    // O = O * a + scratch_O;  l = l * a + scratch_l
+    cb_reserve_back(cb_o, o_tiles);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t c = 0; c < vDHt; ++c) {
+            tile_regs_acquire();
+            configure(cb_o, cb_alpha, cb_o);
+            mul_bcast_cols_init(cb_o, cb_alpha);
+            mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
+            reconfig_data_format_srcb(cb_scratch);
+            add_reuse_dest_init<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch);
+            add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch, r * vDHt + c, 0);
+            pack_result(cb_o);
+        }
+    }
+    cb_push_back(cb_o, o_tiles);
+    cb_pop_front(cb_o, o_tiles);
+    push_rescaled_sum(0, cb_scratch, o_tiles);
+    cb_pop_front(cb_scratch, o_tiles + PNHt);
+    cb_pop_front(cb_alpha, 2 * PNHt);
+}
+
+// out = O / l, consuming the running state.
+void write_normalised_output() {
+    // 1/l into cb_row_stat
+    reconfig_data_format_srca(cb_l);
+    pack_reconfig_data_format(cb_row_stat);
+    copy_init(cb_l);
+    cb_reserve_back(cb_row_stat, PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        tile_regs_acquire();
+        copy_tile(cb_l, r, 0);
+        recip_tile_init();
+        recip_tile(0);
+        pack_result(cb_row_stat);
+    }
+    cb_push_back(cb_row_stat, PNHt);
+    cb_wait_front(cb_row_stat, PNHt);
+
+    configure(cb_o, cb_row_stat, cb_out);
+    mul_bcast_cols_init(cb_o, cb_row_stat);
+    cb_reserve_back(cb_out, o_tiles);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t c = 0; c < vDHt; ++c) {
+            tile_regs_acquire();
+            mul_tiles_bcast_cols(cb_o, cb_row_stat, r * vDHt + c, r, 0);
+            pack_result(cb_out);
+        }
+    }
+    cb_push_back(cb_out, o_tiles);
+    cb_pop_front(cb_row_stat, PNHt);
+}
+
+}  // namespace
+
+void kernel_main() {
+    const uint32_t first_group = get_arg_val<uint32_t>(0);
+    const uint32_t num_groups = get_arg_val<uint32_t>(1);
+    const uint32_t core_index = get_arg_val<uint32_t>(2);
+    const uint32_t num_cores_per_head = get_arg_val<uint32_t>(3);
+
+    compute_kernel_hw_startup(cb_q, cb_k, cb_scores);
+
+    cb_wait_front(cb_scale, 1);
+    cb_wait_front(cb_ones, 1);
+    cb_wait_front(cb_cur_pos, 1);
+
+    const uint32_t rounds = tree_rounds(num_cores_per_head);
+    for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
+        const uint32_t b = group / num_kv_heads;
+        const uint32_t cur_pos = read_tile_value(cb_cur_pos, 0, b);
+        const ChunkRange chunks = chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, q_len, sliding_window);
+        if (chunks.count == 0) {
+            continue;  // the writer handles skipped users; idle cores take no part in the tree
+        }
+
+        cb_wait_front(cb_q, q_tiles);
+        scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
+        cb_pop_front(cb_q, q_tiles);
+        cb_wait_front(cb_q_scaled, q_tiles);
+
+        for (uint32_t i = 0; i < chunks.count; ++i) {
+            const uint32_t chunk = chunks.start + i;
+            process_chunk(i == 0, chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window));
+            cb_wait_front(cb_m, PNHt);
+            cb_wait_front(cb_l, PNHt);
+            cb_wait_front(cb_o, o_tiles);
+        }
+        cb_pop_front(cb_q_scaled, q_tiles);
+
+        const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, q_len, sliding_window);
+        for (uint32_t round = 0; round < rounds; ++round) {
+            if (core_index != 0 && round == send_round(core_index)) {
+                break;  // from here on this core's partial travels up the tree
+            }
+            if (receives_in_round(core_index, round, num_active)) {
+                merge_partial();
+                cb_wait_front(cb_m, PNHt);
+                cb_wait_front(cb_l, PNHt);
+                cb_wait_front(cb_o, o_tiles);
+            }
+        }
+
+        if (core_index == 0) {
+            write_normalised_output();
+            cb_pop_front(cb_o, o_tiles);
+            cb_pop_front(cb_m, PNHt);
+            cb_pop_front(cb_l, PNHt);
+        } else {
+            // hand (O, m, l) to the writer in the slot layout of cb_partial_in
+            move_tiles(cb_o, cb_partial_out, o_tiles);
+            move_tiles(cb_m, cb_partial_out, PNHt);
+            move_tiles(cb_l, cb_partial_out, PNHt);
+        }
+    }
+
+    cb_pop_front(cb_cur_pos, 1);
+    cb_pop_front(cb_ones, 1);
+    cb_pop_front(cb_scale, 1);
+}

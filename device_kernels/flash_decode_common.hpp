@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Rules shared by the FlashDecode reader, compute and writer kernels. Plain C++ with no kernel API calls, so
+// the same header compiles for the data-movement RISCs and the TRISCs. The host planner
+// (ttflashdecode/plan.py: chunk_range, active_cores) implements the identical rules; tests check both agree.
+#pragma once
+
+#include <cstdint>
+
+namespace flash_decode {
+
+constexpr uint32_t TILE_HW = 32;               // a tile is 32 x 32 datums
+constexpr uint32_t FACE_HW = 16;               // made of four 16 x 16 faces
+constexpr uint32_t SKIPPED_USER = 0xFFFFFFFF;  // cur_pos == -1: the user takes no part in this step
+
+// Additive mask value for positions a query may not see. Finite rather than -inf: a row whose every
+// position in this core's chunks is masked then gets a finite running max, and its (meaningless) partial
+// is weighted by exp(m_masked - m_real) == 0 when the group's partials are merged, instead of NaN.
+constexpr float MASKED_SCORE = -1.0e30f;
+
+// Positions a group must attend to: [window_start, cur_pos] where cur_pos is the position of the group's last
+// query token. With q_len tokens the first query sits at cur_pos - q_len + 1, and a sliding window of W
+// positions reaches back to (that position) - W + 1.
+inline uint32_t window_start(uint32_t cur_pos, uint32_t q_len, uint32_t sliding_window) {
+    if (sliding_window == 0) {
+        return 0;
+    }
+    const int64_t first_query_pos = int64_t(cur_pos) - int64_t(q_len) + 1;
+    const int64_t start = first_query_pos - int64_t(sliding_window) + 1;
+    return start > 0 ? uint32_t(start) : 0;
+}
+
+struct ChunkRange {
+    uint32_t start;  // first K chunk index this core processes
+    uint32_t count;  // number of consecutive chunks (0: the core is idle for this user)
+};
+
+// THE chunk rule. Chunks of k_chunk_size positions that hold [window_start, cur_pos] are numbered
+// first..last and dealt out to the num_cores_per_head cores of a group as contiguous, balanced ranges;
+// the remainder goes to the lowest core indices, so the active cores are always a prefix of the group and
+// core 0 (the group's root) is active whenever the user is not skipped.
+inline ChunkRange chunk_range(
+    uint32_t cur_pos,
+    uint32_t k_chunk_size,
+    uint32_t core_index,
+    uint32_t num_cores_per_head,
+    uint32_t q_len,
+    uint32_t sliding_window) {
+    if (cur_pos == SKIPPED_USER) {
+        return {0, 0};
+    }
+    const uint32_t first = window_start(cur_pos, q_len, sliding_window) / k_chunk_size;
+    const uint32_t last = cur_pos / k_chunk_size;
+    const uint32_t num_chunks = last - first + 1;
+    const uint32_t base = num_chunks / num_cores_per_head;
+    const uint32_t rem = num_chunks % num_cores_per_head;
+    const uint32_t start = first + core_index * base + (core_index < rem ? core_index : rem);
+    const uint32_t count = base + (core_index < rem ? 1 : 0);
+    return {start, count};
+}
+
+// Number of cores of a group that get at least one chunk (a prefix of the group).
+inline uint32_t active_cores(
+    uint32_t cur_pos, uint32_t k_chunk_size, uint32_t num_cores_per_head, uint32_t q_len, uint32_t sliding_window) {
+    if (cur_pos == SKIPPED_USER) {
+        return 0;
+    }
+    const uint32_t first = window_start(cur_pos, q_len, sliding_window) / k_chunk_size;
+    const uint32_t num_chunks = cur_pos / k_chunk_size - first + 1;
+    return num_chunks < num_cores_per_head ? num_chunks : num_cores_per_head;
+}
+
+// Whether some position of chunk `chunk` is hidden from some query row of the group, so the chunk needs an
+// additive mask: it reaches past the first query's position, or starts before the last query's window.
+inline bool chunk_needs_mask(
+    uint32_t chunk, uint32_t k_chunk_size, uint32_t cur_pos, uint32_t q_len, uint32_t sliding_window) {
+    const uint32_t chunk_first_pos = chunk * k_chunk_size;
+    const uint32_t chunk_last_pos = chunk_first_pos + k_chunk_size - 1;
+    const uint32_t first_query_pos = cur_pos - (q_len - 1);
+    if (chunk_last_pos > first_query_pos) {
+        return true;
+    }
+    if (sliding_window != 0) {
+        const int64_t last_query_window_start = int64_t(cur_pos) - int64_t(sliding_window) + 1;
+        return int64_t(chunk_first_pos) < last_query_window_start;
+    }
+    return false;
+}
+
+// Position of query row `row` of a group's Q tiles. Rows are token-major: row = token * heads_per_group + head,
+// and token t of q_len sits at cur_pos - q_len + 1 + t.
+inline uint32_t query_position(uint32_t row, uint32_t cur_pos, uint32_t q_len, uint32_t heads_per_group) {
+    const uint32_t token = row / heads_per_group;
+    return cur_pos - (q_len - 1) + token;
+}
+
+// ---- Reduction tree over the active cores of a group (see docs/DESIGN.md).
+// In round r, core i with i % 2^(r+1) == 2^r sends its merged partial to core i - 2^r (into slot r of that
+// core's partial-in buffer); core i with i % 2^(r+1) == 0 receives from i + 2^r when that core is active.
+
+// Round in which core i (> 0) sends: the index of its lowest set bit.
+inline uint32_t send_round(uint32_t core_index) {
+    uint32_t round = 0;
+    while (((core_index >> round) & 1u) == 0) {
+        ++round;
+    }
+    return round;
+}
+
+inline bool receives_in_round(uint32_t core_index, uint32_t round, uint32_t num_active) {
+    const uint32_t stride = 1u << round;
+    return (core_index % (stride << 1)) == 0 && core_index + stride < num_active;
+}
+
+// Rounds the tree needs for a group of n cores: ceil(log2(n)).
+inline uint32_t tree_rounds(uint32_t num_cores) {
+    uint32_t rounds = 0;
+    while ((1u << rounds) < num_cores) {
+        ++rounds;
+    }
+    return rounds;
+}
+
+// Byte offset of datum (row, col) inside a 32 x 32 tile of `datum_bytes`-wide values stored as four
+// row-major 16 x 16 faces (the tile layout of bfloat16 / float32 tiles in L1 and DRAM).
+inline uint32_t tile_datum_offset(uint32_t row, uint32_t col, uint32_t datum_bytes) {
+    const uint32_t face = (row / FACE_HW) * 2 + (col / FACE_HW);
+    return (face * FACE_HW * FACE_HW + (row % FACE_HW) * FACE_HW + (col % FACE_HW)) * datum_bytes;
+}
+
+// Converts a float to bfloat16 bits by round-to-nearest-even (used to fill constant and mask tiles).
+inline uint16_t float_to_bfloat16(float value) {
+    union {
+        float f;
+        uint32_t u;
+    } bits{value};
+    const uint32_t rounding = 0x7FFFu + ((bits.u >> 16) & 1u);
+    return uint16_t((bits.u + rounding) >> 16);
+}
+
+}  // namespace flash_decode
