@@ -1,0 +1,333 @@
+"""Planner invariants: the chunk rule, group layout, reduction tree and L1 budget (DESIGN.md)."""
+
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from ttflashdecode.config import ProgramConfig
+from ttflashdecode.plan import (
+    L1_BUDGET_BYTES,
+    ROLES,
+    DecodeShapes,
+    L1OverflowError,
+    active_cores,
+    chunk_range,
+    default_k_chunk_size,
+    expected_partials,
+    num_rounds,
+    plan,
+    receive_rounds,
+    send_round,
+    window_start,
+)
+
+SETTINGS = settings(max_examples=100, deadline=None)
+
+
+def shapes(**kw):
+    base = dict(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=128, kv_len=1024)
+    base.update(kw)
+    return DecodeShapes(**base)
+
+
+# ---- DecodeShapes ------------------------------------------------------------------------------
+
+
+def test_shapes_derived_fields():
+    s = shapes(n_q_heads=32, n_kv_heads=8, batch=4, q_len=1)
+    assert s.v_head_dim == 128 and s.q_heads_per_kv == 4 and s.num_groups == 32
+    assert (s.PNHt, s.DHt, s.vDHt) == (1, 4, 4)
+    assert shapes(n_q_heads=64, n_kv_heads=1, q_len=2).PNHt == 4  # 128 query rows
+
+
+@pytest.mark.parametrize(
+    "kw, needles",
+    [
+        (dict(batch=0), ["batch=0", "positive"]),
+        (dict(batch=True), ["batch=True"]),
+        (dict(head_dim=100), ["head_dim=100", "multiple of 32"]),
+        (dict(v_head_dim=48), ["v_head_dim=48", "multiple of 32"]),
+        (dict(kv_len=1000), ["kv_len=1000", "multiple of 32"]),
+        (dict(n_q_heads=6, n_kv_heads=4), ["n_q_heads=6", "n_kv_heads=4"]),
+        (dict(k_dtype="int8"), ["k_dtype='int8'", "bfloat8_b"]),
+        (dict(sliding_window_size=-1), ["sliding_window_size=-1"]),
+        (dict(block_size=32), ["block_size=32", "max_blocks_per_user=None"]),
+        (dict(block_size=48, max_blocks_per_user=2, kv_len=96), ["block_size=48"]),
+        (dict(block_size=32, max_blocks_per_user=4, kv_len=256), ["kv_len=256", "max_blocks_per_user"]),
+    ],
+)
+def test_shapes_reject_bad_inputs(kw, needles):
+    with pytest.raises(ValueError) as e:
+        shapes(**kw)
+    for needle in needles:
+        assert needle in str(e.value)
+
+
+# ---- the chunk rule ----------------------------------------------------------------------------
+
+
+def check_split(cur_pos, sk, n_cores, window):
+    """Every chunk holding a valid position is read by exactly one core; active cores are a prefix."""
+    ranges = [chunk_range(cur_pos, sk, i, n_cores, window) for i in range(n_cores)]
+    active = active_cores(cur_pos, sk, n_cores, window)
+    counts = [c for _, c in ranges]
+    if cur_pos == -1:
+        assert counts == [0] * n_cores and active == 0
+        return
+    assert active >= 1 and counts[0] > 0
+    assert all(c > 0 for c in counts[:active]) and all(c == 0 for c in counts[active:])
+    assert max(counts) - min(counts) <= 1  # balanced
+    read = [c for start, count in ranges for c in range(start, start + count)]
+    assert len(read) == len(set(read)) and read == sorted(read)  # each once, contiguous by core
+    start = window_start(cur_pos, window)
+    assert start == (max(0, cur_pos - window + 1) if window else 0)
+    # Every chunk read holds a valid position, and the chunks of both ends are read: with
+    # contiguity that is exactly the set of chunks holding [start, cur_pos].
+    assert all(c * sk <= cur_pos and (c + 1) * sk > start for c in read)
+    assert read[0] == start // sk and read[-1] == cur_pos // sk
+    assert read == list(range(read[0], read[-1] + 1))
+
+
+@SETTINGS
+@given(
+    kv_tiles=st.integers(1, 16),
+    sk_tiles=st.integers(1, 16),
+    n_cores=st.integers(1, 64),
+    window=st.one_of(st.just(0), st.integers(1, 600)),
+)
+def test_chunk_split_covers_every_cur_pos(kv_tiles, sk_tiles, n_cores, window):
+    for cur_pos in range(-1, kv_tiles * 32):
+        check_split(cur_pos, sk_tiles * 32, n_cores, window)
+
+
+@pytest.mark.parametrize("cur_pos, expected", [(0, [(0, 1), (1, 0)]), (95, [(0, 2), (2, 1)]), (-1, [(0, 0), (0, 0)])])
+def test_chunk_range_examples(cur_pos, expected):
+    assert [chunk_range(cur_pos, 32, i, 2) for i in range(2)] == expected
+
+
+def test_chunk_range_window_skips_old_chunks():
+    # Window 64 at cur_pos 200: positions 137..200 live in chunks 4..6 of 32.
+    assert chunk_range(200, 32, 0, 1, sliding_window_size=64) == (4, 3)
+
+
+@pytest.mark.parametrize(
+    "kw, needle",
+    [
+        (dict(cur_pos=-2), "cur_pos=-2"),
+        (dict(k_chunk_size=0), "k_chunk_size=0"),
+        (dict(core_index=4), "core_index=4"),
+        (dict(num_cores_per_head=0, core_index=0), "num_cores_per_head=0"),
+    ],
+)
+def test_chunk_range_rejects_bad_args(kw, needle):
+    args = dict(cur_pos=10, k_chunk_size=32, core_index=0, num_cores_per_head=4) | kw
+    with pytest.raises(ValueError, match=needle):
+        chunk_range(**args)
+
+
+# ---- the reduction tree ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_cores", range(1, 65))
+def test_tree_every_active_core_reaches_the_root(n_cores):
+    rounds = num_rounds(n_cores)
+    assert 2 ** rounds >= n_cores and (rounds == 0 or 2 ** (rounds - 1) < n_cores)
+    for active in range(1, n_cores + 1):
+        received = {i: [] for i in range(active)}
+        for i in range(1, active):
+            r = send_round(i)
+            target = i - 2**r
+            assert 0 <= target < active and r < rounds  # same group, active, valid slot
+            # A core sends only after everything it receives has arrived (earlier rounds).
+            assert all(rr < r for rr in receive_rounds(i, active))
+            received[target].append(r)
+        assert send_round(0) is None
+        for i, rs in received.items():
+            assert sorted(rs) == receive_rounds(i, active)
+            assert len(rs) == expected_partials(i, active)
+        # Each sender sends once, so the root merges everything: active - 1 merges in total.
+        assert sum(len(rs) for rs in received.values()) == active - 1
+
+
+# ---- k_chunk_size ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kv_len, n_cores, window, max_cur_pos, expected",
+    [
+        (4096, 8, 0, None, 512),  # 512 per core
+        (1024, 16, 0, None, 64),
+        (131072, 16, 0, None, 512),  # capped
+        (96, 1, 0, None, 32),  # 128 would not divide 96
+        (1024, 1, 100, None, 128),  # window bounds the length
+        (4096, 4, 0, 99, 32),  # short cur_pos: small chunks so all cores work
+        (4096, 4, 0, -1, 32),
+    ],
+)
+def test_default_k_chunk_size(kv_len, n_cores, window, max_cur_pos, expected):
+    s = shapes(kv_len=kv_len, sliding_window_size=window)
+    assert default_k_chunk_size(s, n_cores, max_cur_pos) == expected
+
+
+# ---- whole plans -------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(
+    # Mostly few groups (a split with a reduction tree), sometimes more groups than cores.
+    batch=st.one_of(st.integers(1, 4), st.integers(1, 40)),
+    n_kv=st.integers(1, 8),
+    g=st.sampled_from([1, 2, 4, 8, 16, 48]),
+    head_dim=st.sampled_from([64, 128, 256, 576]),
+    kv_tiles=st.integers(1, 512),
+    gx=st.integers(1, 8),
+    gy=st.integers(1, 8),
+    max_cores=st.integers(1, 64),
+    sk=st.sampled_from([0, 0, 32, 64, 128, 256, 512, 1024, 2048]),
+    kv_dtype=st.sampled_from(["bfloat16", "bfloat8_b", "bfloat4_b", "float32"]),
+    fp32_dest_acc=st.booleans(),
+    align_kv_len=st.integers(0, 9),
+)
+def test_plan_invariants(
+    batch, n_kv, g, head_dim, kv_tiles, gx, gy, max_cores, sk, kv_dtype, fp32_dest_acc, align_kv_len
+):
+    kv_len = kv_tiles * 32
+    if sk and align_kv_len:  # usually make an explicit k_chunk_size divide kv_len
+        kv_len = -(-kv_len // sk) * sk
+    s = DecodeShapes(
+        batch=batch, n_q_heads=n_kv * g, n_kv_heads=n_kv, head_dim=head_dim, kv_len=kv_len,
+        k_dtype=kv_dtype, v_dtype=kv_dtype,
+    )
+    cfg = ProgramConfig((gx, gy), k_chunk_size=sk, max_cores_per_head_batch=max_cores)
+    if sk and s.kv_len % sk:
+        event("k_chunk_size does not divide kv_len")
+        with pytest.raises(ValueError, match=f"k_chunk_size={sk}"):
+            plan(s, cfg, fp32_dest_acc=fp32_dest_acc)
+        return
+    try:
+        p = plan(s, cfg, fp32_dest_acc=fp32_dest_acc)
+    except L1OverflowError as e:
+        event("L1 overflow")
+        assert sk and e.over > 0 and f"{e.over:,} B over" in str(e)
+        assert f"c_{e.largest[0].index} {e.largest[0].name}" in str(e)
+        return
+    event(f"planned, {'split' if p.groups_per_core == 1 else 'several groups per core'}")
+
+    assert p.l1_bytes == sum(cb.total_bytes for cb in p.cbs) <= L1_BUDGET_BYTES
+    assert p.k_chunk_size > 0 and p.k_chunk_size % 32 == 0 and s.kv_len % p.k_chunk_size == 0
+    assert p.k_chunk_size_derived == (sk == 0) and (sk == 0 or p.k_chunk_size == sk)
+    assert len(p.cores) == gx * gy and all(c.role in ROLES for c in p.cores)
+    assert [c.core for c in p.cores] == [(i % gx, i // gx) for i in range(gx * gy)]
+    assert p.num_cores_per_head <= max_cores and p.rounds == num_rounds(p.num_cores_per_head)
+
+    for b in range(batch):
+        for h in range(n_kv):
+            members = p.group_cores(b, h)
+            roots = [c for c in members if c.index_in_group == 0]
+            assert len(roots) == 1 and roots[0].role == "reducer"
+            assert len(members) == (p.num_cores_per_head if p.groups_per_core == 1 else 1)
+            assert [c.index_in_group for c in members] == list(range(len(members)))
+            ids = [c.core_id for c in members]
+            assert ids == list(range(ids[0], ids[0] + len(ids)))  # contiguous, row-major
+            for c in members:
+                assert c.root == roots[0].core and c.num_cores_per_head == p.num_cores_per_head
+                assert c.role == ("reducer" if c.index_in_group == 0 else "worker")
+                if c.send is not None:
+                    to = p.core_at(*c.send.to_core)
+                    assert to.groups == c.groups and to.index_in_group == c.send.to_index
+                    assert c.send.slot == c.send.round < p.rounds
+                    assert any(r.from_core == c.core and r.round == c.send.round for r in to.receives)
+                for r in c.receives:
+                    sender = p.core_at(*r.from_core)
+                    assert sender.send.to_core == c.core and sender.index_in_group == r.from_index
+
+    busy = [c for c in p.cores if c.role != "idle"]
+    served = [grp for c in busy for grp in c.groups]
+    assert set(served) == {(b, h) for b in range(batch) for h in range(n_kv)}
+    assert len(served) == p.num_groups * (p.num_cores_per_head if p.groups_per_core == 1 else 1)
+    assert all(not c.groups and c.index_in_group is None for c in p.cores if c.role == "idle")
+    assert all(len(c.groups) <= p.groups_per_core for c in busy)
+    assert [sem.id for sem in p.semaphores] == [0]
+    has_partials = {cb.name for cb in p.cbs} >= {"partials_in", "partial_out"}
+    assert has_partials == (p.rounds > 0)
+    if p.rounds:
+        assert p.cb("partials_in").num_pages == p.rounds * (s.PNHt * s.vDHt + 2 * s.PNHt)
+
+
+def test_plan_llama_8b_n150():
+    s = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=4096,
+                     k_dtype="bfloat8_b", v_dtype="bfloat8_b")
+    p = plan(s, "llama-3.1-8b/n150")
+    assert (p.num_groups, p.num_cores_per_head, p.rounds, p.k_chunk_size) == (8, 8, 3, 512)
+    assert p.k_chunk_size_derived and p.config.k_chunk_size == 512
+    root = p.core_at(0, 1)
+    assert root.groups == ((0, 1),) and [r.from_index for r in root.receives] == [1, 2, 4]
+    assert p.core_at(6, 1).send.to_core == (4, 1) and p.core_at(6, 1).send.slot == 1
+    text = p.describe()
+    assert "k_chunk_size: 512 (derived)" in text and "8 cores per group, 3 reduction rounds" in text
+
+
+def test_plan_more_groups_than_cores():
+    p = plan(shapes(batch=32, n_q_heads=32, n_kv_heads=8), ProgramConfig((8, 8)))
+    assert (p.groups_per_core, p.num_cores_per_head, p.rounds) == (4, 1, 0)
+    assert all(c.role == "reducer" and len(c.groups) == 4 and c.send is None for c in p.cores)
+    assert p.cores[1].groups == ((0, 4), (0, 5), (0, 6), (0, 7))
+    assert "4 groups per core" in p.describe()
+
+
+def test_plan_uneven_groups_leave_idle_cores():
+    # 65 groups on 64 cores: 2 per core, the last 31 cores idle.
+    p = plan(shapes(batch=65), ProgramConfig((8, 8)))
+    assert p.groups_per_core == 2 and sum(c.role == "idle" for c in p.cores) == 31
+
+
+def test_plan_sliding_window_and_paged():
+    s = shapes(kv_len=4096, block_size=64, max_blocks_per_user=64, sliding_window_size=256)
+    p = plan(s, ProgramConfig((8, 8), max_cores_per_head_batch=8))
+    assert p.k_chunk_size == 32  # 256-position window over 8 cores
+    # cur_pos 4000: positions 3745..4000 are chunks 117..125, 9 chunks over 8 cores.
+    assert p.active_cores(4000) == 8 and p.chunk_range(4000, 0) == (117, 2) and p.chunk_range(4000, 1) == (119, 1)
+
+
+def test_l1_overflow_names_buffers_and_bytes_over():
+    s = shapes(head_dim=256, kv_len=8192)
+    with pytest.raises(L1OverflowError) as e:
+        plan(s, ProgramConfig((8, 8), k_chunk_size=4096))
+    msg = str(e.value)
+    assert "c_1 k" in msg and "c_2 v" in msg and f"{e.value.over:,} B over" in msg
+    assert "k_chunk_size (now 4096)" in msg and isinstance(e.value, ValueError)
+
+
+def test_derived_k_chunk_size_shrinks_to_fit_l1():
+    p = plan(shapes(head_dim=1024, kv_len=8192), ProgramConfig((1, 1)))
+    assert p.k_chunk_size < 512 and p.l1_bytes <= L1_BUDGET_BYTES
+
+
+@pytest.mark.parametrize(
+    "call, exc, needles",
+    [
+        (lambda: plan(shapes(), ProgramConfig((8, 8)), grid=(8, 7)), ValueError,
+         ["compute_with_storage_grid_size=(8, 8)", "grid=(8, 7)"]),
+        (lambda: plan(shapes(), ProgramConfig((8, 8)), grid=(8, 0)), ValueError, ["grid=(8, 0)"]),
+        (lambda: plan(shapes(), ProgramConfig((8, 8), k_chunk_size=48)), ValueError,
+         ["k_chunk_size=48", "multiple of 32"]),
+        (lambda: plan(shapes(kv_len=96), ProgramConfig((8, 8), k_chunk_size=64)), ValueError,
+         ["k_chunk_size=64", "kv_len=96"]),
+        (lambda: plan(shapes(), max_cur_pos=1024), ValueError, ["max_cur_pos=1024"]),
+        (lambda: plan(shapes(), program_config=42), TypeError, ["program_config=42"]),
+        (lambda: plan(shapes(), ProgramConfig((8, 8), max_cores_per_head_batch=65)), ValueError,
+         ["max_cores_per_head_batch=65"]),
+    ],
+)
+def test_plan_rejects_bad_inputs(call, exc, needles):
+    with pytest.raises(exc) as e:
+        call()
+    for needle in needles:
+        assert needle in str(e.value)
+
+
+def test_plan_accepts_smaller_device_grid():
+    p = plan(shapes(), ProgramConfig((8, 7)), grid=(8, 7))
+    assert len(p.cores) == 56 and p.grid == (8, 7)
+    # None: the whole device grid.
+    assert plan(shapes(), None, grid=(8, 7)).config.compute_with_storage_grid_size == (8, 7)

@@ -1,0 +1,670 @@
+"""FlashDecode work planner: which core reads which KV chunks, the reduction tree, CBs and L1.
+
+Pure Python (no ttnn), so it can be tested exhaustively and used by the emulator, the op and the
+demo alike. It implements docs/DESIGN.md exactly:
+
+* A group is one (batch b, kv head h), numbered ``g = b * n_kv_heads + h``. Cores of the program
+  grid are numbered row-major (x fastest). ``num_cores_per_head = min(max_cores_per_head_batch,
+  num_cores // num_groups)`` and group g takes the contiguous cores ``[g*N, (g+1)*N)``; leftover
+  cores are idle. When there are more groups than cores, every core serves
+  ``ceil(num_groups / num_cores)`` consecutive groups alone (no reduction); the plan then records
+  ``num_cores_per_head = 1`` (DESIGN.md's formula gives 0 there, meaning "no split").
+* The chunk rule is :func:`chunk_range` (the kernels' shared header copies it).
+* The reduction is a binary tree over a group's cores (:func:`send_round`, :func:`receive_rounds`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ttflashdecode.config import DEFAULT_GRID, TILE, ProgramConfig
+
+# ---- hardware figures (docs: /work/shared/WORMHOLE.md, ttnn 0.81.1 wormhole dev_mem_map.h) ------
+
+# Bytes of one 32x32 tile per data format. Block-float formats store 1024 mantissas plus one shared
+# exponent per 16 values (64 B for a tile).
+TILE_BYTES: dict[str, int] = {
+    "bfloat16": 2048,
+    "float32": 4096,
+    "bfloat8_b": 1088,
+    "bfloat4_b": 576,
+}
+DTYPES = tuple(TILE_BYTES)
+
+# MEM_L1_SIZE = 1464 KiB per Tensix core on Wormhole.
+L1_SIZE_BYTES = 1_499_136
+# Not all of it is ours: ~32 KiB below MEM_MAP_END holds firmware, mailboxes and fabric tables,
+# and the kernel-config ring buffer above it holds the kernel binaries, runtime args, CB and
+# semaphore descriptors of the running program. 64 KiB for the latter is an estimate with margin
+# (the device decides its exact size at run time), so the planner refuses anything that would
+# only fit by eating into it.
+L1_RESERVED_BYTES = 32 * 1024 + 64 * 1024
+L1_BUDGET_BYTES = L1_SIZE_BYTES - L1_RESERVED_BYTES
+
+# Range of the planner-chosen k_chunk_size. 512 positions of a 128-wide head in bfloat16 is 128 KiB
+# per K buffer: big DRAM bursts while double-buffered K and V still leave most of L1 free.
+MIN_K_CHUNK_SIZE = 32
+MAX_DEFAULT_K_CHUNK_SIZE = 512
+
+ROLES = ("reducer", "worker", "idle")
+
+
+class L1OverflowError(ValueError):
+    """The circular buffers of a plan do not fit in a core's L1 budget."""
+
+    def __init__(self, message: str, *, needed: int, budget: int, largest: tuple[CBPlan, ...]):
+        super().__init__(message)
+        self.needed = needed
+        self.budget = budget
+        self.over = needed - budget
+        self.largest = largest
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_grid(name: str, grid) -> tuple[int, int]:
+    if (
+        not isinstance(grid, (tuple, list))
+        or len(grid) != 2
+        or not all(_is_int(v) and v > 0 for v in grid)
+    ):
+        raise ValueError(f"{name}={grid!r}: expected (x, y), two positive integers")
+    return (grid[0], grid[1])
+
+
+# ---- shapes ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodeShapes:
+    """Everything about one decode call's tensors that the plan depends on.
+
+    Q is [q_len, batch, n_q_heads, head_dim]; K is [batch, n_kv_heads, kv_len, head_dim] (or paged:
+    blocks of ``block_size`` positions, ``max_blocks_per_user`` per user, so kv_len must equal
+    their product); V likewise with ``v_head_dim``. Dtypes are ttnn dtype names.
+    """
+
+    batch: int
+    n_q_heads: int
+    n_kv_heads: int
+    head_dim: int
+    kv_len: int
+    v_head_dim: int | None = None  # None: same as head_dim
+    q_len: int = 1
+    q_dtype: str = "bfloat16"
+    k_dtype: str = "bfloat16"
+    v_dtype: str = "bfloat16"
+    out_dtype: str = "bfloat16"
+    block_size: int | None = None
+    max_blocks_per_user: int | None = None
+    sliding_window_size: int = 0  # 0: no window
+
+    def __post_init__(self) -> None:
+        if self.v_head_dim is None:
+            object.__setattr__(self, "v_head_dim", self.head_dim)
+        for name in ("batch", "n_q_heads", "n_kv_heads", "head_dim", "v_head_dim", "kv_len", "q_len"):
+            value = getattr(self, name)
+            if not _is_int(value) or value <= 0:
+                raise ValueError(f"{name}={value!r}: expected a positive integer")
+        # K/V rows and head dims are read as whole tiles.
+        for name in ("head_dim", "v_head_dim", "kv_len"):
+            value = getattr(self, name)
+            if value % TILE:
+                raise ValueError(f"{name}={value}: expected a multiple of {TILE} (tile size)")
+        if self.n_q_heads % self.n_kv_heads:
+            raise ValueError(
+                f"n_q_heads={self.n_q_heads}: expected a multiple of n_kv_heads={self.n_kv_heads} "
+                "(each kv head serves the same number of q heads)"
+            )
+        for name in ("q_dtype", "k_dtype", "v_dtype", "out_dtype"):
+            value = getattr(self, name)
+            if value not in TILE_BYTES:
+                raise ValueError(f"{name}={value!r}: expected one of {', '.join(DTYPES)}")
+        w = self.sliding_window_size
+        if not _is_int(w) or w < 0:
+            raise ValueError(f"sliding_window_size={w!r}: expected 0 (no window) or a positive integer")
+        if (self.block_size is None) != (self.max_blocks_per_user is None):
+            raise ValueError(
+                f"block_size={self.block_size!r}, max_blocks_per_user={self.max_blocks_per_user!r}: "
+                "expected both set (paged KV cache) or both None"
+            )
+        if self.block_size is not None:
+            for name in ("block_size", "max_blocks_per_user"):
+                value = getattr(self, name)
+                if not _is_int(value) or value <= 0:
+                    raise ValueError(f"{name}={value!r}: expected a positive integer")
+            if self.block_size % TILE:
+                raise ValueError(f"block_size={self.block_size}: expected a multiple of {TILE}")
+            if self.kv_len != self.block_size * self.max_blocks_per_user:
+                raise ValueError(
+                    f"kv_len={self.kv_len}: expected block_size * max_blocks_per_user = "
+                    f"{self.block_size} * {self.max_blocks_per_user} for a paged KV cache"
+                )
+
+    @property
+    def is_paged(self) -> bool:
+        return self.block_size is not None
+
+    @property
+    def q_heads_per_kv(self) -> int:
+        """G: q heads sharing one kv head."""
+        return self.n_q_heads // self.n_kv_heads
+
+    @property
+    def num_groups(self) -> int:
+        return self.batch * self.n_kv_heads
+
+    @property
+    def PNHt(self) -> int:
+        """Q tiles (rows) per group: its q_len * G query rows padded to whole tiles."""
+        return math.ceil(self.q_len * self.q_heads_per_kv / TILE)
+
+    @property
+    def DHt(self) -> int:
+        return self.head_dim // TILE
+
+    @property
+    def vDHt(self) -> int:
+        return self.v_head_dim // TILE
+
+
+# ---- the chunk rule ----------------------------------------------------------------------------
+
+
+def window_start(cur_pos: int, sliding_window_size: int = 0) -> int:
+    """First valid KV position of a user at ``cur_pos`` (0 without a window)."""
+    if sliding_window_size <= 0:
+        return 0
+    return max(0, cur_pos - sliding_window_size + 1)
+
+
+def chunk_range(
+    cur_pos: int,
+    k_chunk_size: int,
+    core_index: int,
+    num_cores_per_head: int,
+    sliding_window_size: int = 0,
+) -> tuple[int, int]:
+    """The KV chunks core ``core_index`` of a group reads: ``(start_chunk, count)``.
+
+    THE chunk rule (docs/DESIGN.md; the kernels' shared header implements the same):
+
+    * A user's valid positions are ``[window_start, cur_pos]`` with
+      ``window_start = max(0, cur_pos - W + 1)`` for sliding window W, or 0 when W == 0.
+    * With ``Sk = k_chunk_size`` the user's chunks are ``first = window_start // Sk`` to
+      ``last = cur_pos // Sk``: ``n = last - first + 1`` chunks. Chunk c holds positions
+      ``[c*Sk, (c+1)*Sk)``; positions outside ``[window_start, cur_pos]`` in the first and last
+      chunk are masked by the kernels, never skipped.
+    * Core i of the group's N cores gets a contiguous range: ``base = n // N``, ``rem = n % N``,
+      ``start = first + i*base + min(i, rem)``, ``count = base + (i < rem)``.
+      So the cores with work are a prefix of the group, and core 0 (the root reducer) has work
+      whenever ``cur_pos >= 0``.
+    * ``cur_pos == -1`` (no valid token): every core gets ``(0, 0)``; the root writes zeros.
+    """
+    if not _is_int(cur_pos) or cur_pos < -1:
+        raise ValueError(f"cur_pos={cur_pos!r}: expected an integer >= -1")
+    if not _is_int(k_chunk_size) or k_chunk_size <= 0:
+        raise ValueError(f"k_chunk_size={k_chunk_size!r}: expected a positive integer")
+    if not _is_int(num_cores_per_head) or num_cores_per_head <= 0:
+        raise ValueError(f"num_cores_per_head={num_cores_per_head!r}: expected a positive integer")
+    if not _is_int(core_index) or not 0 <= core_index < num_cores_per_head:
+        raise ValueError(f"core_index={core_index!r}: expected 0..{num_cores_per_head - 1}")
+    if cur_pos < 0:
+        return 0, 0
+    first = window_start(cur_pos, sliding_window_size) // k_chunk_size
+    n = cur_pos // k_chunk_size - first + 1
+    base, rem = divmod(n, num_cores_per_head)
+    start = first + core_index * base + min(core_index, rem)
+    count = base + (1 if core_index < rem else 0)
+    return start, count
+
+
+def active_cores(
+    cur_pos: int, k_chunk_size: int, num_cores_per_head: int, sliding_window_size: int = 0
+) -> int:
+    """How many cores of a group have chunks to read (they are cores 0..active-1)."""
+    if cur_pos < 0:
+        return 0
+    first = window_start(cur_pos, sliding_window_size) // k_chunk_size
+    n = cur_pos // k_chunk_size - first + 1
+    return min(num_cores_per_head, n)
+
+
+# ---- the reduction tree ------------------------------------------------------------------------
+
+
+def num_rounds(num_cores_per_head: int) -> int:
+    """ceil(log2 N): rounds of the binary reduction tree (0 for a 1-core group)."""
+    return (num_cores_per_head - 1).bit_length()
+
+
+def send_round(core_index: int) -> int | None:
+    """The round in which core i sends its partial (to core ``i - 2^r``, slot r); None for the root.
+
+    Core i sends in round r when ``i % 2^(r+1) == 2^r``, i.e. r is i's lowest set bit, so every
+    non-root core sends exactly once, after merging everything it received in earlier rounds.
+    """
+    if core_index == 0:
+        return None
+    return (core_index & -core_index).bit_length() - 1
+
+
+def receive_rounds(core_index: int, num_active: int) -> list[int]:
+    """Rounds in which core i merges a partial from core ``i + 2^r`` when ``num_active`` cores work.
+
+    Core i receives in round r when ``i % 2^(r+1) == 0`` and the sender ``i + 2^r`` is active.
+    Its semaphore counts arrivals, so before merging round r's slot it waits for the semaphore to
+    reach the number of rounds in this list up to and including r.
+    """
+    rounds = []
+    r = 0
+    while (1 << r) < num_active:
+        if core_index % (1 << (r + 1)) == 0 and core_index + (1 << r) < num_active:
+            rounds.append(r)
+        r += 1
+    return rounds
+
+
+def expected_partials(core_index: int, num_active: int) -> int:
+    """Partials core i receives in total when ``num_active`` cores of its group work."""
+    return len(receive_rounds(core_index, num_active))
+
+
+# ---- k_chunk_size ------------------------------------------------------------------------------
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def default_k_chunk_size(
+    shapes: DecodeShapes, num_cores_per_head: int, max_cur_pos: int | None = None
+) -> int:
+    """k_chunk_size used when the program config says 0.
+
+    ``L`` = positions a user may read: ``max_cur_pos + 1`` when known (the op passes the batch's
+    largest cur_pos), else kv_len; at most the sliding window. Then
+    ``Sk = clamp(32 * next_pow2(ceil(ceil(L / N) / 32)), 32, 512)``: the smallest power-of-two
+    multiple of 32 that gives each of the group's N cores one chunk, but no more than 512 (bigger
+    chunks only cost L1 once DRAM bursts are long). Finally Sk is halved until it divides kv_len,
+    so every chunk lies inside the cache (always ends at 32, since kv_len % 32 == 0).
+    """
+    length = shapes.kv_len if max_cur_pos is None else max_cur_pos + 1
+    if shapes.sliding_window_size:
+        length = min(length, shapes.sliding_window_size)
+    per_core = math.ceil(length / num_cores_per_head)
+    sk = TILE * _next_pow2(math.ceil(per_core / TILE))
+    sk = max(MIN_K_CHUNK_SIZE, min(MAX_DEFAULT_K_CHUNK_SIZE, sk))
+    while shapes.kv_len % sk:
+        sk //= 2
+    return sk
+
+
+# ---- circular buffers and L1 -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CBPlan:
+    """One circular buffer, identical (same index, size and L1 address) on every core."""
+
+    index: int  # CB id: c_<index>
+    name: str
+    purpose: str
+    page_size: int  # bytes: one tile of data_format
+    num_pages: int
+    data_format: str
+
+    @property
+    def total_bytes(self) -> int:
+        return self.page_size * self.num_pages
+
+
+def circular_buffers(
+    shapes: DecodeShapes,
+    k_chunk_size: int,
+    rounds: int,
+    *,
+    fp32_dest_acc: bool = False,
+    masked: bool = True,
+) -> tuple[CBPlan, ...]:
+    """The CBs the FlashDecode kernels use, in tiles (draft list; the kernel author owns it).
+
+    ``masked``: the kernels mask the last chunk past cur_pos (cur_pos is rarely chunk-aligned) and
+    the first chunk before a window's start, so a mask CB is needed unless every chunk is full.
+    Intermediates (scores, accumulators, statistics, partials) are float32 when the compute kernel
+    accumulates in fp32, else bfloat16. Zero-page buffers (e.g. partials when rounds == 0) are left
+    out rather than allocated empty.
+    """
+    Sk_t = k_chunk_size // TILE
+    PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
+    im = "float32" if fp32_dest_acc else "bfloat16"
+    # A partial is the unnormalised O, the running max m and the running sum l of one core.
+    partial_tiles = PNHt * vDHt + 2 * PNHt
+    specs = [
+        (0, "q", "query rows of the group", PNHt * DHt, shapes.q_dtype),
+        (1, "k", "K chunk, double-buffered", 2 * Sk_t * DHt, shapes.k_dtype),
+        (2, "v", "V chunk, double-buffered", 2 * Sk_t * vDHt, shapes.v_dtype),
+        (3, "mask", "causal/window edge mask for one chunk", PNHt * Sk_t if masked else 0, "bfloat16"),
+        (4, "scalars", "softmax scale and reduce scaler tiles", 2, "bfloat16"),
+        (5, "partials_in", "one slot [O, m, l] per reduction round", rounds * partial_tiles, im),
+        (6, "partial_out", "this core's [O, m, l] to send", partial_tiles if rounds else 0, im),
+        (16, "out", "normalised output rows", PNHt * vDHt, shapes.out_dtype),
+        (24, "qk", "scores Q K^T of one chunk", PNHt * Sk_t, im),
+        (25, "o_cur", "output accumulator", PNHt * vDHt, im),
+        (26, "o_prev", "output accumulator, previous step", PNHt * vDHt, im),
+        (27, "m_cur", "running row max", PNHt, im),
+        (28, "m_prev", "running row max, previous step", PNHt, im),
+        (29, "l_cur", "running row sum", PNHt, im),
+        (30, "l_prev", "running row sum, previous step", PNHt, im),
+        (31, "exp_max_diff", "exp(m_prev - m_cur) rescale factors", PNHt, im),
+    ]
+    return tuple(
+        CBPlan(index, name, purpose, TILE_BYTES[fmt], pages, fmt)
+        for index, name, purpose, pages, fmt in specs
+        if pages > 0
+    )
+
+
+def l1_bytes(cbs: tuple[CBPlan, ...]) -> int:
+    return sum(cb.total_bytes for cb in cbs)
+
+
+def check_l1(cbs: tuple[CBPlan, ...], k_chunk_size: int, budget: int = L1_BUDGET_BYTES) -> int:
+    """Total CB bytes per core; L1OverflowError naming the largest buffers if over ``budget``."""
+    needed = l1_bytes(cbs)
+    if needed <= budget:
+        return needed
+    largest = tuple(sorted(cbs, key=lambda cb: cb.total_bytes, reverse=True)[:3])
+    names = ", ".join(
+        f"c_{cb.index} {cb.name} ({cb.num_pages} x {cb.page_size} B {cb.data_format} = {cb.total_bytes:,} B)"
+        for cb in largest
+    )
+    raise L1OverflowError(
+        f"circular buffers need {needed:,} B of L1 per core, {needed - budget:,} B over the budget of "
+        f"{budget:,} B; largest: {names}; try a smaller k_chunk_size (now {k_chunk_size})",
+        needed=needed,
+        budget=budget,
+        largest=largest,
+    )
+
+
+# ---- semaphores --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SemaphorePlan:
+    id: int
+    name: str
+    initial_value: int
+    purpose: str
+
+
+# One per core, id 0: senders increment the receiver's copy after writing a partial into its slot.
+# Allocated even when no reduction happens so the kernels' arguments have a fixed layout.
+PARTIALS_SEMAPHORE = SemaphorePlan(
+    id=0,
+    name="partials_arrived",
+    initial_value=0,
+    purpose="count of partials written into this core's partials_in CB (incremented by senders)",
+)
+
+
+# ---- per-core assignment -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TreeReceive:
+    """In ``round`` this core may merge the partial of group core ``from_index`` (slot ``round``).
+
+    Taken at run time only if ``from_index < active_cores(cur_pos, ...)``.
+    """
+
+    round: int
+    from_index: int
+    from_core: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class TreeSend:
+    """In ``round`` this core writes its partial into slot ``slot`` of ``to_core``'s partials_in."""
+
+    round: int
+    to_index: int
+    to_core: tuple[int, int]
+    slot: int
+
+
+@dataclass(frozen=True)
+class CoreAssignment:
+    core: tuple[int, int]  # logical (x, y)
+    core_id: int  # row-major number, x fastest
+    role: str  # "reducer" | "worker" | "idle"
+    groups: tuple[tuple[int, int], ...]  # (batch, kv_head) served, one after another
+    index_in_group: int | None  # None when idle
+    num_cores_per_head: int
+    root: tuple[int, int] | None  # core of index 0 in this core's group; None when idle
+    receives: tuple[TreeReceive, ...] = ()
+    send: TreeSend | None = None
+
+    def expected_partials(self, num_active: int) -> int:
+        return 0 if self.index_in_group is None else expected_partials(self.index_in_group, num_active)
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    shapes: DecodeShapes
+    config: ProgramConfig  # k_chunk_size resolved (never 0)
+    grid: tuple[int, int]  # device grid
+    num_groups: int
+    num_cores_per_head: int
+    groups_per_core: int
+    rounds: int
+    cores: tuple[CoreAssignment, ...]  # every core of the program grid, by core_id
+    cbs: tuple[CBPlan, ...]
+    l1_bytes: int
+    semaphores: tuple[SemaphorePlan, ...]
+    k_chunk_size_derived: bool  # True when the planner chose k_chunk_size
+
+    @property
+    def k_chunk_size(self) -> int:
+        return self.config.k_chunk_size
+
+    @property
+    def l1_budget(self) -> int:
+        return L1_BUDGET_BYTES
+
+    def core_at(self, x: int, y: int) -> CoreAssignment:
+        gx, _ = self.config.compute_with_storage_grid_size
+        return self.cores[y * gx + x]
+
+    def group_cores(self, batch: int, kv_head: int) -> tuple[CoreAssignment, ...]:
+        """The cores serving (batch, kv_head), ordered by index in the group."""
+        members = [c for c in self.cores if (batch, kv_head) in c.groups]
+        return tuple(sorted(members, key=lambda c: c.index_in_group))
+
+    def cb(self, name: str) -> CBPlan:
+        for cb in self.cbs:
+            if cb.name == name:
+                return cb
+        raise KeyError(f"no circular buffer named {name!r}; have {', '.join(c.name for c in self.cbs)}")
+
+    def chunk_range(self, cur_pos: int, core_index: int) -> tuple[int, int]:
+        return chunk_range(
+            cur_pos, self.k_chunk_size, core_index, self.num_cores_per_head, self.shapes.sliding_window_size
+        )
+
+    def active_cores(self, cur_pos: int) -> int:
+        return active_cores(
+            cur_pos, self.k_chunk_size, self.num_cores_per_head, self.shapes.sliding_window_size
+        )
+
+    def describe(self) -> str:
+        s = self.shapes
+        gx, gy = self.config.compute_with_storage_grid_size
+        used = sum(c.role != "idle" for c in self.cores)
+        kv = f"K {s.k_dtype}, V {s.v_dtype}"
+        if s.is_paged:
+            kv += f", paged {s.block_size}-position blocks"
+        window = f", sliding window {s.sliding_window_size}" if s.sliding_window_size else ""
+        if self.groups_per_core > 1:
+            split = f"{self.groups_per_core} groups per core, no reduction"
+        else:
+            cores, rounds = _count(self.num_cores_per_head, "core"), _count(self.rounds, "reduction round")
+            split = f"{cores} per group, {rounds}"
+        sk_how = "derived" if self.k_chunk_size_derived else "from config"
+        largest = max(self.cbs, key=lambda cb: cb.total_bytes)
+        return "\n".join(
+            [
+                f"shapes: batch {s.batch} x {s.n_kv_heads} kv heads "
+                f"({s.n_q_heads} q heads, G={s.q_heads_per_kv}), "
+                f"head_dim {s.head_dim}, kv_len {s.kv_len}, {kv}{window}",
+                f"grid: {gx}x{gy} of device {self.grid[0]}x{self.grid[1]}, {used} cores busy, "
+                f"{len(self.cores) - used} idle",
+                f"work: {_count(self.num_groups, '(batch, kv head) group')}, {split}",
+                f"k_chunk_size: {self.k_chunk_size} ({sk_how}), "
+                f"{s.kv_len // self.k_chunk_size} chunks in the cache",
+                f"L1: {self.l1_bytes:,} of {self.l1_budget:,} B per core in {len(self.cbs)} CBs "
+                f"(largest c_{largest.index} {largest.name} {largest.total_bytes:,} B)",
+            ]
+        )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _assign_cores(
+    config: ProgramConfig, shapes: DecodeShapes, num_cores_per_head: int, groups_per_core: int
+) -> tuple[CoreAssignment, ...]:
+    gx, _ = config.compute_with_storage_grid_size
+    n_kv = shapes.n_kv_heads
+    N = num_cores_per_head
+
+    def coords(core_id: int) -> tuple[int, int]:
+        return (core_id % gx, core_id // gx)
+
+    def group_key(g: int) -> tuple[int, int]:
+        return divmod(g, n_kv)  # (batch, kv_head): groups are batch-major
+
+    cores = []
+    for core_id in range(config.num_cores):
+        here = coords(core_id)
+        if groups_per_core > 1:
+            # More groups than cores: consecutive groups per core, each core its own root.
+            gs = range(core_id * groups_per_core, min((core_id + 1) * groups_per_core, shapes.num_groups))
+            if len(gs) == 0:
+                cores.append(CoreAssignment(here, core_id, "idle", (), None, N, None))
+            else:
+                groups = tuple(group_key(g) for g in gs)
+                cores.append(CoreAssignment(here, core_id, "reducer", groups, 0, N, here))
+            continue
+        g, i = divmod(core_id, N)
+        if g >= shapes.num_groups:
+            cores.append(CoreAssignment(here, core_id, "idle", (), None, N, None))
+            continue
+        base = g * N
+        # Possible receives with the whole group active; at run time only those from active cores.
+        receives = tuple(
+            TreeReceive(r, i + (1 << r), coords(base + i + (1 << r))) for r in receive_rounds(i, N)
+        )
+        r = send_round(i)
+        send = None if r is None else TreeSend(r, i - (1 << r), coords(base + i - (1 << r)), slot=r)
+        cores.append(
+            CoreAssignment(
+                here,
+                core_id,
+                "reducer" if i == 0 else "worker",
+                (group_key(g),),
+                i,
+                N,
+                coords(base),
+                receives,
+                send,
+            )
+        )
+    return tuple(cores)
+
+
+def plan(
+    shapes: DecodeShapes,
+    program_config=None,
+    grid: tuple[int, int] | None = None,
+    *,
+    max_cur_pos: int | None = None,
+    fp32_dest_acc: bool = False,
+    masked: bool = True,
+) -> DecodePlan:
+    """Plan a decode call.
+
+    shapes: the call's :class:`DecodeShapes`.
+    program_config: ProgramConfig, ttnn.SDPAProgramConfig, a config name, or None (whole device
+        grid, planner-chosen k_chunk_size).
+    grid: the device's compute grid (x, y); default Wormhole N150's 8x8. The config's grid must fit.
+    max_cur_pos: largest cur_pos of the batch if known; only refines a derived k_chunk_size.
+    fp32_dest_acc: compute accumulates in fp32 (intermediate CBs become float32).
+    masked: see :func:`circular_buffers`.
+
+    Raises ValueError (naming the argument) for inconsistent inputs and L1OverflowError when the
+    circular buffers cannot fit (a derived k_chunk_size is first halved down to 32 to fit).
+    """
+    if not isinstance(shapes, DecodeShapes):
+        raise TypeError(f"shapes={shapes!r}: expected DecodeShapes")
+    device_grid = _check_grid("grid", DEFAULT_GRID if grid is None else grid)
+    config = ProgramConfig.coerce(program_config, default_grid=device_grid)
+    gx, gy = config.compute_with_storage_grid_size
+    if gx > device_grid[0] or gy > device_grid[1]:
+        raise ValueError(
+            f"compute_with_storage_grid_size={(gx, gy)}: larger than the device grid={device_grid}"
+        )
+    if max_cur_pos is not None and (not _is_int(max_cur_pos) or not -1 <= max_cur_pos < shapes.kv_len):
+        raise ValueError(
+            f"max_cur_pos={max_cur_pos!r}: expected -1..{shapes.kv_len - 1} (kv_len={shapes.kv_len})"
+        )
+
+    num_cores, num_groups = config.num_cores, shapes.num_groups
+    split = min(config.max_cores_per_head_batch, num_cores // num_groups)
+    if split >= 1:
+        num_cores_per_head, groups_per_core = split, 1
+    else:
+        num_cores_per_head, groups_per_core = 1, math.ceil(num_groups / num_cores)
+    rounds = num_rounds(num_cores_per_head)
+
+    derived = config.k_chunk_size == 0
+    if derived:
+        k_chunk_size = default_k_chunk_size(shapes, num_cores_per_head, max_cur_pos)
+    else:
+        k_chunk_size = config.k_chunk_size
+        # Chunks must lie inside the cache: the kernels read whole chunks and only mask them.
+        if shapes.kv_len % k_chunk_size:
+            raise ValueError(
+                f"k_chunk_size={k_chunk_size}: expected a divisor of kv_len={shapes.kv_len}"
+            )
+
+    while True:
+        cbs = circular_buffers(shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked)
+        try:
+            total = check_l1(cbs, k_chunk_size)
+            break
+        except L1OverflowError:
+            # A chosen chunk size is only a preference; an explicit one is the user's to change.
+            if not derived or k_chunk_size <= MIN_K_CHUNK_SIZE:
+                raise
+            k_chunk_size //= 2
+
+    return DecodePlan(
+        shapes=shapes,
+        config=replace(config, k_chunk_size=k_chunk_size),
+        grid=device_grid,
+        num_groups=num_groups,
+        num_cores_per_head=num_cores_per_head,
+        groups_per_core=groups_per_core,
+        rounds=rounds,
+        cores=_assign_cores(config, shapes, num_cores_per_head, groups_per_core),
+        cbs=cbs,
+        l1_bytes=total,
+        semaphores=(PARTIALS_SEMAPHORE,),
+        k_chunk_size_derived=derived,
+    )
