@@ -34,7 +34,7 @@
 #include "api/compute/binary_max_min.h"
 #include "api/compute/eltwise_unary/exp.h"
 #include "api/compute/eltwise_unary/recip.h"
-#include "device_kernels/flash_decode_common.hpp"
+#include "flash_decode_common.hpp"
 
 using namespace ckernel;
 using namespace flash_decode;

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "api/dataflow/dataflow_api.h"
-#include "device_kernels/flash_decode_common.hpp"
+#include "flash_decode_common.hpp"
 
 using namespace flash_decode;
 

@@ -247,11 +247,11 @@ def test_plan_invariants(
     assert len(served) == p.num_groups * (p.num_cores_per_head if p.groups_per_core == 1 else 1)
     assert all(not c.groups and c.index_in_group is None for c in p.cores if c.role == "idle")
     assert all(len(c.groups) <= p.groups_per_core for c in busy)
-    assert [sem.id for sem in p.semaphores] == [0]
-    has_partials = {cb.name for cb in p.cbs} >= {"partials_in", "partial_out"}
+    assert [sem.id for sem in p.semaphores] == list(range(p.rounds))  # one per tree round
+    has_partials = {cb.name for cb in p.cbs} >= {"partial_in", "partial_out"}
     assert has_partials == (p.rounds > 0)
     if p.rounds:
-        assert p.cb("partials_in").num_pages == p.rounds * (s.PNHt * s.vDHt + 2 * s.PNHt)
+        assert p.cb("partial_in").num_pages == p.rounds * (s.PNHt * s.vDHt + 2 * s.PNHt)
 
 
 def test_plan_llama_8b_n150():

@@ -256,8 +256,7 @@ def receive_rounds(core_index: int, num_active: int) -> list[int]:
     """Rounds in which core i merges a partial from core ``i + 2^r`` when ``num_active`` cores work.
 
     Core i receives in round r when ``i % 2^(r+1) == 0`` and the sender ``i + 2^r`` is active.
-    Its semaphore counts arrivals, so before merging round r's slot it waits for the semaphore to
-    reach the number of rounds in this list up to and including r.
+    Before merging round r's slot it waits for its round-r semaphore (:func:`tree_semaphores`).
     """
     rounds = []
     r = 0
@@ -330,40 +329,49 @@ def circular_buffers(
     fp32_dest_acc: bool = False,
     masked: bool = True,
 ) -> tuple[CBPlan, ...]:
-    """The CBs the FlashDecode kernels use, in tiles (draft list; the kernel author owns it).
+    """The CBs of the FlashDecode kernels (``device_kernels/``), one entry per CB index they use.
 
     ``masked``: the kernels mask the last chunk past cur_pos (cur_pos is rarely chunk-aligned) and
     the first chunk before a window's start, so a mask CB is needed unless every chunk is full.
     Intermediates (scores, accumulators, statistics, partials) are float32 when the compute kernel
-    accumulates in fp32, else bfloat16. Zero-page buffers (e.g. partials when rounds == 0) are left
-    out rather than allocated empty.
+    accumulates in fp32, else bfloat16. Running state (O, m, l) keeps the old block at the front
+    and the new one behind it while it is updated, so those CBs hold two blocks. Zero-page buffers
+    (the partials when rounds == 0) are left out rather than allocated empty.
     """
     Sk_t = k_chunk_size // TILE
     PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
     im = "float32" if fp32_dest_acc else "bfloat16"
+    o_tiles = PNHt * vDHt
     # A partial is the unnormalised O, the running max m and the running sum l of one core.
-    partial_tiles = PNHt * vDHt + 2 * PNHt
+    partial_tiles = o_tiles + 2 * PNHt
+    # cur_pos of every user: one row-major int32 page, padded to the 32 B NOC read alignment.
+    cur_pos_page = -(-shapes.batch * 4 // 32) * 32
     specs = [
-        (0, "q", "query rows of the group", PNHt * DHt, shapes.q_dtype),
-        (1, "k", "K chunk, double-buffered", 2 * Sk_t * DHt, shapes.k_dtype),
-        (2, "v", "V chunk, double-buffered", 2 * Sk_t * vDHt, shapes.v_dtype),
-        (3, "mask", "causal/window edge mask for one chunk", PNHt * Sk_t if masked else 0, "bfloat16"),
-        (4, "scalars", "softmax scale and reduce scaler tiles", 2, "bfloat16"),
-        (5, "partials_in", "one slot [O, m, l] per reduction round", rounds * partial_tiles, im),
-        (6, "partial_out", "this core's [O, m, l] to send", partial_tiles if rounds else 0, im),
-        (16, "out", "normalised output rows", PNHt * vDHt, shapes.out_dtype),
-        (24, "qk", "scores Q K^T of one chunk", PNHt * Sk_t, im),
-        (25, "o_cur", "output accumulator", PNHt * vDHt, im),
-        (26, "o_prev", "output accumulator, previous step", PNHt * vDHt, im),
-        (27, "m_cur", "running row max", PNHt, im),
-        (28, "m_prev", "running row max, previous step", PNHt, im),
-        (29, "l_cur", "running row sum", PNHt, im),
-        (30, "l_prev", "running row sum, previous step", PNHt, im),
-        (31, "exp_max_diff", "exp(m_prev - m_cur) rescale factors", PNHt, im),
-    ]
+        (0, "q", "query rows of the group", TILE_BYTES[shapes.q_dtype], PNHt * DHt, shapes.q_dtype),
+        (1, "k", "K chunk, double-buffered", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * DHt, shapes.k_dtype),
+        (2, "v", "V chunk, double-buffered", TILE_BYTES[shapes.v_dtype], 2 * Sk_t * vDHt, shapes.v_dtype),
+        (3, "mask", "causal/window edge mask of one chunk", 2048, PNHt * Sk_t if masked else 0, "bfloat16"),
+        (4, "scale", "softmax scale, broadcast as a scalar", 2048, 1, "bfloat16"),
+        (5, "ones", "reduce scaler (all ones)", 2048, 1, "bfloat16"),
+        (6, "cur_pos", "cur_pos of every user, for compute", cur_pos_page, 1, "uint32"),
+        (7, "scratch", "a partner's rescaled O and l while merging", TILE_BYTES[im], (o_tiles + PNHt) if rounds else 0, im),
+        (8, "partial_in", "one slot [O, m, l] per reduction round", TILE_BYTES[im], rounds * partial_tiles, im),
+        (9, "partial_out", "this core's [O, m, l] to send", TILE_BYTES[im], partial_tiles if rounds else 0, im),
+        (10, "writer_cur_pos", "cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
+        (11, "zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),
+        (16, "out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
+        (24, "q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
+        (25, "scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
+        (26, "probs", "exp(S - m) of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
+        (27, "o", "output accumulator, old and new block", TILE_BYTES[im], 2 * o_tiles, im),
+        (28, "m", "running row max, old and new block", TILE_BYTES[im], 2 * PNHt, im),
+        (29, "l", "running row sum, old and new block", TILE_BYTES[im], 2 * PNHt, im),
+        (30, "row_stat", "row max / row sum of one chunk, 1/l", TILE_BYTES[im], PNHt, im),
+        (31, "alpha", "rescale factors exp(m_old - m_new)", TILE_BYTES[im], 2 * PNHt, im),
+    ]  # fmt: skip
     return tuple(
-        CBPlan(index, name, purpose, TILE_BYTES[fmt], pages, fmt)
-        for index, name, purpose, pages, fmt in specs
+        CBPlan(index, name, purpose, page_size, pages, fmt)
+        for index, name, purpose, page_size, pages, fmt in specs
         if pages > 0
     )
 
@@ -402,14 +410,19 @@ class SemaphorePlan:
     purpose: str
 
 
-# One per core, id 0: senders increment the receiver's copy after writing a partial into its slot.
-# Allocated even when no reduction happens so the kernels' arguments have a fixed layout.
-PARTIALS_SEMAPHORE = SemaphorePlan(
-    id=0,
-    name="partials_arrived",
-    initial_value=0,
-    purpose="count of partials written into this core's partials_in CB (incremented by senders)",
-)
+def tree_semaphores(rounds: int) -> tuple[SemaphorePlan, ...]:
+    """One semaphore per reduction round on every core: a sender increments its parent's semaphore of
+    the round after its partial has landed in that round's slot. Per-round semaphores (not one counter)
+    keep an early arrival of a later round from being taken for an earlier one."""
+    return tuple(
+        SemaphorePlan(
+            id=r,
+            name=f"partial_arrived_round_{r}",
+            initial_value=0,
+            purpose=f"set to 1 when the round-{r} partner's partial is in slot {r} of partial_in",
+        )
+        for r in range(rounds)
+    )
 
 
 # ---- per-core assignment -----------------------------------------------------------------------
@@ -429,7 +442,7 @@ class TreeReceive:
 
 @dataclass(frozen=True)
 class TreeSend:
-    """In ``round`` this core writes its partial into slot ``slot`` of ``to_core``'s partials_in."""
+    """In ``round`` this core writes its partial into slot ``slot`` of ``to_core``'s partial_in."""
 
     round: int
     to_index: int
@@ -665,6 +678,6 @@ def plan(
         cores=_assign_cores(config, shapes, num_cores_per_head, groups_per_core),
         cbs=cbs,
         l1_bytes=total,
-        semaphores=(PARTIALS_SEMAPHORE,),
+        semaphores=tree_semaphores(rounds),
         k_chunk_size_derived=derived,
     )

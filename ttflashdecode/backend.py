@@ -1,0 +1,68 @@
+"""Where a program runs: a Tenstorrent device through ttnn, or the host emulator.
+
+The op builds one ``ttnn.ProgramDescriptor`` whatever the backend; a backend only supplies what differs
+between a card and the emulator: putting host tensors on the device, allocating outputs, the NOC
+coordinates of worker cores, and the launch itself (``ttnn.generic_op`` or the emulator's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ttflashdecode.ttnn_env import import_ttnn
+
+
+@dataclass(frozen=True)
+class Backend:
+    device: Any
+    is_emulator: bool
+
+    def grid(self) -> tuple[int, int]:
+        g = self.device.compute_with_storage_grid_size()
+        return (g.x, g.y)
+
+    def noc_coord(self, core: tuple[int, int]) -> tuple[int, int]:
+        """NOC (virtual) coordinates of logical worker core ``core``, as kernels address it."""
+        ttnn = import_ttnn()
+        c = self.device.worker_core_from_logical_core(ttnn.CoreCoord(*core))
+        return (c.x, c.y)
+
+    def from_torch(self, tensor: torch.Tensor, dtype, layout):
+        ttnn = import_ttnn()
+        if self.is_emulator:
+            return self.device.from_torch(tensor, dtype=dtype, layout=layout)
+        return ttnn.from_torch(
+            tensor, dtype=dtype, layout=layout, device=self.device, memory_config=ttnn.DRAM_MEMORY_CONFIG
+        )
+
+    def allocate(self, shape, dtype, layout):
+        ttnn = import_ttnn()
+        if self.is_emulator:
+            return self.device.allocate(shape, dtype, layout)
+        return ttnn.allocate_tensor_on_device(
+            ttnn.Shape(list(shape)), dtype, layout, self.device, ttnn.DRAM_MEMORY_CONFIG
+        )
+
+    def launch(self, io_tensors: list, program) -> Any:
+        """Runs ``program`` over ``io_tensors`` (outputs last). Returns the emulator's run statistics,
+        or None on a device."""
+        if self.is_emulator:
+            return self.device.generic_op(io_tensors, program)
+        import_ttnn().generic_op(io_tensors, program)
+        return None
+
+
+def backend_of(tensor) -> Backend:
+    """The backend that owns ``tensor`` (which must live on a device or the emulator)."""
+    from ttflashdecode import emulator  # deferred: the emulator is only needed when used
+
+    device = tensor.device() if callable(getattr(tensor, "device", None)) else None
+    if device is None:
+        raise ValueError(
+            f"q: expected a tensor on a device or on the emulator (ttnn.from_torch(..., device=...) or "
+            f"emulator device .from_torch(...)), got a host tensor of type {type(tensor).__name__}"
+        )
+    return Backend(device=device, is_emulator=isinstance(device, emulator.Device))
