@@ -80,6 +80,7 @@ def scaled_dot_product_attention_decode(
     program_config=None,
     compute_kernel_config=None,
     memory_config=None,
+    output_tensor=None,
 ):
     """Decode attention for one new token per user against a KV cache.
 
@@ -95,6 +96,8 @@ def scaled_dot_product_attention_decode(
         ``program_configs/`` or None (whole device grid, chunk size chosen from the shape).
     compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bf16 DST).
     memory_config: output memory config; only DRAM interleaved (the default) is supported.
+    output_tensor: optional preallocated output (``[1, b, n_q_heads, v_head_dim]`` bfloat16, tile layout, DRAM
+        interleaved, same backend), e.g. one filled with a poison value by a test.
 
     Returns the output ``[1, b, n_q_heads, v_head_dim]`` bfloat16 tensor on the same backend.
     """
@@ -161,7 +164,13 @@ def scaled_dot_product_attention_decode(
     )
     decode_plan = plan(shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en)
 
-    out = backend.allocate([1, batch, n_q_heads, v_shape[3]], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    out_shape = (1, batch, n_q_heads, v_shape[3])
+    if output_tensor is None:
+        out = backend.allocate(list(out_shape), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    else:
+        if _check_tensor("output_tensor", output_tensor, 4, ("bfloat16",)) != out_shape:
+            raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(_shape(output_tensor))}")
+        out = output_tensor
     buffers = DecodeBuffers(q=q, k=k, v=v, cur_pos=cur_pos_tensor, out=out)
     program = build_program(decode_plan, buffers, backend.noc_coord, compute, scale=scale)
     stats = backend.launch([q, k, v, cur_pos_tensor, out], program)
