@@ -1,0 +1,18 @@
+// Emulator implementation of api/compute/common.h: the compute API's common includes, plus kernel arguments.
+// Runtime / compile-time argument access (get_arg_val, get_compile_time_arg_val, ...) is the runtime's: it comes from
+// api/compile_time_args.h and emu/kernel_args.h when those exist.
+#pragma once
+
+#include "api/compute/common_globals.h"
+#include "api/compute/reg_api.h"
+#include "api/compute/pack.h"
+#include "api/compute/reconfig_data_format.h"
+#include "api/compute/cb_api.h"
+#include "api/compute/compute_kernel_hw_startup.h"
+
+#if __has_include("api/compile_time_args.h")
+#include "api/compile_time_args.h"
+#endif
+#if __has_include("emu/kernel_args.h")
+#include "emu/kernel_args.h"
+#endif

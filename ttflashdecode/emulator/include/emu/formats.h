@@ -1,0 +1,227 @@
+// Tile data formats: byte size of a 32x32 tile and conversion between a tile's bytes (as they sit in DRAM / L1 on
+// a Wormhole) and 1024 row-major floats.  Header-only; shared by the runtime and the compute API headers.
+//
+// Tile byte layout (tt-metal / ttnn TILE layout): four 16x16 faces in the order
+//   face 0 = rows 0-15, cols 0-15;  face 1 = rows 0-15, cols 16-31;  face 2 = rows 16-31, cols 0-15;  face 3 = rows
+//   16-31, cols 16-31; values row-major inside a face.
+// Block-float formats (Bfp8_b, Bfp4_b) put the 64 shared exponents first (one byte per 16-value face row, faces in
+// order, rows in order: byte i belongs to face i/16, face row i%16), then the mantissa bytes in the same value order:
+//   Bfp8_b: one byte per value: bit 7 = sign, bits 6..0 = magnitude with the leading (formerly hidden) one explicit.
+//   Bfp4_b: one nibble per value, the EARLIER value in the LOW nibble: bit 3 = sign, bits 2..0 = magnitude.
+// A value decodes as (-1)^sign * magnitude * 2^(shared_exp - 127 - (mantissa_bits - 1)).
+// Encoding follows ttnn's host conversion (tt-metal blockfloat_common): the shared exponent is the largest biased
+// fp32 exponent field of the 16 values; each value's 24-bit significand (hidden one made explicit) is shifted right
+// by (shared_exp - own_exp) and rounded to the format's width with round-to-nearest, ties-to-even on the discarded
+// bits, saturating at the largest magnitude; an exact zero (either sign) and any value that rounds to magnitude zero
+// encode as +0.
+// Float16_b (bfloat16) rounds fp32 to nearest even like torch's .to(torch.bfloat16) (NaN stays NaN).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "emu/runtime.h"
+
+namespace emu {
+
+constexpr uint32_t kTileHW = 1024;    // values per 32x32 tile
+constexpr uint32_t kFaceHW = 256;     // values per 16x16 face
+constexpr uint32_t kBfpExpBytes = 64; // shared exponents of a bfp tile
+
+inline uint32_t f32_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+inline float bits_f32(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// fp32 -> bfloat16 bits, round to nearest even; NaN kept quiet NaN.
+inline uint16_t f32_to_bf16_bits(float f) {
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+    uint32_t lsb = (u >> 16) & 1u;
+    u += 0x7fffu + lsb;
+    return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_bits_to_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
+inline float round_to_bf16(float f) { return bf16_bits_to_f32(f32_to_bf16_bits(f)); }
+
+inline uint32_t tile_size_bytes(DataFormat f) {
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32: return 4 * kTileHW;
+        case DataFormat::Float16:
+        case DataFormat::Float16_b:
+        case DataFormat::UInt16: return 2 * kTileHW;
+        case DataFormat::Bfp8:
+        case DataFormat::Bfp8_b: return kBfpExpBytes + kTileHW;
+        case DataFormat::Bfp4:
+        case DataFormat::Bfp4_b: return kBfpExpBytes + kTileHW / 2;
+        default: fault("tile_size_bytes: unsupported data format %u", static_cast<unsigned>(f));
+    }
+}
+
+inline const char* data_format_name(DataFormat f) {
+    switch (f) {
+        case DataFormat::Float32: return "Float32";
+        case DataFormat::Float16: return "Float16";
+        case DataFormat::Bfp8: return "Bfp8";
+        case DataFormat::Bfp4: return "Bfp4";
+        case DataFormat::Float16_b: return "Float16_b";
+        case DataFormat::Bfp8_b: return "Bfp8_b";
+        case DataFormat::Bfp4_b: return "Bfp4_b";
+        case DataFormat::Int32: return "Int32";
+        case DataFormat::UInt16: return "UInt16";
+        case DataFormat::UInt32: return "UInt32";
+        default: return "Invalid";
+    }
+}
+
+// Position in the tile's value stream (face order) of row-major element (r, c).
+inline uint32_t tile_stream_index(uint32_t r, uint32_t c) {
+    uint32_t face = (r / 16) * 2 + (c / 16);
+    return face * kFaceHW + (r % 16) * 16 + (c % 16);
+}
+// Row-major index of the element at stream position i.
+inline uint32_t tile_row_major_index(uint32_t i) {
+    uint32_t face = i / kFaceHW, in_face = i % kFaceHW;
+    uint32_t r = (face / 2) * 16 + in_face / 16, c = (face % 2) * 16 + in_face % 16;
+    return r * 32 + c;
+}
+
+namespace detail {
+
+// Encode one fp32 value against a shared exponent into a sign + `mbits`-bit magnitude code.
+inline uint32_t bfp_encode(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
+    if ((u & 0x7fffffffu) == 0) return 0;
+    uint32_t exp = (u >> 23) & 0xffu;
+    uint32_t sign = u >> 31;
+    uint64_t sig = (1u << 23) | (u & 0x7fffffu);  // 24 bits, hidden one explicit
+    uint32_t diff = shared_exp - exp;              // shared_exp >= exp by construction
+    sig = diff >= 40 ? 0 : (sig >> diff);
+    uint32_t shift = 24 - mbits;
+    uint64_t rem = sig & ((1ull << shift) - 1);
+    uint64_t half = 1ull << (shift - 1);
+    uint64_t mag = sig >> shift;
+    if (rem > half || (rem == half && (mag & 1))) mag += 1;
+    uint64_t max_mag = (1ull << mbits) - 1;
+    if (mag > max_mag) mag = max_mag;
+    if (mag == 0) return 0;
+    return (sign << mbits) | static_cast<uint32_t>(mag);
+}
+
+// Decode a sign + `mbits`-bit magnitude code with a shared exponent.
+inline float bfp_decode(uint32_t code, uint32_t shared_exp, uint32_t mbits) {
+    uint32_t mag = code & ((1u << mbits) - 1);
+    uint32_t sign = (code >> mbits) & 1u;
+    if (mag == 0) return 0.0f;
+    if (shared_exp == 0xffu) {
+        // Inf / NaN row: the leading one at the top bit means Inf, anything else NaN-like; follow fp32 bit layout.
+        int lead = 31 - __builtin_clz(mag);
+        uint32_t man = (mag << (23 - lead)) & 0x7fffffu;
+        return bits_f32((sign << 31) | (0xffu << 23) | man);
+    }
+    float v = std::ldexp(static_cast<float>(mag), static_cast<int>(shared_exp) - 127 - static_cast<int>(mbits - 1));
+    return sign ? -v : v;
+}
+
+inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
+    uint8_t* exps = dst;
+    uint8_t* mant = dst + kBfpExpBytes;
+    for (uint32_t row = 0; row < 64; ++row) {  // 64 face rows of 16 values, in stream order
+        uint32_t u[16];
+        uint32_t shared = 0;
+        for (uint32_t j = 0; j < 16; ++j) {
+            u[j] = f32_bits(src[tile_row_major_index(row * 16 + j)]);
+            uint32_t e = (u[j] >> 23) & 0xffu;
+            if (e > shared) shared = e;
+        }
+        exps[row] = static_cast<uint8_t>(shared);
+        for (uint32_t j = 0; j < 16; ++j) {
+            uint32_t code = bfp_encode(u[j], shared, mbits);
+            uint32_t i = row * 16 + j;
+            if (mbits == 7) {
+                mant[i] = static_cast<uint8_t>(code);
+            } else {  // bfp4: two values per byte, earlier value in the low nibble
+                if (i % 2 == 0)
+                    mant[i / 2] = static_cast<uint8_t>(code & 0xfu);
+                else
+                    mant[i / 2] = static_cast<uint8_t>(mant[i / 2] | ((code & 0xfu) << 4));
+            }
+        }
+    }
+}
+
+inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
+    const uint8_t* exps = src;
+    const uint8_t* mant = src + kBfpExpBytes;
+    for (uint32_t i = 0; i < kTileHW; ++i) {
+        uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
+        dst[tile_row_major_index(i)] = bfp_decode(code, exps[i / 16], mbits);
+    }
+}
+
+}  // namespace detail
+
+// dst: 1024 floats, row-major 32x32.
+inline void unpack_tile(DataFormat f, const uint8_t* src, float* dst) {
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:  // raw 32-bit copy (integers keep their bit pattern inside the float slot)
+            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(&dst[tile_row_major_index(i)], src + 4 * i, 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                uint16_t b;
+                std::memcpy(&b, src + 2 * i, 2);
+                dst[tile_row_major_index(i)] = bf16_bits_to_f32(b);
+            }
+            return;
+        case DataFormat::UInt16:  // integer value as float
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                uint16_t b;
+                std::memcpy(&b, src + 2 * i, 2);
+                dst[tile_row_major_index(i)] = static_cast<float>(b);
+            }
+            return;
+        case DataFormat::Bfp8_b: detail::bfp_unpack(src, dst, 7); return;
+        case DataFormat::Bfp4_b: detail::bfp_unpack(src, dst, 3); return;
+        default: fault("unpack_tile: unsupported data format %s", data_format_name(f));
+    }
+}
+
+// src: 1024 floats, row-major 32x32.
+inline void pack_tile(DataFormat f, const float* src, uint8_t* dst) {
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:
+            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i)], 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i)]);
+                std::memcpy(dst + 2 * i, &b, 2);
+            }
+            return;
+        case DataFormat::UInt16:
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                float v = src[tile_row_major_index(i)];
+                uint16_t b = v <= 0.0f ? 0 : v >= 65535.0f ? 65535 : static_cast<uint16_t>(std::nearbyint(v));
+                std::memcpy(dst + 2 * i, &b, 2);
+            }
+            return;
+        case DataFormat::Bfp8_b: detail::bfp_pack(src, dst, 7); return;
+        case DataFormat::Bfp4_b: detail::bfp_pack(src, dst, 3); return;
+        default: fault("pack_tile: unsupported data format %s", data_format_name(f));
+    }
+}
+
+}  // namespace emu

@@ -1,0 +1,121 @@
+// The contract between kernel code (compiled against the emulator's implementation of the tt-metal kernel API
+// in include/api/...) and the emulator runtime (csrc/). Kernel-facing API headers call only what is declared
+// here; the runtime implements it. Every function acts on the core and kernel of the calling thread.
+//
+// L1 addresses are what kernels see on silicon (byte offsets into a core's 1.5 MB L1, as returned by
+// get_write_ptr / get_semaphore); emu::l1() turns one into a host pointer after a bounds check.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace emu {
+
+// Which RISC-V a kernel thread stands for. Compute = the three TRISCs, emulated as one thread.
+enum class Processor : uint8_t { Brisc = 0, Ncrisc = 1, Compute = 2 };
+
+// Numeric values are tt::DataFormat's (tt_metal/hw/inc/internal/.../tensix_types.h).
+enum class DataFormat : uint8_t {
+    Float32 = 0,
+    Float16 = 1,
+    Bfp8 = 2,
+    Bfp4 = 3,
+    Float16_b = 5,
+    Bfp8_b = 6,
+    Bfp4_b = 7,
+    Int32 = 8,
+    UInt16 = 9,
+    UInt32 = 24,
+    Invalid = 0xff,
+};
+
+struct ComputeConfig {
+    uint8_t math_fidelity = 4;  // 0 LoFi, 2 HiFi2, 3 HiFi3, 4 HiFi4 (ttnn.MathFidelity values)
+    bool math_approx_mode = false;
+    bool fp32_dest_acc_en = false;
+    bool dst_full_sync_en = false;
+    bool bfp8_pack_precise = false;
+};
+
+enum class Counter : uint8_t {
+    TilesUnpacked = 0,  // tiles read out of CBs by the unpacker (copy_tile, matmul, eltwise, reduce inputs)
+    TilesPacked,        // tiles written into CBs by pack_tile
+    MatmulTiles,        // 32x32x32 tile products
+    FpuTiles,           // eltwise / reduce tile operations on the FPU
+    SfpuTiles,          // exp / recip / max ... tile operations on the SFPU
+    NumCounters
+};
+
+// ---- circular buffers of the calling thread's core (semantics of api/dataflow/circular_buffer.h,
+//      api/compute/cb_api.h). Blocking calls wait with a deadline and report a hang, never spin forever.
+void cb_wait_front(uint32_t cb, uint32_t num_pages);
+void cb_pop_front(uint32_t cb, uint32_t num_pages);
+void cb_reserve_back(uint32_t cb, uint32_t num_pages);
+void cb_push_back(uint32_t cb, uint32_t num_pages);
+bool cb_pages_available_at_front(uint32_t cb, uint32_t num_pages);
+bool cb_pages_reservable_at_back(uint32_t cb, uint32_t num_pages);
+uint32_t cb_read_addr(uint32_t cb);   // L1 address of the front page (get_read_ptr)
+uint32_t cb_write_addr(uint32_t cb);  // L1 address of the back page (get_write_ptr)
+uint32_t cb_page_size(uint32_t cb);
+DataFormat cb_data_format(uint32_t cb);
+
+// ---- memory
+uint8_t* l1(uint32_t l1_addr, uint32_t num_bytes);  // this core's L1; faults outside allocated regions
+
+// ---- kernel context
+const ComputeConfig& compute_config();
+void count(Counter c, uint64_t n = 1);
+[[noreturn]] void fault(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// ==== Data movement and kernel context (added for api/dataflow/*, api/tensor/* and emu/kernel_args.h) ============
+// Host mapping of L1: the runtime maps core i's L1 at host address kL1HostBase + i * kL1SlotBytes (below 4 GiB), so
+// an "L1 address" a kernel holds (get_write_ptr, get_semaphore, get_arg_addr) is that core's base + offset and can be
+// dereferenced directly. NOC addresses carry the plain offset (as on silicon); emu::noc_xy_addr translates.
+constexpr uint32_t kL1HostBase = 0x40000000u;
+constexpr uint32_t kL1SlotBytes = 2u << 20;
+
+uint32_t l1_base();                   // host address of offset 0 of the calling core's L1
+uint32_t my_logical_x();              // the calling core, logical coordinates
+uint32_t my_logical_y();
+uint32_t my_noc_x();                  // the calling core, (translated) NOC coordinates
+uint32_t my_noc_y();
+Processor my_processor();
+const char* kernel_name();
+
+// Kernel arguments: L1 address (host form) of per-core runtime arg `idx` / common runtime arg `idx`; faults when idx
+// is not below the number of args set for this kernel on this core.
+uint32_t arg_addr(uint32_t idx);
+uint32_t common_arg_addr(uint32_t idx);
+uint32_t semaphore_addr(uint32_t id);  // L1 address (host form) of semaphore `id` on the calling core
+
+// DRAM banks (tt-metal numbering: 12 banks on Wormhole, page i of an interleaved buffer lives in bank i % 12).
+uint32_t num_dram_banks();
+uint32_t dram_bank_noc_x(uint32_t bank);
+uint32_t dram_bank_noc_y(uint32_t bank);
+uint32_t dram_bank_offset(uint32_t bank);  // bank_to_dram_offset: added to the buffer address in that bank
+
+// NOC. Addresses use Wormhole's encoding (NOC_ADDR_LOCAL_BITS 36, NOC_ADDR_NODE_ID_BITS 6).
+uint64_t noc_xy_addr(uint32_t x, uint32_t y, uint32_t addr);  // get_noc_addr(x, y, addr): L1 host form -> offset
+uint64_t noc_multicast_addr(uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, uint32_t addr);
+void noc_read(uint64_t src_noc_addr, uint32_t dst_l1_addr, uint32_t size);  // completes by noc_read_barrier
+void noc_write(uint32_t src_l1_addr, uint64_t dst_noc_addr, uint32_t size);
+// include_self: loopback_src variants (the sender in the rectangle receives too; num_dests counts it).
+void noc_write_multicast(uint32_t src_l1_addr, uint64_t dst_mcast_addr, uint32_t size, uint32_t num_dests,
+                         bool include_self);
+void noc_inline_write(uint64_t dst_noc_addr, uint32_t value, uint8_t byte_enable);
+void noc_inline_write_multicast(uint64_t dst_mcast_addr, uint32_t value, uint32_t num_dests);
+void noc_atomic_inc(uint64_t dst_noc_addr, uint32_t incr);
+void noc_atomic_inc_multicast(uint64_t dst_mcast_addr, uint32_t incr, uint32_t num_dests);
+void noc_read_barrier();
+void noc_write_barrier();     // writes done (and acked)
+void noc_writes_flushed();    // writes' sources read out of L1
+void noc_atomic_barrier();
+
+// Semaphores / flags in the calling core's L1 (blocking waits report hangs like CB waits).
+void sem_wait(volatile uint32_t* addr, uint32_t value, bool at_least);
+void sem_set(volatile uint32_t* addr, uint32_t value);
+
+void dprint(const char* text);  // DPRINT output (stderr, prefixed with core and kernel)
+void poll_yield();              // called by non-blocking polls that found nothing (lets other cores run)
+
+}  // namespace emu
