@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "emu/runtime.h"
+#include "hostdevcommon/kernel_structs.h"
 
 #define ALWI inline __attribute__((always_inline))
 #ifndef FORCE_INLINE
