@@ -174,11 +174,15 @@ class DecodeShapes:
 # ---- the chunk rule ----------------------------------------------------------------------------
 
 
-def window_start(cur_pos: int, sliding_window_size: int = 0) -> int:
-    """First valid KV position of a user at ``cur_pos`` (0 without a window)."""
+def window_start(cur_pos: int, sliding_window_size: int = 0, q_len: int = 1) -> int:
+    """First KV position a group at ``cur_pos`` may read (0 without a window).
+
+    ``cur_pos`` is the position of the group's newest token; with ``q_len`` tokens the oldest sits at
+    ``cur_pos - q_len + 1`` and its window of W positions starts at ``cur_pos - q_len + 1 - W + 1``.
+    """
     if sliding_window_size <= 0:
         return 0
-    return max(0, cur_pos - sliding_window_size + 1)
+    return max(0, cur_pos - q_len + 1 - sliding_window_size + 1)
 
 
 def chunk_range(
@@ -187,13 +191,15 @@ def chunk_range(
     core_index: int,
     num_cores_per_head: int,
     sliding_window_size: int = 0,
+    q_len: int = 1,
 ) -> tuple[int, int]:
     """The KV chunks core ``core_index`` of a group reads: ``(start_chunk, count)``.
 
     THE chunk rule (docs/DESIGN.md; the kernels' shared header implements the same):
 
     * A user's valid positions are ``[window_start, cur_pos]`` with
-      ``window_start = max(0, cur_pos - W + 1)`` for sliding window W, or 0 when W == 0.
+      ``window_start = max(0, cur_pos - q_len + 1 - W + 1)`` for sliding window W (the oldest of the
+      group's q_len query tokens reaches back furthest), or 0 when W == 0.
     * With ``Sk = k_chunk_size`` the user's chunks are ``first = window_start // Sk`` to
       ``last = cur_pos // Sk``: ``n = last - first + 1`` chunks. Chunk c holds positions
       ``[c*Sk, (c+1)*Sk)``; positions outside ``[window_start, cur_pos]`` in the first and last
@@ -214,7 +220,7 @@ def chunk_range(
         raise ValueError(f"core_index={core_index!r}: expected 0..{num_cores_per_head - 1}")
     if cur_pos < 0:
         return 0, 0
-    first = window_start(cur_pos, sliding_window_size) // k_chunk_size
+    first = window_start(cur_pos, sliding_window_size, q_len) // k_chunk_size
     n = cur_pos // k_chunk_size - first + 1
     base, rem = divmod(n, num_cores_per_head)
     start = first + core_index * base + min(core_index, rem)
@@ -223,12 +229,12 @@ def chunk_range(
 
 
 def active_cores(
-    cur_pos: int, k_chunk_size: int, num_cores_per_head: int, sliding_window_size: int = 0
+    cur_pos: int, k_chunk_size: int, num_cores_per_head: int, sliding_window_size: int = 0, q_len: int = 1
 ) -> int:
     """How many cores of a group have chunks to read (they are cores 0..active-1)."""
     if cur_pos < 0:
         return 0
-    first = window_start(cur_pos, sliding_window_size) // k_chunk_size
+    first = window_start(cur_pos, sliding_window_size, q_len) // k_chunk_size
     n = cur_pos // k_chunk_size - first + 1
     return min(num_cores_per_head, n)
 
@@ -505,14 +511,14 @@ class DecodePlan:
         raise KeyError(f"no circular buffer named {name!r}; have {', '.join(c.name for c in self.cbs)}")
 
     def chunk_range(self, cur_pos: int, core_index: int) -> tuple[int, int]:
+        s = self.shapes
         return chunk_range(
-            cur_pos, self.k_chunk_size, core_index, self.num_cores_per_head, self.shapes.sliding_window_size
+            cur_pos, self.k_chunk_size, core_index, self.num_cores_per_head, s.sliding_window_size, s.q_len
         )
 
     def active_cores(self, cur_pos: int) -> int:
-        return active_cores(
-            cur_pos, self.k_chunk_size, self.num_cores_per_head, self.shapes.sliding_window_size
-        )
+        s = self.shapes
+        return active_cores(cur_pos, self.k_chunk_size, self.num_cores_per_head, s.sliding_window_size, s.q_len)
 
     def describe(self) -> str:
         s = self.shapes
