@@ -12,7 +12,8 @@
 //   per tree round where a partner sends (O_i, m_i, l_i):
 //               m_new = max(m, m_i);  a = exp(m - m_new);  a_i = exp(m_i - m_new)
 //               l = l * a + l_i * a_i;  O = O * a + O_i * a_i
-//   root:       out = O / l          others: hand (O, m, l) to the writer, which sends it up the tree.
+//   root:       [attention sinks: merge (O=0, m=sink logit, l=1) like a partner's partial]
+//               out = O / l          others: hand (O, m, l) to the writer, which sends it up the tree.
 //
 // m and l are column vectors: reductions over rows leave their value in column 0 of a tile, and every
 // consumer broadcasts column 0 (the *_bcast_cols ops), so the other columns never matter.
@@ -61,6 +62,7 @@ constexpr uint32_t cb_l = tt::CBIndex::c_29;            // running sum, same old
 constexpr uint32_t cb_row_stat = tt::CBIndex::c_30;     // rowmax / rowsum of one chunk
 constexpr uint32_t cb_alpha = tt::CBIndex::c_31;        // rescale factors exp(m_old - m_new) [, exp(m_i - m_new)]
 constexpr uint32_t cb_scratch = tt::CBIndex::c_7;       // partner contribution O_i * a_i, l_i * a_i
+constexpr uint32_t cb_sink = tt::CBIndex::c_13;         // attention sinks as a partial: m tiles, then l tiles
 
 // ---- compile-time shape
 constexpr uint32_t DHt = get_compile_time_arg_val(0);
@@ -71,6 +73,8 @@ constexpr uint32_t q_len = get_compile_time_arg_val(4);
 constexpr uint32_t num_kv_heads = get_compile_time_arg_val(5);
 constexpr uint32_t sliding_window = get_compile_time_arg_val(6);
 constexpr bool exp_approx = get_compile_time_arg_val(7) == 1;
+constexpr bool use_attn_mask = get_compile_time_arg_val(8) == 1;  // every chunk comes with a user mask
+constexpr bool use_sink = get_compile_time_arg_val(9) == 1;
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t q_tiles = PNHt * DHt;
 constexpr uint32_t o_tiles = PNHt * vDHt;
@@ -299,39 +303,42 @@ void process_chunk(bool first, bool masked) {
     }
 }
 
-// Merges one partner's partial (front slot of cb_partial_in) into the running (O, m, l).
-void merge_partial() {
-    constexpr uint32_t m_in = o_tiles;
-    constexpr uint32_t l_in = o_tiles + PNHt;
-    cb_wait_front(cb_partial_in, partial_tiles);
+// Merges one partial (O_i, m_i, l_i) from the front of `in` into the running (O, m, l): a partner's slot of
+// cb_partial_in ([O_i, m_i, l_i]), or the attention sinks (cb_sink: [m_i, l_i], O_i = 0).
+void merge_partial(uint32_t in, bool has_o) {
+    const uint32_t m_in = has_o ? o_tiles : 0;
+    const uint32_t l_in = m_in + PNHt;
+    const uint32_t in_tiles = l_in + PNHt;
+    cb_wait_front(in, in_tiles);
 
-    push_max(cb_m, 0, cb_partial_in, m_in);  // cb_m: [m, m_new]
-    push_rescale(cb_m, 0);                   // cb_alpha: [a]
-    push_rescale(cb_partial_in, m_in);       // cb_alpha: [a, a_i]
+    push_max(cb_m, 0, in, m_in);  // cb_m: [m, m_new]
+    push_rescale(cb_m, 0);        // cb_alpha: [a]
+    push_rescale(in, m_in);       // cb_alpha: [a, a_i]
     cb_pop_front(cb_m, PNHt);
     cb_wait_front(cb_alpha, 2 * PNHt);
 
-    // scratch = [O_i * a_i, l_i * a_i]
-    configure(cb_partial_in, cb_alpha, cb_scratch);
-    mul_bcast_cols_init(cb_partial_in, cb_alpha);
-    cb_reserve_back(cb_scratch, o_tiles + PNHt);
-    for (uint32_t r = 0; r < PNHt; ++r) {
+    // scratch = [O_i * a_i (when there is an O_i), l_i * a_i]
+    const uint32_t scratch_tiles = (has_o ? o_tiles : 0) + PNHt;
+    configure(in, cb_alpha, cb_scratch);
+    mul_bcast_cols_init(in, cb_alpha);
+    cb_reserve_back(cb_scratch, scratch_tiles);
+    for (uint32_t r = 0; has_o && r < PNHt; ++r) {
         for (uint32_t c = 0; c < vDHt; ++c) {
             tile_regs_acquire();
-            mul_tiles_bcast_cols(cb_partial_in, cb_alpha, r * vDHt + c, PNHt + r, 0);
+            mul_tiles_bcast_cols(in, cb_alpha, r * vDHt + c, PNHt + r, 0);
             pack_result(cb_scratch);
         }
     }
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
-        mul_tiles_bcast_cols(cb_partial_in, cb_alpha, l_in + r, PNHt + r, 0);
+        mul_tiles_bcast_cols(in, cb_alpha, l_in + r, PNHt + r, 0);
         pack_result(cb_scratch);
     }
-    cb_push_back(cb_scratch, o_tiles + PNHt);
-    cb_pop_front(cb_partial_in, partial_tiles);
-    cb_wait_front(cb_scratch, o_tiles + PNHt);
+    cb_push_back(cb_scratch, scratch_tiles);
+    cb_pop_front(in, in_tiles);
+    cb_wait_front(cb_scratch, scratch_tiles);
 
-    // O = O * a + scratch_O;  l = l * a + scratch_l
+    // O = O * a [+ O_i * a_i];  l = l * a + l_i * a_i
     cb_reserve_back(cb_o, o_tiles);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t c = 0; c < vDHt; ++c) {
@@ -339,16 +346,18 @@ void merge_partial() {
             configure(cb_o, cb_alpha, cb_o);
             mul_bcast_cols_init(cb_o, cb_alpha);
             mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
-            reconfig_data_format_srcb(cb_scratch);
-            add_reuse_dest_init<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch);
-            add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch, r * vDHt + c, 0);
+            if (has_o) {
+                reconfig_data_format_srcb(cb_scratch);
+                add_reuse_dest_init<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch);
+                add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch, r * vDHt + c, 0);
+            }
             pack_result(cb_o);
         }
     }
     cb_push_back(cb_o, o_tiles);
     cb_pop_front(cb_o, o_tiles);
-    push_rescaled_sum(0, cb_scratch, o_tiles);
-    cb_pop_front(cb_scratch, o_tiles + PNHt);
+    push_rescaled_sum(0, cb_scratch, scratch_tiles - PNHt);
+    cb_pop_front(cb_scratch, scratch_tiles);
     cb_pop_front(cb_alpha, 2 * PNHt);
 }
 
@@ -413,7 +422,7 @@ void kernel_main() {
 
         for (uint32_t i = 0; i < chunks.count; ++i) {
             const uint32_t chunk = chunks.start + i;
-            process_chunk(i == 0, chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window));
+            process_chunk(i == 0, use_attn_mask || chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window));
             cb_wait_front(cb_m, PNHt);
             cb_wait_front(cb_l, PNHt);
             cb_wait_front(cb_o, o_tiles);
@@ -426,7 +435,7 @@ void kernel_main() {
                 break;  // from here on this core's partial travels up the tree
             }
             if (receives_in_round(core_index, round, num_active)) {
-                merge_partial();
+                merge_partial(cb_partial_in, /*has_o=*/true);
                 cb_wait_front(cb_m, PNHt);
                 cb_wait_front(cb_l, PNHt);
                 cb_wait_front(cb_o, o_tiles);
@@ -434,6 +443,12 @@ void kernel_main() {
         }
 
         if (core_index == 0) {
+            if constexpr (use_sink) {
+                merge_partial(cb_sink, /*has_o=*/false);
+                cb_wait_front(cb_m, PNHt);
+                cb_wait_front(cb_l, PNHt);
+                cb_wait_front(cb_o, o_tiles);
+            }
             write_normalised_output();
             cb_pop_front(cb_o, o_tiles);
             cb_pop_front(cb_m, PNHt);

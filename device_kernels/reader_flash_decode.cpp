@@ -6,6 +6,9 @@
 //      DRAM, double-buffered, reading no tile past cur_pos's tile or before the window's first tile,
 //   3. builds the additive mask tiles for chunks that hold hidden positions (causal edge, window edge).
 // It also reads the cur_pos tensor once and hands it to compute, and fills the constant tiles compute needs.
+// Options (compile-time): a paged cache (K/V tiles found through the user's page-table row), a shared cache
+// (every user reads user 0's K/V), a user attention mask streamed with K instead of the generated causal
+// mask, and attention sinks (one logit per q head, handed to compute as an extra (m, l) partial).
 
 #include <cstdint>
 
@@ -23,6 +26,8 @@ constexpr uint32_t cb_mask = tt::CBIndex::c_3;
 constexpr uint32_t cb_scale = tt::CBIndex::c_4;
 constexpr uint32_t cb_ones = tt::CBIndex::c_5;
 constexpr uint32_t cb_cur_pos = tt::CBIndex::c_6;
+constexpr uint32_t cb_page_table = tt::CBIndex::c_12;
+constexpr uint32_t cb_sink = tt::CBIndex::c_13;
 
 constexpr uint32_t BF16_BYTES = 2;
 constexpr uint32_t FACE_ROW_BYTES = FACE_HW * BF16_BYTES;  // one 16-datum row of a bfloat16 face
@@ -41,28 +46,106 @@ void zero_bytes(uint32_t l1_addr, uint32_t num_bytes) {
     }
 }
 
+// ---- compile-time shape of the problem
+constexpr uint32_t DHt = get_compile_time_arg_val(0);          // K head dim in tiles
+constexpr uint32_t vDHt = get_compile_time_arg_val(1);         // V head dim in tiles
+constexpr uint32_t Sk_t = get_compile_time_arg_val(2);         // k_chunk_size in tiles
+constexpr uint32_t PNHt = get_compile_time_arg_val(3);         // Q row tiles per group
+constexpr uint32_t q_len = get_compile_time_arg_val(4);        // query tokens per user
+constexpr uint32_t heads_per_group = get_compile_time_arg_val(5);  // q heads per kv head
+constexpr uint32_t NQt = get_compile_time_arg_val(6);          // tile rows of q heads per user in DRAM
+constexpr uint32_t St = get_compile_time_arg_val(7);           // kv_len in tiles
+constexpr uint32_t num_kv_heads = get_compile_time_arg_val(8);
+constexpr uint32_t batch = get_compile_time_arg_val(9);
+constexpr uint32_t sliding_window = get_compile_time_arg_val(10);
+constexpr uint32_t scale_bits = get_compile_time_arg_val(11);  // float32 bits of the softmax scale
+constexpr uint32_t q_tile_bytes = get_compile_time_arg_val(12);
+constexpr uint32_t k_tile_bytes = get_compile_time_arg_val(13);
+constexpr uint32_t v_tile_bytes = get_compile_time_arg_val(14);
+constexpr uint32_t cur_pos_page_bytes = get_compile_time_arg_val(15);
+constexpr bool is_paged = get_compile_time_arg_val(16) == 1;
+constexpr uint32_t tiles_per_block = get_compile_time_arg_val(17);     // paged: block_size / 32
+constexpr uint32_t page_table_page_bytes = get_compile_time_arg_val(18);
+constexpr bool share_cache = get_compile_time_arg_val(19) == 1;
+constexpr bool use_attn_mask = get_compile_time_arg_val(20) == 1;
+constexpr uint32_t mask_heads = get_compile_time_arg_val(21);          // attn_mask dim 1: 1 or n_q_heads
+constexpr uint32_t mask_tile_bytes = get_compile_time_arg_val(22);
+constexpr bool use_sink = get_compile_time_arg_val(23) == 1;
+constexpr uint32_t sink_tile_bytes = get_compile_time_arg_val(24);
+constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
+constexpr uint32_t q_rows = q_len * heads_per_group;
+
+// Copies one 16-datum bfloat16 face row (row `src_row`, columns col..col+15 of tile page `src_page`) from DRAM
+// into row `dst_row` of the L1 tile at `dst_tile_l1`.
+template <typename AddrGen>
+void read_face_row(const AddrGen& src, uint32_t src_page, uint32_t src_row, uint32_t col, uint32_t dst_tile_l1,
+                   uint32_t dst_row) {
+    noc_async_read(src.get_noc_addr(src_page, tile_datum_offset(src_row, col, BF16_BYTES)),
+                   dst_tile_l1 + tile_datum_offset(dst_row, col, BF16_BYTES), FACE_ROW_BYTES);
+}
+
+// The user mask rows of this group for one chunk: row (token t, head g) of the group's tiles comes from
+// attn_mask[b, mask head, t, chunk positions] (mask head = 0 when the mask is shared by all heads).
+template <typename AddrGen>
+void read_attn_mask_chunk(const AddrGen& mask_reader, uint32_t b, uint32_t kv_head, uint32_t chunk) {
+    constexpr uint32_t mask_tile_rows = (q_len + TILE_HW - 1) / TILE_HW;  // q_len padded to tiles
+    cb_reserve_back(cb_mask, PNHt * Sk_t);
+    const uint32_t mask_l1 = get_write_ptr(cb_mask);
+    zero_bytes(mask_l1, PNHt * Sk_t * TILE_HW * TILE_HW * BF16_BYTES);
+    for (uint32_t row = 0; row < q_rows; ++row) {
+        const uint32_t token = row / heads_per_group;
+        const uint32_t head = mask_heads == 1 ? 0 : kv_head * heads_per_group + row % heads_per_group;
+        const uint32_t src_tile_row = (b * mask_heads + head) * mask_tile_rows + token / TILE_HW;
+        for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+            const uint32_t dst_tile = mask_l1 + ((row / TILE_HW) * Sk_t + kt) * TILE_HW * TILE_HW * BF16_BYTES;
+            for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
+                read_face_row(mask_reader, src_tile_row * St + chunk * Sk_t + kt, token % TILE_HW, col, dst_tile,
+                              row % TILE_HW);
+            }
+        }
+    }
+    noc_async_read_barrier();
+    cb_push_back(cb_mask, PNHt * Sk_t);
+}
+
+// Attention sinks as one more partial for compute to merge at the root: m = the head's sink logit, l = 1,
+// O = 0 (a sink joins the softmax denominator and carries no value). Sinks are a [1, n_q_heads] bfloat16
+// tensor, so head j's logit is datum (0, j % 32) of tile j / 32. Padding rows get m = MASKED_SCORE, l = 0,
+// which leaves them untouched by the merge.
+template <typename AddrGen>
+void push_sink_partial(const AddrGen& sink_reader, uint32_t kv_head) {
+    cb_reserve_back(cb_sink, 2 * PNHt);
+    const uint32_t m_l1 = get_write_ptr(cb_sink);
+    const uint32_t l_l1 = m_l1 + PNHt * TILE_HW * TILE_HW * BF16_BYTES;
+    zero_bytes(m_l1, 2 * PNHt * TILE_HW * TILE_HW * BF16_BYTES);
+    // Gather each head's logit into column 0 of its row of the m tiles, reading the face row that holds it
+    // into column 0..15 of that row first.
+    for (uint32_t row = 0; row < PNHt * TILE_HW; ++row) {
+        auto* m_tile = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(m_l1 + (row / TILE_HW) * TILE_HW * TILE_HW * BF16_BYTES);
+        auto* l_tile = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(l_l1 + (row / TILE_HW) * TILE_HW * TILE_HW * BF16_BYTES);
+        if (row >= q_rows) {
+            m_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = float_to_bfloat16(MASKED_SCORE);
+            continue;
+        }
+        const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
+        const uint32_t face_col = (q_head % TILE_HW) / FACE_HW * FACE_HW;
+        read_face_row(sink_reader, q_head / TILE_HW, 0, face_col, m_l1 + (row / TILE_HW) * TILE_HW * TILE_HW * BF16_BYTES,
+                      row % TILE_HW);
+        noc_async_read_barrier();
+        // The face row landed at columns face_col..face_col+15 of this row: keep only the head's datum, in column 0.
+        const uint16_t logit = m_tile[tile_datum_offset(row % TILE_HW, q_head % TILE_HW, 1)];
+        for (uint32_t c = 0; c < FACE_HW; ++c) {
+            m_tile[tile_datum_offset(row % TILE_HW, face_col + c, 1)] = 0;
+        }
+        m_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = logit;
+        l_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = float_to_bfloat16(1.0f);
+    }
+    cb_push_back(cb_sink, 2 * PNHt);
+}
+
 }  // namespace
 
 void kernel_main() {
-    // ---- compile-time shape of the problem
-    constexpr uint32_t DHt = get_compile_time_arg_val(0);          // K head dim in tiles
-    constexpr uint32_t vDHt = get_compile_time_arg_val(1);         // V head dim in tiles
-    constexpr uint32_t Sk_t = get_compile_time_arg_val(2);         // k_chunk_size in tiles
-    constexpr uint32_t PNHt = get_compile_time_arg_val(3);         // Q row tiles per group
-    constexpr uint32_t q_len = get_compile_time_arg_val(4);        // query tokens per user
-    constexpr uint32_t heads_per_group = get_compile_time_arg_val(5);  // q heads per kv head
-    constexpr uint32_t NQt = get_compile_time_arg_val(6);          // tile rows of q heads per user in DRAM
-    constexpr uint32_t St = get_compile_time_arg_val(7);           // kv_len in tiles
-    constexpr uint32_t num_kv_heads = get_compile_time_arg_val(8);
-    constexpr uint32_t batch = get_compile_time_arg_val(9);
-    constexpr uint32_t sliding_window = get_compile_time_arg_val(10);
-    constexpr uint32_t scale_bits = get_compile_time_arg_val(11);  // float32 bits of the softmax scale
-    constexpr uint32_t q_tile_bytes = get_compile_time_arg_val(12);
-    constexpr uint32_t k_tile_bytes = get_compile_time_arg_val(13);
-    constexpr uint32_t v_tile_bytes = get_compile_time_arg_val(14);
-    constexpr uint32_t cur_pos_page_bytes = get_compile_time_arg_val(15);
-    constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
-    constexpr uint32_t q_rows = q_len * heads_per_group;
 
     // ---- runtime: buffers and this core's work
     uint32_t arg = 0;
@@ -74,6 +157,9 @@ void kernel_main() {
     const uint32_t num_groups = get_arg_val<uint32_t>(arg++);
     const uint32_t core_index = get_arg_val<uint32_t>(arg++);
     const uint32_t num_cores_per_head = get_arg_val<uint32_t>(arg++);
+    const uint32_t page_table_addr = get_arg_val<uint32_t>(arg++);  // paged only
+    const uint32_t mask_addr = get_arg_val<uint32_t>(arg++);        // use_attn_mask only
+    const uint32_t sink_addr = get_arg_val<uint32_t>(arg++);        // use_sink only
 
     const InterleavedAddrGenFast<true> q_reader = {
         .bank_base_address = q_addr, .page_size = q_tile_bytes, .data_format = get_dataformat(cb_q)};
@@ -82,6 +168,12 @@ void kernel_main() {
     const InterleavedAddrGenFast<true> v_reader = {
         .bank_base_address = v_addr, .page_size = v_tile_bytes, .data_format = get_dataformat(cb_v)};
     const InterleavedAddrGen<true> cur_pos_reader = {.bank_base_address = cur_pos_addr, .page_size = cur_pos_page_bytes};
+    const InterleavedAddrGen<true> page_table_reader = {
+        .bank_base_address = page_table_addr, .page_size = page_table_page_bytes};
+    const InterleavedAddrGenFast<true> mask_reader = {
+        .bank_base_address = mask_addr, .page_size = mask_tile_bytes, .data_format = DataFormat::Float16_b};
+    const InterleavedAddrGenFast<true> sink_reader = {
+        .bank_base_address = sink_addr, .page_size = sink_tile_bytes, .data_format = DataFormat::Float16_b};
 
     // ---- constants for compute: the softmax scale (broadcast as a scalar) and the reduce scaler (all ones)
     union {
@@ -124,21 +216,40 @@ void kernel_main() {
                 const uint32_t src_page = src_tile_row * DHt + d;
                 const uint32_t dst_tile = (row / TILE_HW) * DHt + d;
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
-                    const uint64_t src =
-                        q_reader.get_noc_addr(src_page, tile_datum_offset(q_head % TILE_HW, col, BF16_BYTES));
-                    const uint32_t dst =
-                        q_l1 + dst_tile * q_tile_bytes + tile_datum_offset(row % TILE_HW, col, BF16_BYTES);
-                    noc_async_read(src, dst, FACE_ROW_BYTES);
+                    read_face_row(q_reader, src_page, q_head % TILE_HW, col, q_l1 + dst_tile * q_tile_bytes, row % TILE_HW);
                 }
             }
         }
         noc_async_read_barrier();
         cb_push_back(cb_q, PNHt * DHt);
 
+        if constexpr (use_sink) {
+            if (core_index == 0) {  // the root merges the sinks, once, after the tree
+                push_sink_partial(sink_reader, kv_head);
+            }
+        }
+
         // K/V tiles that hold live positions; the rest of a chunk is zero-filled locally and masked.
         const uint32_t first_live_tile = window_start(cur_pos, q_len, sliding_window) / TILE_HW;
         const uint32_t last_live_tile = cur_pos / TILE_HW;
-        const uint32_t kv_tile_row_base = (b * num_kv_heads + kv_head) * St;
+        const uint32_t kv_user = share_cache ? 0 : b;
+        volatile tt_l1_ptr uint32_t* block_of = nullptr;  // paged: the user's page-table row
+        if constexpr (is_paged) {
+            cb_reserve_back(cb_page_table, 1);  // scratch for this group: reserved, never pushed
+            const uint32_t row_l1 = get_write_ptr(cb_page_table);
+            noc_async_read(get_noc_addr(kv_user, page_table_reader), row_l1, page_table_page_bytes);
+            noc_async_read_barrier();
+            block_of = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(row_l1);
+        }
+        // DRAM page (tile row of heads x head-dim tiles) of sequence tile `seq_tile` of this group's K or V.
+        auto kv_tile_row = [&](uint32_t seq_tile) -> uint32_t {
+            if constexpr (is_paged) {
+                const uint32_t block = block_of[seq_tile / tiles_per_block];
+                return (block * num_kv_heads + kv_head) * tiles_per_block + seq_tile % tiles_per_block;
+            } else {
+                return (kv_user * num_kv_heads + kv_head) * St + seq_tile;
+            }
+        };
 
         for (uint32_t chunk = chunks.start; chunk < chunks.start + chunks.count; ++chunk) {
             cb_reserve_back(cb_k, Sk_t * DHt);
@@ -148,7 +259,7 @@ void kernel_main() {
                 const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                 for (uint32_t d = 0; d < DHt; ++d, k_l1 += k_tile_bytes) {
                     if (live) {
-                        noc_async_read_tile((kv_tile_row_base + seq_tile) * DHt + d, k_reader, k_l1);
+                        noc_async_read_tile(kv_tile_row(seq_tile) * DHt + d, k_reader, k_l1);
                     } else {
                         zero_bytes(k_l1, k_tile_bytes);
                     }
@@ -157,7 +268,9 @@ void kernel_main() {
             noc_async_read_barrier();
             cb_push_back(cb_k, Sk_t * DHt);
 
-            if (chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
+            if constexpr (use_attn_mask) {
+                read_attn_mask_chunk(mask_reader, b, kv_head, chunk);
+            } else if (chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
                 cb_reserve_back(cb_mask, PNHt * Sk_t);
                 const uint32_t mask_l1 = get_write_ptr(cb_mask);
                 const uint16_t hidden = float_to_bfloat16(MASKED_SCORE);
@@ -190,7 +303,7 @@ void kernel_main() {
                 const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                 for (uint32_t d = 0; d < vDHt; ++d, v_l1 += v_tile_bytes) {
                     if (live) {
-                        noc_async_read_tile((kv_tile_row_base + seq_tile) * vDHt + d, v_reader, v_l1);
+                        noc_async_read_tile(kv_tile_row(seq_tile) * vDHt + d, v_reader, v_l1);
                     } else {
                         zero_bytes(v_l1, v_tile_bytes);
                     }
