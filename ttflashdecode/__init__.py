@@ -10,6 +10,17 @@ Tensors may live on a Wormhole device (the op launches with ``ttnn.generic_op``)
 __version__ = "0.1.0"
 
 from ttflashdecode.config import ProgramConfig, load_program_config  # noqa: E402
-from ttflashdecode.op import scaled_dot_product_attention_decode  # noqa: E402
+from ttflashdecode.op import (  # noqa: E402
+    paged_scaled_dot_product_attention_decode,
+    program_cache_stats,
+    scaled_dot_product_attention_decode,
+)
 
-__all__ = ["scaled_dot_product_attention_decode", "ProgramConfig", "load_program_config", "__version__"]
+__all__ = [
+    "scaled_dot_product_attention_decode",
+    "paged_scaled_dot_product_attention_decode",
+    "program_cache_stats",
+    "ProgramConfig",
+    "load_program_config",
+    "__version__",
+]

@@ -1,9 +1,14 @@
-"""``scaled_dot_product_attention_decode``: the public FlashDecode op.
+"""The public FlashDecode ops.
 
-Same argument names, shapes and defaults as ``ttnn.transformer.scaled_dot_product_attention_decode``.
-The call validates every input on the host, plans the work split (:mod:`ttflashdecode.plan`), builds one
+``scaled_dot_product_attention_decode`` and ``paged_scaled_dot_product_attention_decode`` take the argument names,
+shapes and defaults of ``ttnn.transformer.scaled_dot_product_attention_decode`` (and its paged variant), plus
+the features model code needs (sliding window, attention sinks, multi-token queries, a shared cache).
+
+A call validates every input on the host, plans the work split (:mod:`ttflashdecode.plan`), builds one
 ``ttnn.ProgramDescriptor`` (:mod:`ttflashdecode.program_factory`) and launches it on the tensors' backend:
-``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on emulator tensors.
+``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on emulator tensors. Descriptors
+are cached: a decode loop that passes the same cur_pos / page-table tensors every step builds its program once
+(see :func:`program_cache_stats`); positions and page tables are read by the kernels at run time.
 """
 
 from __future__ import annotations
@@ -13,12 +18,12 @@ from dataclasses import dataclass
 import torch
 
 from ttflashdecode.backend import Backend, backend_of
-from ttflashdecode.plan import TILE, DecodePlan, DecodeShapes, plan
+from ttflashdecode.plan import DecodePlan, DecodeShapes, plan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
 
 KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
-OUT_DTYPES = ("bfloat16", "float32")
+MAX_Q_LEN = 8  # speculative decoding: a few draft tokens per user
 
 
 @dataclass
@@ -29,7 +34,25 @@ class DecodeResult:
     stats: object | None
 
 
-last_run: DecodeResult | None = None  # for demos and tests that inspect the split and the counters
+last_run: DecodeResult | None = None  # for the demo and for tests that inspect the split and the counters
+
+# Least recently used first; bounded so a long-running process that decodes many shapes does not grow forever.
+_PROGRAM_CACHE_SIZE = 64
+_program_cache: dict = {}
+_cache_stats = {"hits": 0, "misses": 0}
+
+
+def program_cache_stats() -> dict[str, int]:
+    """Descriptor cache counters: ``misses`` = programs built, ``hits`` = calls that reused one."""
+    return dict(_cache_stats, entries=len(_program_cache))
+
+
+def clear_program_cache() -> None:
+    _program_cache.clear()
+    _cache_stats.update(hits=0, misses=0)
+
+
+# ---- validation helpers: each error names the argument, what it got and what was expected ----------------------
 
 
 def _dtype_name(tensor) -> str:
@@ -40,31 +63,45 @@ def _shape(tensor) -> tuple[int, ...]:
     return tuple(int(d) for d in tensor.shape)
 
 
-def _check_tensor(name: str, tensor, rank: int, dtypes: tuple[str, ...]) -> tuple[int, ...]:
+def _check_device_tensor(name: str, tensor, rank: int, dtypes: tuple[str, ...], layout: str = "TILE") -> tuple[int, ...]:
     ttnn = import_ttnn()
+    if isinstance(tensor, torch.Tensor) or not hasattr(tensor, "layout"):
+        raise TypeError(f"{name}: expected a ttnn or emulator device tensor, got {type(tensor).__name__}")
     shape = _shape(tensor)
     if len(shape) != rank:
         raise ValueError(f"{name}: expected a rank-{rank} tensor, got shape {list(shape)}")
     if _dtype_name(tensor) not in dtypes:
         raise TypeError(f"{name}: dtype {_dtype_name(tensor)} not supported; expected one of {', '.join(dtypes)}")
-    if tensor.layout != ttnn.TILE_LAYOUT:
-        raise ValueError(f"{name}: expected TILE_LAYOUT, got {tensor.layout}")
+    want = ttnn.TILE_LAYOUT if layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
+    if tensor.layout != want:
+        raise ValueError(f"{name}: expected {want}, got {tensor.layout}")
     mem = tensor.memory_config()
     if mem.buffer_type != ttnn.BufferType.DRAM or mem.memory_layout != ttnn.TensorMemoryLayout.INTERLEAVED:
         raise ValueError(f"{name}: expected a DRAM interleaved tensor, got {mem}")
     return shape
 
 
-def _cur_pos_list(cur_pos, batch: int, kv_len: int) -> list[int]:
-    if isinstance(cur_pos, torch.Tensor):
-        cur_pos = cur_pos.flatten().tolist()
-    values = list(cur_pos)
-    if len(values) != batch:
-        raise ValueError(f"cur_pos: expected {batch} positions (one per user), got {len(values)}")
-    for b, p in enumerate(values):
-        if not isinstance(p, int) or isinstance(p, bool) or not -1 <= p < kv_len:
-            raise ValueError(f"cur_pos[{b}]={p!r}: expected an int in [-1, {kv_len}) (kv_len={kv_len}; -1 skips the user)")
+def _int_list(name: str, values, length: int, low: int, high: int, what: str) -> list[int]:
+    if isinstance(values, torch.Tensor):
+        if values.is_floating_point():
+            raise TypeError(f"{name}: expected integers, got a {values.dtype} tensor")
+        values = values.flatten().tolist()
+    values = list(values)
+    if len(values) != length:
+        raise ValueError(f"{name}: expected {length} entries, got {len(values)}")
+    for i, p in enumerate(values):
+        if not isinstance(p, int) or isinstance(p, bool) or not low <= p < high:
+            raise ValueError(f"{name}[{i}]={p!r}: expected an int in [{low}, {high}) ({what})")
     return values
+
+
+def _upload_int32(backend: Backend, values, shape: list[int]):
+    ttnn = import_ttnn()
+    host = torch.tensor(values, dtype=torch.int32).reshape(shape)
+    return backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+
+
+# ---- the op -------------------------------------------------------------------------------------------------
 
 
 def scaled_dot_product_attention_decode(
@@ -77,79 +114,178 @@ def scaled_dot_product_attention_decode(
     cur_pos=None,
     cur_pos_tensor=None,
     scale: float | None = None,
+    sliding_window_size: int | None = None,
+    attention_sink=None,
+    share_cache: bool = False,
     program_config=None,
     compute_kernel_config=None,
     memory_config=None,
     output_tensor=None,
 ):
-    """Decode attention for one new token per user against a KV cache.
+    """Decode attention: a few new query tokens per user against a KV cache.
 
-    q: ``[1, b, n_q_heads, head_dim]`` bfloat16, tile layout, DRAM.
-    k, v: ``[b, n_kv_heads, kv_len, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, tile layout, DRAM
-        (v's head dim may differ from k's).
-    is_causal: attend to positions ``<= cur_pos[b]``; needs exactly one of ``cur_pos`` (list of ints) and
-        ``cur_pos_tensor`` (int32 ``[b]`` row-major tensor on the same device). A user at -1 is skipped and
-        its output rows are zeros. ``is_causal=False`` attends to the whole cache.
-    attn_mask: not supported by this op yet (non-causal masks); passing one raises ValueError.
+    q: ``[q_len, b, n_q_heads, head_dim]`` bfloat16, tile layout, DRAM. ``q_len`` is 1 for plain decode and up
+        to 8 for speculative decoding; query ``i`` of user ``b`` sits at position ``cur_pos[b] - q_len + 1 + i``.
+    k, v: ``[b, n_kv_heads, kv_len, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, tile layout, DRAM; v's head dim
+        may differ from k's (MLA). ``n_q_heads`` must be a multiple of ``n_kv_heads`` (MHA, GQA, MQA).
+    is_causal: each query attends to positions up to its own, given by exactly one of ``cur_pos`` (ints, one per
+        user) or ``cur_pos_tensor`` (int32 ``[b]``: a device tensor read by the kernels at run time, so one program
+        serves every decode step; or a torch tensor, validated and uploaded). ``-1`` skips a user: its rows are 0.
+    attn_mask: with ``is_causal=False``, an additive bfloat16 mask ``[b, 1 or n_q_heads, q_len, kv_len]`` (tile
+        layout) streamed with K; without it all ``kv_len`` positions are visible.
     scale: softmax scale, default ``1/sqrt(head_dim)``.
-    program_config: ``ttflashdecode.config.ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from
-        ``program_configs/`` or None (whole device grid, chunk size chosen from the shape).
-    compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bf16 DST).
-    memory_config: output memory config; only DRAM interleaved (the default) is supported.
-    output_tensor: optional preallocated output (``[1, b, n_q_heads, v_head_dim]`` bfloat16, tile layout, DRAM
-        interleaved, same backend), e.g. one filled with a poison value by a test.
+    sliding_window_size: causal only; each query sees only the last W positions up to its own (only those are
+        read from DRAM).
+    attention_sink: bfloat16 ``[1, n_q_heads]`` tile tensor: one logit per q head that joins the softmax
+        denominator (gpt-oss); it is in the scaled-score space (not multiplied by ``scale``).
+    share_cache: every user reads user 0's K/V (batched sampling of one prompt); k/v batch may then be 1.
+    program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` or None.
+    compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
+    memory_config: output memory config; DRAM interleaved (the default) only.
+    output_tensor: optional preallocated output ``[q_len, b, n_q_heads, v_head_dim]`` bfloat16.
 
-    Returns the output ``[1, b, n_q_heads, v_head_dim]`` bfloat16 tensor on the same backend.
+    Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` bfloat16 tensor on the same backend.
     """
+    return _decode(
+        q, k, v, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
+        scale=scale, sliding_window_size=sliding_window_size, attention_sink=attention_sink, share_cache=share_cache,
+        program_config=program_config, compute_kernel_config=compute_kernel_config, memory_config=memory_config,
+        output_tensor=output_tensor,
+    )  # fmt: skip
+
+
+def paged_scaled_dot_product_attention_decode(
+    q,
+    k,
+    v,
+    page_table_tensor,
+    *,
+    is_causal: bool = True,
+    attn_mask=None,
+    cur_pos=None,
+    cur_pos_tensor=None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    attention_sink=None,
+    share_cache: bool = False,
+    program_config=None,
+    compute_kernel_config=None,
+    memory_config=None,
+    output_tensor=None,
+):
+    """Decode attention over a paged KV cache.
+
+    k, v: ``[num_blocks, n_kv_heads, block_size, head_dim]`` (block_size a multiple of 32).
+    page_table_tensor: int32 ``[b, max_blocks_per_user]``: position ``p`` of user ``u`` lives in block
+        ``page_table[u, p // block_size]``. A device tensor (row-major) is read by the reader kernel at run time
+        and is NOT checked: entries must lie in ``[0, num_blocks)`` for every block up to the user's cur_pos
+        (entries past it are never read). A torch tensor is checked on the host, then uploaded.
+    Every other argument is as in :func:`scaled_dot_product_attention_decode`; kv_len is
+    ``max_blocks_per_user * block_size``.
+    """
+    return _decode(
+        q, k, v, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
+        compute_kernel_config=compute_kernel_config, memory_config=memory_config, output_tensor=output_tensor,
+    )  # fmt: skip
+
+
+def _decode(
+    q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
+    attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor,
+):  # fmt: skip
     global last_run
     ttnn = import_ttnn()
+    paged = page_table is not None
 
-    q_shape = _check_tensor("q", q, 4, ("bfloat16",))
-    k_shape = _check_tensor("k", k, 4, KV_DTYPES)
-    v_shape = _check_tensor("v", v, 4, KV_DTYPES)
-    q_len, batch, n_q_heads, head_dim = q_shape
-    kb, n_kv_heads, kv_len, k_head_dim = k_shape
-    if q_len != 1:
-        raise ValueError(f"q: expected shape [1, b, n_q_heads, head_dim] (one token per user), got {list(q_shape)}")
-    if kb != batch:
-        raise ValueError(f"k: batch {kb} differs from q's batch {batch}")
+    q_len, batch, n_q_heads, head_dim = _check_device_tensor("q", q, 4, ("bfloat16",))
+    k_shape = _check_device_tensor("k", k, 4, KV_DTYPES)
+    v_shape = _check_device_tensor("v", v, 4, KV_DTYPES)
+    kv_batch, n_kv_heads, kv_rows, k_head_dim = k_shape
+    v_head_dim = v_shape[3]
+    if not 1 <= q_len <= MAX_Q_LEN:
+        raise ValueError(f"q: q_len (dim 0) = {q_len}: expected 1..{MAX_Q_LEN} query tokens per user")
     if k_head_dim != head_dim:
         raise ValueError(f"k: head_dim {k_head_dim} differs from q's head_dim {head_dim}")
     if v_shape[:3] != k_shape[:3]:
-        raise ValueError(f"v: shape {list(v_shape)} must match k's [b, n_kv_heads, kv_len] = {list(k_shape[:3])}")
+        raise ValueError(f"v: shape {list(v_shape)} must match k's first three dims {list(k_shape[:3])}")
     if n_q_heads % n_kv_heads:
         raise ValueError(f"q: n_q_heads={n_q_heads} is not a multiple of k's n_kv_heads={n_kv_heads}")
-    if attn_mask is not None:
-        if is_causal:
-            raise ValueError("attn_mask: must be None when is_causal=True (causality comes from cur_pos)")
-        raise ValueError("attn_mask: non-causal attention masks are not supported by this op yet")
+    if not paged and kv_batch != batch and not (share_cache and kv_batch == 1):
+        raise ValueError(f"k: batch {kv_batch} differs from q's batch {batch} (and share_cache=False)")
+    if scale is not None and not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0):
+        raise ValueError(f"scale={scale!r}: expected a positive number")
+    if sliding_window_size is not None:
+        if not isinstance(sliding_window_size, int) or isinstance(sliding_window_size, bool) or sliding_window_size <= 0:
+            raise ValueError(f"sliding_window_size={sliding_window_size!r}: expected a positive int or None")
+        if not is_causal:
+            raise ValueError("sliding_window_size: only supported with is_causal=True")
     if memory_config is not None and memory_config != ttnn.DRAM_MEMORY_CONFIG:
         raise ValueError(f"memory_config={memory_config}: only ttnn.DRAM_MEMORY_CONFIG is supported")
-    if scale is not None and not (isinstance(scale, (int, float)) and scale > 0):
-        raise ValueError(f"scale={scale!r}: expected a positive number")
 
     backend = backend_of(q)
     for name, t in (("k", k), ("v", v)):
-        if t.device() is not backend.device and t.device() != backend.device:
+        if t.device() != backend.device:
             raise ValueError(f"{name}: lives on a different device than q")
 
+    block_size = max_blocks = None
+    if paged:
+        num_blocks, block_size = kv_batch, kv_rows
+        if block_size % 32:
+            raise ValueError(f"k: block_size (dim 2) = {block_size}: expected a multiple of 32")
+        if isinstance(page_table, torch.Tensor):
+            if page_table.dim() != 2 or page_table.shape[0] not in (batch, 1 if share_cache else batch):
+                raise ValueError(f"page_table_tensor: expected shape [{batch}, max_blocks_per_user], got {list(page_table.shape)}")
+            max_blocks = page_table.shape[1]
+            _int_list("page_table_tensor", page_table.flatten(), page_table.numel(), 0, num_blocks, f"num_blocks={num_blocks}")
+            page_table = _upload_int32(backend, page_table.tolist(), list(page_table.shape))
+        else:
+            pt_shape = _check_device_tensor("page_table_tensor", page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR")
+            if pt_shape[0] not in (batch, 1):
+                raise ValueError(f"page_table_tensor: expected {batch} rows, got shape {list(pt_shape)}")
+            max_blocks = pt_shape[1]
+        kv_len = block_size * max_blocks
+    else:
+        kv_len = kv_rows
+
     if is_causal:
+        if attn_mask is not None:
+            raise ValueError("attn_mask: must be None when is_causal=True (causality comes from cur_pos)")
         if (cur_pos is None) == (cur_pos_tensor is None):
             raise ValueError("cur_pos, cur_pos_tensor: exactly one must be given when is_causal=True")
     elif cur_pos is not None or cur_pos_tensor is not None:
         raise ValueError("cur_pos, cur_pos_tensor: must be None when is_causal=False")
 
-    if cur_pos_tensor is None:
-        positions = _cur_pos_list(cur_pos, batch, kv_len) if is_causal else [kv_len - 1] * batch
-        cur_pos_tensor = backend.from_torch(
-            torch.tensor(positions, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    # Positions: one int32 per user, on the device. The first query token must sit at a position >= 0.
+    low = -1 if q_len == 1 else q_len - 1
+    if cur_pos_tensor is None or isinstance(cur_pos_tensor, torch.Tensor):
+        source = cur_pos if cur_pos_tensor is None else cur_pos_tensor
+        positions = [kv_len - 1] * batch if not is_causal else _int_list(
+            "cur_pos" if cur_pos_tensor is None else "cur_pos_tensor", source, batch, -1, kv_len,
+            f"kv_len={kv_len}; -1 skips a user")  # fmt: skip
+        for b, p in enumerate(positions):
+            if p != -1 and p < low:
+                raise ValueError(f"cur_pos[{b}]={p}: with q_len={q_len} the first query would sit at {p - q_len + 1} < 0")
+        cur_pos_tensor = _upload_int32(backend, positions, [batch])
+    elif _shape(cur_pos_tensor) != (batch,) or _dtype_name(cur_pos_tensor) not in ("int32", "uint32"):
+        raise ValueError(
+            f"cur_pos_tensor: expected an int32 tensor of shape [{batch}], got "
+            f"{_dtype_name(cur_pos_tensor)} {list(_shape(cur_pos_tensor))}"
         )
-    else:
-        if _shape(cur_pos_tensor) != (batch,) or _dtype_name(cur_pos_tensor) not in ("int32", "uint32"):
+
+    mask_heads = 0
+    if attn_mask is not None:
+        m_shape = _check_device_tensor("attn_mask", attn_mask, 4, ("bfloat16",))
+        if m_shape[0] != batch or m_shape[1] not in (1, n_q_heads) or m_shape[2:] != (q_len, kv_len):
             raise ValueError(
-                f"cur_pos_tensor: expected an int32 tensor of shape [{batch}], got "
-                f"{_dtype_name(cur_pos_tensor)} {list(_shape(cur_pos_tensor))}"
+                f"attn_mask: expected shape [{batch}, 1 or {n_q_heads}, {q_len}, {kv_len}], got {list(m_shape)}"
             )
+        mask_heads = m_shape[1]
+    if attention_sink is not None:
+        s_shape = _check_device_tensor("attention_sink", attention_sink, 2, ("bfloat16",))
+        if s_shape != (1, n_q_heads):
+            raise ValueError(f"attention_sink: expected shape [1, {n_q_heads}], got {list(s_shape)}")
 
     compute = ComputeSettings.coerce(compute_kernel_config)
     shapes = DecodeShapes(
@@ -157,25 +293,64 @@ def scaled_dot_product_attention_decode(
         n_q_heads=n_q_heads,
         n_kv_heads=n_kv_heads,
         head_dim=head_dim,
-        v_head_dim=v_shape[3],
+        v_head_dim=v_head_dim,
         kv_len=kv_len,
+        q_len=q_len,
         k_dtype=_dtype_name(k),
         v_dtype=_dtype_name(v),
+        block_size=block_size,
+        max_blocks_per_user=max_blocks,
+        sliding_window_size=sliding_window_size or 0,
+        share_cache=share_cache,
+        attn_mask_heads=mask_heads,
+        has_attention_sink=attention_sink is not None,
     )
     decode_plan = plan(shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en)
 
-    out_shape = (1, batch, n_q_heads, v_shape[3])
+    out_shape = (q_len, batch, n_q_heads, v_head_dim)
     if output_tensor is None:
         out = backend.allocate(list(out_shape), ttnn.bfloat16, ttnn.TILE_LAYOUT)
     else:
-        if _check_tensor("output_tensor", output_tensor, 4, ("bfloat16",)) != out_shape:
+        if _check_device_tensor("output_tensor", output_tensor, 4, ("bfloat16",)) != out_shape:
             raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(_shape(output_tensor))}")
         out = output_tensor
-    buffers = DecodeBuffers(q=q, k=k, v=v, cur_pos=cur_pos_tensor, out=out)
-    program = build_program(decode_plan, buffers, backend.noc_coord, compute, scale=scale)
-    stats = backend.launch([q, k, v, cur_pos_tensor, out], program)
+
+    buffers = DecodeBuffers(
+        q=q, k=k, v=v, cur_pos=cur_pos_tensor, out=out, page_table=page_table if paged else None,
+        attn_mask=attn_mask, attention_sink=attention_sink,
+    )  # fmt: skip
+    program = _cached_program(decode_plan, buffers, backend, compute, scale)
+    stats = backend.launch(buffers.io_tensors(), program)
     last_run = DecodeResult(plan=decode_plan, stats=stats)
     return out
 
 
-__all__ = ["scaled_dot_product_attention_decode", "DecodeResult", "Backend", "TILE"]
+def _cached_program(decode_plan: DecodePlan, buffers: DecodeBuffers, backend: Backend, compute, scale):
+    """The descriptor depends only on the plan, the compute settings, the scale and the buffers' addresses."""
+    tensors = buffers.io_tensors()
+    key = (
+        decode_plan,
+        compute,
+        scale,
+        id(backend.device),
+        tuple((t.buffer_address(), t.buffer_page_size()) for t in tensors),
+    )
+    program = _program_cache.pop(key, None)
+    if program is None:
+        _cache_stats["misses"] += 1
+        program = build_program(decode_plan, buffers, backend.noc_coord, compute, scale=scale)
+        if len(_program_cache) >= _PROGRAM_CACHE_SIZE:
+            _program_cache.pop(next(iter(_program_cache)))
+    else:
+        _cache_stats["hits"] += 1
+    _program_cache[key] = program  # (re)inserted last: most recently used
+    return program
+
+
+__all__ = [
+    "scaled_dot_product_attention_decode",
+    "paged_scaled_dot_product_attention_decode",
+    "program_cache_stats",
+    "clear_program_cache",
+    "DecodeResult",
+]

@@ -101,6 +101,9 @@ class DecodeShapes:
     block_size: int | None = None
     max_blocks_per_user: int | None = None
     sliding_window_size: int = 0  # 0: no window
+    share_cache: bool = False  # every user reads user 0's K/V
+    attn_mask_heads: int = 0  # non-causal user mask [b, attn_mask_heads, q_len, kv_len]; 0 = no mask
+    has_attention_sink: bool = False
 
     def __post_init__(self) -> None:
         if self.v_head_dim is None:
@@ -123,6 +126,10 @@ class DecodeShapes:
             value = getattr(self, name)
             if value not in TILE_BYTES:
                 raise ValueError(f"{name}={value!r}: expected one of {', '.join(DTYPES)}")
+        if self.attn_mask_heads not in (0, 1, self.n_q_heads):
+            raise ValueError(
+                f"attn_mask_heads={self.attn_mask_heads!r}: expected 0 (no mask), 1 or n_q_heads={self.n_q_heads}"
+            )
         w = self.sliding_window_size
         if not _is_int(w) or w < 0:
             raise ValueError(f"sliding_window_size={w!r}: expected 0 (no window) or a positive integer")
@@ -352,6 +359,8 @@ def circular_buffers(
     partial_tiles = o_tiles + 2 * PNHt
     # cur_pos of every user: one row-major int32 page, padded to the 32 B NOC read alignment.
     cur_pos_page = -(-shapes.batch * 4 // 32) * 32
+    page_table_page = -(-(shapes.max_blocks_per_user or 0) * 4 // 32) * 32
+    masked = masked or shapes.attn_mask_heads > 0
     specs = [
         (0, "q", "query rows of the group", TILE_BYTES[shapes.q_dtype], PNHt * DHt, shapes.q_dtype),
         (1, "k", "K chunk, double-buffered", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * DHt, shapes.k_dtype),
@@ -365,6 +374,8 @@ def circular_buffers(
         (9, "partial_out", "this core's [O, m, l] to send", TILE_BYTES[im], partial_tiles if rounds else 0, im),
         (10, "writer_cur_pos", "cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
         (11, "zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),
+        (12, "page_table", "the user's page-table row (paged cache)", page_table_page, 1 if shapes.is_paged else 0, "uint32"),
+        (13, "sink", "attention sinks as a partial: m tiles, then l tiles", 2048, 2 * PNHt if shapes.has_attention_sink else 0, "bfloat16"),
         (16, "out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
         (24, "q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
         (25, "scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),

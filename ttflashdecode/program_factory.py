@@ -69,6 +69,14 @@ class DecodeBuffers:
     v: object
     cur_pos: object  # int32 row-major [b]
     out: object
+    page_table: object | None = None  # int32 row-major [b, max_blocks_per_user] (paged cache)
+    attn_mask: object | None = None  # bfloat16 tile [b, 1 or n_q_heads, q_len, kv_len] (non-causal)
+    attention_sink: object | None = None  # bfloat16 tile [1, n_q_heads]
+
+    def io_tensors(self) -> list:
+        """Inputs then the output, as generic_op takes them."""
+        optional = [t for t in (self.page_table, self.attn_mask, self.attention_sink) if t is not None]
+        return [self.q, self.k, self.v, self.cur_pos, *optional, self.out]
 
 
 def float_bits(value: float) -> int:
@@ -116,13 +124,17 @@ def build_program(
         s.DHt, s.vDHt, Sk_t, s.PNHt, s.q_len, s.q_heads_per_kv, NQt, s.kv_len // TILE, s.n_kv_heads, s.batch,
         s.sliding_window_size, float_bits(scale),
         buffers.q.buffer_page_size(), buffers.k.buffer_page_size(), buffers.v.buffer_page_size(), cur_pos_page,
+        int(s.is_paged), (s.block_size or TILE) // TILE, _page_size(buffers.page_table), int(s.share_cache),
+        int(s.attn_mask_heads > 0), max(s.attn_mask_heads, 1), _page_size(buffers.attn_mask),
+        int(s.has_attention_sink), _page_size(buffers.attention_sink),
     ]  # fmt: skip
     compute_ct = [
         s.DHt, s.vDHt, Sk_t, s.PNHt, s.q_len, s.n_kv_heads, s.sliding_window_size, int(plan.config.exp_approx_mode),
+        int(s.attn_mask_heads > 0), int(s.has_attention_sink),
     ]  # fmt: skip
     writer_ct = [
         s.vDHt, s.PNHt, s.q_len, s.q_heads_per_kv, NQt, s.n_kv_heads, s.batch, Sk_t, s.sliding_window_size,
-        buffers.out.buffer_page_size(), DATUM_BYTES[out_dtype], tile_bytes["partial_in"], cur_pos_page,
+        buffers.out.buffer_page_size(), DATUM_BYTES[out_dtype], tile_bytes.get("partial_in", 0), cur_pos_page,
     ]  # fmt: skip
 
     reader_args, compute_args, writer_args = [], [], []
@@ -133,7 +145,8 @@ def build_program(
         coord = ttnn.CoreCoord(*core.core)
         reader_args.append(
             (coord, [buffers.q.buffer_address(), buffers.k.buffer_address(), buffers.v.buffer_address(),
-                     buffers.cur_pos.buffer_address(), *work])
+                     buffers.cur_pos.buffer_address(), *work, _address(buffers.page_table),
+                     _address(buffers.attn_mask), _address(buffers.attention_sink)])
         )  # fmt: skip
         compute_args.append((coord, work))
         writer_args.append(
@@ -187,6 +200,14 @@ def build_program(
         for sem in plan.semaphores
     ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=semaphores, cbs=cbs)
+
+
+def _address(tensor) -> int:
+    return 0 if tensor is None else tensor.buffer_address()
+
+
+def _page_size(tensor) -> int:
+    return 0 if tensor is None else tensor.buffer_page_size()
 
 
 def _ttnn_dtype(name: str):

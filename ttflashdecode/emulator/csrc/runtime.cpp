@@ -1,0 +1,1250 @@
+// ttflashdecode host emulator runtime: runs one program (the kernels of a ttnn.ProgramDescriptor, compiled for the
+// host by compiler.py) on an emulated Wormhole chip, in its own process.
+//
+// What it is: a FUNCTIONAL model. Every core of the program gets a 1.5 MB L1 mapped at a fixed low host address
+// (see emu::kL1HostBase), one host thread per kernel (BRISC, NCRISC, and one for the three TRISCs), real circular
+// buffers with the tt-metal counters, semaphores in L1, and a NOC that copies bytes between L1s and the 12 DRAM
+// banks (a memfd shared with the Python parent). What it is not: timing-accurate. NOC transfers complete at
+// barriers (reads) or at issue (writes); there is no bandwidth, latency or contention model.
+//
+// Usage: ttfd_emu_run PROGRAM_FILE   (program file written by ttflashdecode/emulator/runtime.py)
+// Exit codes: 0 ok, 3 hang, 4 kernel fault, 5 setup error. A JSON result is written to the path named in the
+// program file in every case (result.py reads it).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "emu/runtime.h"
+
+namespace rt {
+
+using emu::DataFormat;
+using emu::Processor;
+
+constexpr int kNumCbs = 32;
+constexpr uint32_t kLocalBits = 36;
+constexpr uint64_t kLocalMask = (uint64_t(1) << kLocalBits) - 1;
+constexpr uint32_t kNodeBits = 6;
+constexpr uint32_t kNodeMask = (1u << kNodeBits) - 1;
+
+// Reserved-region layout of an emulated core's L1 (inside [0, L1_UNRESERVED_BASE), where tt-metal keeps mailboxes,
+// firmware and the kernel-config buffer). Only this "kernel config" window is accessible to kernels.
+constexpr uint32_t kCfgBase = 0x9000;       // semaphores: kCfgBase + 16 * id
+constexpr uint32_t kNumSems = 16;
+constexpr uint32_t kRtaBase = 0xA000;       // per processor p: unique args at kRtaBase + p*0x1000, common +0x800
+constexpr uint32_t kRtaMaxWords = 512;
+constexpr uint32_t kCfgEnd = 0xD000;
+
+// ------------------------------------------------------------------------------------------------ program model
+struct CB {
+    bool configured = false;
+    uint32_t addr = 0;  // L1 offset
+    uint32_t size = 0, page_size = 0, num_pages = 0;
+    DataFormat fmt = DataFormat::Invalid;
+    uint32_t received = 0, acked = 0;  // guarded by Core::mu
+    uint32_t high_water = 0;
+};
+
+struct Region {
+    uint32_t start, end;  // L1 offsets
+    std::string what;
+};
+
+struct Core {
+    int lx = 0, ly = 0, idx = 0;
+    uint8_t* base = nullptr;
+    bool used = false;
+    CB cbs[kNumCbs];
+    std::vector<Region> regions;  // accessible L1 ranges
+    std::vector<std::pair<uint32_t, uint32_t>> sem_init;  // (L1 offset, initial value)
+    std::mutex mu;
+    std::condition_variable cv;
+    std::atomic<int> waiters{0};
+    std::atomic<uint64_t> counters[size_t(emu::Counter::NumCounters)]{};
+};
+
+struct Kernel {
+    int id = 0;
+    Processor proc = Processor::Brisc;
+    std::string path, name;
+    emu::ComputeConfig cfg;
+    std::vector<uint32_t> crta;
+};
+
+struct Buffer {  // a live DRAM buffer, for bounds checks and per-page statistics
+    int id;
+    uint32_t base, aligned_page, num_pages;
+    std::unique_ptr<std::atomic<uint64_t>[]> page_read, page_written;
+};
+
+struct PendingRead {
+    uint8_t* dst;
+    const uint8_t* src;
+    uint32_t size;
+    uint32_t dst_off;
+};
+struct PendingWrite {
+    uint32_t src_off, size;
+};
+
+enum class WaitKind : int { None = 0, CbFront, CbBack, Sem };
+
+struct KThread;
+struct BlockInfo {
+    std::atomic<int> kind{0};
+    int cb = 0;
+    uint32_t want = 0;
+    uint32_t sem_off = 0;
+    volatile uint32_t* sem_ptr = nullptr;
+    bool at_least = false;
+};
+
+struct KThread {
+    Core* core = nullptr;
+    Kernel* k = nullptr;
+    std::vector<uint32_t> rta;
+    uint32_t rd_ptr[kNumCbs]{}, wr_ptr[kNumCbs]{};  // this RISC's local CB pointers (L1 offsets)
+    std::vector<PendingRead> reads;
+    std::vector<PendingWrite> writes;  // issued but not flushed (sources may not be reused yet)
+    BlockInfo block;
+    std::atomic<bool> done{false};
+    void* so = nullptr;
+    void (*entry)() = nullptr;
+    // statistics (merged at the end)
+    uint64_t dram_read[16]{}, dram_write[16]{};
+    std::map<std::pair<int, int>, uint64_t> noc_bytes;  // (src node, dst node) -> bytes
+    pthread_t th{};
+};
+
+struct DramBank {
+    int channel;
+    uint32_t x, y;
+    uint32_t offset;
+};
+
+struct Machine {
+    std::string result_path;
+    int grid_w = 0, grid_h = 0;
+    uint32_t l1_size = 0, l1_unreserved = 0;
+    uint32_t tx0 = 18, ty0 = 18;  // translated NOC coordinates of logical (0,0)
+    int dram_fd = -1;
+    uint64_t channel_bytes = 0;
+    uint8_t* dram = nullptr;
+    uint64_t bank_bytes = 0;
+    int num_channels = 0;
+    std::vector<DramBank> banks;
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> channel_cores;
+    uint32_t deadline_ms = 120000, hang_ms = 200;
+    bool dprint = true;
+    std::vector<std::unique_ptr<Core>> cores;  // grid_w * grid_h, row-major
+    std::vector<std::unique_ptr<Kernel>> kernels;
+    std::vector<std::unique_ptr<KThread>> threads;
+    std::vector<Buffer> buffers;
+    std::string so_dir;
+    std::atomic<uint64_t> progress{0};
+};
+
+Machine M;
+thread_local KThread* tls = nullptr;
+std::atomic<int> g_dying{0};
+
+Core& core_at(int lx, int ly) { return *M.cores[size_t(ly) * M.grid_w + lx]; }
+
+// --------------------------------------------------------------------------------------------- result writing
+std::string json_escape(const std::string& s) {
+    std::string o;
+    o.reserve(s.size() + 8);
+    for (char c : s) {
+        switch (c) {
+            case '"': o += "\\\""; break;
+            case '\\': o += "\\\\"; break;
+            case '\n': o += "\\n"; break;
+            case '\t': o += "\\t"; break;
+            default:
+                if ((unsigned char)c < 0x20) {
+                    char b[8];
+                    snprintf(b, sizeof b, "\\u%04x", c);
+                    o += b;
+                } else {
+                    o += c;
+                }
+        }
+    }
+    return o;
+}
+
+// Async-signal-tolerant: only snprintf into a static buffer, open, write.
+void write_raw_result(const char* status, const char* core, const char* kernel, const char* message) {
+    static char buf[16384];
+    static char esc[3][8192];
+    const char* src[3] = {core, kernel, message};
+    for (int j = 0; j < 3; ++j) {
+        size_t o = 0;
+        for (const char* p = src[j]; p && *p && o + 7 < sizeof esc[j]; ++p) {
+            unsigned char c = (unsigned char)*p;
+            if (c == '"' || c == '\\') {
+                esc[j][o++] = '\\';
+                esc[j][o++] = (char)c;
+            } else if (c == '\n') {
+                esc[j][o++] = '\\';
+                esc[j][o++] = 'n';
+            } else if (c < 0x20) {
+                esc[j][o++] = ' ';
+            } else {
+                esc[j][o++] = (char)c;
+            }
+        }
+        esc[j][o] = 0;
+    }
+    int n = snprintf(buf, sizeof buf, "{\"status\": \"%s\", \"core\": \"%s\", \"kernel\": \"%s\", \"message\": \"%s\"}\n",
+                     status, esc[0], esc[1], esc[2]);
+    int fd = open(M.result_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        ssize_t w = write(fd, buf, size_t(n));
+        (void)w;
+        close(fd);
+    }
+}
+
+std::string core_name(const Core* c) {
+    if (!c) return "";
+    return std::to_string(c->lx) + "," + std::to_string(c->ly);
+}
+
+const char* proc_name(Processor p) {
+    switch (p) {
+        case Processor::Brisc: return "BRISC";
+        case Processor::Ncrisc: return "NCRISC";
+        default: return "TRISC";
+    }
+}
+
+[[noreturn]] void die(const char* status, int code, const std::string& core, const std::string& kernel,
+                      const std::string& msg) {
+    if (g_dying.exchange(1)) {
+        for (;;) pause();
+    }
+    write_raw_result(status, core.c_str(), kernel.c_str(), msg.c_str());
+    fflush(stderr);
+    _exit(code);
+}
+
+[[noreturn]] void setup_error(const std::string& msg) { die("error", 5, "", "", msg); }
+
+std::string ctx_kernel() {
+    if (!tls) return "";
+    return tls->k->name + " (" + proc_name(tls->k->proc) + ")";
+}
+
+[[noreturn]] void kfault(const std::string& msg) { die("fault", 4, core_name(tls ? tls->core : nullptr), ctx_kernel(), msg); }
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+// ------------------------------------------------------------------------------------------------ L1 helpers
+KThread& cur() {
+    if (!tls) setup_error("emulator API called outside a kernel thread");
+    return *tls;
+}
+
+const Region* find_region(const Core& c, uint32_t off, uint32_t size) {
+    for (auto& r : c.regions)
+        if (off >= r.start && uint64_t(off) + size <= r.end) return &r;
+    return nullptr;
+}
+
+std::string describe_l1(const Core& c, uint32_t off) {
+    for (auto& r : c.regions)
+        if (off >= r.start && off < r.end) return r.what + fmt(" (+0x%x)", off - r.start);
+    if (off >= M.l1_size) return fmt("past the end of L1 (%u bytes)", M.l1_size);
+    if (off < M.l1_unreserved) return "the reserved (firmware) region";
+    return "unallocated L1";
+}
+
+// Host-form or plain-offset L1 address -> offset on the calling core. Faults if it is neither.
+uint32_t local_off(uint32_t addr, uint32_t size, const char* what) {
+    KThread& t = cur();
+    uint64_t base = uint64_t(emu::kL1HostBase) + uint64_t(t.core->idx) * emu::kL1SlotBytes;
+    uint64_t off;
+    if (addr >= base && addr < base + emu::kL1SlotBytes)
+        off = addr - base;
+    else
+        kfault(fmt("%s: local L1 address 0x%x (size %u) is not in this core's L1 [0x%llx, 0x%llx)", what, addr, size,
+                   (unsigned long long)base, (unsigned long long)(base + M.l1_size)));
+    if (!find_region(*t.core, uint32_t(off), size))
+        kfault(fmt("%s: local L1 address 0x%x = offset 0x%llx, size %u, is outside allocated L1: %s", what, addr,
+                   (unsigned long long)off, size, describe_l1(*t.core, uint32_t(off)).c_str()));
+    return uint32_t(off);
+}
+
+void notify_core(Core& c) {
+    M.progress.fetch_add(1, std::memory_order_relaxed);
+    if (c.waiters.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard<std::mutex> g(c.mu);
+        c.cv.notify_all();
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ NOC decode
+struct Target {
+    bool dram = false;
+    Core* core = nullptr;
+    uint32_t l1_off = 0;
+    int bank = -1;
+    uint64_t dram_off = 0;  // offset into the DRAM image
+    uint8_t* ptr = nullptr;
+    uint32_t bank_local = 0;  // address within the bank (buffer address space)
+};
+
+int node_of(const Target& t) { return t.dram ? -1 - t.bank : t.core->idx; }
+
+void account_dram(const Target& t, uint32_t size, bool write);
+
+Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
+    uint32_t x = uint32_t(a >> kLocalBits) & kNodeMask, y = uint32_t(a >> (kLocalBits + kNodeBits)) & kNodeMask;
+    uint64_t local = a & kLocalMask;
+    Target t;
+    if (x >= M.tx0 && x < M.tx0 + uint32_t(M.grid_w) && y >= M.ty0 && y < M.ty0 + uint32_t(M.grid_h)) {
+        Core& c = core_at(int(x - M.tx0), int(y - M.ty0));
+        uint64_t off = local;
+        if (local >= emu::kL1HostBase) off = (local - emu::kL1HostBase) % emu::kL1SlotBytes;
+        if (off + size > M.l1_size || !find_region(c, uint32_t(off), size))
+            kfault(fmt("%s: NOC address 0x%llx -> core (%d,%d) [noc %u,%u] L1 offset 0x%llx size %u is outside "
+                       "allocated L1: %s",
+                       op, (unsigned long long)a, c.lx, c.ly, x, y, (unsigned long long)off, size,
+                       off >= M.l1_size ? "past the end of L1" : describe_l1(c, uint32_t(off)).c_str()));
+        t.core = &c;
+        t.l1_off = uint32_t(off);
+        t.ptr = c.base + off;
+        return t;
+    }
+    for (int ch = 0; ch < M.num_channels; ++ch) {
+        for (auto& xy : M.channel_cores[ch]) {
+            if (xy.first != x || xy.second != y) continue;
+            // A DRAM address belongs to bank (channel, half); it must fall inside a live buffer's pages.
+            int bank = -1;
+            for (size_t b = 0; b < M.banks.size(); ++b)
+                if (M.banks[b].channel == ch && local >= M.banks[b].offset && local < M.banks[b].offset + M.bank_bytes)
+                    bank = int(b);
+            if (bank < 0 || local + size > M.banks[bank].offset + M.bank_bytes)
+                kfault(fmt("%s: NOC address 0x%llx -> DRAM channel %d [noc %u,%u] address 0x%llx size %u is outside "
+                           "the channel's banks",
+                           op, (unsigned long long)a, ch, x, y, (unsigned long long)local, size));
+            uint32_t bl = uint32_t(local - M.banks[bank].offset);
+            bool inside = false;
+            for (auto& buf : M.buffers) {
+                uint32_t pages_in_bank = buf.num_pages > uint32_t(bank) ? (buf.num_pages - bank + 11) / 12 : 0;
+                uint64_t end = uint64_t(buf.base) + uint64_t(pages_in_bank) * buf.aligned_page;
+                if (bl >= buf.base && uint64_t(bl) + size <= end) inside = true;
+            }
+            if (!inside)
+                kfault(fmt("%s: DRAM bank %d address 0x%x size %u (NOC address 0x%llx) is not inside the pages of any "
+                           "live DRAM buffer",
+                           op, bank, bl, size, (unsigned long long)a));
+            t.dram = true;
+            t.bank = bank;
+            t.bank_local = bl;
+            t.dram_off = uint64_t(ch) * M.channel_bytes + local;
+            t.ptr = M.dram + t.dram_off;
+            (void)write;
+            return t;
+        }
+    }
+    kfault(fmt("%s: NOC address 0x%llx targets NOC node (%u,%u), which is neither a worker core of the %dx%d grid "
+               "(translated x %u..%u, y %u..%u) nor a DRAM bank",
+               op, (unsigned long long)a, x, y, M.grid_w, M.grid_h, M.tx0, M.tx0 + M.grid_w - 1, M.ty0,
+               M.ty0 + M.grid_h - 1));
+}
+
+void account_dram(const Target& t, uint32_t size, bool write) {
+    KThread& th = cur();
+    (write ? th.dram_write : th.dram_read)[t.bank] += size;
+    for (auto& buf : M.buffers) {
+        uint32_t lo = t.bank_local, hi = t.bank_local + size;
+        if (hi <= buf.base) continue;
+        uint32_t pages_in_bank = buf.num_pages > uint32_t(t.bank) ? (buf.num_pages - t.bank + 11) / 12 : 0;
+        uint64_t end = uint64_t(buf.base) + uint64_t(pages_in_bank) * buf.aligned_page;
+        if (lo >= end) continue;
+        uint32_t a = std::max(lo, buf.base);
+        while (a < hi && a < end) {
+            uint32_t row = (a - buf.base) / buf.aligned_page;
+            uint32_t page_end = buf.base + (row + 1) * buf.aligned_page;
+            uint32_t n = std::min(hi, page_end) - a;
+            uint32_t page = row * 12 + uint32_t(t.bank);
+            if (page < buf.num_pages) (write ? buf.page_written : buf.page_read)[page].fetch_add(n);
+            a += n;
+        }
+    }
+}
+
+void check_align(uint32_t l1_off, const Target& t, bool read, const char* op) {
+    uint32_t mask = t.dram ? (read ? 31u : 15u) : 15u;
+    uint32_t remote = t.dram ? t.bank_local + M.banks[t.bank].offset : t.l1_off;
+    if ((l1_off & mask) != (remote & mask))
+        kfault(fmt("%s: misaligned NOC transfer: local L1 offset 0x%x and %s address 0x%x differ modulo %u "
+                   "(Wormhole NOC_%s_%s_ALIGNMENT_BYTES)",
+                   op, l1_off, t.dram ? "DRAM" : "remote L1", remote, mask + 1, t.dram ? "DRAM" : "L1",
+                   read ? "READ" : "WRITE"));
+}
+
+// Multicast rectangle -> destination cores. Coordinates are inclusive; start <= end per axis.
+std::vector<Core*> mcast_dests(uint64_t a, uint32_t size, const char* op, uint32_t* off_out) {
+    uint32_t xe = uint32_t(a >> kLocalBits) & kNodeMask, ye = uint32_t(a >> (kLocalBits + kNodeBits)) & kNodeMask;
+    uint32_t xs = uint32_t(a >> (kLocalBits + 2 * kNodeBits)) & kNodeMask,
+             ys = uint32_t(a >> (kLocalBits + 3 * kNodeBits)) & kNodeMask;
+    uint64_t local = a & kLocalMask;
+    uint64_t off = local >= emu::kL1HostBase ? (local - emu::kL1HostBase) % emu::kL1SlotBytes : local;
+    if (xs > xe || ys > ye || xs < M.tx0 || ys < M.ty0 || xe >= M.tx0 + uint32_t(M.grid_w) ||
+        ye >= M.ty0 + uint32_t(M.grid_h))
+        kfault(fmt("%s: multicast rectangle noc (%u,%u)-(%u,%u) is not inside the worker grid (translated x %u..%u, "
+                   "y %u..%u)",
+                   op, xs, ys, xe, ye, M.tx0, M.tx0 + M.grid_w - 1, M.ty0, M.ty0 + M.grid_h - 1));
+    std::vector<Core*> out;
+    for (uint32_t y = ys; y <= ye; ++y)
+        for (uint32_t x = xs; x <= xe; ++x) {
+            Core& c = core_at(int(x - M.tx0), int(y - M.ty0));
+            if (off + size > M.l1_size || !find_region(c, uint32_t(off), size))
+                kfault(fmt("%s: multicast destination core (%d,%d) L1 offset 0x%llx size %u is outside allocated L1: %s",
+                           op, c.lx, c.ly, (unsigned long long)off, size, describe_l1(c, uint32_t(off)).c_str()));
+            out.push_back(&c);
+        }
+    *off_out = uint32_t(off);
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------------ waiting
+std::string describe_block(const KThread& t) {
+    int kind = t.block.kind.load();
+    const Core& c = *t.core;
+    if (kind == int(WaitKind::CbFront) || kind == int(WaitKind::CbBack)) {
+        const CB& cb = c.cbs[t.block.cb];
+        uint32_t resident = cb.received - cb.acked;
+        return fmt("%s(cb=%d, %u pages): pages received %u, acked %u (%u resident, %u free) of capacity %u",
+                   kind == int(WaitKind::CbFront) ? "cb_wait_front" : "cb_reserve_back", t.block.cb, t.block.want,
+                   cb.received, cb.acked, resident, cb.num_pages - resident, cb.num_pages);
+    }
+    if (kind == int(WaitKind::Sem)) {
+        return fmt("noc_semaphore_wait%s(L1 offset 0x%x = %s): value %u, waiting for %s %u", t.block.at_least ? "_min" : "",
+                   t.block.sem_off, describe_l1(c, t.block.sem_off).c_str(), *t.block.sem_ptr,
+                   t.block.at_least ? ">=" : "==", t.block.want);
+    }
+    return "running";
+}
+
+// Waits on the core's condition variable until pred() holds; caller holds `lk`.
+template <class Pred>
+void block_until(std::unique_lock<std::mutex>& lk, KThread& t, Pred pred) {
+    if (pred()) return;
+    Core& c = *t.core;
+    c.waiters.fetch_add(1, std::memory_order_seq_cst);
+    while (!pred()) c.cv.wait_for(lk, std::chrono::milliseconds(5));
+    c.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    t.block.kind.store(0);
+    M.progress.fetch_add(1, std::memory_order_relaxed);
+}
+
+CB& cb_checked(uint32_t cb, const char* op) {
+    KThread& t = cur();
+    if (cb >= uint32_t(kNumCbs)) kfault(fmt("%s: CB index %u out of range (0..31)", op, cb));
+    CB& c = t.core->cbs[cb];
+    if (!c.configured) kfault(fmt("%s: CB %u is not configured on core (%d,%d)", op, cb, t.core->lx, t.core->ly));
+    return c;
+}
+
+void flush_reads(KThread& t);
+
+}  // namespace rt
+
+// ================================================================================================ emu:: API
+namespace emu {
+using namespace rt;
+
+void cb_wait_front(uint32_t cb, uint32_t n) {
+    CB& c = cb_checked(cb, "cb_wait_front");
+    KThread& t = cur();
+    if (n > c.num_pages) kfault(fmt("cb_wait_front(cb=%u, %u): more pages than the CB holds (%u)", cb, n, c.num_pages));
+    std::unique_lock<std::mutex> lk(t.core->mu);
+    t.block.cb = int(cb);
+    t.block.want = n;
+    t.block.kind.store(int(WaitKind::CbFront));
+    block_until(lk, t, [&] { return c.received - c.acked >= n; });
+    t.block.kind.store(0);
+}
+
+void cb_pop_front(uint32_t cb, uint32_t n) {
+    CB& c = cb_checked(cb, "cb_pop_front");
+    KThread& t = cur();
+    uint32_t start = t.rd_ptr[cb];
+    uint32_t next = start + n * c.page_size;
+    if (next > c.addr + c.size)
+        kfault(fmt("cb_pop_front(cb=%u, %u): read pointer would run past the CB end (pops in one cycle must sum to "
+                   "the CB's %u pages)",
+                   cb, n, c.num_pages));
+    for (auto& w : t.writes)
+        if (w.src_off < next && w.src_off + w.size > start)
+            kfault(fmt("cb_pop_front(cb=%u, %u): a NOC write from these pages (L1 offset 0x%x, %u bytes) has not been "
+                       "flushed (missing noc_async_write_barrier / noc_async_writes_flushed)",
+                       cb, n, w.src_off, w.size));
+    {
+        std::lock_guard<std::mutex> g(t.core->mu);
+        if (c.received - c.acked < n)
+            kfault(fmt("cb_pop_front(cb=%u, %u): only %u pages are in the CB (received %u, acked %u)", cb, n,
+                       c.received - c.acked, c.received, c.acked));
+        c.acked += n;
+        t.core->cv.notify_all();
+    }
+    M.progress.fetch_add(1, std::memory_order_relaxed);
+    t.rd_ptr[cb] = next == c.addr + c.size ? c.addr : next;
+}
+
+void cb_reserve_back(uint32_t cb, uint32_t n) {
+    CB& c = cb_checked(cb, "cb_reserve_back");
+    KThread& t = cur();
+    if (n > c.num_pages)
+        kfault(fmt("cb_reserve_back(cb=%u, %u): more pages than the CB holds (%u)", cb, n, c.num_pages));
+    std::unique_lock<std::mutex> lk(t.core->mu);
+    t.block.cb = int(cb);
+    t.block.want = n;
+    t.block.kind.store(int(WaitKind::CbBack));
+    block_until(lk, t, [&] { return c.num_pages - (c.received - c.acked) >= n; });
+    t.block.kind.store(0);
+}
+
+void cb_push_back(uint32_t cb, uint32_t n) {
+    CB& c = cb_checked(cb, "cb_push_back");
+    KThread& t = cur();
+    uint32_t start = t.wr_ptr[cb];
+    uint32_t next = start + n * c.page_size;
+    if (next > c.addr + c.size)
+        kfault(fmt("cb_push_back(cb=%u, %u): write pointer would run past the CB end (pushes in one cycle must sum "
+                   "to the CB's %u pages)",
+                   cb, n, c.num_pages));
+    for (auto& r : t.reads)
+        if (r.dst_off < next && r.dst_off + r.size > start)
+            kfault(fmt("cb_push_back(cb=%u, %u): a NOC read into these pages (L1 offset 0x%x, %u bytes) has not "
+                       "completed (missing noc_async_read_barrier)",
+                       cb, n, r.dst_off, r.size));
+    {
+        std::lock_guard<std::mutex> g(t.core->mu);
+        if (c.received - c.acked + n > c.num_pages)
+            kfault(fmt("cb_push_back(cb=%u, %u): overflows the CB: %u pages resident of %u (push without "
+                       "cb_reserve_back?)",
+                       cb, n, c.received - c.acked, c.num_pages));
+        c.received += n;
+        c.high_water = std::max(c.high_water, c.received - c.acked);
+        t.core->cv.notify_all();
+    }
+    M.progress.fetch_add(1, std::memory_order_relaxed);
+    t.wr_ptr[cb] = next == c.addr + c.size ? c.addr : next;
+}
+
+bool cb_pages_available_at_front(uint32_t cb, uint32_t n) {
+    CB& c = cb_checked(cb, "cb_pages_available_at_front");
+    bool ok;
+    {
+        std::lock_guard<std::mutex> g(cur().core->mu);
+        ok = c.received - c.acked >= n;
+    }
+    if (!ok) poll_yield();
+    return ok;
+}
+
+bool cb_pages_reservable_at_back(uint32_t cb, uint32_t n) {
+    CB& c = cb_checked(cb, "cb_pages_reservable_at_back");
+    bool ok;
+    {
+        std::lock_guard<std::mutex> g(cur().core->mu);
+        ok = c.num_pages - (c.received - c.acked) >= n;
+    }
+    if (!ok) poll_yield();
+    return ok;
+}
+
+uint32_t cb_read_addr(uint32_t cb) {
+    cb_checked(cb, "get_read_ptr");
+    return l1_base() + cur().rd_ptr[cb];
+}
+uint32_t cb_write_addr(uint32_t cb) {
+    cb_checked(cb, "get_write_ptr");
+    return l1_base() + cur().wr_ptr[cb];
+}
+uint32_t cb_page_size(uint32_t cb) { return cb_checked(cb, "cb_page_size").page_size; }
+DataFormat cb_data_format(uint32_t cb) { return cb_checked(cb, "cb_data_format").fmt; }
+
+uint8_t* l1(uint32_t addr, uint32_t n) {
+    uint32_t off = local_off(addr, n, "L1 access");
+    return cur().core->base + off;
+}
+
+const ComputeConfig& compute_config() { return cur().k->cfg; }
+
+void count(Counter c, uint64_t n) {
+    if (size_t(c) >= size_t(Counter::NumCounters)) kfault(fmt("count: bad counter %u", unsigned(c)));
+    cur().core->counters[size_t(c)].fetch_add(n, std::memory_order_relaxed);
+}
+
+void fault(const char* f, ...) {
+    char buf[4096];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    kfault(buf);
+}
+
+// ---- data movement
+uint32_t l1_base() { return emu::kL1HostBase + uint32_t(cur().core->idx) * emu::kL1SlotBytes; }
+uint32_t my_logical_x() { return uint32_t(cur().core->lx); }
+uint32_t my_logical_y() { return uint32_t(cur().core->ly); }
+uint32_t my_noc_x() { return M.tx0 + uint32_t(cur().core->lx); }
+uint32_t my_noc_y() { return M.ty0 + uint32_t(cur().core->ly); }
+Processor my_processor() { return cur().k->proc; }
+const char* kernel_name() { return cur().k->name.c_str(); }
+
+uint32_t arg_addr(uint32_t idx) {
+    KThread& t = cur();
+    if (idx >= t.rta.size())
+        kfault(fmt("get_arg_val(%u): only %zu runtime args were set for this kernel on core (%d,%d)", idx, t.rta.size(),
+                   t.core->lx, t.core->ly));
+    return l1_base() + kRtaBase + uint32_t(t.k->proc) * 0x1000 + 4 * idx;
+}
+uint32_t common_arg_addr(uint32_t idx) {
+    KThread& t = cur();
+    if (idx >= t.k->crta.size())
+        kfault(fmt("get_common_arg_val(%u): only %zu common runtime args were set for this kernel", idx,
+                   t.k->crta.size()));
+    return l1_base() + kRtaBase + uint32_t(t.k->proc) * 0x1000 + 0x800 + 4 * idx;
+}
+uint32_t semaphore_addr(uint32_t id) {
+    if (id >= kNumSems) kfault(fmt("get_semaphore(%u): semaphore id out of range (0..%u)", id, kNumSems - 1));
+    return l1_base() + kCfgBase + 16 * id;
+}
+
+uint32_t num_dram_banks() { return uint32_t(M.banks.size()); }
+uint32_t dram_bank_noc_x(uint32_t b) {
+    if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
+    return M.banks[b].x;
+}
+uint32_t dram_bank_noc_y(uint32_t b) {
+    if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
+    return M.banks[b].y;
+}
+uint32_t dram_bank_offset(uint32_t b) {
+    if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
+    return M.banks[b].offset;
+}
+
+uint64_t noc_xy_addr(uint32_t x, uint32_t y, uint32_t addr) {
+    uint64_t local = addr;
+    bool worker = x >= M.tx0 && x < M.tx0 + uint32_t(M.grid_w) && y >= M.ty0 && y < M.ty0 + uint32_t(M.grid_h);
+    if (worker && addr >= emu::kL1HostBase) local = (addr - emu::kL1HostBase) % emu::kL1SlotBytes;
+    return (uint64_t(y) << (kLocalBits + kNodeBits)) | (uint64_t(x) << kLocalBits) | local;
+}
+
+uint64_t noc_multicast_addr(uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, uint32_t addr) {
+    uint64_t local = addr >= emu::kL1HostBase ? (addr - emu::kL1HostBase) % emu::kL1SlotBytes : addr;
+    return (uint64_t(x0) << (kLocalBits + 2 * kNodeBits)) | (uint64_t(y0) << (kLocalBits + 3 * kNodeBits)) |
+           (uint64_t(x1) << kLocalBits) | (uint64_t(y1) << (kLocalBits + kNodeBits)) | local;
+}
+
+void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size) {
+    KThread& t = cur();
+    if (size == 0) return;
+    uint32_t off = local_off(dst_l1, size, "noc_async_read destination");
+    Target s = decode(src, size, "noc_async_read", false);
+    check_align(off, s, true, "noc_async_read");
+    if (s.dram) account_dram(s, size, false);
+    t.noc_bytes[{node_of(s), t.core->idx}] += size;
+    t.reads.push_back({t.core->base + off, s.ptr, size, off});
+}
+
+void noc_write(uint32_t src_l1, uint64_t dst, uint32_t size) {
+    KThread& t = cur();
+    if (size == 0) return;
+    uint32_t off = local_off(src_l1, size, "noc_async_write source");
+    Target d = decode(dst, size, "noc_async_write", true);
+    check_align(off, d, false, "noc_async_write");
+    if (d.dram) account_dram(d, size, true);
+    t.noc_bytes[{t.core->idx, node_of(d)}] += size;
+    std::memmove(d.ptr, t.core->base + off, size);
+    t.writes.push_back({off, size});
+    if (!d.dram) notify_core(*d.core);
+}
+
+void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t num_dests, bool include_self) {
+    KThread& t = cur();
+    uint32_t off = local_off(src_l1, size, "noc_async_write_multicast source");
+    uint32_t doff;
+    auto dests = mcast_dests(dst, size, "noc_async_write_multicast", &doff);
+    if ((off & 15) != (doff & 15))
+        kfault(fmt("noc_async_write_multicast: local L1 offset 0x%x and destination offset 0x%x differ modulo 16", off,
+                   doff));
+    uint32_t n = 0;
+    for (Core* c : dests)
+        if (include_self || c != t.core) ++n;
+    if (n != num_dests)
+        kfault(fmt("noc_async_write_multicast%s: num_dests=%u but the rectangle holds %u destination cores%s",
+                   include_self ? "_loopback_src" : "", num_dests, n,
+                   include_self ? " (including self)" : " (excluding self)"));
+    if (n == 0) kfault("noc_async_write_multicast: the destination rectangle holds no core other than the sender");
+    for (Core* c : dests) {
+        if (!include_self && c == t.core) continue;
+        if (size) std::memmove(c->base + doff, t.core->base + off, size);
+        t.noc_bytes[{t.core->idx, c->idx}] += size;
+        notify_core(*c);
+    }
+    t.writes.push_back({off, size});
+}
+
+void noc_inline_write(uint64_t dst, uint32_t value, uint8_t be) {
+    KThread& t = cur();
+    Target d = decode(dst & ~uint64_t(3), 4, "noc_inline_dw_write", true);
+    if (d.dram) account_dram(d, 4, true);
+    for (int i = 0; i < 4; ++i)
+        if (be & (1u << i)) reinterpret_cast<volatile uint8_t*>(d.ptr)[i] = uint8_t(value >> (8 * i));
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    t.noc_bytes[{t.core->idx, node_of(d)}] += 4;
+    if (!d.dram) notify_core(*d.core);
+}
+
+void noc_inline_write_multicast(uint64_t dst, uint32_t value, uint32_t num_dests) {
+    KThread& t = cur();
+    uint32_t doff;
+    auto dests = mcast_dests(dst, 4, "noc_inline_mcast_dw_write", &doff);
+    uint32_t n = 0;
+    for (Core* c : dests)
+        if (c != t.core) ++n;
+    if (n != num_dests)
+        kfault(fmt("noc_inline_mcast_dw_write: num_dests=%u but the rectangle holds %u cores (excluding self)",
+                   num_dests, n));
+    for (Core* c : dests) {
+        if (c == t.core) continue;
+        __atomic_store_n(reinterpret_cast<uint32_t*>(c->base + doff), value, __ATOMIC_SEQ_CST);
+        t.noc_bytes[{t.core->idx, c->idx}] += 4;
+        notify_core(*c);
+    }
+}
+
+void noc_atomic_inc(uint64_t dst, uint32_t incr) {
+    KThread& t = cur();
+    Target d = decode(dst, 4, "noc_semaphore_inc", true);
+    if (d.dram) kfault("noc_semaphore_inc: atomic increment targets DRAM (only L1 supports NOC atomics here)");
+    if (d.l1_off & 3) kfault(fmt("noc_semaphore_inc: L1 offset 0x%x is not 4-byte aligned", d.l1_off));
+    __atomic_fetch_add(reinterpret_cast<uint32_t*>(d.ptr), incr, __ATOMIC_SEQ_CST);
+    t.noc_bytes[{t.core->idx, node_of(d)}] += 4;
+    notify_core(*d.core);
+}
+
+void noc_atomic_inc_multicast(uint64_t dst, uint32_t incr, uint32_t num_dests) {
+    KThread& t = cur();
+    uint32_t doff;
+    auto dests = mcast_dests(dst, 4, "noc_semaphore_inc_multicast", &doff);
+    uint32_t n = 0;
+    for (Core* c : dests)
+        if (c != t.core) ++n;
+    if (n != num_dests)
+        kfault(fmt("noc_semaphore_inc_multicast: num_dests=%u but the rectangle holds %u cores (excluding self)",
+                   num_dests, n));
+    for (Core* c : dests) {
+        if (c == t.core) continue;
+        __atomic_fetch_add(reinterpret_cast<uint32_t*>(c->base + doff), incr, __ATOMIC_SEQ_CST);
+        t.noc_bytes[{t.core->idx, c->idx}] += 4;
+        notify_core(*c);
+    }
+}
+
+void noc_read_barrier() { flush_reads(cur()); }
+void noc_write_barrier() { cur().writes.clear(); }
+void noc_writes_flushed() { cur().writes.clear(); }
+void noc_atomic_barrier() {}
+
+void sem_wait(volatile uint32_t* p, uint32_t val, bool at_least) {
+    KThread& t = cur();
+    uint32_t off = local_off(uint32_t(reinterpret_cast<uintptr_t>(p)), 4, at_least ? "noc_semaphore_wait_min"
+                                                                                   : "noc_semaphore_wait");
+    auto ok = [&] {
+        uint32_t v = __atomic_load_n(const_cast<uint32_t*>(p), __ATOMIC_SEQ_CST);
+        return at_least ? v >= val : v == val;
+    };
+    if (ok()) return;
+    Core& c = *t.core;
+    t.block.sem_off = off;
+    t.block.sem_ptr = p;
+    t.block.want = val;
+    t.block.at_least = at_least;
+    t.block.kind.store(int(WaitKind::Sem));
+    std::unique_lock<std::mutex> lk(c.mu);
+    c.waiters.fetch_add(1, std::memory_order_seq_cst);
+    while (!ok()) c.cv.wait_for(lk, std::chrono::milliseconds(2));
+    c.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    t.block.kind.store(0);
+    M.progress.fetch_add(1, std::memory_order_relaxed);
+}
+
+void sem_set(volatile uint32_t* p, uint32_t val) {
+    local_off(uint32_t(reinterpret_cast<uintptr_t>(p)), 4, "noc_semaphore_set");
+    __atomic_store_n(const_cast<uint32_t*>(p), val, __ATOMIC_SEQ_CST);
+    notify_core(*cur().core);
+}
+
+void dprint(const char* text) {
+    if (!M.dprint) return;
+    KThread& t = cur();
+    static std::mutex mu;
+    std::lock_guard<std::mutex> g(mu);
+    fprintf(stderr, "[%d,%d %s] %s", t.core->lx, t.core->ly, t.k->name.c_str(), text);
+}
+
+void poll_yield() {
+    std::this_thread::yield();
+}
+
+}  // namespace emu
+
+// ================================================================================================ machine setup
+namespace rt {
+
+void flush_reads(KThread& t) {
+    for (auto& r : t.reads) std::memmove(r.dst, r.src, r.size);
+    if (!t.reads.empty()) {
+        t.reads.clear();
+        M.progress.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+// ---- fault handler: names the faulting address's core/region and the current kernel.
+void on_signal(int sig, siginfo_t* si, void*) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(si->si_addr);
+    char where[1024];
+    where[0] = 0;
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        uint64_t lo = emu::kL1HostBase, hi = lo + uint64_t(M.cores.size()) * emu::kL1SlotBytes;
+        if (a >= lo && a < hi) {
+            size_t ci = (a - lo) / emu::kL1SlotBytes;
+            uint32_t off = uint32_t((a - lo) % emu::kL1SlotBytes);
+            Core& c = *M.cores[ci];
+            const char* kind = off >= M.l1_size ? "past the end of L1"
+                               : off < M.l1_unreserved ? "in the reserved region (not kernel-accessible)"
+                                                       : "in unallocated L1 (no CB there)";
+            snprintf(where, sizeof where, " = L1 of core (%d,%d) at offset 0x%x, %s", c.lx, c.ly, off, kind);
+        } else if (M.dram && a >= uintptr_t(M.dram) && a < uintptr_t(M.dram) + M.channel_bytes * M.num_channels) {
+            snprintf(where, sizeof where, " = inside the DRAM image (direct host access to DRAM)");
+        } else if (a < 0x10000) {
+            snprintf(where, sizeof where, " (null-pointer dereference?)");
+        }
+    }
+    const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
+                       : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT (abort/assert)" : "signal";
+    char msg[1600];
+    if (sig == SIGABRT)
+        snprintf(msg, sizeof msg, "%s in kernel thread", name);
+    else
+        snprintf(msg, sizeof msg, "%s at address 0x%lx%s", name, (unsigned long)a, where);
+    char core[32] = "";
+    char kern[512] = "";
+    if (tls) {
+        snprintf(core, sizeof core, "%d,%d", tls->core->lx, tls->core->ly);
+        snprintf(kern, sizeof kern, "%s (%s)", tls->k->name.c_str(), proc_name(tls->k->proc));
+    }
+    if (g_dying.exchange(1)) {
+        for (;;) pause();
+    }
+    write_raw_result("fault", core, kern, msg);
+    _exit(4);
+}
+
+void install_signal_handlers() {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &sa, nullptr);
+}
+
+void* thread_main(void* arg) {
+    KThread* t = static_cast<KThread*>(arg);
+    tls = t;
+    stack_t ss;
+    ss.ss_sp = malloc(1 << 16);
+    ss.ss_size = 1 << 16;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, nullptr);
+    for (int i = 0; i < kNumCbs; ++i) t->rd_ptr[i] = t->wr_ptr[i] = t->core->cbs[i].addr;
+    t->entry();
+    flush_reads(*t);
+    t->writes.clear();
+    t->done.store(true);
+    M.progress.fetch_add(1);
+    {
+        std::lock_guard<std::mutex> g(t->core->mu);
+        t->core->cv.notify_all();
+    }
+    return nullptr;
+}
+
+void watchdog_loop(std::atomic<bool>* finished) {
+    using clk = std::chrono::steady_clock;
+    auto start = clk::now();
+    uint64_t last_progress = M.progress.load();
+    auto stuck_since = clk::now();
+    bool stuck = false;
+    while (!finished->load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        auto now = clk::now();
+        bool deadline = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count() > M.deadline_ms;
+        bool all_blocked = true;
+        int live = 0;
+        for (auto& t : M.threads) {
+            if (t->done.load()) continue;
+            ++live;
+            if (t->block.kind.load() == 0) all_blocked = false;
+        }
+        uint64_t p = M.progress.load();
+        if (live > 0 && all_blocked && p == last_progress) {
+            if (!stuck) {
+                stuck = true;
+                stuck_since = now;
+            }
+        } else {
+            stuck = false;
+        }
+        last_progress = p;
+        bool hang = stuck && std::chrono::duration_cast<std::chrono::milliseconds>(now - stuck_since).count() >=
+                                 M.hang_ms;
+        if (!hang && !deadline) continue;
+        std::string msg = hang ? "deadlock: every live kernel thread is blocked and nothing has progressed for " +
+                                     std::to_string(M.hang_ms) + " ms"
+                               : "deadline of " + std::to_string(M.deadline_ms) + " ms passed with kernels still running";
+        std::string first_core, first_kernel;
+        for (auto& t : M.threads) {
+            if (t->done.load()) continue;
+            std::string d;
+            {
+                std::lock_guard<std::mutex> g(t->core->mu);
+                d = describe_block(*t);
+            }
+            msg += fmt("\n  core (%d,%d) %s (%s): %s", t->core->lx, t->core->ly, t->k->name.c_str(),
+                       proc_name(t->k->proc), d.c_str());
+            if (first_core.empty()) {
+                first_core = core_name(t->core);
+                first_kernel = t->k->name + " (" + proc_name(t->k->proc) + ")";
+            }
+        }
+        die("hang", 3, first_core, first_kernel, msg);
+    }
+}
+
+// ---- program file
+void map_l1() {
+    size_t n = M.cores.size();
+    for (size_t i = 0; i < n; ++i) {
+        void* want = reinterpret_cast<void*>(uintptr_t(emu::kL1HostBase) + i * emu::kL1SlotBytes);
+        void* p = mmap(want, emu::kL1SlotBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+                       -1, 0);
+        if (p != want) setup_error(fmt("cannot map L1 of core %zu at host address %p: %s", i, want, strerror(errno)));
+        M.cores[i]->base = static_cast<uint8_t*>(p);
+    }
+}
+
+void protect_regions() {
+    const size_t pg = size_t(sysconf(_SC_PAGESIZE));
+    for (auto& cp : M.cores) {
+        Core& c = *cp;
+        for (auto& r : c.regions) {
+            size_t a = r.start / pg * pg, b = (r.end + pg - 1) / pg * pg;
+            if (mprotect(c.base + a, b - a, PROT_READ | PROT_WRITE) != 0)
+                setup_error(fmt("mprotect L1 core (%d,%d): %s", c.lx, c.ly, strerror(errno)));
+        }
+    }
+}
+
+void load_program(const char* path) {
+    std::ifstream in(path);
+    if (!in) setup_error(std::string("cannot open program file ") + path);
+    std::string tok;
+    std::map<int, Kernel*> kmap;
+    while (in >> tok) {
+        if (tok == "result") {
+            in >> M.result_path;
+        } else if (tok == "grid") {
+            in >> M.grid_w >> M.grid_h;
+            for (int y = 0; y < M.grid_h; ++y)
+                for (int x = 0; x < M.grid_w; ++x) {
+                    auto c = std::make_unique<Core>();
+                    c->lx = x;
+                    c->ly = y;
+                    c->idx = int(M.cores.size());
+                    M.cores.push_back(std::move(c));
+                }
+        } else if (tok == "l1") {
+            in >> M.l1_size >> M.l1_unreserved;
+        } else if (tok == "translate") {
+            in >> M.tx0 >> M.ty0;
+        } else if (tok == "dram") {
+            in >> M.dram_fd >> M.num_channels >> M.channel_bytes >> M.bank_bytes;
+            M.channel_cores.resize(size_t(M.num_channels));
+        } else if (tok == "dram_core") {
+            int ch;
+            uint32_t x, y;
+            in >> ch >> x >> y;
+            M.channel_cores.at(size_t(ch)).push_back({x, y});
+        } else if (tok == "bank") {
+            DramBank b;
+            in >> b.channel >> b.x >> b.y >> b.offset;
+            M.banks.push_back(b);
+        } else if (tok == "limits") {
+            in >> M.deadline_ms >> M.hang_ms;
+        } else if (tok == "dprint") {
+            int v;
+            in >> v;
+            M.dprint = v != 0;
+        } else if (tok == "so_dir") {
+            in >> M.so_dir;
+        } else if (tok == "buffer") {
+            Buffer b;
+            in >> b.id >> b.base >> b.aligned_page >> b.num_pages;
+            b.page_read.reset(new std::atomic<uint64_t>[b.num_pages]());
+            b.page_written.reset(new std::atomic<uint64_t>[b.num_pages]());
+            M.buffers.push_back(std::move(b));
+        } else if (tok == "cb") {
+            int x, y, idx;
+            uint32_t addr, size, page, fmtv;
+            in >> x >> y >> idx >> addr >> size >> page >> fmtv;
+            Core& c = core_at(x, y);
+            CB& cb = c.cbs[idx];
+            cb.configured = true;
+            cb.addr = addr;
+            cb.size = size;
+            cb.page_size = page;
+            cb.num_pages = page ? size / page : 0;
+            cb.fmt = DataFormat(fmtv);
+            c.used = true;
+            c.regions.push_back({addr, addr + size, fmt("CB %d", idx)});
+        } else if (tok == "sem") {
+            int x, y, id;
+            uint32_t init;
+            in >> x >> y >> id >> init;
+            Core& c = core_at(x, y);
+            c.used = true;
+            if (id < 0 || id >= int(kNumSems)) setup_error(fmt("semaphore id %d out of range", id));
+            c.regions.push_back({kCfgBase + 16u * id, kCfgBase + 16u * id + 4, fmt("semaphore %d", id)});
+            c.sem_init.push_back({kCfgBase + 16u * id, init});
+        } else if (tok == "kernel") {
+            auto k = std::make_unique<Kernel>();
+            int proc;
+            in >> k->id >> proc >> k->path >> k->name;
+            k->proc = Processor(proc);
+            kmap[k->id] = k.get();
+            M.kernels.push_back(std::move(k));
+        } else if (tok == "kcfg") {
+            int id, fid, approx, fp32, full, precise;
+            in >> id >> fid >> approx >> fp32 >> full >> precise;
+            Kernel* k = kmap.at(id);
+            k->cfg.math_fidelity = uint8_t(fid);
+            k->cfg.math_approx_mode = approx;
+            k->cfg.fp32_dest_acc_en = fp32;
+            k->cfg.dst_full_sync_en = full;
+            k->cfg.bfp8_pack_precise = precise;
+        } else if (tok == "kcrta") {
+            int id;
+            size_t n;
+            in >> id >> n;
+            Kernel* k = kmap.at(id);
+            k->crta.resize(n);
+            for (auto& v : k->crta) in >> v;
+        } else if (tok == "inst") {
+            auto t = std::make_unique<KThread>();
+            int id, x, y;
+            size_t n;
+            in >> id >> x >> y >> n;
+            t->k = kmap.at(id);
+            t->core = &core_at(x, y);
+            t->core->used = true;
+            t->rta.resize(n);
+            for (auto& v : t->rta) in >> v;
+            M.threads.push_back(std::move(t));
+        } else if (tok == "end") {
+            break;
+        } else {
+            setup_error("program file: unknown record '" + tok + "'");
+        }
+    }
+}
+
+void setup_memory() {
+    map_l1();
+    // Kernel-config window (runtime args) on every used core.
+    for (auto& cp : M.cores) {
+        Core& c = *cp;
+        if (!c.used) continue;
+        for (int p = 0; p < 3; ++p) {
+            uint32_t a = kRtaBase + uint32_t(p) * 0x1000;
+            c.regions.push_back({a, a + 4 * kRtaMaxWords, fmt("runtime args of %s", proc_name(Processor(p)))});
+            c.regions.push_back({a + 0x800, a + 0x800 + 4 * kRtaMaxWords,
+                                 fmt("common runtime args of %s", proc_name(Processor(p)))});
+        }
+    }
+    protect_regions();
+    for (auto& cp : M.cores)
+        for (auto& s : cp->sem_init)
+            __atomic_store_n(reinterpret_cast<uint32_t*>(cp->base + s.first), s.second, __ATOMIC_SEQ_CST);
+    // runtime args into L1
+    for (auto& t : M.threads) {
+        uint32_t a = kRtaBase + uint32_t(t->k->proc) * 0x1000;
+        if (t->rta.size() > kRtaMaxWords || t->k->crta.size() > kRtaMaxWords) setup_error("too many runtime args");
+        if (!t->rta.empty()) std::memcpy(t->core->base + a, t->rta.data(), 4 * t->rta.size());
+        if (!t->k->crta.empty()) std::memcpy(t->core->base + a + 0x800, t->k->crta.data(), 4 * t->k->crta.size());
+    }
+    // DRAM image
+    if (M.dram_fd >= 0) {
+        size_t len = size_t(M.channel_bytes) * size_t(M.num_channels);
+        void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, M.dram_fd, 0);
+        if (p == MAP_FAILED) setup_error(fmt("cannot map the DRAM image (fd %d): %s", M.dram_fd, strerror(errno)));
+        M.dram = static_cast<uint8_t*>(p);
+    }
+}
+
+// Each (kernel, core) instance gets its own copy of the kernel library so file-scope variables in kernels stay
+// per-core, as on silicon.
+void load_kernels() {
+    std::map<std::pair<int, int>, int> copies;
+    for (auto& t : M.threads) {
+        std::string src = t->k->path;
+        std::string dst = M.so_dir + fmt("/k%d_c%d.so", t->k->id, t->core->idx);
+        {
+            std::ifstream i(src, std::ios::binary);
+            if (!i) setup_error("cannot read kernel library " + src);
+            std::ofstream o(dst, std::ios::binary);
+            o << i.rdbuf();
+        }
+        void* h = dlopen(dst.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!h) setup_error(std::string("dlopen failed: ") + dlerror());
+        unlink(dst.c_str());
+        void* e = dlsym(h, "_Z11kernel_mainv");
+        if (!e) setup_error("kernel " + t->k->name + " defines no `void kernel_main()`");
+        t->so = h;
+        t->entry = reinterpret_cast<void (*)()>(e);
+    }
+}
+
+void write_ok_result() {
+    std::ostringstream o;
+    o << "{\"status\": \"ok\", \"stats\": {";
+    uint64_t rd[16]{}, wr[16]{};
+    std::map<std::pair<int, int>, uint64_t> noc;
+    for (auto& t : M.threads) {
+        for (size_t b = 0; b < M.banks.size(); ++b) {
+            rd[b] += t->dram_read[b];
+            wr[b] += t->dram_write[b];
+        }
+        for (auto& kv : t->noc_bytes) noc[kv.first] += kv.second;
+    }
+    o << "\"dram_bank_read\": [";
+    for (size_t b = 0; b < M.banks.size(); ++b) o << (b ? ", " : "") << rd[b];
+    o << "], \"dram_bank_write\": [";
+    for (size_t b = 0; b < M.banks.size(); ++b) o << (b ? ", " : "") << wr[b];
+    o << "], \"noc\": [";
+    bool first = true;
+    auto node = [](int n) {
+        if (n < 0) return "\"dram" + std::to_string(-1 - n) + "\"";
+        return "\"" + core_name(M.cores[size_t(n)].get()) + "\"";
+    };
+    for (auto& kv : noc) {
+        o << (first ? "" : ", ") << "[" << node(kv.first.first) << ", " << node(kv.first.second) << ", " << kv.second
+          << "]";
+        first = false;
+    }
+    o << "], \"cores\": {";
+    first = true;
+    for (auto& cp : M.cores) {
+        Core& c = *cp;
+        if (!c.used) continue;
+        o << (first ? "" : ", ") << "\"" << core_name(&c) << "\": {\"counters\": [";
+        for (size_t i = 0; i < size_t(emu::Counter::NumCounters); ++i) o << (i ? ", " : "") << c.counters[i].load();
+        o << "], \"cb_high_water\": {";
+        bool f2 = true;
+        for (int i = 0; i < kNumCbs; ++i)
+            if (c.cbs[i].configured) {
+                o << (f2 ? "" : ", ") << "\"" << i << "\": " << c.cbs[i].high_water;
+                f2 = false;
+            }
+        o << "}}";
+        first = false;
+    }
+    o << "}, \"buffers\": {";
+    first = true;
+    for (auto& b : M.buffers) {
+        o << (first ? "" : ", ") << "\"" << b.id << "\": {\"read\": [";
+        for (uint32_t i = 0; i < b.num_pages; ++i) o << (i ? "," : "") << b.page_read[i].load();
+        o << "], \"written\": [";
+        for (uint32_t i = 0; i < b.num_pages; ++i) o << (i ? "," : "") << b.page_written[i].load();
+        o << "]}";
+        first = false;
+    }
+    o << "}}}\n";
+    std::string s = o.str();
+    std::string tmp = M.result_path + ".tmp";
+    FILE* f = fopen(tmp.c_str(), "w");
+    if (!f) setup_error("cannot write result file");
+    fwrite(s.data(), 1, s.size(), f);
+    fclose(f);
+    rename(tmp.c_str(), M.result_path.c_str());
+}
+
+int run(const char* program) {
+    install_signal_handlers();
+    load_program(program);
+    setup_memory();
+    load_kernels();
+    std::atomic<bool> finished{false};
+    std::thread wd(watchdog_loop, &finished);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 8u << 20);
+    for (auto& t : M.threads)
+        if (pthread_create(&t->th, &attr, thread_main, t.get()) != 0) setup_error("pthread_create failed");
+    for (auto& t : M.threads) pthread_join(t->th, nullptr);
+    finished.store(true);
+    wd.join();
+    write_ok_result();
+    return 0;
+}
+
+}  // namespace rt
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s PROGRAM_FILE\n", argv[0]);
+        return 2;
+    }
+    return rt::run(argv[1]);
+}
