@@ -1,0 +1,216 @@
+"""The decode feature set on the emulator, against the golden model: paged KV, position tensors, masks, sliding
+windows, attention sinks, multi-token queries, shared caches, large head dims, and their combinations."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from decode_harness import DecodeCase, assert_matches_golden, run_case
+from ttflashdecode import op as op_module
+from ttflashdecode.ttnn_env import import_ttnn
+
+
+def _run(device, case):
+    ttnn = import_ttnn()
+    outcome = run_case(
+        device,
+        case,
+        to_device=lambda x, dtype: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT),
+        to_torch=device.to_torch,
+    )
+    assert_matches_golden(outcome, case)
+    return outcome
+
+
+# ---- 1. paged KV cache -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block_size", [32, 64, 128])
+def test_paged(emu_device, block_size):
+    case = DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", k_chunk_size=128,
+                      max_cores_per_head_batch=4, block_size=block_size)  # fmt: skip
+    outcome = _run(emu_device, case)
+    # Counters: only blocks holding positions <= cur_pos are read, each tile once.
+    reads = outcome.stats.pages_read(outcome.k)
+    dht, tpb = case.head_dim // 32, block_size // 32
+    expected = {}
+    for b, p in enumerate(case.cur_pos):
+        for h in range(case.n_kv_heads):
+            for s in range(p // 32 + 1):
+                block = int(outcome.page_table[b, s // tpb])
+                for d in range(dht):
+                    page = ((block * case.n_kv_heads + h) * tpb + s % tpb) * dht + d
+                    expected[page] = expected.get(page, 0) + 1
+    assert dict(reads) == expected
+
+
+def test_paged_rejects_out_of_range_host_table(emu_device):
+    ttnn = import_ttnn()
+    q = emu_device.from_torch(torch.randn(1, 2, 8, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    k = emu_device.from_torch(torch.randn(4, 1, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    table = torch.tensor([[0, 1], [2, 4]], dtype=torch.int32)  # block 4 does not exist
+    with pytest.raises(ValueError, match=r"page_table_tensor\[3\]=4"):
+        op_module.paged_scaled_dot_product_attention_decode(q, k, k, table, cur_pos=[10, 10])
+
+
+# ---- 2. cur_pos as a tensor: one program for every decode step ----------------------------------------------
+
+
+def test_position_tensor_reuses_one_program(emu_device):
+    from ttflashdecode import emulator, golden
+
+    ttnn = import_ttnn()
+    b, n_q, n_kv, d, s = 2, 8, 1, 64, 512
+    q = torch.randn(1, b, n_q, d)
+    k, v = torch.randn(b, n_kv, s, d), torch.randn(b, n_kv, s, d)
+    tt_q = emu_device.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    tt_k = emu_device.from_torch(k, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    tt_v = emu_device.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    pos = emu_device.from_torch(torch.tensor([100, 7], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+    out = emu_device.allocate([1, b, n_q, d], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    cfg = "small/test-2x2"
+    op_module.clear_program_cache()
+    for step in range(16):
+        positions = [100 + 20 * step, 7 + 31 * step]
+        emu_device.write(pos, torch.tensor(positions, dtype=torch.int32))  # in place, like a model's decode loop
+        if step == 1:
+            compiles_after_first = emulator.compile_cache_stats()["misses"]
+        op_module.scaled_dot_product_attention_decode(
+            tt_q, tt_k, tt_v, cur_pos_tensor=pos, program_config=cfg, output_tensor=out
+        )
+        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat16"),
+                                      golden.quantize_like_device(v, "bfloat16"), cur_pos=positions)  # fmt: skip
+        assert golden.pcc(emu_device.to_torch(out).float(), expected) > 0.999, f"step {step}"
+    assert op_module.program_cache_stats() == {"hits": 15, "misses": 1, "entries": 1}
+    assert emulator.compile_cache_stats()["misses"] == compiles_after_first  # nothing recompiled after step 0
+
+
+# ---- 3. non-causal with attn_mask --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mask_heads", [1, 8])
+def test_attn_mask(emu_device, mask_heads):
+    case = DecodeCase(2, 8, 2, 64, 512, None, "bfloat16", k_chunk_size=128, max_cores_per_head_batch=2,
+                      mask_heads=mask_heads)  # fmt: skip
+    _run(emu_device, case)
+
+
+def test_non_causal_without_mask(emu_device):
+    _run(emu_device, DecodeCase(2, 8, 2, 64, 512, None, "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4))
+
+
+# ---- 4. sliding window ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("window", [32, 100, 129, 1000])
+def test_sliding_window_reads_only_the_window(emu_device, window):
+    case = DecodeCase(2, 8, 1, 64, 2048, (2000, 150), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
+                      sliding_window_size=window)  # fmt: skip
+    outcome = _run(emu_device, case)
+    reads = outcome.stats.pages_read(outcome.k)
+    dht, st_ = case.head_dim // 32, case.kv_len // 32
+    expected = {}
+    for b, p in enumerate(case.cur_pos):
+        for s in range(max(0, p - window + 1) // 32, p // 32 + 1):
+            for d in range(dht):
+                expected[(b * st_ + s) * dht + d] = 1
+    assert dict(reads) == expected
+
+
+# ---- 5. attention sinks ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("window", [None, 200])
+def test_attention_sink(emu_device, window):
+    case = DecodeCase(2, 16, 2, 64, 1024, (1000, 300), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
+                      attention_sink=True, sliding_window_size=window)  # fmt: skip
+    _run(emu_device, case)
+
+
+# ---- 6. multi-token decode ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("q_len", [2, 5, 8])
+def test_multi_token(emu_device, q_len):
+    case = DecodeCase(2, 8, 2, 64, 1024, (700, 127), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
+                      q_len=q_len)  # fmt: skip
+    _run(emu_device, case)
+
+
+# ---- 7. shared cache -------------------------------------------------------------------------------------
+
+
+def test_share_cache(emu_device):
+    case = DecodeCase(4, 8, 1, 64, 1024, (900, 10, 512, 1023), "bfloat8_b", k_chunk_size=128,
+                      max_cores_per_head_batch=4, share_cache=True)  # fmt: skip
+    _run(emu_device, case)
+
+
+# ---- 8. large head dims -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "head_dim, v_head_dim, kv_dtype",
+    [(320, None, "bfloat16"), (512, None, "bfloat8_b"), (576, 512, "bfloat8_b"), (1024, None, "bfloat16")],
+)
+def test_large_head_dims(emu_device, head_dim, v_head_dim, kv_dtype):
+    case = DecodeCase(1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4,
+                      v_head_dim=v_head_dim)  # fmt: skip
+    _run(emu_device, case)
+
+
+# ---- 9. outputs ---------------------------------------------------------------------------------------
+
+
+def test_fp32_dest_accumulation(emu_device):
+    case = DecodeCase(2, 8, 2, 128, 1024, (1000, 77), "bfloat8_b", k_chunk_size=128, max_cores_per_head_batch=4,
+                      fp32_dest_acc_en=True)  # fmt: skip
+    _run(emu_device, case)
+
+
+# ---- 10. combinations ---------------------------------------------------------------------------------
+
+
+def test_paged_window_sink(emu_device):
+    case = DecodeCase(2, 8, 2, 64, 1024, (1000, 333), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4,
+                      block_size=64, sliding_window_size=300, attention_sink=True)  # fmt: skip
+    _run(emu_device, case)
+
+
+def test_paged_multi_token(emu_device):
+    case = DecodeCase(2, 8, 2, 64, 512, (511, 40), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4,
+                      block_size=32, q_len=3)  # fmt: skip
+    _run(emu_device, case)
+
+
+def test_bfloat4_large_head_dim(emu_device):
+    _run(emu_device, DecodeCase(1, 4, 1, 512, 256, (200,), "bfloat4_b", k_chunk_size=64, max_cores_per_head_batch=2))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_feature_mix(emu_device, data):
+    """Shapes, positions and features drawn together; each draw is checked against the golden."""
+    n_kv = data.draw(st.sampled_from([1, 2]))
+    g = data.draw(st.sampled_from([1, 4, 8]))
+    q_len = data.draw(st.integers(1, 3))
+    kv_len = data.draw(st.sampled_from([128, 256, 512]))
+    batch = data.draw(st.integers(1, 3))
+    causal = data.draw(st.booleans())
+    cur_pos = tuple(data.draw(st.integers(q_len - 1, kv_len - 1)) for _ in range(batch)) if causal else None
+    case = DecodeCase(
+        batch, n_kv * g, n_kv, data.draw(st.sampled_from([32, 64, 128])), kv_len, cur_pos,
+        data.draw(st.sampled_from(["bfloat16", "bfloat8_b"])),
+        k_chunk_size=data.draw(st.sampled_from([32, 64, 128])),
+        max_cores_per_head_batch=data.draw(st.sampled_from([1, 2, 4, 8])),
+        grid=data.draw(st.sampled_from([(8, 8), (4, 2), (1, 1)])),
+        q_len=q_len,
+        sliding_window_size=data.draw(st.sampled_from([None, 64, 200])) if causal else None,
+        attention_sink=data.draw(st.booleans()),
+        block_size=data.draw(st.sampled_from([None, 32, 64])) if causal else None,
+        mask_heads=0 if causal else data.draw(st.sampled_from([0, 1])),
+    )  # fmt: skip
+    _run(emu_device, case)
