@@ -340,7 +340,8 @@ Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
             kfault(fmt("%s: NOC address 0x%llx -> core (%d,%d) [noc %u,%u] L1 offset 0x%llx size %u is outside "
                        "allocated L1: %s",
                        op, (unsigned long long)a, c.lx, c.ly, x, y, (unsigned long long)off, size,
-                       off >= M.l1_size ? "past the end of L1" : describe_l1(c, uint32_t(off)).c_str()));
+                       off + size > M.l1_size ? fmt("runs past the end of L1 (%u bytes)", M.l1_size).c_str()
+                                              : describe_l1(c, uint32_t(off)).c_str()));
         t.core = &c;
         t.l1_off = uint32_t(off);
         t.ptr = c.base + off;

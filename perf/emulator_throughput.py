@@ -1,0 +1,120 @@
+"""Host-emulator throughput (how fast the emulator runs, NOT a model of Wormhole speed).
+
+    .venv/bin/python perf/emulator_throughput.py [--mib 256] [--matmuls 10000]
+
+Section 1 (data movement): a 64-core program streams a DRAM-interleaved bf16 tensor DRAM -> L1 (CB) -> DRAM, each
+core copying a contiguous range of pages with a reader (RISCV_0) and writer (RISCV_1) kernel; reports MB/s of
+payload copied (wall time of generic_op, compile cache warm) and checks the copy byte for byte.
+Section 2 (compute): tile matmuls through the compute API (runs only once api/compute/matmul.h exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ttflashdecode import emulator  # noqa: E402
+from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
+
+ttnn = import_ttnn()
+KDIR = Path(__file__).resolve().parent / "kernels"
+
+
+def cores_of(grid):
+    return [(x, y) for y in range(grid[1]) for x in range(grid[0])]
+
+
+def dram_copy(dev, mib: int):
+    grid = (dev.compute_with_storage_grid_size().x, dev.compute_with_storage_grid_size().y)
+    cores = cores_of(grid)
+    tiles = mib * (1 << 20) // 2048
+    tiles -= tiles % (len(cores) * 4)
+    shape = (32 * (tiles // 256), 32 * 256)
+    src = dev.allocate(shape, ttnn.bfloat16, fill=None)
+    dst = dev.allocate(shape, ttnn.bfloat16)
+    rng = np.random.default_rng(0)
+    payload = rng.integers(0, 256, size=src.buffer_num_pages() * 2048, dtype=np.uint8)
+    dev._write_pages(src, payload)
+    per = tiles // len(cores)
+    all_cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(grid[0] - 1, grid[1] - 1))])
+
+    def k(is_writer, t, cfg):
+        return ttnn.KernelDescriptor(
+            kernel_source=str(KDIR / "stream_copy.cpp"), core_ranges=all_cores,
+            compile_time_args=[is_writer] + t.tensor_accessor_args(),
+            runtime_args=[(ttnn.CoreCoord(x, y), [t.buffer_address(), i * per, per]) for i, (x, y) in enumerate(cores)],
+            config=cfg)
+
+    cb = ttnn.CBDescriptor(total_size=8 * 2048, core_ranges=all_cores, format_descriptors=[
+        ttnn.CBFormatDescriptor(buffer_index=0, data_format=ttnn.bfloat16, page_size=2048)])
+    pd = ttnn.ProgramDescriptor(kernels=[k(0, src, ttnn.ReaderConfigDescriptor()),
+                                         k(1, dst, ttnn.WriterConfigDescriptor())], semaphores=[], cbs=[cb])
+    dev.generic_op([src, dst], pd)  # warm: compile
+    t0 = time.perf_counter()
+    stats = dev.generic_op([src, dst], pd)
+    wall = time.perf_counter() - t0
+    ok = dev._read_pages(dst) == payload.tobytes()
+    moved = tiles * 2048
+    src.deallocate()
+    dst.deallocate()
+    return len(cores), moved, wall, ok, stats
+
+
+def matmuls(dev, total: int):
+    import torch
+
+    n_cores, kt = 8, 10
+    outs = total // (n_cores * kt)
+    cores = [(x, 0) for x in range(n_cores)]
+    crs = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(n_cores - 1, 0))])
+    a = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16)
+    b = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16)
+    feed = ttnn.KernelDescriptor(
+        kernel_source=str(KDIR / "matmul_feed.cpp"), core_ranges=crs,
+        compile_time_args=[kt] + a.tensor_accessor_args() + b.tensor_accessor_args(),
+        runtime_args=[(ttnn.CoreCoord(x, y), [a.buffer_address(), b.buffer_address()]) for x, y in cores],
+        config=ttnn.ReaderConfigDescriptor())
+    comp = ttnn.KernelDescriptor(kernel_source=str(KDIR / "matmul_loop.cpp"), core_ranges=crs,
+                                 compile_time_args=[kt, outs], config=ttnn.ComputeConfigDescriptor())
+    cbs = [ttnn.CBDescriptor(total_size=kt * 2048, core_ranges=crs, format_descriptors=[
+        ttnn.CBFormatDescriptor(buffer_index=i, data_format=ttnn.bfloat16, page_size=2048)]) for i in (0, 1)]
+    cbs.append(ttnn.CBDescriptor(total_size=2 * 2048, core_ranges=crs, format_descriptors=[
+        ttnn.CBFormatDescriptor(buffer_index=16, data_format=ttnn.bfloat16, page_size=2048)]))
+    pd = ttnn.ProgramDescriptor(kernels=[feed, comp], semaphores=[], cbs=cbs)
+    dev.generic_op([a, b], pd)
+    t0 = time.perf_counter()
+    stats = dev.generic_op([a, b], pd)
+    wall = time.perf_counter() - t0
+    return n_cores, n_cores * outs * kt, wall, stats
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mib", type=int, default=256)
+    ap.add_argument("--matmuls", type=int, default=10000)
+    args = ap.parse_args()
+    dev = emulator.open_device("n150")
+    print("ttflashdecode host emulator throughput (functional emulator speed on this host, not device speed)")
+    print(f"{'workload':<44}{'cores':>6}{'amount':>14}{'wall s':>9}{'rate':>16}")
+    n, moved, wall, ok, _ = dram_copy(dev, args.mib)
+    print(f"{'DRAM->L1->DRAM copy, bf16 tiles':<44}{n:>6}{moved / 2**20:>10.0f} MiB{wall:>9.2f}"
+          f"{moved / 1e6 / wall:>11.1f} MB/s" + ("" if ok else "   COPY MISMATCH"))
+    # ---- compute section: needs the compute engineer's matmul API
+    if (ROOT / "ttflashdecode/emulator/include/api/compute/matmul.h").exists():
+        n, count, wall, stats = matmuls(dev, args.matmuls)
+        print(f"{'tile matmuls (32x32x32, bf16, HiFi4)':<44}{n:>6}{count:>10} mms{wall:>9.2f}"
+              f"{count / wall:>10.0f} tiles/s   (counter: {stats.counter('matmul_tiles')})")
+    else:
+        print("tile matmuls: skipped (api/compute/matmul.h not available yet)")
+    dev.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""ttflashdecode host emulator: runs tt-metal kernels (as given to ``ttnn.generic_op`` in a ProgramDescriptor) on an
+emulated Wormhole B0 chip on the host CPU.
+
+It is FUNCTIONAL, not timing-accurate: kernels are compiled with the host g++ against the emulator's implementation
+of the tt-metal kernel API (``include/``), every core gets a real L1 image, circular buffers, semaphores, and a NOC
+that moves bytes between L1s and 12 interleaved DRAM banks; the compute API reproduces the tile math and data
+formats. Nothing models cycles, bandwidth or contention. Each program runs in a child process, so a crashing
+kernel raises ``KernelFault`` instead of killing Python; deadlocks raise ``EmulatorHang`` with what each thread waits
+for. ``EmulatorStats`` reports bytes per DRAM bank, NOC traffic per core pair, per-page DRAM read/write counts of
+every buffer, CB high-water marks and compute counters.
+
+    from ttflashdecode import emulator
+    dev = emulator.open_device(board="n150")
+    t = dev.from_torch(x, dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT)
+    stats = dev.generic_op([t, out], program_descriptor)
+    y = dev.to_torch(out)
+"""
+
+from .compiler import compile_cache_stats, reset_compile_cache_stats
+from .device import EmuDevice, open_device
+from .errors import EmulatorError, EmulatorHang, KernelCompileError, KernelFault
+from .stats import EmulatorStats
+from .tensor import EmuTensor
+
+__all__ = [
+    "EmuDevice",
+    "EmuTensor",
+    "EmulatorError",
+    "EmulatorHang",
+    "EmulatorStats",
+    "KernelCompileError",
+    "KernelFault",
+    "compile_cache_stats",
+    "open_device",
+    "reset_compile_cache_stats",
+]

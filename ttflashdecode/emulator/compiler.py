@@ -1,0 +1,153 @@
+"""Compiles kernels (tt-metal kernel sources) for the host emulator.
+
+Each KernelDescriptor becomes one shared library: ``g++ -std=c++17 -O2 -fPIC -shared`` with the emulator's API
+headers first on the include path (``include/`` mirrors the wheel's include roots, so ``#include
+"api/dataflow/dataflow_api.h"`` resolves to the emulator's implementation), then the kernel's directory, the repo
+root (``device_kernels/...``) and the descriptor's ``compiler_include_paths``. Compile-time args are passed as
+tt-metal's JIT build does (``KERNEL_COMPILE_TIME_ARGS``, ``KERNEL_COMPILE_TIME_ARG_MAP``), plus the descriptor's
+defines and processor defines: ``COMPILE_FOR_BRISC`` / ``COMPILE_FOR_NCRISC`` (with ``NOC_INDEX``) for data
+movement, and for compute ``COMPILE_FOR_TRISC`` with all of ``TRISC_UNPACK``, ``TRISC_MATH``, ``TRISC_PACK`` (one
+host thread runs the three TRISC programs as one) plus the ``EMU_*`` compute-config defines.
+
+Libraries are cached in ~/.cache/ttflashdecode/kernels by a hash of the flags, the kernel source and the content of
+every header it includes (from ``g++ -MM``); :func:`compile_cache_stats` counts hits and misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .build import CACHE_ROOT, CXX, INCLUDE
+from .errors import KernelCompileError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KERNEL_CACHE = CACHE_ROOT / "kernels"
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-w"]
+
+_lock = threading.Lock()
+_stats = {"hits": 0, "misses": 0}
+# (source digest, flags) -> header list, so a cache hit costs one hash of the files, no compiler run.
+_deps_memo: dict[str, list[str]] = {}
+
+
+def compile_cache_stats() -> dict[str, int]:
+    """Kernel compile cache counters of this process: {"hits": n, "misses": m}."""
+    with _lock:
+        return dict(_stats)
+
+
+def reset_compile_cache_stats() -> None:
+    with _lock:
+        _stats["hits"] = _stats["misses"] = 0
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    """What to compile: a source file and the full flag set (everything that determines the binary)."""
+
+    source: Path
+    name: str
+    flags: tuple[str, ...]
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def _headers(build: KernelBuild) -> list[str]:
+    cmd = [CXX, *(f for f in build.flags if not f.startswith("-shared")), "-MM", str(build.source)]
+    res = _run(cmd)
+    if res.returncode != 0:
+        raise KernelCompileError(str(build.source), res.stderr, " ".join(map(shlex.quote, cmd)))
+    text = res.stdout.replace("\\\n", " ")
+    deps = text.split(":", 1)[1].split() if ":" in text else []
+    return sorted(set(deps))
+
+
+def _digest_files(paths: list[str]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.encode())
+        try:
+            h.update(Path(p).read_bytes())
+        except OSError:
+            h.update(b"<missing>")
+    return h.hexdigest()
+
+
+def compile_kernel(build: KernelBuild) -> Path:
+    """Return the path of the compiled library for `build`, compiling it if the cache has no current copy."""
+    src_bytes = build.source.read_bytes()
+    key0 = hashlib.sha256(src_bytes + "\0".join(build.flags).encode() + str(build.source).encode()).hexdigest()
+    deps = _deps_memo.get(key0)
+    if deps is not None:
+        key = hashlib.sha256((key0 + _digest_files(deps)).encode()).hexdigest()[:24]
+        out = KERNEL_CACHE / f"{build.name}-{key}.so"
+        if out.exists():
+            with _lock:
+                _stats["hits"] += 1
+            return out
+    deps = _headers(build)
+    _deps_memo[key0] = deps
+    key = hashlib.sha256((key0 + _digest_files(deps)).encode()).hexdigest()[:24]
+    out = KERNEL_CACHE / f"{build.name}-{key}.so"
+    if out.exists():
+        with _lock:
+            _stats["hits"] += 1
+        return out
+    KERNEL_CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    cmd = [CXX, *build.flags, str(build.source), "-o", str(tmp)]
+    res = _run(cmd)
+    if res.returncode != 0:
+        raise KernelCompileError(str(build.source), res.stderr, " ".join(map(shlex.quote, cmd)))
+    tmp.rename(out)
+    (out.with_suffix(".json")).write_text(json.dumps({"source": str(build.source), "flags": list(build.flags)}))
+    with _lock:
+        _stats["misses"] += 1
+    return out
+
+
+def kernel_flags(
+    source: Path,
+    *,
+    processor: str,
+    compile_time_args: list[int],
+    named_compile_time_args: list[tuple[str, int]],
+    defines: list[tuple[str, str]],
+    include_paths: list[str],
+    compute_config: dict | None = None,
+) -> tuple[str, ...]:
+    """Full g++ flag list for one kernel. processor: "brisc", "ncrisc" or "compute"."""
+    flags = list(CXXFLAGS)
+    flags += [f"-I{INCLUDE}", f"-I{source.parent}", f"-I{REPO_ROOT}"]
+    flags += [f"-I{p}" for p in include_paths]
+    flags.append("-DKERNEL_COMPILE_TIME_ARGS=" + ",".join(str(int(v)) for v in compile_time_args))
+    if named_compile_time_args:
+        flags.append(
+            "-DKERNEL_COMPILE_TIME_ARG_MAP=" + ",".join('{"%s",%d}' % (n, int(v)) for n, v in named_compile_time_args)
+        )
+    flags += ["-DKERNEL_BUILD", "-DARCH_WORMHOLE", "-DTENSIX_FIRMWARE"]
+    if processor == "brisc":
+        flags += ["-DCOMPILE_FOR_BRISC", "-DNOC_INDEX=0"]
+    elif processor == "ncrisc":
+        flags += ["-DCOMPILE_FOR_NCRISC", "-DNOC_INDEX=1"]
+    else:
+        flags += ["-DCOMPILE_FOR_TRISC", "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0"]
+        cc = compute_config or {}
+        flags += [
+            f"-DEMU_DST_ACCUM_MODE={int(cc.get('fp32_dest_acc_en', 0))}",
+            f"-DEMU_MATH_APPROX_MODE={int(cc.get('math_approx_mode', 0))}",
+            f"-DEMU_MATH_FIDELITY={int(cc.get('math_fidelity', 4))}",
+            f"-DEMU_DST_FULL_SYNC_EN={int(cc.get('dst_full_sync_en', 0))}",
+        ]
+    for name, value in defines:
+        flags.append(f"-D{name}={value}" if value != "" else f"-D{name}")
+    return tuple(flags)

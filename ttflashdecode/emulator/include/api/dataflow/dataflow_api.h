@@ -1,0 +1,578 @@
+// Emulator implementation of tt-metal's data-movement kernel API (api/dataflow/dataflow_api.h, ttnn 0.81.1):
+// same names, signatures and defaults, implemented on the host emulator runtime (emu/runtime.h).
+//
+// Semantics kept from silicon: NOC addresses use Wormhole's encoding (36 local bits, 6-bit x/y node ids; worker
+// cores at their translated coordinates, DRAM banks at their NOC0 coordinates); interleaved pages go round-robin
+// over the 12 DRAM banks; CB counters and pointer wrap follow api/dataflow/circular_buffer.h; a NOC read completes
+// at noc_async_read_barrier (not earlier), so a missing barrier shows up as stale data or a reported fault.
+// Emulator-specific: "L1 addresses" are host addresses of the core's mapped L1 (base + offset, see runtime.h);
+// NOC calls check bounds and Wormhole's alignment rules and report violations as kernel faults.
+// Not implemented: sharded / L1-interleaved buffers, PCIe, transaction ids, stateful command-buffer tricks beyond
+// the *_set_state / *_with_state pairs below.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "api/compile_time_args.h"
+#include "api/debug/assert.h"
+#include "api/debug/dprint.h"
+#include "api/debug/kernel_profiler.hpp"
+#include "api/debug/waypoint.h"
+#include "emu/formats.h"
+#include "emu/kernel_args.h"
+#include "emu/runtime.h"
+
+#ifndef FORCE_INLINE
+#define FORCE_INLINE inline __attribute__((always_inline))
+#endif
+#ifndef tt_l1_ptr
+#define tt_l1_ptr
+#endif
+#ifndef tt_reg_ptr
+#define tt_reg_ptr
+#endif
+
+#ifndef NOC_INDEX
+#define NOC_INDEX 0
+#endif
+#ifndef NOC_MODE
+#define NOC_MODE 0
+#endif
+
+// ---- Wormhole NOC constants (tt_metal/hw/inc/internal/tt-1xx/wormhole/noc/noc_parameters.h)
+#define NOC_ADDR_LOCAL_BITS 36
+#define NOC_ADDR_NODE_ID_BITS 6
+#define NOC_NODE_ID_MASK ((((uint64_t)0x1) << NOC_ADDR_NODE_ID_BITS) - 1)
+#define NOC_LOCAL_ADDR_MASK ((((uint64_t)0x1) << NOC_ADDR_LOCAL_BITS) - 1)
+#define NOC_LOCAL_ADDR_OFFSET(addr) ((addr)&NOC_LOCAL_ADDR_MASK)
+#define NOC_UNICAST_ADDR_X(addr) (((addr) >> NOC_ADDR_LOCAL_BITS) & NOC_NODE_ID_MASK)
+#define NOC_UNICAST_ADDR_Y(addr) (((addr) >> (NOC_ADDR_LOCAL_BITS + NOC_ADDR_NODE_ID_BITS)) & NOC_NODE_ID_MASK)
+#define NOC_XY_ADDR(x, y, addr)                                                    \
+    ((((uint64_t)(y)) << (NOC_ADDR_LOCAL_BITS + NOC_ADDR_NODE_ID_BITS)) |          \
+     (((uint64_t)(x)) << NOC_ADDR_LOCAL_BITS) | ((uint64_t)(addr)))
+#define NOC_MULTICAST_ADDR(x_start, y_start, x_end, y_end, addr)                    \
+    ((((uint64_t)(x_start)) << (NOC_ADDR_LOCAL_BITS + 2 * NOC_ADDR_NODE_ID_BITS)) | \
+     (((uint64_t)(y_start)) << (NOC_ADDR_LOCAL_BITS + 3 * NOC_ADDR_NODE_ID_BITS)) | \
+     (((uint64_t)(x_end)) << NOC_ADDR_LOCAL_BITS) |                                 \
+     (((uint64_t)(y_end)) << (NOC_ADDR_LOCAL_BITS + NOC_ADDR_NODE_ID_BITS)) | ((uint64_t)(addr)))
+#define NOC_XY_ENCODING(x, y) \
+    ((((uint32_t)(y)) << ((NOC_ADDR_LOCAL_BITS % 32) + NOC_ADDR_NODE_ID_BITS)) | (((uint32_t)(x)) << (NOC_ADDR_LOCAL_BITS % 32)))
+#define NOC_L1_READ_ALIGNMENT_BYTES 16
+#define NOC_L1_WRITE_ALIGNMENT_BYTES 16
+#define NOC_DRAM_READ_ALIGNMENT_BYTES 32
+#define NOC_DRAM_WRITE_ALIGNMENT_BYTES 16
+#define L1_ALIGNMENT (static_cast<uint32_t>(16))
+#define DRAM_ALIGNMENT (static_cast<uint32_t>(32))
+#define LOG_BASE_2_OF_DRAM_ALIGNMENT 5
+#define LOG_BASE_2_OF_L1_ALIGNMENT 4
+#define NOC_MAX_BURST_SIZE 8192
+#define NUM_DRAM_BANKS 12
+#define NOC_UNICAST_WRITE_VC 1
+#define NOC_MULTICAST_WRITE_VC 4
+#define NOC_DISPATCH_MULTICAST_WRITE_VC 5
+
+using DataFormat = ::emu::DataFormat;
+
+constexpr uint8_t noc_index = NOC_INDEX;
+constexpr uint8_t noc_mode = NOC_MODE;
+
+enum class ProgrammableCoreType : uint8_t { TENSIX = 0, ACTIVE_ETH = 1, IDLE_ETH = 2 };
+enum class InlineWriteDst : uint8_t { DEFAULT = 0, L1 = 1, REG = 2 };
+
+inline void invalidate_l1_cache() {}
+inline void RISC_POST_HEARTBEAT(uint32_t& heartbeat) { ++heartbeat; }
+
+// This core's NOC coordinates, as firmware's my_x[noc] / my_y[noc] (translated coordinates on both NOCs).
+struct EmuMyX {
+    uint32_t operator[](int) const { return emu::my_noc_x(); }
+};
+struct EmuMyY {
+    uint32_t operator[](int) const { return emu::my_noc_y(); }
+};
+inline constexpr EmuMyX my_x{};
+inline constexpr EmuMyY my_y{};
+
+inline uint8_t get_absolute_logical_x() { return static_cast<uint8_t>(emu::my_logical_x()); }
+inline uint8_t get_absolute_logical_y() { return static_cast<uint8_t>(emu::my_logical_y()); }
+inline uint8_t get_relative_logical_x() { return static_cast<uint8_t>(emu::my_logical_x()); }
+inline uint8_t get_relative_logical_y() { return static_cast<uint8_t>(emu::my_logical_y()); }
+
+// ---------------------------------------------------------------------------------------------- circular buffers
+FORCE_INLINE void cb_push_back(const int32_t operand, const int32_t num_pages) {
+    emu::cb_push_back(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+}
+FORCE_INLINE void cb_pop_front(int32_t operand, int32_t num_pages) {
+    emu::cb_pop_front(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+}
+FORCE_INLINE void cb_reserve_back(int32_t operand, int32_t num_pages) {
+    emu::cb_reserve_back(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+}
+FORCE_INLINE void cb_wait_front(int32_t operand, int32_t num_pages) {
+    emu::cb_wait_front(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+}
+FORCE_INLINE bool cb_pages_reservable_at_back(int32_t operand, int32_t num_pages) {
+    return emu::cb_pages_reservable_at_back(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+}
+FORCE_INLINE bool cb_pages_available_at_front(int32_t operand, int32_t num_pages) {
+    return emu::cb_pages_available_at_front(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+}
+FORCE_INLINE uint32_t get_write_ptr(uint32_t operand) { return emu::cb_write_addr(operand); }
+FORCE_INLINE uint32_t get_read_ptr(uint32_t operand) { return emu::cb_read_addr(operand); }
+// Tile size / format of a CB (silicon takes them from the JIT-generated data-format tables).
+inline int32_t get_tile_size(const int32_t operand) {
+    return static_cast<int32_t>(emu::tile_size_bytes(emu::cb_data_format(static_cast<uint32_t>(operand))));
+}
+inline uint32_t get_tile_hw(const int32_t) { return 1024; }
+inline uint32_t get_tile_num_faces(const int32_t) { return 4; }
+inline DataFormat get_dataformat(const int32_t operand) { return emu::cb_data_format(static_cast<uint32_t>(operand)); }
+
+// ---------------------------------------------------------------------------------------------- addresses
+FORCE_INLINE uint64_t get_noc_addr(uint32_t noc_x, uint32_t noc_y, uint32_t addr, uint8_t noc = noc_index) {
+    (void)noc;
+    return emu::noc_xy_addr(noc_x, noc_y, addr);
+}
+FORCE_INLINE uint64_t get_noc_addr(uint32_t addr, uint8_t noc = noc_index) {
+    (void)noc;
+    return emu::noc_xy_addr(emu::my_noc_x(), emu::my_noc_y(), addr);
+}
+FORCE_INLINE uint64_t get_noc_multicast_addr(uint32_t noc_x_start, uint32_t noc_y_start, uint32_t noc_x_end,
+                                              uint32_t noc_y_end, uint32_t addr, uint8_t noc = noc_index) {
+    (void)noc;
+    return emu::noc_multicast_addr(noc_x_start, noc_y_start, noc_x_end, noc_y_end, addr);
+}
+// noc_xy = NOC_XY_ENCODING(x, y): the node bits as they sit in the upper 32-bit word of a NOC address.
+FORCE_INLINE uint64_t get_noc_addr_helper(uint32_t noc_xy, uint32_t addr) {
+    uint32_t x = (noc_xy >> (NOC_ADDR_LOCAL_BITS % 32)) & NOC_NODE_ID_MASK;
+    uint32_t y = (noc_xy >> ((NOC_ADDR_LOCAL_BITS % 32) + NOC_ADDR_NODE_ID_BITS)) & NOC_NODE_ID_MASK;
+    return emu::noc_xy_addr(x, y, addr);
+}
+
+namespace interleaved_addr_gen {
+template <bool DRAM>
+FORCE_INLINE uint32_t get_bank_offset_index(uint32_t id) {
+    static_assert(DRAM, "the emulator supports DRAM-interleaved buffers only (no L1-interleaved buffers)");
+    return id / NUM_DRAM_BANKS;
+}
+template <bool DRAM>
+FORCE_INLINE uint32_t get_bank_index(uint32_t id, uint32_t bank_offset_index) {
+    return id - bank_offset_index * NUM_DRAM_BANKS;
+}
+template <bool DRAM>
+FORCE_INLINE uint32_t get_bank_offset(uint32_t bank_index) {
+    return emu::dram_bank_offset(bank_index);
+}
+template <bool DRAM>
+FORCE_INLINE constexpr uint32_t get_allocator_alignment() {
+    return DRAM ? DRAM_ALIGNMENT : L1_ALIGNMENT;
+}
+template <bool DRAM>
+FORCE_INLINE uint64_t bank_noc_addr(uint32_t bank_index, uint32_t addr) {
+    return NOC_XY_ADDR(emu::dram_bank_noc_x(bank_index), emu::dram_bank_noc_y(bank_index), addr);
+}
+}  // namespace interleaved_addr_gen
+
+constexpr uint32_t emu_align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }
+
+template <bool DRAM>
+FORCE_INLINE uint64_t get_noc_addr_from_bank_id(uint32_t bank_id, uint32_t bank_address_offset,
+                                                 uint8_t noc = noc_index) {
+    static_assert(DRAM, "the emulator supports DRAM banks only");
+    (void)noc;
+    return interleaved_addr_gen::bank_noc_addr<DRAM>(bank_id, bank_address_offset + emu::dram_bank_offset(bank_id));
+}
+
+inline uint64_t get_dram_noc_addr(const uint32_t id, const uint32_t page_size, const uint32_t bank_base_address,
+                                  const uint32_t offset = 0, uint8_t noc = noc_index) {
+    (void)noc;
+    uint32_t row = id / NUM_DRAM_BANKS, bank = id % NUM_DRAM_BANKS;
+    uint32_t addr = row * emu_align_up(page_size, DRAM_ALIGNMENT) + bank_base_address + offset + emu::dram_bank_offset(bank);
+    return interleaved_addr_gen::bank_noc_addr<true>(bank, addr);
+}
+
+// Bytes of `index` tiles of `format` (tt-metal's MUL_WITH_TILE_SIZE for 32x32 tiles).
+template <uint32_t tile_hw = 1024>
+FORCE_INLINE constexpr uint32_t MUL_WITH_TILE_SIZE(uint32_t format, uint32_t index) {
+    static_assert(tile_hw == 1024, "the emulator supports 32x32 tiles only");
+    switch (format & 0x1F) {
+        case uint32_t(DataFormat::Float16):
+        case uint32_t(DataFormat::Float16_b):
+        case uint32_t(DataFormat::UInt16): return index * 2048;
+        case uint32_t(DataFormat::Float32):
+        case uint32_t(DataFormat::Int32):
+        case uint32_t(DataFormat::UInt32): return index * 4096;
+        case uint32_t(DataFormat::Bfp4):
+        case uint32_t(DataFormat::Bfp4_b): return index * (512 + 64);
+        default: return index * (1024 + 64);
+    }
+}
+
+template <bool DRAM>
+struct InterleavedAddrGen {
+    static_assert(DRAM, "the emulator supports DRAM-interleaved buffers only (no L1-interleaved buffers)");
+    static constexpr bool is_dram = DRAM;
+    uint32_t bank_base_address;
+    const uint32_t page_size;
+    const uint32_t aligned_page_size = emu_align_up(page_size, interleaved_addr_gen::get_allocator_alignment<DRAM>());
+
+    FORCE_INLINE uint32_t get_addr(const uint32_t id, const uint32_t bank_offset_index, const uint32_t bank_index,
+                                   const uint32_t offset = 0) const {
+        (void)id;
+        return bank_offset_index * aligned_page_size + bank_base_address + offset + emu::dram_bank_offset(bank_index);
+    }
+    FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uintptr_t offset = 0, uint8_t noc = noc_index) const {
+        (void)noc;
+        uint32_t row = id / NUM_DRAM_BANKS, bank = id - row * NUM_DRAM_BANKS;
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, uint32_t(offset)));
+    }
+};
+
+template <bool DRAM>
+struct InterleavedPow2AddrGen {
+    static_assert(DRAM, "the emulator supports DRAM-interleaved buffers only (no L1-interleaved buffers)");
+    static constexpr bool is_dram = DRAM;
+    const uint32_t bank_base_address;
+    const uint32_t log_base_2_of_page_size;
+    const uint32_t aligned_log_base_2_of_page_size =
+        log_base_2_of_page_size > LOG_BASE_2_OF_DRAM_ALIGNMENT ? log_base_2_of_page_size : LOG_BASE_2_OF_DRAM_ALIGNMENT;
+
+    FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uint32_t offset = 0, uint8_t noc = noc_index) const {
+        (void)noc;
+        uint32_t row = id / NUM_DRAM_BANKS, bank = id - row * NUM_DRAM_BANKS;
+        uint32_t addr = (row << aligned_log_base_2_of_page_size) + bank_base_address + offset + emu::dram_bank_offset(bank);
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, addr);
+    }
+};
+
+template <bool DRAM, uint32_t tile_hw = 1024>
+struct InterleavedAddrGenFast {
+    static_assert(DRAM, "the emulator supports DRAM-interleaved buffers only (no L1-interleaved buffers)");
+    static constexpr bool is_dram = DRAM;
+    uint32_t bank_base_address;
+    uint32_t page_size;
+    DataFormat data_format;
+
+    FORCE_INLINE uint32_t get_addr(const uint32_t id, const uint32_t bank_offset_index, const uint32_t bank_index,
+                                   const uint32_t offset = 0) const {
+        (void)id;
+        return MUL_WITH_TILE_SIZE<tile_hw>(uint32_t(data_format), bank_offset_index) + bank_base_address + offset +
+               emu::dram_bank_offset(bank_index);
+    }
+    FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uint32_t offset = 0, uint8_t noc = noc_index) const {
+        (void)noc;
+        uint32_t row = id / NUM_DRAM_BANKS, bank = id - row * NUM_DRAM_BANKS;
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, offset));
+    }
+};
+
+template <bool DRAM>
+struct InterleavedPow2AddrGenFast {
+    static_assert(DRAM, "the emulator supports DRAM-interleaved buffers only (no L1-interleaved buffers)");
+    static constexpr bool is_dram = DRAM;
+    uint32_t bank_base_address;
+    const uint32_t log_base_2_of_page_size;
+    const uint32_t aligned_log_base_2_of_page_size =
+        log_base_2_of_page_size > LOG_BASE_2_OF_DRAM_ALIGNMENT ? log_base_2_of_page_size : LOG_BASE_2_OF_DRAM_ALIGNMENT;
+
+    FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uint32_t offset = 0, uint8_t noc = noc_index) const {
+        (void)noc;
+        uint32_t row = id / NUM_DRAM_BANKS, bank = id - row * NUM_DRAM_BANKS;
+        uint32_t addr = (row << aligned_log_base_2_of_page_size) + bank_base_address + offset + emu::dram_bank_offset(bank);
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, addr);
+    }
+};
+
+// Page size an address generator transfers per page (tt-metal's has_get_aligned_page_size / page_size / log2).
+namespace emu_addrgen {
+template <typename, typename = void>
+inline constexpr bool has_aligned = false;
+template <typename T>
+inline constexpr bool has_aligned<T, std::void_t<decltype(std::declval<T>().get_aligned_page_size())>> = true;
+template <typename, typename = void>
+inline constexpr bool has_page_size = false;
+template <typename T>
+inline constexpr bool has_page_size<T, std::void_t<decltype(std::declval<T>().page_size)>> = true;
+
+template <typename AddrGen>
+inline uint32_t page_size_of(const AddrGen& g) {
+    if constexpr (has_aligned<AddrGen>) {
+        return g.get_aligned_page_size();
+    } else if constexpr (has_page_size<AddrGen>) {
+        return g.page_size;
+    } else {
+        return 1u << g.log_base_2_of_page_size;
+    }
+}
+}  // namespace emu_addrgen
+
+template <typename AddrGen>
+FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const AddrGen& addrgen, uint32_t offset = 0,
+                                   uint8_t noc = noc_index, decltype(addrgen.get_noc_addr(0))* = nullptr) {
+    return addrgen.get_noc_addr(id, offset, noc);
+}
+
+// ---------------------------------------------------------------------------------------------- NOC reads
+template <bool enable_noc_tracing = true>
+FORCE_INLINE void noc_async_read_one_packet(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size,
+                                            uint8_t noc = noc_index, uint32_t read_req_vc = NOC_UNICAST_WRITE_VC) {
+    (void)noc;
+    (void)read_req_vc;
+    if (size > NOC_MAX_BURST_SIZE)
+        emu::fault("noc_async_read_one_packet: size %u exceeds NOC_MAX_BURST_SIZE (%u)", size, NOC_MAX_BURST_SIZE);
+    emu::noc_read(src_noc_addr, dst_local_l1_addr, size);
+}
+
+template <uint32_t max_page_size = NOC_MAX_BURST_SIZE + 1, bool enable_noc_tracing = true>
+inline void noc_async_read(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size, uint8_t noc = noc_index,
+                           uint32_t read_req_vc = NOC_UNICAST_WRITE_VC) {
+    (void)noc;
+    (void)read_req_vc;
+    if (max_page_size <= NOC_MAX_BURST_SIZE && size > max_page_size)
+        emu::fault("noc_async_read<max_page_size=%u>: size %u exceeds the template bound", max_page_size, size);
+    emu::noc_read(src_noc_addr, dst_local_l1_addr, size);
+}
+
+namespace emu_state {
+struct ReadState {
+    uint64_t src_hi = 0;  // NOC node bits of the source
+    uint32_t size = 0;
+};
+inline ReadState& read_state() {
+    static thread_local ReadState s;
+    return s;
+}
+struct WriteState {
+    uint64_t dst_hi = 0;
+    uint32_t size = 0;
+};
+inline WriteState& write_state() {
+    static thread_local WriteState s;
+    return s;
+}
+}  // namespace emu_state
+
+template <bool use_vc = false>
+FORCE_INLINE void noc_async_read_one_packet_set_state(uint64_t src_noc_addr, uint32_t size, const uint32_t vc = 0,
+                                                      uint8_t noc = noc_index) {
+    (void)vc;
+    (void)noc;
+    if (size > NOC_MAX_BURST_SIZE)
+        emu::fault("noc_async_read_one_packet_set_state: size %u exceeds NOC_MAX_BURST_SIZE", size);
+    emu_state::read_state() = {src_noc_addr & ~NOC_LOCAL_ADDR_MASK, size};
+}
+
+template <bool inc_num_issued = true, bool use_vc = false>
+FORCE_INLINE void noc_async_read_one_packet_with_state(uint32_t src_local_l1_addr, uint32_t dst_local_l1_addr,
+                                                       const uint32_t vc = 0, uint8_t noc = noc_index) {
+    (void)vc;
+    (void)noc;
+    auto& s = emu_state::read_state();
+    emu::noc_read(s.src_hi | src_local_l1_addr, dst_local_l1_addr, s.size);
+}
+
+FORCE_INLINE void noc_async_read_set_state(uint64_t src_noc_addr, uint8_t noc = noc_index) {
+    (void)noc;
+    emu_state::read_state().src_hi = src_noc_addr & ~NOC_LOCAL_ADDR_MASK;
+}
+
+template <bool inc_num_issued = true, bool skip_cmdbuf_chk = false>
+FORCE_INLINE void noc_async_read_with_state(uint32_t src_local_l1_addr, uint32_t dst_local_l1_addr, uint32_t size,
+                                            uint8_t noc = noc_index) {
+    (void)noc;
+    emu::noc_read(emu_state::read_state().src_hi | src_local_l1_addr, dst_local_l1_addr, size);
+}
+
+FORCE_INLINE void noc_async_read_inc_num_issued(uint32_t num_issued_reads_inc, uint8_t noc = noc_index) {
+    (void)num_issued_reads_inc;
+    (void)noc;
+}
+
+template <typename AddrGen, bool enable_noc_tracing = true>
+FORCE_INLINE void noc_async_read_page(const uint32_t id, const AddrGen& addrgen, uint32_t dst_local_l1_addr,
+                                      uint32_t offset = 0, uint8_t noc = noc_index) {
+    emu::noc_read(addrgen.get_noc_addr(id, offset, noc), dst_local_l1_addr, emu_addrgen::page_size_of(addrgen));
+}
+
+template <typename AddrGen>
+FORCE_INLINE void noc_async_read_tile(const uint32_t id, const AddrGen& addrgen, uint32_t dst_local_l1_addr,
+                                      uint32_t offset = 0, uint8_t noc = noc_index) {
+    noc_async_read_page(id, addrgen, dst_local_l1_addr, offset, noc);
+}
+
+FORCE_INLINE void noc_async_read_barrier(uint8_t noc = noc_index) {
+    (void)noc;
+    emu::noc_read_barrier();
+}
+
+// ---------------------------------------------------------------------------------------------- NOC writes
+template <bool enable_noc_tracing = true, bool posted = false>
+FORCE_INLINE void noc_async_write_one_packet(uint32_t src_local_l1_addr, uint64_t dst_noc_addr, uint32_t size,
+                                             uint8_t noc = noc_index, uint32_t vc = NOC_UNICAST_WRITE_VC) {
+    (void)noc;
+    (void)vc;
+    if (size > NOC_MAX_BURST_SIZE)
+        emu::fault("noc_async_write_one_packet: size %u exceeds NOC_MAX_BURST_SIZE (%u)", size, NOC_MAX_BURST_SIZE);
+    emu::noc_write(src_local_l1_addr, dst_noc_addr, size);
+}
+
+template <uint32_t max_page_size = NOC_MAX_BURST_SIZE + 1, bool enable_noc_tracing = true, bool posted = false>
+inline void noc_async_write(uint32_t src_local_l1_addr, uint64_t dst_noc_addr, uint32_t size, uint8_t noc = noc_index,
+                            uint32_t vc = NOC_UNICAST_WRITE_VC) {
+    (void)noc;
+    (void)vc;
+    if (max_page_size <= NOC_MAX_BURST_SIZE && size > max_page_size)
+        emu::fault("noc_async_write<max_page_size=%u>: size %u exceeds the template bound", max_page_size, size);
+    emu::noc_write(src_local_l1_addr, dst_noc_addr, size);
+}
+
+template <bool posted = false>
+FORCE_INLINE void noc_async_write_one_packet_set_state(uint64_t dst_noc_addr, uint32_t size, uint8_t noc = noc_index,
+                                                       uint8_t vc = NOC_UNICAST_WRITE_VC) {
+    (void)noc;
+    (void)vc;
+    emu_state::write_state() = {dst_noc_addr & ~NOC_LOCAL_ADDR_MASK, size};
+}
+
+template <bool posted = false>
+FORCE_INLINE void noc_async_write_one_packet_with_state(uint32_t src_local_l1_addr, uint32_t dst_local_l1_addr,
+                                                        uint8_t noc = noc_index) {
+    (void)noc;
+    auto& s = emu_state::write_state();
+    emu::noc_write(src_local_l1_addr, s.dst_hi | dst_local_l1_addr, s.size);
+}
+
+template <bool enable_noc_tracing = true>
+FORCE_INLINE void noc_async_write_multicast_one_packet(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast,
+                                                       uint32_t size, uint32_t num_dests, bool linked = false,
+                                                       uint8_t noc = noc_index) {
+    (void)linked;
+    (void)noc;
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, false);
+}
+
+template <uint32_t max_page_size = NOC_MAX_BURST_SIZE + 1>
+inline void noc_async_write_multicast(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast, uint32_t size,
+                                      uint32_t num_dests, bool linked = false, uint8_t noc = noc_index,
+                                      uint8_t vc = NOC_MULTICAST_WRITE_VC) {
+    (void)linked;
+    (void)noc;
+    (void)vc;
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, false);
+}
+
+inline void noc_async_write_multicast_loopback_src(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast,
+                                                   uint32_t size, uint32_t num_dests, bool linked = false,
+                                                   uint8_t noc = noc_index) {
+    (void)linked;
+    (void)noc;
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, true);
+}
+
+template <typename AddrGen, bool enable_noc_tracing = true, bool posted = false>
+FORCE_INLINE void noc_async_write_page(const uint32_t id, const AddrGen& addrgen, uint32_t src_local_l1_addr,
+                                       uint32_t size = 0, uint32_t offset = 0, uint8_t noc = noc_index) {
+    uint32_t n = size ? size : emu_addrgen::page_size_of(addrgen);
+    emu::noc_write(src_local_l1_addr, addrgen.get_noc_addr(id, offset, noc), n);
+}
+
+template <typename AddrGen>
+FORCE_INLINE void noc_async_write_tile(const uint32_t id, const AddrGen& addrgen, uint32_t src_local_l1_addr,
+                                       uint8_t noc = noc_index) {
+    noc_async_write_page(id, addrgen, src_local_l1_addr, 0, 0, noc);
+}
+
+FORCE_INLINE void noc_async_write_barrier(uint8_t noc = noc_index) {
+    (void)noc;
+    emu::noc_write_barrier();
+}
+FORCE_INLINE void noc_async_writes_flushed(uint8_t noc = noc_index) {
+    (void)noc;
+    emu::noc_writes_flushed();
+}
+FORCE_INLINE void noc_async_posted_writes_flushed(uint8_t noc = noc_index) {
+    (void)noc;
+    emu::noc_writes_flushed();
+}
+FORCE_INLINE void noc_async_atomic_barrier(uint8_t noc_idx = noc_index) {
+    (void)noc_idx;
+    emu::noc_atomic_barrier();
+}
+FORCE_INLINE void noc_async_full_barrier(uint8_t noc_idx = noc_index) {
+    (void)noc_idx;
+    emu::noc_read_barrier();
+    emu::noc_write_barrier();
+    emu::noc_atomic_barrier();
+}
+
+// ---------------------------------------------------------------------------------------------- semaphores
+template <ProgrammableCoreType type = ProgrammableCoreType::TENSIX>
+FORCE_INLINE uintptr_t get_semaphore(uint32_t semaphore_id) {
+    static_assert(type == ProgrammableCoreType::TENSIX, "the emulator models Tensix semaphores only");
+    return emu::semaphore_addr(semaphore_id);
+}
+
+FORCE_INLINE void noc_semaphore_wait(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val) {
+    emu::sem_wait(sem_addr, val, false);
+}
+FORCE_INLINE void noc_semaphore_wait_min(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val) {
+    emu::sem_wait(sem_addr, val, true);
+}
+FORCE_INLINE void noc_semaphore_set(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val) { emu::sem_set(sem_addr, val); }
+
+inline void noc_semaphore_set_remote(uint32_t src_local_l1_addr, uint64_t dst_noc_addr, uint8_t noc = noc_index) {
+    (void)noc;
+    emu::noc_write(src_local_l1_addr, dst_noc_addr, 4);
+}
+
+inline void noc_semaphore_set_multicast(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast,
+                                        uint32_t num_dests, bool linked = false, uint8_t noc = noc_index) {
+    (void)linked;
+    (void)noc;
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, 4, num_dests, false);
+}
+
+inline void noc_semaphore_set_multicast_loopback_src(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast,
+                                                     uint32_t num_dests, bool linked = false, uint8_t noc = noc_index) {
+    (void)linked;
+    (void)noc;
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, 4, num_dests, true);
+}
+
+template <bool posted = false>
+FORCE_INLINE void noc_semaphore_inc(uint64_t addr, uint32_t incr, uint8_t noc_id = noc_index,
+                                    uint8_t vc = NOC_UNICAST_WRITE_VC) {
+    (void)noc_id;
+    (void)vc;
+    emu::noc_atomic_inc(addr, incr);
+}
+
+template <bool posted = false>
+FORCE_INLINE void noc_semaphore_inc_multicast(uint64_t addr, uint32_t incr, uint32_t num_dests,
+                                              uint8_t noc_id = noc_index, uint8_t vc = NOC_MULTICAST_WRITE_VC) {
+    (void)noc_id;
+    (void)vc;
+    emu::noc_atomic_inc_multicast(addr, incr, num_dests);
+}
+
+template <InlineWriteDst dst_type = InlineWriteDst::DEFAULT, bool posted = false, bool flush = true>
+FORCE_INLINE void noc_inline_dw_write(uint64_t addr, uint32_t val, uint8_t be = 0xF, uint8_t noc = noc_index,
+                                      uint8_t vc = NOC_UNICAST_WRITE_VC, uint32_t customized_src_addr = 0) {
+    (void)noc;
+    (void)vc;
+    (void)customized_src_addr;
+    static_assert(dst_type != InlineWriteDst::REG, "the emulator does not model stream registers");
+    emu::noc_inline_write(addr, val, be);
+}
+
+template <InlineWriteDst dst_type = InlineWriteDst::DEFAULT, bool posted = false, bool flush = true>
+FORCE_INLINE void noc_inline_mcast_dw_write(uint64_t addr, uint32_t val, uint32_t num_dests, uint8_t be = 0xF,
+                                            uint8_t noc = noc_index, uint8_t vc = NOC_MULTICAST_WRITE_VC) {
+    (void)noc;
+    (void)vc;
+    if (be != 0xF) emu::fault("noc_inline_mcast_dw_write: partial byte enables are not supported by the emulator");
+    emu::noc_inline_write_multicast(addr, val, num_dests);
+}
+
+#include "api/tensor/tensor_accessor.h"

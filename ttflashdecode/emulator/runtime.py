@@ -1,0 +1,97 @@
+"""Runs one program in a child process (``ttfd_emu_run``) and turns its result into stats or an exception.
+
+The parent writes a flat program file (grid, DRAM layout, live buffers, CBs, semaphores, kernels and their
+runtime args), passes the DRAM memfd to the child, and reads back a JSON result. A kernel crash can therefore never
+take down Python: exit 0 -> EmulatorStats, 3 -> EmulatorHang, 4 -> KernelFault, anything else -> EmulatorError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import arch
+from .build import runtime_executable
+from .errors import EmulatorError, EmulatorHang, KernelFault
+from .program import ProgramPlan
+from .stats import EmulatorStats
+
+
+def _tmp_root() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, so_dir, deadline_ms, hang_ms, dprint):
+    w = f.write
+    w(f"result {result_path}\nso_dir {so_dir}\n")
+    w(f"grid {grid[0]} {grid[1]}\nl1 {arch.L1_SIZE} {arch.L1_UNRESERVED_BASE}\n")
+    w(f"translate {arch.TRANSLATED_X0} {arch.TRANSLATED_Y0}\n")
+    channels, banks = arch.dram_layout()
+    w(f"dram {dram_fd} {len(channels)} {arch.DRAM_CHANNEL_BYTES} {arch.DRAM_BANK_BYTES}\n")
+    for ch, cores in enumerate(channels):
+        for x, y in cores:
+            w(f"dram_core {ch} {x} {y}\n")
+    for b in banks:
+        w(f"bank {b.channel} {b.noc_x} {b.noc_y} {b.offset}\n")
+    w(f"limits {int(deadline_ms)} {int(hang_ms)}\ndprint {int(dprint)}\n")
+    for bid, base, aligned, npages in buffers:
+        w(f"buffer {bid} {base} {aligned} {npages}\n")
+    for cb in plan.cbs:
+        w("cb " + " ".join(str(v) for v in cb) + "\n")
+    for s in plan.semaphores:
+        w("sem " + " ".join(str(v) for v in s) + "\n")
+    for k in plan.kernels:
+        w(f"kernel {k.id} {k.processor} {k.library} {k.name}\n")
+        if k.compute_config:
+            c = k.compute_config
+            w(f"kcfg {k.id} {c['math_fidelity']} {int(c['math_approx_mode'])} {int(c['fp32_dest_acc_en'])} "
+              f"{int(c['dst_full_sync_en'])} {int(c['bfp8_pack_precise'])}\n")
+        w(f"kcrta {k.id} {len(k.common_runtime_args)} " + " ".join(str(v & 0xFFFFFFFF) for v in k.common_runtime_args)
+          + "\n")
+        for x, y in k.cores:
+            a = k.runtime_args.get((x, y), [])
+            w(f"inst {k.id} {x} {y} {len(a)} " + " ".join(str(v & 0xFFFFFFFF) for v in a) + "\n")
+    w("end\n")
+
+
+def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, deadline_s=120.0, hang_ms=200,
+                dprint=True) -> EmulatorStats:
+    exe = runtime_executable()
+    with tempfile.TemporaryDirectory(prefix="ttfd-emu-", dir=_tmp_root()) as tmp:
+        prog = Path(tmp) / "program.txt"
+        result = Path(tmp) / "result.json"
+        with open(prog, "w") as f:
+            write_program(f, plan, grid=grid, dram_fd=dram_fd, buffers=buffers, result_path=result, so_dir=tmp,
+                          deadline_ms=deadline_s * 1000, hang_ms=hang_ms, dprint=dprint)
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run([str(exe), str(prog)], pass_fds=(dram_fd,), timeout=deadline_s + 30,
+                                  stdout=subprocess.DEVNULL)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            raise EmulatorHang(f"emulator child did not finish within {deadline_s + 30:.0f} s (killed)") from None
+        wall = time.monotonic() - t0
+        res = None
+        if result.exists():
+            try:
+                res = json.loads(result.read_text())
+            except json.JSONDecodeError as e:
+                raise EmulatorError(f"unreadable emulator result ({e}); exit code {code}") from None
+    if res is None:
+        sig = f" (signal {-code})" if code < 0 else ""
+        raise EmulatorError(f"emulator child exited with code {code}{sig} without a result")
+    status = res.get("status")
+    if status == "ok" and code == 0:
+        return EmulatorStats.from_result(res["stats"], page_sizes, wall)
+    msg = res.get("message", "")
+    first, _, rest = msg.partition("\n")
+    kw = dict(core=res.get("core") or None, kernel=res.get("kernel") or None, details=rest)
+    if status == "hang":
+        raise EmulatorHang(first, **kw)
+    if status == "fault":
+        raise KernelFault(first, **kw)
+    raise EmulatorError(f"emulator: {first}", **kw)

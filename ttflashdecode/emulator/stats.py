@@ -1,0 +1,75 @@
+"""Statistics of one emulated program run (returned by ``EmuDevice.generic_op``).
+
+All counts are functional facts of the run (bytes moved, pages touched, tiles processed), not timings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+COUNTER_NAMES = ("tiles_unpacked", "tiles_packed", "matmul_tiles", "fpu_tiles", "sfpu_tiles")
+
+
+@dataclass
+class EmulatorStats:
+    dram_bank_read_bytes: list[int]
+    dram_bank_write_bytes: list[int]
+    noc_bytes: dict[tuple[str, str], int]  # (source node, destination node) -> bytes; nodes "x,y" or "dramN"
+    core_counters: dict[str, dict[str, int]]  # "x,y" -> counter name -> value
+    cb_high_water: dict[str, dict[int, int]]  # "x,y" -> CB index -> max pages resident
+    buffer_page_read_bytes: dict[int, list[int]] = field(repr=False)
+    buffer_page_write_bytes: dict[int, list[int]] = field(repr=False)
+    buffer_page_sizes: dict[int, int] = field(repr=False)
+    wall_seconds: float = 0.0
+
+    @property
+    def dram_read_bytes(self) -> int:
+        return sum(self.dram_bank_read_bytes)
+
+    @property
+    def dram_write_bytes(self) -> int:
+        return sum(self.dram_bank_write_bytes)
+
+    def counter(self, name: str) -> int:
+        """Sum of a runtime counter (see COUNTER_NAMES) over all cores."""
+        return sum(c.get(name, 0) for c in self.core_counters.values())
+
+    def bytes_read_from(self, tensor) -> int:
+        return sum(self.buffer_page_read_bytes.get(tensor.buffer_id, []))
+
+    def bytes_written_to(self, tensor) -> int:
+        return sum(self.buffer_page_write_bytes.get(tensor.buffer_id, []))
+
+    def _pages(self, table, tensor) -> Counter:
+        size = self.buffer_page_sizes[tensor.buffer_id]
+        out = Counter()
+        for i, b in enumerate(table.get(tensor.buffer_id, [])):
+            if b:
+                out[i] = b // size if b % size == 0 else b / size
+        return out
+
+    def pages_read(self, tensor) -> Counter:
+        """page index -> times read (bytes read from the page / page size; fractional for partial reads)."""
+        return self._pages(self.buffer_page_read_bytes, tensor)
+
+    def pages_written(self, tensor) -> Counter:
+        return self._pages(self.buffer_page_write_bytes, tensor)
+
+    def page_read_bytes(self, tensor) -> list[int]:
+        return list(self.buffer_page_read_bytes.get(tensor.buffer_id, []))
+
+    @classmethod
+    def from_result(cls, s: dict, page_sizes: dict[int, int], wall: float) -> "EmulatorStats":
+        cores = s.get("cores", {})
+        return cls(
+            dram_bank_read_bytes=list(s.get("dram_bank_read", [])),
+            dram_bank_write_bytes=list(s.get("dram_bank_write", [])),
+            noc_bytes={(a, b): n for a, b, n in s.get("noc", [])},
+            core_counters={k: dict(zip(COUNTER_NAMES, v["counters"])) for k, v in cores.items()},
+            cb_high_water={k: {int(i): n for i, n in v["cb_high_water"].items()} for k, v in cores.items()},
+            buffer_page_read_bytes={int(k): v["read"] for k, v in s.get("buffers", {}).items()},
+            buffer_page_write_bytes={int(k): v["written"] for k, v in s.get("buffers", {}).items()},
+            buffer_page_sizes=page_sizes,
+            wall_seconds=wall,
+        )

@@ -1,0 +1,230 @@
+"""Device tensors of the emulator (``EmuTensor``) and their host <-> DRAM-page conversion.
+
+Layouts follow ttnn: TILE tensors are padded with zeros to multiples of 32 in the last two dims (``padded_shape``)
+and stored as 32x32 tiles, page = one tile, tiles ordered row-major over (leading dims, tile rows, tile cols);
+ROW_MAJOR tensors have page = one row of the last dim. Pages of a DRAM-interleaved buffer go round-robin over the
+12 banks (see device.py). Tile bytes come from ``include/emu/formats.h`` (the project's one implementation of each
+format) through the runtime's host library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..ttnn_env import import_ttnn
+from .build import host_lib
+from .errors import EmulatorError
+
+ttnn = import_ttnn()
+
+TILE = 32
+
+
+@dataclass(frozen=True)
+class DtypeInfo:
+    name: str
+    data_format: int  # tt::DataFormat value
+    elem_bytes: int  # row-major element size (0: tile-only format)
+    torch_out: torch.dtype  # dtype ttnn.to_torch returns
+
+
+DTYPES = {
+    ttnn.bfloat16: DtypeInfo("bfloat16", 5, 2, torch.bfloat16),
+    ttnn.float32: DtypeInfo("float32", 0, 4, torch.float32),
+    ttnn.bfloat8_b: DtypeInfo("bfloat8_b", 6, 0, torch.float32),
+    ttnn.bfloat4_b: DtypeInfo("bfloat4_b", 7, 0, torch.float32),
+    ttnn.uint32: DtypeInfo("uint32", 24, 4, torch.uint32),
+    ttnn.int32: DtypeInfo("int32", 8, 4, torch.int32),
+}
+
+
+def dtype_info(dtype) -> DtypeInfo:
+    try:
+        return DTYPES[dtype]
+    except (KeyError, TypeError):
+        raise EmulatorError(f"dtype {dtype} is not supported by the emulator (supported: "
+                            f"{', '.join(d.name for d in DTYPES.values())})") from None
+
+
+def tile_size_bytes(dtype) -> int:
+    return int(host_lib().ttfd_tile_size_bytes(dtype_info(dtype).data_format))
+
+
+def padded_shape_of(shape: tuple[int, ...], layout) -> tuple[int, ...]:
+    shape = tuple(int(s) for s in shape)
+    if layout != ttnn.TILE_LAYOUT:
+        return shape
+    if len(shape) == 0:
+        shape = (1, 1)
+    if len(shape) == 1:
+        shape = (1,) + shape
+    up = lambda v: max(TILE, math.ceil(v / TILE) * TILE)  # noqa: E731
+    return shape[:-2] + (up(shape[-2]), up(shape[-1]))
+
+
+def page_geometry(shape, dtype, layout) -> tuple[int, int]:
+    """(page size in bytes, number of pages) of a tensor, as ttnn's buffer_page_size / buffer_num_pages."""
+    info = dtype_info(dtype)
+    padded = padded_shape_of(shape, layout)
+    if layout == ttnn.TILE_LAYOUT:
+        n = math.prod(padded[:-2]) * (padded[-2] // TILE) * (padded[-1] // TILE)
+        return tile_size_bytes(dtype), int(n)
+    if info.elem_bytes == 0:
+        raise EmulatorError(f"{info.name} needs TILE_LAYOUT")
+    width = padded[-1] if padded else 1
+    rows = math.prod(padded[:-1]) if len(padded) > 1 else 1
+    return int(width * info.elem_bytes), int(rows)
+
+
+def _as_float_bits(x: torch.Tensor, info: DtypeInfo) -> np.ndarray:
+    """Values as float32 slots for formats.h: floats by value, 32-bit integers by bit pattern."""
+    if info.data_format in (24, 8):
+        xi = x.contiguous().view(torch.int32) if x.dtype == torch.uint32 else x.to(torch.int64).to(torch.int32)
+        return xi.contiguous().numpy().view(np.float32)
+    return x.to(torch.float32).contiguous().numpy()
+
+
+def host_to_pages(x: torch.Tensor, dtype, layout) -> tuple[bytes, tuple[int, ...]]:
+    """Convert a torch tensor to the bytes of its pages (page 0 first) and return (bytes, padded_shape)."""
+    info = dtype_info(dtype)
+    shape = tuple(x.shape)
+    padded = padded_shape_of(shape, layout)
+    if layout == ttnn.TILE_LAYOUT:
+        x2 = x.reshape((1, 1) if x.dim() == 0 else (1,) + shape if x.dim() == 1 else shape)
+        pad = [0, padded[-1] - x2.shape[-1], 0, padded[-2] - x2.shape[-2]]
+        vals = _as_float_bits(x2.contiguous(), info)
+        vals = np.pad(vals.reshape((-1,) + vals.shape[-2:]), [(0, 0), (0, pad[3]), (0, pad[1])])
+        b, h, w = vals.shape
+        tiles = vals.reshape(b, h // TILE, TILE, w // TILE, TILE).transpose(0, 1, 3, 2, 4)
+        tiles = np.ascontiguousarray(tiles, dtype=np.float32)
+        ntiles = b * (h // TILE) * (w // TILE)
+        out = np.empty(ntiles * tile_size_bytes(dtype), dtype=np.uint8)
+        host_lib().ttfd_pack_tiles(info.data_format, tiles.ctypes.data, ntiles, out.ctypes.data)
+        return out.tobytes(), padded
+    if info.elem_bytes == 0:
+        raise EmulatorError(f"{info.name} needs TILE_LAYOUT")
+    if info.data_format == 5:
+        raw = x.to(torch.bfloat16).contiguous().view(torch.int16).numpy().tobytes()
+    elif info.data_format == 0:
+        raw = x.to(torch.float32).contiguous().numpy().tobytes()
+    elif info.data_format == 24:
+        raw = (x.contiguous().view(torch.int32) if x.dtype == torch.uint32 else x.to(torch.int64).to(torch.int32)
+               ).contiguous().numpy().tobytes()
+    else:
+        raw = x.to(torch.int32).contiguous().numpy().tobytes()
+    return raw, padded
+
+
+def pages_to_host(raw: bytes, shape: tuple[int, ...], dtype, layout) -> torch.Tensor:
+    """Inverse of host_to_pages: page bytes -> torch tensor of the logical shape (dtype as ttnn.to_torch)."""
+    info = dtype_info(dtype)
+    padded = padded_shape_of(shape, layout)
+    if layout == ttnn.TILE_LAYOUT:
+        lead = padded[:-2]
+        b = math.prod(lead) if lead else 1
+        h, w = padded[-2], padded[-1]
+        ntiles = b * (h // TILE) * (w // TILE)
+        vals = np.empty(ntiles * TILE * TILE, dtype=np.float32)
+        src = np.frombuffer(raw, dtype=np.uint8)
+        host_lib().ttfd_unpack_tiles(info.data_format, src.ctypes.data, ntiles, vals.ctypes.data)
+        vals = vals.reshape(b, h // TILE, w // TILE, TILE, TILE).transpose(0, 1, 3, 2, 4).reshape(b, h, w)
+        if len(shape) >= 2:
+            vals = vals[:, : shape[-2], : shape[-1]].reshape(shape)
+        else:
+            vals = vals[0, 0, : (shape[0] if shape else 1)].reshape(shape)
+        vals = np.ascontiguousarray(vals)
+        if info.data_format == 24:
+            return torch.from_numpy(vals.view(np.int32).copy()).view(torch.uint32)
+        if info.data_format == 8:
+            return torch.from_numpy(vals.view(np.int32).copy())
+        return torch.from_numpy(vals.copy()).to(info.torch_out)
+    if info.data_format == 5:
+        return torch.from_numpy(np.frombuffer(raw, dtype=np.int16).copy()).view(torch.bfloat16).reshape(shape)
+    if info.data_format == 0:
+        return torch.from_numpy(np.frombuffer(raw, dtype=np.float32).copy()).reshape(shape)
+    t = torch.from_numpy(np.frombuffer(raw, dtype=np.int32).copy()).reshape(shape)
+    return t.view(torch.uint32) if info.data_format == 24 else t
+
+
+@dataclass(eq=False)
+class EmuTensor:
+    """A DRAM-interleaved tensor on an emulated device (mirrors the ttnn.Tensor accessors kernels' factories use)."""
+
+    _device: object
+    _shape: tuple[int, ...]
+    _dtype: object
+    _layout: object
+    _address: int
+    _page_size: int
+    _num_pages: int
+    buffer_id: int
+    _deallocated: bool = field(default=False)
+
+    @property
+    def shape(self):
+        return ttnn.Shape(list(self._shape))
+
+    @property
+    def padded_shape(self):
+        return ttnn.Shape(list(padded_shape_of(self._shape, self._layout)))
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def layout(self):
+        return self._layout
+
+    def get_dtype(self):
+        return self._dtype
+
+    def get_layout(self):
+        return self._layout
+
+    def memory_config(self):
+        return ttnn.DRAM_MEMORY_CONFIG
+
+    def device(self):
+        return self._device
+
+    def buffer_address(self) -> int:
+        self._check_live()
+        return self._address
+
+    def buffer_page_size(self) -> int:
+        return self._page_size
+
+    def buffer_aligned_page_size(self) -> int:
+        from .arch import DRAM_ALIGNMENT
+
+        return (self._page_size + DRAM_ALIGNMENT - 1) // DRAM_ALIGNMENT * DRAM_ALIGNMENT
+
+    def buffer_num_pages(self) -> int:
+        return self._num_pages
+
+    def is_allocated(self) -> bool:
+        return not self._deallocated
+
+    def tensor_accessor_args(self) -> list[int]:
+        """Compile-time args of a TensorAccessorArgs for this tensor, encoded as ttnn's host TensorAccessorArgs does
+        for a DRAM-interleaved buffer: [ArgsConfig IsDram (=2), aligned page size]."""
+        return [2, self.buffer_aligned_page_size()]
+
+    def deallocate(self) -> None:
+        if not self._deallocated:
+            self._device._free(self)
+            self._deallocated = True
+
+    def _check_live(self):
+        if self._deallocated:
+            raise EmulatorError("tensor was deallocated")
+
+    def __repr__(self) -> str:
+        return (f"EmuTensor(shape={list(self._shape)}, dtype={dtype_info(self._dtype).name}, layout={self._layout}, "
+                f"address=0x{self._address:x}, pages={self._num_pages}x{self._page_size}B)")
