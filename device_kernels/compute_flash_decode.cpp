@@ -18,6 +18,12 @@
 // m and l are column vectors: reductions over rows leave their value in column 0 of a tile, and every
 // consumer broadcasts column 0 (the *_bcast_cols ops), so the other columns never matter.
 // Every step packs one tile per DST acquire: simple, and valid in any DST mode.
+//
+// Two CB rules this file keeps. (1) The unpacker reads tile i of a CB at read pointer + i tiles with no
+// wrap-around, so a CB read at an index past its front block is pushed and popped in blocks that tile its
+// capacity (O and l only read their front block; the running max ping-pongs between cb_m and cb_m_next).
+// (2) Unpack (TRISC0) and pack (TRISC2) run on different RISCs, so a tile packed here is unpacked only after
+// cb_wait_front on it, exactly as if another core had produced it.
 
 #include <cstdint>
 
@@ -57,10 +63,12 @@ constexpr uint32_t cb_q_scaled = tt::CBIndex::c_24;
 constexpr uint32_t cb_scores = tt::CBIndex::c_25;       // S of one chunk
 constexpr uint32_t cb_probs = tt::CBIndex::c_26;        // P of one chunk
 constexpr uint32_t cb_o = tt::CBIndex::c_27;            // running O: old block at the front, new one behind
-constexpr uint32_t cb_m = tt::CBIndex::c_28;            // running max, same old/new discipline
+// running max: m_cur holds it, a new max goes to m_next, then the two swap (see rule 1 above)
+uint32_t cb_m_cur = tt::CBIndex::c_28;
+uint32_t cb_m_next = tt::CBIndex::c_14;
 constexpr uint32_t cb_l = tt::CBIndex::c_29;            // running sum, same old/new discipline
 constexpr uint32_t cb_row_stat = tt::CBIndex::c_30;     // rowmax / rowsum of one chunk
-constexpr uint32_t cb_alpha = tt::CBIndex::c_31;        // rescale factors exp(m_old - m_new) [, exp(m_i - m_new)]
+constexpr uint32_t cb_alpha = tt::CBIndex::c_31;        // rescale factors exp(m - m_new), one block at a time
 constexpr uint32_t cb_scratch = tt::CBIndex::c_7;       // partner contribution O_i * a_i, l_i * a_i
 constexpr uint32_t cb_sink = tt::CBIndex::c_13;         // attention sinks as a partial: m tiles, then l tiles
 
@@ -152,6 +160,7 @@ void row_reduce(uint32_t in, uint32_t out) {
         configure(cb_ones, in, out);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
     }
     reduce_init<pool, ReduceDim::REDUCE_ROW>(in, cb_ones, out);
+    cb_wait_front(in, s_tiles);
     cb_reserve_back(out, PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
@@ -164,13 +173,15 @@ void row_reduce(uint32_t in, uint32_t out) {
     reduce_uninit();
 }
 
-// Pushes PNHt tiles max(a[a_first + r], b[b_first + r]) to the back of cb_m.
+// Pushes PNHt tiles max(a[a_first + r], b[b_first + r]) to cb_m_next.
 void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
-    cb_reserve_back(cb_m, PNHt);
+    cb_wait_front(a, a_first + PNHt);
+    cb_wait_front(b, b_first + PNHt);
+    cb_reserve_back(cb_m_next, PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
         reconfig_data_format_srca(a);
-        pack_reconfig_data_format(cb_m);
+        pack_reconfig_data_format(cb_m_next);
         copy_init(a);
         copy_tile(a, a_first + r, 0);
         reconfig_data_format_srca(b);
@@ -178,34 +189,47 @@ void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
         copy_tile(b, b_first + r, 1);
         binary_max_tile_init();
         binary_max_tile(0, 1, 0);
-        pack_result(cb_m);
+        pack_result(cb_m_next);
     }
-    cb_push_back(cb_m, PNHt);
+    cb_push_back(cb_m_next, PNHt);
 }
 
-// Pushes PNHt tiles exp(in[in_first + r] - m_new[r]) to cb_alpha, m_new being the tiles behind the old max.
+// The new max becomes the running max: drops the old one and swaps the roles of the two CBs.
+void advance_max() {
+    cb_pop_front(cb_m_cur, PNHt);
+    const uint32_t old = cb_m_cur;
+    cb_m_cur = cb_m_next;
+    cb_m_next = old;
+    cb_wait_front(cb_m_cur, PNHt);
+}
+
+// Pushes PNHt tiles exp(in[in_first + r] - m_new[r]) to cb_alpha, m_new being the block in cb_m_next.
 void push_rescale(uint32_t in, uint32_t in_first) {
-    configure(in, cb_m, cb_alpha);
+    cb_wait_front(in, in_first + PNHt);
+    cb_wait_front(cb_m_next, PNHt);
+    configure(in, cb_m_next, cb_alpha);
     cb_reserve_back(cb_alpha, PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
-        sub_init(in, cb_m);
-        sub_tiles(in, cb_m, in_first + r, PNHt + r, 0);
+        sub_init(in, cb_m_next);
+        sub_tiles(in, cb_m_next, in_first + r, r, 0);
         exp_in_dst(0);
         pack_result(cb_alpha);
     }
     cb_push_back(cb_alpha, PNHt);
 }
 
-// probs = exp(scores - m_new), m_new at the front of cb_m
+// probs = exp(scores - m), m being the running max (already updated with this chunk)
 void chunk_probs() {
-    configure(cb_scores, cb_m, cb_probs);
+    cb_wait_front(cb_scores, s_tiles);
+    cb_wait_front(cb_m_cur, PNHt);
+    configure(cb_scores, cb_m_cur, cb_probs);
     cb_reserve_back(cb_probs, s_tiles);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t j = 0; j < Sk_t; ++j) {
             tile_regs_acquire();
-            sub_bcast_cols_init(cb_scores, cb_m);
-            sub_tiles_bcast_cols(cb_scores, cb_m, r * Sk_t + j, r, 0);
+            sub_bcast_cols_init(cb_scores, cb_m_cur);
+            sub_tiles_bcast_cols(cb_scores, cb_m_cur, r * Sk_t + j, r, 0);
             exp_in_dst(0);
             pack_result(cb_probs);
         }
@@ -215,6 +239,9 @@ void chunk_probs() {
 
 // Pushes a new l behind the old one: l * alpha[alpha_first + r] + addend[addend_first + r].
 void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_first) {
+    cb_wait_front(cb_l, PNHt);
+    cb_wait_front(cb_alpha, alpha_first + PNHt);
+    cb_wait_front(addend, addend_first + PNHt);
     cb_reserve_back(cb_l, PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
@@ -228,6 +255,7 @@ void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_fi
     }
     cb_push_back(cb_l, PNHt);
     cb_pop_front(cb_l, PNHt);
+    cb_wait_front(cb_l, PNHt);
 }
 
 // Moves n tiles from the front of `in` to the back of `out`.
@@ -252,13 +280,13 @@ void process_chunk(bool first, bool masked) {
 
     row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
     if (first) {
-        move_tiles(cb_row_stat, cb_m, PNHt);
+        move_tiles(cb_row_stat, cb_m_cur, PNHt);
+        cb_wait_front(cb_m_cur, PNHt);
     } else {
-        cb_wait_front(cb_row_stat, PNHt);
-        push_max(cb_m, 0, cb_row_stat, 0);  // cb_m: [m_old, m_new]
+        push_max(cb_m_cur, 0, cb_row_stat, 0);  // m_next = max(m, rowmax(S))
         cb_pop_front(cb_row_stat, PNHt);
-        push_rescale(cb_m, 0);              // alpha = exp(m_old - m_new)
-        cb_pop_front(cb_m, PNHt);           // cb_m: [m_new]
+        push_rescale(cb_m_cur, 0);              // alpha = exp(m - m_next)
+        advance_max();
     }
 
     chunk_probs();
@@ -305,40 +333,52 @@ void process_chunk(bool first, bool masked) {
 
 // Merges one partial (O_i, m_i, l_i) from the front of `in` into the running (O, m, l): a partner's slot of
 // cb_partial_in ([O_i, m_i, l_i]), or the attention sinks (cb_sink: [m_i, l_i], O_i = 0).
+// The partner's side is rescaled first (a_i = exp(m_i - m_new)) into cb_scratch, then ours (a = exp(m - m_new)),
+// so cb_alpha only ever holds one block.
 void merge_partial(uint32_t in, bool has_o) {
     const uint32_t m_in = has_o ? o_tiles : 0;
     const uint32_t l_in = m_in + PNHt;
     const uint32_t in_tiles = l_in + PNHt;
     cb_wait_front(in, in_tiles);
 
-    push_max(cb_m, 0, in, m_in);  // cb_m: [m, m_new]
-    push_rescale(cb_m, 0);        // cb_alpha: [a]
-    push_rescale(in, m_in);       // cb_alpha: [a, a_i]
-    cb_pop_front(cb_m, PNHt);
-    cb_wait_front(cb_alpha, 2 * PNHt);
+    push_max(cb_m_cur, 0, in, m_in);  // m_next = max(m, m_i)
+    push_rescale(in, m_in);           // alpha = a_i
 
-    // scratch = [O_i * a_i (when there is an O_i), l_i * a_i]
-    const uint32_t scratch_tiles = (has_o ? o_tiles : 0) + PNHt;
+    // scratch = [O_i * a_i] (when there is an O_i), then [l_i * a_i]: two pushes, so each block is read from
+    // the front. (A sinks merge pushes only the second block; it is the last merge of a group and a core in a
+    // tree serves one group, so an O block never follows it in this CB.)
+    cb_wait_front(cb_alpha, PNHt);
     configure(in, cb_alpha, cb_scratch);
     mul_bcast_cols_init(in, cb_alpha);
-    cb_reserve_back(cb_scratch, scratch_tiles);
-    for (uint32_t r = 0; has_o && r < PNHt; ++r) {
-        for (uint32_t c = 0; c < vDHt; ++c) {
-            tile_regs_acquire();
-            mul_tiles_bcast_cols(in, cb_alpha, r * vDHt + c, PNHt + r, 0);
-            pack_result(cb_scratch);
+    if (has_o) {
+        cb_reserve_back(cb_scratch, o_tiles);
+        for (uint32_t r = 0; r < PNHt; ++r) {
+            for (uint32_t c = 0; c < vDHt; ++c) {
+                tile_regs_acquire();
+                mul_tiles_bcast_cols(in, cb_alpha, r * vDHt + c, r, 0);
+                pack_result(cb_scratch);
+            }
         }
+        cb_push_back(cb_scratch, o_tiles);
     }
+    cb_reserve_back(cb_scratch, PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
-        mul_tiles_bcast_cols(in, cb_alpha, l_in + r, PNHt + r, 0);
+        mul_tiles_bcast_cols(in, cb_alpha, l_in + r, r, 0);
         pack_result(cb_scratch);
     }
-    cb_push_back(cb_scratch, scratch_tiles);
+    cb_push_back(cb_scratch, PNHt);
+    cb_pop_front(cb_alpha, PNHt);
     cb_pop_front(in, in_tiles);
-    cb_wait_front(cb_scratch, scratch_tiles);
 
-    // O = O * a [+ O_i * a_i];  l = l * a + l_i * a_i
+    push_rescale(cb_m_cur, 0);  // alpha = a
+    advance_max();
+    cb_wait_front(cb_alpha, PNHt);
+
+    // O = O * a [+ O_i * a_i]
+    if (has_o) {
+        cb_wait_front(cb_scratch, o_tiles);
+    }
     cb_reserve_back(cb_o, o_tiles);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t c = 0; c < vDHt; ++c) {
@@ -356,13 +396,21 @@ void merge_partial(uint32_t in, bool has_o) {
     }
     cb_push_back(cb_o, o_tiles);
     cb_pop_front(cb_o, o_tiles);
-    push_rescaled_sum(0, cb_scratch, scratch_tiles - PNHt);
-    cb_pop_front(cb_scratch, scratch_tiles);
-    cb_pop_front(cb_alpha, 2 * PNHt);
+    if (has_o) {
+        cb_pop_front(cb_scratch, o_tiles);
+    }
+
+    // l = l * a + l_i * a_i
+    cb_wait_front(cb_scratch, PNHt);
+    push_rescaled_sum(0, cb_scratch, 0);
+    cb_pop_front(cb_scratch, PNHt);
+    cb_pop_front(cb_alpha, PNHt);
 }
 
 // out = O / l, consuming the running state.
 void write_normalised_output() {
+    cb_wait_front(cb_l, PNHt);
+    cb_wait_front(cb_o, o_tiles);
     // 1/l into cb_row_stat
     reconfig_data_format_srca(cb_l);
     pack_reconfig_data_format(cb_row_stat);
@@ -423,7 +471,7 @@ void kernel_main() {
         for (uint32_t i = 0; i < chunks.count; ++i) {
             const uint32_t chunk = chunks.start + i;
             process_chunk(i == 0, use_attn_mask || chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window));
-            cb_wait_front(cb_m, PNHt);
+            cb_wait_front(cb_m_cur, PNHt);
             cb_wait_front(cb_l, PNHt);
             cb_wait_front(cb_o, o_tiles);
         }
@@ -436,7 +484,7 @@ void kernel_main() {
             }
             if (receives_in_round(core_index, round, num_active)) {
                 merge_partial(cb_partial_in, /*has_o=*/true);
-                cb_wait_front(cb_m, PNHt);
+                cb_wait_front(cb_m_cur, PNHt);
                 cb_wait_front(cb_l, PNHt);
                 cb_wait_front(cb_o, o_tiles);
             }
@@ -445,18 +493,18 @@ void kernel_main() {
         if (core_index == 0) {
             if constexpr (use_sink) {
                 merge_partial(cb_sink, /*has_o=*/false);
-                cb_wait_front(cb_m, PNHt);
+                cb_wait_front(cb_m_cur, PNHt);
                 cb_wait_front(cb_l, PNHt);
                 cb_wait_front(cb_o, o_tiles);
             }
             write_normalised_output();
             cb_pop_front(cb_o, o_tiles);
-            cb_pop_front(cb_m, PNHt);
+            cb_pop_front(cb_m_cur, PNHt);
             cb_pop_front(cb_l, PNHt);
         } else {
             // hand (O, m, l) to the writer in the slot layout of cb_partial_in
             move_tiles(cb_o, cb_partial_out, o_tiles);
-            move_tiles(cb_m, cb_partial_out, PNHt);
+            move_tiles(cb_m_cur, cb_partial_out, PNHt);
             move_tiles(cb_l, cb_partial_out, PNHt);
         }
     }

@@ -63,8 +63,11 @@ void kernel_main() {
     const InterleavedAddrGen<true> cur_pos_reader = {.bank_base_address = cur_pos_addr, .page_size = cur_pos_page_bytes};
 
     // Slot r of cb_partial_in sits at base + r * partial_bytes on every core (CBs share addresses across cores).
-    // Capture the base before this core pushes any slot of its own.
-    const uint32_t partial_in_base = get_write_ptr(cb_partial_in);
+    // Capture the base before this core pushes any slot of its own. A core in a tree serves exactly one group
+    // (the planner only forms groups of several cores when every core has one group), and the rounds it
+    // receives in are a prefix 0..k-1, so its k pushes fill slots 0..k-1 in order. The CB exists only when
+    // groups have more than one core.
+    const uint32_t partial_in_base = num_cores_per_head > 1 ? get_write_ptr(cb_partial_in) : 0;
 
     cb_reserve_back(cb_writer_cur_pos, 1);
     const uint32_t cur_pos_l1 = get_write_ptr(cb_writer_cur_pos);

@@ -65,4 +65,4 @@ def backend_of(tensor) -> Backend:
             f"q: expected a tensor on a device or on the emulator (ttnn.from_torch(..., device=...) or "
             f"emulator device .from_torch(...)), got a host tensor of type {type(tensor).__name__}"
         )
-    return Backend(device=device, is_emulator=isinstance(device, emulator.Device))
+    return Backend(device=device, is_emulator=isinstance(device, emulator.EmuDevice))

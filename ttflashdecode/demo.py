@@ -77,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {line}")
     stats = run.stats
     print("emulator run:")
-    print(f"  DRAM bytes read: {stats.dram_bytes_read:,} (K/V live bytes: "
+    print(f"  DRAM bytes read: {stats.dram_read_bytes:,} (K/V live bytes: "
           f"{stats.bytes_read_from(tt_k) + stats.bytes_read_from(tt_v):,})")
-    print(f"  DRAM bytes written: {stats.dram_bytes_written:,}; wall time {elapsed:.2f} s")
+    print(f"  DRAM bytes written: {stats.dram_write_bytes:,}; wall time {elapsed:.2f} s")
     print("\nresult vs golden:")
     print(f"  PCC {pcc:.6f}   max |error| {err:.4f}")
     ok = pcc >= 0.999

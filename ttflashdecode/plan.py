@@ -347,8 +347,12 @@ def circular_buffers(
     ``masked``: the kernels mask the last chunk past cur_pos (cur_pos is rarely chunk-aligned) and
     the first chunk before a window's start, so a mask CB is needed unless every chunk is full.
     Intermediates (scores, accumulators, statistics, partials) are float32 when the compute kernel
-    accumulates in fp32, else bfloat16. Running state (O, m, l) keeps the old block at the front
-    and the new one behind it while it is updated, so those CBs hold two blocks. Zero-page buffers
+    accumulates in fp32, else bfloat16. Running O and l keep the old block at the front and the new
+    one behind it while it is updated, so those CBs hold two blocks; compute only ever reads the
+    front block of them. The running max is read old and new at once (alpha = exp(m_old - m_new)),
+    so it ping-pongs between two one-block CBs (m, m_next) instead: compute unpacks a tile at
+    read pointer + index with no wrap-around, so a CB read at an index past its front block must
+    always be pushed and popped in blocks that tile its capacity. Zero-page buffers
     (the partials when rounds == 0) are left out rather than allocated empty.
     """
     Sk_t = k_chunk_size // TILE
@@ -369,19 +373,20 @@ def circular_buffers(
         (4, "scale", "softmax scale, broadcast as a scalar", 2048, 1, "bfloat16"),
         (5, "ones", "reduce scaler (all ones)", 2048, 1, "bfloat16"),
         (6, "cur_pos", "cur_pos of every user, for compute", cur_pos_page, 1, "uint32"),
-        (7, "scratch", "a partner's rescaled O and l while merging", TILE_BYTES[im], (o_tiles + PNHt) if rounds else 0, im),
+        (7, "scratch", "a partner's rescaled O and l while merging", TILE_BYTES[im], (o_tiles + PNHt) if rounds or shapes.has_attention_sink else 0, im),
         (8, "partial_in", "one slot [O, m, l] per reduction round", TILE_BYTES[im], rounds * partial_tiles, im),
         (9, "partial_out", "this core's [O, m, l] to send", TILE_BYTES[im], partial_tiles if rounds else 0, im),
         (10, "writer_cur_pos", "cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
         (11, "zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),
         (12, "page_table", "the user's page-table row (paged cache)", page_table_page, 1 if shapes.is_paged else 0, "uint32"),
         (13, "sink", "attention sinks as a partial: m tiles, then l tiles", 2048, 2 * PNHt if shapes.has_attention_sink else 0, "bfloat16"),
+        (14, "m_next", "new running max, ping-pongs with m", TILE_BYTES[im], PNHt, im),
         (16, "out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
         (24, "q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
         (25, "scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
         (26, "probs", "exp(S - m) of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
         (27, "o", "output accumulator, old and new block", TILE_BYTES[im], 2 * o_tiles, im),
-        (28, "m", "running row max, old and new block", TILE_BYTES[im], 2 * PNHt, im),
+        (28, "m", "running row max, ping-pongs with m_next", TILE_BYTES[im], PNHt, im),
         (29, "l", "running row sum, old and new block", TILE_BYTES[im], 2 * PNHt, im),
         (30, "row_stat", "row max / row sum of one chunk, 1/l", TILE_BYTES[im], PNHt, im),
         (31, "alpha", "rescale factors exp(m_old - m_new)", TILE_BYTES[im], 2 * PNHt, im),

@@ -164,6 +164,16 @@ class EmuDevice:
         self._write_pages(t, raw)
         return t
 
+    def write(self, t: EmuTensor, x: torch.Tensor) -> None:
+        """Overwrite device tensor `t` in place with host data `x` (same shape), keeping its address, like
+        ``ttnn.copy_host_to_device_tensor``: a model's decode loop updates cur_pos / page tables this way."""
+        self._check_open()
+        t._check_live()
+        if tuple(x.shape) != t._shape:
+            raise EmulatorError(f"write: x has shape {tuple(x.shape)}, expected the tensor's shape {t._shape}")
+        raw, _ = host_to_pages(x.detach().cpu(), t._dtype, t._layout)
+        self._write_pages(t, raw)
+
     def to_torch(self, t: EmuTensor) -> torch.Tensor:
         self._check_open()
         t._check_live()

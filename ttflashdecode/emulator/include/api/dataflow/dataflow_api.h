@@ -21,6 +21,7 @@
 #include "api/debug/dprint.h"
 #include "api/debug/kernel_profiler.hpp"
 #include "api/debug/waypoint.h"
+#include "hostdevcommon/kernel_structs.h"  // tt::CBIndex, as the wheel's circular_buffer_interface.h pulls in
 #include "emu/formats.h"
 #include "emu/kernel_args.h"
 #include "emu/runtime.h"
