@@ -136,7 +136,7 @@ void chunk_scores(bool masked) {
                 copy_init(cb_mask);
                 copy_tile(cb_mask, r * Sk_t + j, 0);
             }
-            configure(cb_q_scaled, cb_k, cb_scores);
+            configure(cb_k, cb_q_scaled, cb_scores);  // matmul unpacks in1 to SrcA, in0 to SrcB
             matmul_init(cb_q_scaled, cb_k, /*transpose=*/1);
             for (uint32_t d = 0; d < DHt; ++d) {
                 matmul_tiles(cb_q_scaled, cb_k, r * DHt + d, j * DHt + d, 0);
@@ -314,7 +314,7 @@ void process_chunk(bool first, bool masked) {
                 mul_bcast_cols_init(cb_o, cb_alpha);
                 mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
             }
-            configure(cb_probs, cb_v, cb_o);
+            configure(cb_v, cb_probs, cb_o);  // matmul unpacks in1 to SrcA, in0 to SrcB
             matmul_init(cb_probs, cb_v, /*transpose=*/0);
             for (uint32_t j = 0; j < Sk_t; ++j) {
                 matmul_tiles(cb_probs, cb_v, r * Sk_t + j, j * vDHt + c, 0);
