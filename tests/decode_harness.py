@@ -45,6 +45,7 @@ class DecodeCase:
     share_cache: bool = False
     mask_heads: int = 0  # non-causal with an attn_mask of this many heads (1 or n_q_heads); 0: no mask
     fp32_dest_acc_en: bool = False
+    out_dtype: str = "bfloat16"
     extra: dict = field(default_factory=dict, compare=False)
 
     def program_config(self) -> ProgramConfig:
@@ -64,6 +65,7 @@ class DecodeCase:
             "shared" if self.share_cache else "",
             f"mask{self.mask_heads}" if self.mask_heads else ("noncausal" if self.cur_pos is None else ""),
             "fp32acc" if self.fp32_dest_acc_en else "",
+            f"out-{self.out_dtype}" if self.out_dtype != "bfloat16" else "",
         ]
         return "-".join(
             [f"b{self.batch}", f"h{self.n_q_heads}/{self.n_kv_heads}", f"d{self.head_dim}", f"S{self.kv_len}",
@@ -128,7 +130,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
     poison = torch.full((case.q_len, case.batch, case.n_q_heads, vd), float("nan"))
     kwargs = dict(
         program_config=case.program_config(),
-        output_tensor=to_device(poison, bf16),
+        output_tensor=to_device(poison, getattr(ttnn, case.out_dtype)),
         share_cache=case.share_cache,
         sliding_window_size=case.sliding_window_size,
     )

@@ -171,6 +171,31 @@ def test_fp32_dest_accumulation(emu_device):
     _run(emu_device, case)
 
 
+def test_float32_output(emu_device):
+    case = DecodeCase(2, 8, 2, 64, 512, (511, 100), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4,
+                      fp32_dest_acc_en=True, out_dtype="float32")  # fmt: skip
+    outcome = _run(emu_device, case)
+    assert outcome.out.dtype == torch.float32
+    # fp32 accumulation and a float32 output keep more than bfloat16's 8 mantissa bits
+    assert outcome.max_abs_err < 0.02, f"{case}: max |error| {outcome.max_abs_err:.4f} with fp32 end to end"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(dtype="bfloat8_b"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32"),
+    (dict(memory_config="L1"), "memory_config=.*only ttnn.DRAM_MEMORY_CONFIG"),
+])  # fmt: skip
+def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
+    ttnn = import_ttnn()
+    q = emu_device.from_torch(torch.randn(1, 1, 8, 64), dtype=ttnn.bfloat16)
+    k = emu_device.from_torch(torch.randn(1, 1, 128, 64), dtype=ttnn.bfloat16)
+    if kwargs.get("dtype") == "bfloat8_b":
+        kwargs = dict(dtype=ttnn.bfloat8_b)
+    if kwargs.get("memory_config") == "L1":
+        kwargs = dict(memory_config=ttnn.L1_MEMORY_CONFIG)
+    with pytest.raises(ValueError, match=match):
+        op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos=[5], **kwargs)
+
+
 # ---- 10. combinations ---------------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_
 from ttflashdecode.ttnn_env import import_ttnn
 
 KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
+OUT_DTYPES = ("bfloat16", "float32")
 MAX_Q_LEN = 8  # speculative decoding: a few draft tokens per user
 
 
@@ -56,7 +57,12 @@ def clear_program_cache() -> None:
 
 
 def _dtype_name(tensor) -> str:
-    return str(tensor.dtype).split(".")[-1].lower()
+    return _dtype_name_of(tensor.dtype)
+
+
+def _dtype_name_of(dtype) -> str:
+    """'bfloat16' for ttnn.bfloat16 / ttnn.DataType.BFLOAT16."""
+    return str(dtype).split(".")[-1].lower()
 
 
 def _shape(tensor) -> tuple[int, ...]:
@@ -121,6 +127,7 @@ def scaled_dot_product_attention_decode(
     compute_kernel_config=None,
     memory_config=None,
     output_tensor=None,
+    dtype=None,
 ):
     """Decode attention: a few new query tokens per user against a KV cache.
 
@@ -142,15 +149,18 @@ def scaled_dot_product_attention_decode(
     program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` or None.
     compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
     memory_config: output memory config; DRAM interleaved (the default) only.
-    output_tensor: optional preallocated output ``[q_len, b, n_q_heads, v_head_dim]`` bfloat16.
+    output_tensor: optional preallocated output ``[q_len, b, n_q_heads, v_head_dim]`` (its dtype is the output's).
+    dtype: output dtype, ``ttnn.bfloat16`` (default) or ``ttnn.float32`` (pair it with ``fp32_dest_acc_en`` to keep
+        fp32 precision end to end). bfloat8_b output is not supported: groups write single rows into tiles
+        shared with other groups, and a block-float row cannot be written without its tile's neighbours.
 
-    Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` bfloat16 tensor on the same backend.
+    Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend.
     """
     return _decode(
         q, k, v, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
         scale=scale, sliding_window_size=sliding_window_size, attention_sink=attention_sink, share_cache=share_cache,
         program_config=program_config, compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-        output_tensor=output_tensor,
+        output_tensor=output_tensor, dtype=dtype,
     )  # fmt: skip
 
 
@@ -172,6 +182,7 @@ def paged_scaled_dot_product_attention_decode(
     compute_kernel_config=None,
     memory_config=None,
     output_tensor=None,
+    dtype=None,
 ):
     """Decode attention over a paged KV cache.
 
@@ -188,12 +199,13 @@ def paged_scaled_dot_product_attention_decode(
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
         attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
         compute_kernel_config=compute_kernel_config, memory_config=memory_config, output_tensor=output_tensor,
+        dtype=dtype,
     )  # fmt: skip
 
 
 def _decode(
     q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
-    attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor,
+    attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
 ):  # fmt: skip
     global last_run
     ttnn = import_ttnn()
@@ -223,6 +235,12 @@ def _decode(
             raise ValueError("sliding_window_size: only supported with is_causal=True")
     if memory_config is not None and memory_config != ttnn.DRAM_MEMORY_CONFIG:
         raise ValueError(f"memory_config={memory_config}: only ttnn.DRAM_MEMORY_CONFIG is supported")
+    if dtype is not None and (output_tensor is not None or _dtype_name_of(dtype) not in OUT_DTYPES):
+        raise ValueError(
+            f"dtype={dtype}: expected one of {', '.join('ttnn.' + d for d in OUT_DTYPES)} and no output_tensor "
+            f"(the output_tensor's dtype is the output's)"
+        )
+    out_dtype = _dtype_name_of(dtype) if dtype is not None else "bfloat16"
 
     backend = backend_of(q)
     for name, t in (("k", k), ("v", v)):
@@ -304,14 +322,15 @@ def _decode(
         share_cache=share_cache,
         attn_mask_heads=mask_heads,
         has_attention_sink=attention_sink is not None,
+        out_dtype=_dtype_name(output_tensor) if output_tensor is not None else out_dtype,
     )
     decode_plan = plan(shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en)
 
     out_shape = (q_len, batch, n_q_heads, v_head_dim)
     if output_tensor is None:
-        out = backend.allocate(list(out_shape), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+        out = backend.allocate(list(out_shape), getattr(ttnn, out_dtype), ttnn.TILE_LAYOUT)
     else:
-        if _check_device_tensor("output_tensor", output_tensor, 4, ("bfloat16",)) != out_shape:
+        if _check_device_tensor("output_tensor", output_tensor, 4, OUT_DTYPES) != out_shape:
             raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(_shape(output_tensor))}")
         out = output_tensor
 
