@@ -28,6 +28,7 @@ constexpr uint32_t cb_ones = tt::CBIndex::c_5;
 constexpr uint32_t cb_cur_pos = tt::CBIndex::c_6;
 constexpr uint32_t cb_page_table = tt::CBIndex::c_12;
 constexpr uint32_t cb_sink = tt::CBIndex::c_13;
+constexpr uint32_t cb_mask_stage = tt::CBIndex::c_15;
 
 constexpr uint32_t BF16_BYTES = 2;
 constexpr uint32_t FACE_ROW_BYTES = FACE_HW * BF16_BYTES;  // one 16-datum row of a bfloat16 face
@@ -72,6 +73,7 @@ constexpr uint32_t mask_heads = get_compile_time_arg_val(21);          // attn_m
 constexpr uint32_t mask_tile_bytes = get_compile_time_arg_val(22);
 constexpr bool use_sink = get_compile_time_arg_val(23) == 1;
 constexpr uint32_t sink_tile_bytes = get_compile_time_arg_val(24);
+constexpr bool mask_is_bfp8 = get_compile_time_arg_val(25) == 1;       // attn_mask stored as bfloat8_b
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t q_rows = q_len * heads_per_group;
 
@@ -84,23 +86,72 @@ void read_face_row(const AddrGen& src, uint32_t src_page, uint32_t src_row, uint
                    dst_tile_l1 + tile_datum_offset(dst_row, col, BF16_BYTES), FACE_ROW_BYTES);
 }
 
+// bfloat8_b tile: 64 shared exponents (one per 16-datum face row, faces in order), then one byte per datum,
+// face by face: bit 7 = sign, bits 6..0 = magnitude with the leading one explicit, value = magnitude * 2^(e - 133).
+constexpr uint32_t BFP8_EXPONENT_BYTES = 64;
+
+// bfloat16 bits of one bfloat8_b datum. Exact: a 7-bit magnitude fits bfloat16's 8-bit significand.
+inline uint16_t bfp8_to_bfloat16(uint8_t code, uint8_t shared_exponent) {
+    const uint32_t magnitude = code & 0x7Fu;
+    if (magnitude == 0) {
+        return 0;
+    }
+    uint32_t msb = 6;
+    while (((magnitude >> msb) & 1u) == 0) {
+        --msb;
+    }
+    const int32_t exponent = int32_t(shared_exponent) - 6 + int32_t(msb);
+    if (exponent <= 0) {
+        return 0;  // below bfloat16's normal range: flushed, as the unpacker does
+    }
+    const uint32_t sign = (code & 0x80u) << 8;
+    return uint16_t(sign | (uint32_t(exponent) << 7) | ((magnitude << (7 - msb)) & 0x7Fu));
+}
+
+// Copies row `src_row` of the bfloat8_b tile staged at `stage_l1` into row `dst_row` of a bfloat16 L1 tile.
+void unpack_bfp8_row(uint32_t stage_l1, uint32_t src_row, uint32_t dst_tile_l1, uint32_t dst_row) {
+    const auto* stage = reinterpret_cast<volatile tt_l1_ptr uint8_t*>(stage_l1);
+    auto* dst = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(dst_tile_l1);
+    for (uint32_t col = 0; col < TILE_HW; ++col) {
+        const uint32_t face = (src_row / FACE_HW) * 2 + col / FACE_HW;
+        const uint32_t face_row = face * FACE_HW + src_row % FACE_HW;  // index of the shared exponent
+        const uint8_t code = stage[BFP8_EXPONENT_BYTES + face_row * FACE_HW + col % FACE_HW];
+        dst[tile_datum_offset(dst_row, col, 1)] = bfp8_to_bfloat16(code, stage[face_row]);
+    }
+}
+
 // The user mask rows of this group for one chunk: row (token t, head g) of the group's tiles comes from
 // attn_mask[b, mask head, t, chunk positions] (mask head = 0 when the mask is shared by all heads).
+// A bfloat16 mask is gathered by 32-byte face-row reads; a bfloat8_b row has no such contiguous bytes (its
+// exponents sit apart from its datums), so each source tile is staged whole once and its rows unpacked.
 template <typename AddrGen>
 void read_attn_mask_chunk(const AddrGen& mask_reader, uint32_t b, uint32_t kv_head, uint32_t chunk) {
     constexpr uint32_t mask_tile_rows = (q_len + TILE_HW - 1) / TILE_HW;  // q_len padded to tiles
     cb_reserve_back(cb_mask, PNHt * Sk_t);
     const uint32_t mask_l1 = get_write_ptr(cb_mask);
     zero_bytes(mask_l1, PNHt * Sk_t * TILE_HW * TILE_HW * BF16_BYTES);
-    for (uint32_t row = 0; row < q_rows; ++row) {
-        const uint32_t token = row / heads_per_group;
-        const uint32_t head = mask_heads == 1 ? 0 : kv_head * heads_per_group + row % heads_per_group;
-        const uint32_t src_tile_row = (b * mask_heads + head) * mask_tile_rows + token / TILE_HW;
-        for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+    if constexpr (mask_is_bfp8) {
+        cb_reserve_back(cb_mask_stage, 1);  // a scratch page, never pushed
+    }
+    const uint32_t stage_l1 = mask_is_bfp8 ? get_write_ptr(cb_mask_stage) : 0;
+    uint32_t staged_page = SKIPPED_USER;  // no page staged yet
+    for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+        for (uint32_t row = 0; row < q_rows; ++row) {
+            const uint32_t token = row / heads_per_group;
+            const uint32_t head = mask_heads == 1 ? 0 : kv_head * heads_per_group + row % heads_per_group;
+            const uint32_t src_page = ((b * mask_heads + head) * mask_tile_rows + token / TILE_HW) * St + chunk * Sk_t + kt;
             const uint32_t dst_tile = mask_l1 + ((row / TILE_HW) * Sk_t + kt) * TILE_HW * TILE_HW * BF16_BYTES;
-            for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
-                read_face_row(mask_reader, src_tile_row * St + chunk * Sk_t + kt, token % TILE_HW, col, dst_tile,
-                              row % TILE_HW);
+            if constexpr (mask_is_bfp8) {
+                if (src_page != staged_page) {
+                    noc_async_read_tile(src_page, mask_reader, stage_l1);
+                    noc_async_read_barrier();
+                    staged_page = src_page;
+                }
+                unpack_bfp8_row(stage_l1, token % TILE_HW, dst_tile, row % TILE_HW);
+            } else {
+                for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
+                    read_face_row(mask_reader, src_page, token % TILE_HW, col, dst_tile, row % TILE_HW);
+                }
             }
         }
     }
@@ -171,7 +222,9 @@ void kernel_main() {
     const InterleavedAddrGen<true> page_table_reader = {
         .bank_base_address = page_table_addr, .page_size = page_table_page_bytes};
     const InterleavedAddrGenFast<true> mask_reader = {
-        .bank_base_address = mask_addr, .page_size = mask_tile_bytes, .data_format = DataFormat::Float16_b};
+        .bank_base_address = mask_addr,
+        .page_size = mask_tile_bytes,
+        .data_format = mask_is_bfp8 ? DataFormat::Bfp8_b : DataFormat::Float16_b};
     const InterleavedAddrGenFast<true> sink_reader = {
         .bank_base_address = sink_addr, .page_size = sink_tile_bytes, .data_format = DataFormat::Float16_b};
 

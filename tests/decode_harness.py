@@ -44,6 +44,7 @@ class DecodeCase:
     block_size: int | None = None  # paged cache with this block size
     share_cache: bool = False
     mask_heads: int = 0  # non-causal with an attn_mask of this many heads (1 or n_q_heads); 0: no mask
+    mask_dtype: str = "bfloat16"
     fp32_dest_acc_en: bool = False
     out_dtype: str = "bfloat16"
     extra: dict = field(default_factory=dict, compare=False)
@@ -63,7 +64,7 @@ class DecodeCase:
             "sink" if self.attention_sink else "",
             f"paged{self.block_size}" if self.block_size else "",
             "shared" if self.share_cache else "",
-            f"mask{self.mask_heads}" if self.mask_heads else ("noncausal" if self.cur_pos is None else ""),
+            f"mask{self.mask_heads}{'' if self.mask_dtype == 'bfloat16' else '-' + self.mask_dtype}" if self.mask_heads else ("noncausal" if self.cur_pos is None else ""),
             "fp32acc" if self.fp32_dest_acc_en else "",
             f"out-{self.out_dtype}" if self.out_dtype != "bfloat16" else "",
         ]
@@ -139,7 +140,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
     else:
         kwargs["cur_pos"] = list(case.cur_pos)
     if case.mask_heads:
-        kwargs["attn_mask"] = to_device(t["attn_mask"], bf16)
+        kwargs["attn_mask"] = to_device(t["attn_mask"], getattr(ttnn, case.mask_dtype))
     if case.attention_sink:
         kwargs["attention_sink"] = to_device(t["attention_sink"], bf16)
     if case.fp32_dest_acc_en:
@@ -163,7 +164,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
         stored("v", case.kv_dtype),
         is_causal=case.cur_pos is not None,
         cur_pos=None if case.cur_pos is None else list(case.cur_pos),
-        attn_mask=stored("attn_mask"),
+        attn_mask=stored("attn_mask", case.mask_dtype),
         sliding_window_size=case.sliding_window_size,
         attention_sink=stored("attention_sink"),
         page_table=t.get("page_table"),

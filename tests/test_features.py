@@ -91,10 +91,11 @@ def test_position_tensor_reuses_one_program(emu_device):
 # ---- 3. non-causal with attn_mask --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mask_heads", [1, 8])
-def test_attn_mask(emu_device, mask_heads):
+@pytest.mark.parametrize("mask_heads, mask_dtype", [(1, "bfloat16"), (8, "bfloat16"), (1, "bfloat8_b"),
+                                                   (8, "bfloat8_b")])
+def test_attn_mask(emu_device, mask_heads, mask_dtype):
     case = DecodeCase(2, 8, 2, 64, 512, None, "bfloat16", k_chunk_size=128, max_cores_per_head_batch=2,
-                      mask_heads=mask_heads)  # fmt: skip
+                      mask_heads=mask_heads, mask_dtype=mask_dtype)  # fmt: skip
     _run(emu_device, case)
 
 

@@ -138,7 +138,7 @@ def scaled_dot_product_attention_decode(
     is_causal: each query attends to positions up to its own, given by exactly one of ``cur_pos`` (ints, one per
         user) or ``cur_pos_tensor`` (int32 ``[b]``: a device tensor read by the kernels at run time, so one program
         serves every decode step; or a torch tensor, validated and uploaded). ``-1`` skips a user: its rows are 0.
-    attn_mask: with ``is_causal=False``, an additive bfloat16 mask ``[b, 1 or n_q_heads, q_len, kv_len]`` (tile
+    attn_mask: with ``is_causal=False``, an additive bfloat16 or bfloat8_b mask ``[b, 1 or n_q_heads, q_len, kv_len]`` (tile
         layout) streamed with K; without it all ``kv_len`` positions are visible.
     scale: softmax scale, default ``1/sqrt(head_dim)``.
     sliding_window_size: causal only; each query sees only the last W positions up to its own (only those are
@@ -294,7 +294,7 @@ def _decode(
 
     mask_heads = 0
     if attn_mask is not None:
-        m_shape = _check_device_tensor("attn_mask", attn_mask, 4, ("bfloat16",))
+        m_shape = _check_device_tensor("attn_mask", attn_mask, 4, ("bfloat16", "bfloat8_b"))
         if m_shape[0] != batch or m_shape[1] not in (1, n_q_heads) or m_shape[2:] != (q_len, kv_len):
             raise ValueError(
                 f"attn_mask: expected shape [{batch}, 1 or {n_q_heads}, {q_len}, {kv_len}], got {list(m_shape)}"
@@ -321,6 +321,7 @@ def _decode(
         sliding_window_size=sliding_window_size or 0,
         share_cache=share_cache,
         attn_mask_heads=mask_heads,
+        attn_mask_dtype=_dtype_name(attn_mask) if attn_mask is not None else "bfloat16",
         has_attention_sink=attention_sink is not None,
         out_dtype=_dtype_name(output_tensor) if output_tensor is not None else out_dtype,
     )

@@ -103,6 +103,7 @@ class DecodeShapes:
     sliding_window_size: int = 0  # 0: no window
     share_cache: bool = False  # every user reads user 0's K/V
     attn_mask_heads: int = 0  # non-causal user mask [b, attn_mask_heads, q_len, kv_len]; 0 = no mask
+    attn_mask_dtype: str = "bfloat16"  # bfloat16 or bfloat8_b (unpacked to bfloat16 rows by the reader)
     has_attention_sink: bool = False
 
     def __post_init__(self) -> None:
@@ -126,6 +127,8 @@ class DecodeShapes:
             value = getattr(self, name)
             if value not in TILE_BYTES:
                 raise ValueError(f"{name}={value!r}: expected one of {', '.join(DTYPES)}")
+        if self.attn_mask_dtype not in ("bfloat16", "bfloat8_b"):
+            raise ValueError(f"attn_mask_dtype={self.attn_mask_dtype!r}: expected 'bfloat16' or 'bfloat8_b'")
         if self.attn_mask_heads not in (0, 1, self.n_q_heads):
             raise ValueError(
                 f"attn_mask_heads={self.attn_mask_heads!r}: expected 0 (no mask), 1 or n_q_heads={self.n_q_heads}"
@@ -381,6 +384,8 @@ def circular_buffers(
         (12, "page_table", "the user's page-table row (paged cache)", page_table_page, 1 if shapes.is_paged else 0, "uint32"),
         (13, "sink", "attention sinks as a partial: m tiles, then l tiles", 2048, 2 * PNHt if shapes.has_attention_sink else 0, "bfloat16"),
         (14, "m_next", "new running max, ping-pongs with m", TILE_BYTES[im], PNHt, im),
+        (15, "mask_stage", "one bfloat8_b attn_mask tile, unpacked row by row into mask", TILE_BYTES["bfloat8_b"],
+         1 if shapes.attn_mask_heads and shapes.attn_mask_dtype == "bfloat8_b" else 0, "bfloat8_b"),
         (16, "out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
         (24, "q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
         (25, "scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
