@@ -83,6 +83,7 @@ constexpr uint32_t sliding_window = get_compile_time_arg_val(6);
 constexpr bool exp_approx = get_compile_time_arg_val(7) == 1;
 constexpr bool use_attn_mask = get_compile_time_arg_val(8) == 1;  // every chunk comes with a user mask
 constexpr bool use_sink = get_compile_time_arg_val(9) == 1;
+constexpr bool is_causal = get_compile_time_arg_val(10) == 1;  // else every query sees all kv_len positions
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t q_tiles = PNHt * DHt;
 constexpr uint32_t o_tiles = PNHt * vDHt;
@@ -470,7 +471,8 @@ void kernel_main() {
 
         for (uint32_t i = 0; i < chunks.count; ++i) {
             const uint32_t chunk = chunks.start + i;
-            process_chunk(i == 0, use_attn_mask || chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window));
+            const bool causal_edge = is_causal && chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window);
+            process_chunk(i == 0, use_attn_mask || causal_edge);
             cb_wait_front(cb_m_cur, PNHt);
             cb_wait_front(cb_l, PNHt);
             cb_wait_front(cb_o, o_tiles);

@@ -74,6 +74,7 @@ constexpr uint32_t mask_tile_bytes = get_compile_time_arg_val(22);
 constexpr bool use_sink = get_compile_time_arg_val(23) == 1;
 constexpr uint32_t sink_tile_bytes = get_compile_time_arg_val(24);
 constexpr bool mask_is_bfp8 = get_compile_time_arg_val(25) == 1;       // attn_mask stored as bfloat8_b
+constexpr bool is_causal = get_compile_time_arg_val(26) == 1;          // else every query sees all kv_len positions
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t q_rows = q_len * heads_per_group;
 
@@ -323,7 +324,7 @@ void kernel_main() {
 
             if constexpr (use_attn_mask) {
                 read_attn_mask_chunk(mask_reader, b, kv_head, chunk);
-            } else if (chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
+            } else if (is_causal && chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
                 cb_reserve_back(cb_mask, PNHt * Sk_t);
                 const uint32_t mask_l1 = get_write_ptr(cb_mask);
                 const uint16_t hidden = float_to_bfloat16(MASKED_SCORE);

@@ -7,8 +7,10 @@
 //   - as a sender, NOC-writes compute's (O, m, l) into slot `round` of its parent's cb_partial_in, waits for
 //     the write to land, then increments the parent's semaphore for that round;
 //   - as the group's root, scatters the normalised rows into the output tensor (zeros for a skipped user).
-// Output rows of different groups may share a DRAM tile, so rows are written as 16-datum face rows and a
-// core never touches rows it does not own.
+// Output rows of different groups may share a tile, so rows are written as 16-datum face rows and a core never
+// touches rows it does not own. The output is DRAM interleaved, or height-sharded in L1: then shard s (a run of
+// `shard_tile_rows` tile rows) lives at the output's L1 address on the core whose NOC coordinates are common
+// runtime args 2s, 2s + 1.
 
 #include <cstdint>
 
@@ -41,6 +43,8 @@ void kernel_main() {
     constexpr uint32_t out_datum_bytes = get_compile_time_arg_val(10);
     constexpr uint32_t partial_tile_bytes = get_compile_time_arg_val(11);
     constexpr uint32_t cur_pos_page_bytes = get_compile_time_arg_val(12);
+    constexpr bool out_sharded = get_compile_time_arg_val(13) == 1;
+    constexpr uint32_t shard_tile_rows = get_compile_time_arg_val(14);  // sharded output: tile rows per shard
     constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
     constexpr uint32_t o_tiles = PNHt * vDHt;
     constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;
@@ -60,6 +64,17 @@ void kernel_main() {
 
     const InterleavedAddrGenFast<true> out_writer = {
         .bank_base_address = out_addr, .page_size = out_tile_bytes, .data_format = get_dataformat(cb_out)};
+    // NOC address of byte `offset` of output tile (tile_row, c).
+    auto out_noc_addr = [&](uint32_t tile_row, uint32_t c, uint32_t offset) -> uint64_t {
+        if constexpr (out_sharded) {
+            const uint32_t shard = tile_row / shard_tile_rows;
+            const uint32_t tile = (tile_row % shard_tile_rows) * vDHt + c;
+            return get_noc_addr(get_common_arg_val<uint32_t>(2 * shard), get_common_arg_val<uint32_t>(2 * shard + 1),
+                                out_addr + tile * out_tile_bytes + offset);
+        } else {
+            return out_writer.get_noc_addr(tile_row * vDHt + c, offset);
+        }
+    };
     const InterleavedAddrGen<true> cur_pos_reader = {.bank_base_address = cur_pos_addr, .page_size = cur_pos_page_bytes};
 
     // Slot r of cb_partial_in sits at base + r * partial_bytes on every core (CBs share addresses across cores).
@@ -96,8 +111,8 @@ void kernel_main() {
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
                     const uint32_t src = src_l1 + src_tile * out_tile_bytes +
                                          tile_datum_offset(row % TILE_HW, col, out_datum_bytes);
-                    const uint64_t dst = out_writer.get_noc_addr(
-                        dst_tile_row * vDHt + c, tile_datum_offset(q_head % TILE_HW, col, out_datum_bytes));
+                    const uint64_t dst =
+                        out_noc_addr(dst_tile_row, c, tile_datum_offset(q_head % TILE_HW, col, out_datum_bytes));
                     noc_async_write(src, dst, face_row_bytes);
                 }
             }

@@ -141,6 +141,15 @@ def test_multi_token(emu_device, q_len):
     _run(emu_device, case)
 
 
+@pytest.mark.parametrize("mask_heads", [0, 1])
+def test_multi_token_non_causal(emu_device, mask_heads):
+    """Non-causal queries see every position, whatever their token index (no causal edge between tokens)."""
+    # Short cache, many tokens: a causal edge wrongly applied would hide up to 7 of 64 positions from a query.
+    case = DecodeCase(1, 8, 2, 64, 64, None, "bfloat16", k_chunk_size=32, max_cores_per_head_batch=4, grid=(1, 1),
+                      q_len=8, mask_heads=mask_heads)  # fmt: skip
+    _run(emu_device, case)
+
+
 # ---- 7. shared cache -------------------------------------------------------------------------------------
 
 
@@ -183,7 +192,7 @@ def test_float32_output(emu_device):
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(dtype="bfloat8_b"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32"),
-    (dict(memory_config="L1"), "memory_config=.*only ttnn.DRAM_MEMORY_CONFIG"),
+    (dict(memory_config="L1"), "memory_config=.*expected ttnn.DRAM_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config"),
 ])  # fmt: skip
 def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
     ttnn = import_ttnn()

@@ -38,13 +38,14 @@ class Backend:
             tensor, dtype=dtype, layout=layout, device=self.device, memory_config=ttnn.DRAM_MEMORY_CONFIG
         )
 
-    def allocate(self, shape, dtype, layout):
+    def allocate(self, shape, dtype, layout, memory_config=None):
         ttnn = import_ttnn()
+        memory_config = ttnn.DRAM_MEMORY_CONFIG if memory_config is None else memory_config
         if self.is_emulator:
-            return self.device.allocate(shape, dtype, layout)
-        return ttnn.allocate_tensor_on_device(
-            ttnn.Shape(list(shape)), dtype, layout, self.device, ttnn.DRAM_MEMORY_CONFIG
-        )
+            if memory_config == ttnn.DRAM_MEMORY_CONFIG:
+                return self.device.allocate(shape, dtype, layout)
+            return self.device.allocate(shape, dtype, layout, memory_config=memory_config)
+        return ttnn.allocate_tensor_on_device(ttnn.Shape(list(shape)), dtype, layout, self.device, memory_config)
 
     def launch(self, io_tensors: list, program) -> Any:
         """Runs ``program`` over ``io_tensors`` (outputs last). Returns the emulator's run statistics,

@@ -148,7 +148,8 @@ def scaled_dot_product_attention_decode(
     share_cache: every user reads user 0's K/V (batched sampling of one prompt); k/v batch may then be 1.
     program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` or None.
     compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
-    memory_config: output memory config; DRAM interleaved (the default) only.
+    memory_config: output memory config: ``ttnn.DRAM_MEMORY_CONFIG`` (the default) or L1 height-sharded (ROW_MAJOR
+        shards of whole tile rows and the full head dim, e.g. one user's ``[32, v_head_dim]`` rows per core).
     output_tensor: optional preallocated output ``[q_len, b, n_q_heads, v_head_dim]`` (its dtype is the output's).
     dtype: output dtype, ``ttnn.bfloat16`` (default) or ``ttnn.float32`` (pair it with ``fp32_dest_acc_en`` to keep
         fp32 precision end to end). bfloat8_b output is not supported: groups write single rows into tiles
@@ -233,8 +234,6 @@ def _decode(
             raise ValueError(f"sliding_window_size={sliding_window_size!r}: expected a positive int or None")
         if not is_causal:
             raise ValueError("sliding_window_size: only supported with is_causal=True")
-    if memory_config is not None and memory_config != ttnn.DRAM_MEMORY_CONFIG:
-        raise ValueError(f"memory_config={memory_config}: only ttnn.DRAM_MEMORY_CONFIG is supported")
     if dtype is not None and (output_tensor is not None or _dtype_name_of(dtype) not in OUT_DTYPES):
         raise ValueError(
             f"dtype={dtype}: expected one of {', '.join('ttnn.' + d for d in OUT_DTYPES)} and no output_tensor "
@@ -321,6 +320,7 @@ def _decode(
         sliding_window_size=sliding_window_size or 0,
         share_cache=share_cache,
         attn_mask_heads=mask_heads,
+        is_causal=is_causal,
         attn_mask_dtype=_dtype_name(attn_mask) if attn_mask is not None else "bfloat16",
         has_attention_sink=attention_sink is not None,
         out_dtype=_dtype_name(output_tensor) if output_tensor is not None else out_dtype,
@@ -329,8 +329,12 @@ def _decode(
 
     out_shape = (q_len, batch, n_q_heads, v_head_dim)
     if output_tensor is None:
-        out = backend.allocate(list(out_shape), getattr(ttnn, out_dtype), ttnn.TILE_LAYOUT)
+        memory_config = _check_output_memory_config(memory_config, out_shape, backend.grid())
+        out = backend.allocate(list(out_shape), getattr(ttnn, out_dtype), ttnn.TILE_LAYOUT, memory_config)
     else:
+        if memory_config is not None:
+            raise ValueError("memory_config: must be None when output_tensor is given (its memory config is used)")
+        _check_output_memory_config(output_tensor.memory_config(), out_shape, backend.grid())
         if _check_device_tensor("output_tensor", output_tensor, 4, OUT_DTYPES) != out_shape:
             raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(_shape(output_tensor))}")
         out = output_tensor
@@ -345,6 +349,45 @@ def _decode(
     return out
 
 
+def _check_output_memory_config(memory_config, out_shape: tuple[int, ...], grid: tuple[int, int]):
+    """DRAM interleaved (the default), or L1 height-sharded with whole tile rows per shard, full width, ROW_MAJOR
+    shard orientation and every shard on a core of the device's grid. Returns the config to allocate with."""
+    ttnn = import_ttnn()
+    if memory_config is None or memory_config == ttnn.DRAM_MEMORY_CONFIG:
+        return ttnn.DRAM_MEMORY_CONFIG
+    expected = "ttnn.DRAM_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config"
+    if not memory_config.is_sharded() or memory_config.memory_layout != ttnn.TensorMemoryLayout.HEIGHT_SHARDED or (
+        memory_config.buffer_type != ttnn.BufferType.L1
+    ):
+        raise ValueError(f"memory_config={memory_config}: expected {expected}")
+    spec = memory_config.shard_spec
+    if spec is None:
+        raise ValueError(f"memory_config={memory_config}: a sharded output needs a shard_spec")
+    shard_h, shard_w = (int(d) for d in spec.shape)
+    width = -(-out_shape[-1] // 32) * 32
+    height = out_shape[0] * out_shape[1] * (-(-out_shape[2] // 32) * 32)
+    if shard_w != width or shard_h <= 0 or shard_h % 32:
+        raise ValueError(
+            f"memory_config: shard shape {[shard_h, shard_w]}: expected [a multiple of 32, {width}] (height sharding "
+            f"of the output [{', '.join(map(str, out_shape))}], padded to {height} x {width})"
+        )
+    if spec.orientation != ttnn.ShardOrientation.ROW_MAJOR:
+        raise ValueError(f"memory_config: shard orientation {spec.orientation}: expected ROW_MAJOR")
+    cores = ttnn.corerange_to_cores(spec.grid, row_wise=True)
+    num_shards = -(-height // shard_h)
+    if num_shards > len(cores):
+        raise ValueError(
+            f"memory_config: {num_shards} shards of {shard_h} rows for an output of {height} padded rows, but the "
+            f"shard grid has {len(cores)} cores"
+        )
+    outside = [(c.x, c.y) for c in cores if not (c.x < grid[0] and c.y < grid[1])]
+    if outside:
+        raise ValueError(f"memory_config: shard cores {outside} lie outside the device's {grid[0]}x{grid[1]} grid")
+    if 2 * num_shards > 256:
+        raise ValueError(f"memory_config: {num_shards} shards; the writer takes at most 128 (use taller shards)")
+    return memory_config
+
+
 def _cached_program(decode_plan: DecodePlan, buffers: DecodeBuffers, backend: Backend, compute, scale):
     """The descriptor depends only on the plan, the compute settings, the scale and the buffers' addresses."""
     tensors = buffers.io_tensors()
@@ -353,7 +396,7 @@ def _cached_program(decode_plan: DecodePlan, buffers: DecodeBuffers, backend: Ba
         compute,
         scale,
         id(backend.device),
-        tuple((t.buffer_address(), t.buffer_page_size()) for t in tensors),
+        tuple((t.buffer_address(), t.buffer_page_size(), str(t.memory_config())) for t in tensors),
     )
     program = _program_cache.pop(key, None)
     if program is None:

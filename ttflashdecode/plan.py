@@ -102,6 +102,7 @@ class DecodeShapes:
     max_blocks_per_user: int | None = None
     sliding_window_size: int = 0  # 0: no window
     share_cache: bool = False  # every user reads user 0's K/V
+    is_causal: bool = True  # False: every query sees all kv_len positions (cur_pos is kv_len - 1 for all users)
     attn_mask_heads: int = 0  # non-causal user mask [b, attn_mask_heads, q_len, kv_len]; 0 = no mask
     attn_mask_dtype: str = "bfloat16"  # bfloat16 or bfloat8_b (unpacked to bfloat16 rows by the reader)
     has_attention_sink: bool = False

@@ -11,6 +11,7 @@ are their only producers.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,9 @@ def build_program(
     if out_dtype not in DATUM_BYTES:
         raise ValueError(f"out dtype={out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
     tile_bytes = {cb.name: cb.page_size for cb in plan.cbs}
+    out_shards = output_shards(buffers.out)
+    # Where each shard of a sharded output lives, for the writer (the same table on every core).
+    writer_common = [xy for core in (out_shards.cores if out_shards else ()) for xy in noc_coord(core)]
 
     reader_ct = [
         s.DHt, s.vDHt, Sk_t, s.PNHt, s.q_len, s.q_heads_per_kv, NQt, s.kv_len // TILE, s.n_kv_heads, s.batch,
@@ -127,14 +131,16 @@ def build_program(
         int(s.is_paged), (s.block_size or TILE) // TILE, _page_size(buffers.page_table), int(s.share_cache),
         int(s.attn_mask_heads > 0), max(s.attn_mask_heads, 1), _page_size(buffers.attn_mask),
         int(s.has_attention_sink), _page_size(buffers.attention_sink), int(s.attn_mask_dtype == "bfloat8_b"),
+        int(s.is_causal),
     ]  # fmt: skip
     compute_ct = [
         s.DHt, s.vDHt, Sk_t, s.PNHt, s.q_len, s.n_kv_heads, s.sliding_window_size, int(plan.config.exp_approx_mode),
-        int(s.attn_mask_heads > 0), int(s.has_attention_sink),
+        int(s.attn_mask_heads > 0), int(s.has_attention_sink), int(s.is_causal),
     ]  # fmt: skip
     writer_ct = [
         s.vDHt, s.PNHt, s.q_len, s.q_heads_per_kv, NQt, s.n_kv_heads, s.batch, Sk_t, s.sliding_window_size,
         buffers.out.buffer_page_size(), DATUM_BYTES[out_dtype], tile_bytes.get("partial_in", 0), cur_pos_page,
+        int(out_shards is not None), out_shards.tile_rows if out_shards else 0,
     ]  # fmt: skip
 
     reader_args, compute_args, writer_args = [], [], []
@@ -176,6 +182,7 @@ def build_program(
             core_ranges=cores,
             compile_time_args=writer_ct,
             runtime_args=writer_args,
+            common_runtime_args=writer_common,
             config=ttnn.WriterConfigDescriptor(),
             compiler_include_paths=include_paths,
         ),
@@ -200,6 +207,28 @@ def build_program(
         for sem in plan.semaphores
     ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=semaphores, cbs=cbs)
+
+
+@dataclass(frozen=True)
+class OutputShards:
+    """A height-sharded output: shard s holds ``tile_rows`` tile rows and lives on logical core ``cores[s]``."""
+
+    tile_rows: int
+    cores: tuple[tuple[int, int], ...]
+
+
+def output_shards(tensor) -> OutputShards | None:
+    """The shard layout of an L1 height-sharded output (ROW_MAJOR shard orientation), None when interleaved."""
+    ttnn = import_ttnn()
+    mc = tensor.memory_config()
+    if not mc.is_sharded():
+        return None
+    spec = mc.shard_spec
+    height = math.prod(int(d) for d in tensor.padded_shape[:-1])
+    tile_rows = int(spec.shape[0]) // TILE
+    num_shards = -(-height // int(spec.shape[0]))
+    cores = ttnn.corerange_to_cores(spec.grid, row_wise=True)[:num_shards]
+    return OutputShards(tile_rows=tile_rows, cores=tuple((int(c.x), int(c.y)) for c in cores))
 
 
 def _address(tensor) -> int:
