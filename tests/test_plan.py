@@ -331,3 +331,16 @@ def test_plan_accepts_smaller_device_grid():
     assert len(p.cores) == 56 and p.grid == (8, 7)
     # None: the whole device grid.
     assert plan(shapes(), None, grid=(8, 7)).config.compute_with_storage_grid_size == (8, 7)
+
+
+def test_large_head_dim_gives_up_cores_before_failing():
+    """head_dim 1024 with fp32 accumulation: 16 cores' tree slots overflow L1, so the plan uses a smaller group
+    (max_cores_per_head_batch is a ceiling) and fits; a head dim that cannot fit even on one core still raises."""
+    fits = DecodeShapes(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=1024, kv_len=8192)
+    p = plan(fits, ProgramConfig(compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=16), (8, 8),
+             fp32_dest_acc=True)  # fmt: skip
+    assert 1 <= p.num_cores_per_head < 16
+    assert p.l1_bytes <= L1_BUDGET_BYTES
+    too_big = DecodeShapes(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=4096, kv_len=8192)
+    with pytest.raises(L1OverflowError, match="over the budget"):
+        plan(too_big, ProgramConfig(compute_with_storage_grid_size=(8, 8)), (8, 8), fp32_dest_acc=True)

@@ -649,7 +649,8 @@ def plan(
     masked: see :func:`circular_buffers`.
 
     Raises ValueError (naming the argument) for inconsistent inputs and L1OverflowError when the
-    circular buffers cannot fit (a derived k_chunk_size is first halved down to 32 to fit).
+    circular buffers cannot fit even after halving a derived k_chunk_size down to 32 and then the
+    group size (fewer reduction rounds, so fewer partial slots) down to one core.
     """
     if not isinstance(shapes, DecodeShapes):
         raise TypeError(f"shapes={shapes!r}: expected DecodeShapes")
@@ -690,10 +691,16 @@ def plan(
             total = check_l1(cbs, k_chunk_size)
             break
         except L1OverflowError:
-            # A chosen chunk size is only a preference; an explicit one is the user's to change.
-            if not derived or k_chunk_size <= MIN_K_CHUNK_SIZE:
+            # A chosen chunk size is only a preference (an explicit one is the user's to change), and
+            # max_cores_per_head_batch is a ceiling: with large head dims the tree's partial slots
+            # (rounds x [O, m, l]) dominate L1, so a smaller group is the next thing to give up.
+            if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
+                k_chunk_size //= 2
+            elif num_cores_per_head > 1:
+                num_cores_per_head //= 2
+                rounds = num_rounds(num_cores_per_head)
+            else:
                 raise
-            k_chunk_size //= 2
 
     return DecodePlan(
         shapes=shapes,
