@@ -24,6 +24,10 @@ DRAM_BANK_BYTES = 1 << 30
 NUM_DRAM_BANKS = 12
 DRAM_ALIGNMENT = 32
 L1_ALIGNMENT = 16
+# Granule of L1 buffer addresses and sizes. Wormhole's allocator granule is L1_ALIGNMENT; 32 keeps every L1 buffer
+# address also valid for 32-B-aligned DRAM <-> L1 NOC transfers. Tile sizes (and so tile shards) are multiples of 32,
+# so top-down placement from the end of L1 gives the same addresses either way.
+L1_BUFFER_ALIGNMENT = 32
 DRAM_UNRESERVED_BASE = 32 << 20  # first byte the emulator's DRAM allocator hands out in every bank
 TRANSLATED_X0 = 18
 TRANSLATED_Y0 = 18

@@ -4,13 +4,23 @@ DRAM is one sparse memfd (6 channels x 2 GiB; untouched bytes cost nothing) that
 child process map MAP_SHARED. An interleaved buffer of N pages takes ceil(N/12) aligned pages in each of the 12
 banks at the same address in every bank; page i lives in bank i % 12 at address + (i // 12) * aligned_page_size,
 the way tt-metal's allocator lays them out (see arch.py for the bank -> channel / NOC core table).
+
+L1 HEIGHT_SHARDED tensors live in a second memfd that holds every core's L1 image (core (x, y) at
+(y * grid_w + x) * L1_SIZE): the part of it a live L1 buffer owns is the tensor's storage between programs. A
+program's child copies those ranges into the cores' L1 before its kernels start and back after they finish, so
+data persists across programs as it does on silicon. L1 buffers get one address on every core, handed out top-down
+from the end of L1 like tt-metal's L1 allocator (whose free list is shared by all L1 banks).
+
+Buffers are freed by ``deallocate()`` or when the tensor is garbage collected (as ttnn frees device buffers).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import mmap
 import os
+import weakref
 
 import numpy as np
 import torch
@@ -21,7 +31,8 @@ from .errors import EmulatorError
 from .program import build_plan
 from .runtime import run_program
 from .stats import EmulatorStats
-from .tensor import EmuTensor, dtype_info, host_to_pages, padded_shape_of, page_geometry, pages_to_host
+from .tensor import (TILE, EmuTensor, ShardLayout, dtype_info, host_to_pages, padded_shape_of, page_geometry,
+                     pages_to_host)
 
 ttnn = import_ttnn()
 
@@ -29,23 +40,38 @@ _BOARDS = {"n150": 1, "n300": 2}
 
 
 class _BankAllocator:
-    """First-fit allocator over one bank's address range; the same address is used in all banks."""
+    """First-fit allocator over one bank's address range; the same address is used in all banks.
 
-    def __init__(self, lo: int, hi: int):
+    DRAM allocates bottom-up; L1 top-down (tt-metal's default for L1 buffers, which keeps the low end of L1 free
+    for the circular buffers programs place bottom-up)."""
+
+    def __init__(self, lo: int, hi: int, *, alignment: int = arch.DRAM_ALIGNMENT, top_down: bool = False,
+                 what: str = "DRAM"):
         self.free = [(lo, hi)]
+        self.alignment = alignment
+        self.top_down = top_down
+        self.what = what
+
+    def _aligned(self, size: int) -> int:
+        return (size + self.alignment - 1) // self.alignment * self.alignment
 
     def alloc(self, size: int) -> int:
-        size = (size + arch.DRAM_ALIGNMENT - 1) // arch.DRAM_ALIGNMENT * arch.DRAM_ALIGNMENT
-        for i, (a, b) in enumerate(self.free):
-            if b - a >= size:
-                self.free[i] = (a + size, b)
-                if a + size == b:
-                    del self.free[i]
-                return a
-        raise EmulatorError(f"DRAM out of memory: no free {size} B range per bank")
+        size = self._aligned(size)
+        order = range(len(self.free) - 1, -1, -1) if self.top_down else range(len(self.free))
+        for i in order:
+            a, b = self.free[i]
+            addr = (b - size) // self.alignment * self.alignment if self.top_down else a
+            if addr < a or addr + size > b:
+                continue
+            self.free[i: i + 1] = [r for r in ((a, addr), (addr + size, b)) if r[1] > r[0]]
+            return addr
+        free = sum(b - a for a, b in self.free)
+        largest = max((b - a for a, b in self.free), default=0)
+        raise EmulatorError(f"{self.what} out of memory: no free {size} B range per bank ({free} B free, largest "
+                            f"free block {largest} B)")
 
     def release(self, addr: int, size: int) -> None:
-        size = (size + arch.DRAM_ALIGNMENT - 1) // arch.DRAM_ALIGNMENT * arch.DRAM_ALIGNMENT
+        size = self._aligned(size)
         self.free.append((addr, addr + size))
         self.free.sort()
         merged = []
@@ -74,7 +100,17 @@ class EmuDevice:
         self._mm = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self._dram = np.frombuffer(self._mm, dtype=np.uint8)
         self._alloc = _BankAllocator(arch.DRAM_UNRESERVED_BASE, arch.DRAM_BANK_BYTES)
-        self._live: dict[int, EmuTensor] = {}
+        ncores = self.grid[0] * self.grid[1]
+        self._l1_fd = os.memfd_create(f"ttfd-l1-{board}", 0)
+        os.ftruncate(self._l1_fd, ncores * arch.L1_SIZE)
+        self._l1_mm = mmap.mmap(self._l1_fd, ncores * arch.L1_SIZE, mmap.MAP_SHARED,
+                                mmap.PROT_READ | mmap.PROT_WRITE)
+        self._l1 = np.frombuffer(self._l1_mm, dtype=np.uint8)
+        # L1 buffers may go anywhere CBs may (tt-metal's L1 bank starts at the unreserved base).
+        self._l1_alloc = _BankAllocator(arch.L1_UNRESERVED_BASE, arch.L1_SIZE, alignment=arch.L1_BUFFER_ALIGNMENT,
+                                        top_down=True, what="L1")
+        # Weak: a tensor nobody references is freed by its finalizer, like a ttnn device tensor.
+        self._live: weakref.WeakValueDictionary[int, EmuTensor] = weakref.WeakValueDictionary()
         self._ids = itertools.count(1)
         self.default_deadline_s = 120.0
         self.default_hang_ms = 200
@@ -104,30 +140,108 @@ class EmuDevice:
         b = self.banks[bank]
         return b.channel * arch.DRAM_CHANNEL_BYTES + b.offset
 
-    def allocate(self, shape, dtype, layout=None, fill: int | None = 0xDEADBEEF) -> EmuTensor:
-        """Allocate a DRAM-interleaved tensor; its pages are filled with the 32-bit pattern `fill` (None: leave)."""
+    def allocate(self, shape, dtype, layout=None, fill: int | None = 0xDEADBEEF, memory_config=None) -> EmuTensor:
+        """Allocate a tensor, DRAM interleaved (memory_config None / ttnn.DRAM_MEMORY_CONFIG) or L1 height-sharded
+        (a ttnn.MemoryConfig, see _shard_layout); its pages are filled with the 32-bit pattern `fill` (None: leave)."""
         self._check_open()
         layout = ttnn.TILE_LAYOUT if layout is None else layout
         dtype_info(dtype)
         shape = tuple(int(s) for s in shape)
         page, npages = page_geometry(shape, dtype, layout)
-        aligned = (page + arch.DRAM_ALIGNMENT - 1) // arch.DRAM_ALIGNMENT * arch.DRAM_ALIGNMENT
-        rows = (npages + arch.NUM_DRAM_BANKS - 1) // arch.NUM_DRAM_BANKS
-        addr = self._alloc.alloc(max(rows, 1) * aligned)
-        t = EmuTensor(self, shape, dtype, layout, addr, page, npages, next(self._ids))
+        shard = self._shard_layout(memory_config, shape, dtype, layout, npages)
+        if shard is None:
+            aligned = (page + arch.DRAM_ALIGNMENT - 1) // arch.DRAM_ALIGNMENT * arch.DRAM_ALIGNMENT
+            rows = (npages + arch.NUM_DRAM_BANKS - 1) // arch.NUM_DRAM_BANKS
+            size = max(rows, 1) * aligned
+            addr = self._alloc.alloc(size)
+        else:
+            size = shard.region_bytes
+            addr = self._l1_alloc.alloc(size)
+        t = EmuTensor(self, shape, dtype, layout, addr, page, npages, next(self._ids), shard)
         self._live[t.buffer_id] = t
+        # The finalizer must not hold `t` (it would never be collected); it holds what the release needs.
+        t._finalizer = weakref.finalize(t, self._release, shard is not None, addr, size)
+        t._finalizer.atexit = False
         if fill is not None:
             pattern = np.frombuffer(int(fill & 0xFFFFFFFF).to_bytes(4, "little"), dtype=np.uint8)
             raw = np.resize(pattern, page * npages)
             self._write_pages(t, raw)
         return t
 
+    def _release(self, l1: bool, addr: int, size: int) -> None:
+        if not self._closed:
+            (self._l1_alloc if l1 else self._alloc).release(addr, size)
+
     def _free(self, t: EmuTensor) -> None:
-        if t.buffer_id in self._live:
-            del self._live[t.buffer_id]
-            rows = (t._num_pages + arch.NUM_DRAM_BANKS - 1) // arch.NUM_DRAM_BANKS
-            aligned = t.buffer_aligned_page_size()
-            self._alloc.release(t._address, max(rows, 1) * aligned)
+        self._live.pop(t.buffer_id, None)
+        t._finalizer()  # releases the range once, whether called here or at garbage collection
+
+    def _shard_layout(self, memory_config, shape, dtype, layout, npages) -> ShardLayout | None:
+        """Validate `memory_config` for a tensor of `shape`; None for DRAM interleaved, else where its shards go.
+
+        Supported: DRAM INTERLEAVED, and L1 HEIGHT_SHARDED TILE tensors whose shard is [k * 32, padded width]: the
+        padded height (all dims but the last, the second-to-last padded to 32) splits into consecutive shards of
+        shard_h rows, shard k on the k-th core of the shard grid in ttnn's order (row by row for ROW_MAJOR
+        orientation, column by column for COL_MAJOR)."""
+        if memory_config is None:
+            return None
+        if not isinstance(memory_config, ttnn.MemoryConfig):
+            raise EmulatorError(f"memory_config={memory_config!r}: expected a ttnn.MemoryConfig")
+        ml, bt = memory_config.memory_layout, memory_config.buffer_type
+        if ml == ttnn.TensorMemoryLayout.INTERLEAVED:
+            if bt == ttnn.BufferType.DRAM:
+                return None
+            raise EmulatorError(f"memory_config: buffer_type={bt} with INTERLEAVED layout is not supported by the "
+                                "emulator (DRAM interleaved or L1 HEIGHT_SHARDED only)")
+        if ml != ttnn.TensorMemoryLayout.HEIGHT_SHARDED:
+            raise EmulatorError(f"memory_config: memory_layout={ml} is not supported by the emulator (DRAM "
+                                "interleaved or L1 HEIGHT_SHARDED only)")
+        if bt != ttnn.BufferType.L1:
+            raise EmulatorError(f"memory_config: HEIGHT_SHARDED with buffer_type={bt} is not supported by the emulator "
+                                "(sharded tensors must be in L1)")
+        spec = memory_config.shard_spec
+        if spec is None:
+            raise EmulatorError(f"memory_config={memory_config}: HEIGHT_SHARDED needs a shard_spec (nd_shard_spec "
+                                "alone is not supported by the emulator)")
+        if json.loads(memory_config.to_json()).get("per_core_allocation"):
+            raise EmulatorError("memory_config: per_core_allocation=True (a different address per core) is not "
+                                "supported by the emulator")
+        if layout != ttnn.TILE_LAYOUT:
+            raise EmulatorError(f"layout={layout}: a HEIGHT_SHARDED tensor must be in TILE_LAYOUT in the emulator")
+        shard_h, shard_w = (int(v) for v in spec.shape)
+        padded = padded_shape_of(shape, layout)
+        height, width = int(np.prod(padded[:-1])), padded[-1]
+        if shard_w != width:
+            raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]}: for HEIGHT_SHARDED the shard "
+                                f"width must equal the padded width {width} of shape {list(shape)}")
+        if shard_h <= 0 or shard_h % TILE:
+            raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]}: shard height must be a "
+                                f"positive multiple of {TILE} for TILE_LAYOUT")
+        if spec.orientation == ttnn.ShardOrientation.ROW_MAJOR:
+            row_wise = True
+        elif spec.orientation == ttnn.ShardOrientation.COL_MAJOR:
+            row_wise = False
+        else:
+            raise EmulatorError(f"memory_config: shard_spec.orientation={spec.orientation} is not supported")
+        # tt-metal orders shard cores with corerange_to_cores(grid, row_wise=orientation == ROW_MAJOR).
+        cores = tuple((int(c.x), int(c.y)) for c in ttnn.corerange_to_cores(spec.grid, row_wise=row_wise))
+        outside = [c for c in cores if not (0 <= c[0] < self.grid[0] and 0 <= c[1] < self.grid[1])]
+        if outside:
+            raise EmulatorError(f"memory_config: shard_spec.grid={spec.grid} has core(s) {outside} outside the "
+                                f"{self.grid[0]}x{self.grid[1]} compute grid")
+        if len(set(cores)) != len(cores):
+            raise EmulatorError(f"memory_config: shard_spec.grid={spec.grid} lists a core twice")
+        num_shards = -(-height // shard_h)
+        if num_shards > len(cores):
+            raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]} splits the padded height "
+                                f"{height} of shape {list(shape)} into {num_shards} shards, but shard_spec.grid has "
+                                f"only {len(cores)} cores")
+        pages_per_shard = (shard_h // TILE) * (width // TILE)
+        page = page_geometry(shape, dtype, layout)[0]
+        aligned = (page + arch.L1_ALIGNMENT - 1) // arch.L1_ALIGNMENT * arch.L1_ALIGNMENT
+        assert -(-npages // pages_per_shard) == num_shards
+        return ShardLayout(memory_config, cores, (shard_h, shard_w), pages_per_shard, num_shards,
+                           pages_per_shard * aligned)
 
     def _bank_views(self, t: EmuTensor):
         aligned = t.buffer_aligned_page_size()
@@ -138,29 +252,46 @@ class EmuDevice:
             start = self._bank_base(b) + t._address
             yield b, self._dram[start : start + n * aligned].reshape(n, aligned)[:, : t._page_size]
 
+    def _shard_views(self, t: EmuTensor):
+        """(page range, view of those pages' bytes in the L1 image of the shard's core) per shard holding pages."""
+        sh = t._shard
+        aligned = t.buffer_aligned_page_size()
+        for k in range(sh.num_shards):
+            pages = sh.shard_pages(k, t._num_pages)
+            x, y = sh.cores[k]
+            start = (y * self.grid[0] + x) * arch.L1_SIZE + t._address
+            yield pages, self._l1[start : start + len(pages) * aligned].reshape(len(pages), aligned)[:, : t._page_size]
+
     def _write_pages(self, t: EmuTensor, raw) -> None:
         pages = np.frombuffer(raw, dtype=np.uint8) if not isinstance(raw, np.ndarray) else raw
         pages = pages.reshape(t._num_pages, t._page_size)
+        if t._shard is not None:
+            for r, view in self._shard_views(t):
+                view[:] = pages[r.start : r.stop]
+            return
         for b, view in self._bank_views(t):
             view[:] = pages[b :: arch.NUM_DRAM_BANKS]
 
     def _read_pages(self, t: EmuTensor) -> bytes:
         out = np.empty((t._num_pages, t._page_size), dtype=np.uint8)
+        if t._shard is not None:
+            for r, view in self._shard_views(t):
+                out[r.start : r.stop] = view
+            return out.tobytes()
         for b, view in self._bank_views(t):
             out[b :: arch.NUM_DRAM_BANKS] = view
         return out.tobytes()
 
     def from_torch(self, x: torch.Tensor, dtype=None, layout=None, memory_config=None) -> EmuTensor:
-        """Upload a torch tensor (DRAM interleaved; TILE layout padded to tiles like ttnn)."""
+        """Upload a torch tensor (DRAM interleaved, or L1 height-sharded per `memory_config`; TILE layout padded to
+        tiles like ttnn)."""
         self._check_open()
         layout = ttnn.TILE_LAYOUT if layout is None else layout
         if dtype is None:
             dtype = {torch.float32: ttnn.float32, torch.bfloat16: ttnn.bfloat16, torch.int32: ttnn.int32,
                      torch.uint32: ttnn.uint32}.get(x.dtype, ttnn.bfloat16)
-        if memory_config is not None and memory_config != ttnn.DRAM_MEMORY_CONFIG:
-            raise EmulatorError("the emulator supports DRAM-interleaved tensors only (ttnn.DRAM_MEMORY_CONFIG)")
         raw, _ = host_to_pages(x.detach().cpu(), dtype, layout)
-        t = self.allocate(tuple(x.shape), dtype, layout, fill=None)
+        t = self.allocate(tuple(x.shape), dtype, layout, fill=None, memory_config=memory_config)
         self._write_pages(t, raw)
         return t
 
@@ -193,14 +324,50 @@ class EmuDevice:
                 raise EmulatorError(f"generic_op: {t!r} is not a tensor of this emulated device")
             t._check_live()
         plan = build_plan(program_descriptor, self.grid)
-        buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages) for t in self._live.values()]
-        page_sizes = {t.buffer_id: t._page_size for t in self._live.values()}
+        live = list(self._live.values())
+        l1_live = [t for t in live if t._shard is not None]
+        self._check_cb_clash(plan, l1_live)
+        buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages) for t in live
+                   if t._shard is None]
+        gw = self.grid[0]
+        l1_buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages,
+                       t._shard.pages_per_shard, t._shard.region_bytes, [y * gw + x for x, y in t._shard.cores])
+                      for t in l1_live]
+        page_sizes = {t.buffer_id: t._page_size for t in live}
         if dprint is None:
             dprint = os.environ.get("TTFD_EMU_DPRINT", "1") != "0"
         return run_program(
             plan, grid=self.grid, dram_fd=self._fd, buffers=buffers, page_sizes=page_sizes,
+            l1_fd=self._l1_fd, l1_buffers=l1_buffers,
             deadline_s=self.default_deadline_s if deadline_s is None else deadline_s,
             hang_ms=self.default_hang_ms if hang_ms is None else hang_ms, dprint=dprint)
+
+    @staticmethod
+    def _check_cb_clash(plan, l1_live: list[EmuTensor]) -> None:
+        """Refuse a program whose circular buffers reach into live L1 buffers, as tt-metal does at launch
+        ("Statically allocated circular buffers ... clash with L1 buffers"). tt-metal compares every CB region's
+        end with the lowest occupied L1 buffer address of the device, because its allocator reserves an L1
+        buffer's range on every core; the emulator applies the same rule and names the CB, the core and the buffer
+        (preferring one whose shard sits on that core)."""
+        if not l1_live:
+            return
+        lowest = min(t._address for t in l1_live)
+        for x, y, idx, addr, size, _page, _fmt in plan.cbs:
+            end = addr + size
+            if end <= lowest:
+                continue
+            hits = [t for t in l1_live if addr < t._address + t._shard.region_bytes and end > t._address]
+            here = [t for t in hits if (x, y) in t._shard.cores]
+            t = (here or hits or [min(l1_live, key=lambda b: b._address)])[0]
+            where = ("a shard of that buffer lives on this core" if here else
+                     "tt-metal reserves an L1 buffer's address range on every core, so this clashes even though the "
+                     "buffer has no shard on this core")
+            raise EmulatorError(
+                f"circular buffer {idx} on core ({x},{y}) occupies L1 [0x{addr:x}, 0x{end:x}) and clashes with the L1 "
+                f"buffer {t.buffer_id} {t!r} at [0x{t._address:x}, 0x{t._address + t._shard.region_bytes:x}) "
+                f"({where}); tt-metal refuses this launch: statically allocated circular buffers clash with L1 "
+                f"buffers (lowest L1 buffer address 0x{lowest:x}, CB region ends at 0x{end:x}). Free the L1 tensor "
+                f"or shrink the program's CBs")
 
     # ---- lifetime
     def _check_open(self):
@@ -212,11 +379,14 @@ class EmuDevice:
             self._closed = True
             self._live.clear()
             self._dram = None
-            try:
-                self._mm.close()
-            except BufferError:
-                pass  # a numpy view still exists; the mapping goes with the process
+            self._l1 = None
+            for mm in (self._mm, self._l1_mm):
+                try:
+                    mm.close()
+                except BufferError:
+                    pass  # a numpy view still exists; the mapping goes with the process
             os.close(self._fd)
+            os.close(self._l1_fd)
 
     def __enter__(self):
         return self

@@ -1,7 +1,8 @@
 """Runs one program in a child process (``ttfd_emu_run``) and turns its result into stats or an exception.
 
 The parent writes a flat program file (grid, DRAM layout, live buffers, CBs, semaphores, kernels and their
-runtime args), passes the DRAM memfd to the child, and reads back a JSON result. A kernel crash can therefore never
+runtime args), passes the DRAM memfd and the L1-image memfd (storage of L1 sharded buffers) to the child, and reads
+back a JSON result. A kernel crash can therefore never
 take down Python: exit 0 -> EmulatorStats, 3 -> EmulatorHang, 4 -> KernelFault, anything else -> EmulatorError.
 """
 
@@ -25,7 +26,8 @@ def _tmp_root() -> str:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 
 
-def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, so_dir, deadline_ms, hang_ms, dprint):
+def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, so_dir, deadline_ms, hang_ms, dprint,
+                  l1_fd=-1, l1_buffers=()):
     w = f.write
     w(f"result {result_path}\nso_dir {so_dir}\n")
     w(f"grid {grid[0]} {grid[1]}\nl1 {arch.L1_SIZE} {arch.L1_UNRESERVED_BASE}\n")
@@ -40,6 +42,10 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
     w(f"limits {int(deadline_ms)} {int(hang_ms)}\ndprint {int(dprint)}\n")
     for bid, base, aligned, npages in buffers:
         w(f"buffer {bid} {base} {aligned} {npages}\n")
+    if l1_fd >= 0:
+        w(f"l1store {l1_fd}\n")
+    for bid, base, aligned, npages, per_shard, region, cores in l1_buffers:
+        w(f"l1buf {bid} {base} {aligned} {npages} {per_shard} {region} {len(cores)} " + " ".join(map(str, cores)) + "\n")
     for cb in plan.cbs:
         w("cb " + " ".join(str(v) for v in cb) + "\n")
     for s in plan.semaphores:
@@ -58,18 +64,20 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
     w("end\n")
 
 
-def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, deadline_s=120.0, hang_ms=200,
-                dprint=True) -> EmulatorStats:
+def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=-1, l1_buffers=(), deadline_s=120.0,
+                hang_ms=200, dprint=True) -> EmulatorStats:
     exe = runtime_executable()
     with tempfile.TemporaryDirectory(prefix="ttfd-emu-", dir=_tmp_root()) as tmp:
         prog = Path(tmp) / "program.txt"
         result = Path(tmp) / "result.json"
         with open(prog, "w") as f:
             write_program(f, plan, grid=grid, dram_fd=dram_fd, buffers=buffers, result_path=result, so_dir=tmp,
-                          deadline_ms=deadline_s * 1000, hang_ms=hang_ms, dprint=dprint)
+                          deadline_ms=deadline_s * 1000, hang_ms=hang_ms, dprint=dprint, l1_fd=l1_fd,
+                          l1_buffers=l1_buffers)
         t0 = time.monotonic()
         try:
-            proc = subprocess.run([str(exe), str(prog)], pass_fds=(dram_fd,), timeout=deadline_s + 30,
+            fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)
+            proc = subprocess.run([str(exe), str(prog)], pass_fds=fds, timeout=deadline_s + 30,
                                   stdout=subprocess.DEVNULL)
             code = proc.returncode
         except subprocess.TimeoutExpired:

@@ -3,8 +3,9 @@
 Layouts follow ttnn: TILE tensors are padded with zeros to multiples of 32 in the last two dims (``padded_shape``)
 and stored as 32x32 tiles, page = one tile, tiles ordered row-major over (leading dims, tile rows, tile cols);
 ROW_MAJOR tensors have page = one row of the last dim. Pages of a DRAM-interleaved buffer go round-robin over the
-12 banks (see device.py). Tile bytes come from ``include/emu/formats.h`` (the project's one implementation of each
-format) through the runtime's host library.
+12 banks (see device.py). An L1 HEIGHT_SHARDED tensor keeps the same page order but splits it into consecutive
+shards of ``shard_h`` rows, shard k in the L1 of the k-th core of its shard grid (``ShardLayout``). Tile bytes come
+from ``include/emu/formats.h`` (the project's one implementation of each format) through the runtime's host library.
 """
 
 from __future__ import annotations
@@ -151,9 +152,31 @@ def pages_to_host(raw: bytes, shape: tuple[int, ...], dtype, layout) -> torch.Te
     return t.view(torch.uint32) if info.data_format == 24 else t
 
 
+@dataclass(frozen=True)
+class ShardLayout:
+    """Where the pages of an L1 HEIGHT_SHARDED tensor live.
+
+    Page i (one tile) is in shard i // pages_per_shard, which sits on ``cores[i // pages_per_shard]`` at
+    ``address + (i % pages_per_shard) * aligned_page_size``. ``cores`` is the shard grid in shard order (every core
+    of the grid: the buffer owns ``region_bytes`` at its address on each of them, as tt-metal's allocator reserves
+    it, even when fewer shards than cores carry pages).
+    """
+
+    memory_config: object  # the ttnn.MemoryConfig the tensor was created with
+    cores: tuple[tuple[int, int], ...]  # logical (x, y), shard order
+    shard_shape: tuple[int, int]
+    pages_per_shard: int
+    num_shards: int
+    region_bytes: int  # bytes the buffer occupies on each core (pages_per_shard * aligned page size)
+
+    def shard_pages(self, k: int, num_pages: int) -> range:
+        return range(k * self.pages_per_shard, min((k + 1) * self.pages_per_shard, num_pages))
+
+
 @dataclass(eq=False)
 class EmuTensor:
-    """A DRAM-interleaved tensor on an emulated device (mirrors the ttnn.Tensor accessors kernels' factories use)."""
+    """A tensor on an emulated device: DRAM interleaved, or L1 height-sharded when ``_shard`` is set (mirrors the
+    ttnn.Tensor accessors kernels' factories use)."""
 
     _device: object
     _shape: tuple[int, ...]
@@ -163,7 +186,9 @@ class EmuTensor:
     _page_size: int
     _num_pages: int
     buffer_id: int
+    _shard: ShardLayout | None = field(default=None)
     _deallocated: bool = field(default=False)
+    _finalizer: object = field(default=None, repr=False)  # weakref.finalize releasing the buffer (set by allocate)
 
     @property
     def shape(self):
@@ -188,12 +213,20 @@ class EmuTensor:
         return self._layout
 
     def memory_config(self):
-        return ttnn.DRAM_MEMORY_CONFIG
+        return ttnn.DRAM_MEMORY_CONFIG if self._shard is None else self._shard.memory_config
+
+    def is_sharded(self) -> bool:
+        return self._shard is not None
+
+    def buffer_type(self):
+        return ttnn.BufferType.DRAM if self._shard is None else ttnn.BufferType.L1
 
     def device(self):
         return self._device
 
     def buffer_address(self) -> int:
+        """DRAM: the address of the buffer in every bank. L1 sharded: the plain L1 offset of the buffer, the same on
+        every shard core (kernels pass it to get_noc_addr(noc_x, noc_y, addr))."""
         self._check_live()
         return self._address
 
@@ -201,9 +234,11 @@ class EmuTensor:
         return self._page_size
 
     def buffer_aligned_page_size(self) -> int:
-        from .arch import DRAM_ALIGNMENT
+        from .arch import DRAM_ALIGNMENT, L1_ALIGNMENT
 
-        return (self._page_size + DRAM_ALIGNMENT - 1) // DRAM_ALIGNMENT * DRAM_ALIGNMENT
+        # tt-metal aligns pages to the allocator alignment of the buffer's memory (DRAM 32 B, L1 16 B on Wormhole).
+        align = DRAM_ALIGNMENT if self._shard is None else L1_ALIGNMENT
+        return (self._page_size + align - 1) // align * align
 
     def buffer_num_pages(self) -> int:
         return self._num_pages
@@ -214,7 +249,17 @@ class EmuTensor:
     def tensor_accessor_args(self) -> list[int]:
         """Compile-time args of a TensorAccessorArgs for this tensor, encoded as ttnn's host TensorAccessorArgs does
         for a DRAM-interleaved buffer: [ArgsConfig IsDram (=2), aligned page size]."""
+        if self._shard is not None:
+            # ttnn would encode rank, bank coordinates and shapes here; the emulator's TensorAccessor has no sharded
+            # implementation, so refuse rather than hand out args that address the wrong memory.
+            raise EmulatorError(
+                "tensor_accessor_args: the emulator's TensorAccessor supports DRAM-interleaved tensors only; address a "
+                "height-sharded L1 tensor with get_noc_addr(noc_x, noc_y, buffer_address() + offset) per shard core")
         return [2, self.buffer_aligned_page_size()]
+
+    def shard_cores(self) -> list[tuple[int, int]]:
+        """Logical cores of the shard grid in shard order (shard k on element k); [] for a DRAM tensor."""
+        return [] if self._shard is None else list(self._shard.cores)
 
     def deallocate(self) -> None:
         if not self._deallocated:
@@ -226,5 +271,8 @@ class EmuTensor:
             raise EmulatorError("tensor was deallocated")
 
     def __repr__(self) -> str:
+        where = "" if self._shard is None else (
+            f"L1 height-sharded {list(self._shard.shard_shape)} on {self._shard.num_shards} of "
+            f"{len(self._shard.cores)} cores, ")
         return (f"EmuTensor(shape={list(self._shape)}, dtype={dtype_info(self._dtype).name}, layout={self._layout}, "
-                f"address=0x{self._address:x}, pages={self._num_pages}x{self._page_size}B)")
+                f"{where}address=0x{self._address:x}, pages={self._num_pages}x{self._page_size}B)")

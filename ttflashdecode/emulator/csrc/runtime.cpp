@@ -4,7 +4,9 @@
 // What it is: a FUNCTIONAL model. Every core of the program gets a 1.5 MB L1 mapped at a fixed low host address
 // (see emu::kL1HostBase), one host thread per kernel (BRISC, NCRISC, and one for the three TRISCs), real circular
 // buffers with the tt-metal counters, semaphores in L1, and a NOC that copies bytes between L1s and the 12 DRAM
-// banks (a memfd shared with the Python parent). What it is not: timing-accurate. NOC transfers complete at
+// banks (a memfd shared with the Python parent). L1 height-sharded buffers live between programs in a second memfd
+// (one L1 image per core); their ranges are copied into the cores' L1 before kernels start and back after they
+// finish, so kernels see and leave data there as on silicon. What it is not: timing-accurate. NOC transfers complete at
 // barriers (reads) or at issue (writes); there is no bandwidth, latency or contention model.
 //
 // Usage: ttfd_emu_run PROGRAM_FILE   (program file written by ttflashdecode/emulator/runtime.py)
@@ -98,6 +100,15 @@ struct Buffer {  // a live DRAM buffer, for bounds checks and per-page statistic
     std::unique_ptr<std::atomic<uint64_t>[]> page_read, page_written;
 };
 
+// A live L1 sharded buffer: the same L1 range [base, base + region) on every core of its shard grid; page i is in
+// shard i / pages_per_shard, on cores[shard], at base + (i % pages_per_shard) * aligned_page.
+struct L1Buffer {
+    int id;
+    uint32_t base, aligned_page, num_pages, pages_per_shard, region;
+    std::vector<int> cores;  // core index (row-major logical) per shard, in shard order
+    std::unique_ptr<std::atomic<uint64_t>[]> page_read, page_written;
+};
+
 struct PendingRead {
     uint8_t* dst;
     const uint8_t* src;
@@ -161,6 +172,9 @@ struct Machine {
     std::vector<std::unique_ptr<Kernel>> kernels;
     std::vector<std::unique_ptr<KThread>> threads;
     std::vector<Buffer> buffers;
+    std::vector<L1Buffer> l1_buffers;
+    int l1_fd = -1;              // memfd holding every core's L1 image (core idx at idx * l1_size)
+    uint8_t* l1_store = nullptr;
     std::string so_dir;
     std::atomic<uint64_t> progress{0};
 };
@@ -289,13 +303,17 @@ std::string describe_l1(const Core& c, uint32_t off) {
     return "unallocated L1";
 }
 
-// Host-form or plain-offset L1 address -> offset on the calling core. Faults if it is neither.
+// Host-form or plain-offset L1 address -> offset on the calling core. Faults if it is neither. Plain offsets are
+// what silicon kernels hold for L1 buffers (a sharded tensor's buffer_address(), the same on every core) and pass
+// as the local side of NOC transfers; host-form addresses come from get_write_ptr / get_semaphore.
 uint32_t local_off(uint32_t addr, uint32_t size, const char* what) {
     KThread& t = cur();
     uint64_t base = uint64_t(emu::kL1HostBase) + uint64_t(t.core->idx) * emu::kL1SlotBytes;
     uint64_t off;
     if (addr >= base && addr < base + emu::kL1SlotBytes)
         off = addr - base;
+    else if (addr < M.l1_size)
+        off = addr;
     else
         kfault(fmt("%s: local L1 address 0x%x (size %u) is not in this core's L1 [0x%llx, 0x%llx)", what, addr, size,
                    (unsigned long long)base, (unsigned long long)(base + M.l1_size)));
@@ -402,6 +420,29 @@ void account_dram(const Target& t, uint32_t size, bool write) {
             uint32_t page = row * 12 + uint32_t(t.bank);
             if (page < buf.num_pages) (write ? buf.page_written : buf.page_read)[page].fetch_add(n);
             a += n;
+        }
+    }
+}
+
+// Per-page statistics of L1 sharded buffers: bytes a NOC transfer moves into (write) or out of (read) the buffer's
+// range on core `c`. Only NOC traffic is seen; kernels' direct pointer accesses are not counted.
+void account_l1(const Core& c, uint32_t off, uint32_t size, bool write) {
+    for (auto& buf : M.l1_buffers) {
+        if (off >= buf.base + buf.region || off + uint64_t(size) <= buf.base) continue;
+        for (size_t k = 0; k < buf.cores.size(); ++k) {
+            if (buf.cores[k] != c.idx) continue;
+            uint64_t first = uint64_t(k) * buf.pages_per_shard;
+            if (first >= buf.num_pages) break;
+            uint32_t pages = uint32_t(std::min<uint64_t>(buf.pages_per_shard, buf.num_pages - first));
+            uint32_t lo = std::max(off, buf.base), hi = uint32_t(std::min<uint64_t>(off + uint64_t(size),
+                                                                                    buf.base + pages * buf.aligned_page));
+            for (uint32_t a = lo; a < hi;) {
+                uint32_t p = (a - buf.base) / buf.aligned_page;
+                uint32_t n = std::min(hi, buf.base + (p + 1) * buf.aligned_page) - a;
+                (write ? buf.page_written : buf.page_read)[first + p].fetch_add(n);
+                a += n;
+            }
+            break;
         }
     }
 }
@@ -682,7 +723,11 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size) {
     uint32_t off = local_off(dst_l1, size, "noc_async_read destination");
     Target s = decode(src, size, "noc_async_read", false);
     check_align(off, s, true, "noc_async_read");
-    if (s.dram) account_dram(s, size, false);
+    if (s.dram)
+        account_dram(s, size, false);
+    else
+        account_l1(*s.core, s.l1_off, size, false);
+    account_l1(*t.core, off, size, true);
     t.noc_bytes[{node_of(s), t.core->idx}] += size;
     t.reads.push_back({t.core->base + off, s.ptr, size, off});
 }
@@ -693,7 +738,11 @@ void noc_write(uint32_t src_l1, uint64_t dst, uint32_t size) {
     uint32_t off = local_off(src_l1, size, "noc_async_write source");
     Target d = decode(dst, size, "noc_async_write", true);
     check_align(off, d, false, "noc_async_write");
-    if (d.dram) account_dram(d, size, true);
+    if (d.dram)
+        account_dram(d, size, true);
+    else
+        account_l1(*d.core, d.l1_off, size, true);
+    account_l1(*t.core, off, size, false);
     t.noc_bytes[{t.core->idx, node_of(d)}] += size;
     std::memmove(d.ptr, t.core->base + off, size);
     t.writes.push_back({off, size});
@@ -711,6 +760,7 @@ void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t 
     uint32_t n = 0;
     for (Core* c : dests)
         if (include_self || c != t.core) ++n;
+    account_l1(*t.core, off, size, false);
     if (n != num_dests)
         kfault(fmt("noc_async_write_multicast%s: num_dests=%u but the rectangle holds %u destination cores%s",
                    include_self ? "_loopback_src" : "", num_dests, n,
@@ -719,6 +769,7 @@ void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t 
     for (Core* c : dests) {
         if (!include_self && c == t.core) continue;
         if (size) std::memmove(c->base + doff, t.core->base + off, size);
+        account_l1(*c, doff, size, true);
         t.noc_bytes[{t.core->idx, c->idx}] += size;
         notify_core(*c);
     }
@@ -728,7 +779,10 @@ void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t 
 void noc_inline_write(uint64_t dst, uint32_t value, uint8_t be) {
     KThread& t = cur();
     Target d = decode(dst & ~uint64_t(3), 4, "noc_inline_dw_write", true);
-    if (d.dram) account_dram(d, 4, true);
+    if (d.dram)
+        account_dram(d, 4, true);
+    else
+        account_l1(*d.core, d.l1_off, 4, true);
     for (int i = 0; i < 4; ++i)
         if (be & (1u << i)) reinterpret_cast<volatile uint8_t*>(d.ptr)[i] = uint8_t(value >> (8 * i));
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -749,6 +803,7 @@ void noc_inline_write_multicast(uint64_t dst, uint32_t value, uint32_t num_dests
     for (Core* c : dests) {
         if (c == t.core) continue;
         __atomic_store_n(reinterpret_cast<uint32_t*>(c->base + doff), value, __ATOMIC_SEQ_CST);
+        account_l1(*c, doff, 4, true);
         t.noc_bytes[{t.core->idx, c->idx}] += 4;
         notify_core(*c);
     }
@@ -860,6 +915,11 @@ void on_signal(int sig, siginfo_t* si, void*) {
             snprintf(where, sizeof where, " = inside the DRAM image (direct host access to DRAM)");
         } else if (a < 0x10000) {
             snprintf(where, sizeof where, " (null-pointer dereference?)");
+        } else if (a < M.l1_size) {
+            // Silicon kernels may dereference an L1 offset directly; here L1 lives at emu::kL1HostBase + core slot.
+            snprintf(where, sizeof where,
+                     " = a plain L1 offset used as a pointer (e.g. a sharded buffer_address()); in the emulator a "
+                     "core's L1 is at host address emu::l1_base() + offset, or move the bytes with the NOC API");
         }
     }
     const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
@@ -1036,6 +1096,25 @@ void load_program(const char* path) {
             b.page_read.reset(new std::atomic<uint64_t>[b.num_pages]());
             b.page_written.reset(new std::atomic<uint64_t>[b.num_pages]());
             M.buffers.push_back(std::move(b));
+        } else if (tok == "l1store") {
+            in >> M.l1_fd;
+        } else if (tok == "l1buf") {
+            L1Buffer b;
+            size_t n;
+            in >> b.id >> b.base >> b.aligned_page >> b.num_pages >> b.pages_per_shard >> b.region >> n;
+            b.cores.resize(n);
+            for (auto& ci : b.cores) in >> ci;
+            if (!in || b.aligned_page == 0 || uint64_t(b.base) + b.region > M.l1_size)
+                setup_error(fmt("program file: bad l1buf record for buffer %d", b.id));
+            for (size_t k = 0; k < n; ++k) {
+                if (b.cores[k] < 0 || size_t(b.cores[k]) >= M.cores.size())
+                    setup_error(fmt("program file: l1buf %d names core index %d outside the grid", b.id, b.cores[k]));
+                M.cores[size_t(b.cores[k])]->regions.push_back(
+                    {b.base, b.base + b.region, fmt("L1 buffer %d (shard %zu)", b.id, k)});
+            }
+            b.page_read.reset(new std::atomic<uint64_t>[b.num_pages]());
+            b.page_written.reset(new std::atomic<uint64_t>[b.num_pages]());
+            M.l1_buffers.push_back(std::move(b));
         } else if (tok == "cb") {
             int x, y, idx;
             uint32_t addr, size, page, fmtv;
@@ -1101,6 +1180,20 @@ void load_program(const char* path) {
     }
 }
 
+// Moves every L1 buffer's range between the cores' L1 and the persistent L1 image: in before kernels start, out
+// after they all finished (only on success: a faulting or hung program leaves the tensors as they were).
+void copy_l1_buffers(bool in) {
+    for (auto& b : M.l1_buffers)
+        for (int ci : b.cores) {
+            uint8_t* l1 = M.cores[size_t(ci)]->base + b.base;
+            uint8_t* store = M.l1_store + size_t(ci) * M.l1_size + b.base;
+            if (in)
+                std::memcpy(l1, store, b.region);
+            else
+                std::memcpy(store, l1, b.region);
+        }
+}
+
 void setup_memory() {
     map_l1();
     // Kernel-config window (runtime args) on every used core.
@@ -1115,6 +1208,14 @@ void setup_memory() {
         }
     }
     protect_regions();
+    if (!M.l1_buffers.empty()) {
+        if (M.l1_fd < 0) setup_error("program file: L1 buffers without an l1store");
+        size_t len = size_t(M.l1_size) * M.cores.size();
+        void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, M.l1_fd, 0);
+        if (p == MAP_FAILED) setup_error(fmt("cannot map the L1 image (fd %d): %s", M.l1_fd, strerror(errno)));
+        M.l1_store = static_cast<uint8_t*>(p);
+        copy_l1_buffers(true);
+    }
     for (auto& cp : M.cores)
         for (auto& s : cp->sem_init)
             __atomic_store_n(reinterpret_cast<uint32_t*>(cp->base + s.first), s.second, __ATOMIC_SEQ_CST);
@@ -1203,14 +1304,16 @@ void write_ok_result() {
     }
     o << "}, \"buffers\": {";
     first = true;
-    for (auto& b : M.buffers) {
-        o << (first ? "" : ", ") << "\"" << b.id << "\": {\"read\": [";
-        for (uint32_t i = 0; i < b.num_pages; ++i) o << (i ? "," : "") << b.page_read[i].load();
+    auto emit = [&](int id, uint32_t num_pages, const std::atomic<uint64_t>* rd, const std::atomic<uint64_t>* wr) {
+        o << (first ? "" : ", ") << "\"" << id << "\": {\"read\": [";
+        for (uint32_t i = 0; i < num_pages; ++i) o << (i ? "," : "") << rd[i].load();
         o << "], \"written\": [";
-        for (uint32_t i = 0; i < b.num_pages; ++i) o << (i ? "," : "") << b.page_written[i].load();
+        for (uint32_t i = 0; i < num_pages; ++i) o << (i ? "," : "") << wr[i].load();
         o << "]}";
         first = false;
-    }
+    };
+    for (auto& b : M.buffers) emit(b.id, b.num_pages, b.page_read.get(), b.page_written.get());
+    for (auto& b : M.l1_buffers) emit(b.id, b.num_pages, b.page_read.get(), b.page_written.get());
     o << "}}}\n";
     std::string s = o.str();
     std::string tmp = M.result_path + ".tmp";
@@ -1236,6 +1339,7 @@ int run(const char* program) {
     for (auto& t : M.threads) pthread_join(t->th, nullptr);
     finished.store(true);
     wd.join();
+    if (M.l1_store) copy_l1_buffers(false);
     write_ok_result();
     return 0;
 }
