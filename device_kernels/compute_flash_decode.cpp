@@ -259,6 +259,22 @@ void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_fi
     cb_wait_front(cb_l, PNHt);
 }
 
+// Pushes the PNHt x tiles_per_row block at in[in_first..] to `out`, row block r scaled by the column vector in
+// column 0 of col[r] (a per-row factor: exp(m_i - m_new) when merging, 1/l when normalising).
+void push_rows_scaled(uint32_t in, uint32_t in_first, uint32_t tiles_per_row, uint32_t col, uint32_t out) {
+    configure(in, col, out);
+    mul_bcast_cols_init(in, col);
+    cb_reserve_back(out, PNHt * tiles_per_row);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t c = 0; c < tiles_per_row; ++c) {
+            tile_regs_acquire();
+            mul_tiles_bcast_cols(in, col, in_first + r * tiles_per_row + c, r, 0);
+            pack_result(out);
+        }
+    }
+    cb_push_back(out, PNHt * tiles_per_row);
+}
+
 // Moves n tiles from the front of `in` to the back of `out`.
 void move_tiles(uint32_t in, uint32_t out, uint32_t n) {
     cb_wait_front(in, n);
@@ -349,26 +365,10 @@ void merge_partial(uint32_t in, bool has_o) {
     // the front. (A sinks merge pushes only the second block; it is the last merge of a group and a core in a
     // tree serves one group, so an O block never follows it in this CB.)
     cb_wait_front(cb_alpha, PNHt);
-    configure(in, cb_alpha, cb_scratch);
-    mul_bcast_cols_init(in, cb_alpha);
     if (has_o) {
-        cb_reserve_back(cb_scratch, o_tiles);
-        for (uint32_t r = 0; r < PNHt; ++r) {
-            for (uint32_t c = 0; c < vDHt; ++c) {
-                tile_regs_acquire();
-                mul_tiles_bcast_cols(in, cb_alpha, r * vDHt + c, r, 0);
-                pack_result(cb_scratch);
-            }
-        }
-        cb_push_back(cb_scratch, o_tiles);
+        push_rows_scaled(in, 0, vDHt, cb_alpha, cb_scratch);
     }
-    cb_reserve_back(cb_scratch, PNHt);
-    for (uint32_t r = 0; r < PNHt; ++r) {
-        tile_regs_acquire();
-        mul_tiles_bcast_cols(in, cb_alpha, l_in + r, r, 0);
-        pack_result(cb_scratch);
-    }
-    cb_push_back(cb_scratch, PNHt);
+    push_rows_scaled(in, l_in, 1, cb_alpha, cb_scratch);
     cb_pop_front(cb_alpha, PNHt);
     cb_pop_front(in, in_tiles);
 
@@ -427,17 +427,7 @@ void write_normalised_output() {
     cb_push_back(cb_row_stat, PNHt);
     cb_wait_front(cb_row_stat, PNHt);
 
-    configure(cb_o, cb_row_stat, cb_out);
-    mul_bcast_cols_init(cb_o, cb_row_stat);
-    cb_reserve_back(cb_out, o_tiles);
-    for (uint32_t r = 0; r < PNHt; ++r) {
-        for (uint32_t c = 0; c < vDHt; ++c) {
-            tile_regs_acquire();
-            mul_tiles_bcast_cols(cb_o, cb_row_stat, r * vDHt + c, r, 0);
-            pack_result(cb_out);
-        }
-    }
-    cb_push_back(cb_out, o_tiles);
+    push_rows_scaled(cb_o, 0, vDHt, cb_row_stat, cb_out);
     cb_pop_front(cb_row_stat, PNHt);
 }
 

@@ -47,6 +47,7 @@ class DecodeCase:
     mask_dtype: str = "bfloat16"
     fp32_dest_acc_en: bool = False
     out_dtype: str = "bfloat16"
+    out_sharded: bool = False  # output L1 height-sharded, one (token, user) tile row block per core
     extra: dict = field(default_factory=dict, compare=False)
 
     def program_config(self) -> ProgramConfig:
@@ -67,6 +68,7 @@ class DecodeCase:
             f"mask{self.mask_heads}{'' if self.mask_dtype == 'bfloat16' else '-' + self.mask_dtype}" if self.mask_heads else ("noncausal" if self.cur_pos is None else ""),
             "fp32acc" if self.fp32_dest_acc_en else "",
             f"out-{self.out_dtype}" if self.out_dtype != "bfloat16" else "",
+            "out-l1-sharded" if self.out_sharded else "",
         ]
         return "-".join(
             [f"b{self.batch}", f"h{self.n_q_heads}/{self.n_kv_heads}", f"d{self.head_dim}", f"S{self.kv_len}",
@@ -86,6 +88,7 @@ class DecodeOutcome:
     k: object
     v: object
     page_table: torch.Tensor | None
+    out_tensor: object = None  # the device output tensor
 
 
 def inputs(case: DecodeCase, gen: torch.Generator):
@@ -116,8 +119,21 @@ def inputs(case: DecodeCase, gen: torch.Generator):
     return t
 
 
+def height_sharded_output_config(case: DecodeCase):
+    """L1 height-sharded output: each core of the case's grid (row-major) holds the tile rows of one (token, user)."""
+    ttnn = import_ttnn()
+    rows = -(-case.n_q_heads // 32) * 32
+    width = -(-(case.v_head_dim or case.head_dim) // 32) * 32
+    num_shards = case.q_len * case.batch
+    gx = case.grid[0]
+    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(i % gx, i // gx), ttnn.CoreCoord(i % gx, i // gx))
+                               for i in range(num_shards)])  # fmt: skip
+    spec = ttnn.ShardSpec(cores, [rows, width], ttnn.ShardOrientation.ROW_MAJOR)
+    return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
+
+
 def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
-    """``to_device(torch_tensor, dtype, layout=TILE)`` and ``to_torch(tensor)`` adapt the backend."""
+    """``to_device(torch_tensor, dtype, **memory_config)`` (tile layout) and ``to_torch(tensor)`` adapt the backend."""
     ttnn = import_ttnn()
     gen = torch.Generator()
     if case.seed is None:
@@ -129,9 +145,10 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
     bf16 = ttnn.bfloat16
     vd = case.v_head_dim or case.head_dim
     poison = torch.full((case.q_len, case.batch, case.n_q_heads, vd), float("nan"))
+    out_kw = {"memory_config": height_sharded_output_config(case)} if case.out_sharded else {}
     kwargs = dict(
         program_config=case.program_config(),
-        output_tensor=to_device(poison, getattr(ttnn, case.out_dtype)),
+        output_tensor=to_device(poison, getattr(ttnn, case.out_dtype), **out_kw),
         share_cache=case.share_cache,
         sliding_window_size=case.sliding_window_size,
     )
@@ -180,6 +197,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
         k=tt_k,
         v=tt_v,
         page_table=t.get("page_table"),
+        out_tensor=tt_out,
     )
 
 

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.device
 
 
 def _adapters(ttnn, device):
-    def to_device(x, dtype):
+    def to_device(x, dtype, memory_config=None):
         return ttnn.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, device=device,
-                               memory_config=ttnn.DRAM_MEMORY_CONFIG)
+                               memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG)
 
     return to_device, ttnn.to_torch
 

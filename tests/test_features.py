@@ -18,7 +18,7 @@ def _run(device, case):
     outcome = run_case(
         device,
         case,
-        to_device=lambda x, dtype: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT),
+        to_device=lambda x, dtype, **kw: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw),
         to_torch=device.to_torch,
     )
     assert_matches_golden(outcome, case)
@@ -181,6 +181,16 @@ def test_fp32_dest_accumulation(emu_device):
     _run(emu_device, case)
 
 
+@pytest.mark.parametrize("q_len", [1, 2])
+def test_l1_height_sharded_output(emu_device, q_len):
+    """The writer scatters rows into shards on other cores' L1 by NOC (one shard per (token, user))."""
+    case = DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64,
+                      max_cores_per_head_batch=4, q_len=q_len, out_sharded=True)  # fmt: skip
+    outcome = _run(emu_device, case)
+    written = outcome.stats.pages_written(outcome.out_tensor)
+    assert len(written) == outcome.out_tensor.buffer_num_pages(), "every output tile must be written"
+
+
 def test_float32_output(emu_device):
     case = DecodeCase(2, 8, 2, 64, 512, (511, 100), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4,
                       fp32_dest_acc_en=True, out_dtype="float32")  # fmt: skip
@@ -193,6 +203,8 @@ def test_float32_output(emu_device):
 @pytest.mark.parametrize("kwargs, match", [
     (dict(dtype="bfloat8_b"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32"),
     (dict(memory_config="L1"), "memory_config=.*expected ttnn.DRAM_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config"),
+    (dict(memory_config="narrow shards"), r"memory_config: shard shape \[32, 32\]: expected \[a multiple of 32, 64\]"),
+    (dict(memory_config="too few cores"), "memory_config: 2 shards of 32 rows .* shard grid has 1 cores"),
 ])  # fmt: skip
 def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
     ttnn = import_ttnn()
@@ -202,6 +214,16 @@ def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
         kwargs = dict(dtype=ttnn.bfloat8_b)
     if kwargs.get("memory_config") == "L1":
         kwargs = dict(memory_config=ttnn.L1_MEMORY_CONFIG)
+    elif kwargs.get("memory_config") in ("narrow shards", "too few cores"):
+        q = emu_device.from_torch(torch.randn(1, 2, 8, 64), dtype=ttnn.bfloat16)
+        k = emu_device.from_torch(torch.randn(2, 1, 128, 64), dtype=ttnn.bfloat16)
+        core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
+        shard = [32, 32] if kwargs["memory_config"] == "narrow shards" else [32, 64]
+        spec = ttnn.ShardSpec(core, shard, ttnn.ShardOrientation.ROW_MAJOR)
+        kwargs = dict(memory_config=ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec))
+        with pytest.raises(ValueError, match=match):
+            op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos=[5, 6], **kwargs)
+        return
     with pytest.raises(ValueError, match=match):
         op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos=[5], **kwargs)
 

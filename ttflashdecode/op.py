@@ -69,7 +69,10 @@ def _shape(tensor) -> tuple[int, ...]:
     return tuple(int(d) for d in tensor.shape)
 
 
-def _check_device_tensor(name: str, tensor, rank: int, dtypes: tuple[str, ...], layout: str = "TILE") -> tuple[int, ...]:
+def _check_device_tensor(
+    name: str, tensor, rank: int, dtypes: tuple[str, ...], layout: str = "TILE", dram: bool = True
+) -> tuple[int, ...]:
+    """Shape of ``tensor`` after checking rank, dtype, layout and (``dram``) DRAM-interleaved placement."""
     ttnn = import_ttnn()
     if isinstance(tensor, torch.Tensor) or not hasattr(tensor, "layout"):
         raise TypeError(f"{name}: expected a ttnn or emulator device tensor, got {type(tensor).__name__}")
@@ -82,7 +85,7 @@ def _check_device_tensor(name: str, tensor, rank: int, dtypes: tuple[str, ...], 
     if tensor.layout != want:
         raise ValueError(f"{name}: expected {want}, got {tensor.layout}")
     mem = tensor.memory_config()
-    if mem.buffer_type != ttnn.BufferType.DRAM or mem.memory_layout != ttnn.TensorMemoryLayout.INTERLEAVED:
+    if dram and (mem.buffer_type != ttnn.BufferType.DRAM or mem.memory_layout != ttnn.TensorMemoryLayout.INTERLEAVED):
         raise ValueError(f"{name}: expected a DRAM interleaved tensor, got {mem}")
     return shape
 
@@ -335,7 +338,7 @@ def _decode(
         if memory_config is not None:
             raise ValueError("memory_config: must be None when output_tensor is given (its memory config is used)")
         _check_output_memory_config(output_tensor.memory_config(), out_shape, backend.grid())
-        if _check_device_tensor("output_tensor", output_tensor, 4, OUT_DTYPES) != out_shape:
+        if _check_device_tensor("output_tensor", output_tensor, 4, OUT_DTYPES, dram=False) != out_shape:
             raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(_shape(output_tensor))}")
         out = output_tensor
 

@@ -224,7 +224,8 @@ def output_shards(tensor) -> OutputShards | None:
     if not mc.is_sharded():
         return None
     spec = mc.shard_spec
-    height = math.prod(int(d) for d in tensor.padded_shape[:-1])
+    padded = [int(d) for d in tensor.padded_shape]
+    height = math.prod(padded[:-1])
     tile_rows = int(spec.shape[0]) // TILE
     num_shards = -(-height // int(spec.shape[0]))
     cores = ttnn.corerange_to_cores(spec.grid, row_wise=True)[:num_shards]
