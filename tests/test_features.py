@@ -200,8 +200,33 @@ def test_float32_output(emu_device):
     assert outcome.max_abs_err < 0.02, f"{case}: max |error| {outcome.max_abs_err:.4f} with fp32 end to end"
 
 
+@pytest.mark.parametrize("fp32_dest_acc_en", [False, True])
+def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
+    """The decode writes a bfloat16 (float32) staging tensor; the tile convert program packs it into bfloat8_b."""
+    ttnn = import_ttnn()
+    case = DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4,
+                      fp32_dest_acc_en=fp32_dest_acc_en, out_dtype="bfloat8_b")  # fmt: skip
+    outcome = _run(emu_device, case)
+    out = outcome.out_tensor
+    assert out.dtype == ttnn.bfloat8_b
+    convert_stats = op_module.last_run.convert_stats
+    assert len(convert_stats.pages_written(out)) == out.buffer_num_pages(), "every output tile must be packed"
+    staging = op_module.last_run.staging
+    staged = emu_device.to_torch(staging).float()
+    assert staging.dtype == (ttnn.float32 if fp32_dest_acc_en else ttnn.bfloat16)
+    if not fp32_dest_acc_en:
+        # the packer's bfloat8_b is ttnn's: the same shared exponents and rounding as the host conversion
+        host = ttnn.to_torch(ttnn.from_torch(staged.bfloat16(), dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT))
+        assert torch.equal(outcome.out, host.float())
+    else:
+        # float32 rows round to 7 magnitude bits under their 16-value row's exponent: within one step of it
+        step = 2.0 ** (torch.floor(torch.log2(staged.abs().amax().clamp_min(1e-30))) - 6)
+        assert (outcome.out - staged).abs().max() <= step
+
+
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(dtype="bfloat8_b"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32"),
+    (dict(dtype="uint16"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32, ttnn.bfloat8_b"),
+    (dict(dtype="bfloat8_b", memory_config="sharded"), "memory_config=.*a bfloat8_b output must be DRAM interleaved"),
     (dict(memory_config="L1"), "memory_config=.*expected ttnn.DRAM_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config"),
     (dict(memory_config="narrow shards"), r"memory_config: shard shape \[32, 32\]: expected \[a multiple of 32, 64\]"),
     (dict(memory_config="too few cores"), "memory_config: 2 shards of 32 rows .* shard grid has 1 cores"),
@@ -210,8 +235,12 @@ def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
     ttnn = import_ttnn()
     q = emu_device.from_torch(torch.randn(1, 1, 8, 64), dtype=ttnn.bfloat16)
     k = emu_device.from_torch(torch.randn(1, 1, 128, 64), dtype=ttnn.bfloat16)
-    if kwargs.get("dtype") == "bfloat8_b":
-        kwargs = dict(dtype=ttnn.bfloat8_b)
+    if "dtype" in kwargs:
+        kwargs["dtype"] = getattr(ttnn, kwargs["dtype"])
+    if kwargs.get("memory_config") == "sharded":
+        core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
+        spec = ttnn.ShardSpec(core, [32, 64], ttnn.ShardOrientation.ROW_MAJOR)
+        kwargs["memory_config"] = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
     if kwargs.get("memory_config") == "L1":
         kwargs = dict(memory_config=ttnn.L1_MEMORY_CONFIG)
     elif kwargs.get("memory_config") in ("narrow shards", "too few cores"):

@@ -18,21 +18,26 @@ from dataclasses import dataclass
 import torch
 
 from ttflashdecode.backend import Backend, backend_of
+from ttflashdecode.convert_factory import build_convert_program
 from ttflashdecode.plan import DecodePlan, DecodeShapes, plan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
 
 KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
-OUT_DTYPES = ("bfloat16", "float32")
+OUT_DTYPES = ("bfloat16", "float32", "bfloat8_b")
+BLOCK_FLOAT_OUT_DTYPES = ("bfloat8_b",)  # written through a staging tensor and the tile convert program
 MAX_Q_LEN = 8  # speculative decoding: a few draft tokens per user
 
 
 @dataclass
 class DecodeResult:
-    """What the last call did: its plan and, on the emulator, the run's statistics."""
+    """What the last call did: its plan and, on the emulator, the run's statistics. For a bfloat8_b output also
+    the staging tensor the decode wrote and the tile convert program's statistics."""
 
     plan: DecodePlan
     stats: object | None
+    staging: object | None = None
+    convert_stats: object | None = None
 
 
 last_run: DecodeResult | None = None  # for the demo and for tests that inspect the split and the counters
@@ -41,6 +46,9 @@ last_run: DecodeResult | None = None  # for the demo and for tests that inspect 
 _PROGRAM_CACHE_SIZE = 64
 _program_cache: dict = {}
 _cache_stats = {"hits": 0, "misses": 0}
+# Staging outputs of block-float (bfloat8_b) calls, one per (device, shape, dtype): reused every decode step so
+# the cached programs' addresses stay valid.
+_staging: dict = {}
 
 
 def program_cache_stats() -> dict[str, int]:
@@ -50,6 +58,7 @@ def program_cache_stats() -> dict[str, int]:
 
 def clear_program_cache() -> None:
     _program_cache.clear()
+    _staging.clear()
     _cache_stats.update(hits=0, misses=0)
 
 
@@ -154,9 +163,11 @@ def scaled_dot_product_attention_decode(
     memory_config: output memory config: ``ttnn.DRAM_MEMORY_CONFIG`` (the default) or L1 height-sharded (ROW_MAJOR
         shards of whole tile rows and the full head dim, e.g. one user's ``[32, v_head_dim]`` rows per core).
     output_tensor: optional preallocated output ``[q_len, b, n_q_heads, v_head_dim]`` (its dtype is the output's).
-    dtype: output dtype, ``ttnn.bfloat16`` (default) or ``ttnn.float32`` (pair it with ``fp32_dest_acc_en`` to keep
-        fp32 precision end to end). bfloat8_b output is not supported: groups write single rows into tiles
-        shared with other groups, and a block-float row cannot be written without its tile's neighbours.
+    dtype: output dtype, ``ttnn.bfloat16`` (default), ``ttnn.float32`` (pair it with ``fp32_dest_acc_en`` to keep
+        fp32 precision end to end) or ``ttnn.bfloat8_b`` (DRAM only). Groups write single rows into tiles shared
+        with other groups, and a block-float row cannot be written without its tile's neighbours, so a bfloat8_b
+        output is written as bfloat16 (float32 with ``fp32_dest_acc_en``) to a staging tensor, which a second
+        program packs tile by tile into the output (see :mod:`ttflashdecode.convert_factory`).
 
     Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend.
     """
@@ -326,38 +337,73 @@ def _decode(
         is_causal=is_causal,
         attn_mask_dtype=_dtype_name(attn_mask) if attn_mask is not None else "bfloat16",
         has_attention_sink=attention_sink is not None,
-        out_dtype=_dtype_name(output_tensor) if output_tensor is not None else out_dtype,
+        out_dtype=_decode_dtype(_dtype_name(output_tensor) if output_tensor is not None else out_dtype, compute),
     )
     decode_plan = plan(shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en)
 
     out_shape = (q_len, batch, n_q_heads, v_head_dim)
     if output_tensor is None:
-        memory_config = _check_output_memory_config(memory_config, out_shape, backend.grid())
-        out = backend.allocate(list(out_shape), getattr(ttnn, out_dtype), ttnn.TILE_LAYOUT, memory_config)
+        memory_config = _check_output_memory_config(memory_config, out_shape, backend.grid(), out_dtype)
     else:
         if memory_config is not None:
             raise ValueError("memory_config: must be None when output_tensor is given (its memory config is used)")
-        _check_output_memory_config(output_tensor.memory_config(), out_shape, backend.grid())
         if _check_device_tensor("output_tensor", output_tensor, 4, OUT_DTYPES, dram=False) != out_shape:
             raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(_shape(output_tensor))}")
-        out = output_tensor
+        _check_output_memory_config(output_tensor.memory_config(), out_shape, backend.grid(), _dtype_name(output_tensor))
+    out = output_tensor
+    if out is None:
+        out = backend.allocate(list(out_shape), getattr(ttnn, out_dtype), ttnn.TILE_LAYOUT, memory_config)
+    block_float = _dtype_name(out) in BLOCK_FLOAT_OUT_DTYPES
+    decoded = _staging_output(backend, out_shape, shapes.out_dtype) if block_float else out
 
     buffers = DecodeBuffers(
-        q=q, k=k, v=v, cur_pos=cur_pos_tensor, out=out, page_table=page_table if paged else None,
+        q=q, k=k, v=v, cur_pos=cur_pos_tensor, out=decoded, page_table=page_table if paged else None,
         attn_mask=attn_mask, attention_sink=attention_sink,
     )  # fmt: skip
-    program = _cached_program(decode_plan, buffers, backend, compute, scale)
-    stats = backend.launch(buffers.io_tensors(), program)
-    last_run = DecodeResult(plan=decode_plan, stats=stats)
+    tensors = buffers.io_tensors()
+    program = _cached_program(
+        ("decode", decode_plan, compute, scale), backend, tensors,
+        lambda: build_program(decode_plan, buffers, backend.noc_coord, compute, scale=scale),
+    )  # fmt: skip
+    stats = backend.launch(tensors, program)
+    convert_stats = None
+    if block_float:
+        convert = _cached_program(
+            ("convert",), backend, [decoded, out], lambda: build_convert_program(decoded, out, backend.grid())
+        )
+        convert_stats = backend.launch([decoded, out], convert)
+    last_run = DecodeResult(
+        plan=decode_plan, stats=stats, staging=decoded if block_float else None, convert_stats=convert_stats
+    )
     return out
 
 
-def _check_output_memory_config(memory_config, out_shape: tuple[int, ...], grid: tuple[int, int]):
+def _decode_dtype(out_dtype: str, compute: ComputeSettings) -> str:
+    """The dtype the decode program writes: the output's, or for a block-float output its staging dtype."""
+    if out_dtype in BLOCK_FLOAT_OUT_DTYPES:
+        return "float32" if compute.fp32_dest_acc_en else "bfloat16"
+    return out_dtype
+
+
+def _staging_output(backend: Backend, shape: tuple[int, ...], dtype: str):
+    ttnn = import_ttnn()
+    key = (id(backend.device), shape, dtype)
+    if key not in _staging:
+        _staging[key] = backend.allocate(list(shape), getattr(ttnn, dtype), ttnn.TILE_LAYOUT)
+    return _staging[key]
+
+
+def _check_output_memory_config(memory_config, out_shape: tuple[int, ...], grid: tuple[int, int], out_dtype: str):
     """DRAM interleaved (the default), or L1 height-sharded with whole tile rows per shard, full width, ROW_MAJOR
     shard orientation and every shard on a core of the device's grid. Returns the config to allocate with."""
     ttnn = import_ttnn()
     if memory_config is None or memory_config == ttnn.DRAM_MEMORY_CONFIG:
         return ttnn.DRAM_MEMORY_CONFIG
+    if out_dtype in BLOCK_FLOAT_OUT_DTYPES:
+        raise ValueError(
+            f"memory_config={memory_config}: a {out_dtype} output must be DRAM interleaved (ttnn.DRAM_MEMORY_CONFIG); "
+            "use a bfloat16 or float32 output for L1 height sharding"
+        )
     expected = "ttnn.DRAM_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config"
     if not memory_config.is_sharded() or memory_config.memory_layout != ttnn.TensorMemoryLayout.HEIGHT_SHARDED or (
         memory_config.buffer_type != ttnn.BufferType.L1
@@ -391,20 +437,17 @@ def _check_output_memory_config(memory_config, out_shape: tuple[int, ...], grid:
     return memory_config
 
 
-def _cached_program(decode_plan: DecodePlan, buffers: DecodeBuffers, backend: Backend, compute, scale):
-    """The descriptor depends only on the plan, the compute settings, the scale and the buffers' addresses."""
-    tensors = buffers.io_tensors()
+def _cached_program(kind: tuple, backend: Backend, tensors: list, build):
+    """A descriptor depends only on ``kind`` (the plan, compute settings, scale) and its tensors' addresses."""
     key = (
-        decode_plan,
-        compute,
-        scale,
+        *kind,
         id(backend.device),
         tuple((t.buffer_address(), t.buffer_page_size(), str(t.memory_config())) for t in tensors),
     )
     program = _program_cache.pop(key, None)
     if program is None:
         _cache_stats["misses"] += 1
-        program = build_program(decode_plan, buffers, backend.noc_coord, compute, scale=scale)
+        program = build()
         if len(_program_cache) >= _PROGRAM_CACHE_SIZE:
             _program_cache.pop(next(iter(_program_cache)))
     else:

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Tile format conversion, compute: unpacks each tile of cb_in in its format and packs it into cb_out in cb_out's
+// format. The packer does the conversion (e.g. bfloat16 or float32 -> bfloat8_b with shared exponents per
+// 16-datum row), exactly as any op producing that dtype would.
+
+#include <cstdint>
+
+#include "api/compute/compute_kernel_api.h"
+#include "api/compute/compute_kernel_hw_startup.h"
+#include "api/compute/cb_api.h"
+#include "api/compute/reg_api.h"
+#include "api/compute/pack.h"
+#include "api/compute/tile_move_copy.h"
+
+void kernel_main() {
+    constexpr uint32_t cb_in = tt::CBIndex::c_0;
+    constexpr uint32_t cb_out = tt::CBIndex::c_16;
+    const uint32_t num_tiles = get_arg_val<uint32_t>(0);
+
+    compute_kernel_hw_startup(cb_in, cb_out);
+    copy_init(cb_in);
+    for (uint32_t i = 0; i < num_tiles; ++i) {
+        cb_wait_front(cb_in, 1);
+        cb_reserve_back(cb_out, 1);
+        tile_regs_acquire();
+        copy_tile(cb_in, 0, 0);
+        tile_regs_commit();
+        tile_regs_wait();
+        pack_tile(0, cb_out);
+        tile_regs_release();
+        cb_push_back(cb_out, 1);
+        cb_pop_front(cb_in, 1);
+    }
+}

@@ -1,0 +1,101 @@
+"""Builds the tile format conversion ``ttnn.ProgramDescriptor`` (e.g. bfloat16 -> bfloat8_b output).
+
+Why a second program: the FlashDecode writer writes each (batch, kv head) group's rows into output tiles that other
+groups also write (32 q heads share one tile row). A block-float tile (bfloat8_b) shares one exponent per 16-value
+face row across heads of different groups, so no group can write its rows alone. The decode therefore writes a
+bfloat16 (or float32) staging tensor and this program packs whole tiles into the block-float output, spread over
+the grid: a read and a write of the (small) output, never of the KV cache.
+
+Kernels: ``device_kernels/convert/`` (reader -> compute copy_tile/pack_tile -> writer); the packer converts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ttflashdecode.plan import TILE
+from ttflashdecode.ttnn_env import import_ttnn
+
+CONVERT_DIR = Path(__file__).resolve().parent.parent / "device_kernels" / "convert"
+CB_IN, CB_OUT = 0, 16
+PAGES_PER_CB = 2  # double-buffered: the reader fetches tile i+1 while compute packs tile i
+
+
+@dataclass(frozen=True)
+class ConvertSplit:
+    """Tiles ``[first_tile, first_tile + num_tiles)`` of the tensor for each core, in core order."""
+
+    cores: tuple[tuple[int, int], ...]
+    first_tile: tuple[int, ...]
+    num_tiles: tuple[int, ...]
+
+
+def num_tiles_of(tensor) -> int:
+    padded = [int(d) for d in tensor.padded_shape]
+    return math.prod(padded[:-2]) * (padded[-2] // TILE) * (padded[-1] // TILE)
+
+
+def split_tiles(num_tiles: int, grid: tuple[int, int]) -> ConvertSplit:
+    """Contiguous, balanced tile ranges over the first cores of the grid (row-major); no core gets zero tiles."""
+    num_cores = max(1, min(num_tiles, grid[0] * grid[1]))
+    base, extra = divmod(num_tiles, num_cores)
+    counts = [base + (1 if i < extra else 0) for i in range(num_cores)]
+    firsts = [sum(counts[:i]) for i in range(num_cores)]
+    cores = tuple((i % grid[0], i // grid[0]) for i in range(num_cores))
+    return ConvertSplit(cores=cores, first_tile=tuple(firsts), num_tiles=tuple(counts))
+
+
+def build_convert_program(src, dst, grid: tuple[int, int]):
+    """Program that converts DRAM-interleaved tile tensor ``src`` into ``dst`` (same shape, dst's dtype)."""
+    ttnn = import_ttnn()
+    if [int(d) for d in src.padded_shape] != [int(d) for d in dst.padded_shape]:
+        raise ValueError(f"convert: src shape {list(src.padded_shape)} != dst shape {list(dst.padded_shape)}")
+    split = split_tiles(num_tiles_of(dst), grid)
+    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
+    src_page, dst_page = src.buffer_page_size(), dst.buffer_page_size()
+
+    def per_core(address: int | None):
+        return [
+            (ttnn.CoreCoord(*core), ([address] if address is not None else []) + [first, count])
+            for core, first, count in zip(split.cores, split.first_tile, split.num_tiles)
+        ]
+
+    compute_args = [(ttnn.CoreCoord(*core), [count]) for core, count in zip(split.cores, split.num_tiles)]
+    # A float32 source keeps its precision through DST only with 32-bit DST registers.
+    fp32_src = str(src.dtype).split(".")[-1].lower() == "float32"
+    kernels = [
+        ttnn.KernelDescriptor(
+            kernel_source=str(CONVERT_DIR / "reader_tiles.cpp"),
+            core_ranges=cores,
+            compile_time_args=[src_page],
+            runtime_args=per_core(src.buffer_address()),
+            config=ttnn.ReaderConfigDescriptor(),
+        ),
+        ttnn.KernelDescriptor(
+            kernel_source=str(CONVERT_DIR / "compute_copy.cpp"),
+            core_ranges=cores,
+            compile_time_args=[],
+            runtime_args=compute_args,
+            config=ttnn.ComputeConfigDescriptor(
+                math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=fp32_src
+            ),
+        ),
+        ttnn.KernelDescriptor(
+            kernel_source=str(CONVERT_DIR / "writer_tiles.cpp"),
+            core_ranges=cores,
+            compile_time_args=[dst_page],
+            runtime_args=per_core(dst.buffer_address()),
+            config=ttnn.WriterConfigDescriptor(),
+        ),
+    ]
+    cbs = [
+        ttnn.CBDescriptor(
+            total_size=PAGES_PER_CB * page,
+            core_ranges=cores,
+            format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page)],
+        )
+        for index, dtype, page in ((CB_IN, src.dtype, src_page), (CB_OUT, dst.dtype, dst_page))
+    ]
+    return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
