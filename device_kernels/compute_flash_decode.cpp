@@ -84,6 +84,13 @@ constexpr bool exp_approx = get_compile_time_arg_val(7) == 1;
 constexpr bool use_attn_mask = get_compile_time_arg_val(8) == 1;  // every chunk comes with a user mask
 constexpr bool use_sink = get_compile_time_arg_val(9) == 1;
 constexpr bool is_causal = get_compile_time_arg_val(10) == 1;  // else every query sees all kv_len positions
+// Head-dim tiling (FFPA's split-D): K arrives one position tile at a time in blocks of k_head_block head-dim
+// tiles, V one column block of v_head_block tiles of the whole chunk at a time (see the reader).
+constexpr uint32_t k_head_block = get_compile_time_arg_val(11);
+constexpr uint32_t v_head_block = get_compile_time_arg_val(12);
+constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
+constexpr uint32_t v_blocks = vDHt / v_head_block;
+static_assert(DHt % k_head_block == 0 && vDHt % v_head_block == 0, "head blocks must tile the head dims");
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t q_tiles = PNHt * DHt;
 constexpr uint32_t o_tiles = PNHt * vDHt;
@@ -121,32 +128,68 @@ void scale_tiles(uint32_t in, uint32_t scalar_cb, uint32_t out, uint32_t n) {
     cb_push_back(out, n);
 }
 
-// scores = [mask +] q . k^T for one chunk (k tiles are [Sk_t rows of positions x DHt])
+// scores = [mask +] q . k^T for one chunk. K comes one position tile j at a time, as k_blocks_per_row blocks of
+// k_head_block head-dim tiles; score tile (r, j) lands at r * Sk_t + j of cb_scores (packed out of order).
 void chunk_scores(bool masked) {
-    cb_wait_front(cb_k, Sk_t * DHt);
     if (masked) {
         cb_wait_front(cb_mask, s_tiles);
     }
     cb_reserve_back(cb_scores, s_tiles);
-    for (uint32_t r = 0; r < PNHt; ++r) {
-        for (uint32_t j = 0; j < Sk_t; ++j) {
+    for (uint32_t j = 0; j < Sk_t; ++j) {
+        if constexpr (k_blocks_per_row == 1) {
+            // The whole K row is resident: one score tile per DST section, any number of row blocks.
+            cb_wait_front(cb_k, DHt);
+            for (uint32_t r = 0; r < PNHt; ++r) {
+                tile_regs_acquire();
+                if (masked) {
+                    reconfig_data_format_srca(cb_mask);
+                    pack_reconfig_data_format(cb_scores);
+                    copy_init(cb_mask);
+                    copy_tile(cb_mask, r * Sk_t + j, 0);
+                }
+                configure(cb_k, cb_q_scaled, cb_scores);  // matmul unpacks in1 to SrcA, in0 to SrcB
+                matmul_init(cb_q_scaled, cb_k, /*transpose=*/1);
+                for (uint32_t d = 0; d < DHt; ++d) {
+                    matmul_tiles(cb_q_scaled, cb_k, r * DHt + d, d, 0);
+                }
+                tile_regs_commit();
+                tile_regs_wait();
+                pack_tile<true>(0, cb_scores, r * Sk_t + j);
+                tile_regs_release();
+            }
+            cb_pop_front(cb_k, DHt);
+        } else {
+            // Narrow K blocks: the PNHt score tiles of position tile j stay in DST (the planner keeps PNHt within
+            // DST's capacity) while the blocks of the row stream through.
             tile_regs_acquire();
             if (masked) {
                 reconfig_data_format_srca(cb_mask);
                 pack_reconfig_data_format(cb_scores);
                 copy_init(cb_mask);
-                copy_tile(cb_mask, r * Sk_t + j, 0);
+                for (uint32_t r = 0; r < PNHt; ++r) {
+                    copy_tile(cb_mask, r * Sk_t + j, r);
+                }
             }
-            configure(cb_k, cb_q_scaled, cb_scores);  // matmul unpacks in1 to SrcA, in0 to SrcB
+            configure(cb_k, cb_q_scaled, cb_scores);
             matmul_init(cb_q_scaled, cb_k, /*transpose=*/1);
-            for (uint32_t d = 0; d < DHt; ++d) {
-                matmul_tiles(cb_q_scaled, cb_k, r * DHt + d, j * DHt + d, 0);
+            for (uint32_t block = 0; block < k_blocks_per_row; ++block) {
+                cb_wait_front(cb_k, k_head_block);
+                for (uint32_t r = 0; r < PNHt; ++r) {
+                    for (uint32_t d = 0; d < k_head_block; ++d) {
+                        matmul_tiles(cb_q_scaled, cb_k, r * DHt + block * k_head_block + d, d, r);
+                    }
+                }
+                cb_pop_front(cb_k, k_head_block);
             }
-            pack_result(cb_scores);
+            tile_regs_commit();
+            tile_regs_wait();
+            for (uint32_t r = 0; r < PNHt; ++r) {
+                pack_tile<true>(r, cb_scores, r * Sk_t + j);
+            }
+            tile_regs_release();
         }
     }
     cb_push_back(cb_scores, s_tiles);
-    cb_pop_front(cb_k, Sk_t * DHt);
     if (masked) {
         cb_pop_front(cb_mask, s_tiles);
     }
@@ -320,27 +363,34 @@ void process_chunk(bool first, bool masked) {
         cb_pop_front(cb_row_stat, PNHt);
     }
 
-    // O = O * alpha + P . V
-    cb_wait_front(cb_v, Sk_t * vDHt);
+    // O = O * alpha + P . V, one V column block ([Sk_t x v_head_block] tiles) at a time; O tile (r, c) lands at
+    // r * vDHt + c of cb_o (packed out of order when there are several blocks).
     cb_reserve_back(cb_o, o_tiles);
-    for (uint32_t r = 0; r < PNHt; ++r) {
-        for (uint32_t c = 0; c < vDHt; ++c) {
-            tile_regs_acquire();
-            if (!first) {
-                configure(cb_o, cb_alpha, cb_o);
-                mul_bcast_cols_init(cb_o, cb_alpha);
-                mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
+    for (uint32_t block = 0; block < v_blocks; ++block) {
+        cb_wait_front(cb_v, Sk_t * v_head_block);
+        for (uint32_t r = 0; r < PNHt; ++r) {
+            for (uint32_t cc = 0; cc < v_head_block; ++cc) {
+                const uint32_t c = block * v_head_block + cc;
+                tile_regs_acquire();
+                if (!first) {
+                    configure(cb_o, cb_alpha, cb_o);
+                    mul_bcast_cols_init(cb_o, cb_alpha);
+                    mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
+                }
+                configure(cb_v, cb_probs, cb_o);  // matmul unpacks in1 to SrcA, in0 to SrcB
+                matmul_init(cb_probs, cb_v, /*transpose=*/0);
+                for (uint32_t j = 0; j < Sk_t; ++j) {
+                    matmul_tiles(cb_probs, cb_v, r * Sk_t + j, j * v_head_block + cc, 0);
+                }
+                tile_regs_commit();
+                tile_regs_wait();
+                pack_tile<true>(0, cb_o, r * vDHt + c);
+                tile_regs_release();
             }
-            configure(cb_v, cb_probs, cb_o);  // matmul unpacks in1 to SrcA, in0 to SrcB
-            matmul_init(cb_probs, cb_v, /*transpose=*/0);
-            for (uint32_t j = 0; j < Sk_t; ++j) {
-                matmul_tiles(cb_probs, cb_v, r * Sk_t + j, j * vDHt + c, 0);
-            }
-            pack_result(cb_o);
         }
+        cb_pop_front(cb_v, Sk_t * v_head_block);
     }
     cb_push_back(cb_o, o_tiles);
-    cb_pop_front(cb_v, Sk_t * vDHt);
     cb_pop_front(cb_probs, s_tiles);
     if (!first) {
         cb_pop_front(cb_o, o_tiles);

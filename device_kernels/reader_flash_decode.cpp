@@ -3,7 +3,9 @@
 // FlashDecode reader (RISCV_0 / BRISC). For every group (batch b, kv head h) this core serves:
 //   1. reads the group's query rows into one block of Q tiles (zero rows pad the tile),
 //   2. streams the K chunks (and V chunks) of this core's share of [window_start, cur_pos] from interleaved
-//      DRAM, double-buffered, reading no tile past cur_pos's tile or before the window's first tile,
+//      DRAM, reading no tile past cur_pos's tile or before the window's first tile; K in blocks of one position
+//      tile x k_head_block head-dim tiles, V in column blocks of the chunk x v_head_block tiles, so the K and V
+//      buffers need not grow with head_dim,
 //   3. builds the additive mask tiles for chunks that hold hidden positions (causal edge, window edge).
 // It also reads the cur_pos tensor once and hands it to compute, and fills the constant tiles compute needs.
 // Options (compile-time): a paged cache (K/V tiles found through the user's page-table row), a shared cache
@@ -75,6 +77,8 @@ constexpr bool use_sink = get_compile_time_arg_val(23) == 1;
 constexpr uint32_t sink_tile_bytes = get_compile_time_arg_val(24);
 constexpr bool mask_is_bfp8 = get_compile_time_arg_val(25) == 1;       // attn_mask stored as bfloat8_b
 constexpr bool is_causal = get_compile_time_arg_val(26) == 1;          // else every query sees all kv_len positions
+constexpr uint32_t k_head_block = get_compile_time_arg_val(27);        // head-dim tiles per K block
+constexpr uint32_t v_head_block = get_compile_time_arg_val(28);        // head-dim tiles per V column block
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t q_rows = q_len * heads_per_group;
 
@@ -306,22 +310,8 @@ void kernel_main() {
         };
 
         for (uint32_t chunk = chunks.start; chunk < chunks.start + chunks.count; ++chunk) {
-            cb_reserve_back(cb_k, Sk_t * DHt);
-            uint32_t k_l1 = get_write_ptr(cb_k);
-            for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                const uint32_t seq_tile = chunk * Sk_t + kt;
-                const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                for (uint32_t d = 0; d < DHt; ++d, k_l1 += k_tile_bytes) {
-                    if (live) {
-                        noc_async_read_tile(kv_tile_row(seq_tile) * DHt + d, k_reader, k_l1);
-                    } else {
-                        zero_bytes(k_l1, k_tile_bytes);
-                    }
-                }
-            }
-            noc_async_read_barrier();
-            cb_push_back(cb_k, Sk_t * DHt);
-
+            // The mask goes first: compute waits for it before the chunk's first K block, and a chunk's K blocks
+            // can outnumber the K buffer's slots.
             if constexpr (use_attn_mask) {
                 read_attn_mask_chunk(mask_reader, b, kv_head, chunk);
             } else if (is_causal && chunk_needs_mask(chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
@@ -350,21 +340,44 @@ void kernel_main() {
                 cb_push_back(cb_mask, PNHt * Sk_t);
             }
 
-            cb_reserve_back(cb_v, Sk_t * vDHt);
-            uint32_t v_l1 = get_write_ptr(cb_v);
+            // K: one position tile at a time, in blocks of k_head_block head-dim tiles (compute keeps the scores
+            // of the position tile in DST while its blocks stream through).
             for (uint32_t kt = 0; kt < Sk_t; ++kt) {
                 const uint32_t seq_tile = chunk * Sk_t + kt;
                 const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                for (uint32_t d = 0; d < vDHt; ++d, v_l1 += v_tile_bytes) {
-                    if (live) {
-                        noc_async_read_tile(kv_tile_row(seq_tile) * vDHt + d, v_reader, v_l1);
-                    } else {
-                        zero_bytes(v_l1, v_tile_bytes);
+                for (uint32_t d0 = 0; d0 < DHt; d0 += k_head_block) {
+                    cb_reserve_back(cb_k, k_head_block);
+                    uint32_t k_l1 = get_write_ptr(cb_k);
+                    for (uint32_t d = d0; d < d0 + k_head_block; ++d, k_l1 += k_tile_bytes) {
+                        if (live) {
+                            noc_async_read_tile(kv_tile_row(seq_tile) * DHt + d, k_reader, k_l1);
+                        } else {
+                            zero_bytes(k_l1, k_tile_bytes);
+                        }
                     }
+                    noc_async_read_barrier();
+                    cb_push_back(cb_k, k_head_block);
                 }
             }
-            noc_async_read_barrier();
-            cb_push_back(cb_v, Sk_t * vDHt);
+
+            // V: one column block of v_head_block head-dim tiles of the whole chunk at a time.
+            for (uint32_t c0 = 0; c0 < vDHt; c0 += v_head_block) {
+                cb_reserve_back(cb_v, Sk_t * v_head_block);
+                uint32_t v_l1 = get_write_ptr(cb_v);
+                for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+                    const uint32_t seq_tile = chunk * Sk_t + kt;
+                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
+                    for (uint32_t c = c0; c < c0 + v_head_block; ++c, v_l1 += v_tile_bytes) {
+                        if (live) {
+                            noc_async_read_tile(kv_tile_row(seq_tile) * vDHt + c, v_reader, v_l1);
+                        } else {
+                            zero_bytes(v_l1, v_tile_bytes);
+                        }
+                    }
+                }
+                noc_async_read_barrier();
+                cb_push_back(cb_v, Sk_t * v_head_block);
+            }
         }
     }
 }

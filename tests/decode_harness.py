@@ -201,15 +201,22 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
     )
 
 
+def max_abs_err_for(case: DecodeCase) -> float:
+    """The max-abs threshold of a case. Past head_dim 1024 a bfloat16 DST rounds each score after every one of
+    head_dim / 32 tile products it accumulates, a random walk that grows as the square root of that depth
+    (measured at 2048: up to ~0.09), so the bound grows with it; fp32 DST accumulation keeps the plain bound."""
+    depth = 1.0 if case.fp32_dest_acc_en else max(1.0, (case.head_dim / 1024) ** 0.5)
+    return MAX_ABS_ERR[case.kv_dtype] * depth
+
+
 def assert_matches_golden(outcome: DecodeOutcome, case: DecodeCase) -> None:
     out, expected = outcome.out, outcome.expected
     assert out.shape == expected.shape, f"{case}: output shape {tuple(out.shape)} != {tuple(expected.shape)}"
     unwritten = torch.isnan(out).sum().item()
     assert unwritten == 0, f"{case}: {unwritten} output elements still hold the NaN poison (never written)"
     assert outcome.pcc >= PCC_MIN[case.kv_dtype], f"{case}: PCC {outcome.pcc:.6f} < {PCC_MIN[case.kv_dtype]}"
-    assert outcome.max_abs_err <= MAX_ABS_ERR[case.kv_dtype], (
-        f"{case}: max |error| {outcome.max_abs_err:.4f} > {MAX_ABS_ERR[case.kv_dtype]}"
-    )
+    max_abs_err = max_abs_err_for(case)
+    assert outcome.max_abs_err <= max_abs_err, f"{case}: max |error| {outcome.max_abs_err:.4f} > {max_abs_err:.4f}"
     for b, p in enumerate(case.cur_pos or ()):
         if p == -1:
             assert torch.count_nonzero(out[:, b]) == 0, f"{case}: skipped user {b} must get zero rows"

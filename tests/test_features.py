@@ -164,12 +164,29 @@ def test_share_cache(emu_device):
 
 @pytest.mark.parametrize(
     "head_dim, v_head_dim, kv_dtype",
-    [(320, None, "bfloat16"), (512, None, "bfloat8_b"), (576, 512, "bfloat8_b"), (1024, None, "bfloat16")],
-)
+    [(320, None, "bfloat16"), (512, None, "bfloat8_b"), (576, 512, "bfloat8_b"), (1024, None, "bfloat16"),
+     (2048, None, "bfloat8_b")],
+)  # fmt: skip
 def test_large_head_dims(emu_device, head_dim, v_head_dim, kv_dtype):
     case = DecodeCase(1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4,
                       v_head_dim=v_head_dim)  # fmt: skip
-    _run(emu_device, case)
+    outcome = _run(emu_device, case)
+    if head_dim >= 2048:  # whole-head K/V blocks no longer fit next to the partials: the head dim is tiled
+        assert outcome.plan.k_head_block < outcome.plan.shapes.DHt
+        assert outcome.plan.v_head_block < outcome.plan.shapes.vDHt
+
+
+@pytest.mark.parametrize("q_len, fp32_dest_acc_en", [(4, False), (1, True)])
+def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
+    """Narrow K blocks keep the scores of every row block (2 with 4 tokens x 16 q heads) in DST, on top of the
+    causal mask tiles, while the blocks stream through (fp32 DST holds half as many tiles); V streams in column
+    blocks. Positions end mid-chunk."""
+    case = DecodeCase(2, 16, 1, 2048, 256, (250, 77), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=2,
+                      q_len=q_len, fp32_dest_acc_en=fp32_dest_acc_en)  # fmt: skip
+    outcome = _run(emu_device, case)
+    p = outcome.plan
+    assert p.shapes.PNHt == -(-q_len * 16 // 32)
+    assert p.k_head_block < p.shapes.DHt and p.v_head_block < p.shapes.vDHt, (p.k_head_block, p.v_head_block)
 
 
 # ---- 9. outputs ---------------------------------------------------------------------------------------

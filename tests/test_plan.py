@@ -333,6 +333,24 @@ def test_plan_accepts_smaller_device_grid():
     assert plan(shapes(), None, grid=(8, 7)).config.compute_with_storage_grid_size == (8, 7)
 
 
+def test_head_dim_tiling_keeps_k_and_v_buffers_flat():
+    """FFPA's split-D: once whole-head K/V blocks stop fitting, K and V stream in head-dim blocks, so their buffers
+    no longer grow with head_dim and head dims up to 4096 plan on one core; the blocks tile the head dims."""
+    kv_bytes = {}
+    for head_dim in (1024, 2048, 4096):
+        s = DecodeShapes(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=head_dim, kv_len=8192)
+        p = plan(s, ProgramConfig((8, 8), max_cores_per_head_batch=1))
+        assert s.DHt % p.k_head_block == 0 and s.vDHt % p.v_head_block == 0
+        assert p.l1_bytes <= L1_BUDGET_BYTES
+        kv_bytes[head_dim] = p.cb("k").total_bytes + p.cb("v").total_bytes
+    assert kv_bytes[4096] <= kv_bytes[2048] <= kv_bytes[1024], kv_bytes
+
+
+def test_head_blocks_stay_whole_when_they_fit():
+    p = plan(DecodeShapes(batch=8, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=4096), ProgramConfig((8, 8)))
+    assert (p.k_head_block, p.v_head_block) == (4, 4)
+
+
 def test_large_head_dim_gives_up_cores_before_failing():
     """head_dim 1024 with fp32 accumulation: 16 cores' tree slots overflow L1, so the plan uses a smaller group
     (max_cores_per_head_batch is a ceiling) and fits; a head dim that cannot fit even on one core still raises."""

@@ -34,12 +34,12 @@ DTYPES = tuple(TILE_BYTES)
 
 # MEM_L1_SIZE = 1464 KiB per Tensix core on Wormhole.
 L1_SIZE_BYTES = 1_499_136
-# Not all of it is ours: ~32 KiB below MEM_MAP_END holds firmware, mailboxes and fabric tables,
-# and the kernel-config ring buffer above it holds the kernel binaries, runtime args, CB and
-# semaphore descriptors of the running program. 64 KiB for the latter is an estimate with margin
-# (the device decides its exact size at run time), so the planner refuses anything that would
-# only fit by eating into it.
-L1_RESERVED_BYTES = 32 * 1024 + 64 * 1024
+# Not all of it is ours: the 35,168 B below MEM_MAP_END (the wheel's wormhole dev_mem_map.h) hold
+# firmware, mailboxes and fabric tables, and the kernel-config ring buffer above it (69 KiB by
+# default) holds the kernel binaries, runtime args, CB and semaphore descriptors of the running
+# program. Circular buffers start after both, as in the emulator (emulator/arch.py), so the planner
+# refuses anything that would only fit by eating into them.
+L1_RESERVED_BYTES = 35_168 + 69 * 1024
 L1_BUDGET_BYTES = L1_SIZE_BYTES - L1_RESERVED_BYTES
 
 # Range of the planner-chosen k_chunk_size. 512 positions of a 128-wide head in bfloat16 is 128 KiB
@@ -48,6 +48,10 @@ MIN_K_CHUNK_SIZE = 32
 MAX_DEFAULT_K_CHUNK_SIZE = 512
 
 ROLES = ("reducer", "worker", "idle")
+
+# DST tiles one tile_regs_acquire section holds (tt-metal dest_helpers.hpp, half-sync): 8, or 4 with fp32 DST.
+# Streaming K in head-dim blocks keeps the PNHt score tiles of one position tile in DST across blocks.
+DST_TILES = {False: 8, True: 4}
 
 
 class L1OverflowError(ValueError):
@@ -345,8 +349,15 @@ def circular_buffers(
     *,
     fp32_dest_acc: bool = False,
     masked: bool = True,
+    k_head_block: int | None = None,
+    v_head_block: int | None = None,
 ) -> tuple[CBPlan, ...]:
     """The CBs of the FlashDecode kernels (``device_kernels/``), one entry per CB index they use.
+
+    ``k_head_block`` / ``v_head_block`` (head-dim tiles, default the whole head): the reader streams K one
+    position tile at a time in blocks of ``k_head_block`` head-dim tiles, and V one column block of
+    ``v_head_block`` tiles of the whole chunk at a time, so the K and V buffers, the largest of the program,
+    shrink with the blocks rather than grow with head_dim.
 
     ``masked``: the kernels mask the last chunk past cur_pos (cur_pos is rarely chunk-aligned) and
     the first chunk before a window's start, so a mask CB is needed unless every chunk is full.
@@ -361,6 +372,8 @@ def circular_buffers(
     """
     Sk_t = k_chunk_size // TILE
     PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
+    k_block = DHt if k_head_block is None else k_head_block
+    v_block = vDHt if v_head_block is None else v_head_block
     im = "float32" if fp32_dest_acc else "bfloat16"
     o_tiles = PNHt * vDHt
     # A partial is the unnormalised O, the running max m and the running sum l of one core.
@@ -371,8 +384,8 @@ def circular_buffers(
     masked = masked or shapes.attn_mask_heads > 0
     specs = [
         (0, "q", "query rows of the group", TILE_BYTES[shapes.q_dtype], PNHt * DHt, shapes.q_dtype),
-        (1, "k", "K chunk, double-buffered", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * DHt, shapes.k_dtype),
-        (2, "v", "V chunk, double-buffered", TILE_BYTES[shapes.v_dtype], 2 * Sk_t * vDHt, shapes.v_dtype),
+        (1, "k", "K blocks (position tile x k_head_block), two chunks deep", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * k_block, shapes.k_dtype),
+        (2, "v", "V blocks (chunk x v_head_block), double-buffered", TILE_BYTES[shapes.v_dtype], 2 * Sk_t * v_block, shapes.v_dtype),
         (3, "mask", "causal/window edge mask of one chunk", 2048, PNHt * Sk_t if masked else 0, "bfloat16"),
         (4, "scale", "softmax scale, broadcast as a scalar", 2048, 1, "bfloat16"),
         (5, "ones", "reduce scaler (all ones)", 2048, 1, "bfloat16"),
@@ -508,6 +521,8 @@ class DecodePlan:
     l1_bytes: int
     semaphores: tuple[SemaphorePlan, ...]
     k_chunk_size_derived: bool  # True when the planner chose k_chunk_size
+    k_head_block: int  # head-dim tiles per K block (divides DHt; DHt unless L1 needed smaller)
+    v_head_block: int  # head-dim tiles per V column block (divides vDHt)
 
     @property
     def k_chunk_size(self) -> int:
@@ -685,22 +700,50 @@ def plan(
                 f"k_chunk_size={k_chunk_size}: expected a divisor of kv_len={shapes.kv_len}"
             )
 
+    k_head_block, v_head_block = shapes.DHt, shapes.vDHt
+    # K blocks narrower than the head keep the scores of all PNHt row blocks in DST while they arrive.
+    k_tileable = shapes.PNHt <= DST_TILES[fp32_dest_acc]
     while True:
-        cbs = circular_buffers(shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked)
+        cbs = circular_buffers(
+            shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked,
+            k_head_block=k_head_block, v_head_block=v_head_block,
+        )  # fmt: skip
         try:
             total = check_l1(cbs, k_chunk_size)
             break
         except L1OverflowError:
-            # A chosen chunk size is only a preference (an explicit one is the user's to change), and
-            # max_cores_per_head_batch is a ceiling: with large head dims the tree's partial slots
-            # (rounds x [O, m, l]) dominate L1, so a smaller group is the next thing to give up.
+            # A chosen chunk size is only a preference (an explicit one is the user's to change). Then
+            # the head dimension is tiled (FFPA's split-D: the K and V buffers stop growing with
+            # head_dim). max_cores_per_head_batch is a ceiling: with large head dims the tree's partial
+            # slots (rounds x [O, m, l]) dominate L1, so a smaller group is the last thing to give up.
+            k_smaller = _next_smaller_divisor(shapes.DHt, k_head_block) if k_tileable else k_head_block
+            v_smaller = _next_smaller_divisor(shapes.vDHt, v_head_block)
             if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
                 k_chunk_size //= 2
+            elif k_smaller < k_head_block or v_smaller < v_head_block:
+                # shrink the larger of the two buffers first
+                if v_smaller < v_head_block and (k_smaller == k_head_block or v_head_block >= k_head_block):
+                    v_head_block = v_smaller
+                else:
+                    k_head_block = k_smaller
             elif num_cores_per_head > 1:
                 num_cores_per_head //= 2
                 rounds = num_rounds(num_cores_per_head)
             else:
                 raise
+    # A smaller group may have freed more L1 than the head blocks gave up on the way: widen them again (fewer,
+    # larger reads per barrier) while the buffers still fit.
+    k_head_block, v_head_block = _widen_head_blocks(
+        k_head_block, v_head_block, k_tileable,
+        lambda kb, vb: circular_buffers(shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked,
+                                        k_head_block=kb, v_head_block=vb),
+        shapes.DHt, shapes.vDHt,
+    )  # fmt: skip
+    cbs = circular_buffers(
+        shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked,
+        k_head_block=k_head_block, v_head_block=v_head_block,
+    )  # fmt: skip
+    total = l1_bytes(cbs)
 
     return DecodePlan(
         shapes=shapes,
@@ -715,4 +758,33 @@ def plan(
         l1_bytes=total,
         semaphores=tree_semaphores(rounds),
         k_chunk_size_derived=derived,
+        k_head_block=k_head_block,
+        v_head_block=v_head_block,
     )
+
+
+def _widen_head_blocks(k_block: int, v_block: int, k_tileable: bool, cbs_for, DHt: int, vDHt: int):
+    """Grow the K and V head blocks (narrower first, each to its next divisor of the head dim) while
+    ``cbs_for(k_block, v_block)`` fits the L1 budget."""
+
+    def wider(block: int, full: int) -> int | None:
+        return next((d for d in range(block + 1, full + 1) if full % d == 0), None)
+
+    while True:
+        candidates = []
+        if k_tileable and wider(k_block, DHt):
+            candidates.append((k_block, (wider(k_block, DHt), v_block)))
+        if wider(v_block, vDHt):
+            candidates.append((v_block, (k_block, wider(v_block, vDHt))))
+        fitting = [blocks for _, blocks in sorted(candidates) if l1_bytes(cbs_for(*blocks)) <= L1_BUDGET_BYTES]
+        if not fitting:
+            return k_block, v_block
+        k_block, v_block = fitting[0]
+
+
+def _next_smaller_divisor(n: int, current: int) -> int:
+    """The largest divisor of ``n`` at most ``current // 2`` (``current`` itself when it is already 1)."""
+    for d in range(current // 2, 0, -1):
+        if n % d == 0:
+            return d
+    return current

@@ -131,11 +131,11 @@ def build_program(
         int(s.is_paged), (s.block_size or TILE) // TILE, _page_size(buffers.page_table), int(s.share_cache),
         int(s.attn_mask_heads > 0), max(s.attn_mask_heads, 1), _page_size(buffers.attn_mask),
         int(s.has_attention_sink), _page_size(buffers.attention_sink), int(s.attn_mask_dtype == "bfloat8_b"),
-        int(s.is_causal),
+        int(s.is_causal), plan.k_head_block, plan.v_head_block,
     ]  # fmt: skip
     compute_ct = [
         s.DHt, s.vDHt, Sk_t, s.PNHt, s.q_len, s.n_kv_heads, s.sliding_window_size, int(plan.config.exp_approx_mode),
-        int(s.attn_mask_heads > 0), int(s.has_attention_sink), int(s.is_causal),
+        int(s.attn_mask_heads > 0), int(s.has_attention_sink), int(s.is_causal), plan.k_head_block, plan.v_head_block,
     ]  # fmt: skip
     writer_ct = [
         s.vDHt, s.PNHt, s.q_len, s.q_heads_per_kv, NQt, s.n_kv_heads, s.batch, Sk_t, s.sliding_window_size,
