@@ -582,6 +582,8 @@ class DecodePlan:
                 f"work: {_count(self.num_groups, '(batch, kv head) group')}, {split}",
                 f"k_chunk_size: {self.k_chunk_size} ({sk_how}), "
                 f"{s.kv_len // self.k_chunk_size} chunks in the cache",
+                f"head-dim blocks: K {self.k_head_block} of {s.DHt} tiles, V {self.v_head_block} of {s.vDHt} tiles"
+                + (" (whole heads)" if (self.k_head_block, self.v_head_block) == (s.DHt, s.vDHt) else " (split-D)"),
                 f"L1: {self.l1_bytes:,} of {self.l1_budget:,} B per core in {len(self.cbs)} CBs "
                 f"(largest c_{largest.index} {largest.name} {largest.total_bytes:,} B)",
             ]
