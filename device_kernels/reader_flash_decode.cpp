@@ -49,6 +49,22 @@ void zero_bytes(uint32_t l1_addr, uint32_t num_bytes) {
     }
 }
 
+// Reads pages [first_page, first_page + count) into consecutive tiles at l1, or zeroes those tiles when the
+// position tile holds no position this core may see (nothing past cur_pos's tile or before the window is read;
+// compute still multiplies the zeros, which the mask then hides). Returns the L1 address after the last tile.
+template <typename AddrGen>
+uint32_t read_tiles_or_zero(const AddrGen& src, bool live, uint32_t first_page, uint32_t count, uint32_t l1,
+                            uint32_t tile_bytes) {
+    for (uint32_t i = 0; i < count; ++i, l1 += tile_bytes) {
+        if (live) {
+            noc_async_read_tile(first_page + i, src, l1);
+        } else {
+            zero_bytes(l1, tile_bytes);
+        }
+    }
+    return l1;
+}
+
 // ---- compile-time shape of the problem
 constexpr uint32_t DHt = get_compile_time_arg_val(0);          // K head dim in tiles
 constexpr uint32_t vDHt = get_compile_time_arg_val(1);         // V head dim in tiles
@@ -345,16 +361,10 @@ void kernel_main() {
             for (uint32_t kt = 0; kt < Sk_t; ++kt) {
                 const uint32_t seq_tile = chunk * Sk_t + kt;
                 const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
+                const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;
                 for (uint32_t d0 = 0; d0 < DHt; d0 += k_head_block) {
                     cb_reserve_back(cb_k, k_head_block);
-                    uint32_t k_l1 = get_write_ptr(cb_k);
-                    for (uint32_t d = d0; d < d0 + k_head_block; ++d, k_l1 += k_tile_bytes) {
-                        if (live) {
-                            noc_async_read_tile(kv_tile_row(seq_tile) * DHt + d, k_reader, k_l1);
-                        } else {
-                            zero_bytes(k_l1, k_tile_bytes);
-                        }
-                    }
+                    read_tiles_or_zero(k_reader, live, row_page + d0, k_head_block, get_write_ptr(cb_k), k_tile_bytes);
                     noc_async_read_barrier();
                     cb_push_back(cb_k, k_head_block);
                 }
@@ -367,13 +377,8 @@ void kernel_main() {
                 for (uint32_t kt = 0; kt < Sk_t; ++kt) {
                     const uint32_t seq_tile = chunk * Sk_t + kt;
                     const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                    for (uint32_t c = c0; c < c0 + v_head_block; ++c, v_l1 += v_tile_bytes) {
-                        if (live) {
-                            noc_async_read_tile(kv_tile_row(seq_tile) * vDHt + c, v_reader, v_l1);
-                        } else {
-                            zero_bytes(v_l1, v_tile_bytes);
-                        }
-                    }
+                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;
+                    v_l1 = read_tiles_or_zero(v_reader, live, row_page + c0, v_head_block, v_l1, v_tile_bytes);
                 }
                 noc_async_read_barrier();
                 cb_push_back(cb_v, Sk_t * v_head_block);

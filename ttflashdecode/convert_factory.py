@@ -56,39 +56,33 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
     src_page, dst_page = src.buffer_page_size(), dst.buffer_page_size()
 
-    def per_core(address: int | None):
-        return [
-            (ttnn.CoreCoord(*core), ([address] if address is not None else []) + [first, count])
-            for core, first, count in zip(split.cores, split.first_tile, split.num_tiles)
-        ]
-
     compute_args = [(ttnn.CoreCoord(*core), [count]) for core, count in zip(split.cores, split.num_tiles)]
     # A float32 source keeps its precision through DST only with 32-bit DST registers.
     fp32_src = str(src.dtype).split(".")[-1].lower() == "float32"
+    compute_config = ttnn.ComputeConfigDescriptor(
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=fp32_src
+    )
+
+    def kernel(source: str, config, runtime_args, compile_time_args=()):
+        return ttnn.KernelDescriptor(
+            kernel_source=str(CONVERT_DIR / source),
+            core_ranges=cores,
+            compile_time_args=list(compile_time_args),
+            runtime_args=runtime_args,
+            config=config,
+        )
+
+    def tile_range_args(address: int):
+        """Runtime args of the reader and the writer: the tensor's address, then the core's tile range."""
+        return [
+            (ttnn.CoreCoord(*core), [address, first, count])
+            for core, first, count in zip(split.cores, split.first_tile, split.num_tiles)
+        ]
+
     kernels = [
-        ttnn.KernelDescriptor(
-            kernel_source=str(CONVERT_DIR / "reader_tiles.cpp"),
-            core_ranges=cores,
-            compile_time_args=[src_page],
-            runtime_args=per_core(src.buffer_address()),
-            config=ttnn.ReaderConfigDescriptor(),
-        ),
-        ttnn.KernelDescriptor(
-            kernel_source=str(CONVERT_DIR / "compute_copy.cpp"),
-            core_ranges=cores,
-            compile_time_args=[],
-            runtime_args=compute_args,
-            config=ttnn.ComputeConfigDescriptor(
-                math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=fp32_src
-            ),
-        ),
-        ttnn.KernelDescriptor(
-            kernel_source=str(CONVERT_DIR / "writer_tiles.cpp"),
-            core_ranges=cores,
-            compile_time_args=[dst_page],
-            runtime_args=per_core(dst.buffer_address()),
-            config=ttnn.WriterConfigDescriptor(),
-        ),
+        kernel("reader_tiles.cpp", ttnn.ReaderConfigDescriptor(), tile_range_args(src.buffer_address()), [src_page]),
+        kernel("compute_copy.cpp", compute_config, compute_args),
+        kernel("writer_tiles.cpp", ttnn.WriterConfigDescriptor(), tile_range_args(dst.buffer_address()), [dst_page]),
     ]
     cbs = [
         ttnn.CBDescriptor(
