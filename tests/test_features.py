@@ -315,5 +315,6 @@ def test_random_feature_mix(emu_device, data):
         attention_sink=data.draw(st.booleans()),
         block_size=data.draw(st.sampled_from([None, 32, 64])) if causal else None,
         mask_heads=0 if causal else data.draw(st.sampled_from([0, 1])),
+        out_dtype=data.draw(st.sampled_from(["bfloat16", "bfloat8_b"])),
     )  # fmt: skip
     _run(emu_device, case)
