@@ -33,6 +33,27 @@ def test_matrix_on_card(ttnn, tt_device, case):
     assert_matches_golden(run_case(tt_device, case, to_device=to_device, to_torch=to_torch), case)
 
 
+# The decode features of test_features.py, one representative case each, on a card.
+FEATURES = [
+    DecodeCase(2, 8, 2, 64, 1024, (1000, 333), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4,
+               block_size=64, sliding_window_size=200, attention_sink=True),
+    DecodeCase(3, 16, 4, 128, 1024, (1023, 300, 2), "bfloat8_b", k_chunk_size=128, q_len=3),
+    DecodeCase(2, 8, 2, 64, 512, None, "bfloat8_b", k_chunk_size=64, mask_heads=8, mask_dtype="bfloat8_b"),
+    DecodeCase(4, 8, 1, 64, 1024, (900, 10, 512, 1023), "bfloat8_b", k_chunk_size=128, share_cache=True),
+    DecodeCase(2, 16, 1, 2048, 256, (250, 77), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=2, q_len=4),
+    DecodeCase(1, 8, 1, 576, 256, (255,), "bfloat8_b", k_chunk_size=32, v_head_dim=512),
+    DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64, out_dtype="bfloat8_b"),
+    DecodeCase(2, 8, 2, 64, 512, (511, 100), "bfloat16", k_chunk_size=64, fp32_dest_acc_en=True, out_dtype="float32"),
+    DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64, q_len=2, out_sharded=True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FEATURES, ids=str)
+def test_features_on_card(ttnn, tt_device, case):
+    to_device, to_torch = _adapters(ttnn, tt_device)
+    assert_matches_golden(run_case(tt_device, case, to_device=to_device, to_torch=to_torch), case)
+
+
 def test_card_and_emulator_agree(ttnn, tt_device, emu_device):
     """Same inputs, same descriptor: the card's and the emulator's outputs are close (not bit-equal: the
     emulator models SFPU exp/recip to within their documented accuracy, not bit for bit)."""
