@@ -57,10 +57,13 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
     src_page, dst_page = src.buffer_page_size(), dst.buffer_page_size()
 
     compute_args = [(ttnn.CoreCoord(*core), [count]) for core, count in zip(split.cores, split.num_tiles)]
-    # A float32 source keeps its precision through DST only with 32-bit DST registers.
+    # A float32 source keeps its precision through DST only with 32-bit DST registers. bfp8_pack_precise makes
+    # the packer round once to the block's shared exponent (as ttnn.typecast does) instead of rounding to 7
+    # bits first and again when aligning mantissas (tt-metal #14032, #52155).
     fp32_src = str(src.dtype).split(".")[-1].lower() == "float32"
     compute_config = ttnn.ComputeConfigDescriptor(
-        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=fp32_src
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=fp32_src,
+        bfp8_pack_precise=True,
     )
 
     def kernel(source: str, config, runtime_args, compile_time_args=()):

@@ -131,6 +131,9 @@ inline float bfp_decode(uint32_t code, uint32_t shared_exp, uint32_t mbits) {
     return sign ? -v : v;
 }
 
+// Packs with one rounding (nearest, ties to even) of each value to the shared exponent of its 16-value row. That is
+// silicon's bfp8_pack_precise path (pack source format fp16/fp32, as ttnn.typecast uses); the default packer path
+// rounds to 7 bits in the gasket first and again when aligning mantissas (tt-metal #14032), which is not modelled.
 inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
     uint8_t* exps = dst;
     uint8_t* mant = dst + kBfpExpBytes;
