@@ -95,6 +95,7 @@ constexpr bool mask_is_bfp8 = get_compile_time_arg_val(25) == 1;       // attn_m
 constexpr bool is_causal = get_compile_time_arg_val(26) == 1;          // else every query sees all kv_len positions
 constexpr uint32_t k_head_block = get_compile_time_arg_val(27);        // head-dim tiles per K block
 constexpr uint32_t v_head_block = get_compile_time_arg_val(28);        // head-dim tiles per V column block
+constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t q_rows = q_len * heads_per_group;
 
@@ -356,18 +357,22 @@ void kernel_main() {
                 cb_push_back(cb_mask, PNHt * Sk_t);
             }
 
-            // K: one position tile at a time, in blocks of k_head_block head-dim tiles (compute keeps the scores
-            // of the position tile in DST while its blocks stream through).
-            for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                const uint32_t seq_tile = chunk * Sk_t + kt;
-                const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;
-                for (uint32_t d0 = 0; d0 < DHt; d0 += k_head_block) {
-                    cb_reserve_back(cb_k, k_head_block);
-                    read_tiles_or_zero(k_reader, live, row_page + d0, k_head_block, get_write_ptr(cb_k), k_tile_bytes);
-                    noc_async_read_barrier();
-                    cb_push_back(cb_k, k_head_block);
+            // K: blocks of k_head_block head-dim tiles, position tile outer, head-dim block inner (compute keeps
+            // a position tile's scores in DST while its blocks stream through). The reader fetches Sk_t blocks
+            // (half the K buffer; the whole chunk when blocks are whole rows) per barrier, so DRAM reads stay
+            // in flight together; compute consumes them a block at a time.
+            for (uint32_t batch = 0; batch < k_blocks_per_row; ++batch) {
+                cb_reserve_back(cb_k, Sk_t * k_head_block);
+                uint32_t k_l1 = get_write_ptr(cb_k);
+                for (uint32_t block = batch * Sk_t; block < (batch + 1) * Sk_t; ++block) {
+                    const uint32_t seq_tile = chunk * Sk_t + block / k_blocks_per_row;
+                    const uint32_t d0 = (block % k_blocks_per_row) * k_head_block;
+                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
+                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;
+                    k_l1 = read_tiles_or_zero(k_reader, live, row_page + d0, k_head_block, k_l1, k_tile_bytes);
                 }
+                noc_async_read_barrier();
+                cb_push_back(cb_k, Sk_t * k_head_block);
             }
 
             // V: one column block of v_head_block head-dim tiles of the whole chunk at a time.
