@@ -17,7 +17,9 @@
 //
 // m and l are column vectors: reductions over rows leave their value in column 0 of a tile, and every
 // consumer broadcasts column 0 (the *_bcast_cols ops), so the other columns never matter.
-// Every step packs one tile per DST acquire: simple, and valid in any DST mode.
+// Every step packs one tile per DST acquire (simple, and valid in any DST mode), except scores with K split in
+// head-dim blocks (split-D): the PNHt score tiles of one position tile stay in DST while the K blocks of that
+// position tile stream through, so the planner splits K only when PNHt fits DST (4 tiles with fp32, else 8).
 //
 // Two CB rules this file keeps. (1) The unpacker reads tile i of a CB at read pointer + i tiles with no
 // wrap-around, so a CB read at an index past its front block is pushed and popped in blocks that tile its
