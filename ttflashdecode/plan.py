@@ -702,50 +702,38 @@ def plan(
                 f"k_chunk_size={k_chunk_size}: expected a divisor of kv_len={shapes.kv_len}"
             )
 
-    k_head_block, v_head_block = shapes.DHt, shapes.vDHt
-    # K blocks narrower than the head keep the scores of all PNHt row blocks in DST while they arrive.
-    k_tileable = shapes.PNHt <= DST_TILES[fp32_dest_acc]
-    while True:
-        cbs = circular_buffers(
+    def cbs_for(k_head_block: int, v_head_block: int) -> tuple[CBPlan, ...]:
+        return circular_buffers(
             shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked,
             k_head_block=k_head_block, v_head_block=v_head_block,
         )  # fmt: skip
-        try:
-            total = check_l1(cbs, k_chunk_size)
+
+    # K blocks narrower than the head keep the scores of all PNHt row blocks in DST while they arrive.
+    k_tileable = shapes.PNHt <= DST_TILES[fp32_dest_acc]
+    whole_heads = (shapes.DHt, shapes.vDHt)
+    narrowest = (1 if k_tileable else shapes.DHt, 1)
+    # What gives way when the buffers overflow L1, in order. A chosen chunk size is only a preference (an
+    # explicit one is the user's to change). Then the head dimension is tiled (FFPA's split-D: the K and V
+    # buffers stop growing with head_dim), as wide as still fits. max_cores_per_head_batch is a ceiling: with
+    # large head dims the tree's partial slots (rounds x [O, m, l]) dominate L1, so a smaller group comes last.
+    while True:
+        if l1_bytes(cbs_for(*whole_heads)) <= L1_BUDGET_BYTES:
+            head_blocks = whole_heads
             break
-        except L1OverflowError:
-            # A chosen chunk size is only a preference (an explicit one is the user's to change). Then
-            # the head dimension is tiled (FFPA's split-D: the K and V buffers stop growing with
-            # head_dim). max_cores_per_head_batch is a ceiling: with large head dims the tree's partial
-            # slots (rounds x [O, m, l]) dominate L1, so a smaller group is the last thing to give up.
-            k_smaller = _next_smaller_divisor(shapes.DHt, k_head_block) if k_tileable else k_head_block
-            v_smaller = _next_smaller_divisor(shapes.vDHt, v_head_block)
-            if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
-                k_chunk_size //= 2
-            elif k_smaller < k_head_block or v_smaller < v_head_block:
-                # shrink the larger of the two buffers first
-                if v_smaller < v_head_block and (k_smaller == k_head_block or v_head_block >= k_head_block):
-                    v_head_block = v_smaller
-                else:
-                    k_head_block = k_smaller
-            elif num_cores_per_head > 1:
-                num_cores_per_head //= 2
-                rounds = num_rounds(num_cores_per_head)
-            else:
-                raise
-    # A smaller group may have freed more L1 than the head blocks gave up on the way: widen them again (fewer,
-    # larger reads per barrier) while the buffers still fit.
-    k_head_block, v_head_block = _widen_head_blocks(
-        k_head_block, v_head_block, k_tileable,
-        lambda kb, vb: circular_buffers(shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked,
-                                        k_head_block=kb, v_head_block=vb),
-        shapes.DHt, shapes.vDHt,
-    )  # fmt: skip
-    cbs = circular_buffers(
-        shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked,
-        k_head_block=k_head_block, v_head_block=v_head_block,
-    )  # fmt: skip
-    total = l1_bytes(cbs)
+        if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
+            k_chunk_size //= 2
+            continue
+        if l1_bytes(cbs_for(*narrowest)) <= L1_BUDGET_BYTES:
+            head_blocks = _widest_head_blocks(narrowest, whole_heads, k_tileable, cbs_for)
+            break
+        if num_cores_per_head > 1:
+            num_cores_per_head //= 2
+            rounds = num_rounds(num_cores_per_head)
+            continue
+        check_l1(cbs_for(*narrowest), k_chunk_size)  # raises, naming the largest buffers
+    cbs = cbs_for(*head_blocks)
+    total = check_l1(cbs, k_chunk_size)
+    k_head_block, v_head_block = head_blocks
 
     return DecodePlan(
         shapes=shapes,
@@ -765,13 +753,14 @@ def plan(
     )
 
 
-def _widen_head_blocks(k_block: int, v_block: int, k_tileable: bool, cbs_for, DHt: int, vDHt: int):
-    """Grow the K and V head blocks (narrower first, each to its next divisor of the head dim) while
-    ``cbs_for(k_block, v_block)`` fits the L1 budget."""
+def _widest_head_blocks(narrow, whole, k_tileable: bool, cbs_for) -> tuple[int, int]:
+    """Starting from head blocks ``narrow`` that fit, grow the K and V blocks (the narrower first, each to the next
+    divisor of its head's tiles, up to ``whole``) while ``cbs_for(k_block, v_block)`` fits the L1 budget."""
 
     def wider(block: int, full: int) -> int | None:
         return next((d for d in range(block + 1, full + 1) if full % d == 0), None)
 
+    (k_block, v_block), (DHt, vDHt) = narrow, whole
     while True:
         candidates = []
         if k_tileable and wider(k_block, DHt):
@@ -782,11 +771,3 @@ def _widen_head_blocks(k_block: int, v_block: int, k_tileable: bool, cbs_for, DH
         if not fitting:
             return k_block, v_block
         k_block, v_block = fitting[0]
-
-
-def _next_smaller_divisor(n: int, current: int) -> int:
-    """The largest divisor of ``n`` at most ``current // 2`` (``current`` itself when it is already 1)."""
-    for d in range(current // 2, 0, -1):
-        if n % d == 0:
-            return d
-    return current
