@@ -88,6 +88,38 @@ def test_position_tensor_reuses_one_program(emu_device):
     assert emulator.compile_cache_stats()["misses"] == compiles_after_first  # nothing recompiled after step 0
 
 
+def test_page_table_tensor_reuses_one_program(emu_device):
+    """A device page table rewritten in place every step (here a fresh random block mapping each time, with the
+    positions growing) is read by the reader at run time: one descriptor and one compiled kernel set serve all."""
+    from ttflashdecode import emulator, golden
+
+    ttnn = import_ttnn()
+    b, n_q, n_kv, d, block_size, blocks_per_user, num_blocks = 2, 8, 1, 64, 32, 16, 40
+    q = torch.randn(1, b, n_q, d)
+    k, v = (torch.randn(num_blocks, n_kv, block_size, d) for _ in range(2))
+    tt_q, tt_k, tt_v = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, k, v))
+    row_major = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+    pos = emu_device.from_torch(torch.zeros(b, dtype=torch.int32), **row_major)
+    table = emu_device.from_torch(torch.zeros(b, blocks_per_user, dtype=torch.int32), **row_major)
+    out = emu_device.allocate([1, b, n_q, d], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    op_module.clear_program_cache()
+    for step in range(16):
+        positions = [100 + 25 * step, 7 + 31 * step]
+        mapping = torch.randperm(num_blocks)[: b * blocks_per_user].reshape(b, blocks_per_user).to(torch.int32)
+        emu_device.write(pos, torch.tensor(positions, dtype=torch.int32))
+        emu_device.write(table, mapping)
+        if step == 1:
+            compiles_after_first = emulator.compile_cache_stats()["misses"]
+        op_module.paged_scaled_dot_product_attention_decode(
+            tt_q, tt_k, tt_v, table, cur_pos_tensor=pos, program_config="small/test-2x2", output_tensor=out
+        )
+        stored = [golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)]
+        expected = golden.sdpa_decode(*stored, cur_pos=positions, page_table=mapping)
+        assert golden.pcc(emu_device.to_torch(out).float(), expected) > 0.999, f"step {step}"
+    assert op_module.program_cache_stats() == {"hits": 15, "misses": 1, "entries": 1}
+    assert emulator.compile_cache_stats()["misses"] == compiles_after_first  # nothing recompiled after step 0
+
+
 # ---- 3. non-causal with attn_mask --------------------------------------------------------------------------
 
 
