@@ -21,14 +21,24 @@ def ttnn():
     return ttnn_env.import_ttnn()
 
 
-@pytest.fixture(scope="session")
-def emu_device():
-    """One emulated N150 for the session (opening is cheap, but compiled kernels are shared anyway)."""
+def _emulated_n150():
     from ttflashdecode import emulator
 
     device = emulator.open_device(board="n150")
     yield device
     device.close()
+
+
+@pytest.fixture(scope="session")
+def emu_device():
+    """One emulated N150 for the session (opening is cheap, but compiled kernels are shared anyway)."""
+    yield from _emulated_n150()
+
+
+@pytest.fixture(scope="session")
+def other_emu_device():
+    """A second emulated N150, for tensors that must live on another device than ``emu_device``'s."""
+    yield from _emulated_n150()
 
 
 @pytest.fixture(scope="session")

@@ -15,19 +15,10 @@ B, NQ, NKV, D, S = 2, 8, 2, 64, 256  # a valid call: 2 users, GQA 8/2, head_dim 
 
 
 @pytest.fixture(scope="module")
-def other_device():
-    from ttflashdecode import emulator
-
-    device = emulator.open_device(board="n150")
-    yield device
-    device.close()
-
-
-@pytest.fixture(scope="module")
-def tensors(emu_device, other_device):
+def tensors(emu_device, other_emu_device):
     """Every tensor the cases use, made once (before any case patches the device)."""
     ttnn = import_ttnn()
-    dev, other = emu_device, other_device
+    dev, other = emu_device, other_emu_device
 
     def put(shape, dtype=None, layout=None, device=dev):
         return device.from_torch(torch.randn(*shape), dtype=dtype or ttnn.bfloat16, layout=layout or ttnn.TILE_LAYOUT)
