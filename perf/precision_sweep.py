@@ -3,7 +3,7 @@
     .venv/bin/python perf/precision_sweep.py [--seed 1] [--minutes 10]
 
 Draws shapes (head_dim up to 2048, q_len up to 8, GQA/MQA/MHA), positions and features (paged, sliding window,
-sinks, masks, output dtype, bfloat16 or fp32 DST) at random, runs each on the emulator through the same harness
+sinks, masks, output dtype and placement, bfloat16 or fp32 DST) at random, runs each on the emulator through the same harness
 as the tests, and prints one row per case (PCC and max |error| against the golden on the same stored inputs, and
 whether the test thresholds would pass), then the worst PCC per DST mode and head-dim range. Cases whose buffers
 cannot fit L1 are counted, not run. This is an exploration, not a test: the thresholds of the test suite apply to
@@ -34,13 +34,17 @@ def draw(rng: random.Random) -> DecodeCase:
     kv_len, batch = rng.choice([128, 256, 512]), rng.randint(1, 2)
     causal = rng.random() < 0.8
     fp32 = rng.random() < 0.3
+    out_dtype = rng.choice(["bfloat16", "bfloat8_b"] + (["float32"] if fp32 else []))
+    grid = rng.choice([(8, 8), (4, 2)])
+    # L1 height-sharded output (one (token, user) block per core) for non-block-float outputs that fit the grid
+    out_sharded = out_dtype != "bfloat8_b" and q_len * batch <= grid[0] * grid[1] and rng.random() < 0.3
     return DecodeCase(
         batch, n_kv * g, n_kv, head_dim, kv_len,
         tuple(rng.randint(q_len - 1, kv_len - 1) for _ in range(batch)) if causal else None,
         rng.choice(["bfloat16", "bfloat8_b"]),
         k_chunk_size=rng.choice([0, 32, 64, 128]),
         max_cores_per_head_batch=rng.choice([1, 2, 4, 16]),
-        grid=rng.choice([(8, 8), (4, 2)]),
+        grid=grid,
         q_len=q_len,
         v_head_dim=rng.choice([None, 512]) if head_dim == 576 else None,
         sliding_window_size=rng.choice([None, 64, 200]) if causal else None,
@@ -48,7 +52,8 @@ def draw(rng: random.Random) -> DecodeCase:
         block_size=rng.choice([None, 32, 64]) if causal else None,
         mask_heads=0 if causal else rng.choice([0, 1]),
         fp32_dest_acc_en=fp32,
-        out_dtype=rng.choice(["bfloat16", "bfloat8_b"] + (["float32"] if fp32 else [])),
+        out_dtype=out_dtype,
+        out_sharded=out_sharded,
         seed=rng.randrange(1 << 30),
     )  # fmt: skip
 

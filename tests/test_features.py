@@ -240,6 +240,38 @@ def test_l1_height_sharded_output(emu_device, q_len):
     assert len(written) == outcome.out_tensor.buffer_num_pages(), "every output tile must be written"
 
 
+def test_l1_sharded_output_leaves_its_shards_room(emu_device):
+    """Circular buffers must end below the lowest L1 buffer (tt-metal refuses the launch otherwise): with a large
+    head dim the plan would fill L1, so it is made to fit below the output's shards."""
+    from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES
+
+    case = DecodeCase(1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2))
+    outcome = _run(emu_device, case)
+    assert outcome.plan.l1_budget < L1_BUDGET_BYTES
+    assert L1_RESERVED_BYTES + outcome.plan.l1_bytes <= outcome.out_tensor.buffer_address()
+
+
+def test_l1_sharded_output_below_other_l1_buffers_is_refused(emu_device):
+    """Another live L1 buffer pushes a new sharded output lower than planned: a clear error, not a launch."""
+    ttnn = import_ttnn()
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))])
+    # 64 shards of 64 KiB: the top 64 KiB of every core's L1
+    hog_spec = ttnn.ShardSpec(grid, [32, 1024], ttnn.ShardOrientation.ROW_MAJOR)
+    hog_config = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, hog_spec)
+    hog = emu_device.from_torch(torch.randn(64, 32, 1024), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
+                                memory_config=hog_config)  # fmt: skip
+    q = emu_device.from_torch(torch.randn(2, 1, 8, 2048), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    kv = emu_device.from_torch(torch.randn(1, 1, 512, 2048), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))])
+    out_spec = ttnn.ShardSpec(cores, [32, 2048], ttnn.ShardOrientation.ROW_MAJOR)
+    out_config = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, out_spec)
+    refused = r"memory_config: the L1-sharded output sits at L1 address 0x[0-9a-f]+ \(other L1 buffers are live"
+    with pytest.raises(ValueError, match=refused):
+        op_module.scaled_dot_product_attention_decode(q, kv, kv, cur_pos=[500], memory_config=out_config,
+                                                      program_config="small/test-2x2")  # fmt: skip
+    del hog
+
+
 def test_float32_output(emu_device):
     case = DecodeCase(2, 8, 2, 64, 512, (511, 100), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4,
                       fp32_dest_acc_en=True, out_dtype="float32")  # fmt: skip

@@ -20,10 +20,10 @@ import torch
 
 from ttflashdecode.backend import Backend, backend_of
 from ttflashdecode.convert_factory import build_convert_program
-from ttflashdecode.plan import DecodePlan, plan
+from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, TILE, TILE_BYTES, DecodePlan, plan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call, check_device_tensor
+from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, DecodeCall, check_call, check_device_tensor
 
 
 
@@ -42,6 +42,7 @@ last_run: DecodeResult | None = None  # for the demo and for tests that inspect 
 
 # Least recently used first; bounded so a long-running process that decodes many shapes does not grow forever.
 _PROGRAM_CACHE_SIZE = 64
+L1_ALIGNMENT = 32  # L1 buffer addresses and sizes (the allocator's granule, and NOC-aligned)
 _program_cache: dict = {}
 _cache_stats = {"hits": 0, "misses": 0}
 # Staging outputs of block-float (bfloat8_b) calls, one per (device, shape, dtype): reused every decode step so
@@ -181,7 +182,10 @@ def _decode(
         output_tensor=output_tensor, dtype=dtype, fp32_dest_acc_en=compute.fp32_dest_acc_en,
         device=backend.device, grid=backend.grid(),
     )  # fmt: skip
-    decode_plan = plan(call.shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en)
+    decode_plan = plan(
+        call.shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en,
+        l1_budget=_l1_budget(call, output_tensor),
+    )  # fmt: skip
 
     ttnn = import_ttnn()
     if call.positions is not None:
@@ -192,6 +196,7 @@ def _decode(
     out = output_tensor
     if out is None:
         out = backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), ttnn.TILE_LAYOUT, call.memory_config)
+    _check_cbs_end_below(out, decode_plan)
     block_float = call.out_dtype in BLOCK_FLOAT_OUT_DTYPES
     decoded = _staging_output(backend, call.out_shape, call.shapes.out_dtype) if block_float else out
 
@@ -215,6 +220,29 @@ def _decode(
         plan=decode_plan, stats=stats, staging=decoded if block_float else None, convert_stats=convert_stats
     )
     return out
+
+
+def _l1_budget(call: DecodeCall, output_tensor) -> int:
+    """CB bytes per core the plan may use. Circular buffers must end below the lowest L1 buffer (tt-metal refuses
+    the launch otherwise), and an L1-sharded output is such a buffer: L1 buffers are allocated top-down, so a new
+    output's shard sits in the top shard-size bytes of L1 (when no other L1 buffer is live)."""
+    if not call.memory_config.is_sharded():
+        return L1_BUDGET_BYTES
+    if output_tensor is not None:
+        return min(L1_BUDGET_BYTES, output_tensor.buffer_address() - L1_RESERVED_BYTES)
+    shard_h, shard_w = (int(d) for d in call.memory_config.shard_spec.shape)
+    shard_bytes = (shard_h // TILE) * (shard_w // TILE) * TILE_BYTES[call.out_dtype]
+    return L1_BUDGET_BYTES - -(-shard_bytes // L1_ALIGNMENT) * L1_ALIGNMENT
+
+
+def _check_cbs_end_below(out, decode_plan: DecodePlan) -> None:
+    """An L1 output placed lower than planned (other L1 buffers are live) must still clear the CB region."""
+    if out.memory_config().is_sharded() and L1_RESERVED_BYTES + decode_plan.l1_bytes > out.buffer_address():
+        raise ValueError(
+            f"memory_config: the L1-sharded output sits at L1 address {out.buffer_address():#x} (other L1 buffers are "
+            f"live above it) but this program's circular buffers reach {L1_RESERVED_BYTES + decode_plan.l1_bytes:#x}; "
+            "free those L1 tensors, pass a preallocated output_tensor, or use a DRAM output"
+        )
 
 
 def _staging_output(backend: Backend, shape: tuple[int, ...], dtype: str):

@@ -523,14 +523,12 @@ class DecodePlan:
     k_chunk_size_derived: bool  # True when the planner chose k_chunk_size
     k_head_block: int  # head-dim tiles per K block (divides DHt; DHt unless L1 needed smaller)
     v_head_block: int  # head-dim tiles per V column block (divides vDHt)
+    l1_budget: int = L1_BUDGET_BYTES  # CB bytes per core the plan had to fit in
 
     @property
     def k_chunk_size(self) -> int:
         return self.config.k_chunk_size
 
-    @property
-    def l1_budget(self) -> int:
-        return L1_BUDGET_BYTES
 
     def core_at(self, x: int, y: int) -> CoreAssignment:
         gx, _ = self.config.compute_with_storage_grid_size
@@ -654,6 +652,7 @@ def plan(
     max_cur_pos: int | None = None,
     fp32_dest_acc: bool = False,
     masked: bool = True,
+    l1_budget: int = L1_BUDGET_BYTES,
 ) -> DecodePlan:
     """Plan a decode call.
 
@@ -664,6 +663,8 @@ def plan(
     max_cur_pos: largest cur_pos of the batch if known; only refines a derived k_chunk_size.
     fp32_dest_acc: compute accumulates in fp32 (intermediate CBs become float32).
     masked: see :func:`circular_buffers`.
+    l1_budget: CB bytes per core that may be used; less than the default when L1 buffers (an L1-sharded
+        output) sit at the top of L1, since circular buffers must end below the lowest of them.
 
     Raises ValueError (naming the argument) for inconsistent inputs and L1OverflowError when the
     circular buffers cannot fit even after halving a derived k_chunk_size down to 32 and then the
@@ -717,22 +718,22 @@ def plan(
     # buffers stop growing with head_dim), as wide as still fits. max_cores_per_head_batch is a ceiling: with
     # large head dims the tree's partial slots (rounds x [O, m, l]) dominate L1, so a smaller group comes last.
     while True:
-        if l1_bytes(cbs_for(*whole_heads)) <= L1_BUDGET_BYTES:
+        if l1_bytes(cbs_for(*whole_heads)) <= l1_budget:
             head_blocks = whole_heads
             break
         if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
             k_chunk_size //= 2
             continue
-        if l1_bytes(cbs_for(*narrowest)) <= L1_BUDGET_BYTES:
-            head_blocks = _widest_head_blocks(narrowest, whole_heads, k_tileable, cbs_for)
+        if l1_bytes(cbs_for(*narrowest)) <= l1_budget:
+            head_blocks = _widest_head_blocks(narrowest, whole_heads, k_tileable, cbs_for, l1_budget)
             break
         if num_cores_per_head > 1:
             num_cores_per_head //= 2
             rounds = num_rounds(num_cores_per_head)
             continue
-        check_l1(cbs_for(*narrowest), k_chunk_size)  # raises, naming the largest buffers
+        check_l1(cbs_for(*narrowest), k_chunk_size, l1_budget)  # raises, naming the largest buffers
     cbs = cbs_for(*head_blocks)
-    total = check_l1(cbs, k_chunk_size)
+    total = check_l1(cbs, k_chunk_size, l1_budget)
     k_head_block, v_head_block = head_blocks
 
     return DecodePlan(
@@ -750,12 +751,13 @@ def plan(
         k_chunk_size_derived=derived,
         k_head_block=k_head_block,
         v_head_block=v_head_block,
+        l1_budget=l1_budget,
     )
 
 
-def _widest_head_blocks(narrow, whole, k_tileable: bool, cbs_for) -> tuple[int, int]:
+def _widest_head_blocks(narrow, whole, k_tileable: bool, cbs_for, budget: int) -> tuple[int, int]:
     """Starting from head blocks ``narrow`` that fit, grow the K and V blocks (the narrower first, each to the next
-    divisor of its head's tiles, up to ``whole``) while ``cbs_for(k_block, v_block)`` fits the L1 budget."""
+    divisor of its head's tiles, up to ``whole``) while ``cbs_for(k_block, v_block)`` fits ``budget``."""
 
     def wider(block: int, full: int) -> int | None:
         return next((d for d in range(block + 1, full + 1) if full % d == 0), None)
@@ -767,7 +769,7 @@ def _widest_head_blocks(narrow, whole, k_tileable: bool, cbs_for) -> tuple[int, 
             candidates.append((k_block, (wider(k_block, DHt), v_block)))
         if wider(v_block, vDHt):
             candidates.append((v_block, (k_block, wider(v_block, vDHt))))
-        fitting = [blocks for _, blocks in sorted(candidates) if l1_bytes(cbs_for(*blocks)) <= L1_BUDGET_BYTES]
+        fitting = [blocks for _, blocks in sorted(candidates) if l1_bytes(cbs_for(*blocks)) <= budget]
         if not fitting:
             return k_block, v_block
         k_block, v_block = fitting[0]
