@@ -81,6 +81,9 @@ def main() -> int:
             except L1OverflowError:
                 too_big += 1
                 continue
+            except Exception:
+                print(f"{str(case):78} raised (seed {case.seed}):", flush=True)
+                raise
             try:
                 assert_matches_golden(outcome, case)
                 verdict = "pass"

@@ -251,23 +251,47 @@ def test_l1_sharded_output_leaves_its_shards_room(emu_device):
     assert L1_RESERVED_BYTES + outcome.plan.l1_bytes <= outcome.out_tensor.buffer_address()
 
 
-def test_l1_sharded_output_below_other_l1_buffers_is_refused(emu_device):
-    """Another live L1 buffer pushes a new sharded output lower than planned: a clear error, not a launch."""
+def _l1_hog_and_decode_inputs(emu_device):
+    """A user's L1 tensor holding the top 64 KiB of every core, and head_dim-2048 decode inputs whose program would
+    otherwise fill L1."""
     ttnn = import_ttnn()
     grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))])
-    # 64 shards of 64 KiB: the top 64 KiB of every core's L1
     hog_spec = ttnn.ShardSpec(grid, [32, 1024], ttnn.ShardOrientation.ROW_MAJOR)
     hog_config = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, hog_spec)
     hog = emu_device.from_torch(torch.randn(64, 32, 1024), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
                                 memory_config=hog_config)  # fmt: skip
-    q = emu_device.from_torch(torch.randn(2, 1, 8, 2048), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-    kv = emu_device.from_torch(torch.randn(1, 1, 512, 2048), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    q = torch.randn(2, 1, 8, 2048)
+    kv = torch.randn(1, 1, 512, 2048)
+    tt_q, tt_kv = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, kv))
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))])
     out_spec = ttnn.ShardSpec(cores, [32, 2048], ttnn.ShardOrientation.ROW_MAJOR)
     out_config = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, out_spec)
-    refused = r"memory_config: the L1-sharded output sits at L1 address 0x[0-9a-f]+ \(other L1 buffers are live"
+    return hog, q, kv, tt_q, tt_kv, out_config
+
+
+def test_cbs_are_planned_below_live_l1_buffers(emu_device):
+    """The user's L1 tensors and the new sharded output both sit at the top of L1: the plan fits below them."""
+    from ttflashdecode import golden
+    from ttflashdecode.plan import L1_RESERVED_BYTES
+
+    hog, q, kv, tt_q, tt_kv, out_config = _l1_hog_and_decode_inputs(emu_device)
+    out = op_module.scaled_dot_product_attention_decode(tt_q, tt_kv, tt_kv, cur_pos=[500], memory_config=out_config,
+                                                        program_config="small/test-2x2")  # fmt: skip
+    assert L1_RESERVED_BYTES + op_module.last_run.plan.l1_bytes <= out.buffer_address() < hog.buffer_address()
+    stored = [golden.quantize_like_device(x, "bfloat16") for x in (q, kv, kv)]
+    assert golden.pcc(emu_device.to_torch(out).float(), golden.sdpa_decode(*stored, cur_pos=[500])) > 0.999
+
+
+def test_output_placed_below_the_plan_is_refused(emu_device, monkeypatch):
+    """Should the allocator place a new L1 output lower than the plan assumed (an L1 buffer the op could not see),
+    the call stops with a clear error instead of a launch tt-metal would refuse."""
+    from ttflashdecode.backend import Backend
+
+    hog, _, _, tt_q, tt_kv, out_config = _l1_hog_and_decode_inputs(emu_device)
+    monkeypatch.setattr(Backend, "lowest_l1_buffer_address", lambda self: None)  # the hog is invisible
+    refused = r"memory_config: the L1-sharded output sits at L1 address 0x[0-9a-f]+ \(below other live L1 buffers"
     with pytest.raises(ValueError, match=refused):
-        op_module.scaled_dot_product_attention_decode(q, kv, kv, cur_pos=[500], memory_config=out_config,
+        op_module.scaled_dot_product_attention_decode(tt_q, tt_kv, tt_kv, cur_pos=[500], memory_config=out_config,
                                                       program_config="small/test-2x2")  # fmt: skip
     del hog
 

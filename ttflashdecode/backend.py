@@ -47,6 +47,17 @@ class Backend:
             return self.device.allocate(shape, dtype, layout, memory_config=memory_config)
         return ttnn.allocate_tensor_on_device(ttnn.Shape(list(shape)), dtype, layout, self.device, memory_config)
 
+    def lowest_l1_buffer_address(self) -> int | None:
+        """Lowest address of a live L1 buffer on the device, None if there is none. A program's circular buffers
+        must end below it (tt-metal refuses the launch otherwise)."""
+        if self.is_emulator:
+            return self.device.lowest_l1_buffer_address()
+        ttnn = import_ttnn()
+        addresses = [
+            int(b.address) for b in ttnn._ttnn.reports.get_buffers(self.device) if b.buffer_type == ttnn.BufferType.L1
+        ]
+        return min(addresses) if addresses else None
+
     def launch(self, io_tensors: list, program) -> Any:
         """Runs ``program`` over ``io_tensors`` (outputs last). Returns the emulator's run statistics,
         or None on a device."""

@@ -20,7 +20,7 @@ import torch
 
 from ttflashdecode.backend import Backend, backend_of
 from ttflashdecode.convert_factory import build_convert_program
-from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, TILE, TILE_BYTES, DecodePlan, plan
+from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE, TILE_BYTES, DecodePlan, plan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, DecodeCall, check_call, check_device_tensor
@@ -184,7 +184,7 @@ def _decode(
     )  # fmt: skip
     decode_plan = plan(
         call.shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en,
-        l1_budget=_l1_budget(call, output_tensor),
+        l1_budget=_l1_budget(call, backend, new_output=output_tensor is None),
     )  # fmt: skip
 
     ttnn = import_ttnn()
@@ -222,25 +222,25 @@ def _decode(
     return out
 
 
-def _l1_budget(call: DecodeCall, output_tensor) -> int:
-    """CB bytes per core the plan may use. Circular buffers must end below the lowest L1 buffer (tt-metal refuses
-    the launch otherwise), and an L1-sharded output is such a buffer: L1 buffers are allocated top-down, so a new
-    output's shard sits in the top shard-size bytes of L1 (when no other L1 buffer is live)."""
-    if not call.memory_config.is_sharded():
-        return L1_BUDGET_BYTES
-    if output_tensor is not None:
-        return min(L1_BUDGET_BYTES, output_tensor.buffer_address() - L1_RESERVED_BYTES)
-    shard_h, shard_w = (int(d) for d in call.memory_config.shard_spec.shape)
-    shard_bytes = (shard_h // TILE) * (shard_w // TILE) * TILE_BYTES[call.out_dtype]
-    return L1_BUDGET_BYTES - -(-shard_bytes // L1_ALIGNMENT) * L1_ALIGNMENT
+def _l1_budget(call: DecodeCall, backend: Backend, new_output: bool) -> int:
+    """CB bytes per core the plan may use. Circular buffers must end below the lowest live L1 buffer (tt-metal
+    refuses the launch otherwise): the user's L1 tensors, a preallocated L1 output, and a new L1-sharded output,
+    which the top-down L1 allocator places below the buffers already there."""
+    lowest = backend.lowest_l1_buffer_address() or L1_SIZE_BYTES
+    if new_output and call.memory_config.is_sharded():
+        shard_h, shard_w = (int(d) for d in call.memory_config.shard_spec.shape)
+        shard_bytes = (shard_h // TILE) * (shard_w // TILE) * TILE_BYTES[call.out_dtype]
+        lowest -= -(-shard_bytes // L1_ALIGNMENT) * L1_ALIGNMENT
+    return min(L1_BUDGET_BYTES, lowest - L1_RESERVED_BYTES)
 
 
 def _check_cbs_end_below(out, decode_plan: DecodePlan) -> None:
-    """An L1 output placed lower than planned (other L1 buffers are live) must still clear the CB region."""
+    """A new L1 output the allocator placed lower than planned (in a gap below other L1 buffers) must still clear
+    the CB region."""
     if out.memory_config().is_sharded() and L1_RESERVED_BYTES + decode_plan.l1_bytes > out.buffer_address():
         raise ValueError(
-            f"memory_config: the L1-sharded output sits at L1 address {out.buffer_address():#x} (other L1 buffers are "
-            f"live above it) but this program's circular buffers reach {L1_RESERVED_BYTES + decode_plan.l1_bytes:#x}; "
+            f"memory_config: the L1-sharded output sits at L1 address {out.buffer_address():#x} (below other live L1 "
+            f"buffers) but this program's circular buffers reach {L1_RESERVED_BYTES + decode_plan.l1_bytes:#x}; "
             "free those L1 tensors, pass a preallocated output_tensor, or use a DRAM output"
         )
 

@@ -311,6 +311,12 @@ class EmuDevice:
         return pages_to_host(self._read_pages(t), t._shape, t._dtype, t._layout)
 
     # ---- programs
+    def lowest_l1_buffer_address(self) -> int | None:
+        """Lowest address of a live L1 buffer (where a program's circular buffers must end), None if there is none:
+        what tt-metal's allocator reports as the lowest occupied compute L1 address."""
+        addresses = [t._address for t in list(self._live.values()) if t._shard is not None]
+        return min(addresses) if addresses else None
+
     def generic_op(self, io_tensors, program_descriptor, *, deadline_s: float | None = None,
                    hang_ms: int | None = None, dprint: bool | None = None) -> EmulatorStats:
         """Run `program_descriptor` (a real ttnn.ProgramDescriptor) like ttnn.generic_op; return the run's stats.
