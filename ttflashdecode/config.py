@@ -11,6 +11,8 @@ loading stay usable (and fast) without it.
 
 from __future__ import annotations
 
+import functools
+
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -206,6 +208,14 @@ def load_program_config(name_or_path: str | Path) -> ProgramConfig:
     else:
         path = _config_path(str(name_or_path))
 
+    stat = path.stat()
+    return _load_config_file(path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_config_file(path: Path, mtime_ns: int, size: int) -> ProgramConfig:
+    """Parse and validate a config file. Cached on (path, mtime, size): a decode loop that names its config
+    parses the file once, and an edited file is read again."""
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:

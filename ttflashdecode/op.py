@@ -14,11 +14,13 @@ are cached: a decode loop that passes the same cur_pos / page-table tensors ever
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
 
 from ttflashdecode.backend import Backend, backend_of
+from ttflashdecode.config import ProgramConfig
 from ttflashdecode.convert_factory import build_convert_program
 from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE, TILE_BYTES, DecodePlan, plan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
@@ -57,6 +59,7 @@ def program_cache_stats() -> dict[str, int]:
 
 def clear_program_cache() -> None:
     _program_cache.clear()
+    _plan.cache_clear()
     _staging.clear()
     _cache_stats.update(hits=0, misses=0)
 
@@ -182,9 +185,10 @@ def _decode(
         output_tensor=output_tensor, dtype=dtype, fp32_dest_acc_en=compute.fp32_dest_acc_en,
         device=backend.device, grid=backend.grid(),
     )  # fmt: skip
-    decode_plan = plan(
-        call.shapes, program_config, backend.grid(), fp32_dest_acc=compute.fp32_dest_acc_en,
-        l1_budget=_l1_budget(call, backend, new_output=output_tensor is None),
+    grid = backend.grid()
+    decode_plan = _plan(
+        call.shapes, ProgramConfig.coerce(program_config, default_grid=grid), grid, compute.fp32_dest_acc_en,
+        _l1_budget(call, backend, new_output=output_tensor is None),
     )  # fmt: skip
 
     ttnn = import_ttnn()
@@ -220,6 +224,12 @@ def _decode(
         plan=decode_plan, stats=stats, staging=decoded if block_float else None, convert_stats=convert_stats
     )
     return out
+
+
+@functools.lru_cache(maxsize=_PROGRAM_CACHE_SIZE)
+def _plan(shapes, config, grid, fp32_dest_acc: bool, l1_budget: int) -> DecodePlan:
+    """plan() is pure, so a decode loop plans its shape once (plan-then-run); only successful plans are cached."""
+    return plan(shapes, config, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
 
 
 def _l1_budget(call: DecodeCall, backend: Backend, new_output: bool) -> int:
