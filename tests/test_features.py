@@ -103,6 +103,7 @@ def test_page_table_tensor_reuses_one_program(emu_device):
     pos = emu_device.from_torch(torch.zeros(b, dtype=torch.int32), **row_major)
     table = emu_device.from_torch(torch.zeros(b, blocks_per_user, dtype=torch.int32), **row_major)
     out = emu_device.allocate([1, b, n_q, d], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    stored = [golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)]
     op_module.clear_program_cache()
     for step in range(16):
         positions = [100 + 25 * step, 7 + 31 * step]
@@ -114,7 +115,6 @@ def test_page_table_tensor_reuses_one_program(emu_device):
         op_module.paged_scaled_dot_product_attention_decode(
             tt_q, tt_k, tt_v, table, cur_pos_tensor=pos, program_config="small/test-2x2", output_tensor=out
         )
-        stored = [golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)]
         expected = golden.sdpa_decode(*stored, cur_pos=positions, page_table=mapping)
         assert golden.pcc(emu_device.to_torch(out).float(), expected) > 0.999, f"step {step}"
     assert op_module.program_cache_stats() == {"hits": 15, "misses": 1, "entries": 1}

@@ -12,7 +12,6 @@ loading stay usable (and fast) without it.
 from __future__ import annotations
 
 import functools
-
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path

@@ -44,7 +44,6 @@ last_run: DecodeResult | None = None  # for the demo and for tests that inspect 
 
 # Least recently used first; bounded so a long-running process that decodes many shapes does not grow forever.
 _PROGRAM_CACHE_SIZE = 64
-L1_ALIGNMENT = 32  # L1 buffer addresses and sizes (the allocator's granule, and NOC-aligned)
 _program_cache: dict = {}
 _cache_stats = {"hits": 0, "misses": 0}
 # Staging outputs of block-float (bfloat8_b) calls, one per (device, shape, dtype): reused every decode step so
@@ -176,6 +175,7 @@ def _decode(
     global last_run
     check_device_tensor("q", q, 4, ("bfloat16",))  # q's device is the backend
     backend = backend_of(q)
+    grid = backend.grid()
     compute = ComputeSettings.coerce(compute_kernel_config)
     # Validate and plan first: nothing is uploaded or allocated for a call that cannot run.
     call = check_call(
@@ -183,9 +183,8 @@ def _decode(
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
         attention_sink=attention_sink, share_cache=share_cache, memory_config=memory_config,
         output_tensor=output_tensor, dtype=dtype, fp32_dest_acc_en=compute.fp32_dest_acc_en,
-        device=backend.device, grid=backend.grid(),
+        device=backend.device, grid=grid,
     )  # fmt: skip
-    grid = backend.grid()
     decode_plan = _plan(
         call.shapes, ProgramConfig.coerce(program_config, default_grid=grid), grid, compute.fp32_dest_acc_en,
         _l1_budget(call, backend, new_output=output_tensor is None),
@@ -199,7 +198,9 @@ def _decode(
         page_table = _upload_int32(backend, rows, [len(rows), len(rows[0])])
     out = output_tensor
     if out is None:
-        out = backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), ttnn.TILE_LAYOUT, call.memory_config)
+        out = backend.allocate(
+            list(call.out_shape), getattr(ttnn, call.out_dtype), ttnn.TILE_LAYOUT, call.memory_config
+        )
     _check_cbs_end_below(out, decode_plan)
     block_float = call.out_dtype in BLOCK_FLOAT_OUT_DTYPES
     decoded = _staging_output(backend, call.out_shape, call.shapes.out_dtype) if block_float else out
@@ -216,10 +217,9 @@ def _decode(
     stats = backend.launch(tensors, program)
     convert_stats = None
     if block_float:
-        convert = _cached_program(
-            ("convert",), backend, [decoded, out], lambda: build_convert_program(decoded, out, backend.grid())
-        )
-        convert_stats = backend.launch([decoded, out], convert)
+        io = [decoded, out]
+        convert = _cached_program(("convert",), backend, io, lambda: build_convert_program(decoded, out, grid))
+        convert_stats = backend.launch(io, convert)
     last_run = DecodeResult(
         plan=decode_plan, stats=stats, staging=decoded if block_float else None, convert_stats=convert_stats
     )
@@ -239,8 +239,7 @@ def _l1_budget(call: DecodeCall, backend: Backend, new_output: bool) -> int:
     lowest = backend.lowest_l1_buffer_address() or L1_SIZE_BYTES
     if new_output and call.memory_config.is_sharded():
         shard_h, shard_w = (int(d) for d in call.memory_config.shard_spec.shape)
-        shard_bytes = (shard_h // TILE) * (shard_w // TILE) * TILE_BYTES[call.out_dtype]
-        lowest -= -(-shard_bytes // L1_ALIGNMENT) * L1_ALIGNMENT
+        lowest -= (shard_h // TILE) * (shard_w // TILE) * TILE_BYTES[call.out_dtype]  # tiles keep L1 alignment
     return min(L1_BUDGET_BYTES, lowest - L1_RESERVED_BYTES)
 
 

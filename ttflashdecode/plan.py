@@ -764,11 +764,12 @@ def _widest_head_blocks(narrow, whole, k_tileable: bool, cbs_for, budget: int) -
 
     (k_block, v_block), (DHt, vDHt) = narrow, whole
     while True:
+        k_wider, v_wider = wider(k_block, DHt) if k_tileable else None, wider(v_block, vDHt)
         candidates = []
-        if k_tileable and wider(k_block, DHt):
-            candidates.append((k_block, (wider(k_block, DHt), v_block)))
-        if wider(v_block, vDHt):
-            candidates.append((v_block, (k_block, wider(v_block, vDHt))))
+        if k_wider:
+            candidates.append((k_block, (k_wider, v_block)))
+        if v_wider:
+            candidates.append((v_block, (k_block, v_wider)))
         fitting = [blocks for _, blocks in sorted(candidates) if l1_bytes(cbs_for(*blocks)) <= budget]
         if not fitting:
             return k_block, v_block
