@@ -179,7 +179,7 @@ def measure(dev, shape: Shape, tensors, cur_pos: int, k_chunk_size: int) -> dict
     if with_matmuls != len(per_core) or len(per_core) != active * plan.num_groups // plan.groups_per_core:
         mismatches += 1
 
-    rounds = plan_module.num_rounds(active) if plan.groups_per_core == 1 else 0
+    rounds = plan_module.tree_rounds(active) if plan.groups_per_core == 1 else 0
     sends = (active - 1) * plan.num_groups if plan.groups_per_core == 1 else 0
     partial_bytes = core_to_core / sends if sends else 0
     tree = rounds * (NOC_WRITE_CYCLES + partial_bytes / NOC_BYTES_PER_CYCLE)

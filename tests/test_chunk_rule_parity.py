@@ -33,7 +33,8 @@ def _kernel_range(lib, cur_pos, sk, i, n, q_len, window):
 
 
 def test_chunk_rule_matches_planner(rules):
-    rng = random.Random()
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
     for _ in range(3000):
         sk = 32 * rng.choice([1, 2, 4, 8, 16])
         n = rng.randint(1, 64)
@@ -41,22 +42,24 @@ def test_chunk_rule_matches_planner(rules):
         window = rng.choice([0, 0, rng.randint(1, 3000)])
         cur_pos = rng.choice([-1, rng.randint(q_len - 1, 8191)])
         for i in range(n):
-            expected = planner.chunk_range(cur_pos, sk, i, n, window, q_len)
+            expected = planner.chunk_range(cur_pos, sk, i, n, q_len, window)
             got = _kernel_range(rules, cur_pos, sk, i, n, q_len, window)
             # A core without work may report any start; only its count matters.
-            assert got[1] == expected[1] and (got[1] == 0 or got == expected), (cur_pos, sk, i, n, q_len, window)
+            assert got[1] == expected[1] and (got[1] == 0 or got == expected), (seed, cur_pos, sk, i, n, q_len, window)
         active = rules.fd_active_cores(SKIPPED if cur_pos == -1 else cur_pos, sk, n, q_len, window)
-        assert active == planner.active_cores(cur_pos, sk, n, window, q_len)
+        assert active == planner.active_cores(cur_pos, sk, n, q_len, window), (seed, cur_pos, sk, n, q_len, window)
 
 
 def test_reduction_tree_matches_planner(rules):
     for n in range(1, 65):
-        assert rules.fd_tree_rounds(n) == planner.num_rounds(n)
+        assert rules.fd_tree_rounds(n) == planner.tree_rounds(n)
         for i in range(1, n):
             assert rules.fd_send_round(i) == planner.send_round(i)
         for active in range(1, n + 1):
             for i in range(active):
-                kernel_rounds = [r for r in range(planner.num_rounds(n)) if rules.fd_receives_in_round(i, r, active)]
+                for r in range(planner.tree_rounds(n)):
+                    assert bool(rules.fd_receives_in_round(i, r, active)) == planner.receives_in_round(i, r, active)
+                kernel_rounds = [r for r in range(planner.tree_rounds(n)) if rules.fd_receives_in_round(i, r, active)]
                 if i:
                     kernel_rounds = [r for r in kernel_rounds if r < planner.send_round(i)]
                 assert kernel_rounds == planner.receive_rounds(i, active), (n, active, i)

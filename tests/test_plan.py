@@ -16,10 +16,10 @@ from ttflashdecode.plan import (
     chunk_range,
     default_k_chunk_size,
     expected_partials,
-    num_rounds,
     plan,
     receive_rounds,
     send_round,
+    tree_rounds,
     window_start,
 )
 
@@ -70,8 +70,8 @@ def test_shapes_reject_bad_inputs(kw, needles):
 
 def check_split(cur_pos, sk, n_cores, window):
     """Every chunk holding a valid position is read by exactly one core; active cores are a prefix."""
-    ranges = [chunk_range(cur_pos, sk, i, n_cores, window) for i in range(n_cores)]
-    active = active_cores(cur_pos, sk, n_cores, window)
+    ranges = [chunk_range(cur_pos, sk, i, n_cores, sliding_window_size=window) for i in range(n_cores)]
+    active = active_cores(cur_pos, sk, n_cores, sliding_window_size=window)
     counts = [c for _, c in ranges]
     if cur_pos == -1:
         assert counts == [0] * n_cores and active == 0
@@ -81,7 +81,7 @@ def check_split(cur_pos, sk, n_cores, window):
     assert max(counts) - min(counts) <= 1  # balanced
     read = [c for start, count in ranges for c in range(start, start + count)]
     assert len(read) == len(set(read)) and read == sorted(read)  # each once, contiguous by core
-    start = window_start(cur_pos, window)
+    start = window_start(cur_pos, sliding_window_size=window)
     assert start == (max(0, cur_pos - window + 1) if window else 0)
     # Every chunk read holds a valid position, and the chunks of both ends are read: with
     # contiguity that is exactly the set of chunks holding [start, cur_pos].
@@ -132,7 +132,7 @@ def test_chunk_range_rejects_bad_args(kw, needle):
 
 @pytest.mark.parametrize("n_cores", range(1, 65))
 def test_tree_every_active_core_reaches_the_root(n_cores):
-    rounds = num_rounds(n_cores)
+    rounds = tree_rounds(n_cores)
     assert 2 ** rounds >= n_cores and (rounds == 0 or 2 ** (rounds - 1) < n_cores)
     for active in range(1, n_cores + 1):
         received = {i: [] for i in range(active)}
@@ -289,7 +289,7 @@ def test_plan_invariants(
     assert p.k_chunk_size_derived == (sk == 0) and (sk == 0 or p.k_chunk_size == sk)
     assert len(p.cores) == gx * gy and all(c.role in ROLES for c in p.cores)
     assert [c.core for c in p.cores] == [(i % gx, i // gx) for i in range(gx * gy)]
-    assert p.num_cores_per_head <= max_cores and p.rounds == num_rounds(p.num_cores_per_head)
+    assert p.num_cores_per_head <= max_cores and p.rounds == tree_rounds(p.num_cores_per_head)
 
     for b in range(batch):
         for h in range(n_kv):

@@ -528,7 +528,7 @@ def check_device_page_table(rows, positions: list[int], shapes: DecodeShapes, nu
         if p == -1:
             continue
         row = 0 if shapes.share_cache else b
-        first_pos = window_start(p, shapes.sliding_window_size, shapes.q_len)
+        first_pos = window_start(p, shapes.q_len, shapes.sliding_window_size)
         first, last = first_pos // shapes.block_size, p // shapes.block_size
         for j in range(first, last + 1):
             entry = as_int32(rows[row][j])

@@ -1,5 +1,5 @@
 // Exposes the kernels' shared rules (device_kernels/flash_decode_common.hpp) to Python through ctypes, so a test
-// can check them against the planner's implementation (ttflashdecode/plan.py).
+// can check them against the planner's implementation (ttflashdecode/plan/rules.py).
 #include <cstdint>
 
 #include "flash_decode_common.hpp"

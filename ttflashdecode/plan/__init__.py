@@ -1,0 +1,85 @@
+"""FlashDecode work planner: which core reads which KV chunks, the reduction tree, CBs and L1.
+
+Pure Python (no ttnn), so it can be tested exhaustively and used by the emulator, the op and the demo alike.
+One module per job:
+
+* :mod:`~ttflashdecode.plan.shapes` -- :class:`DecodeShapes`, the call's tensors as the plan sees them.
+* :mod:`~ttflashdecode.plan.rules` -- THE chunk rule and the reduction tree, the contract the kernels' shared
+  header (``device_kernels/flash_decode_common.hpp``) mirrors name for name and argument for argument.
+* :mod:`~ttflashdecode.plan.cbs` -- the circular-buffer table and the L1 budget.
+* :mod:`~ttflashdecode.plan.search` -- core assignment and the search for a plan that fits (:func:`plan`).
+
+Every public name is importable from ``ttflashdecode.plan`` itself.
+"""
+
+from ttflashdecode.config import TILE
+from ttflashdecode.plan.cbs import (
+    L1_BUDGET_BYTES,
+    L1_RESERVED_BYTES,
+    L1_SIZE_BYTES,
+    CBPlan,
+    L1OverflowError,
+    check_l1,
+    circular_buffers,
+    l1_bytes,
+)
+from ttflashdecode.plan.rules import (
+    MAX_DEFAULT_K_CHUNK_SIZE,
+    MIN_K_CHUNK_SIZE,
+    active_cores,
+    chunk_range,
+    default_k_chunk_size,
+    expected_partials,
+    receive_rounds,
+    receives_in_round,
+    send_round,
+    tree_rounds,
+    window_start,
+)
+from ttflashdecode.plan.search import (
+    DST_TILES,
+    ROLES,
+    CoreAssignment,
+    DecodePlan,
+    SemaphorePlan,
+    TreeReceive,
+    TreeSend,
+    plan,
+    tree_semaphores,
+)
+from ttflashdecode.plan.shapes import DTYPES, TILE_BYTES, DecodeShapes
+
+__all__ = [
+    "TILE",
+    "TILE_BYTES",
+    "DTYPES",
+    "DecodeShapes",
+    "window_start",
+    "chunk_range",
+    "active_cores",
+    "tree_rounds",
+    "send_round",
+    "receives_in_round",
+    "receive_rounds",
+    "expected_partials",
+    "default_k_chunk_size",
+    "MIN_K_CHUNK_SIZE",
+    "MAX_DEFAULT_K_CHUNK_SIZE",
+    "L1_SIZE_BYTES",
+    "L1_RESERVED_BYTES",
+    "L1_BUDGET_BYTES",
+    "L1OverflowError",
+    "CBPlan",
+    "circular_buffers",
+    "l1_bytes",
+    "check_l1",
+    "DST_TILES",
+    "ROLES",
+    "SemaphorePlan",
+    "tree_semaphores",
+    "TreeReceive",
+    "TreeSend",
+    "CoreAssignment",
+    "DecodePlan",
+    "plan",
+]

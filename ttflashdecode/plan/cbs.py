@@ -1,0 +1,156 @@
+"""The circular buffers of the FlashDecode kernels and the L1 budget they must fit in.
+
+:func:`circular_buffers` is the one table of CB indices, sizes and formats: the program factory allocates from it
+and the plan search (:mod:`ttflashdecode.plan.search`) shrinks chunks and head blocks until :func:`check_l1` passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ttflashdecode.config import TILE
+from ttflashdecode.plan.shapes import TILE_BYTES
+
+if TYPE_CHECKING:
+    from ttflashdecode.plan.shapes import DecodeShapes
+
+# ---- hardware figures (docs: /work/shared/WORMHOLE.md, ttnn 0.81.1 wormhole dev_mem_map.h) ------
+
+# MEM_L1_SIZE = 1464 KiB per Tensix core on Wormhole.
+L1_SIZE_BYTES = 1_499_136
+# Not all of it is ours: the 35,168 B below MEM_MAP_END (the wheel's wormhole dev_mem_map.h) hold
+# firmware, mailboxes and fabric tables, and the kernel-config ring buffer above it (69 KiB by
+# default) holds the kernel binaries, runtime args, CB and semaphore descriptors of the running
+# program. Circular buffers start after both, as in the emulator (emulator/arch.py), so the planner
+# refuses anything that would only fit by eating into them.
+L1_RESERVED_BYTES = 35_168 + 69 * 1024
+L1_BUDGET_BYTES = L1_SIZE_BYTES - L1_RESERVED_BYTES
+
+
+class L1OverflowError(ValueError):
+    """The circular buffers of a plan do not fit in a core's L1 budget."""
+
+    def __init__(self, message: str, *, needed: int, budget: int, largest: tuple[CBPlan, ...]):
+        super().__init__(message)
+        self.needed = needed
+        self.budget = budget
+        self.over = needed - budget
+        self.largest = largest
+
+
+@dataclass(frozen=True)
+class CBPlan:
+    """One circular buffer, identical (same index, size and L1 address) on every core."""
+
+    index: int  # CB id: c_<index>
+    name: str
+    purpose: str
+    page_size: int  # bytes: one tile of data_format
+    num_pages: int
+    data_format: str
+
+    @property
+    def total_bytes(self) -> int:
+        return self.page_size * self.num_pages
+
+
+def circular_buffers(
+    shapes: DecodeShapes,
+    k_chunk_size: int,
+    rounds: int,
+    *,
+    fp32_dest_acc: bool = False,
+    masked: bool = True,
+    k_head_block: int | None = None,
+    v_head_block: int | None = None,
+) -> tuple[CBPlan, ...]:
+    """The CBs of the FlashDecode kernels (``device_kernels/``), one entry per CB index they use.
+
+    ``k_head_block`` / ``v_head_block`` (head-dim tiles, default the whole head): the reader streams K one
+    position tile at a time in blocks of ``k_head_block`` head-dim tiles, and V one column block of
+    ``v_head_block`` tiles of the whole chunk at a time, so the K and V buffers, the largest of the program,
+    shrink with the blocks rather than grow with head_dim.
+
+    ``masked``: the kernels mask the last chunk past cur_pos (cur_pos is rarely chunk-aligned) and
+    the first chunk before a window's start, so a mask CB is needed unless every chunk is full.
+    Intermediates (scores, accumulators, statistics, partials) are float32 when the compute kernel
+    accumulates in fp32, else bfloat16. Running O and l keep the old block at the front and the new
+    one behind it while it is updated, so those CBs hold two blocks; compute only ever reads the
+    front block of them. The running max is read old and new at once (alpha = exp(m_old - m_new)),
+    so it ping-pongs between two one-block CBs (m, m_next) instead: compute unpacks a tile at
+    read pointer + index with no wrap-around, so a CB read at an index past its front block must
+    always be pushed and popped in blocks that tile its capacity. Zero-page buffers
+    (the partials when rounds == 0) are left out rather than allocated empty.
+    """
+    Sk_t = k_chunk_size // TILE
+    PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
+    k_block = DHt if k_head_block is None else k_head_block
+    v_block = vDHt if v_head_block is None else v_head_block
+    im = "float32" if fp32_dest_acc else "bfloat16"
+    o_tiles = PNHt * vDHt
+    # A partial is the unnormalised O, the running max m and the running sum l of one core.
+    partial_tiles = o_tiles + 2 * PNHt
+    # cur_pos of every user: one row-major int32 page, padded to the 32 B NOC read alignment.
+    cur_pos_page = -(-shapes.batch * 4 // 32) * 32
+    page_table_page = -(-(shapes.max_blocks_per_user or 0) * 4 // 32) * 32
+    masked = masked or shapes.attn_mask_heads > 0
+    # The root merges one (m, l) partial after the tree: the attention sinks, or with a user mask the score floor
+    # (flash_decode_common.hpp: SCORE_FLOOR) that turns a row the mask hides entirely into zeros.
+    sink_partial = shapes.has_attention_sink or shapes.attn_mask_heads > 0
+    specs = [
+        (0, "q", "query rows of the group", TILE_BYTES[shapes.q_dtype], PNHt * DHt, shapes.q_dtype),
+        (1, "k", "K blocks (position tile x k_head_block), two chunks deep", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * k_block, shapes.k_dtype),
+        (2, "v", "V blocks (chunk x v_head_block), double-buffered", TILE_BYTES[shapes.v_dtype], 2 * Sk_t * v_block, shapes.v_dtype),
+        (3, "mask", "causal/window edge mask of one chunk", 2048, PNHt * Sk_t if masked else 0, "bfloat16"),
+        (4, "scale", "softmax scale, broadcast as a scalar", 2048, 1, "bfloat16"),
+        (5, "ones", "reduce scaler (all ones)", 2048, 1, "bfloat16"),
+        (6, "cur_pos", "cur_pos of every user, for compute", cur_pos_page, 1, "uint32"),
+        (7, "scratch", "a partner's rescaled O and l while merging", TILE_BYTES[im], (o_tiles + PNHt) if rounds or sink_partial else 0, im),
+        (8, "partial_in", "one slot [O, m, l] per reduction round", TILE_BYTES[im], rounds * partial_tiles, im),
+        (9, "partial_out", "this core's [O, m, l] to send", TILE_BYTES[im], partial_tiles if rounds else 0, im),
+        (10, "writer_cur_pos", "the reader's checked cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
+        (11, "zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),
+        (12, "page_table", "the user's page-table row (paged cache)", page_table_page, 1 if shapes.is_paged else 0, "uint32"),
+        (13, "sink", "attention sinks (or the score floor) as a partial: m tiles, then l tiles", 2048, 2 * PNHt if sink_partial else 0, "bfloat16"),
+        (14, "m_next", "new running max, ping-pongs with m", TILE_BYTES[im], PNHt, im),
+        (15, "mask_stage", "one bfloat8_b attn_mask tile, unpacked row by row into mask", TILE_BYTES["bfloat8_b"],
+         1 if shapes.attn_mask_heads and shapes.attn_mask_dtype == "bfloat8_b" else 0, "bfloat8_b"),
+        (16, "out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
+        (24, "q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
+        (25, "scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
+        (26, "probs", "exp(S - m) of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
+        (27, "o", "output accumulator, old and new block", TILE_BYTES[im], 2 * o_tiles, im),
+        (28, "m", "running row max, ping-pongs with m_next", TILE_BYTES[im], PNHt, im),
+        (29, "l", "running row sum, old and new block", TILE_BYTES[im], 2 * PNHt, im),
+        (30, "row_stat", "row max / row sum of one chunk, 1/l", TILE_BYTES[im], PNHt, im),
+        (31, "alpha", "rescale factors exp(m_old - m_new)", TILE_BYTES[im], 2 * PNHt, im),
+    ]  # fmt: skip
+    return tuple(
+        CBPlan(index, name, purpose, page_size, pages, fmt)
+        for index, name, purpose, page_size, pages, fmt in specs
+        if pages > 0
+    )
+
+
+def l1_bytes(cbs: tuple[CBPlan, ...]) -> int:
+    return sum(cb.total_bytes for cb in cbs)
+
+
+def check_l1(cbs: tuple[CBPlan, ...], k_chunk_size: int, budget: int = L1_BUDGET_BYTES) -> int:
+    """Total CB bytes per core; L1OverflowError naming the largest buffers if over ``budget``."""
+    needed = l1_bytes(cbs)
+    if needed <= budget:
+        return needed
+    largest = tuple(sorted(cbs, key=lambda cb: cb.total_bytes, reverse=True)[:3])
+    names = ", ".join(
+        f"c_{cb.index} {cb.name} ({cb.num_pages} x {cb.page_size} B {cb.data_format} = {cb.total_bytes:,} B)"
+        for cb in largest
+    )
+    raise L1OverflowError(
+        f"circular buffers need {needed:,} B of L1 per core, {needed - budget:,} B over the budget of "
+        f"{budget:,} B; largest: {names}; try a smaller k_chunk_size (now {k_chunk_size})",
+        needed=needed,
+        budget=budget,
+        largest=largest,
+    )

@@ -1,0 +1,181 @@
+"""THE chunk rule and the reduction tree: which KV chunks each core of a group reads, and how the group's
+partials merge.
+
+This module and the kernels' shared header (``device_kernels/flash_decode_common.hpp``, namespace
+``flash_decode``) implement the same rules, function for function, under the same names and with the same
+argument order, so one can be read against the other::
+
+    window_start(cur_pos, q_len, sliding_window_size)
+    chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, q_len, sliding_window_size)
+    active_cores(cur_pos, k_chunk_size, num_cores_per_head, q_len, sliding_window_size)
+    tree_rounds(num_cores)
+    send_round(core_index)
+    receives_in_round(core_index, round, num_active)
+
+They differ in representation only: a skipped user is ``cur_pos == -1`` here and ``SKIPPED_USER`` (0xFFFFFFFF)
+there, chunk_range returns ``(start, count)`` here and a ``ChunkRange`` there, and ``send_round(0)`` is None here
+where the kernels never ask (the root does not send). tests/test_chunk_rule_parity.py compiles the header and
+checks that both agree. :func:`receive_rounds`, :func:`expected_partials` and :func:`default_k_chunk_size` are the
+host's own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ttflashdecode.plan.shapes import is_int
+
+if TYPE_CHECKING:
+    from ttflashdecode.plan.shapes import DecodeShapes
+
+# Range of the planner-chosen k_chunk_size. 512 positions of a 128-wide head in bfloat16 is 128 KiB
+# per K buffer: big DRAM bursts while double-buffered K and V still leave most of L1 free.
+MIN_K_CHUNK_SIZE = 32
+MAX_DEFAULT_K_CHUNK_SIZE = 512
+
+
+# ---- the chunk rule ----------------------------------------------------------------------------
+
+
+def window_start(cur_pos: int, q_len: int = 1, sliding_window_size: int = 0) -> int:
+    """First KV position a group at ``cur_pos`` may read (0 without a window).
+
+    ``cur_pos`` is the position of the group's newest token; with ``q_len`` tokens the oldest sits at
+    ``cur_pos - q_len + 1`` and its window of W positions starts at ``cur_pos - q_len + 1 - W + 1``.
+    """
+    if sliding_window_size <= 0:
+        return 0
+    return max(0, cur_pos - q_len + 1 - sliding_window_size + 1)
+
+
+def chunk_range(
+    cur_pos: int,
+    k_chunk_size: int,
+    core_index: int,
+    num_cores_per_head: int,
+    q_len: int = 1,
+    sliding_window_size: int = 0,
+) -> tuple[int, int]:
+    """The KV chunks core ``core_index`` of a group reads: ``(start_chunk, count)``.
+
+    THE chunk rule (docs/DESIGN.md; the kernels' shared header implements the same):
+
+    * A user's valid positions are ``[window_start, cur_pos]`` with
+      ``window_start = max(0, cur_pos - q_len + 1 - W + 1)`` for sliding window W (the oldest of the
+      group's q_len query tokens reaches back furthest), or 0 when W == 0.
+    * With ``Sk = k_chunk_size`` the user's chunks are ``first = window_start // Sk`` to
+      ``last = cur_pos // Sk``: ``n = last - first + 1`` chunks. Chunk c holds positions
+      ``[c*Sk, (c+1)*Sk)``; positions outside ``[window_start, cur_pos]`` in the first and last
+      chunk are masked by the kernels, never skipped.
+    * Core i of the group's N cores gets a contiguous range: ``base = n // N``, ``rem = n % N``,
+      ``start = first + i*base + min(i, rem)``, ``count = base + (i < rem)``.
+      So the cores with work are a prefix of the group, and core 0 (the root reducer) has work
+      whenever ``cur_pos >= 0``.
+    * ``cur_pos == -1`` (no valid token): every core gets ``(0, 0)``; the root writes zeros.
+    """
+    if not is_int(cur_pos) or cur_pos < -1:
+        raise ValueError(f"cur_pos={cur_pos!r}: expected an integer >= -1")
+    if not is_int(k_chunk_size) or k_chunk_size <= 0:
+        raise ValueError(f"k_chunk_size={k_chunk_size!r}: expected a positive integer")
+    if not is_int(num_cores_per_head) or num_cores_per_head <= 0:
+        raise ValueError(f"num_cores_per_head={num_cores_per_head!r}: expected a positive integer")
+    if not is_int(core_index) or not 0 <= core_index < num_cores_per_head:
+        raise ValueError(f"core_index={core_index!r}: expected 0..{num_cores_per_head - 1}")
+    if cur_pos < 0:
+        return 0, 0
+    first = window_start(cur_pos, q_len, sliding_window_size) // k_chunk_size
+    n = cur_pos // k_chunk_size - first + 1
+    base, rem = divmod(n, num_cores_per_head)
+    start = first + core_index * base + min(core_index, rem)
+    count = base + (1 if core_index < rem else 0)
+    return start, count
+
+
+def active_cores(
+    cur_pos: int, k_chunk_size: int, num_cores_per_head: int, q_len: int = 1, sliding_window_size: int = 0
+) -> int:
+    """How many cores of a group have chunks to read (they are cores 0..active-1)."""
+    if cur_pos < 0:
+        return 0
+    first = window_start(cur_pos, q_len, sliding_window_size) // k_chunk_size
+    n = cur_pos // k_chunk_size - first + 1
+    return min(num_cores_per_head, n)
+
+
+# ---- the reduction tree ------------------------------------------------------------------------
+
+
+def tree_rounds(num_cores: int) -> int:
+    """ceil(log2 N): rounds of the binary reduction tree over a group of N cores (0 for a 1-core group)."""
+    return (num_cores - 1).bit_length()
+
+
+def send_round(core_index: int) -> int | None:
+    """The round in which core i sends its partial (to core ``i - 2^r``, slot r); None for the root.
+
+    Core i sends in round r when ``i % 2^(r+1) == 2^r``, i.e. r is i's lowest set bit, so every
+    non-root core sends exactly once, after merging everything it received in earlier rounds.
+    """
+    if core_index == 0:
+        return None
+    return (core_index & -core_index).bit_length() - 1
+
+
+def receives_in_round(core_index: int, round: int, num_active: int) -> bool:
+    """Whether core i merges a partial from core ``i + 2^round`` in ``round`` when ``num_active`` cores work: when
+    ``i % 2^(round+1) == 0`` and the sender is active. (Core i > 0 only merges before it sends, in rounds below
+    :func:`send_round`; the kernels' loop stops there.)"""
+    stride = 1 << round
+    return core_index % (2 * stride) == 0 and core_index + stride < num_active
+
+
+def receive_rounds(core_index: int, num_active: int) -> list[int]:
+    """Rounds in which core i merges a partial from core ``i + 2^r`` when ``num_active`` cores work.
+
+    Core i receives in round r when ``i % 2^(r+1) == 0`` and the sender ``i + 2^r`` is active.
+    Before merging round r's slot it waits for its round-r semaphore (:func:`tree_semaphores`).
+    """
+    return [r for r in range(tree_rounds(num_active)) if receives_in_round(core_index, r, num_active)]
+
+
+def expected_partials(core_index: int, num_active: int) -> int:
+    """Partials core i receives in total when ``num_active`` cores of its group work."""
+    return len(receive_rounds(core_index, num_active))
+
+
+# ---- k_chunk_size ------------------------------------------------------------------------------
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def default_k_chunk_size(
+    shapes: DecodeShapes, num_cores_per_head: int, max_cur_pos: int | None = None
+) -> int:
+    """k_chunk_size used when the program config says 0 (before :func:`plan` halves it to fit L1).
+
+    With ``N = num_cores_per_head`` and ``L`` = positions a user may read: ``max_cur_pos + 1`` when the
+    caller knows the batch's largest cur_pos (host positions), else ``kv_len`` (a device cur_pos tensor
+    is only read by the kernels); at most ``sliding_window_size`` when a window is set::
+
+        Sk = min(512, max(32, next_pow2(ceil(L / N))))
+        Sk = min(Sk, largest power of two dividing kv_len)     # >= 32, since kv_len % 32 == 0
+
+    i.e. the smallest power-of-two chunk, at least one tile, with which the group's N cores, one chunk
+    each, cover L positions, but no more than 512 (bigger chunks only cost L1 once DRAM bursts are
+    long), and a divisor of kv_len (chunks lie inside the cache: the kernels read whole chunks).
+
+    As a step function of L (what a decode loop sees as positions grow; k_chunk_size is a compile-time
+    kernel argument, so every change is another program): Sk is 32 for L <= 32 N, 64 for L <= 64 N,
+    128 for L <= 128 N, 256 for L <= 256 N and 512 beyond. It never decreases as L grows, changes only
+    when L crosses 32 N, 64 N, 128 N or 256 N (e.g. N = 16: at max_cur_pos 512, 1024, 2048 and 4096),
+    so it takes at most 5 values; with L = kv_len it is the value a device cur_pos tensor gets.
+    """
+    length = shapes.kv_len if max_cur_pos is None else max_cur_pos + 1
+    if shapes.sliding_window_size:
+        length = min(length, shapes.sliding_window_size)
+    sk = _next_pow2(math.ceil(length / num_cores_per_head))
+    sk = max(MIN_K_CHUNK_SIZE, min(MAX_DEFAULT_K_CHUNK_SIZE, sk))
+    return min(sk, shapes.kv_len & -shapes.kv_len)  # kv_len & -kv_len: its largest power-of-two divisor

@@ -1,0 +1,146 @@
+"""The shapes of one decode call: everything about its tensors that a plan depends on.
+
+Pure Python (no ttnn). :class:`DecodeShapes` checks itself on construction, so every planner function can trust
+the numbers it is given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ttflashdecode.config import TILE
+
+# Bytes of one 32x32 tile per data format. Block-float formats store 1024 mantissas plus one shared
+# exponent per 16 values (64 B for a tile).
+TILE_BYTES: dict[str, int] = {
+    "bfloat16": 2048,
+    "float32": 4096,
+    "bfloat8_b": 1088,
+    "bfloat4_b": 576,
+}
+DTYPES = tuple(TILE_BYTES)
+
+
+def is_int(value) -> bool:
+    """An int that is not a bool (``True`` is a mistake, not a 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class DecodeShapes:
+    """Everything about one decode call's tensors that the plan depends on.
+
+    Q is [q_len, batch, n_q_heads, head_dim]; K is [batch, n_kv_heads, kv_len, head_dim] (or paged:
+    blocks of ``block_size`` positions, ``max_blocks_per_user`` per user, so kv_len must equal
+    their product); V likewise with ``v_head_dim``. Dtypes are ttnn dtype names.
+    """
+
+    batch: int
+    n_q_heads: int
+    n_kv_heads: int
+    head_dim: int
+    kv_len: int
+    v_head_dim: int | None = None  # None: same as head_dim
+    q_len: int = 1
+    q_dtype: str = "bfloat16"
+    k_dtype: str = "bfloat16"
+    v_dtype: str = "bfloat16"
+    out_dtype: str = "bfloat16"
+    block_size: int | None = None
+    max_blocks_per_user: int | None = None
+    sliding_window_size: int = 0  # 0: no window
+    share_cache: bool = False  # every user reads user 0's K/V
+    is_causal: bool = True  # False: every query sees all kv_len positions (cur_pos is kv_len - 1 for all users)
+    attn_mask_heads: int = 0  # non-causal user mask [b, attn_mask_heads, q_len, kv_len]; 0 = no mask
+    attn_mask_dtype: str = "bfloat16"  # bfloat16 or bfloat8_b (unpacked to bfloat16 rows by the reader)
+    has_attention_sink: bool = False
+    v_from_k: bool = False  # multi-latent attention: V is the first v_head_dim columns of K (the cache read once)
+    # Positions the cache holds (its logical length): kv_len is that rounded up to whole tiles, the length the
+    # kernels stream; positions past logical_kv_len are tile padding and never attended. None: kv_len.
+    logical_kv_len: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.v_head_dim is None:
+            object.__setattr__(self, "v_head_dim", self.head_dim)
+        for name in ("batch", "n_q_heads", "n_kv_heads", "head_dim", "v_head_dim", "kv_len", "q_len"):
+            value = getattr(self, name)
+            if not is_int(value) or value <= 0:
+                raise ValueError(f"{name}={value!r}: expected a positive integer")
+        # K/V rows and head dims are read as whole tiles.
+        for name in ("head_dim", "v_head_dim", "kv_len"):
+            value = getattr(self, name)
+            if value % TILE:
+                raise ValueError(f"{name}={value}: expected a multiple of {TILE} (tile size)")
+        if self.logical_kv_len is None:
+            object.__setattr__(self, "logical_kv_len", self.kv_len)
+        if not (is_int(self.logical_kv_len) and 0 < self.logical_kv_len <= self.kv_len < self.logical_kv_len + TILE):
+            raise ValueError(
+                f"logical_kv_len={self.logical_kv_len!r}: expected kv_len={self.kv_len} or fewer positions in its last tile"
+            )
+        if self.n_q_heads % self.n_kv_heads:
+            raise ValueError(
+                f"n_q_heads={self.n_q_heads}: expected a multiple of n_kv_heads={self.n_kv_heads} "
+                "(each kv head serves the same number of q heads)"
+            )
+        for name in ("q_dtype", "k_dtype", "v_dtype", "out_dtype"):
+            value = getattr(self, name)
+            if value not in TILE_BYTES:
+                raise ValueError(f"{name}={value!r}: expected one of {', '.join(DTYPES)}")
+        if self.v_from_k and (self.v_head_dim > self.head_dim or self.v_dtype != self.k_dtype):
+            raise ValueError(
+                f"v_head_dim={self.v_head_dim}, v_dtype={self.v_dtype!r}: with V taken from K (MLA) expected at most "
+                f"head_dim={self.head_dim} columns of K's dtype {self.k_dtype!r}"
+            )
+        if self.attn_mask_dtype not in ("bfloat16", "bfloat8_b"):
+            raise ValueError(f"attn_mask_dtype={self.attn_mask_dtype!r}: expected 'bfloat16' or 'bfloat8_b'")
+        if self.attn_mask_heads not in (0, 1, self.n_q_heads):
+            raise ValueError(
+                f"attn_mask_heads={self.attn_mask_heads!r}: expected 0 (no mask), 1 or n_q_heads={self.n_q_heads}"
+            )
+        w = self.sliding_window_size
+        if not is_int(w) or w < 0:
+            raise ValueError(f"sliding_window_size={w!r}: expected 0 (no window) or a positive integer")
+        if (self.block_size is None) != (self.max_blocks_per_user is None):
+            raise ValueError(
+                f"block_size={self.block_size!r}, max_blocks_per_user={self.max_blocks_per_user!r}: "
+                "expected both set (paged KV cache) or both None"
+            )
+        if self.block_size is not None:
+            for name in ("block_size", "max_blocks_per_user"):
+                value = getattr(self, name)
+                if not is_int(value) or value <= 0:
+                    raise ValueError(f"{name}={value!r}: expected a positive integer")
+            if self.block_size % TILE:
+                raise ValueError(f"block_size={self.block_size}: expected a multiple of {TILE}")
+            if self.kv_len != self.block_size * self.max_blocks_per_user:
+                raise ValueError(
+                    f"kv_len={self.kv_len}: expected block_size * max_blocks_per_user = "
+                    f"{self.block_size} * {self.max_blocks_per_user} for a paged KV cache"
+                )
+
+    @property
+    def is_paged(self) -> bool:
+        return self.block_size is not None
+
+    @property
+    def q_heads_per_kv(self) -> int:
+        """G: q heads sharing one kv head."""
+        return self.n_q_heads // self.n_kv_heads
+
+    @property
+    def num_groups(self) -> int:
+        return self.batch * self.n_kv_heads
+
+    @property
+    def PNHt(self) -> int:
+        """Q tiles (rows) per group: its q_len * G query rows padded to whole tiles."""
+        return math.ceil(self.q_len * self.q_heads_per_kv / TILE)
+
+    @property
+    def DHt(self) -> int:
+        return self.head_dim // TILE
+
+    @property
+    def vDHt(self) -> int:
+        return self.v_head_dim // TILE
