@@ -14,7 +14,9 @@ How ttnn 0.81.1 stores per-core runtime args: ``KernelDescriptor.runtime_args`` 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +28,24 @@ from .errors import EmulatorError
 ttnn = import_ttnn()
 
 PROC_NAMES = {0: "brisc", 1: "ncrisc", 2: "compute"}
+
+
+@functools.lru_cache(maxsize=1)
+def jit_include_dirs() -> tuple[str, ...]:
+    """Include roots tt-metal's JIT build gives every kernel besides the kernel API, in the installed wheel.
+
+    tt-metal's JitBuildEnv puts the tt-metal root, ``root/ttnn``, ``root/ttnn/cpp`` and ``root/tt_metal/api`` on every
+    kernel's include path (with ``hw/inc``, the firmware and tt-llk trees, which the emulator's own ``include/``
+    replaces); in the wheel the tt-metal root is the ttnn package directory. That is how upstream kernels find
+    ``ttnn/operations/...``, ``ttnn/kernel/...``, ``ttnn/cpp/ttnn/kernel_lib/...`` and ``<tt-metalium/constants.hpp>``.
+    They come after the emulator's headers and the descriptor's ``compiler_include_paths``, so an API header the
+    emulator implements is always the emulator's. Empty when ttnn is not installed."""
+    spec = importlib.util.find_spec("ttnn")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    root = Path(list(spec.submodule_search_locations)[0])
+    dirs = (root, root / "ttnn", root / "ttnn" / "cpp", root / "tt_metal" / "api")
+    return tuple(str(d) for d in dirs if d.is_dir())
 PROC_LABEL = {0: "BRISC", 1: "NCRISC", 2: "TRISC"}
 
 
@@ -233,7 +253,7 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
             compile_time_args=[int(v) for v in k.compile_time_args],
             named_compile_time_args=[(str(n), int(v)) for n, v in k.named_compile_time_args],
             defines=[(str(n), str(v)) for n, v in k.defines],
-            include_paths=[str(p) for p in k.compiler_include_paths],
+            include_paths=[str(p) for p in k.compiler_include_paths] + list(jit_include_dirs()),
             compute_config=ccfg,
             num_l1_banks=gw * gh,
             noc_index=noc_index,

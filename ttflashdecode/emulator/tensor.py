@@ -273,6 +273,12 @@ class EmuTensor:
         align = DRAM_ALIGNMENT if self._shard is None else L1_ALIGNMENT
         return (self._page_size + align - 1) // align * align
 
+    def element_size(self) -> int:
+        """Bytes of one element, as ttnn's Tensor.element_size(): the datum size of row-major formats; for block
+        floats ttnn reports the bytes per datum of their mantissa storage (bfloat8_b 1, bfloat4_b 1)."""
+        info = dtype_info(self._dtype)
+        return info.elem_bytes if info.elem_bytes else 1
+
     def buffer_num_pages(self) -> int:
         return self._num_pages
 

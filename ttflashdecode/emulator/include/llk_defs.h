@@ -1,0 +1,26 @@
+// Emulator stand-in for tt-llk's llk_lib/llk_defs.h (tt_llk_wormhole_b0), which tt-metal's JIT build puts on the
+// include path of every RISC: data-movement kernels reach it through ttnn's kernel_lib (reduce_helpers_dataflow.hpp
+// names ckernel::PoolType / ckernel::ReduceDim when it builds a reduce scaler tile).
+//
+// A compute kernel gets these enums from the emulator's compute API (api/compute/common_globals.h defines them with
+// the same values), so on TRISC this header only forwards there; on BRISC / NCRISC it defines the enums itself, with
+// tt-llk's values.
+#pragma once
+
+#if defined(COMPILE_FOR_TRISC)
+#include "api/compute/common_globals.h"
+#else
+#include <cstdint>
+
+namespace ckernel {
+enum class VectorMode : std::uint8_t { None = 0, R = 1, C = 2, RC = 4, RC_custom = 6, Invalid = 0xFF };
+enum class ReduceDim : std::uint8_t { REDUCE_ROW, REDUCE_COL, REDUCE_SCALAR };
+enum class PoolType : std::uint8_t { SUM, AVG, MAX, MIN };
+enum class DataCopyType : std::uint8_t { A2D, B2D };
+enum class EltwiseBinaryType : std::uint8_t { ELWMUL, ELWDIV, ELWADD, ELWSUB, ELWLESS };
+enum class EltwiseBinaryReuseDestType { NONE = 0, DEST_TO_SRCA = 1, DEST_TO_SRCB = 2 };
+enum class DstSync : std::uint8_t { SyncHalf = 0, SyncFull = 1 };
+enum class BroadcastType : std::uint8_t { NONE = 0x0, COL = 0x1, ROW = 0x2, SCALAR = 0x3 };
+enum class Transpose : std::uint8_t { None = 0, IntraFace = 1, InterFace = 2, Both = 3 };
+}  // namespace ckernel
+#endif

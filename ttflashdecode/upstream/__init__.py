@@ -1,0 +1,330 @@
+"""Upstream sdpa_decode as the baseline: Tenstorrent's own kernels, laid out by a faithful copy of their factory.
+
+:func:`scaled_dot_product_attention_decode` and :func:`paged_scaled_dot_product_attention_decode` run the installed ttnn
+wheel's sdpa_decode kernels (``reader_decode_all.cpp``, ``writer_decode_all.cpp``, ``sdpa_flash_decode.cpp``, found
+through ``ttnn.__file__``) with the ``ttnn.ProgramDescriptor`` upstream's program factory would build for the call
+(:mod:`.plan` holds its decisions, :mod:`.program` the descriptor): same grid, k_chunk_size rule (``min(512, largest
+power-of-two divisor of s)``, or dynamic per user for paged causal decode), cores per (batch, kv head) group and tree
+reduction, 16x32 half tiles for Q / mask / statistics when ``n_q_heads <= 16`` and causal, the same circular buffers,
+semaphores, compile-time args, defines and runtime args. On the emulator it is the baseline every performance
+comparison of :mod:`ttflashdecode.op` uses; on a card the same descriptor goes to ``ttnn.generic_op``.
+
+The argument names are :mod:`ttflashdecode.op`'s (and ttnn's). Inputs are checked on the host before anything is
+uploaded, allocated or launched. What the baseline takes is what upstream's factory handles for a DRAM-interleaved,
+tiled Q: ``q`` ``[1, b, n_q_heads, d]`` bfloat16; K/V bfloat16 / bfloat8_b / bfloat4_b in DRAM; a DRAM output. Forms
+only our op takes (multi-token queries, sharded or row-major Q, L1 outputs, a 1-row page table) are refused with an
+error naming the argument.
+
+``last_run`` holds the last call's plan and, on the emulator, the run's statistics, as ``ttflashdecode.op.last_run``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ttflashdecode.backend import Backend, backend_of
+from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.upstream.plan import SdpaDecodePlan, default_k_chunk_size, plan_sdpa_decode
+from ttflashdecode.upstream.program import SdpaDecodeTensors, build_program
+from ttflashdecode.validate import (
+    as_int32,
+    check_bool,
+    check_device_tensor,
+    check_scale,
+    check_sliding_window,
+    host_int_values,
+    int_list,
+)
+
+KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
+
+
+@dataclass
+class UpstreamResult:
+    """What the last call did: upstream's plan for it and, on the emulator, the run's statistics."""
+
+    plan: SdpaDecodePlan
+    stats: object | None
+
+
+last_run: UpstreamResult | None = None
+
+
+def scaled_dot_product_attention_decode(
+    q, k, v, *, is_causal: bool = True, attn_mask=None, cur_pos=None, cur_pos_tensor=None, scale: float | None = None,
+    sliding_window_size: int | None = None, attention_sink=None, share_cache: bool = False, program_config=None,
+    compute_kernel_config=None, memory_config=None, output_tensor=None, dtype=None,
+    validate_device_tensors: bool = False,
+):  # fmt: skip
+    """Upstream's ``ttnn.transformer.scaled_dot_product_attention_decode``, its kernels and its factory's program.
+
+    q ``[1, b, n_q_heads, d]`` bfloat16 TILE DRAM; k ``[b, n_kv_heads, s, d]`` and v ``[b, n_kv_heads, s, d_v]``
+    TILE DRAM (k/v batch 1 with ``share_cache``); exactly one of ``cur_pos`` (ints, -1 skips a user) or
+    ``cur_pos_tensor`` (int32 ``[b]`` ROW_MAJOR DRAM, or a torch tensor that is checked and uploaded) when causal;
+    ``attn_mask`` ``[b or 1, 1, n_q_heads, s]`` (non-causal only); ``attention_sink`` upstream's form ``[.., 32 *
+    ceil(n_q_heads / 32), 32]`` bfloat16 TILE (logit of head h at row h, column 0). ``program_config`` is a
+    ``ttnn.SDPAProgramConfig`` (or :class:`ttflashdecode.config.ProgramConfig`); without one upstream spreads each
+    user over the whole grid. ``compute_kernel_config`` defaults as upstream: HiFi2, approximate math, bf16 DST.
+    Returns ``[1, b, n_q_heads, d_v]`` bfloat16 on q's backend."""
+    return _decode(q, k, v, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
+                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
+                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
+                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
+                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors)  # fmt: skip
+
+
+def paged_scaled_dot_product_attention_decode(
+    q, k, v, page_table_tensor, *, is_causal: bool = True, attn_mask=None, cur_pos=None, cur_pos_tensor=None,
+    scale: float | None = None, sliding_window_size: int | None = None, attention_sink=None, share_cache: bool = False,
+    program_config=None, compute_kernel_config=None, memory_config=None, output_tensor=None, dtype=None,
+    validate_device_tensors: bool = False,
+):  # fmt: skip
+    """Upstream's paged decode: k/v ``[num_blocks, n_kv_heads, block_size, d]`` (block_size a multiple of 32),
+    ``page_table_tensor`` int32 ``[b, max_blocks_per_user]`` (device ROW_MAJOR DRAM, or torch: checked against
+    num_blocks and uploaded). Every other argument as in :func:`scaled_dot_product_attention_decode`."""
+    if page_table_tensor is None:
+        raise ValueError("page_table_tensor: required for paged decode (int32 [b, max_blocks_per_user])")
+    return _decode(q, k, v, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
+                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
+                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
+                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
+                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors)  # fmt: skip
+
+
+# ---- arguments ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Compute:
+    math_fidelity: str
+    math_approx_mode: bool
+    fp32_dest_acc_en: bool
+    dst_full_sync_en: bool
+
+
+def _compute_settings(config) -> _Compute:
+    """init_device_compute_kernel_config(arch, config, HiFi2, approx=True, fp32=False, packer_l1_acc=False) as the
+    sdpa_decode entry points call it: without a config HiFi2 with approximate math; a config's fields as given (an
+    unset fidelity, ``MathFidelity.Invalid``, becomes HiFi2)."""
+    if config is None:
+        return _Compute("HiFi2", True, False, False)
+    fidelity = getattr(config, "math_fidelity", None)
+    if fidelity is None:
+        raise TypeError(f"compute_kernel_config={config!r}: expected ttnn.WormholeComputeKernelConfig or None")
+    name = str(fidelity).split(".")[-1]
+    if name == "Invalid":
+        name = "HiFi2"
+    if name not in ("LoFi", "HiFi2", "HiFi3", "HiFi4"):
+        raise ValueError(f"compute_kernel_config.math_fidelity={fidelity!r}: expected LoFi, HiFi2, HiFi3 or HiFi4")
+    return _Compute(name, bool(config.math_approx_mode), bool(config.fp32_dest_acc_en),
+                    bool(getattr(config, "dst_full_sync_en", False)))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Config:
+    grid: tuple[int, int]
+    k_chunk_size: int
+    exp_approx_mode: bool
+    max_cores_per_head: int | None  # None: no program config (the whole grid)
+
+
+def _program_config(config, device_grid: tuple[int, int]) -> _Config:
+    if config is None:
+        return _Config(device_grid, 0, True, None)
+    grid = getattr(config, "compute_with_storage_grid_size", None)
+    if grid is None:
+        raise TypeError(f"program_config={config!r}: expected ttnn.SDPAProgramConfig, ttflashdecode ProgramConfig "
+                        "or None")  # fmt: skip
+    gx, gy = (int(grid.x), int(grid.y)) if hasattr(grid, "x") else (int(grid[0]), int(grid[1]))
+    if not (0 < gx <= device_grid[0] and 0 < gy <= device_grid[1]):
+        raise ValueError(f"program_config.compute_with_storage_grid_size=({gx}, {gy}): must fit the device's "
+                         f"{device_grid[0]}x{device_grid[1]} compute grid")  # fmt: skip
+    if getattr(config, "sub_core_grids", None) is not None:
+        raise ValueError("program_config.sub_core_grids: not supported by ttflashdecode.upstream (sub-core grids need "
+                         "a sharded Q or output)")  # fmt: skip
+    k_chunk = int(config.k_chunk_size)
+    if k_chunk < 0 or (k_chunk and (k_chunk % 32 or k_chunk & (k_chunk - 1))):
+        raise ValueError(f"program_config.k_chunk_size={k_chunk}: upstream needs 0 or a power of two that is a "
+                         "multiple of 32")  # fmt: skip
+    approx = getattr(config, "exp_approx_mode", None)
+    max_cores = int(config.max_cores_per_head_batch)
+    if max_cores <= 0:
+        raise ValueError(f"program_config.max_cores_per_head_batch={max_cores}: expected a positive int")
+    return _Config((gx, gy), k_chunk, True if approx is None else bool(approx), max_cores)
+
+
+def _upload_int32(backend: Backend, values, shape: list[int]):
+    ttnn = import_ttnn()
+    host = torch.tensor(values, dtype=torch.int32).reshape(shape)
+    return backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+
+
+def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
+            attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
+            validate_device_tensors):  # fmt: skip
+    global last_run
+    ttnn = import_ttnn()
+    q_shape = check_device_tensor("q", q, 4, ("bfloat16",))
+    backend = backend_of(q)
+    device = backend.device
+    is_causal = check_bool("is_causal", is_causal)
+    share_cache = check_bool("share_cache", share_cache)
+    validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
+    if q_shape[0] != 1:
+        raise ValueError(f"q: upstream decodes one token per user, expected shape [1, b, n_q_heads, d], got "
+                         f"{list(q_shape)}")  # fmt: skip
+    _, batch, n_q_heads, head_dim = q_shape
+    k_shape = check_device_tensor("k", k, 4, KV_DTYPES, device=device)
+    v_shape = check_device_tensor("v", v, 4, KV_DTYPES, device=device)
+    if k_shape[3] != head_dim:
+        raise ValueError(f"k: head dim {k_shape[3]} != q's {head_dim}")
+    if v_shape[:3] != k_shape[:3]:
+        raise ValueError(f"v: shape {list(v_shape)} must match k's {list(k_shape)} in all but the head dim")
+    if head_dim % 32 or v_shape[3] % 32:
+        raise ValueError(f"q, v: head dims must be multiples of 32, got d={head_dim}, d_v={v_shape[3]}")
+    kv_batch, n_kv_heads = k_shape[0], k_shape[1]
+    if n_q_heads % n_kv_heads:
+        raise ValueError(f"q: n_q_heads={n_q_heads} must be a multiple of k's n_kv_heads={n_kv_heads}")
+    paged = page_table is not None
+    if paged:
+        block_size = k_shape[2]
+        if block_size % 32:
+            raise ValueError(f"k: block_size={block_size} must be a multiple of 32")
+        if isinstance(page_table, torch.Tensor):
+            if page_table.dim() != 2 or page_table.shape[0] != batch:
+                raise ValueError(f"page_table_tensor: expected shape [{batch}, max_blocks_per_user], got "
+                                 f"{list(page_table.shape)}")  # fmt: skip
+            rows = [int_list("page_table_tensor", r, page_table.shape[1], 0, kv_batch, f"num_blocks={kv_batch}")
+                    for r in page_table]  # fmt: skip
+            max_blocks = page_table.shape[1]
+        else:
+            pt_shape = check_device_tensor("page_table_tensor", page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR",
+                                           device=device)  # fmt: skip
+            if pt_shape[0] != batch:
+                raise ValueError(f"page_table_tensor: expected {batch} rows (one per user), got shape {list(pt_shape)}")
+            rows, max_blocks = None, pt_shape[1]
+        kv_len = max_blocks * block_size
+    else:
+        block_size, rows, kv_len = 0, None, k_shape[2]
+        if kv_len % 32:
+            raise ValueError(f"k: kv_len={kv_len} must be a multiple of 32")
+        if kv_batch != batch and not (share_cache and batch % kv_batch == 0):
+            raise ValueError(f"k: batch {kv_batch} != q's {batch} (with share_cache=True q's batch must be a "
+                             "multiple of k's)")  # fmt: skip
+    positions = _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, device)
+    window = check_sliding_window(sliding_window_size, is_causal)
+    scale = check_scale(scale)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    mask_batch = kv_batch
+    if attn_mask is not None:
+        m_shape = check_device_tensor("attn_mask", attn_mask, 4, ("bfloat16", "bfloat8_b"), device=device)
+        if m_shape[0] not in (1, batch) or m_shape[1:] != (1, n_q_heads, kv_len):
+            raise ValueError(f"attn_mask: expected shape [{batch} or 1, 1, {n_q_heads}, {kv_len}], got "
+                             f"{list(m_shape)}")  # fmt: skip
+        mask_batch = m_shape[0]
+    if attention_sink is not None:
+        s_shape = check_device_tensor("attention_sink", attention_sink, len(attention_sink.shape), ("bfloat16",),
+                                      device=device)  # fmt: skip
+        rows_needed = 32 * -(-n_q_heads // 32)
+        if len(s_shape) < 2 or s_shape[-1] != 32 or s_shape[-2] < rows_needed or math.prod(s_shape[:-2]) != 1:
+            raise ValueError(f"attention_sink: expected upstream's form [{rows_needed}, 32] (head h's logit at row h, "
+                             f"column 0), got {list(s_shape)}")  # fmt: skip
+    if dtype is not None and dtype != ttnn.bfloat16:
+        raise ValueError(f"dtype={dtype}: upstream's decode output is bfloat16")
+    if memory_config is not None and memory_config != ttnn.DRAM_MEMORY_CONFIG:
+        raise ValueError(f"memory_config={memory_config}: ttflashdecode.upstream writes DRAM-interleaved outputs only")
+    out_shape = (1, batch, n_q_heads, v_shape[3])
+    if output_tensor is not None:
+        got = check_device_tensor("output_tensor", output_tensor, 4, ("bfloat16",), device=device)
+        if got != out_shape:
+            raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(got)}")
+    compute = _compute_settings(compute_kernel_config)
+    config = _program_config(program_config, backend.grid())
+    k_chunk = default_k_chunk_size(kv_len, paged=paged, is_causal=is_causal, config_k_chunk_size=config.k_chunk_size)
+    if attn_mask is not None and (k_chunk == 0 or kv_len % k_chunk):
+        raise ValueError(f"attn_mask: kv_len={kv_len} must be a multiple of k_chunk_size={k_chunk} (upstream reads "
+                         "the mask in whole chunks)")  # fmt: skip
+    grid = config.grid
+    decode_plan = plan_sdpa_decode(
+        batch=batch, num_q_heads=n_q_heads, num_kv_heads=n_kv_heads, kv_len=kv_len, head_dim=head_dim,
+        head_dim_v=v_shape[3], kv_batch=kv_batch, mask_batch=mask_batch, is_paged=paged, block_size=block_size,
+        is_causal=is_causal, use_cur_pos_tensor=is_causal and cur_pos_tensor is not None,
+        use_attention_mask=attn_mask is not None, use_attention_sink=attention_sink is not None,
+        sliding_window_size=window, k_chunk_size=k_chunk, grid=grid,
+        max_cores_per_head=grid[0] * grid[1] if config.max_cores_per_head is None else config.max_cores_per_head,
+        q_is_bfloat16=True, math_fidelity=compute.math_fidelity, math_approx_mode=compute.math_approx_mode,
+        fp32_dest_acc_en=compute.fp32_dest_acc_en, dst_full_sync_en=compute.dst_full_sync_en,
+        exp_approx_mode=config.exp_approx_mode,
+    )  # fmt: skip
+    if validate_device_tensors:
+        _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, kv_batch)
+
+    # Checked and planned: now upload and allocate.
+    if is_causal and cur_pos_tensor is not None:
+        if isinstance(cur_pos_tensor, torch.Tensor):  # checked values: upload them, the kernels read a tensor
+            cur_pos_tensor = _upload_int32(backend, positions, [batch])
+        positions = None
+    if rows is not None:
+        page_table = _upload_int32(backend, rows, [batch, len(rows[0])])
+    out = output_tensor
+    if out is None:
+        out = backend.allocate(list(out_shape), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    tensors = SdpaDecodeTensors(q=q, k=k, v=v, out=out, cur_pos=cur_pos_tensor if is_causal else None,
+                                page_table=page_table, attn_mask=attn_mask, attention_sink=attention_sink)  # fmt: skip
+    program = build_program(decode_plan, tensors, backend.noc_coord, scale=scale, cur_pos=positions)
+    stats = backend.launch(tensors.io_tensors(), program)
+    last_run = UpstreamResult(plan=decode_plan, stats=stats)
+    return out
+
+
+def _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, device) -> list[int] | None:
+    """Host positions (cur_pos, or a torch cur_pos_tensor's values), None for a device cur_pos_tensor or non-causal."""
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError("attn_mask: must be None when is_causal=True (upstream builds the causal mask itself)")
+        if (cur_pos is None) == (cur_pos_tensor is None):
+            raise ValueError("cur_pos, cur_pos_tensor: exactly one must be given when is_causal=True")
+    else:
+        if cur_pos is not None or cur_pos_tensor is not None:
+            raise ValueError("cur_pos, cur_pos_tensor: must be None when is_causal=False")
+        return None
+    if cur_pos_tensor is not None and not isinstance(cur_pos_tensor, torch.Tensor):
+        shape = check_device_tensor("cur_pos_tensor", cur_pos_tensor, 1, ("int32", "uint32"), layout="ROW_MAJOR",
+                                    device=device)  # fmt: skip
+        if shape != (batch,):
+            raise ValueError(f"cur_pos_tensor: expected shape [{batch}] (one position per user), got {list(shape)}")
+        return None
+    name, source = ("cur_pos", cur_pos) if cur_pos_tensor is None else ("cur_pos_tensor", cur_pos_tensor)
+    values = host_int_values(name, source, batch, "one position per user")
+    return int_list(name, values, batch, -1, kv_len, f"kv_len={kv_len}; -1 skips a user")
+
+
+def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, num_blocks):
+    """validate_device_tensors=True: read a device cur_pos_tensor / page table back; upstream's kernels would read
+    outside the cache for an out-of-range value."""
+    if positions is None and cur_pos_tensor is not None and not isinstance(cur_pos_tensor, torch.Tensor):
+        positions = [as_int32(v) for v in backend.to_torch(cur_pos_tensor).flatten().tolist()]
+        for b, p in enumerate(positions):
+            if p != -1 and not 0 <= p < kv_len:
+                raise ValueError(f"cur_pos_tensor[{b}]={p} (read back from the device): expected -1 or a position "
+                                 f"in [0, {kv_len})")  # fmt: skip
+    if page_table is not None and rows is None:
+        table = backend.to_torch(page_table).tolist()
+        for b, row in enumerate(table):
+            last = kv_len - 1 if positions is None or positions[b] < 0 else positions[b]
+            for j in range(last // block_size + 1 if positions is None or positions[b] >= 0 else 0):
+                if not 0 <= as_int32(row[j]) < num_blocks:
+                    raise ValueError(f"page_table_tensor[{b}, {j}]={as_int32(row[j])} (read back from the device): "
+                                     f"expected a block in [0, {num_blocks})")  # fmt: skip
+
+
+__all__ = [
+    "scaled_dot_product_attention_decode",
+    "paged_scaled_dot_product_attention_decode",
+    "UpstreamResult",
+    "SdpaDecodePlan",
+    "last_run",
+]
