@@ -483,6 +483,38 @@ FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const AddrGen& addrgen, ui
     return addrgen.get_noc_addr(id, offset, noc);
 }
 
+// The wheel's deprecated per-generator overloads (internal/dataflow/dataflow_api_addrgen.h:427-499), same markings and
+// messages: a call with one of these generators resolves to them (more specialised than the generic form), so the
+// build warns exactly where tt-metal's does.
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> get_noc_addr instead.")]]
+FORCE_INLINE uint64_t
+get_noc_addr(const uint32_t id, const InterleavedAddrGen<DRAM>& addrgen, uint32_t offset = 0, uint8_t noc = noc_index) {
+    return addrgen.get_noc_addr(id, offset, noc);
+}
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> get_noc_addr instead.")]]
+FORCE_INLINE uint64_t get_noc_addr(
+    const uint32_t id, const InterleavedPow2AddrGen<DRAM>& addrgen, uint32_t offset = 0, uint8_t noc = noc_index) {
+    return addrgen.get_noc_addr(id, offset, noc);
+}
+template <bool DRAM, uint32_t tile_hw>
+[[deprecated("Use <typename AddrGen> get_noc_addr instead.")]]
+FORCE_INLINE uint64_t get_noc_addr(
+    const uint32_t id, const InterleavedAddrGenFast<DRAM, tile_hw>& addrgen, uint32_t offset = 0,
+    uint8_t noc = noc_index) {
+    return addrgen.get_noc_addr(id, offset, noc);
+}
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> get_noc_addr instead.")]]
+FORCE_INLINE uint64_t get_noc_addr(
+    const uint32_t id, const InterleavedPow2AddrGenFast<DRAM>& addrgen, uint32_t offset = 0, uint8_t noc = noc_index) {
+    return addrgen.get_noc_addr(id, offset, noc);
+}
+
+template <typename DSpec>
+struct TensorAccessor;  // api/tensor/tensor_accessor.h (included at the end of this header, as the wheel's)
+
 // ---------------------------------------------------------------------------------------------- NOC reads
 template <bool enable_noc_tracing = true>
 FORCE_INLINE void noc_async_read_one_packet(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size,
@@ -565,10 +597,38 @@ FORCE_INLINE void noc_async_read_page(const uint32_t id, const AddrGen& addrgen,
     emu::noc_read(addrgen.get_noc_addr(id, offset, noc), dst_local_l1_addr, emu_addrgen::page_size_of(addrgen));
 }
 
-template <typename AddrGen>
-FORCE_INLINE void noc_async_read_tile(const uint32_t id, const AddrGen& addrgen, uint32_t dst_local_l1_addr,
-                                      uint32_t offset = 0, uint8_t noc = noc_index) {
-    noc_async_read_page(id, addrgen, dst_local_l1_addr, offset, noc);
+// THIS API IS DEPRECATED AND WILL BE REMOVED SOON (wheel dataflow_api.h:1266-1389): noc_async_read_tile exists only
+// for these three generators, and noc_async_read_page's InterleavedAddrGen / InterleavedPow2AddrGenFast overloads;
+// same markings and messages as the wheel's. Each forwards to the generic noc_async_read_page.
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> noc_async_read_page instead.")]]
+FORCE_INLINE void noc_async_read_tile(const uint32_t id, const InterleavedAddrGen<DRAM>& addrgen,
+                                      uint32_t dst_local_l1_addr, uint32_t offset = 0, uint8_t noc = noc_index) {
+    noc_async_read_page<InterleavedAddrGen<DRAM>, false>(id, addrgen, dst_local_l1_addr, offset, noc);
+}
+template <typename DSpec>
+[[deprecated("Use <typename AddrGen> noc_async_read_page instead.")]]
+FORCE_INLINE void noc_async_read_tile(const uint32_t id, const TensorAccessor<DSpec>& addrgen,
+                                      uint32_t dst_local_l1_addr, uint32_t offset = 0, uint8_t noc = noc_index) {
+    noc_async_read_page<TensorAccessor<DSpec>, false>(id, addrgen, dst_local_l1_addr, offset, noc);
+}
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> noc_async_read_page instead.")]]
+FORCE_INLINE void noc_async_read_page(const uint32_t id, const InterleavedAddrGen<DRAM>& addrgen,
+                                      uint32_t dst_local_l1_addr, uint32_t offset = 0, uint8_t noc = noc_index) {
+    noc_async_read_page<InterleavedAddrGen<DRAM>, false>(id, addrgen, dst_local_l1_addr, offset, noc);
+}
+template <bool DRAM, uint32_t tile_hw>
+[[deprecated("Use <typename AddrGen> noc_async_read_page instead.")]]
+FORCE_INLINE void noc_async_read_tile(const uint32_t id, const InterleavedAddrGenFast<DRAM, tile_hw>& addrgen,
+                                      uint32_t dst_local_l1_addr, uint32_t offset = 0, uint8_t noc = noc_index) {
+    noc_async_read_page<InterleavedAddrGenFast<DRAM, tile_hw>, false>(id, addrgen, dst_local_l1_addr, offset, noc);
+}
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> noc_async_read_page instead.")]]
+FORCE_INLINE void noc_async_read_page(const uint32_t id, const InterleavedPow2AddrGenFast<DRAM>& addrgen,
+                                      uint32_t dst_local_l1_addr, uint32_t offset = 0, uint8_t noc = noc_index) {
+    noc_async_read_page<InterleavedPow2AddrGenFast<DRAM>, false>(id, addrgen, dst_local_l1_addr, offset, noc);
 }
 
 FORCE_INLINE void noc_async_read_barrier(uint8_t noc = noc_index) {
@@ -647,10 +707,40 @@ FORCE_INLINE void noc_async_write_page(const uint32_t id, const AddrGen& addrgen
     emu::noc_write(src_local_l1_addr, addrgen.get_noc_addr(id, offset, noc), n);
 }
 
-template <typename AddrGen>
-FORCE_INLINE void noc_async_write_tile(const uint32_t id, const AddrGen& addrgen, uint32_t src_local_l1_addr,
+// THIS API IS DEPRECATED AND WILL BE REMOVED SOON (wheel dataflow_api.h:1455-1600): noc_async_write_tile exists only
+// for these three generators, and noc_async_write_page's InterleavedAddrGen / InterleavedPow2AddrGenFast overloads;
+// same markings and messages as the wheel's. Each forwards to the generic noc_async_write_page.
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> noc_async_write_page instead.")]]
+FORCE_INLINE void noc_async_write_page(const uint32_t id, const InterleavedAddrGen<DRAM>& addrgen,
+                                       uint32_t src_local_l1_addr, uint32_t size = 0, uint32_t offset = 0,
                                        uint8_t noc = noc_index) {
-    noc_async_write_page(id, addrgen, src_local_l1_addr, 0, 0, noc);
+    noc_async_write_page<InterleavedAddrGen<DRAM>, false>(id, addrgen, src_local_l1_addr, size, offset, noc);
+}
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> noc_async_write_page instead.")]]
+FORCE_INLINE void noc_async_write_tile(const uint32_t id, const InterleavedAddrGen<DRAM>& addrgen,
+                                       uint32_t src_local_l1_addr, uint8_t noc = noc_index) {
+    noc_async_write_page<InterleavedAddrGen<DRAM>, false>(id, addrgen, src_local_l1_addr, 0, 0, noc);
+}
+template <bool DRAM, uint32_t tile_hw>
+[[deprecated("Use <typename AddrGen> noc_async_write_page instead.")]]
+FORCE_INLINE void noc_async_write_tile(const uint32_t id, const InterleavedAddrGenFast<DRAM, tile_hw>& addrgen,
+                                       uint32_t src_local_l1_addr, uint8_t noc = noc_index) {
+    noc_async_write_page<InterleavedAddrGenFast<DRAM, tile_hw>, false>(id, addrgen, src_local_l1_addr, 0, 0, noc);
+}
+template <typename DSpec>
+[[deprecated("Use <typename AddrGen> noc_async_write_page instead.")]]
+FORCE_INLINE void noc_async_write_tile(const uint32_t id, const TensorAccessor<DSpec>& addrgen,
+                                       uint32_t src_local_l1_addr, uint8_t noc = noc_index) {
+    noc_async_write_page<TensorAccessor<DSpec>, false>(id, addrgen, src_local_l1_addr, 0, 0, noc);
+}
+template <bool DRAM>
+[[deprecated("Use <typename AddrGen> noc_async_write_page instead.")]]
+FORCE_INLINE void noc_async_write_page(const uint32_t id, const InterleavedPow2AddrGenFast<DRAM>& addrgen,
+                                       uint32_t src_local_l1_addr, uint32_t size = 0, uint32_t offset = 0,
+                                       uint8_t noc = noc_index) {
+    noc_async_write_page<InterleavedPow2AddrGenFast<DRAM>, false>(id, addrgen, src_local_l1_addr, size, offset, noc);
 }
 
 FORCE_INLINE void noc_async_write_barrier(uint8_t noc = noc_index) {
