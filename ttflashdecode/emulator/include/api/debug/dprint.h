@@ -63,12 +63,14 @@ inline Stream& stream() {
 }
 }  // namespace emu_dprint
 
-inline emu_dprint::Endl ENDL() { return {}; }
-inline emu_dprint::Hex HEX() { return {}; }
-inline emu_dprint::Dec DEC() { return {}; }
-inline emu_dprint::Fixed FIXED() { return {}; }
-inline emu_dprint::SetW SETW(int w) { return {w}; }
-inline emu_dprint::SetPrecision SETPRECISION(int p) { return {p}; }
+// The wheel's stream manipulators are [[deprecated("Use DEVICE_PRINT instead")]] structs (wheel api/debug/dprint.h:
+// 49-82); the emulator's keep the wheel's markings and messages, so a kernel still using them is reported.
+[[deprecated("Use DEVICE_PRINT instead")]] inline emu_dprint::Endl ENDL() { return {}; }
+[[deprecated("Use DEVICE_PRINT instead")]] inline emu_dprint::Hex HEX() { return {}; }
+[[deprecated("Use DEVICE_PRINT instead")]] inline emu_dprint::Dec DEC() { return {}; }
+[[deprecated("Use DEVICE_PRINT instead")]] inline emu_dprint::Fixed FIXED() { return {}; }
+[[deprecated("Use DEVICE_PRINT instead")]] inline emu_dprint::SetW SETW(int w) { return {w}; }
+[[deprecated("Use DEVICE_PRINT instead")]] inline emu_dprint::SetPrecision SETPRECISION(int p) { return {p}; }
 
 #define DPRINT (::emu_dprint::stream())
 #define DPRINT_UNPACK(x) x
