@@ -1,10 +1,37 @@
-"""Shared fixtures: the emulator device, a real device (only with a card), and the device-test skip."""
+"""Shared fixtures: the emulator device, a real device (only with a card), the device-test skip, and the seed of
+every test's random inputs."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
+from decode_harness import SEED_ENV, seed_for
 from ttflashdecode import ttnn_env
+
+_SEED_KEY = pytest.StashKey[int]()
+
+
+@pytest.fixture(autouse=True)
+def _seeded_global_rng(request):
+    """Seeds torch's global generator for every test (tests that draw with ``torch.randn(...)`` and no generator of
+    their own): ``TTFD_SEED`` when set, else a stable hash of the test's node id, so every run sees the same inputs
+    and a failure replays. The generator's state is restored afterwards."""
+    seed = seed_for(request.node.nodeid)
+    request.node.stash[_SEED_KEY] = seed
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Every failing test's report names the seed of torch's global generator and the command that replays it."""
+    report = yield
+    seed = item.stash.get(_SEED_KEY, None)
+    if report.failed and seed is not None:
+        report.sections.append(("random inputs", f"global torch seed {seed}; replay: {SEED_ENV}={seed} pytest '{item.nodeid}'"))
+    return report
 
 
 def pytest_collection_modifyitems(config, items):
