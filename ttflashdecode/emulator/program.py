@@ -3,7 +3,9 @@
 Reads kernels (source, core ranges, compile-time / named compile-time args, defines, per-core and common runtime
 args, config), circular buffers and semaphores; validates them (cores inside the grid, runtime args only for a
 kernel's cores, CB indices 0..31, one kernel per RISC per core, L1 capacity) and raises ``EmulatorError`` naming the
-offending item before anything runs. CBs are placed like tt-metal's allocator does: one address for all cores of a
+offending item before anything runs. Each kernel is compiled with the descriptor's ``compiler_include_paths`` followed by
+the include roots tt-metal's JIT build gives every kernel (:func:`jit_include_dirs`), so upstream kernels from the wheel
+find their helper headers. CBs are placed like tt-metal's allocator does: one address for all cores of a
 CB descriptor (the highest current top over those cores), starting at ``arch.L1_UNRESERVED_BASE``, 16-B aligned; a
 descriptor with several format descriptors shares one buffer among its CB indices.
 
