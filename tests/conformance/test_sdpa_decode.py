@@ -8,6 +8,7 @@ write is checked to have been written; a skipped user (cur_pos -1) is left untou
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -39,6 +40,9 @@ class Case:
     num_blocks: int = 0
     cur_pos: tuple[int, ...] = ()
     cur_pos_as_tensor: bool = False
+    attn_mask: bool = False  # non-causal: upstream's [b, 1, n_q_heads, s] additive mask (0 / -inf padding per user)
+    sliding_window_size: int = 0
+    attention_sink: bool = False
     # what upstream's factory must decide for this call
     expect_half_tile: bool = False
     expect_cores_per_head: int = 1
@@ -70,6 +74,16 @@ CASES = [
     Case("tree_5_cores_noncausal", batch=1, n_q_heads=8, n_kv_heads=1, head_dim=128, kv_dtype="bfloat16",
          is_causal=False, max_cores_per_head=5, k_chunk_size=128, kv_len=640, expect_cores_per_head=5,
          expect_tree_rounds=3),
+    # Non-causal with a padding mask read by the reader chunk by chunk (the entry point's default k_chunk_size:
+    # min(512, largest power-of-two divisor of 384) = 128).
+    Case("noncausal_attn_mask", batch=2, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_dtype="bfloat16",
+         is_causal=False, max_cores_per_head=2, k_chunk_size=0, kv_len=384, attn_mask=True, expect_cores_per_head=2,
+         expect_tree_rounds=1),
+    # Sliding window whose start falls inside a chunk (the writer builds the window mask) and gpt-oss-style sinks
+    # merged by the root.
+    Case("causal_window_sink", batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_dtype="bfloat16", is_causal=True,
+         max_cores_per_head=4, k_chunk_size=64, kv_len=512, cur_pos=(400,), sliding_window_size=100,
+         attention_sink=True, expect_half_tile=True, expect_cores_per_head=4, expect_tree_rounds=2),
 ]  # fmt: skip
 
 
@@ -101,6 +115,26 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
             kwargs["cur_pos_tensor"] = emu_device.from_torch(positions, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
         else:
             kwargs["cur_pos"] = list(case.cur_pos)
+    golden_extra = {}
+    if case.attn_mask:
+        # Each user sees a prefix of the cache (its own length); the rest is -inf, upstream's padding mask.
+        lengths = torch.randint(case.kv_len // 4, case.kv_len + 1, (b,), generator=g)
+        mask = torch.zeros(b, 1, hq, case.kv_len)
+        for user, n in enumerate(lengths.tolist()):
+            mask[user, :, :, n:] = float("-inf")
+        kwargs["attn_mask"] = emu_device.from_torch(mask, dtype=ttnn.bfloat16)
+        golden_extra["attn_mask"] = mask.permute(0, 2, 1, 3)  # golden form [b, n_q_heads, q_len, s]
+    if case.sliding_window_size:
+        kwargs["sliding_window_size"] = golden_extra["sliding_window_size"] = case.sliding_window_size
+    if case.attention_sink:
+        # Upstream's form: head h's logit at (h, 0) of a [32, 32] tile, compared with the unscaled scores (the root
+        # merges exp(scale * (sink - m))); the golden takes it in the scaled space.
+        logits = torch.randn(hq, generator=g) * 2 + 3
+        sink = torch.zeros(32 * -(-hq // 32), 32)
+        sink[:hq, 0] = logits
+        tsink = emu_device.from_torch(sink, dtype=ttnn.bfloat16)
+        kwargs["attention_sink"] = tsink
+        golden_extra["attention_sink"] = emu_device.to_torch(tsink).float()[:hq, 0].reshape(1, hq) / math.sqrt(d)
     page_table = None
     if case.paged:
         # Each user's blocks drawn from a shuffled pool (blocks past a user's table and unused ones hold garbage).
@@ -119,7 +153,7 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
     qd, kd, vd = (emu_device.to_torch(t).float() for t in (tq, tk, tv))
     expected = golden.sdpa_decode(
         qd, kd, vd, is_causal=case.is_causal, cur_pos=list(case.cur_pos) if case.is_causal else None,
-        page_table=page_table,
+        page_table=page_table, **golden_extra,
     )  # fmt: skip
     got = emu_device.to_torch(out).float()
     assert not torch.isnan(got).any(), f"{tag}: an output element was never written (still the NaN poison)"
@@ -129,14 +163,16 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
     assert pcc >= PCC_MIN, f"{tag}: PCC {pcc:.6f} < {PCC_MIN}"
     assert err <= bound, f"{tag}: max |error| {err:.4f} > {bound:.4f}"
 
-    # The reader reads each K and V tile of the chunks up to a user's position once (all of the cache non-causal).
+    # The reader reads each K and V tile of the chunks from the window's start (0 without one) up to a user's position
+    # once (all of the cache non-causal).
     stats = upstream.last_run.stats
     k_chunk = plan.k_chunk_size
     expected_tiles = 0
     for user in range(b):
         pos = case.cur_pos[user] if case.is_causal else (case.blocks_per_user * seq if case.paged else seq) - 1
         chunk = k_chunk or 32 * min(plan.max_dynamic_chunk_size, 1 << (pos // 32).bit_length())
-        expected_tiles += -(-(pos + 1) // chunk) * chunk // 32 * hkv * (d // 32)
+        first = max(0, pos + 1 - case.sliding_window_size) // chunk if case.sliding_window_size else 0
+        expected_tiles += (-(-(pos + 1) // chunk) - first) * chunk // 32 * hkv * (d // 32)
     tile_bytes = tk.buffer_page_size()
     assert stats.bytes_read_from(tk) == expected_tiles * tile_bytes, f"{tag}: K bytes read"
     assert stats.bytes_read_from(tv) == expected_tiles * tile_bytes, f"{tag}: V bytes read"
