@@ -12,6 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 INCLUDE = REPO / "ttflashdecode" / "emulator" / "include"
+LLK_INCLUDE = REPO / "ttflashdecode" / "emulator" / "include_llk"
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("TTFD_TEST_BUILD_DIR", Path(tempfile.gettempdir()) / "ttfd_test_build"))
 
@@ -20,7 +21,7 @@ def _digest(paths: list[Path], flags: list[str]) -> str:
     h = hashlib.sha256(" ".join(flags).encode())
     for p in paths:
         h.update(p.read_bytes())
-    for hdr in sorted(INCLUDE.rglob("*.h")):
+    for hdr in sorted([*INCLUDE.rglob("*.h"), *LLK_INCLUDE.rglob("*.h")]):
         h.update(str(hdr).encode())
         h.update(hdr.read_bytes())
     return h.hexdigest()[:16]

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from .cxx import HERE, INCLUDE, build_shared
+from ttflashdecode.emulator import jit_env
+
+from .cxx import HERE, INCLUDE, LLK_INCLUDE, build_shared
 
 FMT = {"float32": 0, "bfloat16": 5, "bfloat8_b": 6, "bfloat4_b": 7}
 CB_IN0, CB_IN1, CB_SCALER, CB_OUT, CB_OUT2 = 0, 1, 2, 16, 17
@@ -18,8 +20,14 @@ _libs: dict = {}
 
 
 def kernel(name: str, ct_args: list[int], fp32=False, fidelity=4, approx=False, full_sync=False):
+    # the compute build environment of ttflashdecode.emulator.compiler: the emulator's LLK layer, then the wheel's
+    # LLK trees and compute API (the SFPU ops run the wheel's kernels on the host SFPI), the fused-TRISC defines
     flags = [
+        f"-I{LLK_INCLUDE}",
         f"-I{HERE / 'fake_include'}",
+        *[f"-I{p}" for p in jit_env.compute_llk_include_paths()],
+        "-DARCH_WORMHOLE", "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH",
+        "-DUCK_CHLKC_PACK", *jit_env.COMPUTE_DEFINES,
         "-Wno-deprecated-declarations",
         f"-DKERNEL_COMPILE_TIME_ARGS={','.join(map(str, ct_args))}",
         f"-DEMU_DST_ACCUM_MODE={int(fp32)}",
@@ -209,14 +217,18 @@ def test_exp_exact_and_approx(fp32):
     bits = 10 if fp32 else 7
     src = (x.view(torch.int32) & ~((1 << (23 - bits)) - 1)).view(torch.float32)
     exact = torch.exp(src.double())
+    # exp_tile runs the wheel's ckernel_sfpu_exp.h on the host SFPI: fp32 DST _sfpu_exp_fp32_accurate_ (a few fp32
+    # ulp), bf16 DST the exp_21f TTI kernel (within one bf16 ulp, explicitly rounded before the truncating store)
     if fp32:
         torch.testing.assert_close(res[0].double(), exact, rtol=2e-7, atol=1e-37)
-    else:  # std::exp then bf16 rounding: within one bf16 rounding of the exact value
-        torch.testing.assert_close(res[0].double(), exact, rtol=2**-8, atol=1e-37)
+    else:
+        torch.testing.assert_close(res[0].double(), exact, rtol=2**-7, atol=1e-37)
     rel = ((res[1].double() - exact) / exact.clamp_min(1e-30)).abs()
     ok = exact > 1e-30
-    assert rel[ok].max().item() < 0.05
-    assert res[1][0, 0, 0].item() == 0.0  # clamped far-negative input underflows to 0
+    assert rel[ok].max().item() < 0.05  # the approximate (Schraudolph) kernel: a few percent
+    # clamped far-negative input: -88.5, just below where the approximation's exponent field reaches 0, so the
+    # result is a denormal (the LLK's FP32_TO_UINT16 takes |t|), not a meaningful value but never above 1e-37
+    assert abs(res[1][0, 0, 0].item()) < 1e-37
 
 
 def test_recip_negative_max_transpose_copy():

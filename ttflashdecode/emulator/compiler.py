@@ -26,6 +26,12 @@ The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_en
 
 Libraries are cached in ~/.cache/ttflashdecode/kernels by a hash of the flags, the kernel source and the content of
 every header it includes (from ``g++ -MM``); :func:`compile_cache_stats` counts hits and misses.
+
+Warnings are on (``-Wall``), and reported rather than fatal: each library's compiler warnings are kept next to it (so a
+cache hit reports them too), logged once per process (a use of API the wheel marks ``[[deprecated]]`` -- the
+emulator's headers carry the wheel's markings and messages -- at WARNING, the rest at DEBUG) and returned by
+:func:`compile_warnings`. ``TTFD_EMU_DEPRECATED_ERROR=1`` in the environment makes a deprecated call a compile error
+(``-Werror=deprecated-declarations``).
 """
 
 from __future__ import annotations
@@ -33,11 +39,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from loguru import logger
 
 from .build import CACHE_ROOT, CXX, INCLUDE
 from .errors import KernelCompileError
@@ -46,10 +55,15 @@ from . import jit_env
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KERNEL_CACHE = CACHE_ROOT / "kernels"
 GENERATED = KERNEL_CACHE / "generated"
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-w"]
+# -Wall as tt-metal's JIT build; -Wno-unknown-pragmas: "#pragma GCC unroll" and friends are meant for the RISC-V
+# compiler, not warnings about the kernel.
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-Wall", "-Wno-unknown-pragmas"]
+DEPRECATED_ERROR_ENV = "TTFD_EMU_DEPRECATED_ERROR"
 
 _lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0}
+# library path -> (its kernel source, its warnings), for every library compiled or taken from the cache in this process
+_warnings: dict[str, tuple[str, tuple["CompileWarning", ...]]] = {}
 # (source digest, flags) -> header list, so a cache hit costs one hash of the files, no compiler run.
 _deps_memo: dict[str, list[str]] = {}
 
@@ -63,6 +77,76 @@ def compile_cache_stats() -> dict[str, int]:
 def reset_compile_cache_stats() -> None:
     with _lock:
         _stats["hits"] = _stats["misses"] = 0
+
+
+@dataclass(frozen=True)
+class CompileWarning:
+    """One compiler warning of a kernel build."""
+
+    kernel: str  # the kernel source compiled
+    file: str  # where the warning points (the kernel, or a header it includes)
+    line: int
+    column: int
+    message: str
+    option: str  # the -W option that produced it, e.g. "-Wdeprecated-declarations"
+
+    @property
+    def deprecated(self) -> bool:
+        """A use of API marked [[deprecated]] (the wheel's markings, carried by the emulator's headers)."""
+        return self.option == "-Wdeprecated-declarations"
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message} [{self.option}]"
+
+
+_WARNING_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): warning: (?P<msg>.*?)(?: \[(?P<opt>-W[^\]]+)\])?$")
+
+
+def parse_warnings(kernel: str, compiler_output: str) -> tuple[CompileWarning, ...]:
+    """The warnings in g++'s output (one per "file:line:col: warning: ... [-Wopt]" line; notes are dropped)."""
+    found = []
+    for line in compiler_output.splitlines():
+        m = _WARNING_LINE.match(line.strip())
+        if m:
+            found.append(CompileWarning(kernel, m["file"], int(m["line"]), int(m["col"]), m["msg"], m["opt"] or ""))
+    return tuple(dict.fromkeys(found))  # a header's warning repeats once per include path it is reached by
+
+
+def compile_warnings(source: str | Path | None = None, *, deprecated_only: bool = False) -> list[CompileWarning]:
+    """Warnings of the kernels compiled (or taken from the cache) in this process, optionally only those of the kernel
+    ``source`` and only deprecated-API uses."""
+    with _lock:
+        found = [w for _, ws in _warnings.values() for w in ws]
+    if source is not None:
+        found = [w for w in found if Path(w.kernel) == Path(source)]
+    if deprecated_only:
+        found = [w for w in found if w.deprecated]
+    return list(dict.fromkeys(found))
+
+
+def compiled_sources() -> set[str]:
+    """Kernel sources compiled (or taken from the cache) in this process: those compile_warnings covers."""
+    with _lock:
+        return {source for source, _ in _warnings.values()}
+
+
+def reset_compile_warnings() -> None:
+    with _lock:
+        _warnings.clear()
+
+
+def _report(library: Path, source: Path, warnings: tuple[CompileWarning, ...]) -> None:
+    """Records a library's warnings and logs them the first time this process sees the library."""
+    with _lock:
+        first = str(library) not in _warnings
+        _warnings[str(library)] = (str(source), warnings)
+    if not first:
+        return
+    for w in warnings:
+        if w.deprecated:
+            logger.warning("kernel {} uses API the wheel marks deprecated: {}", w.kernel, w)
+        else:
+            logger.debug("kernel {}: {}", w.kernel, w)
 
 
 @dataclass(frozen=True)
@@ -118,10 +202,12 @@ def compile_kernel(build: KernelBuild) -> Path:
     if key0 in _deps_memo:
         out, hit = cached(_deps_memo[key0])
         if hit:
+            _report(out, build.source, _cached_warnings(out, build))
             return out
     _deps_memo[key0] = _headers(build)
     out, hit = cached(_deps_memo[key0])
     if hit:
+        _report(out, build.source, _cached_warnings(out, build))
         return out
     KERNEL_CACHE.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -129,11 +215,23 @@ def compile_kernel(build: KernelBuild) -> Path:
     res = _run(cmd)
     if res.returncode != 0:
         raise KernelCompileError(str(build.source), res.stderr, " ".join(map(shlex.quote, cmd)))
+    warnings = parse_warnings(str(build.source), res.stderr)
+    (out.with_suffix(".json")).write_text(json.dumps(
+        {"source": str(build.source), "flags": list(build.flags), "compiler_output": res.stderr}))
     tmp.rename(out)
-    (out.with_suffix(".json")).write_text(json.dumps({"source": str(build.source), "flags": list(build.flags)}))
+    _report(out, build.source, warnings)
     with _lock:
         _stats["misses"] += 1
     return out
+
+
+def _cached_warnings(library: Path, build: KernelBuild) -> tuple[CompileWarning, ...]:
+    """The warnings of a cached library, from the compiler output kept next to it."""
+    try:
+        meta = json.loads(library.with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return ()
+    return parse_warnings(str(build.source), meta.get("compiler_output", ""))
 
 
 def kernel_flags(
@@ -164,10 +262,16 @@ def kernel_flags(
     gen = jit_env.write_generated(GENERATED, files) if files else None
     flags = list(CXXFLAGS)
     flags.append(f"-I{INCLUDE}")
+    if compute:
+        flags.append(f"-I{jit_env.LLK_INCLUDE}")
     if gen is not None:
         flags.append(f"-I{gen}")
     flags += [f"-I{source.parent}", f"-I{REPO_ROOT}"]
     flags += [f"-I{p}" for p in include_paths]
+    # tt-metal's JIT include roots (jit_env.py): the LLK trees for compute, the ttnn source roots for every kernel
+    if compute:
+        flags += [f"-I{p}" for p in jit_env.compute_llk_include_paths()]
+    flags += [f"-I{p}" for p in jit_env.source_include_paths()]
     flags.append("-DKERNEL_COMPILE_TIME_ARGS=" + ",".join(str(int(v) & 0xFFFFFFFF) for v in compile_time_args))
     if named_compile_time_args:
         flags += ["-include", str(gen / jit_env.NAMED_CT_ARG_MAP_HEADER)]
@@ -194,7 +298,7 @@ def kernel_flags(
                      "-DIS_NOT_POW2_NUM_L1_BANKS=1")
     else:
         flags += ["-DCOMPILE_FOR_TRISC", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH", "-DUCK_CHLKC_PACK",
-                  "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0"]
+                  "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0", *jit_env.COMPUTE_DEFINES]
         flags += [
             f"-DEMU_DST_ACCUM_MODE={int(cc.get('fp32_dest_acc_en', 0))}",
             f"-DEMU_MATH_APPROX_MODE={int(cc.get('math_approx_mode', 0))}",
@@ -203,4 +307,6 @@ def kernel_flags(
         ]
     for name, value in defines:
         flags.append(f"-D{name}={value}" if value != "" else f"-D{name}")
+    if os.environ.get(DEPRECATED_ERROR_ENV, "").strip() not in ("", "0"):
+        flags.append("-Werror=deprecated-declarations")
     return tuple(flags)

@@ -301,3 +301,52 @@ def write_generated(root: Path, files: dict[str, str]) -> Path:
                 tmp.write_text(text)
                 tmp.rename(p)
     return d
+
+
+# ------------------------------------------------------------------------------------------ include roots
+# tt-metal's JIT build puts its source roots on every kernel's include path (build.cpp: the tt-metal root, ttnn/,
+# ttnn/cpp/), so an upstream kernel finds its helper headers as "ttnn/operations/..." or "cpp/ttnn/...". For
+# compute kernels it adds the LLK trees (tt_llk_<arch>/common/inc, llk_lib, hw/ckernels/<arch>/metal/llk_api and its
+# llk_sfpu/). The emulator puts its own kernel API (include/) and its own LLK layer (include_llk/: ckernel.h, the
+# TTI instruction macros, the host SFPI library, the llk_math_* / llk_pack_* entry points it models) first, then
+# the wheel's LLK trees: the wheel's SFPU algorithms (ckernel_sfpu_*.h) compile unmodified against the host SFPI,
+# while every header the emulator models is its own. llk_lib and the wheel's hw/inc are never on the path (what
+# the emulator does not model fails to compile instead of running silicon-only code).
+LLK_INCLUDE = Path(__file__).resolve().parent / "include_llk"
+
+
+def wheel_root() -> Path | None:
+    """The installed ttnn package directory (without importing ttnn), or None."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ttnn")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def source_include_paths() -> list[str]:
+    """The wheel's kernel-helper source roots every kernel sees (after the emulator's own headers)."""
+    root = wheel_root()
+    if root is None:
+        return []
+    return [str(p) for p in (root / "ttnn" / "cpp", root / "ttnn", root) if p.is_dir()]
+
+
+def compute_llk_include_paths() -> list[str]:
+    """The wheel's Wormhole LLK trees a compute kernel sees, behind the emulator's include_llk/."""
+    root = wheel_root()
+    if root is None:
+        return []
+    metal = root / "tt_metal" / "hw" / "ckernels" / "wormhole_b0" / "metal" / "llk_api"
+    llk = root / "tt_metal" / "tt-llk" / "tt_llk_wormhole_b0" / "common" / "inc"
+    # hw/inc last: the wheel's compute API headers the emulator does not shadow (the SFPU ops: exp, recip, ...)
+    # compile against the emulator's LLK layer, as tt-metal layers api/compute over llk_api over tt-llk.
+    hw_inc = root / "tt_metal" / "hw" / "inc"
+    return [str(p) for p in (metal, metal / "llk_sfpu", llk, hw_inc) if p.is_dir()]
+
+
+# Defines the emulator adds to every compute kernel: the LLK's SFPU kernels then use their instruction-by-
+# instruction form instead of SFPLOADMACRO sequences (whose pipelined macro scheduling the emulator does not model;
+# the LLK keeps both forms of the same algorithm).
+COMPUTE_DEFINES = ["-DDISABLE_SFPLOADMACRO"]
