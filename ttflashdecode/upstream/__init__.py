@@ -189,6 +189,9 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
     if n_q_heads % n_kv_heads:
         raise ValueError(f"q: n_q_heads={n_q_heads} must be a multiple of k's n_kv_heads={n_kv_heads}")
     paged = page_table is not None
+    if paged and share_cache:
+        raise ValueError("share_cache=True: upstream does not support cache sharing with paged attention (give every "
+                         "user a page-table row pointing at the shared blocks instead)")  # fmt: skip
     if paged:
         block_size = k_shape[2]
         if block_size % 32:
@@ -243,6 +246,9 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
             raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(got)}")
     compute = _compute_settings(compute_kernel_config)
     config = _program_config(program_config, backend.grid())
+    if paged and not is_causal and program_config is not None and config.k_chunk_size == 0:
+        raise ValueError("program_config.k_chunk_size=0: paged non-causal decode needs a positive k_chunk_size "
+                         "(upstream: 'Must provide k_chunk_size if non-causal!')")  # fmt: skip
     k_chunk = default_k_chunk_size(kv_len, paged=paged, is_causal=is_causal, config_k_chunk_size=config.k_chunk_size)
     if attn_mask is not None and (k_chunk == 0 or kv_len % k_chunk):
         raise ValueError(f"attn_mask: kv_len={kv_len} must be a multiple of k_chunk_size={k_chunk} (upstream reads "

@@ -30,8 +30,9 @@ def default_k_chunk_size(kv_len: int, *, paged: bool, is_causal: bool, config_k_
     ``min(512, largest power-of-two divisor of s)`` over the cache's logical length (its loop starts at 2**1, so the
     result is at least 2 and a multiple of 32 whenever s is). Paged causal decode passes 0: the kernels then size each
     user's chunk from its cur_pos (``get_dynamic_Sk_chunk_t``: the power of two >= the tiles seen, at most the
-    destination register's tile count). Paged non-causal decode needs fixed chunks; the 0.81.1 wheel's docstring
-    says it uses 32 when no program config is given."""
+    destination register's tile count). Paged non-causal decode needs fixed chunks: the 0.81.1 wheel's docstring says
+    it uses 32 when no program config is given (a config with k_chunk_size 0 is refused there: "Must provide
+    k_chunk_size if non-causal!")."""
     if config_k_chunk_size > 0:
         return config_k_chunk_size
     if paged:
