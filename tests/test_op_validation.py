@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ttflashdecode import op as op_module
+from ttflashdecode.device_cache import device_cache
 from ttflashdecode import validate
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.plan import L1OverflowError
@@ -325,7 +326,7 @@ def test_device_state_is_dropped_with_an_unclosed_device():
     """A device dropped without close() is collected too, with its state."""
     op_module.clear_program_cache()
     dev = _decode_on_fresh_device()
-    state = weakref.ref(op_module._device_state(dev))
+    state = weakref.ref(device_cache(dev))
     dropped = weakref.ref(dev)
     op_module.last_run = None  # the last run's staging tensor lives on this device
     del dev

@@ -75,12 +75,17 @@ class Backend:
 
 def backend_of(tensor) -> Backend:
     """The backend that owns ``tensor`` (which must live on a device or the emulator)."""
-    from ttflashdecode import emulator  # deferred: the emulator is only needed when used
-
     device = tensor.device() if callable(getattr(tensor, "device", None)) else None
     if device is None:
         raise ValueError(
             f"q: expected a tensor on a device or on the emulator (ttnn.from_torch(..., device=...) or "
             f"emulator device .from_torch(...)), got a host tensor of type {type(tensor).__name__}"
         )
+    return backend_for(device)
+
+
+def backend_for(device) -> Backend:
+    """The backend of ``device``: a ttnn device, or an emulator device."""
+    from ttflashdecode import emulator  # deferred: the emulator is only needed when used
+
     return Backend(device=device, is_emulator=isinstance(device, emulator.EmuDevice))

@@ -11,7 +11,6 @@ loading stay usable (and fast) without it.
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -207,14 +206,12 @@ def load_program_config(name_or_path: str | Path) -> ProgramConfig:
     else:
         path = _config_path(str(name_or_path))
 
-    stat = path.stat()
-    return _load_config_file(path.resolve(), stat.st_mtime_ns, stat.st_size)
+    return _load_config_file(path)
 
 
-@functools.lru_cache(maxsize=64)
-def _load_config_file(path: Path, mtime_ns: int, size: int) -> ProgramConfig:
-    """Parse and validate a config file. Cached on (path, mtime, size): a decode loop that names its config
-    parses the file once, and an edited file is read again."""
+def _load_config_file(path: Path) -> ProgramConfig:
+    """Parse and validate a config file. Not cached: the op reads a named config once per device and config
+    (:mod:`ttflashdecode.device_cache`), a :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` once."""
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:

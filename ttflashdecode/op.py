@@ -4,16 +4,13 @@
 shapes and defaults of ``ttnn.transformer.scaled_dot_product_attention_decode`` (and its paged variant), plus
 the features model code needs (sliding window, attention sinks, multi-token queries, a shared cache).
 
-A call validates every input on the host (:mod:`ttflashdecode.validate`) and plans the work split
-(:mod:`ttflashdecode.plan`) before it uploads or allocates anything, then builds one
-``ttnn.ProgramDescriptor`` (:mod:`ttflashdecode.program_factory`) and launches it on the tensors' backend:
-``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on emulator tensors. Descriptors
-are cached: a decode loop that passes the same cur_pos / page-table tensors every step builds its program once
-(see :func:`program_cache_stats`); positions and page tables are read by the kernels at run time.
-
-What the op keeps per device (those descriptors and the staging outputs of bfloat8_b calls) lives in one
-:class:`_DeviceState` owned by the device object itself (see :func:`_device_state`), so it lives exactly as long as
-that device and can never be found through another device that happens to reuse a closed one's ``id()``.
+Each function is a convenience over :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` (plan once, run per layer
+and step): a call is validated on the host (:mod:`ttflashdecode.validate`) and planned (:mod:`ttflashdecode.plan`)
+before anything is uploaded or allocated, then its ``ttnn.ProgramDescriptor`` (:mod:`ttflashdecode.program_factory`)
+is launched on the tensors' backend: ``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on
+emulator tensors. Plans and descriptors are kept in the device's cache (:mod:`ttflashdecode.device_cache`): a decode
+loop that passes the same cur_pos / page-table tensors every step plans and builds its program once (see
+:func:`program_cache_stats`); positions and page tables are read by the kernels at run time.
 
 Values inside device tensors are the kernels' contract, not checked per call: a ``cur_pos_tensor`` entry out of
 range (below -1, at or past kv_len, or in ``[0, q_len - 1)``) or a page-table entry outside ``[0, num_blocks)``
@@ -24,135 +21,27 @@ a decode loop).
 
 from __future__ import annotations
 
-import functools
-import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
+from pathlib import Path
 
-import torch
-
-from ttflashdecode.backend import Backend, backend_of
+from ttflashdecode.backend import backend_of
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.convert_factory import build_convert_program
-from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE, TILE_BYTES, DecodePlan, plan
-from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import (
-    BLOCK_FLOAT_OUT_DTYPES,
-    DecodeCall,
-    check_bool,
-    check_call,
-    check_device_page_table,
-    check_device_positions,
-    check_device_tensor,
-)
+from ttflashdecode.device_cache import cache_stats, clear_program_cache, close_listeners, device_cache, program_cache_stats
+from ttflashdecode.program_factory import ComputeSettings
+from ttflashdecode.validate import DecodeCall, check_bool, check_call, check_device_tensor
+from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
+
+last_run: DecodeResult | None = None  # the last call's result, for the demo and tests (a view of its wrapper's)
 
 
-@dataclass
-class DecodeResult:
-    """What the last call did: its plan and, on the emulator, the run's statistics. For a bfloat8_b output also
-    the staging tensor the decode wrote and the tile convert program's statistics."""
-
-    plan: DecodePlan
-    stats: object | None
-    staging: object | None = None
-    convert_stats: object | None = None
-
-
-last_run: DecodeResult | None = None  # for the demo and for tests that inspect the split and the counters
-
-# Per device, least recently used first; bounded so a long-running process that decodes many shapes does not grow
-# forever.
-_PROGRAM_CACHE_SIZE = 64
-_cache_stats = {"hits": 0, "misses": 0}
-
-
-class _DeviceState:
-    """What the op keeps for one device: its program descriptors (an LRU keyed by plan, settings and tensor
-    addresses) and the staging outputs of block-float (bfloat8_b) calls, one per (shape, dtype), reused every decode
-    step so the cached programs' addresses stay valid."""
-
-    __slots__ = ("programs", "staging", "__weakref__")
-
-    def __init__(self) -> None:
-        self.programs: OrderedDict = OrderedDict()
-        self.staging: dict = {}
-
-    def clear(self) -> None:
-        self.programs.clear()
-        self.staging.clear()
-
-
-_STATE_ATTR = "_ttflashdecode_state"
-# Every live state, for program_cache_stats() and clear_program_cache(). Weak: a state dies with its device.
-_live_states: weakref.WeakSet = weakref.WeakSet()
-# States of devices that take no attributes, keyed by MeshDevice.id() (see _device_state).
-_states_by_mesh_id: dict[int, _DeviceState] = {}
-
-
-def _device_state(device) -> _DeviceState:
-    """The device's state, created on first use.
-
-    The state is stored on the device object (``vars(device)``), not in a table keyed by ``id(device)``: a closed
-    device's id is reused by the next object, and a table would keep every closed device alive (its staging tensors
-    hold their device). The emulator's EmuDevice is a plain class; ttnn's MeshDevice (nanobind) is not
-    weak-referenceable but has a per-instance ``__dict__``, and ttnn hands back that same Python object for the
-    device as long as it is referenced, so both carry their own state. A device object without ``__dict__`` is
-    keyed by ``MeshDevice.id()``, which tt-metal draws from a process-wide counter and never reuses (such states
-    then live until :func:`clear_program_cache`)."""
-    try:
-        attributes = vars(device)
-    except TypeError:  # no per-instance attributes
-        attributes = None
-    if attributes is not None:
-        state = attributes.get(_STATE_ATTR)
-        if state is None:
-            state = attributes[_STATE_ATTR] = _new_state(device)
-        return state
-    mesh_id = int(device.id())
-    if mesh_id not in _states_by_mesh_id:
-        _states_by_mesh_id[mesh_id] = _new_state(device)
-    return _states_by_mesh_id[mesh_id]
-
-
-def _new_state(device) -> _DeviceState:
-    state = _DeviceState()
-    _live_states.add(state)
-    on_close = getattr(device, "on_close", None)  # the emulator reports its close; ttnn devices do not
-    if on_close is not None:
-        on_close(_forget_device)
-    return state
-
-
-def _forget_device(device) -> None:
-    """Close callback: drop the device's programs and staging tensors, and the last run if it was on the device (its
-    staging tensor would keep the closed device alive)."""
+def _forget_last_run(device) -> None:
+    """A closing device takes the last run with it if that run's staging tensor lives there (it would keep the closed
+    device alive)."""
     global last_run
-    state = vars(device).pop(_STATE_ATTR, None)
-    if state is not None:
-        state.clear()
     if last_run is not None and last_run.staging is not None and last_run.staging.device() is device:
         last_run = None
 
 
-def program_cache_stats() -> dict[str, int]:
-    """Descriptor cache counters: ``misses`` = programs built, ``hits`` = calls that reused one, ``entries`` =
-    descriptors cached over all live devices."""
-    return dict(_cache_stats, entries=sum(len(state.programs) for state in list(_live_states)))
-
-
-def clear_program_cache() -> None:
-    for state in list(_live_states):
-        state.clear()
-    _states_by_mesh_id.clear()
-    _plan.cache_clear()
-    _cache_stats.update(hits=0, misses=0)
-
-
-def _upload_int32(backend: Backend, values, shape: list[int]):
-    ttnn = import_ttnn()
-    host = torch.tensor(values, dtype=torch.int32).reshape(shape)
-    return backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+close_listeners.append(_forget_last_run)
 
 
 # ---- the op -------------------------------------------------------------------------------------------------
@@ -344,10 +233,11 @@ def _decode(
     attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
     validate_device_tensors, head_dim_v=None,
 ):  # fmt: skip
+    """A call as it comes: validate it, plan it on the device's wrapper for its config (a lookup after the first call
+    of a shape), run it."""
     global last_run
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)  # q's device is the backend
     backend = backend_of(q)
-    grid = backend.grid()
     compute = ComputeSettings.coerce(compute_kernel_config)
     validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
     # Validate and plan first: nothing is uploaded or allocated for a call that cannot run.
@@ -356,67 +246,25 @@ def _decode(
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
         attention_sink=attention_sink, share_cache=share_cache, memory_config=memory_config,
         output_tensor=output_tensor, dtype=dtype, fp32_dest_acc_en=compute.fp32_dest_acc_en,
-        device=backend.device, grid=grid, head_dim_v=head_dim_v,
+        device=backend.device, grid=backend.grid(), head_dim_v=head_dim_v,
     )  # fmt: skip
-    config = ProgramConfig.coerce(program_config, default_grid=grid)
-    decode_plan = _plan(
-        call.shapes, config, grid, compute.fp32_dest_acc_en, _l1_budget(call, backend, new_output=output_tensor is None),
-        _positions_bound(call, config),
-    )  # fmt: skip
-    if validate_device_tensors:
-        _check_device_values(call, backend, cur_pos_tensor, page_table)
-
-    ttnn = import_ttnn()
-    if call.positions is not None:
-        cur_pos_tensor = _upload_int32(backend, call.positions, [call.shapes.batch])
-    if call.page_table_rows is not None:
-        rows = call.page_table_rows
-        page_table = _upload_int32(backend, rows, [len(rows), len(rows[0])])
-    out = output_tensor
-    if out is None:
-        layout = ttnn.TILE_LAYOUT if call.out_layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
-        out = backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), layout, call.memory_config)
-    _check_cbs_end_below(out, decode_plan)
-    block_float = call.out_dtype in BLOCK_FLOAT_OUT_DTYPES
-    state = _device_state(backend.device)
-    decoded = _staging_output(state, backend, call.out_shape, call.shapes.out_dtype) if block_float else out
-
-    buffers = DecodeBuffers(
-        q=q, k=k, v=k if v is None else v, cur_pos=cur_pos_tensor, out=decoded, page_table=page_table,
-        attn_mask=attn_mask, attention_sink=attention_sink,
-    )  # fmt: skip
-    tensors = buffers.io_tensors()
-    program = _cached_program(
-        state, ("decode", decode_plan, compute, call.scale), tensors,
-        lambda: build_program(decode_plan, buffers, backend.noc_coord, compute, scale=call.scale),
-    )  # fmt: skip
-    stats = backend.launch(tensors, program)
-    convert_stats = None
-    if block_float:
-        io = [decoded, out]
-        convert = _cached_program(state, ("convert",), io, lambda: build_convert_program(decoded, out, grid))
-        convert_stats = backend.launch(io, convert)
-    last_run = DecodeResult(
-        plan=decode_plan, stats=stats, staging=decoded if block_float else None, convert_stats=convert_stats
-    )
+    wrapper = _wrapper(backend.device, program_config, compute)
+    wrapper._plan_call(call, new_output=output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config))
+    out = wrapper._execute(call, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink, output_tensor,
+                           validate_device_tensors)  # fmt: skip
+    last_run = wrapper.last_run
     return out
 
 
-def _check_device_values(call: DecodeCall, backend: Backend, cur_pos_tensor, page_table) -> None:
-    """validate_device_tensors=True: read the device cur_pos_tensor and page table back and check the values the
-    kernels will use (host ones were checked by check_call)."""
-    positions = call.positions
-    if positions is None:  # a device cur_pos_tensor
-        positions = check_device_positions(backend.to_torch(cur_pos_tensor).flatten().tolist(), call.shapes)
-    if call.shapes.is_paged and call.page_table_rows is None:  # a device page table
-        rows = backend.to_torch(page_table).tolist()
-        check_device_page_table(rows, positions, call.shapes, call.num_blocks)
-
-
-@functools.lru_cache(maxsize=_PROGRAM_CACHE_SIZE)
-def _plan(shapes, config, grid, fp32_dest_acc: bool, l1_budget: int, max_cur_pos: int | None) -> DecodePlan:
-    """plan() is pure, so a decode loop plans its shape once (plan-then-run); only successful plans are cached."""
-    return plan(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
+def _wrapper(device, program_config, compute: ComputeSettings) -> FlashDecodeWrapper:
+    """The device's wrapper for a program config and compute settings, made (and a named config read) once."""
+    config_key = program_config
+    if not (program_config is None or isinstance(program_config, (str, Path, ProgramConfig))):
+        # ttnn.SDPAProgramConfig (or a wrong type, which raises here): by value.
+        config_key = ProgramConfig.coerce(program_config)
+    return device_cache(device).lookup(
+        "decoders", (config_key, compute), lambda: FlashDecodeWrapper(device, config_key, compute)
+    )
 
 
 def _positions_bound(call: DecodeCall, config: ProgramConfig) -> int | None:
@@ -432,81 +280,14 @@ def _positions_bound(call: DecodeCall, config: ProgramConfig) -> int | None:
     return min(call.shapes.kv_len, 1 << (span - 1).bit_length()) - 1
 
 
-def _l1_budget(call: DecodeCall, backend: Backend, new_output: bool) -> int:
-    """CB bytes per core the plan may use. Circular buffers must end below the lowest live L1 buffer (tt-metal
-    refuses the launch otherwise): the user's L1 tensors (Q among them), a preallocated L1 output, and a new L1
-    output, which the top-down L1 allocator places below the buffers already there."""
-    lowest = backend.lowest_l1_buffer_address() or L1_SIZE_BYTES
-    if new_output:
-        lowest -= _new_l1_output_bytes_per_core(call, backend)
-    return min(L1_BUDGET_BYTES, lowest - L1_RESERVED_BYTES)
-
-
-def _new_l1_output_bytes_per_core(call: DecodeCall, backend: Backend) -> int:
-    """L1 bytes per core (bank) a new output will take: one shard when height-sharded, its share of the pages when
-    L1 interleaved (one bank per core of the grid), 0 in DRAM. Pages keep the 32-B L1 alignment."""
-    mc = call.memory_config
-    if mc.buffer_type != import_ttnn().BufferType.L1:
-        return 0
-    q_len, b, heads, width = call.out_shape
-    datum = 4 if call.out_dtype == "float32" else 2
-    if call.out_layout == "TILE":
-        page, pages = TILE_BYTES[call.out_dtype], q_len * b * (-(-heads // TILE)) * (width // TILE)
-    else:
-        page, pages = -(-width * datum // 32) * 32, q_len * b * heads
-    if mc.is_sharded():
-        shard_h, shard_w = (int(d) for d in mc.shard_spec.shape)
-        return (shard_h // TILE) * (shard_w // TILE) * page if call.out_layout == "TILE" else shard_h * page
-    gx, gy = backend.grid()
-    return -(-pages // (gx * gy)) * page
-
-
-def _check_cbs_end_below(out, decode_plan: DecodePlan) -> None:
-    """A new L1 output the allocator placed lower than planned (in a gap below other L1 buffers) must still clear
-    the CB region."""
-    in_l1 = out.memory_config().buffer_type == import_ttnn().BufferType.L1
-    if in_l1 and L1_RESERVED_BYTES + decode_plan.l1_bytes > out.buffer_address():
-        raise ValueError(
-            f"memory_config: the L1 output sits at L1 address {out.buffer_address():#x} (below other live L1 "
-            f"buffers) but this program's circular buffers reach {L1_RESERVED_BYTES + decode_plan.l1_bytes:#x}; "
-            "free those L1 tensors, pass a preallocated output_tensor, or use a DRAM output"
-        )
-
-
-def _staging_output(state: _DeviceState, backend: Backend, shape: tuple[int, ...], dtype: str):
-    ttnn = import_ttnn()
-    key = (shape, dtype)
-    if key not in state.staging:
-        state.staging[key] = backend.allocate(list(shape), getattr(ttnn, dtype), ttnn.TILE_LAYOUT)
-    return state.staging[key]
-
-
-def _cached_program(state: _DeviceState, kind: tuple, tensors: list, build):
-    """A descriptor depends only on ``kind`` (the plan, compute settings, scale) and its tensors: where they are
-    (address, page size, memory config) and how they are read (shape and layout: a sink or mask of upstream's form
-    at the address of one of ours needs other kernel arguments), on the device whose ``state`` holds it."""
-    key = (*kind, tuple(
-        (t.buffer_address(), t.buffer_page_size(), str(t.memory_config()), tuple(t.shape), str(t.layout))
-        for t in tensors
-    ))  # fmt: skip
-    program = state.programs.pop(key, None)
-    if program is None:
-        _cache_stats["misses"] += 1
-        program = build()
-        if len(state.programs) >= _PROGRAM_CACHE_SIZE:
-            state.programs.popitem(last=False)
-    else:
-        _cache_stats["hits"] += 1
-    state.programs[key] = program  # (re)inserted last: most recently used
-    return program
-
-
 __all__ = [
     "scaled_dot_product_attention_decode",
     "flash_multi_latent_attention_decode",
     "paged_flash_multi_latent_attention_decode",
     "paged_scaled_dot_product_attention_decode",
-    "program_cache_stats",
-    "clear_program_cache",
+    "FlashDecodeWrapper",
     "DecodeResult",
+    "program_cache_stats",
+    "cache_stats",
+    "clear_program_cache",
 ]

@@ -1,0 +1,174 @@
+"""What ttflashdecode keeps between calls, per device: the one cache.
+
+A decode loop calls the op once per layer per token with the same shapes, so everything derived from a call's
+shapes and configuration is made once and looked up afterwards. All of it lives in one :class:`DeviceCache` per
+device, in four bounded tables with one lookup rule (:meth:`DeviceCache.lookup`: least recently used goes first):
+
+* ``decoders`` -- the module-level functions' :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` per
+  (program_config, compute settings): a named config is read once per device, not once per call;
+* ``plans`` -- :class:`~ttflashdecode.plan.DecodePlan` per plan key (shapes, config, grid, L1 budget, ...);
+* ``programs`` -- program descriptors per (plan, compute, scale, the tensors' addresses and forms);
+* ``staging`` -- the staging outputs of block-float (bfloat8_b) calls, one per (shape, dtype), reused every step so
+  the cached programs' addresses stay valid.
+
+The cache is owned by the device object itself (see :func:`device_cache`), so it lives exactly as long as that
+device and can never be found through another device that happens to reuse a closed one's ``id()``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+# Entries per table and device, so a long-running process that decodes many shapes does not grow forever.
+TABLE_SIZE = 64
+TABLES = ("decoders", "plans", "programs", "staging")
+
+_ATTR = "_ttflashdecode_cache"
+
+# Process-wide totals since the last clear_program_cache(), over every device (closed ones too).
+_COUNTERS = {"plans": ("plans", "plan_hits"), "programs": ("programs", "program_hits")}  # table: (miss, hit)
+_totals = {name: 0 for pair in _COUNTERS.values() for name in pair}
+# Every live cache, for the totals' ``entries`` and for clear_program_cache(). Weak: a cache dies with its device.
+_live: weakref.WeakSet = weakref.WeakSet()
+# Caches of devices that take no attributes, keyed by MeshDevice.id() (see device_cache).
+_by_mesh_id: dict[int, DeviceCache] = {}
+
+
+class DeviceCache:
+    """Everything ttflashdecode keeps for one device (see the module docstring)."""
+
+    __slots__ = ("decoders", "plans", "programs", "staging", "counts", "closed", "_plan_ids", "__weakref__")
+
+    def __init__(self) -> None:
+        self.decoders: OrderedDict = OrderedDict()
+        self.plans: OrderedDict = OrderedDict()
+        self.programs: OrderedDict = OrderedDict()
+        self.staging: OrderedDict = OrderedDict()
+        self.counts = dict.fromkeys(_totals, 0)  # this device's share of the totals
+        self.closed = False
+        # Equal plans reached through different plan keys (a larger L1 budget, another position bound) share one id,
+        # so they share their programs; ids are never reused, so a dropped id can only cost a rebuild.
+        self._plan_ids: dict = {}
+
+    def lookup(self, table: str, key, make: Callable[[], Any]):
+        """The entry of ``table`` under ``key``, made by ``make()`` on a miss (nothing is stored if ``make`` raises).
+        Plans and programs count their misses and hits (:func:`cache_stats`)."""
+        if self.closed:
+            raise RuntimeError("ttflashdecode: the device was closed; open a device and make the call there")
+        entries: OrderedDict = getattr(self, table)
+        value = entries.pop(key, _MISSING)
+        if value is _MISSING:
+            value = make()
+            if len(entries) >= TABLE_SIZE:
+                entries.popitem(last=False)
+            self._count(table, hit=False)
+        else:
+            self._count(table, hit=True)
+        entries[key] = value  # (re)inserted last: most recently used
+        return value
+
+    def plan_id(self, plan) -> int:
+        """A small id for ``plan``'s value: program keys hold it instead of the whole nested plan."""
+        plan_id = self._plan_ids.get(plan)
+        if plan_id is None:
+            if len(self._plan_ids) >= 4 * TABLE_SIZE:
+                self._plan_ids.clear()
+            plan_id = self._plan_ids[plan] = _next_plan_id()
+        return plan_id
+
+    def stats(self) -> dict[str, int]:
+        """This device's counters (``plans`` made and ``plan_hits``, ``programs`` built and ``program_hits``) and its
+        entries per table (``<table>_cached``)."""
+        return dict(self.counts, **{f"{table}_cached": len(getattr(self, table)) for table in TABLES})
+
+    def clear(self) -> None:
+        for table in TABLES:
+            getattr(self, table).clear()
+        self._plan_ids.clear()
+
+    def _count(self, table: str, hit: bool) -> None:
+        counter = _COUNTERS.get(table)
+        if counter is not None:
+            name = counter[hit]
+            self.counts[name] += 1
+            _totals[name] += 1
+
+
+_MISSING = object()
+_plan_id_counter = iter(range(1, 1 << 62))
+
+
+def _next_plan_id() -> int:
+    return next(_plan_id_counter)
+
+
+def device_cache(device) -> DeviceCache:
+    """The device's cache, created on first use.
+
+    The cache is stored on the device object (``vars(device)``), not in a table keyed by ``id(device)``: a closed
+    device's id is reused by the next object, and a table would keep every closed device alive (its staging tensors
+    hold their device). The emulator's EmuDevice is a plain class; ttnn's MeshDevice (nanobind) is not
+    weak-referenceable but has a per-instance ``__dict__``, and ttnn hands back that same Python object for the
+    device as long as it is referenced, so both carry their own cache. A device object without ``__dict__`` is keyed
+    by ``MeshDevice.id()``, which tt-metal draws from a process-wide counter and never reuses (such caches then live
+    until :func:`clear_program_cache`)."""
+    try:
+        attributes = vars(device)
+    except TypeError:  # no per-instance attributes
+        attributes = None
+    if attributes is not None:
+        cache = attributes.get(_ATTR)
+        if cache is None:
+            cache = attributes[_ATTR] = _new_cache(device)
+        return cache
+    mesh_id = int(device.id())
+    if mesh_id not in _by_mesh_id:
+        _by_mesh_id[mesh_id] = _new_cache(device)
+    return _by_mesh_id[mesh_id]
+
+
+def _new_cache(device) -> DeviceCache:
+    cache = DeviceCache()
+    _live.add(cache)
+    on_close = getattr(device, "on_close", None)  # the emulator reports its close; ttnn devices do not
+    if on_close is not None:
+        on_close(_forget_device)
+    return cache
+
+
+# Called with the device when one closes, after its cache is cleared (the op drops its last run there).
+close_listeners: list[Callable[[Any], None]] = []
+
+
+def _forget_device(device) -> None:
+    """Close callback: drop everything kept for the device, and mark its cache closed for wrappers still holding it."""
+    cache = vars(device).pop(_ATTR, None)
+    if cache is not None:
+        cache.clear()
+        cache.closed = True
+    for listener in close_listeners:
+        listener(device)
+
+
+def program_cache_stats() -> dict[str, int]:
+    """Descriptor cache counters since the last :func:`clear_program_cache`, over all devices: ``misses`` = programs
+    built, ``hits`` = calls that reused one, ``entries`` = descriptors cached over all live devices."""
+    entries = sum(len(cache.programs) for cache in list(_live))
+    return {"hits": _totals["program_hits"], "misses": _totals["programs"], "entries": entries}
+
+
+def cache_stats() -> dict[str, int]:
+    """Every counter since the last :func:`clear_program_cache`, over all devices: ``plans`` made and ``plan_hits``,
+    ``programs`` built and ``program_hits``."""
+    return dict(_totals)
+
+
+def clear_program_cache() -> None:
+    """Drop every device's plans, programs, staging outputs and decoders, and reset the counters."""
+    for cache in list(_live):
+        cache.clear()
+    _by_mesh_id.clear()
+    _totals.update(dict.fromkeys(_totals, 0))

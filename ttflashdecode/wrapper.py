@@ -1,0 +1,468 @@
+"""FlashDecode as a plan/run object: planned once per shape and configuration, run per layer and decode step.
+
+    wrapper = ttflashdecode.FlashDecodeWrapper(device, program_config="llama-3.1-8b/n150")
+    wrapper.plan(batch=8, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=4096, kv_dtype=ttnn.bfloat8_b)
+    for step in range(num_steps):
+        for layer in range(num_layers):
+            out = wrapper.run(q[layer], k[layer], v[layer], cur_pos_tensor=cur_pos)
+
+:meth:`FlashDecodeWrapper.plan` takes everything that decides the program (shapes, dtypes, masks and sinks, the
+output's dtype and placement; the program config and compute settings at construction) and runs the planner
+(:mod:`ttflashdecode.plan`) once. :meth:`FlashDecodeWrapper.run` checks the call's tensors, refuses any that do not
+match the plan (naming the argument), and launches: positions and page tables are device tensors the kernels read
+at run time, so one program serves every step, and one compiled kernel set every layer. What a run derives (plans,
+program descriptors, staging outputs) lives in the device's :class:`~ttflashdecode.device_cache.DeviceCache` and
+dies with the device.
+
+A run is a sequence of small steps, each its own method: check the call, check device values (on request), upload
+host positions and page tables, allocate the output, check L1 room, look up or build the program, launch.
+The module-level functions in :mod:`ttflashdecode.op` are conveniences over this class: they validate a call as
+it comes, plan it (the plan table makes that a lookup after the first call) and run it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+from ttflashdecode.backend import Backend, backend_for
+from ttflashdecode.config import TILE, ProgramConfig
+from ttflashdecode.convert_factory import build_convert_program
+from ttflashdecode.device_cache import DeviceCache, device_cache
+from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes, plan
+from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
+from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.validate import (
+    BLOCK_FLOAT_OUT_DTYPES,
+    KV_DTYPES,
+    DecodeCall,
+    as_int,
+    check_bool,
+    check_call,
+    check_device_page_table,
+    check_device_positions,
+    check_head_dim_v,
+    check_out_dtype,
+    check_output_memory_config,
+    check_scale,
+    check_sliding_window,
+    decode_dtype,
+    dtype_name_of,
+    padded_rows,
+)
+
+
+@dataclass
+class DecodeResult:
+    """What a run did: its plan and, on the emulator, the run's statistics. For a bfloat8_b output also the staging
+    tensor the decode wrote and the tile convert program's statistics."""
+
+    plan: DecodePlan
+    stats: object | None
+    staging: object | None = None
+    convert_stats: object | None = None
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A plan and what a run needs besides it: the call's fixed options, as a :class:`DecodeCall` without tensors."""
+
+    call: DecodeCall
+    plan: DecodePlan
+    plan_id: int  # the device cache's id of the plan's value (program keys hold it)
+
+
+class FlashDecodeWrapper:
+    """Decode attention on one device, planned once (:meth:`plan`) and run per layer and step (:meth:`run`).
+
+    device: a Wormhole device (ttnn) or an emulator device (``ttflashdecode.emulator.open_device()``).
+    program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` (read once,
+        here) or None (the device's whole grid, planner-chosen k_chunk_size).
+    compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
+    """
+
+    def __init__(self, device, program_config=None, compute_kernel_config=None):
+        if not callable(getattr(device, "compute_with_storage_grid_size", None)):
+            raise TypeError(f"device={device!r} ({type(device).__name__}): expected a ttnn device or an emulator device")
+        self._backend: Backend = backend_for(device)
+        self._grid = self._backend.grid()
+        self._cache: DeviceCache = device_cache(device)
+        self._compute = ComputeSettings.coerce(compute_kernel_config)
+        self._config = ProgramConfig.coerce(program_config, default_grid=self._grid)
+        self._planned: _Planned | None = None
+        self.last_run: DecodeResult | None = None
+
+    @property
+    def device(self):
+        return self._backend.device
+
+    @property
+    def program_config(self) -> ProgramConfig:
+        return self._config
+
+    @property
+    def decode_plan(self) -> DecodePlan | None:
+        """The current plan (None before :meth:`plan`)."""
+        return None if self._planned is None else self._planned.plan
+
+    # ---- plan ---------------------------------------------------------------------------------------------------
+
+    def plan(
+        self,
+        *,
+        batch: int,
+        n_q_heads: int,
+        n_kv_heads: int,
+        head_dim: int,
+        kv_len: int | None = None,
+        v_head_dim: int | None = None,
+        q_len: int = 1,
+        kv_dtype=None,
+        v_dtype=None,
+        block_size: int | None = None,
+        max_blocks_per_user: int | None = None,
+        v_from_k: bool = False,
+        is_causal: bool = True,
+        sliding_window_size: int | None = None,
+        scale: float | None = None,
+        share_cache: bool = False,
+        attn_mask_heads: int = 0,
+        attn_mask_dtype=None,
+        attention_sink: bool = False,
+        dtype=None,
+        memory_config=None,
+        layout=None,
+        max_cur_pos: int | None = None,
+    ) -> DecodePlan:
+        """Plan decode calls of one shape; every :meth:`run` until the next plan must match it.
+
+        Shapes as in :func:`ttflashdecode.scaled_dot_product_attention_decode`: q ``[q_len, batch, n_q_heads,
+        head_dim]``, K/V ``[batch, n_kv_heads, kv_len, head_dim / v_head_dim]`` of ``kv_dtype`` / ``v_dtype`` (ttnn
+        dtypes, default ``ttnn.bfloat16``; V's default K's). Paged caches give ``block_size`` and
+        ``max_blocks_per_user`` (kv_len is their product); ``v_from_k`` is multi-latent attention (V is K's first
+        ``v_head_dim`` columns, runs pass no v). ``attn_mask_heads`` (1 or n_q_heads; 0: no mask) and
+        ``attn_mask_dtype`` describe a non-causal call's mask, ``attention_sink`` whether runs pass sinks.
+        ``dtype``, ``memory_config`` and ``layout`` describe the output (the output's layout is q's, TILE by
+        default); ``is_causal``, ``sliding_window_size``, ``scale`` and ``share_cache`` are the op's.
+        ``max_cur_pos``: the largest position runs will use, if known; it only lets a derived k_chunk_size be
+        smaller (a device cur_pos tensor otherwise plans for the whole cache).
+
+        Raises ValueError / TypeError naming the argument, or :class:`~ttflashdecode.plan.L1OverflowError`.
+        """
+        ttnn = import_ttnn()
+        self._planned = None  # a plan that fails leaves none behind
+        is_causal = check_bool("is_causal", is_causal)
+        window = check_sliding_window(sliding_window_size, is_causal)
+        paged = block_size is not None or max_blocks_per_user is not None
+        logical_kv_len = kv_len
+        if paged:
+            if kv_len is not None and kv_len != _product(block_size, max_blocks_per_user):
+                raise ValueError(
+                    f"kv_len={kv_len!r}: a paged cache's kv_len is block_size * max_blocks_per_user "
+                    f"= {block_size!r} * {max_blocks_per_user!r}; leave it None"
+                )
+            logical_kv_len = kv_len = _product(block_size, max_blocks_per_user)
+        elif as_int(kv_len) is None or as_int(kv_len) <= 0:
+            raise ValueError(f"kv_len={kv_len!r}: expected a positive int (or block_size and max_blocks_per_user)")
+        else:
+            logical_kv_len = as_int(kv_len)
+            kv_len = padded_rows(logical_kv_len)  # the kernels stream whole tiles and never attend the padding
+        if v_from_k:
+            v_head_dim = check_head_dim_v(v_head_dim, head_dim)
+        k_name = _dtype_arg("kv_dtype", kv_dtype or ttnn.bfloat16, KV_DTYPES)
+        v_name = k_name if v_from_k or v_dtype is None else _dtype_arg("v_dtype", v_dtype, KV_DTYPES)
+        mask_name = _dtype_arg("attn_mask_dtype", attn_mask_dtype or ttnn.bfloat16, ("bfloat16", "bfloat8_b"))
+        if attn_mask_heads and is_causal:
+            raise ValueError("attn_mask_heads: must be 0 when is_causal=True (causality comes from cur_pos)")
+        out_dtype = check_out_dtype(dtype, None) or "bfloat16"
+        out_layout = _layout_arg(layout)
+        shapes = DecodeShapes(
+            batch=batch, n_q_heads=n_q_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, kv_len=kv_len,
+            logical_kv_len=logical_kv_len, v_head_dim=v_head_dim, q_len=q_len, k_dtype=k_name, v_dtype=v_name,
+            block_size=block_size, max_blocks_per_user=max_blocks_per_user, sliding_window_size=window,
+            share_cache=check_bool("share_cache", share_cache), is_causal=is_causal, attn_mask_heads=attn_mask_heads,
+            attn_mask_dtype=mask_name, has_attention_sink=check_bool("attention_sink", attention_sink),
+            v_from_k=check_bool("v_from_k", v_from_k), out_dtype=decode_dtype(out_dtype, self._compute.fp32_dest_acc_en),
+        )  # fmt: skip
+        out_shape = (shapes.q_len, shapes.batch, shapes.n_q_heads, shapes.v_head_dim)
+        memory_config = check_output_memory_config(memory_config, out_shape, self._grid, out_dtype, out_layout)
+        call = DecodeCall(
+            shapes, out_shape, out_dtype, memory_config, positions=None, page_table_rows=None,
+            scale=check_scale(scale), num_blocks=None, out_layout=out_layout,
+        )  # fmt: skip
+        return self._plan_call(call, new_output=True, max_cur_pos=max_cur_pos)
+
+    def _plan_call(self, call: DecodeCall, new_output: bool, max_cur_pos: int | None) -> DecodePlan:
+        """Plan (or find the plan of) a validated call: its shapes on this wrapper's config, in the L1 left below the
+        device's live L1 buffers (and a new L1 output)."""
+        l1_budget = _l1_budget(call, self._backend, new_output)
+        fp32 = self._compute.fp32_dest_acc_en
+        key = (call.shapes, self._config, self._grid, fp32, l1_budget, max_cur_pos)
+        decode_plan = self._cache.lookup(
+            "plans", key,
+            lambda: plan(call.shapes, self._config, self._grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32,
+                         l1_budget=l1_budget),
+        )  # fmt: skip
+        self._planned = _Planned(call, decode_plan, self._cache.plan_id(decode_plan))
+        return decode_plan
+
+    # ---- run ----------------------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        q,
+        k,
+        v=None,
+        *,
+        cur_pos=None,
+        cur_pos_tensor=None,
+        page_table_tensor=None,
+        attn_mask=None,
+        attention_sink=None,
+        output_tensor=None,
+        validate_device_tensors: bool = False,
+        return_stats: bool = False,
+    ):
+        """One decode call of the planned shape: q, k, v (None with ``v_from_k``) and the per-call tensors as in
+        :func:`ttflashdecode.scaled_dot_product_attention_decode`. Returns the output, or ``(output, DecodeResult)``
+        with ``return_stats=True`` (also kept as :attr:`last_run`)."""
+        planned = self._require_plan()
+        validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
+        return_stats = check_bool("return_stats", return_stats)
+        call = self._check_run(planned, q, k, v, cur_pos, cur_pos_tensor, page_table_tensor, attn_mask,
+                               attention_sink, output_tensor)  # fmt: skip
+        self._check_l1_room()
+        out = self._execute(call, q, k, v, page_table_tensor, cur_pos_tensor, attn_mask, attention_sink,
+                            output_tensor, validate_device_tensors)  # fmt: skip
+        return (out, self.last_run) if return_stats else out
+
+    def _require_plan(self) -> _Planned:
+        if self._planned is None:
+            raise RuntimeError("FlashDecodeWrapper.run: call plan(...) first (it fixes the shapes runs must match)")
+        if self._cache.closed:
+            raise RuntimeError("FlashDecodeWrapper.run: the wrapper's device was closed; make a new wrapper")
+        return self._planned
+
+    def _check_run(self, planned: _Planned, q, k, v, cur_pos, cur_pos_tensor, page_table, attn_mask,
+                   attention_sink, output_tensor) -> DecodeCall:  # fmt: skip
+        """Every argument checked as the op checks it, with the plan's options; then against the plan."""
+        fixed, s = planned.call, planned.call.shapes
+        if s.v_from_k and v is not None:
+            raise ValueError("v: expected None: the plan takes V from K (v_from_k=True)")
+        if s.is_paged != (page_table is not None):
+            expected = "a page table (the plan is paged)" if s.is_paged else "None (the plan is not paged)"
+            raise ValueError(f"page_table_tensor: expected {expected}")
+        given = output_tensor is not None
+        call = check_call(
+            q, k, v, page_table, is_causal=s.is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
+            cur_pos_tensor=cur_pos_tensor, scale=fixed.scale, sliding_window_size=s.sliding_window_size or None,
+            attention_sink=attention_sink, share_cache=s.share_cache,
+            memory_config=None if given else fixed.memory_config, output_tensor=output_tensor,
+            dtype=None if given else getattr(import_ttnn(), fixed.out_dtype), fp32_dest_acc_en=self._compute.fp32_dest_acc_en,
+            device=self.device, grid=self._grid, head_dim_v=s.v_head_dim if s.v_from_k else None,
+        )  # fmt: skip
+        _check_matches_plan(call, fixed)
+        return call
+
+    def _check_l1_room(self) -> None:
+        """The plan's circular buffers must end below every live L1 buffer; an L1 tensor allocated since planning
+        may have moved that line down."""
+        lowest = self._backend.lowest_l1_buffer_address()
+        end = L1_RESERVED_BYTES + self._planned.plan.l1_bytes
+        if lowest is not None and end > lowest:
+            raise ValueError(
+                f"FlashDecodeWrapper.run: the planned circular buffers reach L1 address {end:#x} but a live L1 buffer "
+                f"starts at {lowest:#x} (allocated after plan()); plan again"
+            )
+
+    def _execute(self, call: DecodeCall, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink,
+                 output_tensor, validate_device_tensors: bool):  # fmt: skip
+        """Run a call already checked against the current plan."""
+        planned = self._planned
+        if validate_device_tensors:
+            self._check_device_values(call, cur_pos_tensor, page_table)
+        cur_pos_tensor = self._positions(call, cur_pos_tensor)
+        page_table = self._page_table(call, page_table)
+        out = self._output(call, output_tensor)
+        _check_cbs_end_below(out, planned.plan)
+        block_float = call.out_dtype in BLOCK_FLOAT_OUT_DTYPES
+        decoded = self._staging(call) if block_float else out
+        buffers = DecodeBuffers(
+            q=q, k=k, v=k if v is None else v, cur_pos=cur_pos_tensor, out=decoded, page_table=page_table,
+            attn_mask=attn_mask, attention_sink=attention_sink,
+        )  # fmt: skip
+        stats = self._launch_decode(planned, call.scale, buffers)
+        convert_stats = self._launch_convert(decoded, out) if block_float else None
+        self.last_run = DecodeResult(planned.plan, stats, decoded if block_float else None, convert_stats)
+        return out
+
+    # ---- the steps of a run --------------------------------------------------------------------------------------
+
+    def _check_device_values(self, call: DecodeCall, cur_pos_tensor, page_table) -> None:
+        """validate_device_tensors=True: read the device cur_pos_tensor and page table back and check the values the
+        kernels will use (host ones were checked with the call)."""
+        positions = call.positions
+        if positions is None:  # a device cur_pos_tensor
+            values = self._backend.to_torch(cur_pos_tensor).flatten().tolist()
+            positions = check_device_positions(values, call.shapes)
+        if call.shapes.is_paged and call.page_table_rows is None:  # a device page table
+            rows = self._backend.to_torch(page_table).tolist()
+            check_device_page_table(rows, positions, call.shapes, call.num_blocks)
+
+    def _positions(self, call: DecodeCall, cur_pos_tensor):
+        """The cur_pos tensor the kernels read: the caller's device tensor, or host positions uploaded."""
+        if call.positions is None:
+            return cur_pos_tensor
+        return self._upload_int32(call.positions, [call.shapes.batch])
+
+    def _page_table(self, call: DecodeCall, page_table):
+        if call.page_table_rows is None:
+            return page_table
+        rows = call.page_table_rows
+        return self._upload_int32(rows, [len(rows), len(rows[0])])
+
+    def _upload_int32(self, values, shape: list[int]):
+        ttnn = import_ttnn()
+        host = torch.tensor(values, dtype=torch.int32).reshape(shape)
+        return self._backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+
+    def _output(self, call: DecodeCall, output_tensor):
+        if output_tensor is not None:
+            return output_tensor
+        ttnn = import_ttnn()
+        layout = ttnn.TILE_LAYOUT if call.out_layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
+        return self._backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), layout, call.memory_config)
+
+    def _staging(self, call: DecodeCall):
+        """The tensor a block-float call's decode writes (bfloat16 or float32), one per shape and dtype, reused every
+        step so the cached programs' addresses stay valid."""
+        ttnn = import_ttnn()
+        shape, dtype = call.out_shape, call.shapes.out_dtype
+        return self._cache.lookup(
+            "staging", (shape, dtype), lambda: self._backend.allocate(list(shape), getattr(ttnn, dtype), ttnn.TILE_LAYOUT)
+        )
+
+    def _launch_decode(self, planned: _Planned, scale: float | None, buffers: DecodeBuffers):
+        tensors = buffers.io_tensors()
+        key = ("decode", planned.plan_id, self._compute, scale, _tensor_key(tensors))
+        program = self._cache.lookup(
+            "programs", key,
+            lambda: build_program(planned.plan, buffers, self._backend.noc_coord, self._compute, scale=scale),
+        )  # fmt: skip
+        return self._backend.launch(tensors, program)
+
+    def _launch_convert(self, decoded, out):
+        io = [decoded, out]
+        program = self._cache.lookup(
+            "programs", ("convert", _tensor_key(io)), lambda: build_convert_program(decoded, out, self._grid)
+        )
+        return self._backend.launch(io, program)
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _tensor_key(tensors: list) -> tuple:
+    """What a descriptor depends on besides the plan: where its tensors are (address, page size, memory config) and
+    how they are read (shape and layout: a sink or mask of upstream's form at the address of one of ours needs other
+    kernel arguments)."""
+    return tuple(
+        (t.buffer_address(), t.buffer_page_size(), str(t.memory_config()), tuple(t.shape), str(t.layout))
+        for t in tensors
+    )
+
+
+# Which argument of a run carries each planned field, for the error of a run that does not match its plan.
+_FIELD_ARGUMENT = {
+    "batch": "q", "n_q_heads": "q", "head_dim": "q", "q_len": "q", "n_kv_heads": "k", "kv_len": "k",
+    "logical_kv_len": "k", "k_dtype": "k", "block_size": "k", "v_head_dim": "v", "v_dtype": "v",
+    "max_blocks_per_user": "page_table_tensor", "attn_mask_heads": "attn_mask", "attn_mask_dtype": "attn_mask",
+    "has_attention_sink": "attention_sink", "out_dtype": "output_tensor",
+}  # fmt: skip
+
+
+def _check_matches_plan(call: DecodeCall, planned: DecodeCall) -> None:
+    """A run's tensors must be those the plan was made for; the error names the first argument that differs."""
+    if call.shapes != planned.shapes:
+        for f in fields(DecodeShapes):
+            got, want = getattr(call.shapes, f.name), getattr(planned.shapes, f.name)
+            if got != want:
+                argument = _FIELD_ARGUMENT.get(f.name, f.name)
+                raise ValueError(
+                    f"{argument}: {f.name}={got!r} does not match the plan's {f.name}={want!r}; "
+                    "call FlashDecodeWrapper.plan(...) for this shape"
+                )
+    for name, argument in (("out_dtype", "output_tensor"), ("out_layout", "q"), ("memory_config", "output_tensor")):
+        got, want = getattr(call, name), getattr(planned, name)
+        if got != want:
+            what = "layout (the output's)" if name == "out_layout" else name
+            raise ValueError(
+                f"{argument}: {what} {got} does not match the plan's {want}; call FlashDecodeWrapper.plan(...) for it"
+            )
+
+
+def _product(block_size, max_blocks_per_user) -> int:
+    for name, value in (("block_size", block_size), ("max_blocks_per_user", max_blocks_per_user)):
+        if as_int(value) is None or value <= 0:
+            raise ValueError(f"{name}={value!r}: expected a positive int (a paged cache needs both)")
+    return block_size * max_blocks_per_user
+
+
+def _dtype_arg(name: str, dtype, allowed: tuple[str, ...]) -> str:
+    if not isinstance(dtype, import_ttnn().DataType):
+        raise TypeError(f"{name}={dtype!r} ({type(dtype).__name__}): expected a ttnn.DataType")
+    value = dtype_name_of(dtype)
+    if value not in allowed:
+        raise ValueError(f"{name}={dtype}: expected one of {', '.join('ttnn.' + d for d in allowed)}")
+    return value
+
+
+def _layout_arg(layout) -> str:
+    ttnn = import_ttnn()
+    if layout is None or layout == ttnn.TILE_LAYOUT:
+        return "TILE"
+    if layout == ttnn.ROW_MAJOR_LAYOUT:
+        return "ROW_MAJOR"
+    raise ValueError(f"layout={layout!r}: expected ttnn.TILE_LAYOUT or ttnn.ROW_MAJOR_LAYOUT (q's and the output's)")
+
+
+def _l1_budget(call: DecodeCall, backend: Backend, new_output: bool) -> int:
+    """CB bytes per core the plan may use. Circular buffers must end below the lowest live L1 buffer (tt-metal
+    refuses the launch otherwise): the user's L1 tensors (Q among them), a preallocated L1 output, and a new L1
+    output, which the top-down L1 allocator places below the buffers already there."""
+    lowest = backend.lowest_l1_buffer_address() or L1_SIZE_BYTES
+    if new_output:
+        lowest -= _new_l1_output_bytes_per_core(call, backend)
+    return min(L1_BUDGET_BYTES, lowest - L1_RESERVED_BYTES)
+
+
+def _new_l1_output_bytes_per_core(call: DecodeCall, backend: Backend) -> int:
+    """L1 bytes per core (bank) a new output will take: one shard when height-sharded, its share of the pages when
+    L1 interleaved (one bank per core of the grid), 0 in DRAM. Pages keep the 32-B L1 alignment."""
+    mc = call.memory_config
+    if mc.buffer_type != import_ttnn().BufferType.L1:
+        return 0
+    q_len, b, heads, width = call.out_shape
+    datum = 4 if call.out_dtype == "float32" else 2
+    if call.out_layout == "TILE":
+        page, pages = TILE_BYTES[call.out_dtype], q_len * b * (-(-heads // TILE)) * (width // TILE)
+    else:
+        page, pages = -(-width * datum // 32) * 32, q_len * b * heads
+    if mc.is_sharded():
+        shard_h, shard_w = (int(d) for d in mc.shard_spec.shape)
+        return (shard_h // TILE) * (shard_w // TILE) * page if call.out_layout == "TILE" else shard_h * page
+    gx, gy = backend.grid()
+    return -(-pages // (gx * gy)) * page
+
+
+def _check_cbs_end_below(out, decode_plan: DecodePlan) -> None:
+    """A new L1 output the allocator placed lower than planned (in a gap below other L1 buffers) must still clear
+    the CB region."""
+    in_l1 = out.memory_config().buffer_type == import_ttnn().BufferType.L1
+    if in_l1 and L1_RESERVED_BYTES + decode_plan.l1_bytes > out.buffer_address():
+        raise ValueError(
+            f"memory_config: the L1 output sits at L1 address {out.buffer_address():#x} (below other live L1 "
+            f"buffers) but this program's circular buffers reach {L1_RESERVED_BYTES + decode_plan.l1_bytes:#x}; "
+            "free those L1 tensors, pass a preallocated output_tensor, or use a DRAM output"
+        )
