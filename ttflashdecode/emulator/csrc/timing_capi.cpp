@@ -1,0 +1,148 @@
+// C interface to the timing model (include/emu/timing.h) for Python (ttflashdecode/emulator/timing.py, loaded with
+// ctypes): the calibration script and tests/emulator/test_timing_model.py build RISC traces of the data-movement
+// micro-benchmarks tt-metal publishes and replay them. The emulator runtime uses the C++ API directly.
+#include <cstring>
+#include <string>
+
+#include "emu/timing.h"
+
+using timing::Endpoint;
+using timing::Engine;
+using timing::Noc;
+
+namespace {
+struct Handle {
+    Engine engine;
+    timing::Result result;
+    bool ran = false;
+    explicit Handle(timing::Topology t) : engine(std::move(t)) {}
+};
+timing::Risc& R(Handle* h, int risc) { return h->engine.risc(size_t(risc)); }
+}  // namespace
+
+extern "C" {
+
+// banks_xy: 2 * num_banks ints (x, y of each bank's NoC 0 endpoint), or null for the built-in table.
+void* ttfd_tm_new(int grid_w, int grid_h, const int* banks_xy, int num_banks) {
+    std::vector<timing::Xy> banks;
+    for (int b = 0; banks_xy && b < num_banks; ++b) banks.push_back({banks_xy[2 * b], banks_xy[2 * b + 1]});
+    return new Handle(timing::Topology::wormhole_b0(grid_w, grid_h, banks));
+}
+void ttfd_tm_free(void* h) { delete static_cast<Handle*>(h); }
+
+int ttfd_tm_add_risc(void* hp, int core, int proc, int dst_buffers) {
+    auto* h = static_cast<Handle*>(hp);
+    h->engine.add_risc(core, timing::Proc(proc), dst_buffers);
+    return int(h->engine.num_riscs()) - 1;
+}
+void ttfd_tm_configure_cb(void* h, int core, unsigned cb, unsigned pages) {
+    static_cast<Handle*>(h)->engine.configure_cb(core, cb, pages);
+}
+void ttfd_tm_init_semaphore(void* h, int core, unsigned off, unsigned value) {
+    static_cast<Handle*>(h)->engine.init_semaphore(core, off, value);
+}
+
+// target >= 0: worker core index; target < 0: DRAM bank -1 - target.
+void ttfd_tm_read(void* h, int risc, int target, unsigned bytes, int noc, unsigned trid) {
+    R(static_cast<Handle*>(h), risc).noc_read(Endpoint{target}, bytes, Noc(noc), trid);
+}
+void ttfd_tm_write(void* h, int risc, int target, unsigned bytes, int noc, unsigned trid) {
+    R(static_cast<Handle*>(h), risc).noc_write(Endpoint{target}, bytes, Noc(noc), trid);
+}
+void ttfd_tm_write_multicast(void* h, int risc, int first, int last, unsigned bytes, int noc, int include_self) {
+    R(static_cast<Handle*>(h), risc).noc_write_multicast(first, last, bytes, Noc(noc), include_self != 0);
+}
+void ttfd_tm_sem_inc(void* h, int risc, int core, unsigned off, unsigned incr, int noc) {
+    R(static_cast<Handle*>(h), risc).sem_inc(core, off, incr, Noc(noc));
+}
+void ttfd_tm_sem_write_remote(void* h, int risc, int core, unsigned off, unsigned value, int noc) {
+    R(static_cast<Handle*>(h), risc).sem_write_remote(core, off, value, Noc(noc));
+}
+void ttfd_tm_sem_wait(void* h, int risc, unsigned off, unsigned value, int at_least) {
+    R(static_cast<Handle*>(h), risc).sem_wait(off, value, at_least != 0);
+}
+void ttfd_tm_sem_set(void* h, int risc, unsigned off, unsigned value) {
+    R(static_cast<Handle*>(h), risc).sem_set(off, value);
+}
+// kind: 0 read, 1 write (acked), 2 writes flushed, 3 atomic
+void ttfd_tm_barrier(void* h, int risc, int kind, unsigned trid) {
+    auto& r = R(static_cast<Handle*>(h), risc);
+    switch (kind) {
+        case 0: r.read_barrier(trid); break;
+        case 1: r.write_barrier(trid); break;
+        case 2: r.writes_flushed(); break;
+        default: r.atomic_barrier();
+    }
+}
+void ttfd_tm_compute(void* h, int risc, int op, unsigned math_tiles, unsigned unpack_tiles, unsigned tile_bytes,
+                     int fidelity, int approx) {
+    R(static_cast<Handle*>(h), risc)
+        .compute(timing::Op(op), math_tiles, unpack_tiles, tile_bytes, uint8_t(fidelity), approx != 0);
+}
+void ttfd_tm_pack(void* h, int risc, unsigned tiles, unsigned tile_bytes) {
+    R(static_cast<Handle*>(h), risc).pack(tiles, tile_bytes);
+}
+// which: 0 acquire, 1 commit, 2 wait, 3 release
+void ttfd_tm_tile_regs(void* h, int risc, int which) {
+    auto& r = R(static_cast<Handle*>(h), risc);
+    switch (which) {
+        case 0: r.tile_regs_acquire(); break;
+        case 1: r.tile_regs_commit(); break;
+        case 2: r.tile_regs_wait(); break;
+        default: r.tile_regs_release();
+    }
+}
+// kind: 0 wait_front, 1 pop_front, 2 reserve_back, 3 push_back
+void ttfd_tm_cb(void* h, int risc, int kind, unsigned cb, unsigned pages) {
+    auto& r = R(static_cast<Handle*>(h), risc);
+    switch (kind) {
+        case 0: r.cb_wait_front(cb, pages); break;
+        case 1: r.cb_pop_front(cb, pages); break;
+        case 2: r.cb_reserve_back(cb, pages); break;
+        default: r.cb_push_back(cb, pages);
+    }
+}
+void ttfd_tm_delay(void* h, int risc, double cycles) { R(static_cast<Handle*>(h), risc).delay(cycles); }
+
+unsigned long long ttfd_tm_trace_digest(void* h) { return static_cast<Handle*>(h)->engine.trace_digest(); }
+
+// Replays the recorded traces: 0 ok, 1 replay deadlock (ttfd_tm_error says where).
+int ttfd_tm_run(void* hp) {
+    auto* h = static_cast<Handle*>(hp);
+    h->result = h->engine.run();
+    h->ran = true;
+    return h->result.ok ? 0 : 1;
+}
+const char* ttfd_tm_error(void* h) { return static_cast<Handle*>(h)->result.error.c_str(); }
+double ttfd_tm_duration(void* h) { return static_cast<Handle*>(h)->result.duration(); }
+// out: start, end, busy, wait, unpack busy, math busy, pack busy
+void ttfd_tm_risc_result(void* hp, int risc, double* out) {
+    const auto& r = static_cast<Handle*>(hp)->result.riscs.at(size_t(risc));
+    double v[7] = {r.start, r.end, r.busy, r.wait, r.lane_busy[0], r.lane_busy[1], r.lane_busy[2]};
+    std::memcpy(out, v, sizeof v);
+}
+double ttfd_tm_dram_busy(void* hp, int bank) {
+    return static_cast<Handle*>(hp)->result.dram_busy.at(size_t(bank));
+}
+// Hop count of the unicast route a -> b on `noc` (physical NoC 0 coordinates).
+int ttfd_tm_hops(int ax, int ay, int bx, int by, int noc) {
+    return timing::Topology::hops({ax, ay}, {bx, by}, Noc(noc));
+}
+// Physical NoC 0 coordinates of worker `core` of a grid_w x grid_h compute grid.
+void ttfd_tm_worker_xy(int grid_w, int grid_h, int core, int* xy) {
+    auto t = timing::Topology::wormhole_b0(grid_w, grid_h);
+    xy[0] = t.workers.at(size_t(core)).x;
+    xy[1] = t.workers.at(size_t(core)).y;
+}
+
+// The constant table: number of rows, and row i's fields.
+int ttfd_tm_num_constants() { return int(timing::constant_table().size()); }
+double ttfd_tm_constant(int i, const char** name, const char** unit, char* kind, const char** source) {
+    const auto& row = timing::constant_table().at(size_t(i));
+    *name = row.name;
+    *unit = row.unit;
+    *kind = row.kind;
+    *source = row.source;
+    return row.value;
+}
+}

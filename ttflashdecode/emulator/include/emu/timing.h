@@ -1,0 +1,1028 @@
+// Cycle-approximate timing model of a Wormhole B0 chip for the host emulator (issue 12).
+//
+// WHAT IT IS. Every RISC of a program (BRISC, NCRISC, and the compute TRISCs as one stream with three lanes:
+// unpack, math, pack) gets a virtual clock in cycles of the 1 GHz AI clock. Data movement costs issue time on the
+// RISC, latency by hop distance on the 2D-torus NoC (NoC 0 routes +x then +y, NoC 1 routes -y then -x), and
+// bandwidth by packet size; every DRAM bank (one GDDR6 channel each, 12 on Wormhole), every NoC link and every
+// NIU is a shared resource with contention (next-free time + occupancy per packet, pipelined cut-through). Compute
+// API calls cost cycles by op, math fidelity, SFPU function / approximation mode and tile format. CB pushes/pops and
+// semaphore updates carry a timestamp: a consumer that waits starts no earlier than the producer's push (plus the
+// transfer). Barriers wait for the last outstanding transfer of their RISC.
+//
+// HOW IT STAYS DETERMINISTIC. The emulator runs one host thread per RISC, scheduled by the host OS; charging shared
+// resources in host order would make durations depend on scheduling. So the model is split in two:
+//   1. RECORDING (during the functional run): each RISC appends events to its own `timing::Risc` trace (no locks,
+//      no shared state: one object per emulator thread, created before threads start). The hooks only record.
+//   2. REPLAY (`Engine::run`, after all threads joined): a discrete-event simulation pops RISCs in virtual-time
+//      order (ties broken by RISC id), charges shared resources in that order, and resolves every wait (CB, DST,
+//      semaphore) against the producer's timestamp. Same traces -> same durations, whatever the host did.
+// A RISC's trace is deterministic as long as its control flow does not depend on host timing. The one exception is
+// a non-blocking poll (cb_pages_available_at_front & co.): the number of FAILED polls is host-dependent, so failed
+// polls are not recorded and the poll that succeeds is recorded as the blocking wait it stands for.
+//
+// APPROXIMATIONS (see docs/TIMING.md for the full list): resources are served first-come-first-served in the order
+// packets are ISSUED in virtual time (not the order they arrive at the resource); routers have unbounded buffers
+// (no back-pressure onto upstream links); a multicast reserves the union of its unicast routes once; TRISC lanes of
+// one core are serialised only through their real dependencies (operands, DST double buffer, CBs).
+//
+// Every constant is in ONE table (`timing::k`, mirrored in `constant_table()` for export and in docs/TIMING.md),
+// each with its public source and a kind: M measured on silicon, N nominal/spec, C a public tool's constant,
+// D derived from the others (derivation stated).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace timing {
+
+using Cycle = double;  // virtual cycles of the 1 GHz AI clock (double: bandwidth occupancies are fractional)
+
+// =====================================================================================================================
+// THE TABLE OF CONSTANTS. Kind: M measured on silicon, N nominal (spec/docs), C a public tool's constant, D derived.
+// Sources (short names expanded in docs/TIMING.md):
+//   [isa-noc]  tt-isa-documentation WormholeB0/NoC/README.md ("Performance" table)
+//   [isa-dram] tt-isa-documentation WormholeB0/DRAMTile/README.md ("Performance" tables)
+//   [dm-dram]  tt-metal tests/tt_metal/tt_metal/data_movement/documentation/perf_plots/wormhole_b0/
+//              "DRAM Interleaved Packet Sizes.md"
+//   [dm-1f1]   same folder, "One from One Packet Sizes.md";  [dm-1t1] same folder, "One to One Packet Sizes.md"
+//   [npe]      tenstorrent/tt-npe tt_npe/cpp/include/device_models/wormhole_b0.hpp
+//   [me]       tt-metal tech_reports/matrix_engine/matrix_engine.md; [gemm] tech_reports/GEMM_FLOPS/GEMM_FLOPS.md
+//   [exp]      tt-metal PR #43973 (accurate bf16 exp with replay, Wormhole), PR #32968 (exp+fast+approx, Wormhole)
+//   [soc]      the ttnn wheel's tt_metal/soc_descriptors/wormhole_b0_80_arch.yaml
+//   [vec]      /work/shared/WORMHOLE.md from tt-isa-documentation VectorUnit (32 lanes, one instruction a cycle)
+//   [disp]     tt-metal #12074 and the llama3_70b_galaxy perf targets (op-to-op gap in traced decode)
+// =====================================================================================================================
+namespace k {
+// ---- clock and NoC fabric
+constexpr double kClockGHz = 1.0;               // N [isa-dram]/[gemm]: Wormhole AI clock 1 GHz
+constexpr int kNocCols = 10;                     // N [soc]: NoC grid 10 x 12 (x 0..9, y 0..11), a 2D torus
+constexpr int kNocRows = 12;                     // N [soc]
+constexpr double kFlitBytes = 32;                // N [isa-noc]: one flit = 256 bits; a link moves 1 flit/cycle
+constexpr uint32_t kMaxPacketBytes = 8192;       // N [isa-noc]: 1 header + up to 256 data flits per packet
+constexpr double kHopCycles = 9;                 // N [isa-noc]: router -> neighbouring router
+constexpr double kNiuCycles = 5;                 // N [isa-noc]: NIU <-> its router, each way
+// ---- endpoint rates (bytes per cycle)
+constexpr double kWorkerReadInjectBpc = 28.7;    // M [dm-1f1]: one core reading another saturates at 28.7 B/cycle
+constexpr double kWorkerWriteInjectBpc = 31.1;   // M [dm-1t1]: one core writing another saturates at 31.1 B/cycle
+constexpr double kDramReadBpc = 22.3;            // M [isa-dram]: one GDDR6 channel read, 22.2-22.3 GB/s
+constexpr double kDramWriteBpc = 22.0;           // M [isa-dram]: one GDDR6 channel write, 21.8-22.0 GB/s
+// ---- fixed latencies (cycles)
+constexpr double kNocIssueCycles = 20;           // D [dm-1f1]/[dm-dram]: 256 back-to-back 32 B reads take 5145 /
+                                                 //   5469 cycles, ~20 cycles per transaction on the issuing RISC
+constexpr double kReadServiceCycles = 46;        // D [dm-1f1]: single <=128 B core read + barrier = 290 cycles =
+                                                 //   issue + 4 NIU legs + 22 hops + flits + this remainder
+constexpr double kDramAccessCycles = 94;         // D [dm-dram] - [dm-1f1]: single <=128 B DRAM read = 382-384
+                                                 //   cycles vs 290 for a core read at the same distance
+constexpr double kWriteAckCycles = 52;           // D [dm-1t1]: single <=128 B write + barrier = 294-302 cycles
+constexpr double kAtomicCycles = 10;             // D [npe]: write model 40 + 10/hop; L1 atomic at the receiver
+constexpr double kLocalPollCycles = 10;          // D: a RISC's poll of a local counter/semaphore (a few loads)
+constexpr double kCbApiCycles = 10;              // D: cb_* bookkeeping on the calling RISC (a few loads/stores)
+constexpr double kCbHandoffCycles = 5;           // D: tiles_received/acked register update seen by the other RISC
+// ---- compute (cycles per 32x32 tile)
+constexpr double kMatmulTileLoFi = 16;           // N [me]/[gemm]: 8x16x16 per cycle = 4096 MAC; x fidelity phases
+                                                 //   (LoFi 1, HiFi2 2, HiFi3 3, HiFi4 4 -> 16/32/48/64)
+constexpr double kEltwiseTile = 8;               // N [me]: 8x16 elementwise per cycle; mul x fidelity phases
+constexpr double kReduceTile = 4;                // N [me]: one 16x16 reduce per cycle; sum/avg x fidelity phases
+constexpr double kCopyTile = 8;                  // D [me]: datacopy moves 8x16 rows per cycle like ELWADD
+constexpr double kTransposeTile = 16;            // D [me]: transpose_xy through srcB, two passes of kCopyTile
+constexpr double kSfpuStepsPerTile = 32;         // N [vec]: 32 lanes -> 32 steps a tile per SFPU instruction
+constexpr double kExpAccurateTile = 748;         // M [exp] PR #43973: _sfpu_exp_21f_bf16_ with replay, Wormhole
+constexpr double kExpApproxTile = 189;           // M [exp] PR #32968: exp+fast+approx, Wormhole bf16
+constexpr double kRecipTile = 32 * 10;           // D [vec]: ~10 SFPU instructions per step (Newton-Raphson) x 32
+constexpr double kRecipApproxTile = 32 * 6;      // D [vec]: ~6 instructions per step in approximation mode
+constexpr double kSfpuBinaryTile = 32 * 5;       // D [vec]: load, load, op, store + address bump per step
+constexpr double kSfpuSimpleTile = 32 * 4;       // D [vec]: load, op, store + bump per step
+constexpr double kUnpackBpc = 64;                // D [gemm]: unpacker L1 read rate assumed 64 B/cycle (a bf16 tile
+                                                 //   in 32 cycles, bfp8 in 17) so that LoFi/HiFi2 matmul stays
+                                                 //   math-bound, as the measured ~93% peak utilisation requires
+constexpr double kPackBpc = 64;                  // D [gemm]: packer L1 write rate, same assumption
+constexpr double kTileOpOverhead = 4;            // D: per-call LLK setup (MOP/replay launch) on the issuing lane
+// ---- program level
+constexpr double kLaunchSkewPerHop = 9;          // D [isa-noc]: the go signal is a NoC multicast from the dispatch
+                                                 //   core; a core starts one router hop later per hop of distance
+constexpr double kOpDispatchNs = 750;            // M [disp]: 600-900 ns op-to-op in traced Galaxy decode (~4k
+                                                 //   cycles per op in traced T3K decode, #12074); NOT in duration_ns
+}  // namespace k
+
+struct ConstantRow {
+    const char* name;
+    double value;
+    const char* unit;
+    char kind;  // 'M', 'N', 'C', 'D'
+    const char* source;
+};
+
+// The same table as data (exported to Python by timing_capi.cpp; tests/emulator/test_timing_model.py checks that
+// docs/TIMING.md lists the same values).
+inline const std::vector<ConstantRow>& constant_table() {
+    static const std::vector<ConstantRow> rows = {
+        {"kClockGHz", k::kClockGHz, "GHz", 'N', "[isa-dram] [gemm]"},
+        {"kNocCols", k::kNocCols, "nodes", 'N', "[soc]"},
+        {"kNocRows", k::kNocRows, "nodes", 'N', "[soc]"},
+        {"kFlitBytes", k::kFlitBytes, "B", 'N', "[isa-noc]"},
+        {"kMaxPacketBytes", k::kMaxPacketBytes, "B", 'N', "[isa-noc]"},
+        {"kHopCycles", k::kHopCycles, "cycles", 'N', "[isa-noc]"},
+        {"kNiuCycles", k::kNiuCycles, "cycles", 'N', "[isa-noc]"},
+        {"kWorkerReadInjectBpc", k::kWorkerReadInjectBpc, "B/cycle", 'M', "[dm-1f1]"},
+        {"kWorkerWriteInjectBpc", k::kWorkerWriteInjectBpc, "B/cycle", 'M', "[dm-1t1]"},
+        {"kDramReadBpc", k::kDramReadBpc, "B/cycle", 'M', "[isa-dram]"},
+        {"kDramWriteBpc", k::kDramWriteBpc, "B/cycle", 'M', "[isa-dram]"},
+        {"kNocIssueCycles", k::kNocIssueCycles, "cycles", 'D', "[dm-1f1] [dm-dram]"},
+        {"kReadServiceCycles", k::kReadServiceCycles, "cycles", 'D', "[dm-1f1]"},
+        {"kDramAccessCycles", k::kDramAccessCycles, "cycles", 'D', "[dm-dram] [dm-1f1]"},
+        {"kWriteAckCycles", k::kWriteAckCycles, "cycles", 'D', "[dm-1t1]"},
+        {"kAtomicCycles", k::kAtomicCycles, "cycles", 'D', "[npe]"},
+        {"kLocalPollCycles", k::kLocalPollCycles, "cycles", 'D', "-"},
+        {"kCbApiCycles", k::kCbApiCycles, "cycles", 'D', "-"},
+        {"kCbHandoffCycles", k::kCbHandoffCycles, "cycles", 'D', "-"},
+        {"kMatmulTileLoFi", k::kMatmulTileLoFi, "cycles/tile", 'N', "[me] [gemm]"},
+        {"kEltwiseTile", k::kEltwiseTile, "cycles/tile", 'N', "[me]"},
+        {"kReduceTile", k::kReduceTile, "cycles/tile", 'N', "[me]"},
+        {"kCopyTile", k::kCopyTile, "cycles/tile", 'D', "[me]"},
+        {"kTransposeTile", k::kTransposeTile, "cycles/tile", 'D', "[me]"},
+        {"kSfpuStepsPerTile", k::kSfpuStepsPerTile, "steps", 'N', "[vec]"},
+        {"kExpAccurateTile", k::kExpAccurateTile, "cycles/tile", 'M', "[exp] #43973"},
+        {"kExpApproxTile", k::kExpApproxTile, "cycles/tile", 'M', "[exp] #32968"},
+        {"kRecipTile", k::kRecipTile, "cycles/tile", 'D', "[vec]"},
+        {"kRecipApproxTile", k::kRecipApproxTile, "cycles/tile", 'D', "[vec]"},
+        {"kSfpuBinaryTile", k::kSfpuBinaryTile, "cycles/tile", 'D', "[vec]"},
+        {"kSfpuSimpleTile", k::kSfpuSimpleTile, "cycles/tile", 'D', "[vec]"},
+        {"kUnpackBpc", k::kUnpackBpc, "B/cycle", 'D', "[gemm]"},
+        {"kPackBpc", k::kPackBpc, "B/cycle", 'D', "[gemm]"},
+        {"kTileOpOverhead", k::kTileOpOverhead, "cycles", 'D', "-"},
+        {"kLaunchSkewPerHop", k::kLaunchSkewPerHop, "cycles", 'D', "[isa-noc]"},
+        {"kOpDispatchNs", k::kOpDispatchNs, "ns", 'M', "[disp]"},
+    };
+    return rows;
+}
+
+// =====================================================================================================================
+// Topology: physical NoC 0 coordinates of every worker and DRAM bank endpoint.
+// =====================================================================================================================
+enum class Noc : uint8_t { Noc0 = 0, Noc1 = 1 };
+enum class Proc : uint8_t { Brisc = 0, Ncrisc = 1, Compute = 2 };  // emu::Processor's values
+
+struct Xy {
+    int x = 0, y = 0;
+};
+
+// A NoC endpoint as the runtime decodes it: a worker core (row-major logical index) or a DRAM bank.
+struct Endpoint {
+    int32_t id = 0;  // >= 0: worker core index; < 0: DRAM bank (-1 - bank)
+    static Endpoint core(int idx) { return {idx}; }
+    static Endpoint dram(int bank) { return {-1 - bank}; }
+    bool is_dram() const { return id < 0; }
+    int bank() const { return -1 - id; }
+};
+
+struct Topology {
+    int grid_w = 8, grid_h = 8;
+    std::vector<Xy> workers;     // core index (ly * grid_w + lx) -> physical NoC 0 xy
+    std::vector<Xy> dram_banks;  // bank -> physical NoC 0 xy of the endpoint tt-metal's bank table names
+    Xy dispatch{1, 10};          // where the go signal comes from (launch skew)
+
+    // Unharvested Wormhole B0 ([soc] functional_workers): logical x -> physical x {1,2,3,4,6,7,8,9}, logical y ->
+    // physical y {1,2,3,4,5,7,8,9,10,11}. Harvesting differs per board and is not modelled: the compute grid takes
+    // the first grid_h worker rows and the dispatch cores sit in the next row (N150: the 9th row). DRAM banks are the
+    // soc descriptor's dram_views (bank b = view b); the emulator passes them from arch.dram_layout(), and without
+    // them the fallback below is the same table.
+    static Topology wormhole_b0(int grid_w, int grid_h, std::vector<Xy> banks = {}) {
+        static const int px[8] = {1, 2, 3, 4, 6, 7, 8, 9};
+        static const int py[10] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11};
+        Topology t;
+        t.grid_w = std::max(1, std::min(grid_w, 8));
+        t.grid_h = std::max(1, std::min(grid_h, 10));
+        for (int y = 0; y < t.grid_h; ++y)
+            for (int x = 0; x < t.grid_w; ++x) t.workers.push_back({px[x], py[y]});
+        t.dispatch = {px[0], py[std::min(t.grid_h, 9)]};
+        if (banks.empty())  // [soc] dram_views: (channel, worker_endpoint) -> dram[channel][endpoint]
+            banks = {{0, 11}, {0, 1}, {0, 5}, {0, 7}, {5, 1}, {5, 11}, {5, 2}, {5, 9}, {5, 8}, {5, 3}, {5, 5}, {5, 7}};
+        t.dram_banks = std::move(banks);
+        return t;
+    }
+
+    Xy xy(Endpoint e) const { return e.is_dram() ? dram_banks.at(size_t(e.bank())) : workers.at(size_t(e.id)); }
+
+    static int wrap(int v, int n) { return ((v % n) + n) % n; }
+    // Router hops from a to b: NoC 0 goes +x then +y, NoC 1 goes -y then -x, both wrapping ([npe] unicastRoute).
+    static int hops(Xy a, Xy b, Noc noc) {
+        if (noc == Noc::Noc0) return wrap(b.x - a.x, k::kNocCols) + wrap(b.y - a.y, k::kNocRows);
+        return wrap(a.x - b.x, k::kNocCols) + wrap(a.y - b.y, k::kNocRows);
+    }
+};
+
+// =====================================================================================================================
+// Fabric: the chip's shared resources. Call it in nondecreasing issue time (the Engine does).
+// =====================================================================================================================
+// A shared resource (NoC link, NIU port, DRAM channel) as a timeline of capacity in bins of kBinCycles: a packet
+// arriving at t takes `occ` cycles of capacity from the bins at and after t that still have some. Taking capacity
+// where the packet IS in virtual time (rather than after the last reservation made) keeps the model fair when
+// packets are booked out of time order: the replay books a whole transfer when it is issued, and a 1 MiB read
+// books its responses far ahead of a request issued a cycle later that crosses the same link. Within a bin the
+// order is first come, first served. Bins far behind the replay's current time are dropped.
+class Resource {
+   public:
+    static constexpr double kBinCycles = 64;
+    static constexpr double kEps = 1e-6;  // capacity below this is none (rounding of fractional occupancies)
+    Cycle busy = 0;  // total occupancy charged
+
+    struct Span {
+        Cycle start, end;
+    };
+    Span take(Cycle t, Cycle occ, Cycle floor_time) {
+        trim(floor_time);
+        busy += occ;
+        int64_t b = int64_t(std::floor(t / kBinCycles));
+        if (b < base_) {
+            b = base_;
+            t = Cycle(base_) * kBinCycles;
+        }
+        if (occ <= 0) return {t, t};
+        b = std::max(b, base_ + int64_t(full_));  // bins before full_ have no capacity left
+        Cycle rem = occ, start = -1;
+        for (;; ++b) {
+            size_t idx = size_t(b - base_);
+            if (idx >= used_.size()) used_.resize(idx + 1, 0.0);
+            double& u = used_[idx];
+            Cycle bin0 = Cycle(b) * kBinCycles;
+            Cycle from = std::max(t, bin0 + u);
+            Cycle cap = std::min(kBinCycles - u, bin0 + kBinCycles - from);
+            if (cap <= kEps) continue;
+            Cycle x = std::min(cap, rem);
+            if (start < 0) start = from;
+            u += x;
+            rem -= x;
+            while (full_ < used_.size() && used_[full_] >= kBinCycles - kEps) ++full_;
+            if (rem <= kEps) return {start, from + x};
+        }
+    }
+
+   private:
+    void trim(Cycle floor_time) {
+        int64_t keep = int64_t(std::floor(floor_time / kBinCycles));
+        if (keep <= base_) return;
+        size_t drop = size_t(std::min<int64_t>(keep - base_, int64_t(used_.size())));
+        used_.erase(used_.begin(), used_.begin() + drop);
+        full_ = full_ > drop ? full_ - drop : 0;
+        base_ = keep;
+    }
+    int64_t base_ = 0;
+    size_t full_ = 0;  // index of the first bin with capacity left
+    std::deque<double> used_;
+};
+
+// A packet in flight: when its head and tail passed the last stage.
+struct Flow {
+    Cycle head, tail;
+};
+
+class Fabric {
+   public:
+    explicit Fabric(const Topology& topo) : topo_(topo) {
+        size_t nodes = size_t(k::kNocCols) * k::kNocRows;
+        for (auto& v : link_) v.assign(nodes * 2, Resource{});
+        for (auto& v : niu_out_) v.assign(nodes, Resource{});
+        for (auto& v : niu_in_) v.assign(nodes, Resource{});
+        dram_.assign(topo.dram_banks.size(), Resource{});
+    }
+
+    // Pipelined cut-through: the head reaches `r` `lat` after it left the previous stage, waits for `r` to be free,
+    // and `r` stays busy for `occ`; the tail can never pass the previous stage's tail.
+    void stage(Flow& f, Resource& r, Cycle occ, Cycle lat) {
+        auto span = r.take(f.head + lat, occ, floor_time_);
+        f = {span.start, std::max(span.end, f.tail + lat)};
+    }
+
+    // Bookings never start before this (the replay's current time minus a margin): older bins can be dropped.
+    void set_floor(Cycle t) { floor_time_ = std::max(floor_time_, t); }
+
+    static Cycle flits(uint32_t bytes) { return std::ceil(double(bytes) / k::kFlitBytes) + 1; }
+
+    // Route `f` from a to b over the links of `noc`, each link busy for `occ` cycles.
+    void route(Flow& f, Xy a, Xy b, Noc noc, Cycle occ) {
+        int n = int(noc);
+        Xy c = a;
+        if (noc == Noc::Noc0) {
+            for (; c.x != b.x; c.x = Topology::wrap(c.x + 1, k::kNocCols)) stage(f, link(n, c, 0), occ, k::kHopCycles);
+            for (; c.y != b.y; c.y = Topology::wrap(c.y + 1, k::kNocRows)) stage(f, link(n, c, 1), occ, k::kHopCycles);
+        } else {
+            for (; c.y != b.y; c.y = Topology::wrap(c.y - 1, k::kNocRows)) stage(f, link(n, c, 1), occ, k::kHopCycles);
+            for (; c.x != b.x; c.x = Topology::wrap(c.x - 1, k::kNocCols)) stage(f, link(n, c, 0), occ, k::kHopCycles);
+        }
+    }
+
+    // One read packet (<= kMaxPacketBytes) issued at `t` by core `req` from `src`: time the data is in req's L1.
+    Cycle read_packet(Cycle t, int req, Endpoint src, uint32_t bytes, Noc noc) {
+        int n = int(noc);
+        Xy a = topo_.workers.at(size_t(req)), b = topo_.xy(src);
+        Flow f{t, t};
+        if (!src.is_dram() && src.id == req) {  // loopback: through the NIU only
+            stage(f, niu_out(n, a), bytes / k::kWorkerReadInjectBpc, k::kNiuCycles);
+            return f.tail + k::kNiuCycles + k::kReadServiceCycles;
+        }
+        // Request: a header flit from req to src.
+        stage(f, niu_out(n, a), 1, 0);
+        route(f, a, b, noc, 1);
+        stage(f, niu_in(n, b), 1, 2 * k::kNiuCycles);
+        f.tail = f.head;  // the response starts once the request header is in
+        if (src.is_dram()) stage(f, dram_.at(size_t(src.bank())), bytes / k::kDramReadBpc, k::kDramAccessCycles);
+        // Response: a worker's NIU injects at the measured read rate; a DRAM tile's NIU at one flit a cycle (the
+        // GDDR channel above is the limit there).
+        Cycle inject = src.is_dram() ? flits(bytes) : bytes / k::kWorkerReadInjectBpc;
+        stage(f, niu_out(n, b), inject, 0);
+        route(f, b, a, noc, flits(bytes));
+        stage(f, niu_in(n, a), flits(bytes), 2 * k::kNiuCycles);
+        return f.tail + k::kReadServiceCycles;
+    }
+
+    struct WriteTimes {
+        Cycle flushed;  // source bytes have left L1 (noc_async_writes_flushed)
+        Cycle arrived;  // data in the destination (a waiter on it may proceed)
+        Cycle acked;    // acknowledgement back at the writer (noc_async_write_barrier)
+    };
+
+    // One write packet from core `src` to `dst`. `inline_data`: an inline/atomic op (one flit, no L1 read).
+    WriteTimes write_packet(Cycle t, int src, Endpoint dst, uint32_t bytes, Noc noc, bool inline_data = false) {
+        int n = int(noc);
+        Xy a = topo_.workers.at(size_t(src)), b = topo_.xy(dst);
+        bool loopback = !dst.is_dram() && dst.id == src;
+        Cycle occ_inj = inline_data ? 1 : bytes / k::kWorkerWriteInjectBpc;
+        Cycle occ_link = inline_data ? 1 : flits(bytes);
+        Flow f{t, t};
+        stage(f, niu_out(n, a), occ_inj, 0);
+        Cycle flushed = f.tail;
+        if (!loopback) route(f, a, b, noc, occ_link);
+        stage(f, niu_in(n, b), occ_link, 2 * k::kNiuCycles);
+        if (dst.is_dram()) stage(f, dram_.at(size_t(dst.bank())), bytes / k::kDramWriteBpc, k::kDramAccessCycles);
+        Cycle arrived = f.tail + (inline_data ? k::kAtomicCycles : 0);
+        // The ack is a one-flit response on the same (unidirectional) NoC: the rest of the ring back to the writer.
+        int back = loopback ? 0 : Topology::hops(b, a, noc);
+        Cycle acked = arrived + 2 * k::kNiuCycles + back * k::kHopCycles + k::kWriteAckCycles;
+        return {flushed, arrived, acked};
+    }
+
+    // Multicast write from `src` to the worker cores `dsts`: the union of the unicast routes is reserved once (a
+    // link shared by several destinations' routes carries the packet once); each destination's arrival is that of
+    // its own route.
+    std::vector<WriteTimes> multicast_packet(Cycle t, int src, const std::vector<int>& dsts, uint32_t bytes, Noc noc,
+                                             bool inline_data = false) {
+        std::vector<WriteTimes> out;
+        Xy a = topo_.workers.at(size_t(src));
+        int n = int(noc);
+        Cycle occ_inj = inline_data ? 1 : bytes / k::kWorkerWriteInjectBpc;
+        Cycle occ_link = inline_data ? 1 : flits(bytes);
+        Flow f0{t, t};
+        stage(f0, niu_out(n, a), occ_inj, 0);
+        std::map<const Resource*, Flow> seen;
+        for (int d : dsts) {
+            Xy b = topo_.workers.at(size_t(d));
+            Flow f = f0;
+            Xy c = a;
+            auto hop = [&](Resource& r) {
+                auto it = seen.find(&r);
+                if (it != seen.end()) {
+                    f = it->second;
+                } else {
+                    stage(f, r, occ_link, k::kHopCycles);
+                    seen[&r] = f;
+                }
+            };
+            if (noc == Noc::Noc0) {
+                for (; c.x != b.x; c.x = Topology::wrap(c.x + 1, k::kNocCols)) hop(link(n, c, 0));
+                for (; c.y != b.y; c.y = Topology::wrap(c.y + 1, k::kNocRows)) hop(link(n, c, 1));
+            } else {
+                for (; c.y != b.y; c.y = Topology::wrap(c.y - 1, k::kNocRows)) hop(link(n, c, 1));
+                for (; c.x != b.x; c.x = Topology::wrap(c.x - 1, k::kNocCols)) hop(link(n, c, 0));
+            }
+            stage(f, niu_in(n, b), occ_link, 2 * k::kNiuCycles);
+            Cycle arrived = f.tail + (inline_data ? k::kAtomicCycles : 0);
+            Cycle acked = arrived + 2 * k::kNiuCycles + Topology::hops(b, a, noc) * k::kHopCycles + k::kWriteAckCycles;
+            out.push_back({f0.tail, arrived, acked});
+        }
+        return out;
+    }
+
+    const Resource& dram_bank(int b) const { return dram_.at(size_t(b)); }
+    const Topology& topology() const { return topo_; }
+
+   private:
+    static size_t node(Xy c) { return size_t(c.y) * k::kNocCols + size_t(c.x); }
+    Resource& link(int noc, Xy c, int axis) { return link_[noc][node(c) * 2 + size_t(axis)]; }
+    Resource& niu_out(int noc, Xy c) { return niu_out_[noc][node(c)]; }
+    Resource& niu_in(int noc, Xy c) { return niu_in_[noc][node(c)]; }
+
+    Topology topo_;
+    Cycle floor_time_ = 0;
+    std::vector<Resource> link_[2], niu_out_[2], niu_in_[2];
+    std::vector<Resource> dram_;
+};
+
+// =====================================================================================================================
+// Compute costs
+// =====================================================================================================================
+enum class Op : uint8_t {
+    Matmul = 0,  // 32x32x32 tile products (matmul_tiles / matmul_block); fidelity phases
+    EltwiseAdd,  // add/sub (and their bcast forms): no fidelity
+    EltwiseMul,  // mul (and bcast): fidelity phases
+    ReduceMax,   // reduce_tile with MAX: no fidelity
+    ReduceSum,   // reduce_tile with SUM/AVG: fidelity phases
+    Copy,        // copy_tile (datacopy srcA -> DST)
+    Transpose,   // transpose_wh_tile
+    SfpuExp,     // exp_tile: approx selects the fast approximation
+    SfpuRecip,   // recip_tile
+    SfpuBinary,  // binary max/min and other two-operand SFPU ops on DST
+    SfpuSimple,  // negative, threshold, fill, select ... (one load, one op, one store per step)
+    NumOps
+};
+
+// MathFidelity as ttnn numbers it (LoFi 0, HiFi2 2, HiFi3 3, HiFi4 4) -> number of fidelity phases.
+inline int fidelity_phases(uint8_t fidelity) { return fidelity <= 1 ? 1 : int(fidelity); }
+
+inline bool is_sfpu(Op op) { return op >= Op::SfpuExp; }
+
+// Math-lane cycles for one tile of `op`.
+inline Cycle math_cycles(Op op, uint8_t fidelity, bool approx) {
+    int ph = fidelity_phases(fidelity);
+    switch (op) {
+        case Op::Matmul: return k::kMatmulTileLoFi * ph;
+        case Op::EltwiseAdd: return k::kEltwiseTile;
+        case Op::EltwiseMul: return k::kEltwiseTile * ph;
+        case Op::ReduceMax: return k::kReduceTile;
+        case Op::ReduceSum: return k::kReduceTile * ph;
+        case Op::Copy: return k::kCopyTile;
+        case Op::Transpose: return k::kTransposeTile;
+        case Op::SfpuExp: return approx ? k::kExpApproxTile : k::kExpAccurateTile;
+        case Op::SfpuRecip: return approx ? k::kRecipApproxTile : k::kRecipTile;
+        case Op::SfpuBinary: return k::kSfpuBinaryTile;
+        case Op::SfpuSimple: return k::kSfpuSimpleTile;
+        default: return 0;
+    }
+}
+
+inline Cycle unpack_cycles(uint32_t tile_bytes) { return tile_bytes / k::kUnpackBpc; }
+inline Cycle pack_cycles(uint32_t tile_bytes) { return tile_bytes / k::kPackBpc; }
+
+// =====================================================================================================================
+// Recording: one `Risc` per emulator thread. Hooks append events; nothing is shared while kernels run.
+// =====================================================================================================================
+constexpr uint32_t kNoTrid = 0xFFFFFFFFu;
+
+enum class Ev : uint8_t {
+    Read, Write, Mcast, AtomicInc, AtomicIncMcast, SemWriteRemote, SemWriteMcast,
+    ReadBarrier, WriteBarrier, WritesFlushed, AtomicBarrier, ReadBarrierTrid, WriteBarrierTrid,
+    Compute, Pack, RegsAcquire, RegsCommit, RegsWait, RegsRelease,
+    CbWaitFront, CbPopFront, CbReserveBack, CbPushBack,
+    SemWait, SemSet, Delay,
+};
+
+struct Event {
+    Ev kind;
+    uint8_t noc = 0, op = 0, flags = 0;  // flags bit0: approx (compute) / at_least (sem wait) / include_self (mcast)
+    int32_t target = 0;                   // Endpoint id, CB index, first core of a rectangle, or fidelity
+    uint32_t a = 0, b = 0, c = 0;         // bytes / pages / value / trid / L1 offset ... (per kind)
+    double d = 0;                         // Delay cycles
+};
+
+class Risc {
+   public:
+    Risc(int core, Proc proc, int dst_buffers = 2) : core_(core), proc_(proc), dst_buffers_(dst_buffers) {}
+    int core() const { return core_; }
+    Proc proc() const { return proc_; }
+    int dst_buffers() const { return dst_buffers_; }
+    const std::vector<Event>& events() const { return ev_; }
+
+    // ---- data movement (one call per API call; transfers above kMaxPacketBytes are split into packets on replay)
+    void noc_read(Endpoint src, uint32_t bytes, Noc noc, uint32_t trid = kNoTrid) {
+        add({Ev::Read, uint8_t(noc), 0, 0, src.id, bytes, trid});
+    }
+    void noc_write(Endpoint dst, uint32_t bytes, Noc noc, uint32_t trid = kNoTrid) {
+        add({Ev::Write, uint8_t(noc), 0, 0, dst.id, bytes, trid});
+    }
+    // Multicast to the worker cores of the rectangle with corners first_core and last_core (row-major indices).
+    void noc_write_multicast(int first_core, int last_core, uint32_t bytes, Noc noc, bool include_self) {
+        add({Ev::Mcast, uint8_t(noc), 0, uint8_t(include_self), first_core, bytes, uint32_t(last_core)});
+    }
+    void sem_inc(int dst_core, uint32_t l1_off, uint32_t incr, Noc noc) {
+        add({Ev::AtomicInc, uint8_t(noc), 0, 0, dst_core, l1_off, incr});
+    }
+    void sem_inc_multicast(int first_core, int last_core, uint32_t l1_off, uint32_t incr, Noc noc) {
+        add({Ev::AtomicIncMcast, uint8_t(noc), 0, 0, first_core, l1_off, incr, uint32_t(last_core)});
+    }
+    // A value written into a semaphore slot of another core (noc_inline_dw_write, noc_semaphore_set_remote).
+    void sem_write_remote(int dst_core, uint32_t l1_off, uint32_t value, Noc noc) {
+        add({Ev::SemWriteRemote, uint8_t(noc), 0, 0, dst_core, l1_off, value});
+    }
+    void sem_write_multicast(int first_core, int last_core, uint32_t l1_off, uint32_t value, Noc noc) {
+        add({Ev::SemWriteMcast, uint8_t(noc), 0, 0, first_core, l1_off, value, uint32_t(last_core)});
+    }
+    void read_barrier(uint32_t trid = kNoTrid) {
+        add({trid == kNoTrid ? Ev::ReadBarrier : Ev::ReadBarrierTrid, 0, 0, 0, 0, trid});
+    }
+    void write_barrier(uint32_t trid = kNoTrid) {
+        add({trid == kNoTrid ? Ev::WriteBarrier : Ev::WriteBarrierTrid, 0, 0, 0, 0, trid});
+    }
+    void writes_flushed() { add({Ev::WritesFlushed}); }
+    void atomic_barrier() { add({Ev::AtomicBarrier}); }
+
+    // ---- compute (the compute stream's three lanes)
+    // `math_tiles` tiles of `op`; before them the unpacker reads `unpack_tiles` tiles of `unpack_tile_bytes` (0 for
+    // SFPU ops, which work on DST). fidelity: ttnn MathFidelity value.
+    void compute(Op op, uint32_t math_tiles, uint32_t unpack_tiles, uint32_t unpack_tile_bytes, uint8_t fidelity,
+                 bool approx = false) {
+        add({Ev::Compute, 0, uint8_t(op), uint8_t(approx), int32_t(fidelity), math_tiles, unpack_tiles,
+             unpack_tile_bytes});
+    }
+    void pack(uint32_t tiles, uint32_t tile_bytes) { add({Ev::Pack, 0, 0, 0, 0, tiles, tile_bytes}); }
+    void tile_regs_acquire() { add({Ev::RegsAcquire}); }
+    void tile_regs_commit() { add({Ev::RegsCommit}); }
+    void tile_regs_wait() { add({Ev::RegsWait}); }
+    void tile_regs_release() { add({Ev::RegsRelease}); }
+
+    // ---- circular buffers and semaphores (of the calling RISC's core)
+    void cb_wait_front(uint32_t cb, uint32_t pages) { add({Ev::CbWaitFront, 0, 0, 0, int32_t(cb), pages}); }
+    void cb_pop_front(uint32_t cb, uint32_t pages) { add({Ev::CbPopFront, 0, 0, 0, int32_t(cb), pages}); }
+    void cb_reserve_back(uint32_t cb, uint32_t pages) { add({Ev::CbReserveBack, 0, 0, 0, int32_t(cb), pages}); }
+    void cb_push_back(uint32_t cb, uint32_t pages) { add({Ev::CbPushBack, 0, 0, 0, int32_t(cb), pages}); }
+    void sem_wait(uint32_t l1_off, uint32_t value, bool at_least) {
+        add({Ev::SemWait, 0, 0, uint8_t(at_least), 0, l1_off, value});
+    }
+    void sem_set(uint32_t l1_off, uint32_t value) { add({Ev::SemSet, 0, 0, 0, 0, l1_off, value}); }
+    void delay(Cycle cycles) {
+        Event e{Ev::Delay};
+        e.d = cycles;
+        add(e);
+    }
+
+   private:
+    void add(const Event& e) { ev_.push_back(e); }
+    int core_;
+    Proc proc_;
+    int dst_buffers_;
+    std::vector<Event> ev_;
+};
+
+// =====================================================================================================================
+// Replay
+// =====================================================================================================================
+struct RiscResult {
+    int core = 0;
+    Proc proc = Proc::Brisc;
+    Cycle start = 0, end = 0;
+    Cycle busy = 0;                  // cycles charged to the RISC (issue, compute, API bookkeeping)
+    Cycle wait = 0;                  // cycles blocked (CB, DST, semaphore, barrier)
+    Cycle lane_busy[3] = {0, 0, 0};  // compute: unpack / math / pack lane occupancy
+};
+
+struct Result {
+    bool ok = true;
+    std::string error;  // replay deadlock (a protocol whose outcome depends on host timing) and what blocked
+    Cycle first_start = 0, last_end = 0;
+    std::vector<RiscResult> riscs;
+    std::vector<Cycle> dram_busy;  // per bank occupancy
+    Cycle duration() const { return last_end - first_start; }
+    double duration_ns() const { return duration() / k::kClockGHz; }
+};
+
+class Engine {
+   public:
+    explicit Engine(Topology topo) : topo_(std::move(topo)), fabric_(topo_) {}
+
+    const Topology& topology() const { return topo_; }
+    const Fabric& fabric() const { return fabric_; }
+
+    // Setup (single-threaded, before kernels run).
+    Risc& add_risc(int core, Proc proc, int dst_buffers = 2) {
+        riscs_.emplace_back(new Risc(core, proc, dst_buffers));
+        return *riscs_.back();
+    }
+    void configure_cb(int core, uint32_t cb, uint32_t num_pages) { cbs_[key(core, cb)].num_pages = num_pages; }
+    void init_semaphore(int core, uint32_t l1_off, uint32_t value) {
+        Sem& s = sems_[key(core, l1_off)];
+        s.base = value;
+        s.base_time = 0;
+        s.incs.clear();
+    }
+    size_t num_riscs() const { return riscs_.size(); }
+    Risc& risc(size_t i) { return *riscs_.at(i); }
+
+    // FNV-1a over every RISC's events: two runs whose digests match replay to the same durations (the check the
+    // timing-only mode uses: skipping the math must not change a single recorded event).
+    uint64_t trace_digest() const {
+        uint64_t h = 1469598103934665603ull;
+        auto mix = [&](uint64_t v) {
+            for (int b = 0; b < 8; ++b) {
+                h ^= (v >> (8 * b)) & 0xff;
+                h *= 1099511628211ull;
+            }
+        };
+        for (const auto& r : riscs_) {
+            mix(uint64_t(r->core()) << 8 | uint64_t(r->proc()));
+            for (const Event& e : r->events()) {
+                mix(uint64_t(e.kind) | uint64_t(e.noc) << 8 | uint64_t(e.op) << 16 | uint64_t(e.flags) << 24 |
+                    uint64_t(uint32_t(e.target)) << 32);
+                mix(uint64_t(e.a) | uint64_t(e.b) << 32);
+                uint64_t d;
+                static_assert(sizeof d == sizeof e.d, "");
+                std::memcpy(&d, &e.d, sizeof d);
+                mix(uint64_t(e.c) ^ d);
+            }
+        }
+        return h;
+    }
+
+    // The replay. Call once, after every Risc recorded its kernel.
+    Result run() {
+        size_t n = riscs_.size();
+        st_.assign(n, State{});
+        for (size_t i = 0; i < n; ++i) {
+            Xy me = topo_.workers.at(size_t(riscs_[i]->core()));
+            Cycle t0 = Topology::hops(topo_.dispatch, me, Noc::Noc0) * k::kLaunchSkewPerHop;
+            State& s = st_[i];
+            s.t = t0;
+            for (auto& l : s.lane) l = t0;
+            s.start = t0;
+            push(i);
+        }
+        while (!heap_.empty()) {
+            auto [t, i] = heap_.top();
+            heap_.pop();
+            State& s = st_[i];
+            if (s.blocked || s.queued_at != t) continue;  // stale entry
+            s.queued_at = -1;
+            // A RISC resumed from a wait may run behind the others; keep a generous margin of history.
+            fabric_.set_floor(t - kHistoryCycles);
+            step(i);
+        }
+        Result res;
+        res.riscs.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+            State& s = st_[i];
+            Risc& r = *riscs_[i];
+            RiscResult& o = res.riscs[i];
+            o.core = r.core();
+            o.proc = r.proc();
+            o.start = s.start;
+            // A kernel ends when its last instruction ran and its last transfer completed.
+            o.end = std::max({s.t, s.lane[0], s.lane[1], s.lane[2], s.read_done, s.write_acked, s.atomic_acked});
+            o.busy = s.busy;
+            o.wait = s.wait;
+            for (int l = 0; l < 3; ++l) o.lane_busy[l] = s.lane_busy[l];
+            if (s.pc < r.events().size()) {
+                res.ok = false;
+                char buf[256];
+                snprintf(buf, sizeof buf, "replay deadlock: core %d %s blocked at event %zu: %s\n", r.core(),
+                         r.proc() == Proc::Brisc ? "BRISC" : r.proc() == Proc::Ncrisc ? "NCRISC" : "TRISC", s.pc,
+                         describe(r.events()[s.pc]).c_str());
+                res.error += buf;
+            }
+            if (i == 0 || o.start < res.first_start) res.first_start = o.start;
+            if (i == 0 || o.end > res.last_end) res.last_end = o.end;
+        }
+        for (size_t b = 0; b < topo_.dram_banks.size(); ++b) res.dram_busy.push_back(fabric_.dram_bank(int(b)).busy);
+        return res;
+    }
+
+   private:
+    static constexpr Cycle kHistoryCycles = 1 << 20;
+    static uint64_t key(int core, uint32_t x) { return (uint64_t(uint32_t(core)) << 32) | x; }
+
+    struct CbState {
+        uint32_t num_pages = 0;
+        uint64_t received = 0, acked = 0;
+        std::vector<std::pair<uint64_t, Cycle>> pushes, pops;  // (cumulative count, time), counts increasing
+        std::vector<size_t> waiters;
+    };
+    struct Sem {
+        uint32_t base = 0;
+        Cycle base_time = 0;
+        std::vector<std::pair<Cycle, uint32_t>> incs;  // (arrival, increment) since the last set
+        std::vector<size_t> waiters;
+    };
+    struct State {
+        size_t pc = 0;
+        Cycle t = 0;                // data-movement RISC clock
+        Cycle lane[3] = {0, 0, 0};  // compute lanes: unpack, math, pack
+        Cycle start = 0, busy = 0, wait = 0, lane_busy[3] = {0, 0, 0};
+        Cycle read_done = 0, write_acked = 0, write_flushed = 0, atomic_acked = 0;
+        std::map<uint32_t, Cycle> trid_read, trid_write;
+        uint64_t acquires = 0, commits = 0, waits = 0, releases = 0;
+        Cycle commit_time[2] = {0, 0}, release_time[2] = {0, 0};
+        Cycle math_started = 0;
+        bool blocked = false;
+        Cycle queued_at = -1;
+    };
+
+    bool is_compute(size_t i) const { return riscs_[i]->proc() == Proc::Compute; }
+
+    // The lane an event runs on in the compute stream: unpack waits for and pops input CBs; pack reserves and
+    // pushes output CBs and owns the DST hand-over; everything else (SFPU, semaphores, delays) is on math.
+    static int lane_of(const Event& e) {
+        switch (e.kind) {
+            case Ev::CbWaitFront:
+            case Ev::CbPopFront: return 0;
+            case Ev::Pack:
+            case Ev::RegsWait:
+            case Ev::RegsRelease:
+            case Ev::CbReserveBack:
+            case Ev::CbPushBack: return 2;
+            case Ev::Compute: return is_sfpu(Op(e.op)) ? 1 : 0;
+            default: return 1;
+        }
+    }
+
+    Cycle& clock(size_t i, const Event& e) { return is_compute(i) ? st_[i].lane[lane_of(e)] : st_[i].t; }
+
+    void push(size_t i) {
+        State& s = st_[i];
+        const auto& ev = riscs_[i]->events();
+        if (s.pc >= ev.size()) return;
+        Cycle t = clock(i, ev[s.pc]);
+        s.queued_at = t;
+        heap_.push({t, i});
+    }
+
+    void charge(size_t i, Cycle& clk, Cycle c, int lane) {
+        clk += c;
+        st_[i].busy += c;
+        if (lane >= 0) st_[i].lane_busy[lane] += c;
+    }
+    void wait_until(size_t i, Cycle& clk, Cycle t) {
+        if (t > clk) {
+            st_[i].wait += t - clk;
+            clk = t;
+        }
+    }
+    void block(size_t i, std::vector<size_t>& waiters) {
+        st_[i].blocked = true;
+        waiters.push_back(i);
+    }
+    void wake(std::vector<size_t>& waiters) {
+        std::vector<size_t> w;
+        w.swap(waiters);
+        for (size_t r : w) {
+            st_[r].blocked = false;
+            push(r);
+        }
+    }
+
+    // Cores of the rectangle with corners `first` and `last` (row-major core indices), row-major.
+    std::vector<int> rect(int first, int last, int self, bool include_self) const {
+        int w = topo_.grid_w;
+        int x0 = first % w, y0 = first / w, x1 = last % w, y1 = last / w;
+        std::vector<int> out;
+        for (int y = std::min(y0, y1); y <= std::max(y0, y1); ++y)
+            for (int x = std::min(x0, x1); x <= std::max(x0, x1); ++x) {
+                int c = y * w + x;
+                if (c != self || include_self) out.push_back(c);
+            }
+        return out;
+    }
+
+    Sem& sem(int core, uint32_t off) { return sems_[key(core, off)]; }
+
+    // Earliest time the semaphore met (value, at_least), from the updates applied so far; < 0 if it has not.
+    // Increments are applied in arrival order (they may have been issued out of arrival order).
+    static Cycle sem_ready(const Sem& s, uint32_t value, bool at_least) {
+        auto ok = [&](uint32_t v) { return at_least ? v >= value : v == value; };
+        uint32_t v = s.base;
+        if (ok(v)) return s.base_time;
+        std::vector<std::pair<Cycle, uint32_t>> incs = s.incs;
+        std::stable_sort(incs.begin(), incs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (auto& [t, inc] : incs) {
+            v += inc;
+            if (ok(v)) return std::max(t, s.base_time);
+        }
+        return -1;
+    }
+
+    void set_sem(Sem& m, uint32_t value, Cycle t) {
+        m.base = value;
+        m.base_time = t;
+        m.incs.clear();
+        wake(m.waiters);
+    }
+
+    // Issue a transfer of `bytes` as packets of at most kMaxPacketBytes, each costing issue time on the RISC.
+    template <class F>
+    void packets(size_t i, Cycle& clk, int lane, uint32_t bytes, F&& one) {
+        uint32_t left = bytes;
+        while (left > 0) {
+            uint32_t pkt = std::min(left, k::kMaxPacketBytes);
+            charge(i, clk, k::kNocIssueCycles, lane);
+            one(pkt);
+            left -= pkt;
+        }
+    }
+
+    void step(size_t i) {
+        State& s = st_[i];
+        Risc& r = *riscs_[i];
+        const Event& e = r.events()[s.pc];
+        Cycle& clk = clock(i, e);
+        int lane = is_compute(i) ? lane_of(e) : -1;
+        int core = r.core();
+        Noc noc = Noc(e.noc);
+        switch (e.kind) {
+            case Ev::Read:
+                packets(i, clk, lane, e.a, [&](uint32_t pkt) {
+                    Cycle done = fabric_.read_packet(clk, core, Endpoint{e.target}, pkt, noc);
+                    s.read_done = std::max(s.read_done, done);
+                    if (e.b != kNoTrid) s.trid_read[e.b] = std::max(s.trid_read[e.b], done);
+                });
+                break;
+            case Ev::Write:
+                packets(i, clk, lane, e.a, [&](uint32_t pkt) {
+                    auto w = fabric_.write_packet(clk, core, Endpoint{e.target}, pkt, noc);
+                    s.write_acked = std::max(s.write_acked, w.acked);
+                    s.write_flushed = std::max(s.write_flushed, w.flushed);
+                    if (e.b != kNoTrid) s.trid_write[e.b] = std::max(s.trid_write[e.b], w.acked);
+                });
+                break;
+            case Ev::Mcast: {
+                auto dsts = rect(e.target, int(e.b), core, e.flags & 1);
+                packets(i, clk, lane, e.a, [&](uint32_t pkt) {
+                    for (auto& w : fabric_.multicast_packet(clk, core, dsts, pkt, noc)) {
+                        s.write_acked = std::max(s.write_acked, w.acked);
+                        s.write_flushed = std::max(s.write_flushed, w.flushed);
+                    }
+                });
+                break;
+            }
+            case Ev::AtomicInc: {
+                charge(i, clk, k::kNocIssueCycles, lane);
+                auto w = fabric_.write_packet(clk, core, Endpoint::core(e.target), 4, noc, true);
+                s.atomic_acked = std::max(s.atomic_acked, w.acked);
+                Sem& m = sem(e.target, e.a);
+                m.incs.push_back({w.arrived, e.b});
+                wake(m.waiters);
+                break;
+            }
+            case Ev::AtomicIncMcast:
+            case Ev::SemWriteMcast: {
+                charge(i, clk, k::kNocIssueCycles, lane);
+                auto dsts = rect(e.target, int(e.c), core, false);
+                auto ws = fabric_.multicast_packet(clk, core, dsts, 4, noc, true);
+                for (size_t d = 0; d < dsts.size(); ++d) {
+                    Sem& m = sem(dsts[d], e.a);
+                    if (e.kind == Ev::AtomicIncMcast) {
+                        s.atomic_acked = std::max(s.atomic_acked, ws[d].acked);
+                        m.incs.push_back({ws[d].arrived, e.b});
+                        wake(m.waiters);
+                    } else {
+                        s.write_acked = std::max(s.write_acked, ws[d].acked);
+                        set_sem(m, e.b, ws[d].arrived);
+                    }
+                }
+                break;
+            }
+            case Ev::SemWriteRemote: {
+                charge(i, clk, k::kNocIssueCycles, lane);
+                auto w = fabric_.write_packet(clk, core, Endpoint::core(e.target), 4, noc, true);
+                s.write_acked = std::max(s.write_acked, w.acked);
+                set_sem(sem(e.target, e.a), e.b, w.arrived);
+                break;
+            }
+            case Ev::ReadBarrier:
+            case Ev::ReadBarrierTrid:
+            case Ev::WriteBarrier:
+            case Ev::WriteBarrierTrid:
+            case Ev::WritesFlushed:
+            case Ev::AtomicBarrier: {
+                Cycle until = e.kind == Ev::ReadBarrier        ? s.read_done
+                              : e.kind == Ev::ReadBarrierTrid  ? s.trid_read[e.a]
+                              : e.kind == Ev::WriteBarrier     ? s.write_acked
+                              : e.kind == Ev::WriteBarrierTrid ? s.trid_write[e.a]
+                              : e.kind == Ev::WritesFlushed    ? s.write_flushed
+                                                               : s.atomic_acked;
+                charge(i, clk, k::kLocalPollCycles, lane);
+                wait_until(i, clk, until);
+                break;
+            }
+            case Ev::Compute: {
+                Op op = Op(e.op);
+                Cycle math = math_cycles(op, uint8_t(e.target), e.flags & 1) * e.a;
+                if (is_sfpu(op)) {
+                    charge(i, s.lane[1], k::kTileOpOverhead + math, 1);
+                    break;
+                }
+                // The unpacker runs at most one call ahead of math (srcA/srcB are double-buffered).
+                wait_until(i, s.lane[0], s.math_started);
+                Cycle one = unpack_cycles(e.c);
+                charge(i, s.lane[0], k::kTileOpOverhead + one * e.b, 0);
+                // Math starts once the first operands are in and cannot end before the unpacker does.
+                wait_until(i, s.lane[1], s.lane[0] - (e.b ? one * (e.b - 1) : 0));
+                s.math_started = s.lane[1];
+                charge(i, s.lane[1], k::kTileOpOverhead + math, 1);
+                wait_until(i, s.lane[1], s.lane[0]);
+                break;
+            }
+            case Ev::Pack:
+                charge(i, s.lane[2], k::kTileOpOverhead + pack_cycles(e.b) * e.a, 2);
+                break;
+            case Ev::RegsAcquire: {  // math gets a DST half once pack released it (double buffer, or one if full)
+                uint64_t nb = uint64_t(std::max(1, r.dst_buffers()));
+                if (s.acquires >= nb) wait_until(i, s.lane[1], s.release_time[(s.acquires - nb) % 2]);
+                s.acquires++;
+                break;
+            }
+            case Ev::RegsCommit:
+                s.commit_time[s.commits++ % 2] = s.lane[1];
+                break;
+            case Ev::RegsWait:
+                wait_until(i, s.lane[2], s.commit_time[s.waits++ % 2]);
+                break;
+            case Ev::RegsRelease:
+                s.release_time[s.releases++ % 2] = s.lane[2];
+                break;
+            case Ev::CbWaitFront: {
+                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                uint64_t need = c.acked + e.a;
+                if (need > c.received) return block(i, c.waiters);
+                auto it = std::lower_bound(c.pushes.begin(), c.pushes.end(), std::make_pair(need, Cycle(-1e300)));
+                charge(i, clk, k::kCbApiCycles, lane);
+                if (it != c.pushes.end()) wait_until(i, clk, it->second);
+                break;
+            }
+            case Ev::CbPopFront: {
+                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                charge(i, clk, k::kCbApiCycles, lane);
+                c.acked += e.a;
+                c.pops.push_back({c.acked, clk + k::kCbHandoffCycles});
+                wake(c.waiters);
+                break;
+            }
+            case Ev::CbReserveBack: {
+                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                int64_t need = int64_t(c.received) + int64_t(e.a) - int64_t(c.num_pages);
+                Cycle ready = 0;
+                if (need > 0) {
+                    if (uint64_t(need) > c.acked) return block(i, c.waiters);
+                    auto it = std::lower_bound(c.pops.begin(), c.pops.end(),
+                                               std::make_pair(uint64_t(need), Cycle(-1e300)));
+                    if (it != c.pops.end()) ready = it->second;
+                }
+                charge(i, clk, k::kCbApiCycles, lane);
+                wait_until(i, clk, ready);
+                break;
+            }
+            case Ev::CbPushBack: {
+                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                charge(i, clk, k::kCbApiCycles, lane);
+                c.received += e.a;
+                c.pushes.push_back({c.received, clk + k::kCbHandoffCycles});
+                wake(c.waiters);
+                break;
+            }
+            case Ev::SemWait: {
+                Sem& m = sem(core, e.a);
+                Cycle ready = sem_ready(m, e.b, e.flags & 1);
+                if (ready < 0) return block(i, m.waiters);
+                charge(i, clk, k::kLocalPollCycles, lane);
+                wait_until(i, clk, ready);
+                break;
+            }
+            case Ev::SemSet:
+                charge(i, clk, k::kLocalPollCycles, lane);
+                set_sem(sem(core, e.a), e.b, clk);
+                break;
+            case Ev::Delay:
+                charge(i, clk, e.d, lane);
+                break;
+        }
+        s.pc++;
+        push(i);
+    }
+
+    static std::string describe(const Event& e) {
+        char b[160];
+        switch (e.kind) {
+            case Ev::CbWaitFront: snprintf(b, sizeof b, "cb_wait_front(cb=%d, %u)", e.target, e.a); break;
+            case Ev::CbReserveBack: snprintf(b, sizeof b, "cb_reserve_back(cb=%d, %u)", e.target, e.a); break;
+            case Ev::SemWait:
+                snprintf(b, sizeof b, "semaphore wait (L1 0x%x %s %u)", e.a, (e.flags & 1) ? ">=" : "==", e.b);
+                break;
+            default: snprintf(b, sizeof b, "event kind %d", int(e.kind));
+        }
+        return b;
+    }
+
+    Topology topo_;
+    Fabric fabric_;
+    std::vector<std::unique_ptr<Risc>> riscs_;
+    std::map<uint64_t, CbState> cbs_;
+    std::map<uint64_t, Sem> sems_;
+    std::vector<State> st_;
+    std::priority_queue<std::pair<Cycle, size_t>, std::vector<std::pair<Cycle, size_t>>, std::greater<>> heap_;
+};
+
+}  // namespace timing

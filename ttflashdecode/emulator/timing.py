@@ -1,0 +1,295 @@
+"""Python handle on the emulator's cycle-approximate timing model (``include/emu/timing.h``).
+
+The emulator runtime calls the C++ model directly (one ``timing::Risc`` trace per kernel thread, replayed by
+``timing::Engine`` after the kernels finish; see docs/TIMING.md). This module builds ``csrc/timing_capi.cpp`` into a
+small shared library (cached under ~/.cache/ttflashdecode, keyed by the two sources' content) and wraps it with ctypes,
+so Python can record traces by hand and replay them: that is how ``timing_calibration`` reproduces tt-metal's
+published data-movement micro-benchmarks without kernels.
+
+    m = TimingModel(grid=(8, 8))
+    r = m.add_risc(core=0, proc=Proc.NCRISC)
+    m.read(r, dram(0), 2048)          # noc_async_read of 2 KB from DRAM bank 0
+    m.barrier(r, Barrier.READ)        # noc_async_read_barrier
+    m.run()
+    m.risc_result(r).end - m.risc_result(r).start   # cycles, modelled
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import os
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import lru_cache
+from pathlib import Path
+
+from .build import CACHE_ROOT, CXX, _run
+from .errors import EmulatorError
+
+HERE = Path(__file__).resolve().parent
+HEADER = HERE / "include" / "emu" / "timing.h"
+CAPI = HERE / "csrc" / "timing_capi.cpp"
+NO_TRID = 0xFFFFFFFF
+
+
+class Proc(IntEnum):  # emu::Processor / timing::Proc
+    BRISC = 0
+    NCRISC = 1
+    COMPUTE = 2
+
+
+class Noc(IntEnum):
+    NOC0 = 0
+    NOC1 = 1
+
+
+class Op(IntEnum):  # timing::Op
+    MATMUL = 0
+    ELTWISE_ADD = 1
+    ELTWISE_MUL = 2
+    REDUCE_MAX = 3
+    REDUCE_SUM = 4
+    COPY = 5
+    TRANSPOSE = 6
+    SFPU_EXP = 7
+    SFPU_RECIP = 8
+    SFPU_BINARY = 9
+    SFPU_SIMPLE = 10
+
+
+class Fidelity(IntEnum):  # ttnn.MathFidelity values
+    LOFI = 0
+    HIFI2 = 2
+    HIFI3 = 3
+    HIFI4 = 4
+
+
+class Barrier(IntEnum):
+    READ = 0
+    WRITE = 1
+    WRITES_FLUSHED = 2
+    ATOMIC = 3
+
+
+class Cb(IntEnum):
+    WAIT_FRONT = 0
+    POP_FRONT = 1
+    RESERVE_BACK = 2
+    PUSH_BACK = 3
+
+
+class Regs(IntEnum):
+    ACQUIRE = 0
+    COMMIT = 1
+    WAIT = 2
+    RELEASE = 3
+
+
+def dram(bank: int) -> int:
+    """Endpoint id of DRAM bank `bank` (worker cores are their row-major index)."""
+    return -1 - bank
+
+
+@dataclass(frozen=True)
+class RiscResult:
+    start: float
+    end: float
+    busy: float
+    wait: float
+    lane_busy: tuple[float, float, float]  # compute: unpack, math, pack
+
+    @property
+    def cycles(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Constant:
+    name: str
+    value: float
+    unit: str
+    kind: str  # M measured, N nominal, C a public tool's constant, D derived
+    source: str
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for p in (HEADER, CAPI):
+        h.update(p.read_bytes())
+    return h.hexdigest()[:20]
+
+
+@lru_cache(maxsize=1)
+def library() -> ctypes.CDLL:
+    """The timing model's C API, built on first use (any change to timing.h / timing_capi.cpp rebuilds)."""
+    out = CACHE_ROOT / f"timing-{_digest()}" / "libttfd_timing.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out.parent / ".lock", "w") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            if not out.exists():
+                tmp = out.with_suffix(f".{os.getpid()}")
+                _run([CXX, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{HEADER.parent.parent}", str(CAPI), "-o",
+                      str(tmp)])
+                tmp.rename(out)
+    lib = ctypes.CDLL(str(out))
+    vp, i, u, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_double
+    sigs = {
+        "ttfd_tm_new": ([i, i, ctypes.POINTER(i), i], vp),
+        "ttfd_tm_free": ([vp], None),
+        "ttfd_tm_add_risc": ([vp, i, i, i], i),
+        "ttfd_tm_configure_cb": ([vp, i, u, u], None),
+        "ttfd_tm_init_semaphore": ([vp, i, u, u], None),
+        "ttfd_tm_read": ([vp, i, i, u, i, u], None),
+        "ttfd_tm_write": ([vp, i, i, u, i, u], None),
+        "ttfd_tm_write_multicast": ([vp, i, i, i, u, i, i], None),
+        "ttfd_tm_sem_inc": ([vp, i, i, u, u, i], None),
+        "ttfd_tm_sem_write_remote": ([vp, i, i, u, u, i], None),
+        "ttfd_tm_sem_wait": ([vp, i, u, u, i], None),
+        "ttfd_tm_sem_set": ([vp, i, u, u], None),
+        "ttfd_tm_barrier": ([vp, i, i, u], None),
+        "ttfd_tm_compute": ([vp, i, i, u, u, u, i, i], None),
+        "ttfd_tm_pack": ([vp, i, u, u], None),
+        "ttfd_tm_tile_regs": ([vp, i, i], None),
+        "ttfd_tm_cb": ([vp, i, i, u, u], None),
+        "ttfd_tm_delay": ([vp, i, d], None),
+        "ttfd_tm_run": ([vp], i),
+        "ttfd_tm_trace_digest": ([vp], ctypes.c_ulonglong),
+        "ttfd_tm_error": ([vp], ctypes.c_char_p),
+        "ttfd_tm_duration": ([vp], d),
+        "ttfd_tm_risc_result": ([vp, i, ctypes.POINTER(d)], None),
+        "ttfd_tm_dram_busy": ([vp, i], d),
+        "ttfd_tm_hops": ([i, i, i, i, i], i),
+        "ttfd_tm_worker_xy": ([i, i, i, ctypes.POINTER(i)], None),
+        "ttfd_tm_num_constants": ([], i),
+        "ttfd_tm_constant": ([i, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
+                              ctypes.POINTER(ctypes.c_char), ctypes.POINTER(ctypes.c_char_p)], d),
+    }
+    for name, (args, res) in sigs.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = res
+    return lib
+
+
+def constants() -> list[Constant]:
+    """The model's table of constants, as compiled (timing::constant_table())."""
+    lib = library()
+    out = []
+    for k in range(lib.ttfd_tm_num_constants()):
+        name, unit, source = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
+        kind = ctypes.c_char()
+        v = lib.ttfd_tm_constant(k, ctypes.byref(name), ctypes.byref(unit), ctypes.byref(kind), ctypes.byref(source))
+        out.append(Constant(name.value.decode(), v, unit.value.decode(), kind.value.decode(), source.value.decode()))
+    return out
+
+
+def hops(a: tuple[int, int], b: tuple[int, int], noc: int) -> int:
+    """Router hops of the unicast route a -> b (physical NoC 0 coordinates) on `noc`."""
+    return library().ttfd_tm_hops(a[0], a[1], b[0], b[1], int(noc))
+
+
+def worker_xy(grid: tuple[int, int], core: int) -> tuple[int, int]:
+    """Physical NoC 0 coordinates the model gives core `core` (row-major) of a compute grid `grid` (w, h)."""
+    xy = (ctypes.c_int * 2)()
+    library().ttfd_tm_worker_xy(grid[0], grid[1], core, xy)
+    return xy[0], xy[1]
+
+
+class TimingReplayError(EmulatorError):
+    pass
+
+
+class TimingModel:
+    """One timing::Engine: add RISCs, record their events in program order, then run() the replay once."""
+
+    def __init__(self, grid: tuple[int, int] = (8, 8), dram_banks: list[tuple[int, int]] | None = None):
+        self._lib = library()
+        arr = None
+        if dram_banks:
+            flat = [v for xy in dram_banks for v in xy]
+            arr = (ctypes.c_int * len(flat))(*flat)
+        self._h = self._lib.ttfd_tm_new(grid[0], grid[1], arr, len(dram_banks or []))
+        self.grid = grid
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            self._lib.ttfd_tm_free(h)
+
+    # ---- setup
+    def add_risc(self, core: int, proc: Proc, dst_buffers: int = 2) -> int:
+        return self._lib.ttfd_tm_add_risc(self._h, core, int(proc), dst_buffers)
+
+    def configure_cb(self, core: int, cb: int, num_pages: int) -> None:
+        self._lib.ttfd_tm_configure_cb(self._h, core, cb, num_pages)
+
+    def init_semaphore(self, core: int, l1_off: int, value: int) -> None:
+        self._lib.ttfd_tm_init_semaphore(self._h, core, l1_off, value)
+
+    # ---- events (program order per RISC)
+    def read(self, risc: int, src: int, nbytes: int, noc: Noc = Noc.NOC0, trid: int = NO_TRID) -> None:
+        self._lib.ttfd_tm_read(self._h, risc, src, nbytes, int(noc), trid)
+
+    def write(self, risc: int, dst: int, nbytes: int, noc: Noc = Noc.NOC0, trid: int = NO_TRID) -> None:
+        self._lib.ttfd_tm_write(self._h, risc, dst, nbytes, int(noc), trid)
+
+    def write_multicast(self, risc: int, first: int, last: int, nbytes: int, noc: Noc = Noc.NOC0,
+                        include_self: bool = False) -> None:
+        self._lib.ttfd_tm_write_multicast(self._h, risc, first, last, nbytes, int(noc), int(include_self))
+
+    def sem_inc(self, risc: int, core: int, l1_off: int, incr: int = 1, noc: Noc = Noc.NOC0) -> None:
+        self._lib.ttfd_tm_sem_inc(self._h, risc, core, l1_off, incr, int(noc))
+
+    def sem_write_remote(self, risc: int, core: int, l1_off: int, value: int, noc: Noc = Noc.NOC0) -> None:
+        self._lib.ttfd_tm_sem_write_remote(self._h, risc, core, l1_off, value, int(noc))
+
+    def sem_wait(self, risc: int, l1_off: int, value: int, at_least: bool = False) -> None:
+        self._lib.ttfd_tm_sem_wait(self._h, risc, l1_off, value, int(at_least))
+
+    def sem_set(self, risc: int, l1_off: int, value: int) -> None:
+        self._lib.ttfd_tm_sem_set(self._h, risc, l1_off, value)
+
+    def barrier(self, risc: int, kind: Barrier = Barrier.READ, trid: int = NO_TRID) -> None:
+        self._lib.ttfd_tm_barrier(self._h, risc, int(kind), trid)
+
+    def compute(self, risc: int, op: Op, math_tiles: int, unpack_tiles: int = 0, tile_bytes: int = 2048,
+                fidelity: Fidelity = Fidelity.HIFI4, approx: bool = False) -> None:
+        self._lib.ttfd_tm_compute(self._h, risc, int(op), math_tiles, unpack_tiles, tile_bytes, int(fidelity),
+                                  int(approx))
+
+    def pack(self, risc: int, tiles: int, tile_bytes: int = 2048) -> None:
+        self._lib.ttfd_tm_pack(self._h, risc, tiles, tile_bytes)
+
+    def tile_regs(self, risc: int, which: Regs) -> None:
+        self._lib.ttfd_tm_tile_regs(self._h, risc, int(which))
+
+    def cb(self, risc: int, kind: Cb, cb: int, pages: int) -> None:
+        self._lib.ttfd_tm_cb(self._h, risc, int(kind), cb, pages)
+
+    def delay(self, risc: int, cycles: float) -> None:
+        self._lib.ttfd_tm_delay(self._h, risc, float(cycles))
+
+    # ---- replay and results
+    def trace_digest(self) -> int:
+        """Digest of every recorded event (equal digests replay to equal durations)."""
+        return self._lib.ttfd_tm_trace_digest(self._h)
+
+    def run(self) -> None:
+        if self._lib.ttfd_tm_run(self._h) != 0:
+            raise TimingReplayError(self._lib.ttfd_tm_error(self._h).decode().strip())
+
+    @property
+    def duration_cycles(self) -> float:
+        """First kernel start to last kernel end (the device profiler's DEVICE KERNEL DURATION), cycles."""
+        return self._lib.ttfd_tm_duration(self._h)
+
+    def risc_result(self, risc: int) -> RiscResult:
+        v = (ctypes.c_double * 7)()
+        self._lib.ttfd_tm_risc_result(self._h, risc, v)
+        return RiscResult(v[0], v[1], v[2], v[3], (v[4], v[5], v[6]))
+
+    def dram_busy(self, bank: int) -> float:
+        return self._lib.ttfd_tm_dram_busy(self._h, bank)
