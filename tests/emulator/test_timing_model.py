@@ -48,6 +48,35 @@ def test_placement_and_noc_order_like_silicon():
     assert best0 > 1.2 * rand0 > 1.2 * 1.5 * rand1, (best0, rand0, rand1)
 
 
+def test_random_noc1_reads_congest_the_dram_columns():
+    # [isa-dram]'s explanation of the NoC 1 collapse: responses to random reads on NoC 1 leave a DRAM tile going
+    # -y first, so they pile up on the vertical links of the two DRAM columns (x = 0 and x = 5).
+    m = cal._model()
+    for core, bank in cal.random_placement(1, seed=3):
+        r = m.add_risc(core, Proc.NCRISC)
+        for _ in range(32):
+            m.read(r, dram(bank), 8192, Noc.NOC1)
+        m.barrier(r, Barrier.READ)
+    m.run()
+    top = m.busiest_links()[:4]
+    assert all(lk.noc == Noc.NOC1 and lk.axis == 1 and lk.origin[0] in (0, 5) for lk in top), top
+
+
+def test_small_dram_reads_from_many_cores_hit_the_endpoint_request_rate():
+    # tt-metal #55898: a Wormhole DRAM endpoint accepts one read request per ~6.8 cycles per NoC. 24 cores each
+    # reading 64 B pages from one bank: 24 x 128 requests cannot go faster than that, whatever the byte rate.
+    m = cal._model()
+    for core in range(24):
+        r = m.add_risc(core, Proc.NCRISC)
+        for _ in range(128):
+            m.read(r, dram(0), 64)
+        m.barrier(r, Barrier.READ)
+    m.run()
+    k = {c.name: c.value for c in constants()}
+    assert m.duration_cycles >= 24 * 128 * k["kDramRequestCycles"]
+    assert m.duration_cycles < 1.2 * 24 * 128 * k["kDramRequestCycles"] + 1000
+
+
 def test_dram_bandwidth_grows_with_packet_size_like_the_published_table():
     # [dm-dram] Receiver, 64 transactions: 512 B -> 17.4, 2 KB -> 21.0, 8 KB -> 22.0 B/cycle.
     published = {512: 17.38, 2048: 21.04, 8192: 22.03}

@@ -106,6 +106,14 @@ class RiscResult:
 
 
 @dataclass(frozen=True)
+class Link:
+    noc: Noc
+    origin: tuple[int, int]  # physical NoC 0 coordinates of the router the link leaves
+    axis: int  # 0: along x, 1: along y (NoC 0 goes +x/+y, NoC 1 -x/-y)
+    busy: float  # flit-cycles booked
+
+
+@dataclass(frozen=True)
 class Constant:
     name: str
     value: float
@@ -161,6 +169,7 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_duration": ([vp], d),
         "ttfd_tm_risc_result": ([vp, i, ctypes.POINTER(d)], None),
         "ttfd_tm_dram_busy": ([vp, i], d),
+        "ttfd_tm_busiest_link": ([vp, i, ctypes.POINTER(i)], d),
         "ttfd_tm_hops": ([i, i, i, i, i], i),
         "ttfd_tm_worker_xy": ([i, i, i, ctypes.POINTER(i)], None),
         "ttfd_tm_num_constants": ([], i),
@@ -293,3 +302,10 @@ class TimingModel:
 
     def dram_busy(self, bank: int) -> float:
         return self._lib.ttfd_tm_dram_busy(self._h, bank)
+
+    def busiest_links(self) -> list[Link]:
+        """The most occupied NoC links of the replay (up to 16), busiest first."""
+        out, v = [], (ctypes.c_int * 4)()
+        while (busy := self._lib.ttfd_tm_busiest_link(self._h, len(out), v)) > 0:
+            out.append(Link(Noc(v[0]), (v[1], v[2]), v[3], busy))
+        return out

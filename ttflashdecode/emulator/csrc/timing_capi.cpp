@@ -124,6 +124,17 @@ void ttfd_tm_risc_result(void* hp, int risc, double* out) {
 double ttfd_tm_dram_busy(void* hp, int bank) {
     return static_cast<Handle*>(hp)->result.dram_busy.at(size_t(bank));
 }
+// The i-th busiest NoC link of the replay: returns its booked occupancy (0 past the end); out: noc, x, y, axis.
+double ttfd_tm_busiest_link(void* hp, int i, int* out) {
+    const auto& v = static_cast<Handle*>(hp)->result.busiest_links;
+    if (i < 0 || size_t(i) >= v.size()) return 0;
+    const auto& l = v[size_t(i)];
+    out[0] = int(l.noc);
+    out[1] = l.from.x;
+    out[2] = l.from.y;
+    out[3] = l.axis;
+    return l.busy;
+}
 // Hop count of the unicast route a -> b on `noc` (physical NoC 0 coordinates).
 int ttfd_tm_hops(int ax, int ay, int bx, int by, int noc) {
     return timing::Topology::hops({ax, ay}, {bx, by}, Noc(noc));

@@ -61,6 +61,7 @@ using Cycle = double;  // virtual cycles of the 1 GHz AI clock (double: bandwidt
 //   [soc]      the ttnn wheel's tt_metal/soc_descriptors/wormhole_b0_80_arch.yaml
 //   [vec]      /work/shared/WORMHOLE.md from tt-isa-documentation VectorUnit (32 lanes, one instruction a cycle)
 //   [disp]     tt-metal #12074 and the llama3_70b_galaxy perf targets (op-to-op gap in traced decode)
+//   [dram-req] tt-metal #55898 (DRAM endpoint read-request rate, Blackhole ~16.4, Wormhole ~6.8 cycles per NoC)
 // =====================================================================================================================
 namespace k {
 // ---- clock and NoC fabric
@@ -76,6 +77,8 @@ constexpr double kWorkerReadInjectBpc = 28.7;    // M [dm-1f1]: one core reading
 constexpr double kWorkerWriteInjectBpc = 31.1;   // M [dm-1t1]: one core writing another saturates at 31.1 B/cycle
 constexpr double kDramReadBpc = 22.3;            // M [isa-dram]: one GDDR6 channel read, 22.2-22.3 GB/s
 constexpr double kDramWriteBpc = 22.0;           // M [isa-dram]: one GDDR6 channel write, 21.8-22.0 GB/s
+constexpr double kDramRequestCycles = 6.8;       // M [dram-req]: a Wormhole DRAM endpoint accepts one read request
+                                                 //   per ~6.8 cycles per NoC, whatever the size or the requesters
 // ---- fixed latencies (cycles)
 constexpr double kNocIssueCycles = 20;           // D [dm-1f1]/[dm-dram]: 256 back-to-back 32 B reads take 5145 /
                                                  //   5469 cycles, ~20 cycles per transaction on the issuing RISC
@@ -137,6 +140,7 @@ inline const std::vector<ConstantRow>& constant_table() {
         {"kWorkerWriteInjectBpc", k::kWorkerWriteInjectBpc, "B/cycle", 'M', "[dm-1t1]"},
         {"kDramReadBpc", k::kDramReadBpc, "B/cycle", 'M', "[isa-dram]"},
         {"kDramWriteBpc", k::kDramWriteBpc, "B/cycle", 'M', "[isa-dram]"},
+        {"kDramRequestCycles", k::kDramRequestCycles, "cycles", 'M', "[dram-req]"},
         {"kNocIssueCycles", k::kNocIssueCycles, "cycles", 'D', "[dm-1f1] [dm-dram]"},
         {"kReadServiceCycles", k::kReadServiceCycles, "cycles", 'D', "[dm-1f1]"},
         {"kDramAccessCycles", k::kDramAccessCycles, "cycles", 'D', "[dm-dram] [dm-1f1]"},
@@ -333,7 +337,8 @@ class Fabric {
         // Request: a header flit from req to src.
         stage(f, niu_out(n, a), 1, 0);
         route(f, a, b, noc, 1);
-        stage(f, niu_in(n, b), 1, 2 * k::kNiuCycles);
+        // A DRAM endpoint takes one request per kDramRequestCycles on each NoC; a worker's NIU one flit a cycle.
+        stage(f, niu_in(n, b), src.is_dram() ? k::kDramRequestCycles : 1, 2 * k::kNiuCycles);
         f.tail = f.head;  // the response starts once the request header is in
         if (src.is_dram()) stage(f, dram_.at(size_t(src.bank())), bytes / k::kDramReadBpc, k::kDramAccessCycles);
         // Response: a worker's NIU injects at the measured read rate; a DRAM tile's NIU at one flit a cycle (the
@@ -414,6 +419,8 @@ class Fabric {
 
     const Resource& dram_bank(int b) const { return dram_.at(size_t(b)); }
     const Topology& topology() const { return topo_; }
+    // Occupancy booked on the link leaving (x, y) along `axis` (0: x, 1: y) of `noc` (NoC 0 +x/+y, NoC 1 -x/-y).
+    Cycle link_busy(Noc noc, Xy c, int axis) const { return link_[int(noc)][node(c) * 2 + size_t(axis)].busy; }
 
    private:
     static size_t node(Xy c) { return size_t(c.y) * k::kNocCols + size_t(c.x); }
@@ -583,12 +590,20 @@ struct RiscResult {
     Cycle lane_busy[3] = {0, 0, 0};  // compute: unpack / math / pack lane occupancy
 };
 
+struct LinkBusy {
+    Noc noc;
+    Xy from;
+    int axis;    // 0: along x, 1: along y (direction: the NoC's)
+    Cycle busy;  // occupancy booked (flits)
+};
+
 struct Result {
     bool ok = true;
     std::string error;  // replay deadlock (a protocol whose outcome depends on host timing) and what blocked
     Cycle first_start = 0, last_end = 0;
     std::vector<RiscResult> riscs;
     std::vector<Cycle> dram_busy;  // per bank occupancy
+    std::vector<LinkBusy> busiest_links;  // the most occupied NoC links, busiest first (where contention is)
     Cycle duration() const { return last_end - first_start; }
     double duration_ns() const { return duration() / k::kClockGHz; }
 };
@@ -689,11 +704,22 @@ class Engine {
             if (i == 0 || o.end > res.last_end) res.last_end = o.end;
         }
         for (size_t b = 0; b < topo_.dram_banks.size(); ++b) res.dram_busy.push_back(fabric_.dram_bank(int(b)).busy);
+        for (int n = 0; n < 2; ++n)
+            for (int y = 0; y < k::kNocRows; ++y)
+                for (int x = 0; x < k::kNocCols; ++x)
+                    for (int axis = 0; axis < 2; ++axis) {
+                        Cycle b = fabric_.link_busy(Noc(n), {x, y}, axis);
+                        if (b > 0) res.busiest_links.push_back({Noc(n), {x, y}, axis, b});
+                    }
+        std::stable_sort(res.busiest_links.begin(), res.busiest_links.end(),
+                         [](const LinkBusy& a, const LinkBusy& b) { return a.busy > b.busy; });
+        if (res.busiest_links.size() > kBusiestLinks) res.busiest_links.resize(kBusiestLinks);
         return res;
     }
 
    private:
     static constexpr Cycle kHistoryCycles = 1 << 20;
+    static constexpr size_t kBusiestLinks = 16;
     static uint64_t key(int core, uint32_t x) { return (uint64_t(uint32_t(core)) << 32) | x; }
 
     struct CbState {
