@@ -40,6 +40,14 @@ def test_calibration_figure(fig):
     assert abs(err) <= fig.tolerance, report
 
 
+@pytest.mark.parametrize("fig", [f for f in cal.FIGURES if f.draws], ids=lambda f: f.key)
+def test_published_random_placement_is_a_plausible_draw_of_the_model(fig):
+    # The published random-placement figure is ONE draw; it must lie inside the spread of the model's draws
+    # (seeds 0 .. RANDOM_PLACEMENT_SEEDS - 1 of timing_calibration.random_placement).
+    draws = fig.draws()
+    assert min(draws) <= fig.published <= max(draws), (fig.key, fig.published, sorted(draws))
+
+
 def test_placement_and_noc_order_like_silicon():
     # [isa-dram]: careful placement beats random on both NoCs, and random reads are far worse on NoC 1 (responses
     # from the DRAM columns travel along those columns first) than on NoC 0.
