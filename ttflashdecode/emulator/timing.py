@@ -154,6 +154,7 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_write": ([vp, i, i, u, i, u], None),
         "ttfd_tm_write_multicast": ([vp, i, i, i, u, i, i], None),
         "ttfd_tm_sem_inc": ([vp, i, i, u, u, i], None),
+        "ttfd_tm_sem_inc_multicast": ([vp, i, i, i, u, u, i], None),
         "ttfd_tm_sem_write_remote": ([vp, i, i, u, u, i], None),
         "ttfd_tm_sem_wait": ([vp, i, u, u, i], None),
         "ttfd_tm_sem_set": ([vp, i, u, u], None),
@@ -251,6 +252,11 @@ class TimingModel:
 
     def sem_inc(self, risc: int, core: int, l1_off: int, incr: int = 1, noc: Noc = Noc.NOC0) -> None:
         self._lib.ttfd_tm_sem_inc(self._h, risc, core, l1_off, incr, int(noc))
+
+    def sem_inc_multicast(self, risc: int, first: int, last: int, l1_off: int, incr: int = 1,
+                          noc: Noc = Noc.NOC0) -> None:
+        """noc_semaphore_inc_multicast to the cores of the rectangle with corners `first` and `last` (row-major)."""
+        self._lib.ttfd_tm_sem_inc_multicast(self._h, risc, first, last, l1_off, incr, int(noc))
 
     def sem_write_remote(self, risc: int, core: int, l1_off: int, value: int, noc: Noc = Noc.NOC0) -> None:
         self._lib.ttfd_tm_sem_write_remote(self._h, risc, core, l1_off, value, int(noc))

@@ -55,6 +55,9 @@ void ttfd_tm_write_multicast(void* h, int risc, int first, int last, unsigned by
 void ttfd_tm_sem_inc(void* h, int risc, int core, unsigned off, unsigned incr, int noc) {
     R(static_cast<Handle*>(h), risc).sem_inc(core, off, incr, Noc(noc));
 }
+void ttfd_tm_sem_inc_multicast(void* h, int risc, int first, int last, unsigned off, unsigned incr, int noc) {
+    R(static_cast<Handle*>(h), risc).sem_inc_multicast(first, last, off, incr, Noc(noc));
+}
 void ttfd_tm_sem_write_remote(void* h, int risc, int core, unsigned off, unsigned value, int noc) {
     R(static_cast<Handle*>(h), risc).sem_write_remote(core, off, value, Noc(noc));
 }

@@ -61,6 +61,7 @@ using Cycle = double;  // virtual cycles of the 1 GHz AI clock (double: bandwidt
 //   [soc]      the ttnn wheel's tt_metal/soc_descriptors/wormhole_b0_80_arch.yaml
 //   [vec]      /work/shared/WORMHOLE.md from tt-isa-documentation VectorUnit (32 lanes, one instruction a cycle)
 //   [disp]     tt-metal #12074 and the llama3_70b_galaxy perf targets (op-to-op gap in traced decode)
+//   [sfpu-wh]  tt-metal PR #54938 (Wormhole n300 SFPU MATH_ISOLATE cycles, tile_cnt 8 x loop_factor 16)
 //   [dram-req] tt-metal #55898 (DRAM endpoint read-request rate, Blackhole ~16.4, Wormhole ~6.8 cycles per NoC)
 // =====================================================================================================================
 namespace k {
@@ -101,10 +102,13 @@ constexpr double kTransposeTile = 16;            // D [me]: transpose_xy through
 constexpr double kSfpuStepsPerTile = 32;         // N [vec]: 32 lanes -> 32 steps a tile per SFPU instruction
 constexpr double kExpAccurateTile = 748;         // M [exp] PR #43973: _sfpu_exp_21f_bf16_ with replay, Wormhole
 constexpr double kExpApproxTile = 189;           // M [exp] PR #32968: exp+fast+approx, Wormhole bf16
-constexpr double kRecipTile = 32 * 10;           // D [vec]: ~10 SFPU instructions per step (Newton-Raphson) x 32
-constexpr double kRecipApproxTile = 32 * 6;      // D [vec]: ~6 instructions per step in approximation mode
-constexpr double kSfpuBinaryTile = 32 * 5;       // D [vec]: load, load, op, store + address bump per step
-constexpr double kSfpuSimpleTile = 32 * 4;       // D [vec]: load, op, store + bump per step
+constexpr double kRecipTile = 1059;              // M [sfpu-wh] PR #54938: reciprocal_compat 135610 cycles for
+                                                 //   8 tiles x 16 loops (MATH_ISOLATE, Float16_b); the wheel's
+                                                 //   rewritten recip is not measured publicly: an upper bound
+constexpr double kRecipApproxTile = 1059;        // D: no public Wormhole figure for approximate recip: as exact
+constexpr double kSfpuSimpleTile = 298;          // M [sfpu-wh] PR #54938: relu_max (load, min, max, store a step)
+                                                 //   38205 cycles for 8 tiles x 16 loops (MATH_ISOLATE, Float16_b)
+constexpr double kSfpuBinaryTile = 298 + 32;     // D [sfpu-wh] [vec]: a simple op plus a second load a step
 constexpr double kUnpackBpc = 64;                // D [gemm]: unpacker L1 read rate assumed 64 B/cycle (a bf16 tile
                                                  //   in 32 cycles, bfp8 in 17) so that LoFi/HiFi2 matmul stays
                                                  //   math-bound, as the measured ~93% peak utilisation requires
@@ -157,10 +161,10 @@ inline const std::vector<ConstantRow>& constant_table() {
         {"kSfpuStepsPerTile", k::kSfpuStepsPerTile, "steps", 'N', "[vec]"},
         {"kExpAccurateTile", k::kExpAccurateTile, "cycles/tile", 'M', "[exp] #43973"},
         {"kExpApproxTile", k::kExpApproxTile, "cycles/tile", 'M', "[exp] #32968"},
-        {"kRecipTile", k::kRecipTile, "cycles/tile", 'D', "[vec]"},
-        {"kRecipApproxTile", k::kRecipApproxTile, "cycles/tile", 'D', "[vec]"},
-        {"kSfpuBinaryTile", k::kSfpuBinaryTile, "cycles/tile", 'D', "[vec]"},
-        {"kSfpuSimpleTile", k::kSfpuSimpleTile, "cycles/tile", 'D', "[vec]"},
+        {"kRecipTile", k::kRecipTile, "cycles/tile", 'M', "[sfpu-wh] #54938"},
+        {"kRecipApproxTile", k::kRecipApproxTile, "cycles/tile", 'D', "-"},
+        {"kSfpuSimpleTile", k::kSfpuSimpleTile, "cycles/tile", 'M', "[sfpu-wh] #54938"},
+        {"kSfpuBinaryTile", k::kSfpuBinaryTile, "cycles/tile", 'D', "[sfpu-wh] [vec]"},
         {"kUnpackBpc", k::kUnpackBpc, "B/cycle", 'D', "[gemm]"},
         {"kPackBpc", k::kPackBpc, "B/cycle", 'D', "[gemm]"},
         {"kTileOpOverhead", k::kTileOpOverhead, "cycles", 'D', "-"},
