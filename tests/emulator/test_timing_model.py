@@ -180,6 +180,22 @@ def test_matmul_cycles_by_fidelity():
     assert per_tile == {Fidelity.LOFI: 16, Fidelity.HIFI2: 32, Fidelity.HIFI3: 48, Fidelity.HIFI4: 64}
 
 
+def test_half_tiles_cost_half_the_math():
+    # Upstream sdpa_decode multiplies 16-row (half) Q tiles: the matrix engine takes 8 rows a cycle, so a 16-row
+    # in0 tile costs half a full tile's matmul; likewise an SFPU op on two of the four faces.
+    def math(op: Op, fraction: float) -> float:
+        m = TimingModel()
+        r = m.add_risc(0, Proc.COMPUTE)
+        m.compute(r, op, 64, 0, 0, Fidelity.HIFI2, tile_fraction=fraction)
+        m.run()
+        return m.risc_result(r).lane_busy[1]
+
+    k = {c.name: c.value for c in constants()}
+    for op in (Op.MATMUL, Op.SFPU_EXP):
+        overhead = k["kTileOpOverhead"]
+        assert math(op, 0.5) - overhead == pytest.approx((math(op, 1.0) - overhead) / 2)
+
+
 def _exp_pipeline(approx: bool, tiles: int = 32) -> tuple[TimingModel, dict[str, int]]:
     """Reader: DRAM bf16 tiles -> CB 0 (2 pages); compute: exp -> CB 16 (2 pages); writer: CB 16 -> DRAM."""
     m = TimingModel()

@@ -159,7 +159,7 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_sem_wait": ([vp, i, u, u, i], None),
         "ttfd_tm_sem_set": ([vp, i, u, u], None),
         "ttfd_tm_barrier": ([vp, i, i, u], None),
-        "ttfd_tm_compute": ([vp, i, i, u, u, u, i, i], None),
+        "ttfd_tm_compute": ([vp, i, i, u, u, u, i, i, d], None),
         "ttfd_tm_pack": ([vp, i, u, u], None),
         "ttfd_tm_tile_regs": ([vp, i, i], None),
         "ttfd_tm_cb": ([vp, i, i, u, u], None),
@@ -271,9 +271,11 @@ class TimingModel:
         self._lib.ttfd_tm_barrier(self._h, risc, int(kind), trid)
 
     def compute(self, risc: int, op: Op, math_tiles: int, unpack_tiles: int = 0, tile_bytes: int = 2048,
-                fidelity: Fidelity = Fidelity.HIFI4, approx: bool = False) -> None:
+                fidelity: Fidelity = Fidelity.HIFI4, approx: bool = False, tile_fraction: float = 1.0) -> None:
+        """`tile_fraction`: share of a 32x32 tile the math touches (16-row in0 tiles of a matmul, or an SFPU op on
+        two of four faces: 0.5)."""
         self._lib.ttfd_tm_compute(self._h, risc, int(op), math_tiles, unpack_tiles, tile_bytes, int(fidelity),
-                                  int(approx))
+                                  int(approx), float(tile_fraction))
 
     def pack(self, risc: int, tiles: int, tile_bytes: int = 2048) -> None:
         self._lib.ttfd_tm_pack(self._h, risc, tiles, tile_bytes)

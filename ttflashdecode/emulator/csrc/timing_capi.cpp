@@ -78,9 +78,9 @@ void ttfd_tm_barrier(void* h, int risc, int kind, unsigned trid) {
     }
 }
 void ttfd_tm_compute(void* h, int risc, int op, unsigned math_tiles, unsigned unpack_tiles, unsigned tile_bytes,
-                     int fidelity, int approx) {
+                     int fidelity, int approx, double tile_fraction) {
     R(static_cast<Handle*>(h), risc)
-        .compute(timing::Op(op), math_tiles, unpack_tiles, tile_bytes, uint8_t(fidelity), approx != 0);
+        .compute(timing::Op(op), math_tiles, unpack_tiles, tile_bytes, uint8_t(fidelity), approx != 0, tile_fraction);
 }
 void ttfd_tm_pack(void* h, int risc, unsigned tiles, unsigned tile_bytes) {
     R(static_cast<Handle*>(h), risc).pack(tiles, tile_bytes);

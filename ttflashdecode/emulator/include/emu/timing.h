@@ -501,7 +501,7 @@ struct Event {
     uint8_t noc = 0, op = 0, flags = 0;  // flags bit0: approx (compute) / at_least (sem wait) / include_self (mcast)
     int32_t target = 0;                   // Endpoint id, CB index, first core of a rectangle, or fidelity
     uint32_t a = 0, b = 0, c = 0;         // bytes / pages / value / trid / L1 offset ... (per kind)
-    double d = 0;                         // Delay cycles
+    double d = 0;                         // Delay: cycles; Compute: tile fraction
 };
 
 class Risc {
@@ -547,11 +547,15 @@ class Risc {
 
     // ---- compute (the compute stream's three lanes)
     // `math_tiles` tiles of `op`; before them the unpacker reads `unpack_tiles` tiles of `unpack_tile_bytes` (0 for
-    // SFPU ops, which work on DST). fidelity: ttnn MathFidelity value.
+    // SFPU ops, which work on DST). fidelity: ttnn MathFidelity value. `tile_fraction`: the share of a 32x32 tile the
+    // math touches: a matmul whose in0 tiles have 16 rows (half / tiny tiles: the engine takes 8 rows a cycle) is
+    // 0.5; an SFPU op on two of the four faces (VectorMode R or C) is 0.5.
     void compute(Op op, uint32_t math_tiles, uint32_t unpack_tiles, uint32_t unpack_tile_bytes, uint8_t fidelity,
-                 bool approx = false) {
-        add({Ev::Compute, 0, uint8_t(op), uint8_t(approx), int32_t(fidelity), math_tiles, unpack_tiles,
-             unpack_tile_bytes});
+                 bool approx = false, double tile_fraction = 1.0) {
+        Event e{Ev::Compute, 0, uint8_t(op), uint8_t(approx), int32_t(fidelity), math_tiles, unpack_tiles,
+                unpack_tile_bytes};
+        e.d = tile_fraction;
+        add(e);
     }
     void pack(uint32_t tiles, uint32_t tile_bytes) { add({Ev::Pack, 0, 0, 0, 0, tiles, tile_bytes}); }
     void tile_regs_acquire() { add({Ev::RegsAcquire}); }
@@ -708,12 +712,12 @@ class Engine {
             if (i == 0 || o.end > res.last_end) res.last_end = o.end;
         }
         for (size_t b = 0; b < topo_.dram_banks.size(); ++b) res.dram_busy.push_back(fabric_.dram_bank(int(b)).busy);
-        for (int n = 0; n < 2; ++n)
+        for (int noc = 0; noc < 2; ++noc)
             for (int y = 0; y < k::kNocRows; ++y)
                 for (int x = 0; x < k::kNocCols; ++x)
                     for (int axis = 0; axis < 2; ++axis) {
-                        Cycle b = fabric_.link_busy(Noc(n), {x, y}, axis);
-                        if (b > 0) res.busiest_links.push_back({Noc(n), {x, y}, axis, b});
+                        Cycle b = fabric_.link_busy(Noc(noc), {x, y}, axis);
+                        if (b > 0) res.busiest_links.push_back({Noc(noc), {x, y}, axis, b});
                     }
         std::stable_sort(res.busiest_links.begin(), res.busiest_links.end(),
                          [](const LinkBusy& a, const LinkBusy& b) { return a.busy > b.busy; });
@@ -940,7 +944,7 @@ class Engine {
             }
             case Ev::Compute: {
                 Op op = Op(e.op);
-                Cycle math = math_cycles(op, uint8_t(e.target), e.flags & 1) * e.a;
+                Cycle math = math_cycles(op, uint8_t(e.target), e.flags & 1) * e.a * (e.d > 0 ? e.d : 1.0);
                 if (is_sfpu(op)) {
                     charge(i, s.lane[1], k::kTileOpOverhead + math, 1);
                     break;
