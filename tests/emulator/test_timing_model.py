@@ -319,6 +319,39 @@ def test_replay_is_deterministic_whatever_the_recording_interleaving():
     assert a[0] > 16 * 4096 / 22.3  # four readers share each bank
 
 
+def test_recording_from_concurrent_threads_gives_the_same_replay():
+    # The emulator records from one host thread per RISC; ctypes drops the GIL during each call, so these threads
+    # really do append concurrently. Each thread owns its RISC's trace, so the replay cannot tell.
+    import threading
+
+    def run(concurrent: bool) -> tuple[float, int]:
+        m = TimingModel()
+        pairs = cal.random_placement(2, seed=11)
+        rs = [m.add_risc(core, Proc.NCRISC) for core, _ in pairs]
+
+        def record(r: int, bank: int) -> None:
+            for k in range(200):
+                m.read(r, dram(bank), 1088 + 32 * (k % 3))
+                if k % 8 == 7:
+                    m.barrier(r, Barrier.READ)
+            m.barrier(r, Barrier.READ)
+
+        if concurrent:
+            threads = [threading.Thread(target=record, args=(r, b)) for r, (_, b) in zip(rs, pairs)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        else:
+            for r, (_, b) in zip(rs, pairs):
+                record(r, b)
+        digest = m.trace_digest()
+        m.run()
+        return m.duration_cycles, digest
+
+    assert run(True) == run(False) == run(True)
+
+
 def test_docs_table_lists_the_codes_constants():
     doc = (REPO / "docs" / "TIMING.md").read_text()
     rows = {m.group(1): (float(m.group(2)), m.group(3)) for m in
