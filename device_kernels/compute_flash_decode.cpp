@@ -26,7 +26,10 @@
 // wrap-around, so a CB read at an index past its front block is pushed and popped in blocks that tile its
 // capacity (O and l only read their front block; the running max ping-pongs between cb_m and cb_m_next).
 // (2) Unpack (TRISC0) and pack (TRISC2) run on different RISCs, so a tile packed here is unpacked only after
-// cb_wait_front on it, exactly as if another core had produced it.
+// wait_front on it, exactly as if another core had produced it.
+//
+// Arguments (ttflashdecode/kernel_args.py: COMPUTE_ARGS): named compile-time args only; runtime args in the order of
+// kernel_args.ComputeRuntimeArgs. CBs are synchronised through CircularBuffer; the compute API takes their indices.
 
 #include <cstdint>
 
@@ -45,6 +48,7 @@
 #include "api/compute/eltwise_unary/exp.h"
 #include "api/compute/eltwise_unary/recip.h"
 #include "api/compute/eltwise_unary/threshold.h"
+#include "api/dataflow/circular_buffer.h"
 #include "flash_decode_common.hpp"
 
 using namespace ckernel;
@@ -52,46 +56,46 @@ using namespace flash_decode;
 
 namespace {
 
-// ---- circular buffers (indices fixed by ttflashdecode/plan.py)
-constexpr uint32_t cb_q = tt::CBIndex::c_0;
-constexpr uint32_t cb_k = tt::CBIndex::c_1;
-constexpr uint32_t cb_v = tt::CBIndex::c_2;
-constexpr uint32_t cb_mask = tt::CBIndex::c_3;
-constexpr uint32_t cb_scale = tt::CBIndex::c_4;
-constexpr uint32_t cb_ones = tt::CBIndex::c_5;
-constexpr uint32_t cb_cur_pos = tt::CBIndex::c_6;
-constexpr uint32_t cb_partial_in = tt::CBIndex::c_8;    // partials sent by tree partners, one slot per round
-constexpr uint32_t cb_partial_out = tt::CBIndex::c_9;   // this core's (O, m, l) for the writer to send
-constexpr uint32_t cb_out = tt::CBIndex::c_16;          // normalised output (root only)
-constexpr uint32_t cb_q_scaled = tt::CBIndex::c_24;
-constexpr uint32_t cb_scores = tt::CBIndex::c_25;       // S of one chunk
-constexpr uint32_t cb_probs = tt::CBIndex::c_26;        // P of one chunk
-constexpr uint32_t cb_o = tt::CBIndex::c_27;            // running O: old block at the front, new one behind
+// ---- circular buffers (the planner's CB table, ttflashdecode/plan/cbs.py)
+constexpr uint32_t cb_q = get_named_compile_time_arg_val("cb_q");
+constexpr uint32_t cb_k = get_named_compile_time_arg_val("cb_k");
+constexpr uint32_t cb_v = get_named_compile_time_arg_val("cb_v");
+constexpr uint32_t cb_mask = get_named_compile_time_arg_val("cb_mask");
+constexpr uint32_t cb_scale = get_named_compile_time_arg_val("cb_scale");
+constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");
+constexpr uint32_t cb_cur_pos = get_named_compile_time_arg_val("cb_cur_pos");
+constexpr uint32_t cb_partial_in = get_named_compile_time_arg_val("cb_partial_in");    // partials sent by tree partners, one slot per round
+constexpr uint32_t cb_partial_out = get_named_compile_time_arg_val("cb_partial_out");  // this core's (O, m, l) for the writer to send
+constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");                  // normalised output (root only)
+constexpr uint32_t cb_q_scaled = get_named_compile_time_arg_val("cb_q_scaled");
+constexpr uint32_t cb_scores = get_named_compile_time_arg_val("cb_scores");            // S of one chunk
+constexpr uint32_t cb_probs = get_named_compile_time_arg_val("cb_probs");              // P of one chunk
+constexpr uint32_t cb_o = get_named_compile_time_arg_val("cb_o");                      // running O: old block at the front, new one behind
 // running max: m_cur holds it, a new max goes to m_next, then the two swap (see rule 1 above)
-uint32_t cb_m_cur = tt::CBIndex::c_28;
-uint32_t cb_m_next = tt::CBIndex::c_14;
-constexpr uint32_t cb_l = tt::CBIndex::c_29;            // running sum, same old/new discipline
-constexpr uint32_t cb_row_stat = tt::CBIndex::c_30;     // rowmax / rowsum of one chunk
-constexpr uint32_t cb_alpha = tt::CBIndex::c_31;        // rescale factors exp(m - m_new), one block at a time
-constexpr uint32_t cb_scratch = tt::CBIndex::c_7;       // partner contribution O_i * a_i, l_i * a_i
-constexpr uint32_t cb_sink = tt::CBIndex::c_13;         // attention sinks as a partial: m tiles, then l tiles
+uint32_t cb_m_cur = get_named_compile_time_arg_val("cb_m");
+uint32_t cb_m_next = get_named_compile_time_arg_val("cb_m_next");
+constexpr uint32_t cb_l = get_named_compile_time_arg_val("cb_l");                      // running sum, same old/new discipline
+constexpr uint32_t cb_row_stat = get_named_compile_time_arg_val("cb_row_stat");        // rowmax / rowsum of one chunk
+constexpr uint32_t cb_alpha = get_named_compile_time_arg_val("cb_alpha");              // rescale factors exp(m - m_new), one block at a time
+constexpr uint32_t cb_scratch = get_named_compile_time_arg_val("cb_scratch");          // partner contribution O_i * a_i, l_i * a_i
+constexpr uint32_t cb_sink = get_named_compile_time_arg_val("cb_sink");                // attention sinks as a partial: m tiles, then l tiles
 
 // ---- compile-time shape
-constexpr uint32_t DHt = get_compile_time_arg_val(0);
-constexpr uint32_t vDHt = get_compile_time_arg_val(1);
-constexpr uint32_t Sk_t = get_compile_time_arg_val(2);
-constexpr uint32_t PNHt = get_compile_time_arg_val(3);
-constexpr uint32_t q_len = get_compile_time_arg_val(4);
-constexpr uint32_t num_kv_heads = get_compile_time_arg_val(5);
-constexpr uint32_t sliding_window = get_compile_time_arg_val(6);
-constexpr bool exp_approx = get_compile_time_arg_val(7) == 1;
-constexpr bool use_attn_mask = get_compile_time_arg_val(8) == 1;  // every chunk comes with a user mask
-constexpr bool use_sink = get_compile_time_arg_val(9) == 1;
-constexpr bool is_causal = get_compile_time_arg_val(10) == 1;  // else every query sees all kv_len positions
+constexpr uint32_t DHt = get_named_compile_time_arg_val("DHt");
+constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
+constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");
+constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");
+constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
+constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
+constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
+constexpr bool exp_approx = get_named_compile_time_arg_val("exp_approx") == 1;
+constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;  // every chunk comes with a user mask
+constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
+constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else every query sees all kv_len positions
 // Head-dim tiling (FFPA's split-D): K arrives one position tile at a time in blocks of k_head_block head-dim
 // tiles, V one column block of v_head_block tiles of the whole chunk at a time (see the reader).
-constexpr uint32_t k_head_block = get_compile_time_arg_val(11);
-constexpr uint32_t v_head_block = get_compile_time_arg_val(12);
+constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");
+constexpr uint32_t v_head_block = get_named_compile_time_arg_val("v_head_block");
 constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
 constexpr uint32_t v_blocks = vDHt / v_head_block;
 static_assert(DHt % k_head_block == 0 && vDHt % v_head_block == 0, "head blocks must tile the head dims");
@@ -137,26 +141,26 @@ void exp_in_dst(uint32_t dst) {
 void scale_tiles(uint32_t in, uint32_t scalar_cb, uint32_t out, uint32_t n) {
     configure(in, scalar_cb, out);
     mul_bcast_scalar_init(in, scalar_cb);
-    cb_reserve_back(out, n);
+    CircularBuffer(out).reserve_back(n);
     for (uint32_t i = 0; i < n; ++i) {
         tile_regs_acquire();
         mul_tiles_bcast_scalar(in, scalar_cb, i, 0, 0);
         pack_result(out);
     }
-    cb_push_back(out, n);
+    CircularBuffer(out).push_back(n);
 }
 
 // scores = [mask +] q . k^T for one chunk. K comes one position tile j at a time, as k_blocks_per_row blocks of
 // k_head_block head-dim tiles; score tile (r, j) lands at r * Sk_t + j of cb_scores (packed out of order).
 void chunk_scores(bool masked) {
     if (masked) {
-        cb_wait_front(cb_mask, s_tiles);
+        CircularBuffer(cb_mask).wait_front(s_tiles);
     }
-    cb_reserve_back(cb_scores, s_tiles);
+    CircularBuffer(cb_scores).reserve_back(s_tiles);
     for (uint32_t j = 0; j < Sk_t; ++j) {
         if constexpr (k_blocks_per_row == 1) {
             // The whole K row is resident: one score tile per DST section, any number of row blocks.
-            cb_wait_front(cb_k, DHt);
+            CircularBuffer(cb_k).wait_front(DHt);
             for (uint32_t r = 0; r < PNHt; ++r) {
                 tile_regs_acquire();
                 if (masked) {
@@ -176,7 +180,7 @@ void chunk_scores(bool masked) {
                 pack_tile<true>(0, cb_scores, r * Sk_t + j);
                 tile_regs_release();
             }
-            cb_pop_front(cb_k, DHt);
+            CircularBuffer(cb_k).pop_front(DHt);
         } else {
             // Narrow K blocks: the PNHt score tiles of position tile j stay in DST (the planner keeps PNHt within
             // DST's capacity) while the blocks of the row stream through.
@@ -192,13 +196,13 @@ void chunk_scores(bool masked) {
             configure(cb_k, cb_q_scaled, cb_scores);
             matmul_init(cb_q_scaled, cb_k, /*transpose=*/1);
             for (uint32_t block = 0; block < k_blocks_per_row; ++block) {
-                cb_wait_front(cb_k, k_head_block);
+                CircularBuffer(cb_k).wait_front(k_head_block);
                 for (uint32_t r = 0; r < PNHt; ++r) {
                     for (uint32_t d = 0; d < k_head_block; ++d) {
                         matmul_tiles(cb_q_scaled, cb_k, r * DHt + block * k_head_block + d, d, r);
                     }
                 }
-                cb_pop_front(cb_k, k_head_block);
+                CircularBuffer(cb_k).pop_front(k_head_block);
             }
             for (uint32_t r = 0; r < PNHt; ++r) {
                 select_hidden_scores(r);
@@ -211,9 +215,9 @@ void chunk_scores(bool masked) {
             tile_regs_release();
         }
     }
-    cb_push_back(cb_scores, s_tiles);
+    CircularBuffer(cb_scores).push_back(s_tiles);
     if (masked) {
-        cb_pop_front(cb_mask, s_tiles);
+        CircularBuffer(cb_mask).pop_front(s_tiles);
     }
 }
 
@@ -226,8 +230,8 @@ void row_reduce(uint32_t in, uint32_t out) {
         configure(cb_ones, in, out);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
     }
     reduce_init<pool, ReduceDim::REDUCE_ROW>(in, cb_ones, out);
-    cb_wait_front(in, s_tiles);
-    cb_reserve_back(out, PNHt);
+    CircularBuffer(in).wait_front(s_tiles);
+    CircularBuffer(out).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
         for (uint32_t j = 0; j < Sk_t; ++j) {
@@ -235,15 +239,15 @@ void row_reduce(uint32_t in, uint32_t out) {
         }
         pack_result(out);
     }
-    cb_push_back(out, PNHt);
+    CircularBuffer(out).push_back(PNHt);
     reduce_uninit();
 }
 
 // Pushes PNHt tiles max(a[a_first + r], b[b_first + r]) to cb_m_next.
 void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
-    cb_wait_front(a, a_first + PNHt);
-    cb_wait_front(b, b_first + PNHt);
-    cb_reserve_back(cb_m_next, PNHt);
+    CircularBuffer(a).wait_front(a_first + PNHt);
+    CircularBuffer(b).wait_front(b_first + PNHt);
+    CircularBuffer(cb_m_next).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
         reconfig_data_format_srca(a);
@@ -257,24 +261,24 @@ void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
         binary_max_tile(0, 1, 0);
         pack_result(cb_m_next);
     }
-    cb_push_back(cb_m_next, PNHt);
+    CircularBuffer(cb_m_next).push_back(PNHt);
 }
 
 // The new max becomes the running max: drops the old one and swaps the roles of the two CBs.
 void advance_max() {
-    cb_pop_front(cb_m_cur, PNHt);
+    CircularBuffer(cb_m_cur).pop_front(PNHt);
     const uint32_t old = cb_m_cur;
     cb_m_cur = cb_m_next;
     cb_m_next = old;
-    cb_wait_front(cb_m_cur, PNHt);
+    CircularBuffer(cb_m_cur).wait_front(PNHt);
 }
 
 // Pushes PNHt tiles exp(in[in_first + r] - m_new[r]) to cb_alpha, m_new being the block in cb_m_next.
 void push_rescale(uint32_t in, uint32_t in_first) {
-    cb_wait_front(in, in_first + PNHt);
-    cb_wait_front(cb_m_next, PNHt);
+    CircularBuffer(in).wait_front(in_first + PNHt);
+    CircularBuffer(cb_m_next).wait_front(PNHt);
     configure(in, cb_m_next, cb_alpha);
-    cb_reserve_back(cb_alpha, PNHt);
+    CircularBuffer(cb_alpha).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
         sub_init(in, cb_m_next);
@@ -282,15 +286,15 @@ void push_rescale(uint32_t in, uint32_t in_first) {
         exp_in_dst(0);
         pack_result(cb_alpha);
     }
-    cb_push_back(cb_alpha, PNHt);
+    CircularBuffer(cb_alpha).push_back(PNHt);
 }
 
 // probs = exp(scores - m), m being the running max (already updated with this chunk)
 void chunk_probs() {
-    cb_wait_front(cb_scores, s_tiles);
-    cb_wait_front(cb_m_cur, PNHt);
+    CircularBuffer(cb_scores).wait_front(s_tiles);
+    CircularBuffer(cb_m_cur).wait_front(PNHt);
     configure(cb_scores, cb_m_cur, cb_probs);
-    cb_reserve_back(cb_probs, s_tiles);
+    CircularBuffer(cb_probs).reserve_back(s_tiles);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t j = 0; j < Sk_t; ++j) {
             tile_regs_acquire();
@@ -300,15 +304,15 @@ void chunk_probs() {
             pack_result(cb_probs);
         }
     }
-    cb_push_back(cb_probs, s_tiles);
+    CircularBuffer(cb_probs).push_back(s_tiles);
 }
 
 // Pushes a new l behind the old one: l * alpha[alpha_first + r] + addend[addend_first + r].
 void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_first) {
-    cb_wait_front(cb_l, PNHt);
-    cb_wait_front(cb_alpha, alpha_first + PNHt);
-    cb_wait_front(addend, addend_first + PNHt);
-    cb_reserve_back(cb_l, PNHt);
+    CircularBuffer(cb_l).wait_front(PNHt);
+    CircularBuffer(cb_alpha).wait_front(alpha_first + PNHt);
+    CircularBuffer(addend).wait_front(addend_first + PNHt);
+    CircularBuffer(cb_l).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
         configure(cb_l, cb_alpha, cb_l);
@@ -319,9 +323,9 @@ void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_fi
         add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(addend, addend_first + r, 0);
         pack_result(cb_l);
     }
-    cb_push_back(cb_l, PNHt);
-    cb_pop_front(cb_l, PNHt);
-    cb_wait_front(cb_l, PNHt);
+    CircularBuffer(cb_l).push_back(PNHt);
+    CircularBuffer(cb_l).pop_front(PNHt);
+    CircularBuffer(cb_l).wait_front(PNHt);
 }
 
 // Pushes the PNHt x tiles_per_row block at in[in_first..] to `out`, row block r scaled by the column vector in
@@ -329,7 +333,7 @@ void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_fi
 void push_rows_scaled(uint32_t in, uint32_t in_first, uint32_t tiles_per_row, uint32_t col, uint32_t out) {
     configure(in, col, out);
     mul_bcast_cols_init(in, col);
-    cb_reserve_back(out, PNHt * tiles_per_row);
+    CircularBuffer(out).reserve_back(PNHt * tiles_per_row);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t c = 0; c < tiles_per_row; ++c) {
             tile_regs_acquire();
@@ -337,23 +341,23 @@ void push_rows_scaled(uint32_t in, uint32_t in_first, uint32_t tiles_per_row, ui
             pack_result(out);
         }
     }
-    cb_push_back(out, PNHt * tiles_per_row);
+    CircularBuffer(out).push_back(PNHt * tiles_per_row);
 }
 
 // Moves n tiles from the front of `in` to the back of `out`.
 void move_tiles(uint32_t in, uint32_t out, uint32_t n) {
-    cb_wait_front(in, n);
+    CircularBuffer(in).wait_front(n);
     reconfig_data_format_srca(in);
     pack_reconfig_data_format(out);
     copy_init(in);
-    cb_reserve_back(out, n);
+    CircularBuffer(out).reserve_back(n);
     for (uint32_t i = 0; i < n; ++i) {
         tile_regs_acquire();
         copy_tile(in, i, 0);
         pack_result(out);
     }
-    cb_push_back(out, n);
-    cb_pop_front(in, n);
+    CircularBuffer(out).push_back(n);
+    CircularBuffer(in).pop_front(n);
 }
 
 // Flash attention over one chunk. `first` is this core's first chunk of the group: no running state yet.
@@ -363,33 +367,33 @@ void process_chunk(bool first, bool masked) {
     row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
     if (first) {
         move_tiles(cb_row_stat, cb_m_cur, PNHt);
-        cb_wait_front(cb_m_cur, PNHt);
+        CircularBuffer(cb_m_cur).wait_front(PNHt);
     } else {
         push_max(cb_m_cur, 0, cb_row_stat, 0);  // m_next = max(m, rowmax(S))
-        cb_pop_front(cb_row_stat, PNHt);
+        CircularBuffer(cb_row_stat).pop_front(PNHt);
         push_rescale(cb_m_cur, 0);              // alpha = exp(m - m_next)
         advance_max();
     }
 
     chunk_probs();
-    cb_pop_front(cb_scores, s_tiles);
-    cb_wait_front(cb_probs, s_tiles);
+    CircularBuffer(cb_scores).pop_front(s_tiles);
+    CircularBuffer(cb_probs).wait_front(s_tiles);
 
     row_reduce<PoolType::SUM>(cb_probs, cb_row_stat);
     if (first) {
         move_tiles(cb_row_stat, cb_l, PNHt);
     } else {
-        cb_wait_front(cb_alpha, PNHt);
-        cb_wait_front(cb_row_stat, PNHt);
+        CircularBuffer(cb_alpha).wait_front(PNHt);
+        CircularBuffer(cb_row_stat).wait_front(PNHt);
         push_rescaled_sum(0, cb_row_stat, 0);
-        cb_pop_front(cb_row_stat, PNHt);
+        CircularBuffer(cb_row_stat).pop_front(PNHt);
     }
 
     // O = O * alpha + P . V, one V column block ([Sk_t x v_head_block] tiles) at a time; O tile (r, c) lands at
     // r * vDHt + c of cb_o (packed out of order when there are several blocks).
-    cb_reserve_back(cb_o, o_tiles);
+    CircularBuffer(cb_o).reserve_back(o_tiles);
     for (uint32_t block = 0; block < v_blocks; ++block) {
-        cb_wait_front(cb_v, Sk_t * v_head_block);
+        CircularBuffer(cb_v).wait_front(Sk_t * v_head_block);
         for (uint32_t r = 0; r < PNHt; ++r) {
             for (uint32_t cc = 0; cc < v_head_block; ++cc) {
                 const uint32_t c = block * v_head_block + cc;
@@ -410,13 +414,13 @@ void process_chunk(bool first, bool masked) {
                 tile_regs_release();
             }
         }
-        cb_pop_front(cb_v, Sk_t * v_head_block);
+        CircularBuffer(cb_v).pop_front(Sk_t * v_head_block);
     }
-    cb_push_back(cb_o, o_tiles);
-    cb_pop_front(cb_probs, s_tiles);
+    CircularBuffer(cb_o).push_back(o_tiles);
+    CircularBuffer(cb_probs).pop_front(s_tiles);
     if (!first) {
-        cb_pop_front(cb_o, o_tiles);
-        cb_pop_front(cb_alpha, PNHt);
+        CircularBuffer(cb_o).pop_front(o_tiles);
+        CircularBuffer(cb_alpha).pop_front(PNHt);
     }
 }
 
@@ -428,7 +432,7 @@ void merge_partial(uint32_t in, bool has_o) {
     const uint32_t m_in = has_o ? o_tiles : 0;
     const uint32_t l_in = m_in + PNHt;
     const uint32_t in_tiles = l_in + PNHt;
-    cb_wait_front(in, in_tiles);
+    CircularBuffer(in).wait_front(in_tiles);
 
     push_max(cb_m_cur, 0, in, m_in);  // m_next = max(m, m_i)
     push_rescale(in, m_in);           // alpha = a_i
@@ -436,23 +440,23 @@ void merge_partial(uint32_t in, bool has_o) {
     // scratch = [O_i * a_i] (when there is an O_i), then [l_i * a_i]: two pushes, so each block is read from
     // the front. (A sinks merge pushes only the second block; it is the last merge of a group and a core in a
     // tree serves one group, so an O block never follows it in this CB.)
-    cb_wait_front(cb_alpha, PNHt);
+    CircularBuffer(cb_alpha).wait_front(PNHt);
     if (has_o) {
         push_rows_scaled(in, 0, vDHt, cb_alpha, cb_scratch);
     }
     push_rows_scaled(in, l_in, 1, cb_alpha, cb_scratch);
-    cb_pop_front(cb_alpha, PNHt);
-    cb_pop_front(in, in_tiles);
+    CircularBuffer(cb_alpha).pop_front(PNHt);
+    CircularBuffer(in).pop_front(in_tiles);
 
     push_rescale(cb_m_cur, 0);  // alpha = a
     advance_max();
-    cb_wait_front(cb_alpha, PNHt);
+    CircularBuffer(cb_alpha).wait_front(PNHt);
 
     // O = O * a [+ O_i * a_i]
     if (has_o) {
-        cb_wait_front(cb_scratch, o_tiles);
+        CircularBuffer(cb_scratch).wait_front(o_tiles);
     }
-    cb_reserve_back(cb_o, o_tiles);
+    CircularBuffer(cb_o).reserve_back(o_tiles);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t c = 0; c < vDHt; ++c) {
             tile_regs_acquire();
@@ -467,28 +471,28 @@ void merge_partial(uint32_t in, bool has_o) {
             pack_result(cb_o);
         }
     }
-    cb_push_back(cb_o, o_tiles);
-    cb_pop_front(cb_o, o_tiles);
+    CircularBuffer(cb_o).push_back(o_tiles);
+    CircularBuffer(cb_o).pop_front(o_tiles);
     if (has_o) {
-        cb_pop_front(cb_scratch, o_tiles);
+        CircularBuffer(cb_scratch).pop_front(o_tiles);
     }
 
     // l = l * a + l_i * a_i
-    cb_wait_front(cb_scratch, PNHt);
+    CircularBuffer(cb_scratch).wait_front(PNHt);
     push_rescaled_sum(0, cb_scratch, 0);
-    cb_pop_front(cb_scratch, PNHt);
-    cb_pop_front(cb_alpha, PNHt);
+    CircularBuffer(cb_scratch).pop_front(PNHt);
+    CircularBuffer(cb_alpha).pop_front(PNHt);
 }
 
 // out = O / l, consuming the running state.
 void write_normalised_output() {
-    cb_wait_front(cb_l, PNHt);
-    cb_wait_front(cb_o, o_tiles);
+    CircularBuffer(cb_l).wait_front(PNHt);
+    CircularBuffer(cb_o).wait_front(o_tiles);
     // 1/l into cb_row_stat
     reconfig_data_format_srca(cb_l);
     pack_reconfig_data_format(cb_row_stat);
     copy_init(cb_l);
-    cb_reserve_back(cb_row_stat, PNHt);
+    CircularBuffer(cb_row_stat).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
         copy_tile(cb_l, r, 0);
@@ -496,50 +500,52 @@ void write_normalised_output() {
         recip_tile(0);
         pack_result(cb_row_stat);
     }
-    cb_push_back(cb_row_stat, PNHt);
-    cb_wait_front(cb_row_stat, PNHt);
+    CircularBuffer(cb_row_stat).push_back(PNHt);
+    CircularBuffer(cb_row_stat).wait_front(PNHt);
 
     push_rows_scaled(cb_o, 0, vDHt, cb_row_stat, cb_out);
-    cb_pop_front(cb_row_stat, PNHt);
+    CircularBuffer(cb_row_stat).pop_front(PNHt);
 }
 
 }  // namespace
 
 void kernel_main() {
-    const uint32_t first_group = get_arg_val<uint32_t>(0);
-    const uint32_t num_groups = get_arg_val<uint32_t>(1);
-    const uint32_t core_index = get_arg_val<uint32_t>(2);
-    const uint32_t num_cores_per_head = get_arg_val<uint32_t>(3);
+    // ---- runtime args (kernel_args.ComputeRuntimeArgs)
+    uint32_t arg = 0;
+    const uint32_t first_group = get_arg_val<uint32_t>(arg++);
+    const uint32_t num_groups = get_arg_val<uint32_t>(arg++);
+    const uint32_t core_index = get_arg_val<uint32_t>(arg++);
+    const uint32_t num_cores_per_head = get_arg_val<uint32_t>(arg++);
 
     compute_kernel_hw_startup(cb_q, cb_k, cb_scores);
 
-    cb_wait_front(cb_scale, 1);
-    cb_wait_front(cb_ones, 1);
-    cb_wait_front(cb_cur_pos, 1);
+    CircularBuffer(cb_scale).wait_front(1);
+    CircularBuffer(cb_ones).wait_front(1);
+    CircularBuffer(cb_cur_pos).wait_front(1);
 
     const uint32_t rounds = tree_rounds(num_cores_per_head);
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
         const uint32_t b = group / num_kv_heads;
-        const uint32_t cur_pos = read_tile_value(cb_cur_pos, 0, b);
+        const uint32_t cur_pos = CircularBuffer(cb_cur_pos).read_tile_value(0, b);
         const ChunkRange chunks = chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, q_len, sliding_window);
         if (chunks.count == 0) {
             continue;  // the writer handles skipped users; idle cores take no part in the tree
         }
 
-        cb_wait_front(cb_q, q_tiles);
+        CircularBuffer(cb_q).wait_front(q_tiles);
         scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
-        cb_pop_front(cb_q, q_tiles);
-        cb_wait_front(cb_q_scaled, q_tiles);
+        CircularBuffer(cb_q).pop_front(q_tiles);
+        CircularBuffer(cb_q_scaled).wait_front(q_tiles);
 
         for (uint32_t i = 0; i < chunks.count; ++i) {
             const uint32_t chunk = chunks.start + i;
             const bool edge = chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window);
             process_chunk(i == 0, use_attn_mask || edge);
-            cb_wait_front(cb_m_cur, PNHt);
-            cb_wait_front(cb_l, PNHt);
-            cb_wait_front(cb_o, o_tiles);
+            CircularBuffer(cb_m_cur).wait_front(PNHt);
+            CircularBuffer(cb_l).wait_front(PNHt);
+            CircularBuffer(cb_o).wait_front(o_tiles);
         }
-        cb_pop_front(cb_q_scaled, q_tiles);
+        CircularBuffer(cb_q_scaled).pop_front(q_tiles);
 
         const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, q_len, sliding_window);
         for (uint32_t round = 0; round < rounds; ++round) {
@@ -548,23 +554,23 @@ void kernel_main() {
             }
             if (receives_in_round(core_index, round, num_active)) {
                 merge_partial(cb_partial_in, /*has_o=*/true);
-                cb_wait_front(cb_m_cur, PNHt);
-                cb_wait_front(cb_l, PNHt);
-                cb_wait_front(cb_o, o_tiles);
+                CircularBuffer(cb_m_cur).wait_front(PNHt);
+                CircularBuffer(cb_l).wait_front(PNHt);
+                CircularBuffer(cb_o).wait_front(o_tiles);
             }
         }
 
         if (core_index == 0) {
             if constexpr (merge_sink_partial) {
                 merge_partial(cb_sink, /*has_o=*/false);
-                cb_wait_front(cb_m_cur, PNHt);
-                cb_wait_front(cb_l, PNHt);
-                cb_wait_front(cb_o, o_tiles);
+                CircularBuffer(cb_m_cur).wait_front(PNHt);
+                CircularBuffer(cb_l).wait_front(PNHt);
+                CircularBuffer(cb_o).wait_front(o_tiles);
             }
             write_normalised_output();
-            cb_pop_front(cb_o, o_tiles);
-            cb_pop_front(cb_m_cur, PNHt);
-            cb_pop_front(cb_l, PNHt);
+            CircularBuffer(cb_o).pop_front(o_tiles);
+            CircularBuffer(cb_m_cur).pop_front(PNHt);
+            CircularBuffer(cb_l).pop_front(PNHt);
         } else {
             // hand (O, m, l) to the writer in the slot layout of cb_partial_in
             move_tiles(cb_o, cb_partial_out, o_tiles);
@@ -573,7 +579,7 @@ void kernel_main() {
         }
     }
 
-    cb_pop_front(cb_cur_pos, 1);
-    cb_pop_front(cb_ones, 1);
-    cb_pop_front(cb_scale, 1);
+    CircularBuffer(cb_cur_pos).pop_front(1);
+    CircularBuffer(cb_ones).pop_front(1);
+    CircularBuffer(cb_scale).pop_front(1);
 }

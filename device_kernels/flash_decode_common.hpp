@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Rules shared by the FlashDecode reader, compute and writer kernels. Plain C++ with no kernel API calls, so
-// the same header compiles for the data-movement RISCs and the TRISCs. The host planner
-// (ttflashdecode/plan.py: chunk_range, active_cores) implements the identical rules; tests check both agree.
+// Rules and helpers shared by the FlashDecode reader, compute and writer kernels.
+//
+// The first part is plain C++ with no kernel API calls, so it compiles for the data-movement RISCs, the TRISCs and the
+// host: the chunk and tree rules (the host planner, ttflashdecode/plan/rules.py, implements the identical rules with
+// the same names and argument orders; tests/test_chunk_rule_parity.py checks both agree), the position contract and
+// tile layout arithmetic. The second part, built only for the data-movement RISCs, is where a Q or output row lives
+// (TensorPages: TILE or ROW_MAJOR pages, DRAM or L1 interleaved through a TensorAccessor, or L1 height-sharded).
+//
+// Kernel arguments: every compile-time argument is named (get_named_compile_time_arg_val) and produced by ONE Python
+// definition, ttflashdecode/kernel_args.py, which also fixes the order of the runtime args; CB indices come from the
+// planner's CB table (ttflashdecode/plan/cbs.py) as the named args "cb_<name>".
 #pragma once
 
 #include <cstdint>
@@ -171,3 +179,92 @@ inline float bfloat16_to_float(uint16_t bits) {
 }
 
 }  // namespace flash_decode
+
+// ---- data movement only -------------------------------------------------------------------------------------------
+#if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC)
+
+#include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/endpoints.h"
+#include "api/core_local_mem.h"
+#include "api/tensor/tensor_accessor.h"
+#include "api/tensor/noc_traits.h"
+
+namespace flash_decode {
+
+// Where a tensor's pages live (ttflashdecode/kernel_args.py: PLACEMENTS mirrors these values).
+enum class Placement : uint32_t {
+    DRAM = 0,               // interleaved over the DRAM banks
+    L1 = 1,                 // interleaved over the L1 banks
+    L1_HEIGHT_SHARDED = 2,  // shard s (a run of whole pages) at the buffer address on one core per shard
+};
+
+// Page and byte offset of datum (row, col) of a tensor seen as [rows, width] datums. TILE pages are 32 x 32 tiles in
+// row-major tile order (each of four 16 x 16 faces); ROW_MAJOR pages are single rows of `width` datums.
+struct PageOffset {
+    uint32_t page;
+    uint32_t offset;
+};
+
+template <bool tiled>
+inline PageOffset datum_page(uint32_t row, uint32_t col, uint32_t width, uint32_t datum_bytes) {
+    if constexpr (tiled) {
+        return {(row / TILE_HW) * (width / TILE_HW) + col / TILE_HW,
+                tile_datum_offset(row % TILE_HW, col % TILE_HW, datum_bytes)};
+    } else {
+        return {row, col * datum_bytes};
+    }
+}
+
+// The pages of Q or the output. Interleaved (DRAM or L1): `pages`, a TensorAccessor, finds page p in its bank.
+// Height-sharded: shard s (shard_pages pages) sits at `base` on the core whose NOC coordinates are common runtime
+// args first_core_arg + 2s and + 2s + 1 (the same list on every core); `pages` is then never used.
+template <Placement placement, uint32_t shard_pages, typename Accessor>
+struct TensorPages {
+    Accessor pages;
+    uint32_t base;        // buffer address: in every bank, or on every shard core
+    uint32_t page_bytes;  // one page
+    uint32_t first_core_arg = 0;
+
+    // Reads `size` bytes at `at` into L1 at `dst`.
+    template <typename Dst>
+    void read(const Noc& noc, const Dst& dst, uint32_t dst_offset, uint32_t size, PageOffset at) const {
+        if constexpr (placement == Placement::L1_HEIGHT_SHARDED) {
+            noc.async_read(UnicastEndpoint{}, dst, size, shard_endpoint<Unicast::src_args_type>(at),
+                           {.offset_bytes = dst_offset});
+        } else {
+            noc.async_read(pages, dst, size, {.page_id = at.page, .offset_bytes = at.offset},
+                           {.offset_bytes = dst_offset});
+        }
+    }
+
+    // Writes `size` bytes from L1 at `src` to `at`.
+    template <typename Src>
+    void write(const Noc& noc, const Src& src, uint32_t src_offset, uint32_t size, PageOffset at) const {
+        if constexpr (placement == Placement::L1_HEIGHT_SHARDED) {
+            noc.async_write(src, UnicastEndpoint{}, size, {.offset_bytes = src_offset},
+                            shard_endpoint<Unicast::dst_args_type>(at));
+        } else {
+            noc.async_write(src, pages, size, {.offset_bytes = src_offset},
+                            {.page_id = at.page, .offset_bytes = at.offset});
+        }
+    }
+
+private:
+    using Unicast = noc_traits_t<UnicastEndpoint>;
+
+    // The shard core and L1 address of `at` ({.noc_x, .noc_y, .addr} of a UnicastEndpoint).
+    template <typename Args>
+    Args shard_endpoint(PageOffset at) const {
+        static_assert(placement != Placement::L1_HEIGHT_SHARDED || shard_pages > 0,
+                      "a height-sharded tensor needs its pages per shard");
+        const uint32_t shard = at.page / shard_pages;
+        return {.noc_x = get_common_arg_val<uint32_t>(first_core_arg + 2 * shard),
+                .noc_y = get_common_arg_val<uint32_t>(first_core_arg + 2 * shard + 1),
+                .addr = base + (at.page % shard_pages) * page_bytes + at.offset};
+    }
+};
+
+}  // namespace flash_decode
+
+#endif  // COMPILE_FOR_BRISC || COMPILE_FOR_NCRISC

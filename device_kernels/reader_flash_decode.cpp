@@ -17,41 +17,115 @@
 // (every user reads user 0's K/V), a user attention mask streamed with K instead of the generated causal
 // mask, attention sinks (one logit per q head, handed to compute as an extra (m, l) partial), and MLA's V taken
 // from K's rows already in L1 (no second DRAM read of the latent cache).
+//
+// Arguments (ttflashdecode/kernel_args.py: READER_ARGS): named compile-time args; the positional compile-time args are
+// only the TensorAccessorArgs of the tensors read, at the offsets the named "*_cta_offset" args give; runtime args
+// in the order of kernel_args.ReaderRuntimeArgs.
 
 #include <cstdint>
 
 #include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/circular_buffer.h"
+#include "api/dataflow/endpoints.h"
+#include "api/core_local_mem.h"
+#include "api/tensor/tensor_accessor.h"
+#include "api/tensor/noc_traits.h"
 #include "flash_decode_common.hpp"
-#include "flash_decode_dataflow.hpp"
 
 using namespace flash_decode;
 
 namespace {
 
-constexpr uint32_t cb_q = tt::CBIndex::c_0;
-constexpr uint32_t cb_k = tt::CBIndex::c_1;
-constexpr uint32_t cb_v = tt::CBIndex::c_2;
-constexpr uint32_t cb_mask = tt::CBIndex::c_3;
-constexpr uint32_t cb_scale = tt::CBIndex::c_4;
-constexpr uint32_t cb_ones = tt::CBIndex::c_5;
-constexpr uint32_t cb_cur_pos = tt::CBIndex::c_6;
-constexpr uint32_t cb_writer_cur_pos = tt::CBIndex::c_10;
-constexpr uint32_t cb_page_table = tt::CBIndex::c_12;
-constexpr uint32_t cb_sink = tt::CBIndex::c_13;
-constexpr uint32_t cb_mask_stage = tt::CBIndex::c_15;
+// ---- circular buffers (the planner's CB table, ttflashdecode/plan/cbs.py)
+constexpr uint32_t cb_q = get_named_compile_time_arg_val("cb_q");
+constexpr uint32_t cb_k = get_named_compile_time_arg_val("cb_k");
+constexpr uint32_t cb_v = get_named_compile_time_arg_val("cb_v");
+constexpr uint32_t cb_mask = get_named_compile_time_arg_val("cb_mask");
+constexpr uint32_t cb_scale = get_named_compile_time_arg_val("cb_scale");
+constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");
+constexpr uint32_t cb_cur_pos = get_named_compile_time_arg_val("cb_cur_pos");
+constexpr uint32_t cb_writer_cur_pos = get_named_compile_time_arg_val("cb_writer_cur_pos");
+constexpr uint32_t cb_page_table = get_named_compile_time_arg_val("cb_page_table");
+constexpr uint32_t cb_sink = get_named_compile_time_arg_val("cb_sink");
+constexpr uint32_t cb_mask_stage = get_named_compile_time_arg_val("cb_mask_stage");
+
+// ---- compile-time shape of the problem
+constexpr uint32_t DHt = get_named_compile_time_arg_val("DHt");      // K head dim in tiles
+constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");    // V head dim in tiles
+constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");    // k_chunk_size in tiles
+constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");    // Q row tiles per group
+constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");  // query tokens per user
+constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_group");  // q heads per kv head
+constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");  // tile rows of q heads per user in DRAM
+constexpr uint32_t St = get_named_compile_time_arg_val("St");    // kv_len in tiles
+constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
+constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
+constexpr uint32_t batch = get_named_compile_time_arg_val("batch");
+constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
+constexpr uint32_t kv_len = get_named_compile_time_arg_val("kv_len");  // positions in the cache (per user)
+constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else every query sees all kv_len
+constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");  // float32 bits of the softmax scale
+constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");  // head-dim tiles per K block
+constexpr uint32_t v_head_block = get_named_compile_time_arg_val("v_head_block");  // head-dim tiles per V block
+// Paged cache: K/V tile rows found through the user's page-table row; blocks of tiles_per_block position tiles.
+constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
+constexpr uint32_t tiles_per_block = get_named_compile_time_arg_val("tiles_per_block");
+constexpr uint32_t num_blocks = get_named_compile_time_arg_val("num_blocks");  // blocks in the K/V tensors
+constexpr bool share_cache = get_named_compile_time_arg_val("share_cache") == 1;
+// A user mask [b, 1 or n_q_heads, q_len, kv_len] (bfloat16 or bfloat8_b), or upstream's decode mask
+// [b, 1, n_q_heads, kv_len] (q_len 1) whose rows are the heads.
+constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;
+constexpr uint32_t mask_heads = get_named_compile_time_arg_val("mask_heads");  // attn_mask dim 1: 1 or n_q_heads
+constexpr bool mask_is_bfp8 = get_named_compile_time_arg_val("mask_is_bfp8") == 1;
+constexpr bool mask_rows_are_heads = get_named_compile_time_arg_val("mask_rows_are_heads") == 1;
+// Attention sinks: ours [1, n_q_heads] (head h's logit at (0, h)), or upstream's [32 k, 32] with head h's value at
+// (h, 0) in unscaled score space (its logit is scale * value).
+constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
+constexpr bool sink_rows_are_heads = get_named_compile_time_arg_val("sink_rows_are_heads") == 1;
+// Multi-latent attention (DeepSeek MLA): V is the first vDHt head-dim tiles of K's rows, so the cache is read once.
+// V column blocks are copied from the chunk's K rows in this core's L1, which needs whole K rows per chunk.
+constexpr bool v_from_k = get_named_compile_time_arg_val("v_from_k") == 1;
+static_assert(!v_from_k || (k_head_block == DHt && vDHt <= DHt), "MLA reads V out of whole K rows");
+// Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
+// coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
+constexpr bool q_tiled = get_named_compile_time_arg_val("q_tiled") == 1;
+constexpr auto q_placement = static_cast<Placement>(get_named_compile_time_arg_val("q_placement"));
+constexpr uint32_t q_shard_pages = get_named_compile_time_arg_val("q_shard_pages");  // height-sharded: pages/shard
+constexpr uint32_t q_page_bytes = get_named_compile_time_arg_val("q_page_bytes");  // a tile, or a row of head_dim
+
+// ---- tensors read through TensorAccessors (an absent optional tensor's offset names K's args: never used)
+constexpr auto q_args = TensorAccessorArgs<get_named_compile_time_arg_val("q_cta_offset")>();
+constexpr auto k_args = TensorAccessorArgs<get_named_compile_time_arg_val("k_cta_offset")>();
+constexpr auto v_args = TensorAccessorArgs<get_named_compile_time_arg_val("v_cta_offset")>();
+constexpr auto cur_pos_args = TensorAccessorArgs<get_named_compile_time_arg_val("cur_pos_cta_offset")>();
+constexpr auto page_table_args = TensorAccessorArgs<get_named_compile_time_arg_val("page_table_cta_offset")>();
+constexpr auto mask_args = TensorAccessorArgs<get_named_compile_time_arg_val("mask_cta_offset")>();
+constexpr auto sink_args = TensorAccessorArgs<get_named_compile_time_arg_val("sink_cta_offset")>();
+
+constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
+constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
+constexpr uint32_t q_rows = q_len * heads_per_group;
+constexpr uint32_t q_tile_bytes = get_tile_size(cb_q);  // bfloat16
+constexpr uint32_t k_tile_bytes = get_tile_size(cb_k);
+constexpr uint32_t v_tile_bytes = get_tile_size(cb_v);
 
 constexpr uint32_t BF16_BYTES = 2;
+constexpr uint32_t BF16_TILE_BYTES = TILE_HW * TILE_HW * BF16_BYTES;
 constexpr uint32_t FACE_ROW_BYTES = FACE_HW * BF16_BYTES;  // one 16-datum row of a bfloat16 face
 
-void fill_tile_bf16(uint32_t l1_addr, uint16_t bits) {
-    auto* datums = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(l1_addr);
+using Bf16Tile = CoreLocalMem<volatile uint16_t>;
+
+float softmax_scale() { return __builtin_bit_cast(float, scale_bits); }
+
+void fill_tile_bf16(Bf16Tile tile, uint16_t bits) {
     for (uint32_t i = 0; i < TILE_HW * TILE_HW; ++i) {
-        datums[i] = bits;
+        tile[i] = bits;
     }
 }
 
 void zero_bytes(uint32_t l1_addr, uint32_t num_bytes) {
-    auto* words = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(l1_addr);
+    CoreLocalMem<volatile uint32_t> words(l1_addr);
     for (uint32_t i = 0; i < num_bytes / sizeof(uint32_t); ++i) {
         words[i] = 0;
     }
@@ -67,7 +141,7 @@ void zero_rows_outside(uint32_t tile_l1, uint32_t first_row, uint32_t last_row) 
     constexpr bool block_float = tile_bytes != 2048;
     constexpr uint32_t exponent_bytes = block_float ? 64 : 0;
     constexpr uint32_t face_row_bytes = tile_bytes == 2048 ? FACE_HW * BF16_BYTES : tile_bytes == 1088 ? FACE_HW : FACE_HW / 2;
-    auto* exponents = reinterpret_cast<volatile tt_l1_ptr uint8_t*>(tile_l1);
+    CoreLocalMem<volatile uint8_t> exponents(tile_l1);
     for (uint32_t row = 0; row < TILE_HW; ++row) {
         if (row >= first_row && row <= last_row) {
             continue;
@@ -82,88 +156,31 @@ void zero_rows_outside(uint32_t tile_l1, uint32_t first_row, uint32_t last_row) 
     }
 }
 
-// Reads pages [first_page, first_page + count) into consecutive tiles at l1, or zeroes those tiles when the
-// position tile holds no position this core may see (nothing past cur_pos's tile or before the window is read;
-// compute still multiplies the zeros, which the mask then hides). Returns the L1 address after the last tile.
-template <typename AddrGen>
-uint32_t read_tiles_or_zero(const AddrGen& src, bool live, uint32_t first_page, uint32_t count, uint32_t l1,
-                            uint32_t tile_bytes) {
-    for (uint32_t i = 0; i < count; ++i, l1 += tile_bytes) {
+// Reads pages [first_page, first_page + count) into consecutive tiles of `cb` from byte `offset` of its write
+// pointer, or zeroes those tiles when the position tile holds no position this core may see (nothing past cur_pos's
+// tile or before the window is read; compute still multiplies the zeros, which the mask then hides). Returns the
+// offset after the last tile.
+template <typename Accessor>
+uint32_t read_tiles_or_zero(const Noc& noc, const Accessor& src, const CircularBuffer& cb, bool live,
+                            uint32_t first_page, uint32_t count, uint32_t offset, uint32_t tile_bytes) {
+    for (uint32_t i = 0; i < count; ++i, offset += tile_bytes) {
         if (live) {
-            noc_async_read_tile(first_page + i, src, l1);
+            noc.async_read(src, cb, tile_bytes, {.page_id = first_page + i}, {.offset_bytes = offset});
         } else {
-            zero_bytes(l1, tile_bytes);
+            zero_bytes(cb.get_write_ptr() + offset, tile_bytes);
         }
     }
-    return l1;
+    return offset;
 }
 
-// ---- compile-time shape of the problem
-constexpr uint32_t DHt = get_compile_time_arg_val(0);          // K head dim in tiles
-constexpr uint32_t vDHt = get_compile_time_arg_val(1);         // V head dim in tiles
-constexpr uint32_t Sk_t = get_compile_time_arg_val(2);         // k_chunk_size in tiles
-constexpr uint32_t PNHt = get_compile_time_arg_val(3);         // Q row tiles per group
-constexpr uint32_t q_len = get_compile_time_arg_val(4);        // query tokens per user
-constexpr uint32_t heads_per_group = get_compile_time_arg_val(5);  // q heads per kv head
-constexpr uint32_t NQt = get_compile_time_arg_val(6);          // tile rows of q heads per user in DRAM
-constexpr uint32_t St = get_compile_time_arg_val(7);           // kv_len in tiles
-constexpr uint32_t num_kv_heads = get_compile_time_arg_val(8);
-constexpr uint32_t batch = get_compile_time_arg_val(9);
-constexpr uint32_t sliding_window = get_compile_time_arg_val(10);
-constexpr uint32_t scale_bits = get_compile_time_arg_val(11);  // float32 bits of the softmax scale
-constexpr uint32_t q_tile_bytes = get_compile_time_arg_val(12);       // a Q tile in cb_q (bfloat16)
-constexpr uint32_t k_tile_bytes = get_compile_time_arg_val(13);
-constexpr uint32_t v_tile_bytes = get_compile_time_arg_val(14);
-constexpr uint32_t cur_pos_page_bytes = get_compile_time_arg_val(15);
-constexpr bool is_paged = get_compile_time_arg_val(16) == 1;
-constexpr uint32_t tiles_per_block = get_compile_time_arg_val(17);     // paged: block_size / 32
-constexpr uint32_t page_table_page_bytes = get_compile_time_arg_val(18);
-constexpr bool share_cache = get_compile_time_arg_val(19) == 1;
-constexpr bool use_attn_mask = get_compile_time_arg_val(20) == 1;
-constexpr uint32_t mask_heads = get_compile_time_arg_val(21);          // attn_mask dim 1: 1 or n_q_heads
-constexpr uint32_t mask_tile_bytes = get_compile_time_arg_val(22);
-constexpr bool use_sink = get_compile_time_arg_val(23) == 1;
-constexpr uint32_t sink_tile_bytes = get_compile_time_arg_val(24);
-constexpr bool mask_is_bfp8 = get_compile_time_arg_val(25) == 1;       // attn_mask stored as bfloat8_b
-constexpr bool is_causal = get_compile_time_arg_val(26) == 1;          // else every query sees all kv_len positions
-constexpr uint32_t k_head_block = get_compile_time_arg_val(27);        // head-dim tiles per K block
-constexpr uint32_t v_head_block = get_compile_time_arg_val(28);        // head-dim tiles per V column block
-constexpr uint32_t kv_len = get_compile_time_arg_val(29);              // positions in the cache (per user)
-constexpr uint32_t num_blocks = get_compile_time_arg_val(30);          // paged: blocks in the K/V tensors
-// Multi-latent attention (DeepSeek MLA): V is the first vDHt head-dim tiles of K's rows, so the cache is read once.
-// V column blocks are copied from the chunk's K rows in this core's L1, which needs whole K rows per chunk.
-constexpr bool v_from_k = get_compile_time_arg_val(31) == 1;
-static_assert(!v_from_k || (k_head_block == DHt && vDHt <= DHt), "MLA reads V out of whole K rows");
-// Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
-// coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
-constexpr bool q_tiled = get_compile_time_arg_val(32) == 1;
-constexpr Placement q_placement = static_cast<Placement>(get_compile_time_arg_val(33));
-constexpr uint32_t q_shard_pages = get_compile_time_arg_val(34);       // height-sharded Q: pages per shard
-constexpr uint32_t q_page_bytes = get_compile_time_arg_val(35);        // a Q page: a tile, or a row of head_dim
-constexpr uint32_t n_q_heads = get_compile_time_arg_val(36);
-// Upstream's tensor forms (ttnn.transformer): sinks [32 * k, 32] with head h's value at (h, 0) in unscaled score
-// space (its logit is scale * value); a decode mask [b, 1, n_q_heads, kv_len] (q_len 1) whose rows are the heads.
-constexpr bool sink_rows_are_heads = get_compile_time_arg_val(37) == 1;
-constexpr bool mask_rows_are_heads = get_compile_time_arg_val(38) == 1;
-constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
-
-float softmax_scale() {
-    union {
-        uint32_t u;
-        float f;
-    } scale{scale_bits};
-    return scale.f;
-}
-constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
-constexpr uint32_t q_rows = q_len * heads_per_group;
-
-// Copies one 16-datum bfloat16 face row (row `src_row`, columns col..col+15 of tile page `src_page`) from DRAM
-// into row `dst_row` of the L1 tile at `dst_tile_l1`.
-template <typename AddrGen>
-void read_face_row(const AddrGen& src, uint32_t src_page, uint32_t src_row, uint32_t col, uint32_t dst_tile_l1,
-                   uint32_t dst_row) {
-    noc_async_read(src.get_noc_addr(src_page, tile_datum_offset(src_row, col, BF16_BYTES)),
-                   dst_tile_l1 + tile_datum_offset(dst_row, col, BF16_BYTES), FACE_ROW_BYTES);
+// Copies one 16-datum bfloat16 face row (row `src_row`, columns col..col+15 of tile page `src_page`) into row
+// `dst_row` of the L1 tile at `dst_tile_l1`.
+template <typename Accessor>
+void read_face_row(const Noc& noc, const Accessor& src, uint32_t src_page, uint32_t src_row, uint32_t col,
+                   uint32_t dst_tile_l1, uint32_t dst_row) {
+    noc.async_read(src, Bf16Tile(dst_tile_l1), FACE_ROW_BYTES,
+                   {.page_id = src_page, .offset_bytes = tile_datum_offset(src_row, col, BF16_BYTES)},
+                   {.offset_bytes = tile_datum_offset(dst_row, col, BF16_BYTES)});
 }
 
 // bfloat8_b tile: 64 shared exponents (one per 16-datum face row, faces in order), then one byte per datum,
@@ -190,8 +207,8 @@ inline uint16_t bfp8_to_bfloat16(uint8_t code, uint8_t shared_exponent) {
 
 // Copies row `src_row` of the bfloat8_b tile staged at `stage_l1` into row `dst_row` of a bfloat16 L1 tile.
 void unpack_bfp8_row(uint32_t stage_l1, uint32_t src_row, uint32_t dst_tile_l1, uint32_t dst_row) {
-    const auto* stage = reinterpret_cast<volatile tt_l1_ptr uint8_t*>(stage_l1);
-    auto* dst = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(dst_tile_l1);
+    const CoreLocalMem<volatile uint8_t> stage(stage_l1);
+    Bf16Tile dst(dst_tile_l1);
     for (uint32_t col = 0; col < TILE_HW; ++col) {
         const uint32_t face = (src_row / FACE_HW) * 2 + col / FACE_HW;
         const uint32_t face_row = face * FACE_HW + src_row % FACE_HW;  // index of the shared exponent
@@ -204,16 +221,18 @@ void unpack_bfp8_row(uint32_t stage_l1, uint32_t src_row, uint32_t dst_tile_l1, 
 // attn_mask[b, mask head, t, chunk positions] (mask head = 0 when the mask is shared by all heads).
 // A bfloat16 mask is gathered by 32-byte face-row reads; a bfloat8_b row has no such contiguous bytes (its
 // exponents sit apart from its datums), so each source tile is staged whole once and its rows unpacked.
-template <typename AddrGen>
-void read_attn_mask_chunk(const AddrGen& mask_reader, uint32_t b, uint32_t kv_head, uint32_t chunk, uint32_t last_pos) {
+template <typename Accessor>
+void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b, uint32_t kv_head, uint32_t chunk,
+                          uint32_t last_pos) {
     constexpr uint32_t mask_tile_rows = (q_len + TILE_HW - 1) / TILE_HW;  // q_len padded to tiles
-    cb_reserve_back(cb_mask, PNHt * Sk_t);
-    const uint32_t mask_l1 = get_write_ptr(cb_mask);
-    zero_bytes(mask_l1, PNHt * Sk_t * TILE_HW * TILE_HW * BF16_BYTES);
+    CircularBuffer mask_buf(cb_mask);
+    mask_buf.reserve_back(PNHt * Sk_t);
+    const uint32_t mask_l1 = mask_buf.get_write_ptr();
+    zero_bytes(mask_l1, PNHt * Sk_t * BF16_TILE_BYTES);
+    CircularBuffer stage_buf(cb_mask_stage);
     if constexpr (mask_is_bfp8) {
-        cb_reserve_back(cb_mask_stage, 1);  // a scratch page, never pushed
+        stage_buf.reserve_back(1);  // a scratch page, never pushed
     }
-    const uint32_t stage_l1 = mask_is_bfp8 ? get_write_ptr(cb_mask_stage) : 0;
     uint32_t staged_page = SKIPPED_USER;  // no page staged yet
     for (uint32_t kt = 0; kt < Sk_t; ++kt) {
         for (uint32_t row = 0; row < q_rows; ++row) {
@@ -226,33 +245,59 @@ void read_attn_mask_chunk(const AddrGen& mask_reader, uint32_t b, uint32_t kv_he
                                                               : (b * mask_heads + head) * mask_tile_rows + token / TILE_HW;
             const uint32_t src_row = mask_rows_are_heads ? q_head % TILE_HW : token % TILE_HW;
             const uint32_t src_page = src_tile_row * St + chunk * Sk_t + kt;
-            const uint32_t dst_tile = mask_l1 + ((row / TILE_HW) * Sk_t + kt) * TILE_HW * TILE_HW * BF16_BYTES;
+            const uint32_t dst_tile = mask_l1 + ((row / TILE_HW) * Sk_t + kt) * BF16_TILE_BYTES;
             if constexpr (mask_is_bfp8) {
                 if (src_page != staged_page) {
-                    noc_async_read_tile(src_page, mask_reader, stage_l1);
-                    noc_async_read_barrier();
+                    noc.async_read(mask_pages, stage_buf, mask_pages.get_aligned_page_size(), {.page_id = src_page}, {});
+                    noc.async_read_barrier();
                     staged_page = src_page;
                 }
-                unpack_bfp8_row(stage_l1, src_row, dst_tile, row % TILE_HW);
+                unpack_bfp8_row(stage_buf.get_write_ptr(), src_row, dst_tile, row % TILE_HW);
             } else {
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
-                    read_face_row(mask_reader, src_page, src_row, col, dst_tile, row % TILE_HW);
+                    read_face_row(noc, mask_pages, src_page, src_row, col, dst_tile, row % TILE_HW);
                 }
             }
         }
     }
-    noc_async_read_barrier();
+    noc.async_read_barrier();
     // Positions past the cache's last one (the tile padding of a cache of, say, 1000 positions) are hidden whatever
     // the mask says there: their K/V rows were zeroed, and a zero score would still take a share of the softmax.
     for (uint32_t key_pos = last_pos + 1; key_pos < (chunk + 1) * k_chunk_size; ++key_pos) {
         const uint32_t kt = (key_pos / TILE_HW) % Sk_t;
         for (uint32_t row = 0; row < q_rows; ++row) {
-            auto* tile = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(
-                mask_l1 + ((row / TILE_HW) * Sk_t + kt) * TILE_HW * TILE_HW * BF16_BYTES);
+            Bf16Tile tile(mask_l1 + ((row / TILE_HW) * Sk_t + kt) * BF16_TILE_BYTES);
             tile[tile_datum_offset(row % TILE_HW, key_pos % TILE_HW, 1)] = float_to_bfloat16(MASKED_SCORE);
         }
     }
-    cb_push_back(cb_mask, PNHt * Sk_t);
+    mask_buf.push_back(PNHt * Sk_t);
+}
+
+// The generated mask of a chunk that holds positions some query row may not see (the causal edge, the window's
+// first chunk, or the positions past cur_pos of a non-causal cache).
+void push_generated_mask(uint32_t chunk, uint32_t cur_pos) {
+    CircularBuffer mask_buf(cb_mask);
+    mask_buf.reserve_back(PNHt * Sk_t);
+    const uint32_t mask_l1 = mask_buf.get_write_ptr();
+    const uint16_t hidden = float_to_bfloat16(MASKED_SCORE);
+    for (uint32_t rt = 0; rt < PNHt; ++rt) {
+        for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+            Bf16Tile tile(mask_l1 + (rt * Sk_t + kt) * BF16_TILE_BYTES);
+            for (uint32_t r = 0; r < TILE_HW; ++r) {
+                const uint32_t row = rt * TILE_HW + r;
+                // Padding rows see every position: they must not become fully masked (NaN).
+                const bool real_row = row < q_rows;
+                const uint32_t pos = is_causal ? query_position(row, cur_pos, q_len, heads_per_group) : cur_pos;
+                const uint32_t row_window_start = sliding_window == 0 ? 0 : window_start(pos, 1, sliding_window);
+                for (uint32_t c = 0; c < TILE_HW; ++c) {
+                    const uint32_t key_pos = (chunk * Sk_t + kt) * TILE_HW + c;
+                    const bool visible = !real_row || (key_pos <= pos && key_pos >= row_window_start);
+                    tile[tile_datum_offset(r, c, 1)] = visible ? 0 : hidden;
+                }
+            }
+        }
+    }
+    mask_buf.push_back(PNHt * Sk_t);
 }
 
 // Attention sinks as one more partial for compute to merge at the root: m = the head's sink logit, l = 1,
@@ -260,17 +305,19 @@ void read_attn_mask_chunk(const AddrGen& mask_reader, uint32_t b, uint32_t kv_he
 // tensor, so head j's logit is datum (0, j % 32) of tile j / 32. Without sinks but with a user mask, the same
 // partial carries m = SCORE_FLOOR instead, so a row the mask hides entirely comes out as zeros (see
 // SCORE_FLOOR). Padding rows get m = MASKED_SCORE, l = 0, which leaves them untouched by the merge.
-template <typename AddrGen>
-void push_sink_partial(const AddrGen& sink_reader, uint32_t kv_head) {
-    cb_reserve_back(cb_sink, 2 * PNHt);
-    const uint32_t m_l1 = get_write_ptr(cb_sink);
-    const uint32_t l_l1 = m_l1 + PNHt * TILE_HW * TILE_HW * BF16_BYTES;
-    zero_bytes(m_l1, 2 * PNHt * TILE_HW * TILE_HW * BF16_BYTES);
+template <typename Accessor>
+void push_sink_partial(const Noc& noc, const Accessor& sink_pages, uint32_t kv_head) {
+    CircularBuffer sink_buf(cb_sink);
+    sink_buf.reserve_back(2 * PNHt);
+    const uint32_t m_l1 = sink_buf.get_write_ptr();
+    const uint32_t l_l1 = m_l1 + PNHt * BF16_TILE_BYTES;
+    zero_bytes(m_l1, 2 * PNHt * BF16_TILE_BYTES);
     // Gather each head's logit into column 0 of its row of the m tiles, reading the face row that holds it
     // into column 0..15 of that row first.
     for (uint32_t row = 0; row < PNHt * TILE_HW; ++row) {
-        auto* m_tile = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(m_l1 + (row / TILE_HW) * TILE_HW * TILE_HW * BF16_BYTES);
-        auto* l_tile = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(l_l1 + (row / TILE_HW) * TILE_HW * TILE_HW * BF16_BYTES);
+        const uint32_t m_tile_l1 = m_l1 + (row / TILE_HW) * BF16_TILE_BYTES;
+        Bf16Tile m_tile(m_tile_l1);
+        Bf16Tile l_tile(l_l1 + (row / TILE_HW) * BF16_TILE_BYTES);
         if (row >= q_rows) {
             m_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = float_to_bfloat16(MASKED_SCORE);
             continue;
@@ -285,9 +332,8 @@ void push_sink_partial(const AddrGen& sink_reader, uint32_t kv_head) {
         const uint32_t src_row = sink_rows_are_heads ? q_head % TILE_HW : 0;
         const uint32_t src_col = sink_rows_are_heads ? 0 : q_head % TILE_HW;
         const uint32_t face_col = src_col / FACE_HW * FACE_HW;
-        read_face_row(sink_reader, q_head / TILE_HW, src_row, face_col, m_l1 + (row / TILE_HW) * TILE_HW * TILE_HW * BF16_BYTES,
-                      row % TILE_HW);
-        noc_async_read_barrier();
+        read_face_row(noc, sink_pages, q_head / TILE_HW, src_row, face_col, m_tile_l1, row % TILE_HW);
+        noc.async_read_barrier();
         // The face row landed at columns face_col..face_col+15 of this row: keep only the head's datum, in column 0.
         uint16_t logit = m_tile[tile_datum_offset(row % TILE_HW, src_col, 1)];
         for (uint32_t c = 0; c < FACE_HW; ++c) {
@@ -298,12 +344,12 @@ void push_sink_partial(const AddrGen& sink_reader, uint32_t kv_head) {
         }
         m_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = logit;
     }
-    cb_push_back(cb_sink, 2 * PNHt);
+    sink_buf.push_back(2 * PNHt);
 }
 
-// Whether every block of position tiles [first_tile, last_tile] named by the page-table row at `row_l1` exists.
+// Whether every block of position tiles [first_tile, last_tile] named by the page-table row at `row` exists.
 // Entries are int32; a negative one is a huge uint32 and fails the same test as one past the last block.
-bool blocks_exist(volatile tt_l1_ptr uint32_t* row, uint32_t first_tile, uint32_t last_tile) {
+bool blocks_exist(CoreLocalMem<volatile uint32_t> row, uint32_t first_tile, uint32_t last_tile) {
     for (uint32_t slot = first_tile / tiles_per_block; slot <= last_tile / tiles_per_block; ++slot) {
         if (row[slot] >= num_blocks) {
             return false;
@@ -328,8 +374,7 @@ inline LiveRows live_rows(uint32_t seq_tile, uint32_t first_pos, uint32_t last_p
 }  // namespace
 
 void kernel_main() {
-
-    // ---- runtime: buffers and this core's work
+    // ---- runtime args (kernel_args.ReaderRuntimeArgs): buffers and this core's work
     uint32_t arg = 0;
     const uint32_t q_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t k_addr = get_arg_val<uint32_t>(arg++);
@@ -343,67 +388,72 @@ void kernel_main() {
     const uint32_t mask_addr = get_arg_val<uint32_t>(arg++);        // use_attn_mask only
     const uint32_t sink_addr = get_arg_val<uint32_t>(arg++);        // use_sink only
 
-    const TensorPages<q_placement, q_shard_pages> q_rows_view{q_addr, q_page_bytes};
-    const InterleavedAddrGenFast<true> k_reader = {
-        .bank_base_address = k_addr, .page_size = k_tile_bytes, .data_format = get_dataformat(cb_k)};
-    const InterleavedAddrGenFast<true> v_reader = {
-        .bank_base_address = v_addr, .page_size = v_tile_bytes, .data_format = get_dataformat(cb_v)};
-    const InterleavedAddrGen<true> cur_pos_reader = {.bank_base_address = cur_pos_addr, .page_size = cur_pos_page_bytes};
-    const InterleavedAddrGen<true> page_table_reader = {
-        .bank_base_address = page_table_addr, .page_size = page_table_page_bytes};
-    const InterleavedAddrGenFast<true> mask_reader = {
-        .bank_base_address = mask_addr,
-        .page_size = mask_tile_bytes,
-        .data_format = mask_is_bfp8 ? DataFormat::Bfp8_b : DataFormat::Float16_b};
-    const InterleavedAddrGenFast<true> sink_reader = {
-        .bank_base_address = sink_addr, .page_size = sink_tile_bytes, .data_format = DataFormat::Float16_b};
+    Noc noc;
+    CircularBuffer q_buf(cb_q);
+    CircularBuffer k_buf(cb_k);
+    CircularBuffer v_buf(cb_v);
+    CircularBuffer cur_pos_buf(cb_cur_pos);
+    CircularBuffer writer_cur_pos_buf(cb_writer_cur_pos);
+    CircularBuffer page_table_buf(cb_page_table);
+
+    const TensorPages<q_placement, q_shard_pages, decltype(TensorAccessor(q_args, q_addr))> q_pages{
+        TensorAccessor(q_args, q_addr), q_addr, q_page_bytes};
+    const auto k_pages = TensorAccessor(k_args, k_addr);
+    const auto v_pages = TensorAccessor(v_args, v_addr);
+    const auto cur_pos_pages = TensorAccessor(cur_pos_args, cur_pos_addr);
+    const auto page_table_pages = TensorAccessor(page_table_args, page_table_addr);
+    const auto mask_pages = TensorAccessor(mask_args, mask_addr);
+    const auto sink_pages = TensorAccessor(sink_args, sink_addr);
 
     // ---- constants for compute: the softmax scale (broadcast as a scalar) and the reduce scaler (all ones)
-    cb_reserve_back(cb_scale, 1);
-    fill_tile_bf16(get_write_ptr(cb_scale), float_to_bfloat16(softmax_scale()));
-    cb_push_back(cb_scale, 1);
-    cb_reserve_back(cb_ones, 1);
-    fill_tile_bf16(get_write_ptr(cb_ones), float_to_bfloat16(1.0f));
-    cb_push_back(cb_ones, 1);
+    CircularBuffer scale_buf(cb_scale);
+    scale_buf.reserve_back(1);
+    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), float_to_bfloat16(softmax_scale()));
+    scale_buf.push_back(1);
+    CircularBuffer ones_buf(cb_ones);
+    ones_buf.reserve_back(1);
+    fill_tile_bf16(Bf16Tile(ones_buf.get_write_ptr()), float_to_bfloat16(1.0f));
+    ones_buf.push_back(1);
 
     // ---- cur_pos of every user: one row-major int32 page, checked here, then shared with compute (cb_cur_pos) and
     // the writer (cb_writer_cur_pos) so that all three RISCs act on the same checked positions.
-    cb_reserve_back(cb_cur_pos, 1);
-    const uint32_t cur_pos_l1 = get_write_ptr(cb_cur_pos);
-    noc_async_read(get_noc_addr(0, cur_pos_reader), cur_pos_l1, cur_pos_page_bytes);
-    noc_async_read_barrier();
-    auto* cur_pos_of_user = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(cur_pos_l1);
+    cur_pos_buf.reserve_back(1);
+    noc.async_read(cur_pos_pages, cur_pos_buf, cur_pos_pages.get_aligned_page_size(), {.page_id = 0}, {});
+    noc.async_read_barrier();
+    CoreLocalMem<volatile uint32_t> cur_pos_of_user(cur_pos_buf.get_write_ptr());
     for (uint32_t b = 0; b < batch; ++b) {
         cur_pos_of_user[b] = checked_cur_pos(cur_pos_of_user[b], kv_len, q_len);
     }
+    uint32_t page_table_l1 = 0;  // paged: the page-table row of the user being read
     if constexpr (is_paged) {
         // A user whose page table names a block that does not exist is skipped rather than read out of bounds.
         // Every core of a group reads the same row, so the group agrees. Entries past cur_pos are never looked at.
-        cb_reserve_back(cb_page_table, 1);  // scratch: reserved, never pushed
-        const uint32_t row_l1 = get_write_ptr(cb_page_table);
+        page_table_buf.reserve_back(1);  // scratch: reserved, never pushed
+        page_table_l1 = page_table_buf.get_write_ptr();
         for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
             const uint32_t b = group / num_kv_heads;
             const uint32_t cur_pos = cur_pos_of_user[b];
             if (cur_pos == SKIPPED_USER) {
                 continue;
             }
-            noc_async_read(get_noc_addr(share_cache ? 0 : b, page_table_reader), row_l1, page_table_page_bytes);
-            noc_async_read_barrier();
+            noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
+                           {.page_id = share_cache ? 0 : b}, {});
+            noc.async_read_barrier();
             const uint32_t first_tile = window_start(cur_pos, q_len, sliding_window) / TILE_HW;
-            if (!blocks_exist(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(row_l1), first_tile, cur_pos / TILE_HW)) {
+            if (!blocks_exist(CoreLocalMem<volatile uint32_t>(page_table_l1), first_tile, cur_pos / TILE_HW)) {
                 cur_pos_of_user[b] = SKIPPED_USER;
             }
         }
     }
-    cb_reserve_back(cb_writer_cur_pos, 1);
+    writer_cur_pos_buf.reserve_back(1);
     {
-        auto* writer_copy = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_write_ptr(cb_writer_cur_pos));
+        CoreLocalMem<volatile uint32_t> writer_copy(writer_cur_pos_buf.get_write_ptr());
         for (uint32_t b = 0; b < batch; ++b) {
             writer_copy[b] = cur_pos_of_user[b];
         }
     }
-    cb_push_back(cb_writer_cur_pos, 1);
-    cb_push_back(cb_cur_pos, 1);
+    writer_cur_pos_buf.push_back(1);
+    cur_pos_buf.push_back(1);
 
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
         const uint32_t b = group / num_kv_heads;
@@ -415,8 +465,8 @@ void kernel_main() {
         }
 
         // Q: gather this group's rows (token-major) from the user's rows into rows 0..q_rows-1 of the Q tiles.
-        cb_reserve_back(cb_q, PNHt * DHt);
-        const uint32_t q_l1 = get_write_ptr(cb_q);
+        q_buf.reserve_back(PNHt * DHt);
+        const uint32_t q_l1 = q_buf.get_write_ptr();
         zero_bytes(q_l1, PNHt * DHt * q_tile_bytes);
         for (uint32_t row = 0; row < q_rows; ++row) {
             const uint32_t token = row / heads_per_group;
@@ -424,20 +474,20 @@ void kernel_main() {
             // Row of Q's [q_len * b * heads, head_dim] view: tile layout pads each user's heads to whole tiles.
             const uint32_t src_row = (token * batch + b) * (q_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
             for (uint32_t d = 0; d < DHt; ++d) {
-                const uint32_t dst_tile_l1 = q_l1 + ((row / TILE_HW) * DHt + d) * q_tile_bytes;
+                const uint32_t dst_tile = ((row / TILE_HW) * DHt + d) * q_tile_bytes;
                 for (uint32_t col = d * TILE_HW; col < (d + 1) * TILE_HW; col += FACE_HW) {
                     const PageOffset at = datum_page<q_tiled>(src_row, col, DHt * TILE_HW, BF16_BYTES);
-                    noc_async_read(q_rows_view.noc_addr(at), dst_tile_l1 + tile_datum_offset(row % TILE_HW, col % TILE_HW, BF16_BYTES),
-                                   FACE_ROW_BYTES);
+                    q_pages.read(noc, q_buf, dst_tile + tile_datum_offset(row % TILE_HW, col % TILE_HW, BF16_BYTES),
+                                 FACE_ROW_BYTES, at);
                 }
             }
         }
-        noc_async_read_barrier();
-        cb_push_back(cb_q, PNHt * DHt);
+        noc.async_read_barrier();
+        q_buf.push_back(PNHt * DHt);
 
         if constexpr (use_sink || use_attn_mask) {
             if (core_index == 0) {  // the root merges the sinks (or the score floor), once, after the tree
-                push_sink_partial(sink_reader, kv_head);
+                push_sink_partial(noc, sink_pages, kv_head);
             }
         }
 
@@ -447,17 +497,15 @@ void kernel_main() {
         const uint32_t first_live_tile = first_live_pos / TILE_HW;
         const uint32_t last_live_tile = cur_pos / TILE_HW;
         const uint32_t kv_user = share_cache ? 0 : b;
-        volatile tt_l1_ptr uint32_t* block_of = nullptr;  // paged: the user's page-table row
-        if constexpr (is_paged) {
-            const uint32_t row_l1 = get_write_ptr(cb_page_table);  // reserved above, never pushed
-            noc_async_read(get_noc_addr(kv_user, page_table_reader), row_l1, page_table_page_bytes);
-            noc_async_read_barrier();
-            block_of = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(row_l1);
+        if constexpr (is_paged) {  // the user's page-table row (scratch reserved above, never pushed)
+            noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
+                           {.page_id = kv_user}, {});
+            noc.async_read_barrier();
         }
         // DRAM page (tile row of heads x head-dim tiles) of sequence tile `seq_tile` of this group's K or V.
         auto kv_tile_row = [&](uint32_t seq_tile) -> uint32_t {
             if constexpr (is_paged) {
-                const uint32_t block = block_of[seq_tile / tiles_per_block];
+                const uint32_t block = CoreLocalMem<volatile uint32_t>(page_table_l1)[seq_tile / tiles_per_block];
                 return (block * num_kv_heads + kv_head) * tiles_per_block + seq_tile % tiles_per_block;
             } else {
                 return (kv_user * num_kv_heads + kv_head) * St + seq_tile;
@@ -469,31 +517,9 @@ void kernel_main() {
             // The mask goes first: compute waits for it before the chunk's first K block, and a chunk's K blocks
             // can outnumber the K buffer's slots.
             if constexpr (use_attn_mask) {
-                read_attn_mask_chunk(mask_reader, b, kv_head, chunk, cur_pos);
+                read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos);
             } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
-                cb_reserve_back(cb_mask, PNHt * Sk_t);
-                const uint32_t mask_l1 = get_write_ptr(cb_mask);
-                const uint16_t hidden = float_to_bfloat16(MASKED_SCORE);
-                for (uint32_t rt = 0; rt < PNHt; ++rt) {
-                    for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                        auto* tile = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(
-                            mask_l1 + (rt * Sk_t + kt) * TILE_HW * TILE_HW * BF16_BYTES);
-                        for (uint32_t r = 0; r < TILE_HW; ++r) {
-                            const uint32_t row = rt * TILE_HW + r;
-                            // Padding rows see every position: they must not become fully masked (NaN).
-                            const bool real_row = row < q_rows;
-                            const uint32_t pos = is_causal ? query_position(row, cur_pos, q_len, heads_per_group) : cur_pos;
-                            const uint32_t row_window_start =
-                                sliding_window == 0 ? 0 : window_start(pos, 1, sliding_window);
-                            for (uint32_t c = 0; c < TILE_HW; ++c) {
-                                const uint32_t key_pos = (chunk * Sk_t + kt) * TILE_HW + c;
-                                const bool visible = !real_row || (key_pos <= pos && key_pos >= row_window_start);
-                                tile[tile_datum_offset(r, c, 1)] = visible ? 0 : hidden;
-                            }
-                        }
-                    }
-                }
-                cb_push_back(cb_mask, PNHt * Sk_t);
+                push_generated_mask(chunk, cur_pos);
             }
 
             // K: blocks of k_head_block head-dim tiles, position tile outer, head-dim block inner (compute keeps
@@ -501,65 +527,68 @@ void kernel_main() {
             // (half the K buffer; the whole chunk when blocks are whole rows) per barrier, so DRAM reads stay
             // in flight together; compute consumes them a block at a time.
             for (uint32_t fetch = 0; fetch < k_blocks_per_row; ++fetch) {
-                cb_reserve_back(cb_k, Sk_t * k_head_block);
-                const uint32_t k_base_l1 = get_write_ptr(cb_k);
-                chunk_k_l1 = k_base_l1;
-                uint32_t k_l1 = k_base_l1;
+                k_buf.reserve_back(Sk_t * k_head_block);
+                chunk_k_l1 = k_buf.get_write_ptr();
+                uint32_t k_offset = 0;
                 for (uint32_t block = fetch * Sk_t; block < (fetch + 1) * Sk_t; ++block) {
                     const uint32_t seq_tile = chunk * Sk_t + block / k_blocks_per_row;
                     const uint32_t d0 = (block % k_blocks_per_row) * k_head_block;
                     const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                     const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;
-                    k_l1 = read_tiles_or_zero(k_reader, live, row_page + d0, k_head_block, k_l1, k_tile_bytes);
+                    k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
+                                                  k_tile_bytes);
                 }
-                noc_async_read_barrier();
+                noc.async_read_barrier();
                 for (uint32_t block = fetch * Sk_t; block < (fetch + 1) * Sk_t; ++block) {
                     const uint32_t seq_tile = chunk * Sk_t + block / k_blocks_per_row;
                     const LiveRows rows = live_rows(seq_tile, first_live_pos, cur_pos);
                     if ((seq_tile == first_live_tile || seq_tile == last_live_tile) && !rows.whole()) {
-                        const uint32_t block_l1 = k_base_l1 + (block - fetch * Sk_t) * k_head_block * k_tile_bytes;
+                        const uint32_t block_l1 = chunk_k_l1 + (block - fetch * Sk_t) * k_head_block * k_tile_bytes;
                         for (uint32_t d = 0; d < k_head_block; ++d) {
                             zero_rows_outside<k_tile_bytes>(block_l1 + d * k_tile_bytes, rows.first, rows.last);
                         }
                     }
                 }
-                cb_push_back(cb_k, Sk_t * k_head_block);
+                k_buf.push_back(Sk_t * k_head_block);
             }
 
             // V: one column block of v_head_block head-dim tiles of the whole chunk at a time.
             for (uint32_t c0 = 0; c0 < vDHt; c0 += v_head_block) {
-                cb_reserve_back(cb_v, Sk_t * v_head_block);
-                uint32_t v_l1 = get_write_ptr(cb_v);
+                v_buf.reserve_back(Sk_t * v_head_block);
+                uint32_t v_offset = 0;
                 if constexpr (v_from_k) {
                     // The K rows were pushed to compute, but their slot is not rewritten before this reader reserves
                     // K again (next chunk), and their garbage rows are zeroed already. A local NOC read copies them.
+                    const uint8_t noc_id = noc.get_noc_id();
                     for (uint32_t kt = 0; kt < Sk_t; ++kt) {
                         const uint32_t k_row_l1 = chunk_k_l1 + (kt * DHt + c0) * k_tile_bytes;
-                        noc_async_read(get_noc_addr(k_row_l1), v_l1, v_head_block * v_tile_bytes);
-                        v_l1 += v_head_block * v_tile_bytes;
+                        noc.async_read(UnicastEndpoint{}, v_buf, v_head_block * v_tile_bytes,
+                                       {.noc_x = my_x[noc_id], .noc_y = my_y[noc_id], .addr = k_row_l1},
+                                       {.offset_bytes = v_offset});
+                        v_offset += v_head_block * v_tile_bytes;
                     }
-                    noc_async_read_barrier();
-                    cb_push_back(cb_v, Sk_t * v_head_block);
+                    noc.async_read_barrier();
+                    v_buf.push_back(Sk_t * v_head_block);
                     continue;
                 }
-                const uint32_t v_base_l1 = v_l1;
                 for (uint32_t kt = 0; kt < Sk_t; ++kt) {
                     const uint32_t seq_tile = chunk * Sk_t + kt;
                     const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                     const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;
-                    v_l1 = read_tiles_or_zero(v_reader, live, row_page + c0, v_head_block, v_l1, v_tile_bytes);
+                    v_offset = read_tiles_or_zero(noc, v_pages, v_buf, live, row_page + c0, v_head_block, v_offset,
+                                                  v_tile_bytes);
                 }
-                noc_async_read_barrier();
+                noc.async_read_barrier();
                 for (uint32_t seq_tile : {first_live_tile, last_live_tile}) {
                     const LiveRows rows = live_rows(seq_tile, first_live_pos, cur_pos);
                     if (seq_tile / Sk_t == chunk && !rows.whole()) {
-                        const uint32_t tile_l1 = v_base_l1 + (seq_tile % Sk_t) * v_head_block * v_tile_bytes;
+                        const uint32_t tile_l1 = v_buf.get_write_ptr() + (seq_tile % Sk_t) * v_head_block * v_tile_bytes;
                         for (uint32_t c = 0; c < v_head_block; ++c) {
                             zero_rows_outside<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows.first, rows.last);
                         }
                     }
                 }
-                cb_push_back(cb_v, Sk_t * v_head_block);
+                v_buf.push_back(Sk_t * v_head_block);
             }
         }
     }

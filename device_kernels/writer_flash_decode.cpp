@@ -11,52 +11,67 @@
 // Output rows of different groups may share a tile, so rows are written as 16-datum face rows and a core never
 // touches rows it does not own. The output is TILE or ROW_MAJOR, DRAM or L1 interleaved, or height-sharded in L1:
 // then shard s lives at the output's L1 address on the core whose NOC coordinates are common runtime args 2s, 2s + 1.
+//
+// Arguments (ttflashdecode/kernel_args.py: WRITER_ARGS): named compile-time args; the positional compile-time args are
+// only the output's TensorAccessorArgs (at "out_cta_offset"); runtime args in the order of
+// kernel_args.WriterRuntimeArgs.
 
 #include <cstdint>
 
 #include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/circular_buffer.h"
+#include "api/dataflow/endpoints.h"
+#include "api/dataflow/noc_semaphore.h"
+#include "api/core_local_mem.h"
+#include "api/tensor/tensor_accessor.h"
+#include "api/tensor/noc_traits.h"
 #include "flash_decode_common.hpp"
-#include "flash_decode_dataflow.hpp"
 
 using namespace flash_decode;
 
 namespace {
 
-constexpr uint32_t cb_partial_in = tt::CBIndex::c_8;
-constexpr uint32_t cb_partial_out = tt::CBIndex::c_9;
-constexpr uint32_t cb_writer_cur_pos = tt::CBIndex::c_10;
-constexpr uint32_t cb_zeros = tt::CBIndex::c_11;
-constexpr uint32_t cb_out = tt::CBIndex::c_16;
+// ---- circular buffers (the planner's CB table, ttflashdecode/plan/cbs.py)
+constexpr uint32_t cb_partial_in = get_named_compile_time_arg_val("cb_partial_in");
+constexpr uint32_t cb_partial_out = get_named_compile_time_arg_val("cb_partial_out");
+constexpr uint32_t cb_writer_cur_pos = get_named_compile_time_arg_val("cb_writer_cur_pos");
+constexpr uint32_t cb_zeros = get_named_compile_time_arg_val("cb_zeros");
+constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
+
+// ---- compile-time shape
+constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
+constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");
+constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");
+constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
+constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_group");
+constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");
+constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
+constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
+constexpr uint32_t batch = get_named_compile_time_arg_val("batch");
+constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
+// Semaphore of tree round r: sem_partial_arrived + r (the planner's per-round semaphores, plan/search.py).
+constexpr uint32_t sem_partial_arrived = get_named_compile_time_arg_val("sem_partial_arrived");
+// Where the output lives (flash_decode_common.hpp: TensorPages): its placement, pages per shard when height-sharded,
+// TILE or ROW_MAJOR pages (row-major follows a row-major Q, as upstream), and one page's bytes.
+constexpr auto out_placement = static_cast<Placement>(get_named_compile_time_arg_val("out_placement"));
+constexpr uint32_t out_shard_pages = get_named_compile_time_arg_val("out_shard_pages");
+constexpr bool out_tiled = get_named_compile_time_arg_val("out_tiled") == 1;
+constexpr uint32_t out_page_bytes = get_named_compile_time_arg_val("out_page_bytes");
+constexpr auto out_args = TensorAccessorArgs<get_named_compile_time_arg_val("out_cta_offset")>();
+
+constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
+constexpr uint32_t o_tiles = PNHt * vDHt;
+constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;
+constexpr uint32_t q_rows = q_len * heads_per_group;
+constexpr uint32_t out_tile_bytes = get_tile_size(cb_out);  // an output tile in cb_out / cb_zeros
+constexpr uint32_t out_datum_bytes = out_tile_bytes / (TILE_HW * TILE_HW);  // bfloat16 or float32
+constexpr uint32_t face_row_bytes = FACE_HW * out_datum_bytes;
 
 }  // namespace
 
 void kernel_main() {
-    constexpr uint32_t vDHt = get_compile_time_arg_val(0);
-    constexpr uint32_t PNHt = get_compile_time_arg_val(1);
-    constexpr uint32_t q_len = get_compile_time_arg_val(2);
-    constexpr uint32_t heads_per_group = get_compile_time_arg_val(3);
-    constexpr uint32_t NQt = get_compile_time_arg_val(4);
-    constexpr uint32_t num_kv_heads = get_compile_time_arg_val(5);
-    constexpr uint32_t batch = get_compile_time_arg_val(6);
-    constexpr uint32_t Sk_t = get_compile_time_arg_val(7);
-    constexpr uint32_t sliding_window = get_compile_time_arg_val(8);
-    constexpr uint32_t out_tile_bytes = get_compile_time_arg_val(9);  // an output tile in cb_out / cb_zeros
-    constexpr uint32_t out_datum_bytes = get_compile_time_arg_val(10);
-    constexpr uint32_t partial_tile_bytes = get_compile_time_arg_val(11);
-    // Where the output lives (flash_decode_dataflow.hpp): its placement, pages per shard when height-sharded, TILE or
-    // ROW_MAJOR pages (row-major follows a row-major Q, as upstream), and one page's bytes.
-    constexpr Placement out_placement = static_cast<Placement>(get_compile_time_arg_val(12));
-    constexpr uint32_t out_shard_pages = get_compile_time_arg_val(13);
-    constexpr bool out_tiled = get_compile_time_arg_val(14) == 1;
-    constexpr uint32_t out_page_bytes = get_compile_time_arg_val(15);
-    constexpr uint32_t n_q_heads = get_compile_time_arg_val(16);
-    constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
-    constexpr uint32_t o_tiles = PNHt * vDHt;
-    constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;
-    constexpr uint32_t partial_bytes = partial_tiles * partial_tile_bytes;
-    constexpr uint32_t q_rows = q_len * heads_per_group;
-    constexpr uint32_t face_row_bytes = FACE_HW * out_datum_bytes;
-
+    // ---- runtime args (kernel_args.WriterRuntimeArgs)
     uint32_t arg = 0;
     const uint32_t out_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t first_group = get_arg_val<uint32_t>(arg++);
@@ -66,31 +81,36 @@ void kernel_main() {
     const uint32_t parent_noc_x = get_arg_val<uint32_t>(arg++);  // core index - 2^send_round (unused by roots)
     const uint32_t parent_noc_y = get_arg_val<uint32_t>(arg++);
 
-    const TensorPages<out_placement, out_shard_pages> out_pages{out_addr, out_page_bytes};
+    Noc noc;
+    CircularBuffer partial_in_buf(cb_partial_in);
+    CircularBuffer partial_out_buf(cb_partial_out);
+    CircularBuffer writer_cur_pos_buf(cb_writer_cur_pos);
+    CircularBuffer zeros_buf(cb_zeros);
+    CircularBuffer out_buf(cb_out);
+    const TensorPages<out_placement, out_shard_pages, decltype(TensorAccessor(out_args, out_addr))> out_pages{
+        TensorAccessor(out_args, out_addr), out_addr, out_page_bytes};
 
+    // A partial is O, m and l in the partial CBs' format (the intermediates' format).
+    const uint32_t partial_bytes = num_cores_per_head > 1 ? partial_tiles * get_tile_size(cb_partial_in) : 0;
     // Slot r of cb_partial_in sits at base + r * partial_bytes on every core (CBs share addresses across cores).
     // Capture the base before this core pushes any slot of its own. A core in a tree serves exactly one group
     // (the planner only forms groups of several cores when every core has one group), and the rounds it
     // receives in are a prefix 0..k-1, so its k pushes fill slots 0..k-1 in order. The CB exists only when
     // groups have more than one core.
-    const uint32_t partial_in_base = num_cores_per_head > 1 ? get_write_ptr(cb_partial_in) : 0;
+    const uint32_t partial_in_base = num_cores_per_head > 1 ? partial_in_buf.get_write_ptr() : 0;
 
     // The reader's checked copy of every user's cur_pos (an out-of-contract value arrives as SKIPPED_USER).
-    cb_wait_front(cb_writer_cur_pos, 1);
-    const auto* cur_pos_of_user = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_read_ptr(cb_writer_cur_pos));
+    writer_cur_pos_buf.wait_front(1);
+    const CoreLocalMem<volatile uint32_t> cur_pos_of_user(writer_cur_pos_buf.get_read_ptr());
 
     // One tile of zeros to write a skipped user's rows from.
-    cb_reserve_back(cb_zeros, 1);
-    const uint32_t zeros_l1 = get_write_ptr(cb_zeros);
-    {
-        auto* words = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(zeros_l1);
-        for (uint32_t i = 0; i < out_tile_bytes / sizeof(uint32_t); ++i) {
-            words[i] = 0;
-        }
-    }
+    zeros_buf.reserve_back(1);
+    noc.async_write_zeros(zeros_buf, out_tile_bytes);
+    noc.write_zeros_l1_barrier();
 
-    // Writes the group's rows of the output block held at `src_l1` (o_tiles tiles, rows token-major).
-    auto write_rows = [&](uint32_t b, uint32_t kv_head, uint32_t src_l1, bool same_tile_for_all) {
+    // Writes the group's rows of the output block at the read pointer of `src` (o_tiles tiles, rows token-major),
+    // or, with same_tile_for_all, its first tile for every row.
+    auto write_rows = [&](uint32_t b, uint32_t kv_head, const CoreLocalMem<uint8_t>& src, bool same_tile_for_all) {
         for (uint32_t row = 0; row < q_rows; ++row) {
             const uint32_t token = row / heads_per_group;
             const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
@@ -99,14 +119,14 @@ void kernel_main() {
             for (uint32_t c = 0; c < vDHt; ++c) {
                 const uint32_t src_tile = same_tile_for_all ? 0 : (row / TILE_HW) * vDHt + c;
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
-                    const uint32_t src = src_l1 + src_tile * out_tile_bytes +
-                                         tile_datum_offset(row % TILE_HW, col, out_datum_bytes);
+                    const uint32_t src_offset =
+                        src_tile * out_tile_bytes + tile_datum_offset(row % TILE_HW, col, out_datum_bytes);
                     const PageOffset at = datum_page<out_tiled>(dst_row, c * TILE_HW + col, vDHt * TILE_HW, out_datum_bytes);
-                    noc_async_write(src, out_pages.noc_addr(at), face_row_bytes);
+                    out_pages.write(noc, src, src_offset, face_row_bytes, at);
                 }
             }
         }
-        noc_async_write_barrier();
+        noc.async_write_barrier();
     };
 
     const uint32_t rounds = tree_rounds(num_cores_per_head);
@@ -117,7 +137,7 @@ void kernel_main() {
 
         if (cur_pos == SKIPPED_USER) {
             if (core_index == 0) {
-                write_rows(b, kv_head, zeros_l1, /*same_tile_for_all=*/true);
+                write_rows(b, kv_head, CoreLocalMem<uint8_t>(zeros_buf.get_write_ptr()), /*same_tile_for_all=*/true);
             }
             continue;
         }
@@ -132,28 +152,28 @@ void kernel_main() {
                 break;
             }
             if (receives_in_round(core_index, round, num_active)) {
-                cb_reserve_back(cb_partial_in, partial_tiles);
-                auto* arrived = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(round));
-                noc_semaphore_wait(arrived, 1);
-                noc_semaphore_set(arrived, 0);
-                cb_push_back(cb_partial_in, partial_tiles);
+                partial_in_buf.reserve_back(partial_tiles);
+                Semaphore<> arrived(sem_partial_arrived + round);
+                arrived.wait(1);
+                arrived.set(0);
+                partial_in_buf.push_back(partial_tiles);
             }
         }
 
         if (core_index == 0) {
-            cb_wait_front(cb_out, o_tiles);
-            write_rows(b, kv_head, get_read_ptr(cb_out), /*same_tile_for_all=*/false);
-            cb_pop_front(cb_out, o_tiles);
+            out_buf.wait_front(o_tiles);
+            write_rows(b, kv_head, CoreLocalMem<uint8_t>(out_buf.get_read_ptr()), /*same_tile_for_all=*/false);
+            out_buf.pop_front(o_tiles);
         } else {
             const uint32_t round = send_round(core_index);
-            cb_wait_front(cb_partial_out, partial_tiles);
-            const uint64_t slot = get_noc_addr(parent_noc_x, parent_noc_y, partial_in_base + round * partial_bytes);
-            noc_async_write(get_read_ptr(cb_partial_out), slot, partial_bytes);
-            noc_async_write_barrier();  // the partial must land before the parent is told it is there
-            noc_semaphore_inc(get_noc_addr(parent_noc_x, parent_noc_y, get_semaphore(round)), 1);
-            noc_async_atomic_barrier();
-            cb_pop_front(cb_partial_out, partial_tiles);
+            partial_out_buf.wait_front(partial_tiles);
+            noc.async_write(partial_out_buf, UnicastEndpoint{}, partial_bytes, {},
+                            {.noc_x = parent_noc_x, .noc_y = parent_noc_y, .addr = partial_in_base + round * partial_bytes});
+            noc.async_write_barrier();  // the partial must land before the parent is told it is there
+            Semaphore<>(sem_partial_arrived + round).up(noc, parent_noc_x, parent_noc_y, 1);
+            noc.async_atomic_barrier();
+            partial_out_buf.pop_front(partial_tiles);
         }
     }
-    cb_pop_front(cb_writer_cur_pos, 1);
+    writer_cur_pos_buf.pop_front(1);
 }

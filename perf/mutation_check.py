@@ -102,13 +102,13 @@ MUTATIONS = [
         reconfig_data_format_srca(in);
         pack_reconfig_data_format(cb_scratch);
         copy_init(in);
-        cb_reserve_back(cb_scratch, o_tiles);
+        CircularBuffer(cb_scratch).reserve_back(o_tiles);
         for (uint32_t i = 0; i < o_tiles; ++i) {
             tile_regs_acquire();
             copy_tile(in, i, 0);
             pack_result(cb_scratch);
         }
-        cb_push_back(cb_scratch, o_tiles);
+        CircularBuffer(cb_scratch).push_back(o_tiles);
     }""",
         "merge_partial: a partner's O_i added without its rescale exp(m_i - m_new)",
         (CORES, CHUNK_EDGES),
@@ -122,15 +122,15 @@ MUTATIONS = [
     ),
     Mutation(
         "scale_squared", READER,
-        "    fill_tile_bf16(get_write_ptr(cb_scale), float_to_bfloat16(softmax_scale()));",
-        "    fill_tile_bf16(get_write_ptr(cb_scale), float_to_bfloat16(softmax_scale() * softmax_scale()));",
+        "    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), float_to_bfloat16(softmax_scale()));",
+        "    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), float_to_bfloat16(softmax_scale() * softmax_scale()));",
         "reader: the softmax scale tile holds scale^2",
         (CHUNK_EDGES,),
     ),
     Mutation(
         "scale_not_applied", COMPUTE,
         """        scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
-        cb_pop_front(cb_q, q_tiles);""",
+        CircularBuffer(cb_q).pop_front(q_tiles);""",
         "        move_tiles(cb_q, cb_q_scaled, q_tiles);",
         "compute: Q copied instead of scaled (scores not multiplied by the softmax scale)",
         (CHUNK_EDGES,),
@@ -144,6 +144,15 @@ MUTATIONS = [
                     const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;""",
         "reader: the last K tile of every chunk is not read (zero-filled)",
         (CHUNK_EDGES,),
+    ),
+    Mutation(
+        "k_tile_dropped", READER,
+        """                    k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
+                                                  k_tile_bytes);""",
+        """                    k_offset = k_tile_bytes + read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0,
+                                                                 k_head_block - 1, k_offset, k_tile_bytes);""",
+        "reader: the last head-dim tile of every K block is never read (its slot keeps a stale tile)",
+        (CHUNK_EDGES, "tests/test_features.py::test_head_dim_tiling_in_dst"),
     ),
     Mutation(
         "v_last_live_tile_not_read", READER,
@@ -202,8 +211,8 @@ MUTATIONS = [
                 merge_partial(cb_sink, /*has_o=*/false);""",
         """            if constexpr (merge_sink_partial) {
                 if constexpr (use_sink) {  // mutated: the sinks are read, then dropped
-                    cb_wait_front(cb_sink, 2 * PNHt);
-                    cb_pop_front(cb_sink, 2 * PNHt);
+                    CircularBuffer(cb_sink).wait_front(2 * PNHt);
+                    CircularBuffer(cb_sink).pop_front(2 * PNHt);
                 } else
                 merge_partial(cb_sink, /*has_o=*/false);""",
         "compute: the root reads the sink partial but never merges it",

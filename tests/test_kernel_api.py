@@ -1,8 +1,14 @@
-"""The device kernels use only the tt-metal kernel API that the ttnn 0.81.1 wheel ships.
+"""The device kernels use only the tt-metal kernel API that the ttnn 0.81.1 wheel ships, in its Device 2.0 form, and
+take their arguments as ttflashdecode/kernel_args.py defines them.
 
 The emulator compiles our kernels against its own implementation of that API, so a function the emulator
 provides but silicon lacks would pass every emulator test and fail to compile on a card. These checks compare
-against the wheel's own headers (``ttnn/tt_metal/hw/inc``). They look at names, not signatures.
+against the wheel's own headers (``ttnn/tt_metal/hw/inc``). They look at names (functions, methods and the Device 2.0
+classes), not signatures.
+
+Style: data movement goes through ``Noc`` / ``CircularBuffer`` / ``CoreLocalMem`` / ``Semaphore`` / ``TensorAccessor``
+(the legacy free functions are not used), every compile-time argument is named and comes from kernel_args.py, CB
+indices come from the planner's table, and runtime args are read in the field order of kernel_args.py's dataclasses.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests_support_paths import DEVICE_KERNELS, REPO
+from ttflashdecode import kernel_args
 
 EMULATOR_API = REPO / "ttflashdecode" / "emulator" / "include"
 KERNEL_SOURCES = sorted([*DEVICE_KERNELS.rglob("*.cpp"), *DEVICE_KERNELS.rglob("*.hpp")])
@@ -40,12 +47,15 @@ def _defined_in_our_kernels() -> set[str]:
         code = _code(path)
         names |= set(re.findall(r"\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:const\s*)?(?:->\s*[\w:]+\s*)?\{", code))
         names |= set(re.findall(r"\bauto\s+([A-Za-z_]\w*)\s*=\s*\[", code))
+        # objects constructed by name: `CoreLocalMem<volatile uint32_t> words(l1_addr);`, `Semaphore<> arrived(id);`
+        names |= {m for m in re.findall(r"(?:\b(?!return\b|else\b)\w+|>)\s+([A-Za-z_]\w*)\s*\([^;{}]*\)\s*;", code)}
     return names
 
 
 def _api_calls() -> dict[str, list[str]]:
-    """Called names that the emulator's API headers provide, with the kernel files that call them."""
-    emulator_text = "\n".join(_code(p) for p in EMULATOR_API.rglob("*.h"))
+    """Called names that an API header provides (the emulator's, or the wheel's, which the emulator's compute build
+    includes for the compute API), with the kernel files that call them."""
+    emulator_text = "\n".join(_code(p) for root in (EMULATOR_API, _wheel_inc()) for p in root.rglob("*.h"))
     own = _defined_in_our_kernels()
     calls: dict[str, list[str]] = {}
     for path in KERNEL_SOURCES:
@@ -66,7 +76,8 @@ def test_kernel_api_calls_are_declared_in_the_wheel():
     wheel_text = "\n".join(_code(p) for p in _wheel_inc().rglob("*.h"))
     calls = _api_calls()
     # The FlashDecode kernels need at least CBs, NOC reads/writes, semaphores, matmul, reduce and exp.
-    for needed in ("cb_wait_front", "noc_async_read_tile", "noc_semaphore_inc", "matmul_tiles", "reduce_tile",
+    for needed in ("async_read", "async_write", "async_read_barrier", "wait_front", "reserve_back", "get_write_ptr",
+                   "TensorAccessor", "CircularBuffer", "CoreLocalMem", "Semaphore", "up", "matmul_tiles", "reduce_tile",
                    "exp_tile", "pack_tile"):  # fmt: skip
         assert needed in calls, f"{needed} not found among the kernels' API calls: the scan is broken"
     missing = {name: files for name, files in calls.items() if not re.search(rf"\b{name}\s*(?:<[^;(){{}}]*>)?\s*\(", wheel_text)}
@@ -78,3 +89,100 @@ def test_kernel_api_calls_are_declared_in_the_wheel():
 def test_emulator_api_headers_mirror_wheel_paths(header):
     """Kernels include the same paths on silicon and here, so each emulator API header stands where the wheel's is."""
     assert (_wheel_inc() / header).is_file(), f"emulator header {header} has no counterpart in the wheel's hw/inc"
+
+
+# ---- Device 2.0 style --------------------------------------------------------------------------------------------------
+DEVICE2_TYPES = ("Noc", "CircularBuffer", "CoreLocalMem", "Semaphore", "TensorAccessor", "TensorAccessorArgs",
+                 "UnicastEndpoint")  # fmt: skip
+# The legacy free functions the Device 2.0 objects replace (api/dataflow/dataflow_api.h); compute kernels still call
+# the compute API by CB index, as upstream's, but synchronise CBs through CircularBuffer.
+LEGACY = ("noc_async_read", "noc_async_write", "noc_async_read_tile", "noc_async_write_tile", "noc_async_read_page",
+          "noc_async_write_page", "noc_async_read_barrier", "noc_async_write_barrier", "noc_async_atomic_barrier",
+          "noc_semaphore_wait", "noc_semaphore_set", "noc_semaphore_inc", "get_semaphore", "get_noc_addr",
+          "cb_reserve_back", "cb_push_back", "cb_wait_front", "cb_pop_front", "get_write_ptr", "get_read_ptr",
+          "InterleavedAddrGen", "InterleavedAddrGenFast", "InterleavedPow2AddrGen", "InterleavedPow2AddrGenFast",
+          "get_compile_time_arg_val")  # fmt: skip
+KERNELS = {
+    "reader_flash_decode.cpp": (kernel_args.READER_ARGS, kernel_args.ReaderRuntimeArgs),
+    "compute_flash_decode.cpp": (kernel_args.COMPUTE_ARGS, kernel_args.ComputeRuntimeArgs),
+    "writer_flash_decode.cpp": (kernel_args.WRITER_ARGS, kernel_args.WriterRuntimeArgs),
+}
+
+
+def _kernel(name: str) -> Path:
+    return next(p for p in KERNEL_SOURCES if p.name == name)
+
+
+def test_device2_types_are_declared_in_the_wheel():
+    wheel_text = "\n".join(_code(p) for p in _wheel_inc().rglob("*.h"))
+    used = {t for p in KERNEL_SOURCES for t in DEVICE2_TYPES if re.search(rf"\b{t}\b", _code(p))}
+    assert {"Noc", "CircularBuffer", "CoreLocalMem", "Semaphore", "TensorAccessor"} <= used, used
+    missing = sorted(t for t in used if not re.search(rf"\b(?:class|struct)\s+{t}\b", wheel_text))
+    assert not missing, f"Device 2.0 types our kernels use that the wheel does not declare: {missing}"
+
+
+@pytest.mark.parametrize("path", KERNEL_SOURCES, ids=lambda p: str(p.relative_to(DEVICE_KERNELS)))
+def test_no_legacy_dataflow_calls(path):
+    """Every NOC transfer, barrier, CB sync and semaphore goes through the Device 2.0 objects (a call as a member,
+    ``noc.async_read(...)`` / ``cb.get_write_ptr()``, is fine; the free function is not)."""
+    code = _code(path)
+    legacy = sorted({name for name in LEGACY if re.search(rf"(?<![.\w]){name}\s*(?:<[^;(){{}}]*>)?\s*[({{]", code)})
+    assert not legacy, f"{path.name} calls the legacy API {legacy}"
+
+
+@pytest.mark.parametrize("path", KERNEL_SOURCES, ids=lambda p: str(p.relative_to(DEVICE_KERNELS)))
+def test_no_kernel_declares_a_cb_index(path):
+    code = _code(path)
+    assert not re.search(r"CBIndex::|\bc_\d+\b", code), f"{path.name} names a CB index itself (take cb_<name> args)"
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_named_compile_time_args_match_kernel_args(name):
+    """A kernel reads exactly the named args kernel_args.py gives it, and every name has a documented meaning."""
+    names, _ = KERNELS[name]
+    read = set(re.findall(r'get_named_compile_time_arg_val\("(\w+)"\)', _code(_kernel(name))))
+    assert read == set(names), (
+        f"{name}: read but not given {sorted(read - set(names))}; given but not read {sorted(set(names) - read)}")
+    assert len(names) == len(set(names)), f"{name}: a name listed twice"
+    undocumented = [n for n in names if n not in kernel_args.DOCS]
+    assert not undocumented, f"kernel_args.DOCS has no meaning for {undocumented}"
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_runtime_args_read_in_kernel_args_order(name):
+    _, runtime = KERNELS[name]
+    read = re.findall(r"const uint32_t (\w+) = get_arg_val<uint32_t>\(arg\+\+\);", _code(_kernel(name)))
+    assert tuple(read) == kernel_args.runtime_arg_names(runtime), f"{name} reads its runtime args as {read}"
+    assert len(re.findall(r"get_arg_val<", _code(_kernel(name)))) == len(read), f"{name}: a runtime arg read elsewhere"
+
+
+def test_cb_args_cover_the_planners_table():
+    """Every cb_<name> a kernel takes is an entry of the planner's one CB table (plan/cbs.py: CB_INDEX)."""
+    from ttflashdecode.plan.cbs import CB_INDEX
+
+    cb_names = {n for names, _ in KERNELS.values() for n in names if n.startswith("cb_")}
+    assert cb_names <= {f"cb_{n}" for n in CB_INDEX}, sorted(cb_names - {f"cb_{n}" for n in CB_INDEX})
+
+
+# ---- compiled with warnings on: no deprecated API ----------------------------------------------------------------------
+def test_our_kernels_compile_without_deprecation_warnings(emu_device):
+    """A decode with a bfloat8_b output builds every kernel of ours (reader, compute, writer and the three convert
+    kernels); the emulator compiles them with -Wall against headers that carry the wheel's [[deprecated]] markings, and
+    reports nothing deprecated and no warning in our sources."""
+    from decode_harness import DecodeCase, assert_matches_golden, run_case
+    from ttflashdecode.emulator import compiler
+    from ttflashdecode.ttnn_env import import_ttnn
+
+    ttnn = import_ttnn()
+    compiler.reset_compile_warnings()
+    case = DecodeCase(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=256, cur_pos=(200,), k_chunk_size=64,
+                      max_cores_per_head_batch=4, out_dtype="bfloat8_b")  # fmt: skip
+    outcome = run_case(emu_device, case, to_torch=emu_device.to_torch,
+                       to_device=lambda x, dtype, **kw: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw))  # fmt: skip
+    assert_matches_golden(outcome, case)
+    ours = sorted(str(p) for p in KERNEL_SOURCES if p.suffix == ".cpp")
+    assert set(ours) <= compiler.compiled_sources(), sorted(set(ours) - compiler.compiled_sources())
+    deprecated = [str(w) for src in ours for w in compiler.compile_warnings(src, deprecated_only=True)]
+    assert not deprecated, deprecated
+    in_our_files = [str(w) for w in compiler.compile_warnings() if str(DEVICE_KERNELS) in w.file]
+    assert not in_our_files, in_our_files

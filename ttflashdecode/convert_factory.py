@@ -6,7 +6,10 @@ face row across heads of different groups, so no group can write its rows alone.
 bfloat16 (or float32) staging tensor and this program packs whole tiles into the block-float output, spread over
 the grid: a read and a write of the (small) output, never of the KV cache.
 
-Kernels: ``device_kernels/convert/`` (reader -> compute copy_tile/pack_tile -> writer); the packer converts.
+Kernels: ``device_kernels/convert/`` (reader -> compute copy_tile/pack_tile -> writer); the packer converts. Their
+arguments: named compile-time args ``cb_in`` / ``cb_out`` (this module's CB table) and ``src_cta_offset`` /
+``dst_cta_offset`` (the offset of the tensor's TensorAccessorArgs, the only positional compile-time args); runtime
+args ``[address, first_tile, num_tiles]`` (reader and writer) and ``[num_tiles]`` (compute).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ttflashdecode.kernel_args import tensor_accessor_args
 from ttflashdecode.plan import TILE
 from ttflashdecode.ttnn_env import import_ttnn
 
@@ -66,11 +70,12 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         bfp8_pack_precise=True,
     )
 
-    def kernel(source: str, config, runtime_args, compile_time_args=()):
+    def kernel(source: str, config, runtime_args, named: dict[str, int], accessor_tensor=None):
         return ttnn.KernelDescriptor(
             kernel_source=str(CONVERT_DIR / source),
             core_ranges=cores,
-            compile_time_args=list(compile_time_args),
+            compile_time_args=[] if accessor_tensor is None else tensor_accessor_args(accessor_tensor),
+            named_compile_time_args=list(named.items()),
             runtime_args=runtime_args,
             config=config,
         )
@@ -83,9 +88,11 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         ]
 
     kernels = [
-        kernel("reader_tiles.cpp", ttnn.ReaderConfigDescriptor(), tile_range_args(src.buffer_address()), [src_page]),
-        kernel("compute_copy.cpp", compute_config, compute_args),
-        kernel("writer_tiles.cpp", ttnn.WriterConfigDescriptor(), tile_range_args(dst.buffer_address()), [dst_page]),
+        kernel("reader_tiles.cpp", ttnn.ReaderConfigDescriptor(), tile_range_args(src.buffer_address()),
+               {"cb_in": CB_IN, "src_cta_offset": 0}, src),
+        kernel("compute_copy.cpp", compute_config, compute_args, {"cb_in": CB_IN, "cb_out": CB_OUT}),
+        kernel("writer_tiles.cpp", ttnn.WriterConfigDescriptor(), tile_range_args(dst.buffer_address()),
+               {"cb_out": CB_OUT, "dst_cta_offset": 0}, dst),
     ]
     cbs = [
         ttnn.CBDescriptor(

@@ -3,6 +3,8 @@
 // Tile format conversion, compute: unpacks each tile of cb_in in its format and packs it into cb_out in cb_out's
 // format. The packer does the conversion (e.g. bfloat16 or float32 -> bfloat8_b with shared exponents per
 // 16-datum row), exactly as any op producing that dtype would.
+//
+// Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_in", "cb_out"; runtime arg num_tiles.
 
 #include <cstdint>
 
@@ -12,24 +14,27 @@
 #include "api/compute/reg_api.h"
 #include "api/compute/pack.h"
 #include "api/compute/tile_move_copy.h"
+#include "api/dataflow/circular_buffer.h"
 
 void kernel_main() {
-    constexpr uint32_t cb_in = tt::CBIndex::c_0;
-    constexpr uint32_t cb_out = tt::CBIndex::c_16;
+    constexpr uint32_t cb_in = get_named_compile_time_arg_val("cb_in");
+    constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
     const uint32_t num_tiles = get_arg_val<uint32_t>(0);
 
+    CircularBuffer in_buf(cb_in);
+    CircularBuffer out_buf(cb_out);
     compute_kernel_hw_startup(cb_in, cb_out);
     copy_init(cb_in);
     for (uint32_t i = 0; i < num_tiles; ++i) {
-        cb_wait_front(cb_in, 1);
-        cb_reserve_back(cb_out, 1);
+        in_buf.wait_front(1);
+        out_buf.reserve_back(1);
         tile_regs_acquire();
         copy_tile(cb_in, 0, 0);
         tile_regs_commit();
         tile_regs_wait();
         pack_tile(0, cb_out);
         tile_regs_release();
-        cb_push_back(cb_out, 1);
-        cb_pop_front(cb_in, 1);
+        out_buf.push_back(1);
+        in_buf.pop_front(1);
     }
 }

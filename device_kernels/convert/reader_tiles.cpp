@@ -1,26 +1,36 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tile format conversion, reader (RISCV_0 / BRISC): streams tiles [first_tile, first_tile + num_tiles) of a
-// DRAM-interleaved tensor into cb_in, one tile per page, so compute can unpack them in their stored format.
+// Tile format conversion, reader (RISCV_0 / BRISC): streams tiles [first_tile, first_tile + num_tiles) of an
+// interleaved tensor into cb_in, one tile per page, so compute can unpack them in their stored format.
+//
+// Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_in" and "src_cta_offset" (the source's
+// TensorAccessorArgs are the positional compile-time args); runtime args src_addr, first_tile, num_tiles.
 
 #include <cstdint>
 
 #include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/circular_buffer.h"
+#include "api/tensor/tensor_accessor.h"
+#include "api/tensor/noc_traits.h"
 
 void kernel_main() {
-    constexpr uint32_t cb_in = tt::CBIndex::c_0;
-    constexpr uint32_t tile_bytes = get_compile_time_arg_val(0);
+    constexpr uint32_t cb_in = get_named_compile_time_arg_val("cb_in");
+    constexpr auto src_args = TensorAccessorArgs<get_named_compile_time_arg_val("src_cta_offset")>();
+    constexpr uint32_t tile_bytes = get_tile_size(cb_in);
 
-    const uint32_t src_addr = get_arg_val<uint32_t>(0);
-    const uint32_t first_tile = get_arg_val<uint32_t>(1);
-    const uint32_t num_tiles = get_arg_val<uint32_t>(2);
+    uint32_t arg = 0;
+    const uint32_t src_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t first_tile = get_arg_val<uint32_t>(arg++);
+    const uint32_t num_tiles = get_arg_val<uint32_t>(arg++);
 
-    const InterleavedAddrGenFast<true> src = {
-        .bank_base_address = src_addr, .page_size = tile_bytes, .data_format = get_dataformat(cb_in)};
+    Noc noc;
+    CircularBuffer in_buf(cb_in);
+    const auto src = TensorAccessor(src_args, src_addr);
     for (uint32_t tile = first_tile; tile < first_tile + num_tiles; ++tile) {
-        cb_reserve_back(cb_in, 1);
-        noc_async_read_tile(tile, src, get_write_ptr(cb_in));
-        noc_async_read_barrier();
-        cb_push_back(cb_in, 1);
+        in_buf.reserve_back(1);
+        noc.async_read(src, in_buf, tile_bytes, {.page_id = tile}, {});
+        noc.async_read_barrier();
+        in_buf.push_back(1);
     }
 }

@@ -1,26 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Tile format conversion, writer (RISCV_1 / NCRISC): writes the converted tiles from cb_out to tiles
-// [first_tile, first_tile + num_tiles) of a DRAM-interleaved tensor.
+// [first_tile, first_tile + num_tiles) of an interleaved tensor.
+//
+// Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_out" and "dst_cta_offset" (the
+// destination's TensorAccessorArgs are the positional compile-time args); runtime args dst_addr, first_tile,
+// num_tiles.
 
 #include <cstdint>
 
 #include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/circular_buffer.h"
+#include "api/tensor/tensor_accessor.h"
+#include "api/tensor/noc_traits.h"
 
 void kernel_main() {
-    constexpr uint32_t cb_out = tt::CBIndex::c_16;
-    constexpr uint32_t tile_bytes = get_compile_time_arg_val(0);
+    constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
+    constexpr auto dst_args = TensorAccessorArgs<get_named_compile_time_arg_val("dst_cta_offset")>();
+    constexpr uint32_t tile_bytes = get_tile_size(cb_out);
 
-    const uint32_t dst_addr = get_arg_val<uint32_t>(0);
-    const uint32_t first_tile = get_arg_val<uint32_t>(1);
-    const uint32_t num_tiles = get_arg_val<uint32_t>(2);
+    uint32_t arg = 0;
+    const uint32_t dst_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t first_tile = get_arg_val<uint32_t>(arg++);
+    const uint32_t num_tiles = get_arg_val<uint32_t>(arg++);
 
-    const InterleavedAddrGenFast<true> dst = {
-        .bank_base_address = dst_addr, .page_size = tile_bytes, .data_format = get_dataformat(cb_out)};
+    Noc noc;
+    CircularBuffer out_buf(cb_out);
+    const auto dst = TensorAccessor(dst_args, dst_addr);
     for (uint32_t tile = first_tile; tile < first_tile + num_tiles; ++tile) {
-        cb_wait_front(cb_out, 1);
-        noc_async_write_tile(tile, dst, get_read_ptr(cb_out));
-        noc_async_write_barrier();  // the page must leave L1 before the CB slot is reused
-        cb_pop_front(cb_out, 1);
+        out_buf.wait_front(1);
+        noc.async_write(out_buf, dst, tile_bytes, {}, {.page_id = tile});
+        noc.async_write_barrier();  // the page must leave L1 before the CB slot is reused
+        out_buf.pop_front(1);
     }
 }

@@ -39,6 +39,37 @@ class L1OverflowError(ValueError):
         self.largest = largest
 
 
+# CB index of every buffer the kernels name, allocated by a plan or not: the kernels take these as the named
+# compile-time args "cb_<name>" (ttflashdecode/kernel_args.py), so no kernel declares a CB index of its own.
+CB_INDEX = {
+    "q": 0,
+    "k": 1,
+    "v": 2,
+    "mask": 3,
+    "scale": 4,
+    "ones": 5,
+    "cur_pos": 6,
+    "scratch": 7,
+    "partial_in": 8,
+    "partial_out": 9,
+    "writer_cur_pos": 10,
+    "zeros": 11,
+    "page_table": 12,
+    "sink": 13,
+    "m_next": 14,
+    "mask_stage": 15,
+    "out": 16,
+    "q_scaled": 24,
+    "scores": 25,
+    "probs": 26,
+    "o": 27,
+    "m": 28,
+    "l": 29,
+    "row_stat": 30,
+    "alpha": 31,
+}
+
+
 @dataclass(frozen=True)
 class CBPlan:
     """One circular buffer, identical (same index, size and L1 address) on every core."""
@@ -99,36 +130,37 @@ def circular_buffers(
     # (flash_decode_common.hpp: SCORE_FLOOR) that turns a row the mask hides entirely into zeros.
     sink_partial = shapes.has_attention_sink or shapes.attn_mask_heads > 0
     specs = [
-        (0, "q", "query rows of the group", TILE_BYTES[shapes.q_dtype], PNHt * DHt, shapes.q_dtype),
-        (1, "k", "K blocks (position tile x k_head_block), two chunks deep", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * k_block, shapes.k_dtype),
-        (2, "v", "V blocks (chunk x v_head_block), double-buffered", TILE_BYTES[shapes.v_dtype], 2 * Sk_t * v_block, shapes.v_dtype),
-        (3, "mask", "causal/window edge mask of one chunk", 2048, PNHt * Sk_t if masked else 0, "bfloat16"),
-        (4, "scale", "softmax scale, broadcast as a scalar", 2048, 1, "bfloat16"),
-        (5, "ones", "reduce scaler (all ones)", 2048, 1, "bfloat16"),
-        (6, "cur_pos", "cur_pos of every user, for compute", cur_pos_page, 1, "uint32"),
-        (7, "scratch", "a partner's rescaled O and l while merging", TILE_BYTES[im], (o_tiles + PNHt) if rounds or sink_partial else 0, im),
-        (8, "partial_in", "one slot [O, m, l] per reduction round", TILE_BYTES[im], rounds * partial_tiles, im),
-        (9, "partial_out", "this core's [O, m, l] to send", TILE_BYTES[im], partial_tiles if rounds else 0, im),
-        (10, "writer_cur_pos", "the reader's checked cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
-        (11, "zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),
-        (12, "page_table", "the user's page-table row (paged cache)", page_table_page, 1 if shapes.is_paged else 0, "uint32"),
-        (13, "sink", "attention sinks (or the score floor) as a partial: m tiles, then l tiles", 2048, 2 * PNHt if sink_partial else 0, "bfloat16"),
-        (14, "m_next", "new running max, ping-pongs with m", TILE_BYTES[im], PNHt, im),
-        (15, "mask_stage", "one bfloat8_b attn_mask tile, unpacked row by row into mask", TILE_BYTES["bfloat8_b"],
+        ("q", "query rows of the group", TILE_BYTES[shapes.q_dtype], PNHt * DHt, shapes.q_dtype),
+        ("k", "K blocks (position tile x k_head_block), two chunks deep", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * k_block, shapes.k_dtype),
+        ("v", "V blocks (chunk x v_head_block), double-buffered", TILE_BYTES[shapes.v_dtype], 2 * Sk_t * v_block, shapes.v_dtype),
+        ("mask", "causal/window edge mask of one chunk", 2048, PNHt * Sk_t if masked else 0, "bfloat16"),
+        ("scale", "softmax scale, broadcast as a scalar", 2048, 1, "bfloat16"),
+        ("ones", "reduce scaler (all ones)", 2048, 1, "bfloat16"),
+        ("cur_pos", "cur_pos of every user, for compute", cur_pos_page, 1, "uint32"),
+        ("scratch", "a partner's rescaled O and l while merging", TILE_BYTES[im], (o_tiles + PNHt) if rounds or sink_partial else 0, im),
+        ("partial_in", "one slot [O, m, l] per reduction round", TILE_BYTES[im], rounds * partial_tiles, im),
+        ("partial_out", "this core's [O, m, l] to send", TILE_BYTES[im], partial_tiles if rounds else 0, im),
+        ("writer_cur_pos", "the reader's checked cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
+        ("zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),
+        ("page_table", "the user's page-table row (paged cache)", page_table_page, 1 if shapes.is_paged else 0, "uint32"),
+        ("sink", "attention sinks (or the score floor) as a partial: m tiles, then l tiles", 2048, 2 * PNHt if sink_partial else 0, "bfloat16"),
+        ("m_next", "new running max, ping-pongs with m", TILE_BYTES[im], PNHt, im),
+        ("mask_stage", "one bfloat8_b attn_mask tile, unpacked row by row into mask", TILE_BYTES["bfloat8_b"],
          1 if shapes.attn_mask_heads and shapes.attn_mask_dtype == "bfloat8_b" else 0, "bfloat8_b"),
-        (16, "out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
-        (24, "q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
-        (25, "scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
-        (26, "probs", "exp(S - m) of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
-        (27, "o", "output accumulator, old and new block", TILE_BYTES[im], 2 * o_tiles, im),
-        (28, "m", "running row max, ping-pongs with m_next", TILE_BYTES[im], PNHt, im),
-        (29, "l", "running row sum, old and new block", TILE_BYTES[im], 2 * PNHt, im),
-        (30, "row_stat", "row max / row sum of one chunk, 1/l", TILE_BYTES[im], PNHt, im),
-        (31, "alpha", "rescale factors exp(m_old - m_new)", TILE_BYTES[im], 2 * PNHt, im),
+        ("out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
+        ("q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
+        ("scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
+        ("probs", "exp(S - m) of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
+        ("o", "output accumulator, old and new block", TILE_BYTES[im], 2 * o_tiles, im),
+        ("m", "running row max, ping-pongs with m_next", TILE_BYTES[im], PNHt, im),
+        ("l", "running row sum, old and new block", TILE_BYTES[im], 2 * PNHt, im),
+        ("row_stat", "row max / row sum of one chunk, 1/l", TILE_BYTES[im], PNHt, im),
+        ("alpha", "rescale factors exp(m_old - m_new)", TILE_BYTES[im], 2 * PNHt, im),
     ]  # fmt: skip
+    assert [name for name, *_ in specs] == list(CB_INDEX), "one spec per CB_INDEX entry, in index order"
     return tuple(
-        CBPlan(index, name, purpose, page_size, pages, fmt)
-        for index, name, purpose, page_size, pages, fmt in specs
+        CBPlan(CB_INDEX[name], name, purpose, page_size, pages, fmt)
+        for name, purpose, page_size, pages, fmt in specs
         if pages > 0
     )
 

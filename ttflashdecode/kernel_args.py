@@ -1,0 +1,331 @@
+"""The arguments of the FlashDecode kernels (``device_kernels/``): the one Python definition that produces them.
+
+Compile-time arguments are named (``ttnn.KernelDescriptor(named_compile_time_args=...)``; a kernel reads one with
+``get_named_compile_time_arg_val("name")``). :func:`compile_time_values` computes every name's value once, so a name
+means the same value in every kernel that reads it; ``READER_ARGS`` / ``COMPUTE_ARGS`` / ``WRITER_ARGS`` list which
+names each kernel takes (``tests/test_kernel_api.py`` checks each kernel reads exactly its list). CB indices come from
+the planner's CB table (:data:`ttflashdecode.plan.cbs.CB_INDEX`) as ``cb_<name>``; the tree's semaphore of round r is
+``sem_partial_arrived + r`` (the planner's semaphore table).
+
+The only positional compile-time arguments are the TensorAccessorArgs of the tensors a kernel addresses through a
+``TensorAccessor``, because the wheel's ``TensorAccessorArgs<offset>`` reads them by position: their offsets are the
+named args ``<tensor>_cta_offset``. An absent optional tensor (no page table, mask or sinks; a height-sharded Q or
+output, which the kernels address per shard core instead) gets K's args: its accessor is declared over valid args and
+never used.
+
+Runtime arguments are positional on the wire; their order is the field order of :class:`ReaderRuntimeArgs`,
+:class:`ComputeRuntimeArgs` and :class:`WriterRuntimeArgs`, which the kernels read in that order (checked by
+``tests/test_kernel_api.py``). The common runtime args of the reader and writer are the NOC coordinates (x, y) of
+the core of each shard of a height-sharded Q / output, shard by shard.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import astuple, dataclass, fields
+
+from ttflashdecode.config import TILE
+from ttflashdecode.plan.cbs import CB_INDEX
+from ttflashdecode.ttnn_env import import_ttnn
+
+# Where a tensor's pages live: device_kernels/flash_decode_common.hpp, enum class Placement.
+PLACEMENTS = {"DRAM": 0, "L1": 1, "L1_HEIGHT_SHARDED": 2}
+
+CB_ARGS = tuple(f"cb_{name}" for name in CB_INDEX)
+
+# ---- named compile-time args of each kernel ------------------------------------------------------------------------
+# What each name means (the values: compile_time_values).
+DOCS = {
+    "DHt": "K head dim in tiles",
+    "vDHt": "V head dim in tiles",
+    "Sk_t": "k_chunk_size in tiles",
+    "PNHt": "Q row tiles of a group (q_len x heads per kv head, padded to 32 rows)",
+    "q_len": "query tokens per user",
+    "heads_per_group": "q heads per kv head",
+    "NQt": "tile rows of a user's q heads in a TILE Q / output",
+    "St": "cache positions per user in tiles (tile-padded)",
+    "num_kv_heads": "kv heads",
+    "n_q_heads": "q heads",
+    "batch": "users",
+    "sliding_window": "sliding window in positions (0: none)",
+    "kv_len": "logical cache positions per user (cur_pos must be below it)",
+    "is_causal": "1: each query sees positions up to its own; 0: every position up to cur_pos",
+    "scale_bits": "float32 bits of the softmax scale",
+    "exp_approx": "1: exp_tile<approx>",
+    "k_head_block": "head-dim tiles per K block",
+    "v_head_block": "head-dim tiles per V column block",
+    "is_paged": "1: K/V found through the page table",
+    "tiles_per_block": "paged: position tiles per block",
+    "num_blocks": "paged: blocks of the K/V tensors (page-table entries past it skip the user)",
+    "share_cache": "1: every user reads user 0's K/V (and page-table row)",
+    "use_attn_mask": "1: a user mask is streamed with every chunk",
+    "mask_heads": "attn_mask dim 1: 1 or n_q_heads",
+    "mask_is_bfp8": "1: attn_mask stored as bfloat8_b",
+    "mask_rows_are_heads": "1: upstream's decode mask [b, 1, n_q_heads, kv_len] (rows are heads)",
+    "use_sink": "1: attention sinks",
+    "sink_rows_are_heads": "1: upstream's sink form [32k, 32] (head h at (h, 0), unscaled)",
+    "v_from_k": "1: MLA, V is the first vDHt head-dim tiles of K's rows",
+    "q_tiled": "1: Q in TILE layout, 0: ROW_MAJOR",
+    "q_placement": "PLACEMENTS of Q",
+    "q_shard_pages": "height-sharded Q: pages per shard",
+    "q_page_bytes": "a Q page: a tile, or a row of head_dim",
+    "out_tiled": "1: output in TILE layout, 0: ROW_MAJOR",
+    "out_placement": "PLACEMENTS of the output",
+    "out_shard_pages": "height-sharded output: pages per shard",
+    "out_page_bytes": "an output page",
+    "sem_partial_arrived": "semaphore id of tree round 0 (round r: + r)",
+    "q_cta_offset": "offset of Q's TensorAccessorArgs in the positional compile-time args",
+    "k_cta_offset": "... of K's",
+    "v_cta_offset": "... of V's",
+    "cur_pos_cta_offset": "... of cur_pos's",
+    "page_table_cta_offset": "... of the page table's",
+    "mask_cta_offset": "... of attn_mask's",
+    "sink_cta_offset": "... of the attention sinks'",
+    "out_cta_offset": "... of the output's",
+    **{f"cb_{name}": f"index of CB {name} (plan/cbs.py)" for name in CB_INDEX},
+}
+
+READER_ARGS = (
+    "DHt", "vDHt", "Sk_t", "PNHt", "q_len", "heads_per_group", "NQt", "St", "num_kv_heads", "n_q_heads", "batch",
+    "sliding_window", "kv_len", "is_causal", "scale_bits", "k_head_block", "v_head_block", "is_paged",
+    "tiles_per_block", "num_blocks", "share_cache", "use_attn_mask", "mask_heads", "mask_is_bfp8",
+    "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement", "q_shard_pages",
+    "q_page_bytes", "q_cta_offset", "k_cta_offset", "v_cta_offset", "cur_pos_cta_offset", "page_table_cta_offset",
+    "mask_cta_offset", "sink_cta_offset",
+    "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_writer_cur_pos", "cb_page_table",
+    "cb_sink", "cb_mask_stage",
+)  # fmt: skip
+COMPUTE_ARGS = (
+    "DHt", "vDHt", "Sk_t", "PNHt", "q_len", "num_kv_heads", "sliding_window", "exp_approx", "use_attn_mask",
+    "use_sink", "is_causal", "k_head_block", "v_head_block",
+    "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_partial_in", "cb_partial_out",
+    "cb_out", "cb_q_scaled", "cb_scores", "cb_probs", "cb_o", "cb_m", "cb_m_next", "cb_l", "cb_row_stat", "cb_alpha",
+    "cb_scratch", "cb_sink",
+)  # fmt: skip
+WRITER_ARGS = (
+    "vDHt", "PNHt", "Sk_t", "q_len", "heads_per_group", "NQt", "num_kv_heads", "n_q_heads", "batch",
+    "sliding_window", "sem_partial_arrived", "out_placement", "out_shard_pages", "out_tiled", "out_page_bytes",
+    "out_cta_offset",
+    "cb_partial_in", "cb_partial_out", "cb_writer_cur_pos", "cb_zeros", "cb_out",
+)  # fmt: skip
+
+
+# ---- runtime args: positional on the wire, in field order ------------------------------------------------------------
+# Every kernel takes the work of its core: first_group, num_groups (the consecutive groups it serves, group id =
+# batch * n_kv_heads + kv_head), core_index (its index among the cores of each group; 0 is the root reducer) and
+# num_cores_per_head (cores sharing each group; 1: no reduction).
+
+
+@dataclass(frozen=True)
+class ReaderRuntimeArgs:
+    q_addr: int
+    k_addr: int
+    v_addr: int
+    cur_pos_addr: int
+    first_group: int
+    num_groups: int
+    core_index: int
+    num_cores_per_head: int
+    page_table_addr: int  # 0 unless paged
+    mask_addr: int  # 0 without attn_mask
+    sink_addr: int  # 0 without attention sinks
+
+
+@dataclass(frozen=True)
+class ComputeRuntimeArgs:
+    first_group: int
+    num_groups: int
+    core_index: int
+    num_cores_per_head: int
+
+
+@dataclass(frozen=True)
+class WriterRuntimeArgs:
+    out_addr: int
+    first_group: int
+    num_groups: int
+    core_index: int
+    num_cores_per_head: int
+    parent_noc_x: int  # NOC coordinates of the core this one sends its partial to (0, 0 for a root)
+    parent_noc_y: int
+
+
+def runtime_arg_names(kind: type) -> tuple[str, ...]:
+    """The wire order of a runtime-args dataclass."""
+    return tuple(f.name for f in fields(kind))
+
+
+def wire(args) -> list[int]:
+    """A runtime-args dataclass as the positional list a KernelDescriptor carries."""
+    return [int(v) for v in astuple(args)]
+
+
+# ---- values ----------------------------------------------------------------------------------------------------------
+def float_bits(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def tensor_accessor_args(tensor) -> list[int]:
+    """Compile-time args of a ``TensorAccessorArgs`` over ``tensor``: ttnn's host encoding on a device, the
+    emulator tensor's own (the same encoding for the interleaved buffers it supports) on the emulator."""
+    own = getattr(tensor, "tensor_accessor_args", None)
+    if own is not None:
+        return list(own())
+    return [int(v) for v in import_ttnn().TensorAccessorArgs(tensor).get_compile_time_args()]
+
+
+class AccessorArgs:
+    """The positional compile-time args of one kernel: the TensorAccessorArgs of its tensors, one after another."""
+
+    def __init__(self) -> None:
+        self.args: list[int] = []
+        self.offsets: dict[str, int] = {}
+
+    def add(self, name: str, tensor, *, absent_like: str | None = None) -> None:
+        """Appends ``tensor``'s args as ``<name>_cta_offset``; with ``tensor`` None, names ``absent_like``'s."""
+        if tensor is None:
+            self.offsets[f"{name}_cta_offset"] = self.offsets[f"{absent_like}_cta_offset"]
+            return
+        self.offsets[f"{name}_cta_offset"] = len(self.args)
+        self.args += tensor_accessor_args(tensor)
+
+
+@dataclass(frozen=True)
+class KernelArgs:
+    """What a KernelDescriptor of one of our kernels takes at compile time."""
+
+    named: tuple[tuple[str, int], ...]
+    positional: tuple[int, ...]  # TensorAccessorArgs only
+
+
+def select(values: dict[str, int], names: tuple[str, ...], accessors: AccessorArgs | None = None) -> KernelArgs:
+    """The named args ``names`` (from ``values`` and the accessor offsets) and the accessors' positional args."""
+    offsets = accessors.offsets if accessors is not None else {}
+    table = {**values, **offsets}
+    missing = [n for n in names if n not in table]
+    if missing:
+        raise AssertionError(f"kernel args without a value: {missing}")
+    return KernelArgs(tuple((n, int(table[n])) for n in names), tuple(accessors.args if accessors else ()))
+
+
+# ---- where Q and the output live -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TensorPlacement:
+    """Where the pages of Q or the output live, as the kernels' ``TensorPages`` finds them."""
+
+    placement: str  # a key of PLACEMENTS
+    tiled: bool  # TILE pages, else ROW_MAJOR rows
+    page_bytes: int
+    shard_pages: int = 0  # height-sharded: pages per shard
+    shard_cores: tuple[tuple[int, int], ...] = ()  # height-sharded: logical core of shard s (ROW_MAJOR orientation)
+
+    @property
+    def sharded(self) -> bool:
+        return self.placement == "L1_HEIGHT_SHARDED"
+
+
+def tensor_placement(tensor) -> TensorPlacement:
+    ttnn = import_ttnn()
+    mc = tensor.memory_config()
+    tiled = tensor.layout == ttnn.TILE_LAYOUT
+    page_bytes = tensor.buffer_page_size()
+    if not mc.is_sharded():
+        placement = "DRAM" if mc.buffer_type == ttnn.BufferType.DRAM else "L1"
+        return TensorPlacement(placement, tiled, page_bytes)
+    spec = mc.shard_spec
+    shard_h, shard_w = (int(d) for d in spec.shape)
+    height = math.prod(int(d) for d in list(tensor.padded_shape)[:-1])
+    shard_pages = (shard_h // TILE) * (shard_w // TILE) if tiled else shard_h
+    cores = ttnn.corerange_to_cores(spec.grid, row_wise=True)[: -(-height // shard_h)]
+    return TensorPlacement("L1_HEIGHT_SHARDED", tiled, page_bytes, shard_pages, tuple((int(c.x), int(c.y)) for c in cores))
+
+
+def is_upstream_mask(mask, shapes) -> bool:
+    """Upstream's decode mask ``[1, b, n_q_heads, kv_len]`` or ``[b, 1, n_q_heads, kv_len]`` (q_len 1; its rows are
+    the heads, the same tiles either way), not ours ``[b, 1 or n_q_heads, q_len, kv_len]``. With one q head the forms
+    are the same."""
+    dims = tuple(int(d) for d in mask.shape)
+    return shapes.q_len == 1 and shapes.n_q_heads > 1 and dims[2] == shapes.n_q_heads and dims[0] * dims[1] == shapes.batch
+
+
+# ---- the FlashDecode kernels' compile-time args ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecodeKernelArgs:
+    reader: KernelArgs
+    compute: KernelArgs
+    writer: KernelArgs
+    q_at: TensorPlacement
+    out_at: TensorPlacement
+
+
+def decode_kernel_args(plan, buffers, *, exp_approx: bool, scale: float) -> DecodeKernelArgs:
+    """The compile-time args of the reader, compute and writer for ``plan`` over ``buffers``
+    (:class:`ttflashdecode.program_factory.DecodeBuffers`): every value computed once, here."""
+    s = plan.shapes
+    q_at, out_at = tensor_placement(buffers.q), tensor_placement(buffers.out)
+    rounds = [sem.id for sem in plan.semaphores]
+    if rounds != list(range(rounds[0] if rounds else 0, (rounds[0] if rounds else 0) + len(rounds))):
+        raise AssertionError(f"the tree's semaphores must have consecutive ids (round r = first + r), got {rounds}")
+    values = {
+        "DHt": s.DHt,
+        "vDHt": s.vDHt,
+        "Sk_t": plan.k_chunk_size // TILE,
+        "PNHt": s.PNHt,
+        "q_len": s.q_len,
+        "heads_per_group": s.q_heads_per_kv,
+        "NQt": -(-s.n_q_heads // TILE),
+        "St": s.kv_len // TILE,
+        "num_kv_heads": s.n_kv_heads,
+        "n_q_heads": s.n_q_heads,
+        "batch": s.batch,
+        "sliding_window": s.sliding_window_size,
+        "kv_len": s.logical_kv_len,
+        "is_causal": int(s.is_causal),
+        "scale_bits": float_bits(scale),
+        "exp_approx": int(exp_approx),
+        "k_head_block": plan.k_head_block,
+        "v_head_block": plan.v_head_block,
+        "is_paged": int(s.is_paged),
+        "tiles_per_block": (s.block_size or TILE) // TILE,
+        "num_blocks": int(buffers.k.shape[0]) if s.is_paged else 0,
+        "share_cache": int(s.share_cache),
+        "use_attn_mask": int(s.attn_mask_heads > 0),
+        "mask_heads": max(s.attn_mask_heads, 1),
+        "mask_is_bfp8": int(s.attn_mask_dtype == "bfloat8_b"),
+        "mask_rows_are_heads": int(buffers.attn_mask is not None and is_upstream_mask(buffers.attn_mask, s)),
+        "use_sink": int(s.has_attention_sink),
+        "sink_rows_are_heads": int(buffers.attention_sink is not None and int(buffers.attention_sink.shape[0]) != 1),
+        "v_from_k": int(s.v_from_k),
+        "q_tiled": int(q_at.tiled),
+        "q_placement": PLACEMENTS[q_at.placement],
+        "q_shard_pages": q_at.shard_pages,
+        "q_page_bytes": q_at.page_bytes,
+        "out_tiled": int(out_at.tiled),
+        "out_placement": PLACEMENTS[out_at.placement],
+        "out_shard_pages": out_at.shard_pages,
+        "out_page_bytes": out_at.page_bytes,
+        "sem_partial_arrived": rounds[0] if rounds else 0,
+        **{f"cb_{name}": index for name, index in CB_INDEX.items()},
+    }
+
+    reader_accessors = AccessorArgs()
+    reader_accessors.add("k", buffers.k)
+    reader_accessors.add("v", buffers.v)
+    reader_accessors.add("q", None if q_at.sharded else buffers.q, absent_like="k")
+    reader_accessors.add("cur_pos", buffers.cur_pos)
+    reader_accessors.add("page_table", buffers.page_table, absent_like="k")
+    reader_accessors.add("mask", buffers.attn_mask, absent_like="k")
+    reader_accessors.add("sink", buffers.attention_sink, absent_like="k")
+    writer_accessors = AccessorArgs()
+    if out_at.sharded:  # no accessor of its own: declared over K's args, never used
+        writer_accessors.add("out", buffers.k)
+    else:
+        writer_accessors.add("out", buffers.out)
+    return DecodeKernelArgs(
+        reader=select(values, READER_ARGS, reader_accessors),
+        compute=select(values, COMPUTE_ARGS),
+        writer=select(values, WRITER_ARGS, writer_accessors),
+        q_at=q_at,
+        out_at=out_at,
+    )
