@@ -2,15 +2,12 @@
 // include path of every RISC: data-movement kernels reach it through ttnn's kernel_lib (reduce_helpers_dataflow.hpp
 // names ckernel::PoolType / ckernel::ReduceDim when it builds a reduce scaler tile).
 //
-// A compute kernel gets these enums from the emulator's LLK layer (the next llk_defs.h on its include path) or its
-// compute API (api/compute/common_globals.h), so on TRISC this header only forwards; on BRISC / NCRISC it defines the
-// enums itself, with tt-llk's values.
+// Outside a BRISC / NCRISC build (a compute kernel) this header forwards to the next llk_defs.h on the include path,
+// the emulator's LLK layer (include_llk/); on BRISC / NCRISC it defines the enums itself, with tt-llk's values.
 #pragma once
 
-#if defined(COMPILE_FOR_TRISC) && __has_include_next(<llk_defs.h>)
+#if !defined(COMPILE_FOR_BRISC) && !defined(COMPILE_FOR_NCRISC) && __has_include_next(<llk_defs.h>)
 #include_next <llk_defs.h>  // the compute build's LLK layer (include_llk/) has its own
-#elif defined(COMPILE_FOR_TRISC)
-#include "api/compute/common_globals.h"
 #else
 #include <cstdint>
 
