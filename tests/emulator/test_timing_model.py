@@ -287,6 +287,31 @@ def test_a_wait_nothing_satisfies_is_a_replay_deadlock():
     m.sem_wait(r, 0x9010, 1)
     with pytest.raises(TimingReplayError, match="semaphore wait"):
         m.run()
+    m2 = TimingModel()
+    m2.init_semaphore(0, 0x9010, 0)
+    m2.sem_wait(m2.add_risc(0, Proc.BRISC), 0x9010, 1)
+    m2.run(check=False)
+    st = m2.stats()
+    assert not st.ok and "core 0 BRISC" in st.error and "semaphore wait" in st.error
+
+
+def test_stats_json_gives_duration_and_a_per_core_per_risc_breakdown():
+    exact, r = _exp_pipeline(approx=False)
+    st = exact.stats()
+    assert st.ok and st.error == ""
+    assert st.duration_ns == pytest.approx(exact.duration_cycles)  # 1 GHz: a cycle is a ns
+    assert st.duration_ns == pytest.approx(st.last_end_ns - st.first_start_ns)
+    assert list(st.cores) == ["0,0"] and set(st.cores["0,0"]) == {"BRISC", "NCRISC", "TRISC"}
+    for name, key in (("NCRISC", "reader"), ("TRISC", "compute"), ("BRISC", "writer")):
+        t, raw = st.cores["0,0"][name], exact.risc_result(r[key])
+        assert (t.start, t.end, t.busy, t.wait) == pytest.approx((raw.start, raw.end, raw.busy, raw.wait))
+    reader = st.cores["0,0"]["NCRISC"]
+    # a data-movement RISC's clock only moves by what it is charged or waits: the rest is transfers draining
+    assert reader.busy + reader.wait <= reader.end - reader.start + 1e-6
+    trisc = st.cores["0,0"]["TRISC"]
+    assert trisc.lanes["math"] > trisc.lanes["unpack"] and trisc.lanes["math"] > trisc.lanes["pack"]
+    assert sum(st.dram_bank_busy_ns) == pytest.approx(32 * 2048 / 22.3 + 32 * 2048 / 22.0, rel=0.01)
+    assert st.busiest_links and st.trace_digest == f"{exact.trace_digest():016x}"
 
 
 def _chip_trace(order: str) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from enum import IntEnum
@@ -122,6 +123,45 @@ class Constant:
     source: str
 
 
+@dataclass(frozen=True)
+class RiscTiming:
+    """One RISC of one core in a replay's statistics, in ns (modelled)."""
+
+    start: float
+    end: float
+    busy: float  # time charged: NoC issue, API bookkeeping, compute (for TRISC: summed over its three lanes)
+    wait: float  # time blocked on a CB, DST, semaphore or barrier
+    lanes: dict[str, float] | None = None  # TRISC: busy time of "unpack", "math", "pack"
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """The timing part of a program run's statistics: what the runtime writes under "timing" in its result file and
+    ``EmulatorStats`` will expose (docs/TIMING.md, section 6). All times in ns, modelled."""
+
+    ok: bool
+    error: str  # replay deadlock description when not ok
+    duration_ns: float  # first kernel start to last kernel end: the device profiler's DEVICE KERNEL DURATION
+    first_start_ns: float
+    last_end_ns: float
+    trace_digest: str
+    cores: dict[str, dict[str, RiscTiming]]  # "x,y" -> "BRISC" / "NCRISC" / "TRISC" -> timing
+    dram_bank_busy_ns: list[float]
+    busiest_links: list[Link]
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TimingStats":
+        cores = {
+            core: {risc: RiscTiming(v["start"], v["end"], v["busy"], v["wait"],
+                                    {k: v[k] for k in ("unpack", "math", "pack")} if "math" in v else None)
+                   for risc, v in riscs.items()}
+            for core, riscs in d["cores"].items()
+        }
+        links = [Link(Noc(n), (x, y), axis, busy) for n, x, y, axis, busy in d["busiest_links"]]
+        return cls(d["ok"], d["error"], d["duration_ns"], d["first_start_ns"], d["last_end_ns"], d["trace_digest"],
+                   cores, list(d["dram_bank_busy"]), links)
+
+
 def _digest() -> str:
     h = hashlib.sha256()
     for p in (HEADER, CAPI):
@@ -167,6 +207,7 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_run": ([vp], i),
         "ttfd_tm_trace_digest": ([vp], ctypes.c_ulonglong),
         "ttfd_tm_error": ([vp], ctypes.c_char_p),
+        "ttfd_tm_result_json": ([vp], ctypes.c_char_p),
         "ttfd_tm_duration": ([vp], d),
         "ttfd_tm_risc_result": ([vp, i, ctypes.POINTER(d)], None),
         "ttfd_tm_dram_busy": ([vp, i], d),
@@ -294,9 +335,14 @@ class TimingModel:
         """Digest of every recorded event (equal digests replay to equal durations)."""
         return self._lib.ttfd_tm_trace_digest(self._h)
 
-    def run(self) -> None:
-        if self._lib.ttfd_tm_run(self._h) != 0:
+    def run(self, check: bool = True) -> None:
+        """Replay once. A replay deadlock raises TimingReplayError (check=False: leave it in stats().error)."""
+        if self._lib.ttfd_tm_run(self._h) != 0 and check:
             raise TimingReplayError(self._lib.ttfd_tm_error(self._h).decode().strip())
+
+    def stats(self) -> TimingStats:
+        """The replay's statistics, through the same JSON the emulator runtime will write."""
+        return TimingStats.from_json(json.loads(self._lib.ttfd_tm_result_json(self._h).decode()))
 
     @property
     def duration_cycles(self) -> float:

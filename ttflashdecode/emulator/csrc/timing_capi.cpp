@@ -14,6 +14,7 @@ namespace {
 struct Handle {
     Engine engine;
     timing::Result result;
+    std::string json;
     bool ran = false;
     explicit Handle(timing::Topology t) : engine(std::move(t)) {}
 };
@@ -115,6 +116,12 @@ int ttfd_tm_run(void* hp) {
     h->result = h->engine.run();
     h->ran = true;
     return h->result.ok ? 0 : 1;
+}
+// The result as the runtime's result file will carry it under "timing" (docs/TIMING.md section 6).
+const char* ttfd_tm_result_json(void* hp) {
+    auto* h = static_cast<Handle*>(hp);
+    h->json = h->engine.result_json(h->result);
+    return h->json.c_str();
 }
 const char* ttfd_tm_error(void* h) { return static_cast<Handle*>(h)->result.error.c_str(); }
 double ttfd_tm_duration(void* h) { return static_cast<Handle*>(h)->result.duration(); }

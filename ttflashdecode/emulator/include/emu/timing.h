@@ -725,6 +725,70 @@ class Engine {
         return res;
     }
 
+    // The replay's result as the JSON object the runtime's result file carries under "timing" (docs/TIMING.md,
+    // section 6); times in ns. Cores are named "x,y" (logical), RISCs "BRISC" / "NCRISC" / "TRISC".
+    std::string result_json(const Result& r) const {
+        std::string o;
+        char b[256];
+        auto esc = [](const std::string& in) {
+            std::string out;
+            for (char c : in) {
+                if (c == '"' || c == '\\') out += '\\';
+                if (c == '\n') {
+                    out += "\\n";
+                    continue;
+                }
+                out += c;
+            }
+            return out;
+        };
+        auto ns = [](Cycle c) { return c / k::kClockGHz; };
+        snprintf(b, sizeof b, "{\"ok\": %s, \"duration_ns\": %.3f, \"first_start_ns\": %.3f, \"last_end_ns\": %.3f, ",
+                 r.ok ? "true" : "false", ns(r.duration()), ns(r.first_start), ns(r.last_end));
+        o += b;
+        o += "\"error\": \"" + esc(r.error) + "\", ";
+        snprintf(b, sizeof b, "\"trace_digest\": \"%016llx\", \"cores\": {", (unsigned long long)trace_digest());
+        o += b;
+        std::map<int, std::vector<size_t>> by_core;
+        for (size_t i = 0; i < r.riscs.size(); ++i) by_core[r.riscs[i].core].push_back(i);
+        bool first_core = true;
+        for (auto& [core, idx] : by_core) {
+            snprintf(b, sizeof b, "%s\"%d,%d\": {", first_core ? "" : ", ", core % topo_.grid_w, core / topo_.grid_w);
+            o += b;
+            first_core = false;
+            bool first_risc = true;
+            for (size_t i : idx) {
+                const RiscResult& x = r.riscs[i];
+                const char* name = x.proc == Proc::Brisc ? "BRISC" : x.proc == Proc::Ncrisc ? "NCRISC" : "TRISC";
+                snprintf(b, sizeof b, "%s\"%s\": {\"start\": %.3f, \"end\": %.3f, \"busy\": %.3f, \"wait\": %.3f",
+                         first_risc ? "" : ", ", name, ns(x.start), ns(x.end), ns(x.busy), ns(x.wait));
+                o += b;
+                if (x.proc == Proc::Compute) {
+                    snprintf(b, sizeof b, ", \"unpack\": %.3f, \"math\": %.3f, \"pack\": %.3f", ns(x.lane_busy[0]),
+                             ns(x.lane_busy[1]), ns(x.lane_busy[2]));
+                    o += b;
+                }
+                o += "}";
+                first_risc = false;
+            }
+            o += "}";
+        }
+        o += "}, \"dram_bank_busy\": [";
+        for (size_t i = 0; i < r.dram_busy.size(); ++i) {
+            snprintf(b, sizeof b, "%s%.3f", i ? ", " : "", ns(r.dram_busy[i]));
+            o += b;
+        }
+        o += "], \"busiest_links\": [";
+        for (size_t i = 0; i < r.busiest_links.size(); ++i) {
+            const LinkBusy& l = r.busiest_links[i];
+            snprintf(b, sizeof b, "%s[%d, %d, %d, %d, %.3f]", i ? ", " : "", int(l.noc), l.from.x, l.from.y, l.axis,
+                     ns(l.busy));
+            o += b;
+        }
+        o += "]}";
+        return o;
+    }
+
    private:
     static constexpr Cycle kHistoryCycles = 1 << 20;
     static constexpr size_t kBusiestLinks = 16;
