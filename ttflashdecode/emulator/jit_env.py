@@ -261,7 +261,9 @@ def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en
         # One program stands for UNPACK, MATH and PACK: every array. The compute scalars (DST_ACCUM_MODE, the
         # DST_SYNC_MODE macro, MATH_FIDELITY, APPROX) and the LLK enums they name come from the emulator's compute
         # API, included here as chlkc_list.h brings ckernel.h and llk_defs.h ahead of the kernel on silicon.
-        return head + '#include "api/compute/common_globals.h"\n\n' + unpack + "\n" + pack
+        # EMU_CB_TILE_GEOMETRY: the emulator's unpacker / packer read each CB's tile shape from these arrays.
+        return (head + '#include "api/compute/common_globals.h"\n\n#define EMU_CB_TILE_GEOMETRY 1\n\n' + unpack + "\n" +
+                pack)
     return (head + "#if !defined(UCK_CHLKC_PACK)\n" + unpack + "#endif\n\n"
             "#if !defined(UCK_CHLKC_MATH) && !defined(UCK_CHLKC_UNPACK)\n" + pack + "#endif\n")
 
@@ -330,7 +332,9 @@ def source_include_paths() -> list[str]:
     root = wheel_root()
     if root is None:
         return []
-    return [str(p) for p in (root / "ttnn" / "cpp", root / "ttnn", root) if p.is_dir()]
+    # tt_metal/api: <tt-metalium/constants.hpp> and friends, which kernel helpers (kernel_lib, rt_args_common.hpp)
+    # include; host-side constants only, no kernel API.
+    return [str(p) for p in (root / "ttnn" / "cpp", root / "ttnn", root, root / "tt_metal" / "api") if p.is_dir()]
 
 
 def compute_llk_include_paths() -> list[str]:

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "api/compute/common_globals.h"
+#include "llk_defs.h"
 #include "ckernel_ops.h"
 #include "emu/compute_sfpu_isa.h"
 
@@ -85,6 +86,25 @@ constexpr uint32_t STALL_SFPU = 0, STALL_MATH = 0, STALL_CFG = 0, STALL_TDMA = 0
 
 enum class DstTileShape : uint8_t { Tile32x32 = 0, Tile32x16 = 1, Tile16x16 = 2 };
 enum class UnpackDestination : uint8_t { SrcRegs = 0, DestReg = 1 };
+
+// tt-llk ckernel_defs.h: tile constants and the enums SFPU kernels take as template arguments (same values).
+constexpr uint32_t FACE_HEIGHT = 16, FACE_WIDTH = 16, TILE_HEIGHT = 32, TILE_WIDTH = 32;
+constexpr uint32_t FACE_R_DIM = FACE_HEIGHT, FACE_C_DIM = FACE_WIDTH, TILE_R_DIM = TILE_HEIGHT, TILE_C_DIM = TILE_WIDTH;
+constexpr uint32_t TILE_NUM_FACES = 4, FACE_SIZE = 256;
+enum class DataLayout { TILE = 0, ROW_MAJOR = 1 };
+enum SortDir : bool { ArgMax = false, ArgMin = true };
+enum class ActivationType { Celu = 0, Elu = 1, Gelu = 2, Hardtanh = 3, Hardsigmoid = 4 };
+enum class RoundingMode : uint8_t { None = 0, Trunc = 1, Floor = 2 };
+enum class DstRoundingMode : uint8_t { Default = 0, NearestEven = 1 };
+enum class BinaryOp : uint8_t {
+    ADD = 0, SUB = 1, MUL = 2, DIV = 3, RSUB = 4, POW = 5, XLOGY = 6, RSHFT = 7, LSHFT = 8, LOGICAL_RSHFT = 9,
+    ADD_TOP_ROW = 10, LT = 11, GT = 12, LE = 13, GE = 14, EQ = 15, NE = 16, MAX = 17, MIN = 18, FMOD = 19,
+    REMAINDER = 20, BITWISE_AND = 21, BITWISE_OR = 22, BITWISE_XOR = 23, DIV_INT32 = 24, DIV_INT32_FLOOR = 25,
+    GCD = 26, LCM = 27, RSUB_INT32 = 28, MASK = 29, ATAN2 = 30, MUL_INT32 = 31, ISCLOSE = 32, LOGSIGMOID = 33,
+    EQ_INT = 34, NE_INT = 35, MAX_INT32 = 36, MIN_INT32 = 37, MAX_UINT32 = 38, MIN_UINT32 = 39,
+    REMAINDER_INT32 = 40, REMAINDER_UINT32 = 41, FMOD_INT32 = 42, NEXTAFTER = 43, NEXTAFTER_BF16 = 44,
+    LOGADDEXP = 45, LOGADDEXP2 = 46, QUANT = 47, REQUANT = 48, DEQUANT = 49, COPY_DEST = 50,
+};
 
 // Tiles per DST half (or the whole DST in full-sync), as tt-llk's get_dest_max_tiles.
 template <DstSync sync, DstTileShape shape = DstTileShape::Tile32x32>

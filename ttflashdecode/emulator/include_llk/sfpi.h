@@ -145,7 +145,9 @@ class vFloat : public impl_::vVal {
     vFloat() = default;
     vFloat(const vFloat&) = default;
     vFloat& operator=(const vFloat&) = default;
-    explicit vFloat(const impl_::Vec& x) : vVal(x) {}
+    vFloat(const impl_::Vec& x) : vVal(x) {}
+    vFloat(int i) : vFloat(static_cast<float>(i)) {}
+    vFloat(unsigned i) : vFloat(static_cast<float>(i)) {}
     vFloat(float f) : vVal(impl_::splat(emu::f32_bits(f))) {}
     vFloat(double f) : vFloat(static_cast<float>(f)) {}
     vFloat(sFloat16a f) : vVal(impl_::splat(emu::sfpu::fp16a_imm(f.get()))) {}
@@ -220,7 +222,7 @@ class vInt : public impl_::vVal {
     vInt() = default;
     vInt(const vInt&) = default;
     vInt& operator=(const vInt&) = default;
-    explicit vInt(const impl_::Vec& x) : vVal(x) {}
+    vInt(const impl_::Vec& x) : vVal(x) {}
     vInt(int32_t i) : vVal(impl_::splat(static_cast<uint32_t>(i))) {}
     vInt(uint32_t i) : vVal(impl_::splat(i)) {}
     vInt(int16_t i) : vInt(static_cast<int32_t>(i)) {}
@@ -239,7 +241,7 @@ class vUInt : public impl_::vVal {
     vUInt() = default;
     vUInt(const vUInt&) = default;
     vUInt& operator=(const vUInt&) = default;
-    explicit vUInt(const impl_::Vec& x) : vVal(x) {}
+    vUInt(const impl_::Vec& x) : vVal(x) {}
     vUInt(int32_t i) : vVal(impl_::splat(static_cast<uint32_t>(i))) {}
     vUInt(uint32_t i) : vVal(impl_::splat(i)) {}
     vUInt(int16_t i) : vUInt(static_cast<int32_t>(i)) {}
@@ -507,6 +509,34 @@ class CC {
 #define v_and(x) __cc.if_().cond(x)
 #define v_endblock }
 
+// DataLayout of a dst_reg access (dst_reg[i].mode<DataLayout::X>()): the SFPLOAD / SFPSTORE format.
+enum class DataLayout { Default, F32, I32, F16a, F16b, U16, I16, U8, I8, SM32 };
+namespace impl_ {
+constexpr uint32_t layout_fmt(DataLayout l) {
+    return l == DataLayout::F32 ? isa::kFmtFp32 : l == DataLayout::I32 ? isa::kFmtInt32
+         : l == DataLayout::F16a ? isa::kFmtFp16a : l == DataLayout::F16b ? isa::kFmtFp16b
+         : l == DataLayout::U16 ? isa::kFmtUInt16 : l == DataLayout::SM32 ? isa::kFmtInt32Sm : isa::kFmtDefault;
+}
+Vec dst_load(uint32_t addr, uint32_t fmt);
+void dst_store(uint32_t addr, uint32_t fmt, const Vec& v);
+// A dst_reg access with an explicit load / store format.
+class DRegMode {
+    int idx;
+    uint32_t fmt;
+
+   public:
+    DRegMode(int i, uint32_t f) : idx(i), fmt(f) {}
+    operator vFloat() const { return vFloat(dst_load(static_cast<uint32_t>(idx * 2), fmt)); }
+    operator vInt() const { return vInt(dst_load(static_cast<uint32_t>(idx * 2), fmt)); }
+    operator vUInt() const { return vUInt(dst_load(static_cast<uint32_t>(idx * 2), fmt)); }
+    template <typename T, typename = std::enable_if_t<std::is_base_of_v<vVal, T>>>
+    const DRegMode& operator=(const T& v) const {
+        dst_store(static_cast<uint32_t>(idx * 2), fmt, v.v);
+        return *this;
+    }
+};
+}  // namespace impl_
+
 // ---- Dst register file
 namespace impl_ {
 class DReg {
@@ -524,6 +554,8 @@ class DReg {
     const DReg& operator=(const DReg& o) const { return *this = vFloat(o); }
     const DReg& operator=(const MulExpr& e) const { return *this = vFloat(e); }
     const DReg& operator=(float f) const { return *this = vFloat(f); }
+    template <DataLayout L>
+    DRegMode mode() const { return DRegMode(idx, layout_fmt(L)); }
 };
 
 // Loads and stores go through an LReg of the model so that lane enables and Dst addressing are the instruction's.
@@ -627,6 +659,36 @@ inline const impl_::LRegFile::vCReg<vInt> vConstIntPrgm0(CREG_IDX_PRGM1);
 inline const impl_::LRegFile::vCReg<vInt> vConstIntPrgm1(CREG_IDX_PRGM2);
 inline const impl_::LRegFile::vCReg<vInt> vConstIntPrgm2(CREG_IDX_PRGM3);
 inline const impl_::LRegFile::vCReg<vInt> vConstTileId(CREG_IDX_TILEID);
+
+constexpr unsigned SFPMAD_MOD1_OFFSET_NONE = 0, SFPMAD_MOD1_NEGATE_VA = 1, SFPMAD_MOD1_NEGATE_VC = 2;
+
+
+// Compiler register-pressure hint: no effect on results.
+class lreg_pressure {
+   public:
+    explicit lreg_pressure(bool = true) {}
+};
+
+inline vBool is_nan(const vFloat& v) {
+    return impl_::lanes(v.v, [](uint32_t x) { return (x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0; });
+}
+inline vBool is_inf(const vFloat& v) {
+    return impl_::lanes(v.v, [](uint32_t x) { return (x & 0x7fffffffu) == 0x7f800000u; });
+}
+inline vBool is_finite(const vFloat& v) {
+    return impl_::lanes(v.v, [](uint32_t x) { return (x & 0x7f800000u) != 0x7f800000u; });
+}
+// setsgn2(v, i): the sign of v becomes bit 0 of the integer i (SFPSETSGN from a shifted register).
+template <typename V, typename W,
+          typename = std::enable_if_t<std::is_base_of_v<impl_::vVal, V> && std::is_base_of_v<impl_::vVal, W>>>
+inline V setsgn2(const V& v, const W& i) {
+    return V(impl_::map2(v.v, i.v, [](uint32_t x, uint32_t s) { return (x & 0x7fffffffu) | (s << 31); }));
+}
+template <typename W, typename = std::enable_if_t<std::is_base_of_v<impl_::vVal, W>>>
+inline vFloat copysgn(const MulExpr& v, const W& sgn) {
+    return copysgn(vFloat(v), sgn);
+}
+inline vUInt operator&(const vSMag& a, int b) { return vUInt(a.v) & vUInt(b); }
 
 // ---- the library (sfpi_lib.h): one SFPU instruction each
 enum class ExponentMode { Debias, NoDebias, Biased = NoDebias, Unbiased = Debias };
@@ -821,3 +883,15 @@ inline void vec_min_max(vFloat& a, vFloat& b) {  // a = min, b = max
 }
 
 }  // namespace sfpi
+
+// The SFPMAD builtin (global, as the compiler's builtins), for kernels that call it directly (mod1 OFFSET_NONE:
+// plain a * b + c).
+inline sfpi::impl_::Vec __builtin_rvtt_sfpmad(const sfpi::impl_::Vec& a, const sfpi::impl_::Vec& b,
+                                              const sfpi::impl_::Vec& c, unsigned mod1) {
+    if (mod1 != 0) emu::fault("__builtin_rvtt_sfpmad: mode %u is not modelled by the emulator", mod1);
+    return sfpi::impl_::fma3(a, b, c, false);
+}
+
+// The SFPU kernels are written for the RISC-V toolchain, whose <math.h> does not define M_LN2 under the kernel
+// build; they use the name for their own constants.
+#undef M_LN2

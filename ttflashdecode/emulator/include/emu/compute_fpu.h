@@ -291,4 +291,34 @@ inline void fpu_reduce(uint32_t cb, uint32_t cb_scaler, uint32_t index, uint32_t
     count(Counter::FpuTiles);
 }
 
+// reduce_block_max_row (api/compute/reduce_custom.h): DST[idst] row r = max(previous, max over the row of block_ct
+// tiles from page row_start of icb, each datum scaled as reduce MAX scales it). The LLK keeps this accumulator in
+// DST transposed within faces (the SDPA kernels load a previous max with copy_tile after
+// llk_unpack_A_init(..., within_face_16x16_transpose=1) for that reason), so the previous value of row r is read
+// at the face-transposed position of (r, 0); the result is written at column 0, as reduce_tile leaves it.
+inline void fpu_reduce_block_max_row(uint32_t icb, uint32_t icb_scaler, uint32_t row_start, uint32_t idst,
+                                     uint32_t block_ct, const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    float sc[kTileHW];
+    unpack_cb_tile(icb_scaler, 0, Src::B, sc, who);
+    float s = reduce_scaler_value(sc, who);
+    float scale = (s != 0.0f && std::isfinite(s)) ? std::ldexp(1.0f, std::ilogb(s)) : 0.0f;
+    float m[32];
+    for (uint32_t r = 0; r < 32; ++r)
+        m[r] = d.defined[idst] ? d.tile[idst][(r / 16) * 16 * 32 + r % 16] : -std::numeric_limits<float>::infinity();
+    float x[kTileHW];
+    for (uint32_t t = 0; t < block_ct; ++t) {
+        unpack_cb_tile(icb, row_start + t, Src::A, x, who);
+        for (uint32_t r = 0; r < 32; ++r)
+            for (uint32_t c = 0; c < 32; ++c) {
+                float v = s == 0.0f ? -std::numeric_limits<float>::infinity() : x[r * 32 + c] * scale;
+                m[r] = std::max(m[r], v);
+            }
+    }
+    float res[kTileHW] = {};
+    for (uint32_t r = 0; r < 32; ++r) res[r * 32] = m[r];
+    dst_write_tile(d, idst, res);
+    count(Counter::FpuTiles, block_ct);
+}
+
 }  // namespace emu

@@ -18,9 +18,19 @@
 
 namespace emu {
 
+inline void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who);
+
 inline void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who) {
-    ComputeState& s = cstate();
     DstSection& d = dst_for_pack(idst, who);
+    float v[kTileHW];
+    const float* src = d.tile[idst];
+    for (uint32_t i = 0; i < kTileHW; ++i) v[i] = src[i];
+    pack_values(v, cb, out_index, out_of_order, who);
+}
+
+// Packs one tile of values (row-major 32x32, as they leave DST) into `cb`.
+inline void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who) {
+    ComputeState& s = cstate();
     if (cb >= kNumCbs) fault("%s: cb %u out of range", who, cb);
     DataFormat f = cb_data_format(cb);
     if (f != s.pack_fmt)
@@ -30,9 +40,6 @@ inline void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool o
     if (!cb_pages_reservable_at_back(cb, index + 1))
         fault("%s: packs tile %u of cb %u but fewer than %u tiles are reserved (missing cb_reserve_back?)", who,
               index, cb, index + 1);
-    float v[kTileHW];
-    const float* src = d.tile[idst];
-    for (uint32_t i = 0; i < kTileHW; ++i) v[i] = src[i];
     if (s.reduce_mask != ReduceMask::None) {
         for (uint32_t r = 0; r < 32; ++r)
             for (uint32_t c = 0; c < 32; ++c) {
@@ -42,10 +49,29 @@ inline void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool o
                 if (!keep) v[r * 32 + c] = 0.0f;
             }
     }
+    // ReLU in the packer (Packers/ReLU.md): ZERO_RELU clamps negatives to 0; the threshold modes compare against
+    // the configured threshold.
+    if (s.pack_relu_mode != 0) {
+        for (uint32_t i = 0; i < kTileHW; ++i) {
+            float x = v[i];
+            if (s.pack_relu_mode == 1) v[i] = x > 0.0f ? x : 0.0f;
+            else if (s.pack_relu_mode == 2) v[i] = x > s.pack_relu_threshold ? x : 0.0f;
+            else if (s.pack_relu_mode == 3) v[i] = x > s.pack_relu_threshold ? s.pack_relu_threshold : (x > 0.0f ? x : 0.0f);
+        }
+    }
+    TileGeom g = cb_tile_geom(cb, true);
     uint32_t page = cb_page_size(cb);
-    uint32_t bytes = tile_size_bytes(f);
+    uint32_t bytes = tile_size_bytes(f, g);
     if (page < bytes) fault("%s: cb %u page size %u is smaller than a %s tile (%u B)", who, cb, page, data_format_name(f), bytes);
-    pack_tile(f, v, l1(cb_write_addr(cb) + index * page, bytes));
+    uint8_t* dst = l1(cb_write_addr(cb) + index * page, bytes);
+    if (s.pack_l1_acc) {
+        // L1 accumulation: the packer adds the tile already in L1 (decoded from the CB's format) to the DST data in
+        // fp32, then packs the sum in the CB's format.
+        float prev[kTileHW];
+        unpack_tile(f, dst, prev, g);
+        for (uint32_t i = 0; i < kTileHW; ++i) v[i] += prev[i];
+    }
+    pack_tile(f, v, dst, g);
     if (!out_of_order) ++s.pack_seq[cb];
     count(Counter::TilesPacked);
 }

@@ -66,6 +66,11 @@ struct ComputeState {
 
     // ---- packer: tiles packed in sequential mode since the last cb_push_back, per CB
     uint32_t pack_seq[kNumCbs] = {};
+    // packer L1 accumulation (llk_pack_reconfig_l1_acc) and ReLU (llk_pack_relu_config: 0 off, 1 zero, 2 min
+    // threshold, 3 max threshold)
+    bool pack_l1_acc = false;
+    uint8_t pack_relu_mode = 0;
+    float pack_relu_threshold = 0.0f;
 };
 
 inline ComputeState& cstate() {
@@ -98,6 +103,20 @@ inline const char* dst_mode_name() {
     std::snprintf(buf, sizeof buf, "%s-sync, %s DST", compute_config().dst_full_sync_en ? "full" : "half",
                   dst_fp32() ? "fp32" : "bf16");
     return buf;
+}
+
+// The tile shape of a CB's tiles: from the JIT's per-CB tables (chlkc_descriptors.h) when the kernel has them,
+// else a 32x32 tile of four 16x16 faces.
+inline TileGeom cb_tile_geom(uint32_t cb, bool pack_side) {
+#if defined(EMU_CB_TILE_GEOMETRY)
+    if (cb < 32) {
+        return pack_side ? TileGeom{::pack_tile_num_faces[cb], ::pack_tile_face_r_dim[cb]}
+                         : TileGeom{::unpack_tile_num_faces[cb], ::unpack_tile_face_r_dim[cb]};
+    }
+#endif
+    (void)cb;
+    (void)pack_side;
+    return TileGeom{};
 }
 
 // Unpacker / packer format configuration (compute_kernel_hw_startup, reconfig_data_format*).

@@ -69,11 +69,12 @@ inline void unpack_cb_tile(uint32_t cb, uint32_t index, Src s, float* out, const
         fault("%s: reads tile %u of cb %u but fewer than %u tiles are at its front (missing cb_wait_front?)", who,
               index, cb, index + 1);
     DataFormat f = cb_data_format(cb);
+    TileGeom g = cb_tile_geom(cb, false);
     uint32_t page = cb_page_size(cb);
-    uint32_t bytes = tile_size_bytes(f);
+    uint32_t bytes = tile_size_bytes(f, g);
     if (page < bytes) fault("%s: cb %u page size %u is smaller than a %s tile (%u B)", who, cb, page, data_format_name(f), bytes);
     const uint8_t* p = l1(cb_read_addr(cb) + index * page, bytes);
-    unpack_tile(f, p, out);
+    unpack_tile(f, p, out, g);
     for (uint32_t i = 0; i < kTileHW; ++i) out[i] = to_src_register(f, out[i]);
     count(Counter::TilesUnpacked);
 }

@@ -240,4 +240,115 @@ inline void pack_tile(DataFormat f, const float* src, uint8_t* dst) {
     }
 }
 
+// ---- tiles of other shapes (tt-metal Tile: half tiles 16x32, tiny tiles 1..8 x 32, 16x16): `num_faces` faces of
+// `face_r` rows x 16 columns in face order, faces 0 / 1 side by side (row 0 of the tile), faces 2 / 3 below; a
+// block-float tile keeps one shared exponent per face row, the exponent section padded to 16 bytes
+// (Tile::get_tile_size). In the emulator's 32x32 row-major form the tile occupies rows
+// 0 .. face_r * (num_faces > 2 ? 2 : 1) - 1 and columns 0 .. (num_faces > 1 ? 31 : 15); everything else is 0.
+struct TileGeom {
+    uint32_t num_faces = 4;
+    uint32_t face_r = 16;
+    bool full() const { return num_faces == 4 && face_r == 16; }
+    uint32_t datums() const { return num_faces * face_r * 16; }
+    uint32_t exp_bytes() const { return (num_faces * face_r + 15) / 16 * 16; }
+};
+
+inline uint32_t tile_size_bytes(DataFormat f, const TileGeom& g) {
+    if (g.full()) return tile_size_bytes(f);
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32: return 4 * g.datums();
+        case DataFormat::Float16_b:
+        case DataFormat::Float16:
+        case DataFormat::UInt16: return 2 * g.datums();
+        case DataFormat::Bfp8_b: return g.exp_bytes() + g.datums();
+        case DataFormat::Bfp4_b: return g.exp_bytes() + g.datums() / 2;
+        default: fault("tile_size_bytes: %s tiles of %u faces x %u rows are not modelled", data_format_name(f),
+                       g.num_faces, g.face_r);
+    }
+}
+
+// Row-major index in the 32x32 form of stream position i of a tile of geometry g.
+inline uint32_t tile_row_major_index(uint32_t i, const TileGeom& g) {
+    uint32_t per_face = g.face_r * 16;
+    uint32_t face = i / per_face, in_face = i % per_face;
+    uint32_t r = (face / 2) * g.face_r + in_face / 16, c = (face % 2) * 16 + in_face % 16;
+    return r * 32 + c;
+}
+
+inline void unpack_tile(DataFormat f, const uint8_t* src, float* dst, const TileGeom& g) {
+    if (g.full()) return unpack_tile(f, src, dst);
+    for (uint32_t i = 0; i < kTileHW; ++i) dst[i] = 0.0f;
+    uint32_t n = g.datums();
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:
+            for (uint32_t i = 0; i < n; ++i) std::memcpy(&dst[tile_row_major_index(i, g)], src + 4 * i, 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < n; ++i) {
+                uint16_t b;
+                std::memcpy(&b, src + 2 * i, 2);
+                dst[tile_row_major_index(i, g)] = bf16_bits_to_f32(b);
+            }
+            return;
+        case DataFormat::Bfp8_b:
+        case DataFormat::Bfp4_b: {
+            uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3;
+            const uint8_t* mant = src + g.exp_bytes();
+            for (uint32_t i = 0; i < n; ++i) {
+                uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
+                dst[tile_row_major_index(i, g)] = detail::bfp_decode(code, src[i / 16], mbits);
+            }
+            return;
+        }
+        default: fault("unpack_tile: %s tiles of %u faces x %u rows are not modelled", data_format_name(f),
+                       g.num_faces, g.face_r);
+    }
+}
+
+inline void pack_tile(DataFormat f, const float* src, uint8_t* dst, const TileGeom& g) {
+    if (g.full()) return pack_tile(f, src, dst);
+    uint32_t n = g.datums();
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:
+            for (uint32_t i = 0; i < n; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i, g)], 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < n; ++i) {
+                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i, g)]);
+                std::memcpy(dst + 2 * i, &b, 2);
+            }
+            return;
+        case DataFormat::Bfp8_b:
+        case DataFormat::Bfp4_b: {
+            uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3;
+            uint8_t* mant = dst + g.exp_bytes();
+            std::memset(dst, 0, g.exp_bytes());
+            for (uint32_t row = 0; row < n / 16; ++row) {
+                uint32_t u[16], shared = 0;
+                for (uint32_t j = 0; j < 16; ++j) {
+                    u[j] = f32_bits(src[tile_row_major_index(row * 16 + j, g)]);
+                    uint32_t e = (u[j] >> 23) & 0xffu;
+                    if (e > shared) shared = e;
+                }
+                dst[row] = static_cast<uint8_t>(shared);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint32_t code = detail::bfp_encode(u[j], shared, mbits), i = row * 16 + j;
+                    if (mbits == 7) mant[i] = static_cast<uint8_t>(code);
+                    else if (i % 2 == 0) mant[i / 2] = static_cast<uint8_t>(code & 0xfu);
+                    else mant[i / 2] = static_cast<uint8_t>(mant[i / 2] | ((code & 0xfu) << 4));
+                }
+            }
+            return;
+        }
+        default: fault("pack_tile: %s tiles of %u faces x %u rows are not modelled", data_format_name(f), g.num_faces,
+                       g.face_r);
+    }
+}
+
 }  // namespace emu

@@ -4,9 +4,14 @@
 #include <cstdint>
 
 #include "api/compute/common_globals.h"
+#include "emu/compute_cb_interface.h"
 #include "emu/compute_state.h"
 #include "emu/formats.h"
 #include "emu/runtime.h"
+
+// Invalidates the RISC's L1 data cache so that later loads see L1 as other agents wrote it (tt-1xx cache.h). The
+// emulator's L1 is coherent: there is nothing to invalidate.
+ALWI void invalidate_l1_cache() {}
 
 namespace ckernel {
 

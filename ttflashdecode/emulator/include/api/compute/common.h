@@ -9,6 +9,10 @@
 #include "api/compute/reconfig_data_format.h"
 #include "api/compute/cb_api.h"
 #include "api/compute/compute_kernel_hw_startup.h"
+// The LLK entry points kernels call directly (include_llk/, on compute kernels' include path).
+#if __has_include("llk_emu_api.h")
+#include "llk_emu_api.h"
+#endif
 
 #if __has_include("api/compile_time_args.h")
 #include "api/compile_time_args.h"

@@ -1,6 +1,29 @@
-// Emulator implementation of api/compute/compute_kernel_api.h: the umbrella of the compute API.
+// Emulator implementation of api/compute/compute_kernel_api.h: the umbrella of the compute API, plus the SFPU ops
+// the wheel's umbrella defines itself (log). Those call the wheel's SFPU kernels (ckernel_sfpu_*.h) through the
+// LLK SFPU macros, as the wheel's header does, on the emulator's LLK layer and host SFPI (include_llk/).
 #pragma once
 
 #include <cstdint>
 
 #include "api/compute/common.h"
+
+#if __has_include("llk_emu_api.h")
+#include "ckernel_sfpu_log.h"
+#include "llk_math_eltwise_unary_sfpu_macros.h"
+
+namespace ckernel {
+
+// DST[idst] = ln(DST[idst]) (the wheel's calculate_log).
+template <bool fast_and_approx = false, bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
+ALWI void log_tile_init() {
+    MATH(SFPU_UNARY_INIT_FN(log, sfpu::log_init, (APPROX, fast_and_approx, is_fp32_dest_acc_en)));
+}
+template <bool fast_and_approx = false, bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
+ALWI void log_tile(uint32_t idst) {
+    MATH(SFPU_UNARY_CALL(DST_SYNC_MODE, is_fp32_dest_acc_en, calculate_log,
+                         (APPROX, fast_and_approx, false /* HAS_BASE_SCALING */, is_fp32_dest_acc_en), idst,
+                         VectorMode::RC, 0));
+}
+
+}  // namespace ckernel
+#endif

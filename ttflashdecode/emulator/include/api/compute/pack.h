@@ -31,8 +31,7 @@ ALWI void pack_block(std::uint32_t ifrom_dst, std::uint32_t icb, std::uint32_t n
 
 ALWI void dummy_pack(std::uint32_t cb_id) { (void)cb_id; }
 
-ALWI void pack_reconfig_l1_acc(const std::uint32_t l1_acc_en) {
-    if (l1_acc_en) emu::fault("pack_reconfig_l1_acc(1): packer L1 accumulation is not modelled by the emulator");
-}
+// Packer L1 accumulation: while enabled, pack_tile adds the DST tile to the tile already at the destination in L1.
+ALWI void pack_reconfig_l1_acc(const std::uint32_t l1_acc_en) { emu::cstate().pack_l1_acc = l1_acc_en != 0; }
 
 }  // namespace ckernel

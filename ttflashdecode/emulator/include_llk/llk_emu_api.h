@@ -1,0 +1,58 @@
+// LLK entry points (the wheel's llk_api layer: llk_unpack_*, llk_math_*, llk_pack_*) that compute kernels call
+// directly, over the emulator's unpack / math / pack model. One host thread runs UNPACK, MATH and PACK, so an
+// entry point of each thread acts on the one compute state; the effects modelled are those that change results.
+#pragma once
+
+#include <cstdint>
+
+#include "api/compute/common_globals.h"
+#include "emu/compute_state.h"
+#include "emu/formats.h"
+#include "llk_defs.h"
+
+namespace ckernel {
+
+// Unpacker A init (copy / unary / bcast paths): transpose_of_faces swaps faces 1 and 2, within_face_16x16_transpose
+// transposes each face, as copy_init programs them.
+template <BroadcastType BType = BroadcastType::NONE, bool acc_to_dest = false,
+          EltwiseBinaryReuseDestType binary_reuse_dest = EltwiseBinaryReuseDestType::NONE, bool unpack_to_dest = false>
+inline void llk_unpack_A_init(const std::uint32_t transpose_of_faces, const std::uint32_t within_face_16x16_transpose,
+                              const std::uint32_t operand) {
+    (void)operand;
+    emu::cstate().copy_transpose = (transpose_of_faces ? 1u : 0u) | (within_face_16x16_transpose ? 2u : 0u);
+}
+
+// Math datacopy init (A2D / B2D): configuration only; datacopy numerics are copy_tile's.
+template <DataCopyType type, bool is_fp32_dest_acc_en, BroadcastType src_b_bcast_type = BroadcastType::NONE,
+          bool is_int_fpu_en = false, PackMode pack_mode = PackMode::Default>
+inline void llk_math_eltwise_unary_datacopy_init(const std::uint32_t operand) {
+    (void)operand;
+}
+
+// Packer ReLU (Packers/ReLU.md): applied to every packed datum until reconfigured.
+inline void llk_pack_relu_config(const ReluConfig& relu_config) {
+    emu::ComputeState& s = emu::cstate();
+    s.pack_relu_mode = static_cast<std::uint8_t>(relu_config.get_mode());
+    s.pack_relu_threshold = emu::bf16_bits_to_f32(static_cast<std::uint16_t>(relu_config.get_threshold()));
+}
+
+// Packer L1 accumulation: pack_tile adds to the destination tile in L1 while enabled.
+inline void llk_pack_reconfig_l1_acc(const std::uint32_t enable) { emu::cstate().pack_l1_acc = enable != 0; }
+
+}  // namespace ckernel
+
+namespace ckernel {
+// The FPU / SFPU special-value flags (NaN / Inf seen) are not modelled: reading them faults instead of returning a
+// made-up value.
+inline uint32_t llk_math_get_compute_special_value_flags() {
+    emu::fault("get_compute_special_value_flags: the FPU/SFPU special-value flags are not modelled by the emulator");
+}
+template <bool isFpu>
+inline uint32_t llk_math_extract_compute_special_value_flags(uint32_t) {
+    emu::fault("get_compute_special_value_flags_%s: the special-value flags are not modelled by the emulator",
+               isFpu ? "fpu" : "sfpu");
+}
+inline void llk_math_clear_compute_special_value_flags() {
+    emu::fault("clear_compute_special_value_flags: the special-value flags are not modelled by the emulator");
+}
+}  // namespace ckernel
