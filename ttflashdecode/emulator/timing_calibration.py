@@ -11,6 +11,7 @@ Sources:
             "DRAM Interleaved Packet Sizes.md" (Receiver rows: one core, N reads of S bytes, then a barrier)
   [dm-1f1]  same folder, "One from One Packet Sizes.md" (one core reading another core's L1)
   [dm-1t1]  same folder, "One to One Packet Sizes.md" (one core writing another core's L1)
+  [dm-mc]   same folder, "One to All Multicast 2x2 / 5x5 Packet Sizes without Loopback.md"
   [isa-dram] tt-isa-documentation WormholeB0/DRAMTile/README.md (1 MiB reads per core, 12 channels, placement)
   [gemm]    tt-metal tech_reports/GEMM_FLOPS/GEMM_FLOPS.md (N150 peak utilisation ~93%; ideal 16/32/48/64 cycles a
             tile at LoFi/HiFi2/HiFi3/HiFi4)
@@ -80,6 +81,19 @@ def single_core_transfers(kind: str, count: int, nbytes: int, noc: Noc = Noc.NOC
         else:
             raise ValueError(f"kind={kind!r}: expected 'dram_read', 'l1_read' or 'l1_write'")
     m.barrier(r, Barrier.WRITE if kind == "l1_write" else Barrier.READ)
+    m.run()
+    return m.risc_result(r).cycles
+
+
+def multicast_transfers(side: int, count: int, nbytes: int) -> float:
+    """Core (0, 0) multicasts `count` x `nbytes` to the side x side square of cores it is the corner of, itself
+    excluded ([dm-mc] "without loopback": 3 destinations for 2x2, 24 for 5x5), then waits for the acks; cycles."""
+    m = _model()
+    r = m.add_risc(0, Proc.BRISC)
+    last = (side - 1) * GRID[0] + side - 1
+    for _ in range(count):
+        m.write_multicast(r, 0, last, nbytes, Noc.NOC0, include_self=False)
+    m.barrier(r, Barrier.WRITE)
     m.run()
     return m.risc_result(r).cycles
 
@@ -225,6 +239,18 @@ def _figures() -> list[Figure]:
                "[dm-1t1] Sender, 1 x 32 B", lambda: single_core_transfers("l1_write", 1, 32)),
         Figure("l1_write_bw_one_to_one", "one core writing another, 256 x 8 KB + barrier", 31.07, "B/cycle", 0.05,
                "[dm-1t1] Sender, 256 x 8192 B", lambda: _bandwidth("l1_write", 256, 8192)),
+        Figure("mcast_2x2_latency_32B", "one 32 B multicast to a 2x2 square (3 cores) + write barrier", 341,
+               "cycles", 0.05, "[dm-mc] 2x2 without loopback, 1 x 32 B", lambda: multicast_transfers(2, 1, 32)),
+        Figure("mcast_5x5_latency_32B", "one 32 B multicast to a 5x5 square (24 cores) + write barrier", 470,
+               "cycles", 0.05, "[dm-mc] 5x5 without loopback, 1 x 32 B", lambda: multicast_transfers(5, 1, 32)),
+        Figure("mcast_2x2_rate_32B", "256 x 32 B multicasts to a 2x2 square + barrier", 13869, "cycles", 0.05,
+               "[dm-mc] 2x2 without loopback, 256 x 32 B", lambda: multicast_transfers(2, 256, 32)),
+        Figure("mcast_5x5_rate_32B", "256 x 32 B multicasts to a 5x5 square + barrier", 46631, "cycles", 0.05,
+               "[dm-mc] 5x5 without loopback, 256 x 32 B", lambda: multicast_transfers(5, 256, 32)),
+        Figure("mcast_2x2_bw", "256 x 8 KB multicasts to a 2x2 square + barrier", 25.89, "B/cycle", 0.05,
+               "[dm-mc] 2x2 without loopback, 256 x 8192 B", lambda: 256 * 8192 / multicast_transfers(2, 256, 8192)),
+        Figure("mcast_5x5_bw", "256 x 8 KB multicasts to a 5x5 square + barrier", 18.21, "B/cycle", 0.05,
+               "[dm-mc] 5x5 without loopback, 256 x 8192 B", lambda: 256 * 8192 / multicast_transfers(5, 256, 8192)),
         Figure("chip_dram_bw_12_best_noc0", "12 cores, 1 MiB each from its own bank, best placement, NoC 0", 265.5,
                "GB/s", 0.05, "[isa-dram] 12 carefully chosen, NoC #0",
                lambda: chip_dram_read_bandwidth(best_placement(1, Noc.NOC0), Noc.NOC0)),

@@ -62,6 +62,7 @@ using Cycle = double;  // virtual cycles of the 1 GHz AI clock (double: bandwidt
 //   [vec]      /work/shared/WORMHOLE.md from tt-isa-documentation VectorUnit (32 lanes, one instruction a cycle)
 //   [disp]     tt-metal #12074 and the llama3_70b_galaxy perf targets (op-to-op gap in traced decode)
 //   [sfpu-wh]  tt-metal PR #54938 (Wormhole n300 SFPU MATH_ISOLATE cycles, tile_cnt 8 x loop_factor 16)
+//   [dm-mc]    same folder as [dm-dram], "One to All Multicast 2x2 / 5x5 Packet Sizes without Loopback.md"
 //   [dram-req] tt-metal #55898 (DRAM endpoint read-request rate, Blackhole ~16.4, Wormhole ~6.8 cycles per NoC)
 // =====================================================================================================================
 namespace k {
@@ -88,6 +89,11 @@ constexpr double kReadServiceCycles = 46;        // D [dm-1f1]: single <=128 B c
 constexpr double kDramAccessCycles = 94;         // D [dm-dram] - [dm-1f1]: single <=128 B DRAM read = 382-384
                                                  //   cycles vs 290 for a core read at the same distance
 constexpr double kWriteAckCycles = 52;           // D [dm-1t1]: single <=128 B write + barrier = 294-302 cycles
+constexpr double kMcastHoldPerDoubling = 42.7;  // D [dm-mc]: a multicast holds its sender for issue + H(n) +
+constexpr double kMcastHoldOffset = 34.4;        //   injection, H(n) = 42.7 log2(n) - 34.4 for n destinations: fit
+                                                 //   to 256 x 32 B multicasts taking 54.2 (2x2, 3 destinations) and
+                                                 //   182.2 (5x5, 24) cycles each; 256 x 8 KB then give 25.8 and
+                                                 //   18.4 B/cycle (measured 25.9 and 18.2)
 constexpr double kAtomicCycles = 10;             // D [npe]: write model 40 + 10/hop; L1 atomic at the receiver
 constexpr double kLocalPollCycles = 10;          // D: a RISC's poll of a local counter/semaphore (a few loads)
 constexpr double kCbApiCycles = 10;              // D: cb_* bookkeeping on the calling RISC (a few loads/stores)
@@ -149,6 +155,8 @@ inline const std::vector<ConstantRow>& constant_table() {
         {"kReadServiceCycles", k::kReadServiceCycles, "cycles", 'D', "[dm-1f1]"},
         {"kDramAccessCycles", k::kDramAccessCycles, "cycles", 'D', "[dm-dram] [dm-1f1]"},
         {"kWriteAckCycles", k::kWriteAckCycles, "cycles", 'D', "[dm-1t1]"},
+        {"kMcastHoldPerDoubling", k::kMcastHoldPerDoubling, "cycles", 'D', "[dm-mc]"},
+        {"kMcastHoldOffset", k::kMcastHoldOffset, "cycles", 'D', "[dm-mc]"},
         {"kAtomicCycles", k::kAtomicCycles, "cycles", 'D', "[npe]"},
         {"kLocalPollCycles", k::kLocalPollCycles, "cycles", 'D', "-"},
         {"kCbApiCycles", k::kCbApiCycles, "cycles", 'D', "-"},
@@ -380,15 +388,20 @@ class Fabric {
         return {flushed, arrived, acked};
     }
 
-    // Multicast write from `src` to the worker cores `dsts`: the union of the unicast routes is reserved once (a
-    // link shared by several destinations' routes carries the packet once); each destination's arrival is that of
-    // its own route.
+    // Cycles a multicast to `n` destinations holds its sender beyond the injection ([dm-mc] fit, see k::).
+    static Cycle multicast_hold(size_t n) {
+        return n < 2 ? 0 : std::max(0.0, k::kMcastHoldPerDoubling * std::log2(double(n)) - k::kMcastHoldOffset);
+    }
+
+    // Multicast write from `src` to the worker cores `dsts`: the sender's NIU is held for the tree's hold time plus
+    // the injection; the union of the unicast routes is reserved once (a link shared by several destinations'
+    // routes carries the packet once); each destination's arrival is that of its own route.
     std::vector<WriteTimes> multicast_packet(Cycle t, int src, const std::vector<int>& dsts, uint32_t bytes, Noc noc,
                                              bool inline_data = false) {
         std::vector<WriteTimes> out;
         Xy a = topo_.workers.at(size_t(src));
         int n = int(noc);
-        Cycle occ_inj = inline_data ? 1 : bytes / k::kWorkerWriteInjectBpc;
+        Cycle occ_inj = (inline_data ? 1 : bytes / k::kWorkerWriteInjectBpc) + multicast_hold(dsts.size());
         Cycle occ_link = inline_data ? 1 : flits(bytes);
         Flow f0{t, t};
         stage(f0, niu_out(n, a), occ_inj, 0);
@@ -949,10 +962,14 @@ class Engine {
             case Ev::Mcast: {
                 auto dsts = rect(e.target, int(e.b), core, e.flags & 1);
                 packets(i, clk, lane, e.a, [&](uint32_t pkt) {
+                    Cycle left = clk;
                     for (auto& w : fabric_.multicast_packet(clk, core, dsts, pkt, noc)) {
                         s.write_acked = std::max(s.write_acked, w.acked);
                         s.write_flushed = std::max(s.write_flushed, w.flushed);
+                        left = std::max(left, w.flushed);
                     }
+                    // [dm-mc]: multicasts do not overlap: the next one issues once this one has left the sender.
+                    wait_until(i, clk, left);
                 });
                 break;
             }
@@ -970,6 +987,7 @@ class Engine {
                 charge(i, clk, k::kNocIssueCycles, lane);
                 auto dsts = rect(e.target, int(e.c), core, false);
                 auto ws = fabric_.multicast_packet(clk, core, dsts, 4, noc, true);
+                if (!ws.empty()) wait_until(i, clk, ws[0].flushed);
                 for (size_t d = 0; d < dsts.size(); ++d) {
                     Sem& m = sem(dsts[d], e.a);
                     if (e.kind == Ev::AtomicIncMcast) {
