@@ -78,9 +78,11 @@ def single_core_transfers(kind: str, count: int, nbytes: int, noc: Noc = Noc.NOC
             m.read(r, peer, nbytes, noc)
         elif kind == "l1_write":
             m.write(r, peer, nbytes, noc)
+        elif kind == "dram_write":
+            m.write(r, dram(0), nbytes, noc)
         else:
-            raise ValueError(f"kind={kind!r}: expected 'dram_read', 'l1_read' or 'l1_write'")
-    m.barrier(r, Barrier.WRITE if kind == "l1_write" else Barrier.READ)
+            raise ValueError(f"kind={kind!r}: expected 'dram_read', 'dram_write', 'l1_read' or 'l1_write'")
+    m.barrier(r, Barrier.WRITE if kind.endswith("write") else Barrier.READ)
     m.run()
     return m.risc_result(r).cycles
 
@@ -231,6 +233,14 @@ def _figures() -> list[Figure]:
                "[dm-dram] Receiver, 256 x 8192 B", lambda: _bandwidth("dram_read", 256, 8192)),
         Figure("dram_read_issue_bound", "one core, 256 x 32 B DRAM reads + barrier", 5469, "cycles", 0.05,
                "[dm-dram] Receiver, 256 x 32 B", lambda: single_core_transfers("dram_read", 256, 32)),
+        Figure("dram_write_latency_32B", "one 32 B DRAM write + barrier, one core", 401, "cycles", 0.05,
+               "[dm-dram] Sender, 1 x 32 B", lambda: single_core_transfers("dram_write", 1, 32)),
+        Figure("dram_write_latency_8KB", "one 8 KB DRAM write + barrier, one core", 757, "cycles", 0.05,
+               "[dm-dram] Sender, 1 x 8192 B", lambda: single_core_transfers("dram_write", 1, 8192)),
+        Figure("dram_write_small_rate", "256 x 32 B DRAM writes + barrier, one core", 16558, "cycles", 0.05,
+               "[dm-dram] Sender, 256 x 32 B", lambda: single_core_transfers("dram_write", 256, 32)),
+        Figure("dram_write_bw_one_core", "one core, 256 x 8 KB DRAM writes + barrier", 21.95, "B/cycle", 0.05,
+               "[dm-dram] Sender, 256 x 8192 B", lambda: _bandwidth("dram_write", 256, 8192)),
         Figure("l1_read_latency_32B", "one 32 B read of another core's L1 + barrier", 290, "cycles", 0.05,
                "[dm-1f1] Receiver, 1 x 32 B", lambda: single_core_transfers("l1_read", 1, 32)),
         Figure("l1_read_bw_one_to_one", "one core reading another, 256 x 8 KB + barrier", 28.73, "B/cycle", 0.05,

@@ -79,6 +79,10 @@ constexpr double kWorkerReadInjectBpc = 28.7;    // M [dm-1f1]: one core reading
 constexpr double kWorkerWriteInjectBpc = 31.1;   // M [dm-1t1]: one core writing another saturates at 31.1 B/cycle
 constexpr double kDramReadBpc = 22.3;            // M [isa-dram]: one GDDR6 channel read, 22.2-22.3 GB/s
 constexpr double kDramWriteBpc = 22.0;           // M [isa-dram]: one GDDR6 channel write, 21.8-22.0 GB/s
+constexpr double kDramSmallWriteCycles = 65;     // D [dm-dram]: 256 DRAM writes of 32 / 64 B take 16558 / 17049
+constexpr uint32_t kDramSmallWriteBytes = 128;   //   cycles (65-67 each) where 128 B ones take 6277 (issue bound):
+                                                 //   a write under 128 B holds its channel ~65 cycles (its
+                                                 //   own latency is unchanged: 1 x 32 B takes 401 cycles)
 constexpr double kDramRequestCycles = 6.8;       // M [dram-req]: a Wormhole DRAM endpoint accepts one read request
                                                  //   per ~6.8 cycles per NoC, whatever the size or the requesters
 // ---- fixed latencies (cycles)
@@ -150,6 +154,8 @@ inline const std::vector<ConstantRow>& constant_table() {
         {"kWorkerWriteInjectBpc", k::kWorkerWriteInjectBpc, "B/cycle", 'M', "[dm-1t1]"},
         {"kDramReadBpc", k::kDramReadBpc, "B/cycle", 'M', "[isa-dram]"},
         {"kDramWriteBpc", k::kDramWriteBpc, "B/cycle", 'M', "[isa-dram]"},
+        {"kDramSmallWriteCycles", k::kDramSmallWriteCycles, "cycles", 'D', "[dm-dram]"},
+        {"kDramSmallWriteBytes", k::kDramSmallWriteBytes, "B", 'D', "[dm-dram]"},
         {"kDramRequestCycles", k::kDramRequestCycles, "cycles", 'M', "[dram-req]"},
         {"kNocIssueCycles", k::kNocIssueCycles, "cycles", 'D', "[dm-1f1] [dm-dram]"},
         {"kReadServiceCycles", k::kReadServiceCycles, "cycles", 'D', "[dm-1f1]"},
@@ -318,6 +324,12 @@ class Fabric {
         auto span = r.take(f.head + lat, occ, floor_time_);
         f = {span.start, std::max(span.end, f.tail + lat)};
     }
+    // A stage that keeps `r` busy for `occ` but lets the packet through in `pass` (pass < occ): the resource needs
+    // time after the packet has gone (a small DRAM write: accepted at once, its channel busy for longer).
+    void stage_pass(Flow& f, Resource& r, Cycle occ, Cycle pass, Cycle lat) {
+        auto span = r.take(f.head + lat, occ, floor_time_);
+        f = {span.start, std::max(span.start + pass, f.tail + lat)};
+    }
 
     // Bookings never start before this (the replay's current time minus a margin): older bins can be dropped.
     void set_floor(Cycle t) { floor_time_ = std::max(floor_time_, t); }
@@ -380,7 +392,11 @@ class Fabric {
         Cycle flushed = f.tail;
         if (!loopback) route(f, a, b, noc, occ_link);
         stage(f, niu_in(n, b), occ_link, 2 * k::kNiuCycles);
-        if (dst.is_dram()) stage(f, dram_.at(size_t(dst.bank())), bytes / k::kDramWriteBpc, k::kDramAccessCycles);
+        if (dst.is_dram()) {
+            Cycle pass = bytes / k::kDramWriteBpc;
+            Cycle occ = bytes < k::kDramSmallWriteBytes ? std::max(pass, k::kDramSmallWriteCycles) : pass;
+            stage_pass(f, dram_.at(size_t(dst.bank())), occ, pass, k::kDramAccessCycles);
+        }
         Cycle arrived = f.tail + (inline_data ? k::kAtomicCycles : 0);
         // The ack is a one-flit response on the same (unidirectional) NoC: the rest of the ring back to the writer.
         int back = loopback ? 0 : Topology::hops(b, a, noc);
