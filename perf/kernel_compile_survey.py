@@ -13,7 +13,9 @@ build environment:
   kernel_bindings_generated.h with one binding per name the source uses (an ``args::`` name read into a constexpr
   variable is a compile-time arg, any other a runtime arg), as tt-metal's genfiles.cpp lays them out;
 - after the emulator's headers, the wheel's ttnn sources (kernel_lib, shared kernel headers, fabric helpers) and
-  hostdevcommon, but not the wheel's hw/inc: a kernel API the emulator lacks is a failure.
+  hostdevcommon; for compute kernels also the emulator's LLK layer (include_llk/) after its API and, last, the wheel's
+  LLK trees and hw/inc (jit_env.compute_llk_include_paths: the wheel's SFPU op headers compile against the
+  emulator's LLK layer and host SFPI); never the wheel's hw/inc for data-movement kernels.
 
 Prints the number that compile (by kind) and the symbols / headers most often missing. Run on demand (not part of
 the test suite); ``--limit N`` surveys an evenly spaced sample of N sources, ``--jobs`` sets the parallel compiler
@@ -131,7 +133,11 @@ def flags(include: Path, gen: Path, src: Path, root: Path, compute: bool, files:
          "-DKERNEL_BUILD", "-DARCH_WORMHOLE", "-DTENSIX_FIRMWARE"]  # fmt: skip
     if compute:
         f += ["-DCOMPILE_FOR_TRISC", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH", "-DUCK_CHLKC_PACK", "-DTRISC_UNPACK",
-              "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0"]  # fmt: skip
+              "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0", *jit_env.COMPUTE_DEFINES]  # fmt: skip
+        # as ttflashdecode.emulator.compiler: the emulator's LLK layer right after its API, the wheel's LLK trees
+        # (SFPU kernels) and compute API last
+        f.insert(f.index(f"-I{include}") + 1, f"-I{include.parent / 'include_llk'}")
+        f += [f"-I{p}" for p in jit_env.compute_llk_include_paths()]
     else:
         f += ["-DCOMPILE_FOR_NCRISC", "-DPROCESSOR_INDEX=1", "-DNOC_INDEX=0", "-DNOC_MODE=0", "-DNUM_L1_BANKS=64",
               "-DLOG_BASE_2_OF_NUM_L1_BANKS=6"]  # fmt: skip

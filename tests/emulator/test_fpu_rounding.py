@@ -56,3 +56,30 @@ def test_bf16_add_sub_at_most_one_ulp_from_rne():
         assert off[nz].max().item() <= 1.0, "seed 5"
         frac = (off[nz] > 0).float().mean().item()
         assert frac > 0.0, (op, frac)
+
+
+# Published silicon results of bf16 mul_tiles on the FPU (bf16 CBs, fp32_dest_acc_en off), (a, b, fidelity, result):
+MUL_POINTS = [
+    (508.0, 748.0, 4, 378880.0),  # tt-metal#35077 (the FPU result before that PR moved ttnn.multiply to the SFPU)
+    (-3.640625, 0.298828125, 4, -1.09375),  # tt-metal#16448
+    (-3.640625, 0.30078125, 4, -1.1015625),  # tt-metal#16448
+    (1.3125, 7.96875, 2, 10.4375),  # tt-metal#12923 (HiFi2)
+    (1.3125, 7.96875, 4, 10.5),  # tt-metal#12923 (HiFi4)
+]
+
+
+def test_bf16_mul_published_points():
+    for fidelity in (2, 4):
+        pts = [p for p in MUL_POINTS if p[2] == fidelity]
+        lib = kernel("binary", [2, 0, 1], fidelity=fidelity)
+        for c in (CB_IN0, CB_IN1, CB_OUT):
+            cb(lib, c, "bfloat16", 1)
+        a, b = torch.ones(1, 32, 32), torch.ones(1, 32, 32)
+        for i, (x, y, _, _) in enumerate(pts):
+            a[0, i, :], b[0, i, :] = x, y
+        push(lib, CB_IN0, bf16(a))
+        push(lib, CB_IN1, bf16(b))
+        run_ok(lib)
+        got = read(lib, CB_OUT, 1)
+        for i, (x, y, _, silicon) in enumerate(pts):
+            assert got[0, i, 0].item() == silicon, (x, y, fidelity, got[0, i, 0].item(), silicon)

@@ -1,0 +1,108 @@
+"""ProgramDescriptors for the wheel's kernels, built as upstream's program factories build them (compile-time args,
+defines, CB indices and sizes, work split and runtime args), for the emulator's conformance suite.
+
+Each builder names the upstream factory it follows. Work is split with ``split_work`` (tt-metal's
+``split_work_to_cores`` + ``grid_to_cores``). Kernel sources come from the installed wheel
+(``ttflashdecode.upstream.wheel.kernel_source``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttflashdecode.upstream import wheel
+
+ELTWISE_BINARY = "ttnn/operations/eltwise/binary/device/kernels"
+ELTWISE_UNARY = "ttnn/operations/eltwise/unary/device/kernels"
+
+
+@dataclass(frozen=True)
+class Span:
+    core: tuple[int, int]
+    units: int
+    start: int
+
+
+def split_work(grid: tuple[int, int], units: int, row_major: bool = True) -> list[Span]:
+    """tt-metal split_work_to_cores(grid, units, row_major) with cores in grid_to_cores order: the first
+    ``units % num_cores`` cores take one unit more; consecutive cores take consecutive units."""
+    gx, gy = grid
+    total = gx * gy
+    num_cores = min(units, total)
+    if num_cores == 0:
+        return []
+    base, extra = divmod(units, num_cores)
+    spans, start = [], 0
+    for i in range(num_cores):
+        core = (i % gx, i // gx) if row_major else (i // gy, i % gy)
+        n = base + (1 if i < extra else 0)
+        spans.append(Span(core, n, start))
+        start += n
+    return spans
+
+
+def core_range_set(ttnn, spans: list[Span]):
+    return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*s.core), ttnn.CoreCoord(*s.core)) for s in spans])
+
+
+def cb(ttnn, index: int, dtype, page_size: int, num_pages: int, cores):
+    return ttnn.CBDescriptor(
+        total_size=page_size * num_pages,
+        core_ranges=cores,
+        format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page_size)],
+    )
+
+
+def compute_config(ttnn, math_fidelity: str = "HiFi4", fp32_dest_acc_en: bool = False, math_approx_mode: bool = False):
+    return ttnn.ComputeConfigDescriptor(
+        math_fidelity=getattr(ttnn.MathFidelity, math_fidelity),
+        fp32_dest_acc_en=fp32_dest_acc_en,
+        math_approx_mode=math_approx_mode,
+    )
+
+
+def kernel(ttnn, source: str, cores, config, ct=(), rt=(), defines=()):
+    return ttnn.KernelDescriptor(
+        kernel_source=str(wheel.kernel_source(source)),
+        core_ranges=cores,
+        compile_time_args=list(ct),
+        defines=list(defines),
+        runtime_args=list(rt),
+        config=config,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- eltwise binary
+BINARY_DEFINES = {  # BinaryDeviceOperation utils::get_defines for the FPU ops
+    "add": [("ELTWISE_OP", "add_tiles"), ("ELTWISE_OP_TYPE", "EltwiseBinaryType::ELWADD")],
+    "sub": [("ELTWISE_OP", "sub_tiles"), ("ELTWISE_OP_TYPE", "EltwiseBinaryType::ELWSUB")],
+    "mul": [("ELTWISE_OP", "mul_tiles"), ("ELTWISE_OP_TYPE", "EltwiseBinaryType::ELWMUL")],
+}
+
+
+def eltwise_binary_program(ttnn, grid, a, b, out, op: str, math_fidelity="HiFi4", fp32_dest_acc_en=False):
+    """BinaryDeviceOperation::ElementWiseMultiCore (element_wise_multi_core_program_factory.cpp with
+    set_eltwise_binary_runtime_args) for interleaved tensors: tiles split row-major over the grid, CBs c_0 / c_1 / c_2
+    of 2 tiles each, reader ct [block_or_width_sharded=0, TensorAccessorArgs(a), TensorAccessorArgs(b)] rt [a, b,
+    num_tiles, start_id, block_height, block_width, num_shards_per_width], compute rt [block_cnt, block_size=1],
+    writer ct [c_2, TensorAccessorArgs(out)] rt [out, num_tiles, start_id]."""
+    ntiles = a.buffer_num_pages()
+    spans = split_work(grid, ntiles, row_major=True)
+    cores = core_range_set(ttnn, spans)
+    cbs = [cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores), cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
+           cb(ttnn, 2, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    rd, cp, wr = [], [], []
+    for s in spans:
+        c = ttnn.CoreCoord(*s.core)
+        rd.append((c, [a.buffer_address(), b.buffer_address(), s.units, s.start, 0, 0, 0]))
+        cp.append((c, [s.units, 1]))
+        wr.append((c, [out.buffer_address(), s.units, s.start]))
+    kernels = [
+        kernel(ttnn, f"{ELTWISE_BINARY}/dataflow/reader_binary_interleaved_start_id.cpp", cores,
+               ttnn.ReaderConfigDescriptor(), ct=[0, *a.tensor_accessor_args(), *b.tensor_accessor_args()], rt=rd),
+        kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp", cores,
+               ttnn.WriterConfigDescriptor(), ct=[2, *out.tensor_accessor_args()], rt=wr),
+        kernel(ttnn, f"{ELTWISE_BINARY}/compute/eltwise_binary_kernel.cpp", cores,
+               compute_config(ttnn, math_fidelity, fp32_dest_acc_en), rt=cp, defines=BINARY_DEFINES[op]),
+    ]  # fmt: skip
+    return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
