@@ -61,6 +61,34 @@ def _recording(op, calls: list):
     return call
 
 
+def _recording_wrapper_run(run, calls: list):
+    """``FlashDecodeWrapper.run``, recording each run like :func:`_recording`, with the options the wrapper's plan
+    fixed (causality, window, scale, shared cache) among its arguments."""
+    signature = inspect.signature(run)
+
+    def call(self, *args, **kwargs):
+        out = run(self, *args, **kwargs)
+        arguments = dict(signature.bind(self, *args, **kwargs).arguments)
+        del arguments["self"]
+        planned = self._planned.call
+        s = planned.shapes
+        options = {"is_causal": s.is_causal, "sliding_window_size": s.sliding_window_size or None,
+                   "share_cache": s.share_cache, "scale": planned.scale}  # fmt: skip
+        if s.v_from_k:
+            options["head_dim_v"] = s.v_head_dim
+        calls.append({
+            "op": "FlashDecodeWrapper.run",
+            "given": sorted(kwargs),
+            "kv_dtype": _dtype_name(arguments["k"]),
+            "k_is_v": arguments["k"] is arguments.get("v"),
+            "args": {**options, **{name: _host(value) for name, value in arguments.items()}},
+            "out": _host(out[0] if isinstance(out, tuple) else out).float(),
+        })  # fmt: skip
+        return out
+
+    return call
+
+
 def _golden(call) -> torch.Tensor:
     a = call["args"]
     q, k = a["q"].float(), a["k"].float()
@@ -90,6 +118,8 @@ def test_readme_examples_run_and_match_golden(capsys, monkeypatch):
     calls: list = []
     for name in OPS:
         monkeypatch.setattr(ttflashdecode, name, _recording(getattr(ttflashdecode, name), calls))
+    wrapper = ttflashdecode.FlashDecodeWrapper
+    monkeypatch.setattr(wrapper, "run", _recording_wrapper_run(wrapper.run, calls))
     blocks = _python_blocks()[1:]
     with torch.random.fork_rng():
         torch.manual_seed(seed)
@@ -102,7 +132,11 @@ def test_readme_examples_run_and_match_golden(capsys, monkeypatch):
 
     written = sum(len(re.findall(rf"\b(?:ttflashdecode|ttnn\.transformer)\.{name}\(", block))
                   for block in blocks for name in OPS)  # fmt: skip
-    assert len(calls) == written, f"{tag(seed)} {written} op calls in the README, {len(calls)} ran"
+    op_calls = sum(call["op"] in OPS for call in calls)
+    assert op_calls == written, f"{tag(seed)} {written} op calls in the README, {op_calls} ran"
+    runs_written = sum(len(re.findall(r"\bwrapper\.run\(", block)) for block in blocks)
+    runs = len(calls) - op_calls
+    assert runs >= runs_written > 0, f"{tag(seed)} {runs_written} wrapper.run calls in the README, {runs} ran"
     for i, call in enumerate(calls):
         what = f"README call {i + 1} ({call['op']}, {', '.join(call['given'])})"
         assert not call["k_is_v"], f"{tag(seed)} {what}: K passed as V (would hide a K/V swap)"
