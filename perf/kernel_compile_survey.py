@@ -186,7 +186,17 @@ def survey_one(src: Path, include: Path, root: Path, tmp: Path) -> tuple[Path, b
     gen = jit_env.write_generated(tmp, files)
     cmd = ["g++", *flags(include, gen, src, root, compute, files), str(src)]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        if compute:  # as the emulator's compiler: preprocess, jit_env.host_compile_source, compile
+            ii = gen / (src.stem + f".{os.getpid()}.{abs(hash(str(src)))}.ii")
+            pp = [f for f in cmd if f != "-fsyntax-only"] + ["-E", "-o", str(ii)]
+            res = subprocess.run(pp, capture_output=True, text=True, timeout=180)
+            if res.returncode == 0:
+                ii.write_text(jit_env.host_compile_source(ii.read_text()))
+                cmd = ["g++", *jit_env.non_preprocessor_flags(cmd[1:-1]), str(ii)]
+                res = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+            ii.unlink(missing_ok=True)
+        else:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     except subprocess.TimeoutExpired:
         return src, compute, False, ["(compiler timeout)"], ""
     ok = res.returncode == 0

@@ -106,3 +106,40 @@ def eltwise_binary_program(ttnn, grid, a, b, out, op: str, math_fidelity="HiFi4"
                compute_config(ttnn, math_fidelity, fp32_dest_acc_en), rt=cp, defines=BINARY_DEFINES[op]),
     ]  # fmt: skip
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
+
+
+# ---------------------------------------------------------------------------------------------- eltwise unary
+UNARY_CHAINS = {  # unary_op_utils get_op_init_and_func / get_macro_definition for the ops the suite runs
+    "exp": ("SFPU_OP_EXP_INCLUDE", "exp_tile_init<0u>();", "exp_tile<0u>(0);"),
+    "exp_approx": ("SFPU_OP_EXP_INCLUDE", "exp_tile_init<1u>();", "exp_tile<1u>(0);"),
+    "recip": ("SFPU_OP_RECIP_INCLUDE", "recip_tile_init();", "recip_tile(0);"),
+}
+
+
+def eltwise_unary_program(ttnn, grid, src, out, op: str, fp32_dest_acc_en=False):
+    """UnaryProgramFactory for interleaved tiles: split_work_to_cores over the grid (column-major, its default),
+    CBs c_0 / c_2 of 2 tiles, eltwise_sfpu.cpp with SFPU_OP_CHAIN_0 = init + func of the op (and its include macro),
+    rt [num_tiles]; reader ct [TensorAccessorArgs(src)] rt [src, num_tiles, start_id]; writer ct [c_2,
+    TensorAccessorArgs(out)] rt [out, num_tiles, start_id]."""
+    spans = split_work(grid, src.buffer_num_pages(), row_major=False)
+    cores = core_range_set(ttnn, spans)
+    cbs = [cb(ttnn, 0, src.dtype, src.buffer_page_size(), 2, cores),
+           cb(ttnn, 2, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    include, init, func = UNARY_CHAINS[op]
+    defines = [(include, "1"), ("SFPU_OP_CHAIN_0_INIT_0", init), ("SFPU_OP_CHAIN_0_FUNC_0", func),
+               ("SFPU_OP_CHAIN_0", "SFPU_OP_CHAIN_0_INIT_0 SFPU_OP_CHAIN_0_FUNC_0")]  # fmt: skip
+    rd, cp, wr = [], [], []
+    for s in spans:
+        c = ttnn.CoreCoord(*s.core)
+        rd.append((c, [src.buffer_address(), s.units, s.start]))
+        cp.append((c, [s.units]))
+        wr.append((c, [out.buffer_address(), s.units, s.start]))
+    kernels = [
+        kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/reader_unary_interleaved_start_id.cpp", cores,
+               ttnn.ReaderConfigDescriptor(), ct=src.tensor_accessor_args(), rt=rd),
+        kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp", cores,
+               ttnn.WriterConfigDescriptor(), ct=[2, *out.tensor_accessor_args()], rt=wr),
+        kernel(ttnn, f"{ELTWISE_UNARY}/compute/eltwise_sfpu.cpp", cores,
+               compute_config(ttnn, "HiFi4", fp32_dest_acc_en), rt=cp, defines=defines),
+    ]  # fmt: skip
+    return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)

@@ -354,3 +354,41 @@ def compute_llk_include_paths() -> list[str]:
 # instruction form instead of SFPLOADMACRO sequences (whose pipelined macro scheduling the emulator does not model;
 # the LLK keeps both forms of the same algorithm).
 COMPUTE_DEFINES = ["-DDISABLE_SFPLOADMACRO"]
+
+
+# ------------------------------------------------------------------------------------------ host compile of compute
+# The wheel's SFPU kernels are written for the SFPI toolchain (a newer GCC), which accepts ``#pragma GCC unroll N``
+# with N a template parameter; the host g++ 12 rejects it. The pragma is an unrolling hint with no effect on what
+# the kernel computes, so compute kernels are compiled from their preprocessed text with those pragmas removed
+# (compiler.py _compile_compute; perf/kernel_compile_survey.py does the same).
+import re as _re
+
+_DEPENDENT_UNROLL = _re.compile(r"^[ \t]*#pragma GCC unroll[ \t]+(?![0-9]+[ \t]*$)[^\n]*$", _re.M)
+
+
+# Likewise ``static_assert(false, msg)`` in a discarded ``if constexpr`` branch (accepted since GCC 13, P2593): it
+# becomes a run-time fault with the same message, which a valid kernel never reaches (the branch is discarded).
+_STATIC_ASSERT_FALSE = _re.compile(r'static_assert\s*\(\s*false\s*,\s*("(?:[^"\\]|\\.)*")\s*\)\s*;')
+
+
+def host_compile_source(preprocessed: str) -> str:
+    """The preprocessed kernel text without template-dependent ``#pragma GCC unroll`` lines, and with
+    ``static_assert(false, msg)`` as a run-time fault."""
+    text = _DEPENDENT_UNROLL.sub("", preprocessed)
+    return _STATIC_ASSERT_FALSE.sub(r'::emu::fault("static_assert failed: %s", \1);', text)
+
+
+def non_preprocessor_flags(flags) -> list[str]:
+    """The flags that still matter when compiling preprocessed text (no -I / -D / -include / -MM)."""
+    out, skip = [], False
+    for f in flags:
+        if skip:
+            skip = False
+            continue
+        if f == "-include":
+            skip = True
+            continue
+        if f.startswith(("-I", "-D", "-U")):
+            continue
+        out.append(f)
+    return out

@@ -135,11 +135,7 @@ inline void inc_dst_addr() {
 }
 }  // namespace math
 
-namespace sfpu {
-// Configures the SFPU's conditional-execution and load/store behaviour (ckernel_sfpu_load_config.h): no effect on
-// the emulator's results beyond what start_tile sets.
-inline void _init_sfpu_config_reg() {}
-}  // namespace sfpu
+constexpr bool is_uint32_format(DataFormat f) { return f == DataFormat::UInt32; }
 
 inline void enable_fp32_dest_acc() {}
 inline void disable_fp32_dest_acc() {}
@@ -150,3 +146,5 @@ using namespace ckernel;
 
 // tt-llk's ckernel.h brings the SFPI library into every LLK header.
 #include "sfpi.h"
+// _init_sfpu_config_reg and the constant-register loaders (the wheel's: SFPCONFIG / SFPLOADI sequences).
+#include "sfpu/ckernel_sfpu_load_config.h"

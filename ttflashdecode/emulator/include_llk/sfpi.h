@@ -28,6 +28,7 @@
 namespace sfpi {
 
 constexpr unsigned SFP_LREG_COUNT = 8;
+constexpr unsigned SFP_DESTREG_STRIDE = 2;  // Dst rows per dst_reg index
 
 // Instruction mode constants (sfpi_constants.h, Wormhole) that LLK TTI code names.
 constexpr unsigned SFPLOADI_MOD0_FLOATB = 0, SFPLOADI_MOD0_FLOATA = 1, SFPLOADI_MOD0_USHORT = 2,
@@ -611,6 +612,8 @@ class LRegRef {
     operator vFloat() const { return vFloat(isa::m().lreg[idx]); }
     operator vInt() const { return vInt(isa::m().lreg[idx]); }
     operator vUInt() const { return vUInt(isa::m().lreg[idx]); }
+    // Liveness hint for the SFPI compiler (the register holds a value TTI code set): no effect here.
+    void in_use() const {}
     template <typename T, typename = std::enable_if_t<std::is_base_of_v<vVal, T>>>
     const LRegRef& operator=(const T& v) const {
         isa::lanewise(idx, [&](uint32_t l) { return v.v.u[l]; });
@@ -675,6 +678,12 @@ inline vBool is_nan(const vFloat& v) {
 inline vBool is_inf(const vFloat& v) {
     return impl_::lanes(v.v, [](uint32_t x) { return (x & 0x7fffffffu) == 0x7f800000u; });
 }
+inline vBool is_pos(const vFloat& v) {
+    return impl_::lanes(v.v, [](uint32_t x) { return (x >> 31) == 0; });
+}
+inline vBool is_neg(const vFloat& v) {
+    return impl_::lanes(v.v, [](uint32_t x) { return (x >> 31) != 0; });
+}
 inline vBool is_finite(const vFloat& v) {
     return impl_::lanes(v.v, [](uint32_t x) { return (x & 0x7f800000u) != 0x7f800000u; });
 }
@@ -694,7 +703,7 @@ inline vUInt operator&(const vSMag& a, int b) { return vUInt(a.v) & vUInt(b); }
 enum class ExponentMode { Debias, NoDebias, Biased = NoDebias, Unbiased = Debias };
 enum class MantissaMode { FractionOnly, WithUnitBit, ImplicitOne = WithUnitBit };
 enum class ShiftMode { Logical, Arithmetic };
-enum class RoundMode { NearestEven, Stochastic, Even = NearestEven, Nearest = NearestEven };
+enum class RoundMode { NearestEven, Stochastic, Even = NearestEven, Nearest = NearestEven, NearestStochastic = Stochastic };
 
 inline vInt exexp(const vFloat& v, ExponentMode mode = ExponentMode::Debias) {
     bool debias = mode == ExponentMode::Debias;
