@@ -212,7 +212,10 @@ def compile_kernel(build: KernelBuild) -> Path:
     KERNEL_CACHE.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     cmd = [CXX, *build.flags, str(build.source), "-o", str(tmp)]
-    res = _run(cmd)
+    if "-DCOMPILE_FOR_TRISC" in build.flags:
+        res, cmd = _compile_compute(build, tmp)
+    else:
+        res = _run(cmd)
     if res.returncode != 0:
         raise KernelCompileError(str(build.source), res.stderr, " ".join(map(shlex.quote, cmd)))
     warnings = parse_warnings(str(build.source), res.stderr)
@@ -223,6 +226,21 @@ def compile_kernel(build: KernelBuild) -> Path:
     with _lock:
         _stats["misses"] += 1
     return out
+
+
+def _compile_compute(build: KernelBuild, tmp: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Compile a compute kernel in two steps (jit_env.host_compile_source): preprocess, drop what the host g++ cannot
+    parse but the kernel toolchain accepts (a template-dependent ``#pragma GCC unroll``), compile the result."""
+    ii = tmp.with_suffix(".ii")
+    pp = [CXX, *(f for f in build.flags if f != "-shared"), "-E", str(build.source), "-o", str(ii)]
+    res = _run(pp)
+    if res.returncode != 0:
+        return res, pp
+    ii.write_text(jit_env.host_compile_source(ii.read_text()))
+    cmd = [CXX, *jit_env.non_preprocessor_flags(build.flags), str(ii), "-o", str(tmp)]
+    res = _run(cmd)
+    ii.unlink(missing_ok=True)
+    return res, cmd
 
 
 def _cached_warnings(library: Path, build: KernelBuild) -> tuple[CompileWarning, ...]:
