@@ -34,6 +34,7 @@ KERNELS = "device_kernels"
 READER = f"{KERNELS}/reader_flash_decode.cpp"
 COMPUTE = f"{KERNELS}/compute_flash_decode.cpp"
 COMMON = f"{KERNELS}/flash_decode_common.hpp"
+WRITER = f"{KERNELS}/writer_flash_decode.cpp"
 
 # Tests run after a mutation's own (targeted) tests, in this order: every emulator decode test of the op.
 FALLBACK = [
@@ -243,6 +244,20 @@ MUTATIONS = [
         "    return (core_index % (stride << 1)) == 0 && core_index + stride < num_active;",
         "    return (core_index % (stride << 1)) == 0 && core_index + stride + 1 < num_active;",
         "receives_in_round: the last active partner of a round is never merged",
+        (CORES, CHUNK_EDGES),
+    ),
+    Mutation(
+        "partial_slot_of_round_0", WRITER,
+        ".addr = partial_in_base + round * partial_bytes});",
+        ".addr = partial_in_base});",
+        "writer: a sender writes its partial into slot 0 of its parent, whatever the round",
+        (CORES, CHUNK_EDGES),
+    ),
+    Mutation(
+        "semaphore_of_round_0", WRITER,
+        "                Semaphore<> arrived(sem_partial_arrived + round);",
+        "                Semaphore<> arrived(sem_partial_arrived);",
+        "writer: a receiver waits on round 0's semaphore in every round",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
