@@ -143,3 +143,44 @@ def eltwise_unary_program(ttnn, grid, src, out, op: str, fp32_dest_acc_en=False)
                compute_config(ttnn, "HiFi4", fp32_dest_acc_en), rt=cp, defines=defines),
     ]  # fmt: skip
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
+
+
+# ---------------------------------------------------------------------------------------------- matmul (bmm)
+MATMUL = "ttnn/operations/matmul/device/kernels"
+
+
+def bmm_program(ttnn, grid, a, b, out, batch: int, Mt: int, Kt: int, Nt: int, bcast_b: bool,
+                math_fidelity="HiFi4", fp32_dest_acc_en=False):
+    """MatmulMultiCoreProgramFactory (matmul_op_multi_core_program_factory.cpp): output tiles split over the grid
+    (split_work_to_cores, column-major), CBs c_0 / c_1 of 2 tiles and c_16 (out) of 2 tiles, named ct args
+    cb_in0 / cb_in1 / cb_out; reader_bmm_8bank_output_tiles_partitioned.cpp ct [in0_last_ktile_w=0,
+    in0_last_ktile_h=0, TensorAccessorArgs(a), TensorAccessorArgs(b)] rt [a, b, Mt, Kt, Nt, MtKt, KtNt, batch,
+    bcast_B, output_tile_start_id, num_output_tiles, MtNt]; bmm.cpp ct [1, 1, Kt, num_output_tiles] (one compute
+    kernel per core group, as the factory creates them); eltwise unary's interleaved writer ct [c_16,
+    TensorAccessorArgs(out)] rt [out, num_output_tiles, start_id] (the wheel's matmul writer is a Metal 2.0
+    kernel, which a ProgramDescriptor cannot bind)."""
+    spans = split_work(grid, batch * Mt * Nt, row_major=False)
+    cores = core_range_set(ttnn, spans)
+    named = [("cb_in0", 0), ("cb_in1", 1), ("cb_out", 16)]
+    cbs = [cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores), cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
+           cb(ttnn, 16, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    rd, wr = [], []
+    for s in spans:
+        c = ttnn.CoreCoord(*s.core)
+        rd.append((c, [a.buffer_address(), b.buffer_address(), Mt, Kt, Nt, Mt * Kt, Kt * Nt, batch, int(bcast_b),
+                       s.start, s.units, Mt * Nt]))  # fmt: skip
+        wr.append((c, [out.buffer_address(), s.units, s.start]))
+    reader = kernel(ttnn, f"{MATMUL}/dataflow/reader_bmm_8bank_output_tiles_partitioned.cpp", cores,
+                    ttnn.ReaderConfigDescriptor(), ct=[0, 0, *a.tensor_accessor_args(), *b.tensor_accessor_args()],
+                    rt=rd)  # fmt: skip
+    reader.named_compile_time_args = named[:2]
+    writer = kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp", cores,
+                    ttnn.WriterConfigDescriptor(), ct=[16, *out.tensor_accessor_args()], rt=wr)
+    kernels = [reader, writer]
+    for units in sorted({s.units for s in spans}, reverse=True):  # core_group_1, core_group_2
+        group = core_range_set(ttnn, [s for s in spans if s.units == units])
+        comp = kernel(ttnn, f"{MATMUL}/compute/bmm.cpp", group, compute_config(ttnn, math_fidelity, fp32_dest_acc_en),
+                      ct=[1, 1, Kt, units])
+        comp.named_compile_time_args = named
+        kernels.append(comp)
+    return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)

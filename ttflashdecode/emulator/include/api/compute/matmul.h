@@ -2,6 +2,7 @@
 // (see emu/compute_fpu.h for the numerics and math-fidelity model).
 #pragma once
 
+#include "api/compute/common.h"  // as the wheel's API headers: the whole common compute API
 #include <cstdint>
 
 #include "api/compute/common_globals.h"

@@ -1,6 +1,7 @@
 // Emulator implementation of api/compute/tile_move_copy.h: CB tile -> SrcA -> DST.
 #pragma once
 
+#include "api/compute/common.h"  // as the wheel's API headers: the whole common compute API
 #include <cstdint>
 
 #include "api/compute/common_globals.h"
