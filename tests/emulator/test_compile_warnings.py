@@ -8,7 +8,10 @@ from the cache alike; ``TTFD_EMU_DEPRECATED_ERROR=1`` turns it into a compile er
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import uuid
+from pathlib import Path
 
 import pytest
 from loguru import logger
@@ -93,3 +96,35 @@ def test_deprecation_as_an_error(tmp_path, monkeypatch):
     assert "-Werror=deprecated-declarations" in build.flags
     with pytest.raises(KernelCompileError, match="deprecated"):
         compiler.compile_kernel(build)
+
+
+def _code(text: str) -> str:
+    """Without comments and __attribute__((...)) (which would hide the declared name)."""
+    text = re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+    return re.sub(r"__attribute__\s*\(\([^()]*\)\)", "", text)
+
+
+def _deprecations(root: Path, skip=()) -> dict[str, set[str]]:
+    """function name -> the messages of the [[deprecated("...")]] markings on it, in the headers under root."""
+    found: dict[str, set[str]] = {}
+    for path in root.rglob("*.h"):
+        if any(part in path.parts for part in skip):
+            continue
+        for m in re.finditer(r'\[\[deprecated\(((?:\s*"[^"]*")+)\s*\)\]\]([^;{]*?)\(', _code(path.read_text(errors="ignore"))):
+            name = [w for w in re.findall(r"\b\w+\b", m.group(2)) if not w.startswith("__")][-1]
+            found.setdefault(name, set()).add("".join(re.findall(r'"([^"]*)"', m.group(1))))
+    return found
+
+
+def test_emulator_headers_carry_the_wheels_deprecations():
+    """Every function the wheel marks [[deprecated]] (Wormhole and the kernel API) that the emulator's own headers
+    define carries the same marking with the same message there."""
+    wheel_inc = Path(importlib.util.find_spec("ttnn").submodule_search_locations[0]) / "tt_metal" / "hw" / "inc"
+    wheel = _deprecations(wheel_inc, skip=("blackhole", "tt-2xx"))
+    include = Path(compiler.INCLUDE)
+    emulator = _deprecations(include)
+    emulator_text = "\n".join(_code(p.read_text(errors="ignore")) for p in include.rglob("*.h"))
+    assert {"noc_async_read_tile", "get_noc_addr", "acquire_dst", "copy_tile_init"} <= set(wheel), sorted(wheel)
+    defined = {name for name in wheel if re.search(rf"\b{name}\s*\(", emulator_text)}
+    drift = {name: (emulator.get(name), wheel[name]) for name in defined if emulator.get(name) != wheel[name]}
+    assert not drift, f"deprecations the emulator's headers do not carry as the wheel does (emulator, wheel): {drift}"
