@@ -1,8 +1,20 @@
-"""Where a program runs: a Tenstorrent device through ttnn, or the host emulator.
+"""Where a program runs: Tenstorrent devices through ttnn, or the host emulator (one chip or a mesh of chips).
 
-The op builds one ``ttnn.ProgramDescriptor`` whatever the backend; a backend only supplies what differs
-between a card and the emulator: putting host tensors on the device, reading them back, allocating outputs, the
-NOC coordinates of worker cores, and the launch itself (``ttnn.generic_op`` or the emulator's).
+The op builds ``ttnn.ProgramDescriptor``s whatever the backend; a backend only supplies what differs between a card
+and the emulator: putting host tensors on the device, reading them back, allocating outputs, the NOC coordinates of
+worker cores, which chips need a descriptor of their own, and the launch itself.
+
+Meshes. A tensor on a mesh has one shard per chip and reports the shard's shape, so the op plans one chip's share
+(every chip's share has the same shape: one plan for all). Kernels get buffer addresses in their runtime args, so a
+descriptor belongs to the addresses it was built for:
+
+- on a card, a mesh tensor is one ``MeshBuffer`` at the same address on every device (tt-metal allocates mesh buffers
+  in lock step), so one descriptor serves every chip; it launches as a ``ttnn.MeshProgramDescriptor`` over the whole
+  mesh (``ttnn.generic_op`` runs a mesh workload: the program on every device of its ``MeshCoordinateRange``);
+- on the emulator's mesh each chip allocates on its own, so :meth:`Backend.chip_tensors` hands out each chip's
+  shards; chips whose tensors sit at the same addresses share one descriptor (the device cache keys descriptors by
+  addresses), and the launch is a ``ttnn.MeshProgramDescriptor`` too: the emulator's mesh ``generic_op`` takes the
+  same object ``ttnn.generic_op`` does.
 """
 
 from __future__ import annotations
@@ -14,37 +26,65 @@ import torch
 
 from ttflashdecode.ttnn_env import import_ttnn
 
+CARD, EMULATOR, EMULATOR_MESH = "card", "emulator", "emulator_mesh"
+
 
 @dataclass(frozen=True)
 class Backend:
     device: Any
-    is_emulator: bool
+    kind: str  # CARD (a ttnn device or MeshDevice), EMULATOR (one emulated chip) or EMULATOR_MESH
+
+    @property
+    def is_emulator(self) -> bool:
+        return self.kind != CARD
+
+    @property
+    def num_chips(self) -> int:
+        """Chips the device spans (a MeshDevice's devices, an emulated mesh's chips; 1 otherwise)."""
+        count = getattr(self.device, "get_num_devices", None)
+        return int(count()) if callable(count) else 1
+
+    def mesh_shape(self) -> tuple[int, ...]:
+        """The mesh's shape (rows, cols); (1, 1) for one chip."""
+        shape = getattr(self.device, "shape", None)
+        return tuple(int(d) for d in shape) if shape is not None else (1, 1)
 
     def grid(self) -> tuple[int, int]:
+        """A chip's compute grid (every chip of a mesh has the same)."""
         g = self.device.compute_with_storage_grid_size()
         return (g.x, g.y)
 
     def noc_coord(self, core: tuple[int, int]) -> tuple[int, int]:
-        """NOC (virtual) coordinates of logical worker core ``core``, as kernels address it."""
+        """NOC (virtual) coordinates of logical worker core ``core``, as kernels address it (the same on every chip of
+        a mesh: Wormhole's translated coordinates)."""
         ttnn = import_ttnn()
         c = self.device.worker_core_from_logical_core(ttnn.CoreCoord(*core))
         return (c.x, c.y)
 
     def from_torch(self, tensor: torch.Tensor, dtype, layout):
+        """A host tensor on the device, replicated on every chip of a mesh (positions and page tables the op uploads
+        are the same for every chip's share of the heads)."""
         ttnn = import_ttnn()
         if self.is_emulator:
             return self.device.from_torch(tensor, dtype=dtype, layout=layout)
-        return ttnn.from_torch(
-            tensor, dtype=dtype, layout=layout, device=self.device, memory_config=ttnn.DRAM_MEMORY_CONFIG
-        )
+        mapper = ttnn.replicate_tensor_to_mesh_mapper(self.device) if self.num_chips > 1 else None
+        return ttnn.from_torch(tensor, dtype=dtype, layout=layout, device=self.device,
+                               memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=mapper)  # fmt: skip
 
-    def to_torch(self, tensor) -> torch.Tensor:
-        """Reads a device tensor back to the host (``validate_device_tensors`` checks the values kernels will read)."""
-        if self.is_emulator:
-            return self.device.to_torch(tensor)
-        return import_ttnn().to_torch(tensor)
+    def to_torch_per_chip(self, tensor) -> list[torch.Tensor]:
+        """Each chip's copy of a device tensor read back (``validate_device_tensors`` checks the values every chip's
+        kernels will read)."""
+        if self.kind == EMULATOR_MESH:
+            return self.device.shards_to_torch(tensor)
+        if self.kind == EMULATOR:
+            return [self.device.to_torch(tensor)]
+        ttnn = import_ttnn()
+        if self.num_chips > 1:
+            return [ttnn.to_torch(t) for t in ttnn.get_device_tensors(tensor)]
+        return [ttnn.to_torch(tensor)]
 
     def allocate(self, shape, dtype, layout, memory_config=None):
+        """A device tensor of (per chip) ``shape``; on a mesh one per chip."""
         ttnn = import_ttnn()
         memory_config = ttnn.DRAM_MEMORY_CONFIG if memory_config is None else memory_config
         if self.is_emulator:
@@ -53,9 +93,20 @@ class Backend:
             return self.device.allocate(shape, dtype, layout, memory_config=memory_config)
         return ttnn.allocate_tensor_on_device(ttnn.Shape(list(shape)), dtype, layout, self.device, memory_config)
 
+    def mark_heads_sharded(self, tensor, heads_dim: int) -> None:
+        """Record on a new output of a mesh that chip i holds the i-th slice of the heads (dim ``heads_dim``), so its
+        topology says how the chips' shards make the whole tensor."""
+        if self.num_chips == 1:
+            return
+        ttnn = import_ttnn()
+        old = tensor.tensor_topology()
+        tensor.update_tensor_topology(
+            ttnn.TensorTopology(ttnn.MeshShape([self.num_chips]), [ttnn.PlacementShard(heads_dim)], old.mesh_coords())
+        )
+
     def lowest_l1_buffer_address(self) -> int | None:
-        """Lowest address of a live L1 buffer on the device, None if there is none. A program's circular buffers
-        must end below it (tt-metal refuses the launch otherwise)."""
+        """Lowest address of a live L1 buffer on the device (over every chip of a mesh), None if there is none. A
+        program's circular buffers must end below it (tt-metal refuses the launch otherwise)."""
         if self.is_emulator:
             return self.device.lowest_l1_buffer_address()
         ttnn = import_ttnn()
@@ -64,17 +115,48 @@ class Backend:
         ]
         return min(addresses) if addresses else None
 
-    def launch(self, io_tensors: list, program) -> Any:
-        """Runs ``program`` over ``io_tensors`` (outputs last). Returns the emulator's run statistics,
-        or None on a device."""
-        if self.is_emulator:
+    def chip_tensors(self, tensors: list) -> list[list]:
+        """The tensors each descriptor is built over: one list per chip of an emulated mesh (chip i's shards, in the
+        mesh's row-major order), else one list (a card's mesh tensors sit at one address on every chip)."""
+        if self.kind != EMULATOR_MESH:
+            return [list(tensors)]
+        return [[None if t is None else t.shards[i] for t in tensors] for i in range(self.num_chips)]
+
+    def launch(self, io_tensors: list, programs) -> Any:
+        """Runs ``programs`` (one per list of :meth:`chip_tensors`, or one program for every chip) over
+        ``io_tensors`` (outputs last). Returns the emulator's run statistics (a ``MeshStats`` on a mesh), or None on a
+        card."""
+        if not isinstance(programs, list):
+            programs = [programs] * len(self.chip_tensors(io_tensors))
+        if self.kind == EMULATOR:
+            (program,) = programs
             return self.device.generic_op(io_tensors, program)
-        import_ttnn().generic_op(io_tensors, program)
+        ttnn = import_ttnn()
+        mesh_program = self.mesh_program(programs)
+        if self.kind == EMULATOR_MESH:
+            return self.device.generic_op(io_tensors, mesh_program)
+        ttnn.generic_op(io_tensors, programs[0] if mesh_program is None else mesh_program)
         return None
+
+    def mesh_program(self, programs: list):
+        """The ``ttnn.MeshProgramDescriptor`` of a launch: one program over the whole mesh when every chip has the
+        same (the same descriptor object: the chips' tensors share their addresses), else each chip's program on its
+        own coordinate. None for a card device that is not a MeshDevice (no mesh shape)."""
+        ttnn = import_ttnn()
+        if self.kind == CARD and getattr(self.device, "shape", None) is None:
+            return None
+        rows, cols = self.mesh_shape()
+        if all(p is programs[0] for p in programs):
+            return ttnn.MeshProgramDescriptor({ttnn.MeshCoordinateRange(ttnn.MeshShape(rows, cols)): programs[0]})
+        ranges = {}
+        for i, program in enumerate(programs):
+            coord = ttnn.MeshCoordinate(i // cols, i % cols)
+            ranges[ttnn.MeshCoordinateRange(coord, coord)] = program
+        return ttnn.MeshProgramDescriptor(ranges)
 
 
 def backend_of(tensor) -> Backend:
-    """The backend that owns ``tensor`` (which must live on a device or the emulator)."""
+    """The backend that owns ``tensor`` (which must live on a device, a mesh or the emulator)."""
     device = tensor.device() if callable(getattr(tensor, "device", None)) else None
     if device is None:
         raise ValueError(
@@ -85,7 +167,11 @@ def backend_of(tensor) -> Backend:
 
 
 def backend_for(device) -> Backend:
-    """The backend of ``device``: a ttnn device, or an emulator device."""
+    """The backend of ``device``: a ttnn device or MeshDevice, an emulated chip or an emulated mesh."""
     from ttflashdecode import emulator  # deferred: the emulator is only needed when used
 
-    return Backend(device=device, is_emulator=isinstance(device, emulator.EmuDevice))
+    if isinstance(device, emulator.EmuMeshDevice):
+        return Backend(device=device, kind=EMULATOR_MESH)
+    if isinstance(device, emulator.EmuDevice):
+        return Backend(device=device, kind=EMULATOR)
+    return Backend(device=device, kind=CARD)

@@ -12,6 +12,13 @@ emulator tensors. Plans and descriptors are kept in the device's cache (:mod:`tt
 loop that passes the same cur_pos / page-table tensors every step plans and builds its program once (see
 :func:`program_cache_stats`); positions and page tables are read by the kernels at run time.
 
+Meshes (N300, T3K; a ttnn ``MeshDevice`` or ``ttflashdecode.emulator.open_mesh_device()``): every op takes mesh
+tensors whose heads are sharded over the chips (q on dim 2, K/V on dim 1, e.g. ``mesh_mapper=ShardTensorToMesh(mesh,
+dim=2)``); cur_pos and page tables are replicated or per chip (host values are uploaded to every chip). A mesh
+tensor's shape is one chip's shard, so the call is validated and planned once, for one chip's share of the heads, and
+every chip runs that plan over its own shards (``ttnn.MeshProgramDescriptor`` through ``generic_op``). The output is a
+mesh tensor holding each chip's heads: ``ConcatMeshToTensor(mesh, dim=2)`` joins it.
+
 Values inside device tensors are the kernels' contract, not checked per call: a ``cur_pos_tensor`` entry out of
 range (below -1, at or past kv_len, or in ``[0, q_len - 1)``) or a page-table entry outside ``[0, num_blocks)``
 that a user needs makes that user's output rows exactly zero, and the kernels never read outside a tensor.
@@ -27,7 +34,7 @@ from ttflashdecode.backend import backend_of
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import cache_stats, clear_program_cache, close_listeners, device_cache, program_cache_stats
 from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.validate import DecodeCall, check_bool, check_call, check_device_tensor
+from ttflashdecode.validate import DecodeCall, check_bool, check_call, check_device_tensor, check_mesh_call
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
 
 last_run: DecodeResult | None = None  # the last call's result, for the demo and tests (a view of its wrapper's)
@@ -240,7 +247,9 @@ def _decode(
     backend = backend_of(q)
     compute = ComputeSettings.coerce(compute_kernel_config)
     validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
-    # Validate and plan first: nothing is uploaded or allocated for a call that cannot run.
+    # Validate and plan first: nothing is uploaded or allocated for a call that cannot run. On a mesh the heads must
+    # be sharded over the chips (checked first: a replicated K would otherwise surface as a GQA ratio error).
+    check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=backend.num_chips, mesh_shape=backend.mesh_shape())
     call = check_call(
         q, k, v, page_table, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,

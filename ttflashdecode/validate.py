@@ -563,3 +563,91 @@ def check_output_memory_config(
         raise ValueError(f"memory_config={memory_config}: expected {expected}")
     _check_height_shards("memory_config", memory_config.shard_spec, out_shape, out_layout == "TILE", grid)
     return memory_config
+
+
+# ---- meshes (N300, T3K): heads split over the chips ------------------------------------------------------------
+
+
+def mesh_split(tensor) -> dict[int, int] | None:
+    """``{tensor dim: chips it is split over}`` from a mesh tensor's ``tensor_topology()`` (ttnn's, or the emulated
+    mesh's: the same ``ttnn.TensorTopology``); ``{}`` for a tensor replicated on every chip, None for a tensor without
+    a topology (a host tensor)."""
+    topology = getattr(tensor, "tensor_topology", None)
+    if not callable(topology):
+        return None
+    ttnn = import_ttnn()
+    topo = topology()
+    rank = len(tensor.shape)
+    split: dict[int, int] = {}
+    for size, placement in zip(list(topo.distribution_shape()), topo.placements()):
+        if isinstance(placement, ttnn.PlacementShard) and int(size) > 1:
+            dim = int(placement.dim) % rank
+            split[dim] = split.get(dim, 1) * int(size)
+    return split
+
+
+def _describe_split(split: dict[int, int]) -> str:
+    if not split:
+        return "replicated on every chip"
+    return "sharded " + " and ".join(f"on dim {d} over {n} chips" for d, n in sorted(split.items()))
+
+
+def _check_heads_split(name: str, tensor, heads_dim: int, heads_name: str, num_chips: int, mesh_shape) -> None:
+    """``tensor``'s heads (dim ``heads_dim``) must be split over all ``num_chips`` chips, nothing else split."""
+    split = mesh_split(tensor)
+    if split is None or split == {heads_dim: num_chips}:
+        return  # a host tensor is refused by check_call, naming the argument
+    per_chip = int(tensor.shape[heads_dim])
+    total = per_chip * split.get(heads_dim, 1)
+    divides = "" if total % num_chips == 0 else f", which needs {heads_name} a multiple of {num_chips}; {total} is not"
+    raise ValueError(
+        f"{name}: {_describe_split(split)} of the mesh {tuple(mesh_shape)} ({heads_name}={total}, {per_chip} per chip); "
+        f"expected its heads (dim {heads_dim}) sharded over all {num_chips} chips: "
+        f"mesh_mapper=ShardTensorToMesh(mesh, dim={heads_dim}){divides}"
+    )
+
+
+def check_mesh_call(q, k, v, attn_mask, attention_sink, *, num_chips: int, mesh_shape) -> None:
+    """A call on a mesh of ``num_chips`` > 1 chips: every chip runs the program for its share of the heads, so q's
+    heads (dim 2) and K/V's kv heads (dim 1) must be sharded over all the chips, a mask with per-head rows and the
+    sinks likewise; cur_pos and page tables may be replicated or per chip (each chip reads its own copy). Raises
+    before anything runs, naming the argument, how it is laid over the mesh and what was expected. (The shapes the
+    tensors report are one chip's; :func:`check_call` checks those.)"""
+    if num_chips <= 1:
+        return
+    _check_heads_split("q", q, 2, "n_q_heads", num_chips, mesh_shape)
+    _check_heads_split("k", k, 1, "n_kv_heads", num_chips, mesh_shape)
+    if v is not None:
+        _check_heads_split("v", v, 1, "n_kv_heads", num_chips, mesh_shape)
+    if attn_mask is not None and hasattr(attn_mask, "shape") and len(attn_mask.shape) == 4:
+        split = mesh_split(attn_mask)
+        # ours [b, 1 or heads, q_len, S]: dim 1; upstream's [1, b, heads, S] / [b, 1, heads, S]: dim 2
+        if split and split not in ({1: num_chips}, {2: num_chips}):
+            raise ValueError(
+                f"attn_mask: {_describe_split(split)} of the mesh {tuple(mesh_shape)}; expected replicated (a mask "
+                f"shared by every head) or its heads sharded over all {num_chips} chips (ShardTensorToMesh(mesh, "
+                "dim=1), dim=2 for upstream's [1, b, n_q_heads, S] form)"
+            )
+    if attention_sink is not None and hasattr(attention_sink, "shape") and len(attention_sink.shape) == 2:
+        split = mesh_split(attention_sink)
+        if split is not None and split not in ({1: num_chips}, {0: num_chips}):
+            raise ValueError(
+                f"attention_sink: {_describe_split(split)} of the mesh {tuple(mesh_shape)}; expected one logit per q "
+                f"head sharded with q's heads over all {num_chips} chips: ShardTensorToMesh(mesh, dim=1) for "
+                "[1, n_q_heads] (dim=0 for upstream's [n_q_heads, 32])"
+            )
+
+
+def check_mesh_heads_divide(n_q_heads, n_kv_heads, num_chips: int, mesh_shape) -> tuple[int, int]:
+    """A plan on a mesh takes the model's heads and splits them over the chips: (q heads, kv heads) per chip."""
+    for name, value in (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads)):
+        count = as_int(value)
+        if count is None or count <= 0:
+            raise ValueError(f"{name}={value!r}: expected a positive int")
+        if count % num_chips:
+            raise ValueError(
+                f"{name}={count}: the mesh {tuple(mesh_shape)} splits the heads over its {num_chips} chips; expected a "
+                f"multiple of {num_chips} ({count} heads do not divide over {num_chips} chips; open a mesh of fewer "
+                "chips, e.g. mesh_shape=(1, n) with n dividing the heads)"
+            )
+    return n_q_heads // num_chips, n_kv_heads // num_chips

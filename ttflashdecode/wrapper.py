@@ -41,6 +41,8 @@ from ttflashdecode.validate import (
     check_bool,
     check_call,
     check_device_page_table,
+    check_mesh_call,
+    check_mesh_heads_divide,
     check_device_positions,
     check_head_dim_v,
     check_out_dtype,
@@ -76,7 +78,11 @@ class _Planned:
 class FlashDecodeWrapper:
     """Decode attention on one device, planned once (:meth:`plan`) and run per layer and step (:meth:`run`).
 
-    device: a Wormhole device (ttnn) or an emulator device (``ttflashdecode.emulator.open_device()``).
+    device: a Wormhole device or mesh (ttnn ``MeshDevice``), an emulated chip (``ttflashdecode.emulator.open_device()``)
+        or an emulated mesh (``ttflashdecode.emulator.open_mesh_device()``). On a mesh of N chips the heads are
+        split over the chips: :meth:`plan` takes the model's heads (each chip plans ``n_q_heads / N`` q and
+        ``n_kv_heads / N`` kv heads: one plan, the same for every chip) and :meth:`run` takes mesh tensors whose heads
+        are sharded over the chips (q on dim 2, K/V on dim 1), each chip running the program for its shard.
     program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` (read once,
         here) or None (the device's whole grid, planner-chosen k_chunk_size).
     compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
@@ -86,7 +92,8 @@ class FlashDecodeWrapper:
         if not callable(getattr(device, "compute_with_storage_grid_size", None)):
             raise TypeError(f"device={device!r} ({type(device).__name__}): expected a ttnn device or an emulator device")
         self._backend: Backend = backend_for(device)
-        self._grid = self._backend.grid()
+        self._grid = self._backend.grid()  # one chip's (every chip of a mesh has the same)
+        self._num_chips = self._backend.num_chips
         self._cache: DeviceCache = device_cache(device)
         self._compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(program_config, default_grid=self._grid)
@@ -148,10 +155,20 @@ class FlashDecodeWrapper:
         ``max_cur_pos``: the largest position runs will use, if known; it only lets a derived k_chunk_size be
         smaller (a device cur_pos tensor otherwise plans for the whole cache).
 
+        On a mesh of N chips ``n_q_heads`` and ``n_kv_heads`` are the model's (both must be multiples of N: each
+        chip takes ``1/N`` of them) and ``attn_mask_heads`` is 1 or the model's ``n_q_heads``; the plan (and
+        :attr:`decode_plan`) is one chip's.
+
         Raises ValueError / TypeError naming the argument, or :class:`~ttflashdecode.plan.L1OverflowError`.
         """
         ttnn = import_ttnn()
         self._planned = None  # a plan that fails leaves none behind
+        if self._num_chips > 1:
+            if attn_mask_heads and attn_mask_heads == n_q_heads:
+                attn_mask_heads = n_q_heads // self._num_chips if isinstance(n_q_heads, int) else attn_mask_heads
+            n_q_heads, n_kv_heads = check_mesh_heads_divide(
+                n_q_heads, n_kv_heads, self._num_chips, self._backend.mesh_shape()
+            )
         is_causal = check_bool("is_causal", is_causal)
         window = check_sliding_window(sliding_window_size, is_causal)
         paged = block_size is not None or max_blocks_per_user is not None
@@ -248,6 +265,8 @@ class FlashDecodeWrapper:
                    attention_sink, output_tensor) -> DecodeCall:  # fmt: skip
         """Every argument checked as the op checks it, with the plan's options; then against the plan."""
         fixed, s = planned.call, planned.call.shapes
+        check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=self._num_chips,
+                        mesh_shape=self._backend.mesh_shape())  # fmt: skip
         if s.v_from_k and v is not None:
             raise ValueError("v: expected None: the plan takes V from K (v_from_k=True)")
         if s.is_paged != (page_table is not None):
@@ -262,7 +281,7 @@ class FlashDecodeWrapper:
             dtype=None if given else getattr(import_ttnn(), fixed.out_dtype), fp32_dest_acc_en=self._compute.fp32_dest_acc_en,
             device=self.device, grid=self._grid, head_dim_v=s.v_head_dim if s.v_from_k else None,
         )  # fmt: skip
-        _check_matches_plan(call, fixed)
+        _check_matches_plan(call, fixed, self._num_chips)
         return call
 
     def _check_l1_room(self) -> None:
@@ -302,13 +321,17 @@ class FlashDecodeWrapper:
     def _check_device_values(self, call: DecodeCall, cur_pos_tensor, page_table) -> None:
         """validate_device_tensors=True: read the device cur_pos_tensor and page table back and check the values the
         kernels will use (host ones were checked with the call)."""
-        positions = call.positions
-        if positions is None:  # a device cur_pos_tensor
-            values = self._backend.to_torch(cur_pos_tensor).flatten().tolist()
-            positions = check_device_positions(values, call.shapes)
+        chips = self._num_chips
+        per_chip_positions = [call.positions] * chips
+        if call.positions is None:  # a device cur_pos_tensor: each chip reads its own copy
+            per_chip_positions = []
+            for chip, values in enumerate(self._backend.to_torch_per_chip(cur_pos_tensor)):
+                with _on_chip(chip, chips):
+                    per_chip_positions.append(check_device_positions(values.flatten().tolist(), call.shapes))
         if call.shapes.is_paged and call.page_table_rows is None:  # a device page table
-            rows = self._backend.to_torch(page_table).tolist()
-            check_device_page_table(rows, positions, call.shapes, call.num_blocks)
+            for chip, rows in enumerate(self._backend.to_torch_per_chip(page_table)):
+                with _on_chip(chip, chips):
+                    check_device_page_table(rows.tolist(), per_chip_positions[chip], call.shapes, call.num_blocks)
 
     def _positions(self, call: DecodeCall, cur_pos_tensor):
         """The cur_pos tensor the kernels read: the caller's device tensor, or host positions uploaded."""
@@ -332,7 +355,9 @@ class FlashDecodeWrapper:
             return output_tensor
         ttnn = import_ttnn()
         layout = ttnn.TILE_LAYOUT if call.out_layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
-        return self._backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), layout, call.memory_config)
+        out = self._backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), layout, call.memory_config)
+        self._backend.mark_heads_sharded(out, heads_dim=2)  # on a mesh chip i writes the i-th slice of the heads
+        return out
 
     def _staging(self, call: DecodeCall):
         """The tensor a block-float call's decode writes (bfloat16 or float32), one per shape and dtype, reused every
@@ -344,23 +369,50 @@ class FlashDecodeWrapper:
         )
 
     def _launch_decode(self, planned: _Planned, scale: float | None, buffers: DecodeBuffers):
-        tensors = buffers.io_tensors()
-        key = ("decode", planned.plan_id, self._compute, scale, _tensor_key(tensors))
-        program = self._cache.lookup(
-            "programs", key,
-            lambda: build_program(planned.plan, buffers, self._backend.noc_coord, self._compute, scale=scale),
-        )  # fmt: skip
-        return self._backend.launch(tensors, program)
+        """One descriptor per distinct set of addresses: one for a single chip or a card's mesh, one per chip of an
+        emulated mesh unless chips share their addresses (then they share the cached descriptor)."""
+        programs = []
+        for chip in self._backend.chip_tensors(list(_buffer_fields(buffers))):
+            chip_buffers = DecodeBuffers(*chip)
+            key = ("decode", planned.plan_id, self._compute, scale, _tensor_key(chip_buffers.io_tensors()))
+            programs.append(self._cache.lookup(
+                "programs", key,
+                lambda b=chip_buffers: build_program(planned.plan, b, self._backend.noc_coord, self._compute,
+                                                     scale=scale),
+            ))  # fmt: skip
+        return self._backend.launch(buffers.io_tensors(), programs)
 
     def _launch_convert(self, decoded, out):
-        io = [decoded, out]
-        program = self._cache.lookup(
-            "programs", ("convert", _tensor_key(io)), lambda: build_convert_program(decoded, out, self._grid)
-        )
-        return self._backend.launch(io, program)
+        programs = []
+        for chip_decoded, chip_out in self._backend.chip_tensors([decoded, out]):
+            programs.append(self._cache.lookup(
+                "programs", ("convert", _tensor_key([chip_decoded, chip_out])),
+                lambda d=chip_decoded, o=chip_out: build_convert_program(d, o, self._grid),
+            ))  # fmt: skip
+        return self._backend.launch([decoded, out], programs)
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _buffer_fields(buffers: DecodeBuffers) -> tuple:
+    """DecodeBuffers' tensors in field order (``DecodeBuffers(*fields)`` rebuilds it, e.g. from one chip's shards)."""
+    return tuple(getattr(buffers, f.name) for f in fields(DecodeBuffers))
+
+
+class _on_chip:
+    """Context: a ValueError raised inside names the chip of the mesh it is about (nothing on one chip)."""
+
+    def __init__(self, chip: int, num_chips: int):
+        self.chip, self.num_chips = chip, num_chips
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if kind is ValueError and self.num_chips > 1:
+            raise ValueError(f"{error} (chip {self.chip} of the mesh's {self.num_chips})") from None
+        return False
 
 
 def _tensor_key(tensors: list) -> tuple:
@@ -382,15 +434,17 @@ _FIELD_ARGUMENT = {
 }  # fmt: skip
 
 
-def _check_matches_plan(call: DecodeCall, planned: DecodeCall) -> None:
-    """A run's tensors must be those the plan was made for; the error names the first argument that differs."""
+def _check_matches_plan(call: DecodeCall, planned: DecodeCall, num_chips: int = 1) -> None:
+    """A run's tensors must be those the plan was made for; the error names the first argument that differs (on a
+    mesh, in one chip's terms: the plan and the tensors' shapes are per chip)."""
+    per_chip = f" (per chip: the mesh splits the heads over {num_chips} chips)" if num_chips > 1 else ""
     if call.shapes != planned.shapes:
         for f in fields(DecodeShapes):
             got, want = getattr(call.shapes, f.name), getattr(planned.shapes, f.name)
             if got != want:
                 argument = _FIELD_ARGUMENT.get(f.name, f.name)
                 raise ValueError(
-                    f"{argument}: {f.name}={got!r} does not match the plan's {f.name}={want!r}; "
+                    f"{argument}: {f.name}={got!r} does not match the plan's {f.name}={want!r}{per_chip}; "
                     "call FlashDecodeWrapper.plan(...) for this shape"
                 )
     for name, argument in (("out_dtype", "output_tensor"), ("out_layout", "q"), ("memory_config", "output_tensor")):

@@ -18,23 +18,36 @@ counters.
     t = dev.from_torch(x, dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT)
     stats = dev.generic_op([t, out], program_descriptor)
     y = dev.to_torch(out)
+
+Meshes of chips (N300, T3K; :mod:`.mesh`): ``emulator.open_mesh_device(board="t3k")`` has ttnn's MeshDevice surface,
+one emulated chip per mesh coordinate, chips running their programs concurrently; ``ShardTensorToMesh``,
+``ReplicateTensorToMesh`` and ``ConcatMeshToTensor`` map host tensors onto it as ttnn's mappers do.
 """
 
 from .compiler import compile_cache_stats, reset_compile_cache_stats
 from .device import EmuDevice, open_device
 from .errors import EmulatorError, EmulatorHang, KernelCompileError, KernelFault
+from .mesh import (ConcatMeshToTensor, EmuMeshDevice, EmuMeshTensor, MeshStats, ReplicateTensorToMesh,
+                   ShardTensorToMesh, open_mesh_device)
 from .stats import EmulatorStats
 from .tensor import EmuTensor
 
 __all__ = [
+    "ConcatMeshToTensor",
     "EmuDevice",
+    "EmuMeshDevice",
+    "EmuMeshTensor",
     "EmuTensor",
     "EmulatorError",
     "EmulatorHang",
     "EmulatorStats",
     "KernelCompileError",
     "KernelFault",
+    "MeshStats",
+    "ReplicateTensorToMesh",
+    "ShardTensorToMesh",
     "compile_cache_stats",
     "open_device",
+    "open_mesh_device",
     "reset_compile_cache_stats",
 ]
