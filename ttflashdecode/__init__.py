@@ -26,6 +26,7 @@ from ttflashdecode.op import (  # noqa: E402
     scaled_dot_product_attention_decode,
 )
 from ttflashdecode.ttnn_patch import patch_ttnn  # noqa: E402
+from ttflashdecode.update_cache_op import paged_update_cache, update_cache  # noqa: E402
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper  # noqa: E402
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "cache_stats",
     "clear_program_cache",
     "patch_ttnn",
+    "update_cache",
+    "paged_update_cache",
     "ProgramConfig",
     "load_program_config",
     "__version__",

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Cache update, reader (RISCV_0 / BRISC). For each (user, kv head) unit of this core, in order:
+//   1. finds where the row goes (update_cache_common.hpp: locate_row) from the user's position in the index tensor and,
+//      for a paged cache, the user's page-table row, and hands that target to the writer (cb_target);
+//   2. reads the cache's tile row holding that position (Wt tiles, the cache's format) for compute to unpack;
+//   3. reads the unit's new row (head `head` of user `user` in the TILE input: two 16-datum face rows per tile) into
+//      cb_new_row as one bfloat16 row of head_dim datums.
+// The index tensor and page table are read at run time (one page each), so the same program serves every step.
+// A unit whose position is outside the cache still streams through compute (the CBs stay in step), but its tiles
+// are not read (the writer writes nothing for it).
+//
+// Arguments (ttflashdecode/update_cache_op.py: READER_ARGS): named compile-time args; positional compile-time args are
+// only TensorAccessorArgs, at the "*_cta_offset" offsets; runtime args in the order of update_cache.ReaderRuntimeArgs.
+
+#include <cstdint>
+
+#include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/circular_buffer.h"
+#include "api/core_local_mem.h"
+#include "api/tensor/tensor_accessor.h"
+#include "api/tensor/noc_traits.h"
+#include "update_cache_common.hpp"
+
+using namespace update_cache;
+
+namespace {
+
+constexpr uint32_t cb_cache = get_named_compile_time_arg_val("cb_cache");
+constexpr uint32_t cb_new_row = get_named_compile_time_arg_val("cb_new_row");
+constexpr uint32_t cb_index = get_named_compile_time_arg_val("cb_index");
+constexpr uint32_t cb_page_table = get_named_compile_time_arg_val("cb_page_table");
+constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
+
+constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");                    // head_dim in tiles
+constexpr uint32_t n_kv_heads = get_named_compile_time_arg_val("n_kv_heads");
+constexpr uint32_t input_head_tiles = get_named_compile_time_arg_val("input_head_tiles");  // tile rows of heads
+constexpr uint32_t kv_len = get_named_compile_time_arg_val("kv_len");            // positions a user may write
+constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
+constexpr uint32_t block_size = get_named_compile_time_arg_val("block_size");
+constexpr uint32_t max_blocks_per_user = get_named_compile_time_arg_val("max_blocks_per_user");
+constexpr uint32_t num_blocks = get_named_compile_time_arg_val("num_blocks");
+constexpr uint32_t index_page_bytes = get_named_compile_time_arg_val("index_page_bytes");
+constexpr uint32_t page_table_page_bytes = get_named_compile_time_arg_val("page_table_page_bytes");
+
+constexpr auto cache_args = TensorAccessorArgs<get_named_compile_time_arg_val("cache_cta_offset")>();
+constexpr auto input_args = TensorAccessorArgs<get_named_compile_time_arg_val("input_cta_offset")>();
+constexpr auto index_args = TensorAccessorArgs<get_named_compile_time_arg_val("index_cta_offset")>();
+constexpr auto page_table_args = TensorAccessorArgs<get_named_compile_time_arg_val("page_table_cta_offset")>();
+
+constexpr uint32_t cache_tile_bytes = get_tile_size(cb_cache);
+constexpr uint32_t FACE_ROW_BYTES = FACE_HW * 2;  // 16 bfloat16 datums
+
+}  // namespace
+
+void kernel_main() {
+    uint32_t arg = 0;
+    const uint32_t cache_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t input_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t index_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t page_table_addr = get_arg_val<uint32_t>(arg++);  // paged only
+    const uint32_t first_unit = get_arg_val<uint32_t>(arg++);
+    const uint32_t num_units = get_arg_val<uint32_t>(arg++);
+
+    Noc noc;
+    CircularBuffer cache_buf(cb_cache);
+    CircularBuffer new_row_buf(cb_new_row);
+    CircularBuffer index_buf(cb_index);
+    CircularBuffer page_table_buf(cb_page_table);
+    CircularBuffer target_buf(cb_target);
+    const auto cache = TensorAccessor(cache_args, cache_addr);
+    const auto input = TensorAccessor(input_args, input_addr);
+    const auto index = TensorAccessor(index_args, index_addr);
+    const auto page_table = TensorAccessor(page_table_args, page_table_addr);
+
+    // Every user's position: one row-major int32 page, read once. The CB is this RISC's scratch (never pushed).
+    index_buf.reserve_back(1);
+    noc.async_read(index, index_buf, index_page_bytes, {.page_id = 0}, {});
+    noc.async_read_barrier();
+    const CoreLocalMem<volatile uint32_t> positions(index_buf.get_write_ptr());
+    if constexpr (is_paged) {
+        page_table_buf.reserve_back(1);  // scratch too: the current user's page-table row
+    }
+    const CoreLocalMem<volatile uint32_t> table_row(page_table_buf.get_write_ptr());
+
+    uint32_t table_user = 0xFFFFFFFF;
+    for (uint32_t unit = first_unit; unit < first_unit + num_units; ++unit) {
+        const uint32_t user = unit / n_kv_heads;
+        const uint32_t head = unit % n_kv_heads;
+        const uint32_t position = positions[user];
+        if constexpr (is_paged) {
+            // Only a position inside the cache needs the table; its row is read once per user.
+            if (position < kv_len && user != table_user) {
+                noc.async_read(page_table, page_table_buf, page_table_page_bytes, {.page_id = user}, {});
+                noc.async_read_barrier();
+                table_user = user;
+            }
+        }
+        const RowTarget target = locate_row(position, user, head, kv_len, n_kv_heads, Wt, is_paged, block_size,
+                                            max_blocks_per_user, num_blocks, table_row.get_unsafe_ptr());
+
+        target_buf.reserve_back(1);
+        const CoreLocalMem<volatile uint32_t> record(target_buf.get_write_ptr());
+        record[0] = target.write;
+        record[1] = target.first_tile;
+        record[2] = target.row;
+        record[3] = 0;
+        target_buf.push_back(1);
+
+        cache_buf.reserve_back(Wt);
+        if (target.write) {
+            for (uint32_t t = 0; t < Wt; ++t) {
+                noc.async_read(cache, cache_buf, cache_tile_bytes, {.page_id = target.first_tile + t},
+                               {.offset_bytes = t * cache_tile_bytes});
+            }
+        }
+        // The new row: columns 0-15 and 16-31 of each tile are face rows of the left and right faces.
+        new_row_buf.reserve_back(1);
+        const uint32_t input_tile_row = user * input_head_tiles + head / TILE_HW;
+        const uint32_t head_row = head % TILE_HW;
+        for (uint32_t t = 0; t < Wt; ++t) {
+            for (uint32_t half = 0; half < 2; ++half) {
+                noc.async_read(input, new_row_buf, FACE_ROW_BYTES,
+                               {.page_id = input_tile_row * Wt + t,
+                                .offset_bytes = bf16_tile_offset(head_row, half * FACE_HW)},
+                               {.offset_bytes = (t * 2 + half) * FACE_ROW_BYTES});
+            }
+        }
+        noc.async_read_barrier();
+        cache_buf.push_back(Wt);
+        new_row_buf.push_back(1);
+    }
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Cache update, writer (RISCV_1 / NCRISC). For each unit: takes the target the reader found (cb_target), replaces
+// row `row` of the unpacked tile row compute produced (cb_rows) with the new row (cb_new_row), hands the patched rows
+// back to compute (cb_patched: the same buffer, see compute_update_cache.cpp), and writes the re-packed tiles
+// (cb_out) over the cache's tile row. A unit whose position lies outside the cache writes nothing.
+//
+// Arguments (ttflashdecode/update_cache_op.py: WRITER_ARGS): named compile-time args; positional compile-time args are
+// the cache's TensorAccessorArgs at "cache_cta_offset"; runtime args in the order of update_cache.WriterRuntimeArgs.
+
+#include <cstdint>
+
+#include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/circular_buffer.h"
+#include "api/core_local_mem.h"
+#include "api/tensor/tensor_accessor.h"
+#include "api/tensor/noc_traits.h"
+#include "update_cache_common.hpp"
+
+using namespace update_cache;
+
+namespace {
+constexpr uint32_t cb_new_row = get_named_compile_time_arg_val("cb_new_row");
+constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
+constexpr uint32_t cb_rows = get_named_compile_time_arg_val("cb_rows");
+constexpr uint32_t cb_patched = get_named_compile_time_arg_val("cb_patched");
+constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
+constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");
+constexpr auto cache_args = TensorAccessorArgs<get_named_compile_time_arg_val("cache_cta_offset")>();
+
+constexpr uint32_t cache_tile_bytes = get_tile_size(cb_out);
+constexpr uint32_t row_words = Wt * TILE_HW * 2 / sizeof(uint32_t);  // one bfloat16 row of head_dim datums
+}  // namespace
+
+void kernel_main() {
+    uint32_t arg = 0;
+    const uint32_t cache_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t num_units = get_arg_val<uint32_t>(arg++);
+
+    Noc noc;
+    CircularBuffer new_row_buf(cb_new_row);
+    CircularBuffer target_buf(cb_target);
+    CircularBuffer rows_buf(cb_rows);
+    CircularBuffer patched_buf(cb_patched);
+    CircularBuffer out_buf(cb_out);
+    const auto cache = TensorAccessor(cache_args, cache_addr);
+
+    for (uint32_t unit = 0; unit < num_units; ++unit) {
+        target_buf.wait_front(1);
+        const CoreLocalMem<volatile uint32_t> record(target_buf.get_read_ptr());
+        const bool write = record[0] != 0;
+        const uint32_t first_tile = record[1];
+        const uint32_t row = record[2];
+
+        // Replace the row in L1 (a local copy of head_dim * 2 bytes; both rows are 16-B aligned).
+        new_row_buf.wait_front(1);
+        rows_buf.wait_front(Wt);
+        const CoreLocalMem<volatile uint32_t> src(new_row_buf.get_read_ptr());
+        const CoreLocalMem<volatile uint32_t> dst(rows_buf.get_read_ptr() + row * row_words * sizeof(uint32_t));
+        for (uint32_t w = 0; w < row_words; ++w) {
+            dst[w] = src[w];
+        }
+        patched_buf.reserve_back(Wt);
+        patched_buf.push_back(Wt);
+        rows_buf.pop_front(Wt);
+        new_row_buf.pop_front(1);
+
+        out_buf.wait_front(Wt);
+        if (write) {
+            for (uint32_t t = 0; t < Wt; ++t) {
+                noc.async_write(out_buf, cache, cache_tile_bytes, {.offset_bytes = t * cache_tile_bytes},
+                                {.page_id = first_tile + t});
+            }
+            noc.async_write_barrier();  // the tiles must leave L1 before the CB pages are reused
+        }
+        out_buf.pop_front(Wt);
+        target_buf.pop_front(1);
+    }
+}

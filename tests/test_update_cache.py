@@ -1,0 +1,192 @@
+"""Cache update ops (ttflashdecode.update_cache / paged_update_cache) on the emulator, against a host model.
+
+The host model of an update is upstream's: the cache's values with the user's row replaced by the new row (bfloat16),
+packed back into the cache's format. Packing here is the emulator's host packer, which is ttnn's block-float packing
+(the device packer implements the same rounding), so a correct kernel matches it exactly, bit for bit in value; a
+kernel that writes the wrong row, position, head, block or tile, or
+touches another row, does not. Every input is seeded random (never zeros); failures print the seed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ttflashdecode
+from tests.decode_harness import generator, seed_for, tag
+from ttflashdecode import emulator
+from ttflashdecode import update_cache_op as uc
+from ttflashdecode.device_cache import device_cache
+from ttflashdecode.ttnn_env import import_ttnn
+
+ttnn = import_ttnn()
+DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
+RM = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+
+
+@pytest.fixture(scope="module")
+def dev():
+    d = emulator.open_device("n150")
+    yield d
+    d.close()
+
+
+def tiles(dev, x, dtype):
+    return dev.from_torch(x, dtype=getattr(ttnn, dtype) if isinstance(dtype, str) else dtype, layout=ttnn.TILE_LAYOUT)
+
+
+def requantized(dev, values: torch.Tensor, dtype: str) -> torch.Tensor:
+    """``values`` as a ``dtype`` cache holds them (ttnn's packing, per 16-datum face row for block floats)."""
+    return dev.to_torch(tiles(dev, values, dtype)).float()
+
+
+def expected_after(dev, before: torch.Tensor, new: torch.Tensor, rows, dtype: str) -> torch.Tensor:
+    """Upstream's update on the host: unpack, replace each (cache index, head, row) with the new row, re-pack.
+    ``rows``: (user, cache_batch_index, row) per written user."""
+    out = before.clone()
+    for user, index, row in rows:
+        out[index, :, row] = new[0, user].to(torch.bfloat16).float()
+    return requantized(dev, out, dtype)
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["unpaged", "paged"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_written_over_steps(dev, dtype, paged):
+    """Three decode steps with a device position tensor rewritten in place (one program for all of them): every step,
+    each user's row lands at its own position (a skipped user, -1, writes nothing), and every other value of the
+    cache, in the touched tiles too, is exactly what it was."""
+    seed = seed_for(f"test_rows_written_over_steps[{dtype}-{paged}]")
+    gen = generator(seed)
+    b, n_kv, d = 3, 2, 96  # head_dim 96: three tiles per row, an odd untilize block
+    block, blocks_per_user = 32, 4
+    S = block * blocks_per_user
+    if paged:
+        num_blocks = b * blocks_per_user + 2
+        table = torch.randperm(num_blocks, generator=gen)[: b * blocks_per_user].reshape(b, blocks_per_user)
+        physical = torch.randn(num_blocks, n_kv, block, d, generator=gen)
+        cache = tiles(dev, physical, dtype)
+        page_table = dev.from_torch(table.to(torch.int32), **RM)
+    else:
+        cache = tiles(dev, torch.randn(b, n_kv, S, d, generator=gen), dtype)
+        table = page_table = None
+    start = torch.randint(0, S - 4, (b,), generator=gen)
+    pos = dev.from_torch(start.to(torch.int32), **RM)
+    programs = device_cache(dev).stats()["programs"]
+    for step in range(3):
+        positions = (start + step).tolist()
+        if step == 1:
+            positions[1] = -1  # user 1 skips this step
+        dev.write(pos, torch.tensor(positions, dtype=torch.int32))
+        new = torch.randn(1, b, n_kv, d, generator=gen) * (1 + 10 * step)  # other magnitudes: other exponents
+        before = dev.to_torch(cache).float()
+        if paged:
+            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos,
+                                             page_table=page_table)  # fmt: skip
+            rows = [(u, int(table[u, p // block]), p % block) for u, p in enumerate(positions) if p >= 0]
+        else:
+            ttflashdecode.update_cache(cache, tiles(dev, new, "bfloat16"), pos)
+            rows = [(u, u, p) for u, p in enumerate(positions) if p >= 0]
+        after = dev.to_torch(cache).float()
+        expected = expected_after(dev, before, new, rows, dtype)
+        bad = (after != expected).nonzero().tolist()
+        assert not bad, f"{tag(seed)} step {step} positions {positions}: {len(bad)} values differ, first at {bad[:3]}"
+        written = torch.zeros_like(after, dtype=torch.bool)
+        for _, index, row in rows:
+            written[index, :, row] = True
+        assert torch.equal(after[~written], before[~written]), f"{tag(seed)} step {step}: an unwritten row changed"
+        assert not torch.equal(after[written], before[written]), f"{tag(seed)} step {step}: nothing was written"
+    stats = uc.last_run.stats
+    assert stats.bytes_written_to(cache) == n_kv * (b - 0) * (d // 32) * cache.buffer_page_size(), tag(seed)
+    assert device_cache(dev).stats()["programs"] - programs == 1, f"{tag(seed)}: expected one program for 3 steps"
+
+
+def test_host_positions_and_upstream_int_form(dev):
+    """update_cache(cache, input, update_idx) with an int (upstream's form: every user) and with a list."""
+    seed = seed_for("test_host_positions_and_upstream_int_form")
+    gen = generator(seed)
+    b, n_kv, S, d = 2, 1, 64, 64
+    cache = tiles(dev, torch.randn(b, n_kv, S, d, generator=gen), "bfloat8_b")
+    for update_idx, positions in ((37, [37, 37]), ([3, 63], [3, 63])):
+        new = torch.randn(1, b, n_kv, d, generator=gen)
+        before = dev.to_torch(cache).float()
+        out = ttflashdecode.update_cache(cache, tiles(dev, new, "bfloat16"), update_idx)
+        assert out is cache
+        expected = expected_after(dev, before, new, [(u, u, p) for u, p in enumerate(positions)], "bfloat8_b")
+        assert torch.equal(dev.to_torch(cache).float(), expected), f"{tag(seed)} update_idx={update_idx}"
+
+
+def test_paged_host_table_and_update_idxs(dev):
+    """paged_update_cache with host update_idxs and a torch page table (checked, then uploaded)."""
+    seed = seed_for("test_paged_host_table_and_update_idxs")
+    gen = generator(seed)
+    b, n_kv, block, d = 2, 4, 64, 32
+    table = torch.tensor([[5, 2], [0, 7]], dtype=torch.int32)
+    cache = tiles(dev, torch.randn(8, n_kv, block, d, generator=gen), "bfloat16")
+    new = torch.randn(1, b, n_kv, d, generator=gen)
+    before = dev.to_torch(cache).float()
+    ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs=[70, 1], page_table=table)
+    expected = expected_after(dev, before, new, [(0, 2, 6), (1, 0, 1)], "bfloat16")
+    assert torch.equal(dev.to_torch(cache).float(), expected), tag(seed)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "bfloat8_b"])
+def test_positions_outside_the_cache_write_nothing(dev, dtype):
+    """Device positions past the cache, below -1, or whose page-table entry (or column) does not exist: nothing is
+    written, the cache is unchanged byte for byte in value, and no DRAM write reaches it."""
+    seed = seed_for(f"test_positions_outside_the_cache_write_nothing[{dtype}]")
+    gen = generator(seed)
+    b, n_kv, block, d = 4, 2, 32, 64
+    cache = tiles(dev, torch.randn(b, n_kv, 100, d, generator=gen), dtype)  # 100 positions, stored as 128
+    before = dev.to_torch(cache).float()
+    new = tiles(dev, torch.randn(1, b, n_kv, d, generator=gen), "bfloat16")
+    pos = dev.from_torch(torch.tensor([100, 127, -7, 1 << 30], dtype=torch.int32), **RM)
+    ttflashdecode.update_cache(cache, new, pos)
+    assert torch.equal(dev.to_torch(cache).float(), before), f"{tag(seed)}: a position outside the cache wrote"
+    assert uc.last_run.stats.bytes_written_to(cache) == 0, tag(seed)
+
+    paged = tiles(dev, torch.randn(6, n_kv, block, d, generator=gen), dtype)
+    paged_before = dev.to_torch(paged).float()
+    table = dev.from_torch(torch.tensor([[0, 6], [1, -1], [2, 3], [4, 5]], dtype=torch.int32), **RM)
+    # user 0: block 6 does not exist; user 1: entry -1; user 2: column 2 is past the table; user 3: -1 skips
+    pos = dev.from_torch(torch.tensor([40, 33, 64, -1], dtype=torch.int32), **RM)
+    ttflashdecode.paged_update_cache(paged, new, update_idxs_tensor=pos, page_table=table)
+    assert torch.equal(dev.to_torch(paged).float(), paged_before), f"{tag(seed)}: a bad page-table entry wrote"
+    assert uc.last_run.stats.bytes_written_to(paged) == 0, tag(seed)
+
+
+def test_bad_calls_raise_before_anything_runs(dev):
+    """Each bad argument raises, naming the argument, the value and what was expected; nothing is launched."""
+    gen = generator(seed_for("test_bad_calls_raise_before_anything_runs"))
+    cache = tiles(dev, torch.randn(2, 2, 64, 64, generator=gen), "bfloat8_b")
+    new = tiles(dev, torch.randn(1, 2, 2, 64, generator=gen), "bfloat16")
+    before = dev.to_torch(cache)
+    uc.last_run = None
+    cases = [
+        (lambda: ttflashdecode.update_cache(cache, new, 64), ValueError, r"update_idx\[0\]=64: expected an int in \[-1, 64\)"),
+        (lambda: ttflashdecode.update_cache(cache, new, [1, 2, 3]), ValueError, r"update_idx: expected 2 entries, got 3"),
+        (lambda: ttflashdecode.update_cache(cache, new, 1.5), TypeError, r"update_idx"),
+        (lambda: ttflashdecode.update_cache(cache, new, 3, batch_offset=1), ValueError, r"batch_offset=1"),
+        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 2, 64), "bfloat8_b"), 3), TypeError,
+         r"input: dtype bfloat8_b not supported; expected one of bfloat16"),
+        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 4, 64), "bfloat16"), 3), ValueError,
+         r"input: shape \[1, 2, 4, 64\] does not match cache \[2, 2, 64, 64\]: expected n_kv_heads=2"),
+        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 3, 2, 64), "bfloat16"), 3), ValueError,
+         r"cache: has 2 users but input has b=3"),
+        (lambda: ttflashdecode.update_cache(torch.zeros(2, 2, 64, 64), new, 3), TypeError, r"cache: expected a ttnn"),
+        (lambda: ttflashdecode.update_cache(cache, new, dev.from_torch(torch.zeros(3, dtype=torch.int32), **RM)),
+         ValueError, r"update_idx: expected 2 entries \(one position per user\), got shape \[3\]"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2],
+                                                  page_table=torch.tensor([[0], [2]], dtype=torch.int32)),
+         ValueError, r"page_table\[1\]=2: expected an int in \[0, 2\)"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, page_table=torch.tensor([[0], [1]])), ValueError,
+         r"expected exactly one of them, got neither"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], share_cache=True), ValueError,
+         r"share_cache=True: not supported"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], cache_position_modulo=64),
+         ValueError, r"cache_position_modulo=64: not supported"),
+    ]  # fmt: skip
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()
+    assert uc.last_run is None, "a bad call launched a program"
+    assert torch.equal(dev.to_torch(cache), before)

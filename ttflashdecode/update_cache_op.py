@@ -1,0 +1,443 @@
+"""KV cache updates on the device: write each user's new K or V row into the cache at the user's position.
+
+    ttflashdecode.update_cache(k_cache, k_new, update_idx=pos)                     # [b, n_kv, S, d] cache
+    ttflashdecode.paged_update_cache(k_cache, k_new, update_idxs_tensor=pos_dev,   # [blocks, n_kv, block, d] cache
+                                     page_table=page_table)
+
+``input`` (upstream's name; "new" in the docs) is ``[1, b, n_kv_heads, head_dim]``: row ``(u, h)`` goes to position
+``update_idx[u]`` of head ``h`` of user ``u``'s cache (through ``page_table[u]`` for a paged cache). A model calls
+this once per layer per token before decode attention (upstream: ``ttnn.experimental.paged_update_cache`` and
+``ttnn.update_cache``; the argument names and forms are theirs).
+
+The program (``device_kernels/update_cache/``) is its own: the work units are (user, kv head) pairs split over the
+grid; for each, the reader finds the tile row holding the position (positions and page tables are device tensors it
+reads at run time, so one program serves every step), compute unpacks the tile row to bfloat16 rows, the writer
+replaces the unit's row and compute packs the rows back into the cache's format, which the writer writes over the
+tile row. That is upstream's untilize / replace / tilize, so a bfloat8_b or bfloat4_b tile is re-packed exactly as
+upstream re-packs it: each 16-datum face row (one position, half a tile's columns) gets its shared exponent from its
+own values, so the new row's exponents come from the new values and every other row keeps its values.
+
+A position outside the cache at run time (negative, -1 among them, or at / past the cache's length; or, paged, a
+page-table column past the table or a block past the cache) writes nothing for that user. Host positions and host
+page tables are checked before anything runs.
+
+This module is the one Python definition of the kernels' arguments (named compile-time args, TensorAccessorArgs
+offsets, runtime args in wire order), as :mod:`ttflashdecode.kernel_args` is for the decode kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ttflashdecode.backend import Backend, backend_for
+from ttflashdecode.device_cache import device_cache
+from ttflashdecode.kernel_args import AccessorArgs, KernelArgs, select, wire
+from ttflashdecode.program_factory import ComputeSettings
+from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.validate import (
+    KV_DTYPES,
+    as_int,
+    check_device_tensor,
+    dtype_name,
+    host_int_values,
+    int_list,
+    shape_of,
+)
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "device_kernels" / "update_cache"
+READER = KERNEL_DIR / "reader_update_cache.cpp"
+COMPUTE = KERNEL_DIR / "compute_update_cache.cpp"
+WRITER = KERNEL_DIR / "writer_update_cache.cpp"
+
+TILE = 32
+INPUT_DTYPES = ("bfloat16",)  # upstream: "Input tensors must be FLOAT32 or BFLOAT16"; bf16 is what models pass
+# cb_rows and cb_patched are two indices over one buffer (compute_update_cache.cpp says why).
+CB_INDEX = {"cache": 0, "new_row": 1, "index": 2, "page_table": 3, "target": 4, "out": 16, "rows": 24, "patched": 25}
+TARGET_RECORD_BYTES = 16  # update_cache_common.hpp: RowTarget
+L1_ALIGNMENT = 32
+
+DOCS = {
+    "Wt": "head_dim in tiles",
+    "n_kv_heads": "kv heads of the cache",
+    "input_head_tiles": "tile rows of one user's heads in the input (n_kv_heads padded to 32)",
+    "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * block_size)",
+    "is_paged": "1: the position's block is found through the user's page-table row",
+    "block_size": "paged: positions per block; unpaged: the cache's tile-padded positions per user",
+    "max_blocks_per_user": "paged: page-table columns",
+    "num_blocks": "paged: blocks in the cache (entries past it write nothing)",
+    "index_page_bytes": "bytes of the index tensor's one page (b int32)",
+    "page_table_page_bytes": "bytes of one page-table row",
+    "untilize_block": "tiles per pack_untilize call (a divisor of Wt that fits DST)",
+    "cache_cta_offset": "offset of the cache's TensorAccessorArgs in the positional compile-time args",
+    "input_cta_offset": "... of the input's",
+    "index_cta_offset": "... of the index tensor's",
+    "page_table_cta_offset": "... of the page table's (the index tensor's when unpaged: never used)",
+    **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
+}
+READER_ARGS = (
+    "Wt", "n_kv_heads", "input_head_tiles", "kv_len", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
+    "index_page_bytes", "page_table_page_bytes", "cache_cta_offset", "input_cta_offset", "index_cta_offset",
+    "page_table_cta_offset", "cb_cache", "cb_new_row", "cb_index", "cb_page_table", "cb_target",
+)  # fmt: skip
+COMPUTE_ARGS = ("Wt", "untilize_block", "cb_cache", "cb_rows", "cb_patched", "cb_out")
+WRITER_ARGS = ("Wt", "cache_cta_offset", "cb_new_row", "cb_target", "cb_rows", "cb_patched", "cb_out")
+
+
+@dataclass(frozen=True)
+class ReaderRuntimeArgs:
+    cache_addr: int
+    input_addr: int
+    index_addr: int
+    page_table_addr: int  # 0 unless paged
+    first_unit: int  # units are (user, kv head): unit = user * n_kv_heads + head
+    num_units: int
+
+
+@dataclass(frozen=True)
+class ComputeRuntimeArgs:
+    num_units: int
+
+
+@dataclass(frozen=True)
+class WriterRuntimeArgs:
+    cache_addr: int
+    num_units: int
+
+
+@dataclass(frozen=True)
+class UpdateShapes:
+    """An update call as the program sees it."""
+
+    batch: int
+    n_kv_heads: int
+    head_dim: int
+    cache_dtype: str
+    kv_len: int  # positions a user may write
+    block_size: int  # paged: positions per block; unpaged: the cache's tile-padded length
+    is_paged: bool
+    max_blocks_per_user: int = 0
+    num_blocks: int = 0
+
+    @property
+    def Wt(self) -> int:
+        return self.head_dim // TILE
+
+    @property
+    def num_units(self) -> int:
+        return self.batch * self.n_kv_heads
+
+
+@dataclass
+class UpdateResult:
+    """What the last update launched: its shapes and, on the emulator, the run's statistics."""
+
+    shapes: UpdateShapes
+    stats: object | None
+
+
+last_run: UpdateResult | None = None
+
+
+# ---- the ops ----------------------------------------------------------------------------------------------------
+
+
+def update_cache(cache, input, update_idx, batch_offset: int = 0, *, compute_kernel_config=None):
+    """Writes ``input`` (``[1, b, n_kv_heads, head_dim]`` bfloat16, TILE, DRAM or L1 interleaved) into ``cache``
+    (``[b_cache >= b, n_kv_heads, S, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, TILE, DRAM) in place: head ``h``
+    of user ``u`` at position ``update_idx`` (an int: every user, as upstream's ``ttnn.update_cache``) or
+    ``update_idx[u]`` (a list of ints, or an int32 ``[b]`` tensor: a torch tensor is checked and uploaded, a device
+    tensor is read by the kernels at run time). Returns ``cache``.
+
+    Host positions must lie in ``[-1, S)`` (-1 skips the user); a device tensor's entries outside ``[0, S)`` write
+    nothing for that user. ``batch_offset`` must be 0 (the input's users are the cache's first b users)."""
+    offset = as_int(batch_offset)
+    if offset != 0:
+        raise ValueError(f"batch_offset={batch_offset!r}: only 0 is supported (input user u updates cache user u)")
+    return _update(cache, input, update_idx, None, compute_kernel_config, index_name="update_idx")
+
+
+def paged_update_cache(
+    cache_tensor,
+    input_tensor,
+    *,
+    update_idxs=(),
+    update_idxs_tensor=None,
+    share_cache=None,
+    page_table=None,
+    batch_offset: int = 0,
+    compute_kernel_config=None,
+    mesh_coords=None,
+    block_size=None,
+    num_kv_heads=None,
+    cache_position_modulo=None,
+):
+    """``ttnn.experimental.paged_update_cache``: writes ``input_tensor`` (``[1, b, n_kv_heads, head_dim]``) into
+    ``cache_tensor`` in place at each user's position, given as ``update_idxs`` (b host ints) or
+    ``update_idxs_tensor`` (int32 ``[b]``, read at run time). With ``page_table`` (int32 ``[b, max_blocks_per_user]``,
+    ROW_MAJOR; a device tensor read at run time, or a torch tensor checked and uploaded) the cache is paged,
+    ``[num_blocks, n_kv_heads, block_size, head_dim]``, and position p of user u lives in block
+    ``page_table[u, p // block_size]``; without it the cache is ``[b_cache >= b, n_kv_heads, S, head_dim]``.
+
+    At run time a position outside the user's cache, or a page-table entry outside ``[0, num_blocks)``, writes nothing
+    for that user. Not supported (ValueError naming the argument unless left at upstream's default): ``share_cache``,
+    ``batch_offset``, ``mesh_coords``, ``block_size``, ``num_kv_heads``, ``cache_position_modulo``. Returns
+    ``cache_tensor``."""
+    for name, value, default in (
+        ("share_cache", share_cache, (None, False)),
+        ("mesh_coords", mesh_coords, (None,)),
+        ("block_size", block_size, (None,)),
+        ("num_kv_heads", num_kv_heads, (None,)),
+        ("cache_position_modulo", cache_position_modulo, (None, 0)),
+    ):
+        if not any(value is d or (d is not None and value == d) for d in default):
+            raise ValueError(f"{name}={value!r}: not supported by ttflashdecode.paged_update_cache (leave it at its default)")
+    if as_int(batch_offset) != 0:
+        raise ValueError(f"batch_offset={batch_offset!r}: only 0 is supported (input user u updates cache user u)")
+    given = [n for n, v in (("update_idxs", update_idxs), ("update_idxs_tensor", update_idxs_tensor)) if _given(v)]
+    if len(given) != 1:
+        raise ValueError(
+            f"update_idxs / update_idxs_tensor: expected exactly one of them, got {given or 'neither'}"
+        )
+    positions = update_idxs_tensor if given[0] == "update_idxs_tensor" else update_idxs
+    return _update(cache_tensor, input_tensor, positions, page_table, compute_kernel_config, index_name=given[0])
+
+
+def _given(value) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, (list, tuple)):
+        return len(value) > 0
+    return True
+
+
+# ---- one call ---------------------------------------------------------------------------------------------------
+
+
+def _update(cache, new, positions, page_table, compute_kernel_config, *, index_name: str):
+    global last_run
+    ttnn = import_ttnn()
+    # ---- check everything before any device work
+    cache_shape = check_device_tensor("cache", cache, 4, KV_DTYPES)
+    device = cache.device()
+    new_shape = check_device_tensor("input", new, 4, INPUT_DTYPES, dram=False, device=device)
+    if new.memory_config().is_sharded():
+        raise ValueError(
+            f"input: expected a DRAM or L1 interleaved tensor, got {new.memory_config()} (height-sharded input, "
+            "upstream's form, is not supported yet: ttnn.to_memory_config(input, ttnn.DRAM_MEMORY_CONFIG) first)"
+        )
+    if new_shape[0] != 1:
+        raise ValueError(f"input: expected shape [1, b, n_kv_heads, head_dim], got {list(new_shape)}")
+    _, batch, n_kv, head_dim = new_shape
+    if head_dim % TILE:
+        raise ValueError(f"input: head_dim={head_dim} must be a multiple of {TILE}")
+    if cache_shape[1] != n_kv or cache_shape[3] != head_dim:
+        raise ValueError(
+            f"input: shape {list(new_shape)} does not match cache {list(cache_shape)}: expected n_kv_heads="
+            f"{cache_shape[1]} and head_dim={cache_shape[3]}"
+        )
+    compute = ComputeSettings.coerce(compute_kernel_config)
+    backend = backend_for(device)
+    if page_table is None:
+        if cache_shape[0] < batch:
+            raise ValueError(f"cache: has {cache_shape[0]} users but input has b={batch}; expected at least {batch}")
+        kv_len = cache_shape[2]
+        shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), kv_len, -(-kv_len // TILE) * TILE, False)
+        table_rows = None
+    else:
+        block = cache_shape[2]
+        if block % TILE:
+            raise ValueError(f"cache: block_size={block} (dim 2 of a paged cache) must be a multiple of {TILE}")
+        max_blocks, table_rows = _check_page_table(page_table, batch, cache_shape[0], device)
+        shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), max_blocks * block, block, True,
+                              max_blocks, cache_shape[0])  # fmt: skip
+    host_positions = _check_positions(index_name, positions, batch, shapes.kv_len, device)
+
+    # ---- device tensors the kernels read, then the program
+    index = positions if host_positions is None else _index_tensor(backend, "update_idx", host_positions, [batch])
+    if table_rows is not None:
+        page_table = backend.from_torch(torch.tensor(table_rows, dtype=torch.int32), ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+    io = [cache, new, index] + ([page_table] if page_table is not None else [])
+    key = ("update_cache", shapes, compute, tuple((t.buffer_address(), str(t.memory_config())) for t in io))
+    program = device_cache(device).lookup(
+        "programs", key, lambda: build_update_program(shapes, cache, new, index, page_table, backend.grid(), compute)
+    )
+    stats = backend.launch(io, program)
+    last_run = UpdateResult(shapes, stats)
+    return cache
+
+
+def _check_page_table(page_table, batch: int, num_blocks: int, device):
+    """(max_blocks_per_user, host rows or None). A torch table is checked entry by entry; a device table's entries
+    are the kernels' to check at run time."""
+    if isinstance(page_table, torch.Tensor):
+        if page_table.dim() != 2 or page_table.shape[0] != batch:
+            raise ValueError(
+                f"page_table: expected shape [{batch}, max_blocks_per_user], got {list(page_table.shape)}"
+            )
+        int_list("page_table", page_table, page_table.numel(), 0, num_blocks, f"num_blocks={num_blocks}")
+        return int(page_table.shape[1]), page_table.tolist()
+    shape = check_device_tensor("page_table", page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR", device=device)
+    if shape[0] != batch:
+        raise ValueError(f"page_table: expected {batch} rows (one per user), got shape {list(shape)}")
+    return shape[1], None
+
+
+def _check_positions(name: str, positions, batch: int, kv_len: int, device) -> list[int] | None:
+    """Host positions as a list (each in [-1, kv_len)), or None for a device tensor (checked for its form only)."""
+    if isinstance(positions, torch.Tensor) or isinstance(positions, (list, tuple)) or as_int(positions) is not None:
+        if as_int(positions) is not None:
+            positions = [as_int(positions)] * batch
+        if isinstance(positions, torch.Tensor):
+            positions = positions.flatten()
+        return int_list(name, positions, batch, -1, kv_len, f"a position of the cache's {kv_len}, or -1 to skip")
+    if not hasattr(positions, "layout"):
+        host_int_values(name, positions, batch, "positions")  # raises the TypeError naming the argument
+    shape = check_device_tensor(name, positions, 1, ("int32", "uint32"), layout="ROW_MAJOR", device=device)
+    if shape[0] != batch:
+        raise ValueError(f"{name}: expected {batch} entries (one position per user), got shape {list(shape)}")
+    return None
+
+
+def _index_tensor(backend: Backend, name: str, values: list[int], shape: list[int]):
+    """A device int32 tensor holding host ``values``: one per device and shape, rewritten in place every call, so the
+    program (keyed by the tensor's address) is built once."""
+    ttnn = import_ttnn()
+    host = torch.tensor(values, dtype=torch.int32).reshape(shape)
+    tensor = device_cache(backend.device).lookup(
+        "staging", ("update_cache", name, tuple(shape)),
+        lambda: backend.from_torch(host, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT),
+    )  # fmt: skip
+    write_host(backend, tensor, host)
+    return tensor
+
+
+def write_host(backend: Backend, tensor, host: torch.Tensor) -> None:
+    """Overwrites device tensor ``tensor`` with ``host`` (same shape and dtype), keeping its address."""
+    if backend.is_emulator:
+        backend.device.write(tensor, host)
+        return
+    ttnn = import_ttnn()
+    ttnn.copy_host_to_device_tensor(ttnn.from_torch(host, dtype=tensor.dtype, layout=tensor.layout), tensor)
+
+
+# ---- the program ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnitSplit:
+    """Units ``[first_unit, first_unit + num_units)`` for each core, in core order (row-major over the grid)."""
+
+    cores: tuple[tuple[int, int], ...]
+    first_unit: tuple[int, ...]
+    num_units: tuple[int, ...]
+
+
+def split_units(num_units: int, grid: tuple[int, int]) -> UnitSplit:
+    """Contiguous, balanced unit ranges over the first cores of the grid; no core gets none."""
+    num_cores = max(1, min(num_units, grid[0] * grid[1]))
+    base, extra = divmod(num_units, num_cores)
+    counts = [base + (1 if i < extra else 0) for i in range(num_cores)]
+    firsts = [sum(counts[:i]) for i in range(num_cores)]
+    cores = tuple((i % grid[0], i // grid[0]) for i in range(num_cores))
+    return UnitSplit(cores, tuple(firsts), tuple(counts))
+
+
+def untilize_block_tiles(Wt: int, fp32_dest_acc_en: bool) -> int:
+    """The largest divisor of Wt that fits DST (8 bfloat16 tiles, 4 float32 tiles: half-sync DST)."""
+    capacity = 4 if fp32_dest_acc_en else 8
+    return max(d for d in range(1, min(Wt, capacity) + 1) if Wt % d == 0)
+
+
+def _aligned(n: int) -> int:
+    return -(-n // L1_ALIGNMENT) * L1_ALIGNMENT
+
+
+def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool):
+    """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here."""
+    values = {
+        "Wt": shapes.Wt,
+        "n_kv_heads": shapes.n_kv_heads,
+        "input_head_tiles": -(-shapes.n_kv_heads // TILE),
+        "kv_len": shapes.kv_len,
+        "is_paged": int(shapes.is_paged),
+        "block_size": shapes.block_size,
+        "max_blocks_per_user": shapes.max_blocks_per_user,
+        "num_blocks": shapes.num_blocks,
+        "index_page_bytes": index.buffer_page_size(),
+        "page_table_page_bytes": page_table.buffer_page_size() if page_table is not None else 0,
+        "untilize_block": untilize_block_tiles(shapes.Wt, fp32_dest_acc_en),
+        **{f"cb_{name}": i for name, i in CB_INDEX.items()},
+    }
+    reader = AccessorArgs()
+    reader.add("cache", cache)
+    reader.add("input", new)
+    reader.add("index", index)
+    reader.add("page_table", page_table, absent_like="index")
+    writer = AccessorArgs()
+    writer.add("cache", cache)
+    return select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS), select(values, WRITER_ARGS, writer)
+
+
+def build_update_program(shapes: UpdateShapes, cache, new, index, page_table, grid, compute: ComputeSettings):
+    """The cache update ``ttnn.ProgramDescriptor`` over these tensors (their addresses are runtime args)."""
+    ttnn = import_ttnn()
+    split = split_units(shapes.num_units, grid)
+    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
+    reader_args, compute_args, writer_args = update_kernel_args(
+        shapes, cache, new, index, page_table, compute.fp32_dest_acc_en
+    )
+    table_addr = page_table.buffer_address() if page_table is not None else 0
+    per_core = list(zip(split.cores, split.first_unit, split.num_units))
+    reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(cache.buffer_address(), new.buffer_address(),
+                  index.buffer_address(), table_addr, first, count))) for c, first, count in per_core]  # fmt: skip
+    compute_rt = [(ttnn.CoreCoord(*c), wire(ComputeRuntimeArgs(count))) for c, _, count in per_core]
+    writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core]
+
+    def kernel(source: Path, args: KernelArgs, runtime_args, config):
+        return ttnn.KernelDescriptor(
+            kernel_source=str(source),
+            core_ranges=cores,
+            compile_time_args=list(args.positional),
+            named_compile_time_args=list(args.named),
+            runtime_args=runtime_args,
+            config=config,
+            compiler_include_paths=[str(KERNEL_DIR)],
+        )
+
+    kernels = [
+        kernel(READER, reader_args, reader_rt, ttnn.ReaderConfigDescriptor()),
+        kernel(COMPUTE, compute_args, compute_rt, compute.descriptor()),
+        kernel(WRITER, writer_args, writer_rt, ttnn.WriterConfigDescriptor()),
+    ]
+    Wt = shapes.Wt
+    cache_dtype = getattr(ttnn, shapes.cache_dtype)
+    cache_tile = cache.buffer_page_size()
+    rows_tile = 2 * TILE * TILE  # bfloat16 rows: Wt pages of a bfloat16 tile's bytes hold 32 rows of head_dim
+
+    def cb(index_names, dtype, page_size, pages):
+        return ttnn.CBDescriptor(
+            total_size=page_size * pages,
+            core_ranges=cores,
+            format_descriptors=[
+                ttnn.CBFormatDescriptor(buffer_index=CB_INDEX[n], data_format=dtype, page_size=page_size)
+                for n in index_names
+            ],
+        )
+
+    cbs = [
+        cb(["cache"], cache_dtype, cache_tile, Wt),
+        cb(["new_row"], ttnn.bfloat16, shapes.head_dim * 2, 1),
+        cb(["index"], ttnn.int32, _aligned(index.buffer_page_size()), 1),
+        cb(["target"], ttnn.uint32, TARGET_RECORD_BYTES, 2),
+        cb(["rows", "patched"], ttnn.bfloat16, rows_tile, Wt),
+        cb(["out"], cache_dtype, cache_tile, Wt),
+        # Unpaged, the reader still names the (unused) page-table scratch: one aligned page.
+        cb(["page_table"], ttnn.int32, _aligned(page_table.buffer_page_size() if page_table is not None else 1), 1),
+    ]
+    return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
+
+
+__all__ = ["update_cache", "paged_update_cache", "UpdateShapes", "build_update_program", "split_units"]
