@@ -198,9 +198,10 @@ inline void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, u
 
 // The reduce scaler: the emulator models the documented usage, the first row of every face of the scaler tile
 // holding one value s. Anything else is reported rather than silently given an unverified meaning.
-inline float reduce_scaler_value(const float* s, const char* who) {
+inline float reduce_scaler_value(const float* s, const char* who, uint32_t num_faces = 4) {
     float v = s[0];
-    for (uint32_t face = 0; face < 4; ++face) {
+    // Faces the scaler CB's tile has (a half tile has faces 0 and 1 only).
+    for (uint32_t face = 0; face < num_faces; ++face) {
         uint32_t r0 = (face / 2) * 16, c0 = (face % 2) * 16;
         for (uint32_t c = 0; c < 16; ++c) {
             float x = s[r0 * 32 + c0 + c];
@@ -226,7 +227,7 @@ inline void fpu_reduce(uint32_t cb, uint32_t cb_scaler, uint32_t index, uint32_t
     float x[kTileHW], sc[kTileHW];
     unpack_cb_tile(cb, index, swapped ? Src::B : Src::A, x, who);
     unpack_cb_tile(cb_scaler, index_scaler, swapped ? Src::A : Src::B, sc, who);
-    float s = reduce_scaler_value(sc, who);
+    float s = reduce_scaler_value(sc, who, cb_tile_geom(cb_scaler, false).num_faces);
     float* out = d.tile[idst];
     float res[kTileHW];
     for (uint32_t i = 0; i < kTileHW; ++i) res[i] = 0.0f;
@@ -301,7 +302,7 @@ inline void fpu_reduce_block_max_row(uint32_t icb, uint32_t icb_scaler, uint32_t
     DstSection& d = dst_for_math(idst, who);
     float sc[kTileHW];
     unpack_cb_tile(icb_scaler, 0, Src::B, sc, who);
-    float s = reduce_scaler_value(sc, who);
+    float s = reduce_scaler_value(sc, who, cb_tile_geom(icb_scaler, false).num_faces);
     float scale = (s != 0.0f && std::isfinite(s)) ? std::ldexp(1.0f, std::ilogb(s)) : 0.0f;
     float m[32];
     for (uint32_t r = 0; r < 32; ++r)

@@ -37,9 +37,20 @@ inline void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_o
         fault("%s: packer is configured for %s (cb %u) but cb %u holds %s: missing pack_reconfig_data_format(%u)?",
               who, data_format_name(s.pack_fmt), s.pack_cb, cb, data_format_name(f), cb);
     uint32_t index = out_of_order ? out_index : s.pack_seq[cb];
-    if (!cb_pages_reservable_at_back(cb, index + 1))
-        fault("%s: packs tile %u of cb %u but fewer than %u tiles are reserved (missing cb_reserve_back?)", who,
-              index, cb, index + 1);
+    // The packer writes at the write pointer + index pages without looking at reservations. Besides reserved
+    // pages, the emulator accepts one idiom upstream kernels rely on (sdpa's add_block_inplace): a CB that is
+    // exactly full has its write pointer on its read pointer, so packing tile i overwrites front tile i, which this
+    // core has waited on (the kernel pops and re-pushes the tiles afterwards).
+    uint32_t page_bytes = cb_page_size(cb);
+    uint32_t target = cb_write_addr(cb) + index * page_bytes, front = cb_read_addr(cb);
+    bool overwrites_front = target >= front && (target - front) % page_bytes == 0 &&
+                            cb_pages_available_at_front(cb, (target - front) / page_bytes + 1);
+    if (!overwrites_front && !cb_pages_reservable_at_back(cb, index + 1)) {
+        uint32_t pages = cb_total_size(cb) / cb_page_size(cb), free_pages = 0;
+        while (free_pages < pages && cb_pages_reservable_at_back(cb, free_pages + 1)) ++free_pages;
+        fault("%s: packs tile %u of cb %u but fewer than %u tiles are reserved (missing cb_reserve_back?): %u of its "
+              "%u pages are free", who, index, cb, index + 1, free_pages, pages);
+    }
     if (s.reduce_mask != ReduceMask::None) {
         for (uint32_t r = 0; r < 32; ++r)
             for (uint32_t c = 0; c < 32; ++c) {
