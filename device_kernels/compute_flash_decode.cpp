@@ -64,21 +64,26 @@ constexpr uint32_t cb_mask = get_named_compile_time_arg_val("cb_mask");
 constexpr uint32_t cb_scale = get_named_compile_time_arg_val("cb_scale");
 constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");
 constexpr uint32_t cb_cur_pos = get_named_compile_time_arg_val("cb_cur_pos");
-constexpr uint32_t cb_partial_in = get_named_compile_time_arg_val("cb_partial_in");    // partials sent by tree partners, one slot per round
-constexpr uint32_t cb_partial_out = get_named_compile_time_arg_val("cb_partial_out");  // this core's (O, m, l) for the writer to send
-constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");                  // normalised output (root only)
+// partials sent by tree partners, one slot per round
+constexpr uint32_t cb_partial_in = get_named_compile_time_arg_val("cb_partial_in");
+// this core's (O, m, l) for the writer to send
+constexpr uint32_t cb_partial_out = get_named_compile_time_arg_val("cb_partial_out");
+constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");  // normalised output (root only)
 constexpr uint32_t cb_q_scaled = get_named_compile_time_arg_val("cb_q_scaled");
-constexpr uint32_t cb_scores = get_named_compile_time_arg_val("cb_scores");            // S of one chunk
-constexpr uint32_t cb_probs = get_named_compile_time_arg_val("cb_probs");              // P of one chunk
-constexpr uint32_t cb_o = get_named_compile_time_arg_val("cb_o");                      // running O: old block at the front, new one behind
+constexpr uint32_t cb_scores = get_named_compile_time_arg_val("cb_scores");  // S of one chunk
+constexpr uint32_t cb_probs = get_named_compile_time_arg_val("cb_probs");  // P of one chunk
+constexpr uint32_t cb_o = get_named_compile_time_arg_val("cb_o");  // running O: old block at the front, new one behind
 // running max: m_cur holds it, a new max goes to m_next, then the two swap (see rule 1 above)
 uint32_t cb_m_cur = get_named_compile_time_arg_val("cb_m");
 uint32_t cb_m_next = get_named_compile_time_arg_val("cb_m_next");
-constexpr uint32_t cb_l = get_named_compile_time_arg_val("cb_l");                      // running sum, same old/new discipline
-constexpr uint32_t cb_row_stat = get_named_compile_time_arg_val("cb_row_stat");        // rowmax / rowsum of one chunk
-constexpr uint32_t cb_alpha = get_named_compile_time_arg_val("cb_alpha");              // rescale factors exp(m - m_new), one block at a time
-constexpr uint32_t cb_scratch = get_named_compile_time_arg_val("cb_scratch");          // partner contribution O_i * a_i, l_i * a_i
-constexpr uint32_t cb_sink = get_named_compile_time_arg_val("cb_sink");                // attention sinks as a partial: m tiles, then l tiles
+constexpr uint32_t cb_l = get_named_compile_time_arg_val("cb_l");  // running sum, same old/new discipline
+constexpr uint32_t cb_row_stat = get_named_compile_time_arg_val("cb_row_stat");  // rowmax / rowsum of one chunk
+// rescale factors exp(m - m_new), one block at a time
+constexpr uint32_t cb_alpha = get_named_compile_time_arg_val("cb_alpha");
+// partner contribution O_i * a_i, l_i * a_i
+constexpr uint32_t cb_scratch = get_named_compile_time_arg_val("cb_scratch");
+// attention sinks as a partial: m tiles, then l tiles
+constexpr uint32_t cb_sink = get_named_compile_time_arg_val("cb_sink");
 
 // ---- compile-time shape
 constexpr uint32_t DHt = get_named_compile_time_arg_val("DHt");
@@ -89,9 +94,9 @@ constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
 constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
 constexpr bool exp_approx = get_named_compile_time_arg_val("exp_approx") == 1;
-constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;  // every chunk comes with a user mask
+constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;  // a user mask with every chunk
 constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
-constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else every query sees all kv_len positions
+constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else all positions up to cur_pos
 // Head-dim tiling (FFPA's split-D): K arrives one position tile at a time in blocks of k_head_block head-dim
 // tiles, V one column block of v_head_block tiles of the whole chunk at a time (see the reader).
 constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");

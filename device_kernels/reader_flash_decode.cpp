@@ -248,7 +248,8 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
             const uint32_t dst_tile = mask_l1 + ((row / TILE_HW) * Sk_t + kt) * BF16_TILE_BYTES;
             if constexpr (mask_is_bfp8) {
                 if (src_page != staged_page) {
-                    noc.async_read(mask_pages, stage_buf, mask_pages.get_aligned_page_size(), {.page_id = src_page}, {});
+                    noc.async_read(mask_pages, stage_buf, mask_pages.get_aligned_page_size(),
+                                   {.page_id = src_page}, {});
                     noc.async_read_barrier();
                     staged_page = src_page;
                 }
@@ -582,7 +583,8 @@ void kernel_main() {
                 for (uint32_t seq_tile : {first_live_tile, last_live_tile}) {
                     const LiveRows rows = live_rows(seq_tile, first_live_pos, cur_pos);
                     if (seq_tile / Sk_t == chunk && !rows.whole()) {
-                        const uint32_t tile_l1 = v_buf.get_write_ptr() + (seq_tile % Sk_t) * v_head_block * v_tile_bytes;
+                        const uint32_t tile_l1 =
+                            v_buf.get_write_ptr() + (seq_tile % Sk_t) * v_head_block * v_tile_bytes;
                         for (uint32_t c = 0; c < v_head_block; ++c) {
                             zero_rows_outside<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows.first, rows.last);
                         }

@@ -121,7 +121,8 @@ void kernel_main() {
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
                     const uint32_t src_offset =
                         src_tile * out_tile_bytes + tile_datum_offset(row % TILE_HW, col, out_datum_bytes);
-                    const PageOffset at = datum_page<out_tiled>(dst_row, c * TILE_HW + col, vDHt * TILE_HW, out_datum_bytes);
+                    const PageOffset at =
+                        datum_page<out_tiled>(dst_row, c * TILE_HW + col, vDHt * TILE_HW, out_datum_bytes);
                     out_pages.write(noc, src, src_offset, face_row_bytes, at);
                 }
             }
@@ -167,8 +168,10 @@ void kernel_main() {
         } else {
             const uint32_t round = send_round(core_index);
             partial_out_buf.wait_front(partial_tiles);
+            // Slot `round` of the parent's cb_partial_in.
+            const uint32_t slot = partial_in_base + round * partial_bytes;
             noc.async_write(partial_out_buf, UnicastEndpoint{}, partial_bytes, {},
-                            {.noc_x = parent_noc_x, .noc_y = parent_noc_y, .addr = partial_in_base + round * partial_bytes});
+                            {.noc_x = parent_noc_x, .noc_y = parent_noc_y, .addr = slot});
             noc.async_write_barrier();  // the partial must land before the parent is told it is there
             Semaphore<>(sem_partial_arrived + round).up(noc, parent_noc_x, parent_noc_y, 1);
             noc.async_atomic_barrier();

@@ -248,8 +248,8 @@ MUTATIONS = [
     ),
     Mutation(
         "partial_slot_of_round_0", WRITER,
-        ".addr = partial_in_base + round * partial_bytes});",
-        ".addr = partial_in_base});",
+        "            const uint32_t slot = partial_in_base + round * partial_bytes;",
+        "            const uint32_t slot = partial_in_base;",
         "writer: a sender writes its partial into slot 0 of its parent, whatever the round",
         (CORES, CHUNK_EDGES),
     ),

@@ -180,7 +180,8 @@ def test_our_kernels_compile_without_deprecation_warnings(emu_device):
     outcome = run_case(emu_device, case, to_torch=emu_device.to_torch,
                        to_device=lambda x, dtype, **kw: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw))  # fmt: skip
     assert_matches_golden(outcome, case)
-    ours = sorted(str(p) for p in KERNEL_SOURCES if p.suffix == ".cpp")
+    ours = sorted(str(p) for p in KERNEL_SOURCES if p.suffix == ".cpp" and
+                  (p.parent == DEVICE_KERNELS / "convert" or p.name.endswith("_flash_decode.cpp")))  # fmt: skip
     assert set(ours) <= compiler.compiled_sources(), sorted(set(ours) - compiler.compiled_sources())
     deprecated = [str(w) for src in ours for w in compiler.compile_warnings(src, deprecated_only=True)]
     assert not deprecated, deprecated
