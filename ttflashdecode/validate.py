@@ -592,12 +592,17 @@ def _describe_split(split: dict[int, int]) -> str:
     return "sharded " + " and ".join(f"on dim {d} over {n} chips" for d, n in sorted(split.items()))
 
 
-def _check_heads_split(name: str, tensor, heads_dim: int, heads_name: str, num_chips: int, mesh_shape) -> None:
-    """``tensor``'s heads (dim ``heads_dim``) must be split over all ``num_chips`` chips, nothing else split."""
+def _check_heads_split(name: str, tensor, heads_dim: int, heads_name: str, num_chips: int, mesh_shape,
+                       single_head_replicated: bool = False) -> None:  # fmt: skip
+    """``tensor``'s heads (dim ``heads_dim``) must be split over all ``num_chips`` chips, nothing else split; with
+    ``single_head_replicated`` a tensor of one head may be replicated instead (MQA / MLA: every chip's q heads share
+    the one kv head)."""
     split = mesh_split(tensor)
     if split is None or split == {heads_dim: num_chips}:
         return  # a host tensor is refused by check_call, naming the argument
     per_chip = int(tensor.shape[heads_dim])
+    if single_head_replicated and not split and per_chip == 1:
+        return
     total = per_chip * split.get(heads_dim, 1)
     divides = "" if total % num_chips == 0 else f", which needs {heads_name} a multiple of {num_chips}; {total} is not"
     raise ValueError(
@@ -609,16 +614,17 @@ def _check_heads_split(name: str, tensor, heads_dim: int, heads_name: str, num_c
 
 def check_mesh_call(q, k, v, attn_mask, attention_sink, *, num_chips: int, mesh_shape) -> None:
     """A call on a mesh of ``num_chips`` > 1 chips: every chip runs the program for its share of the heads, so q's
-    heads (dim 2) and K/V's kv heads (dim 1) must be sharded over all the chips, a mask with per-head rows and the
-    sinks likewise; cur_pos and page tables may be replicated or per chip (each chip reads its own copy). Raises
+    heads (dim 2) and K/V's kv heads (dim 1) must be sharded over all the chips (a cache of one kv head, MQA or MLA's
+    latent cache, may instead be replicated: every chip's q heads read it), a mask with per-head rows and the sinks
+    likewise; cur_pos and page tables may be replicated or per chip (each chip reads its own copy). Raises
     before anything runs, naming the argument, how it is laid over the mesh and what was expected. (The shapes the
     tensors report are one chip's; :func:`check_call` checks those.)"""
     if num_chips <= 1:
         return
     _check_heads_split("q", q, 2, "n_q_heads", num_chips, mesh_shape)
-    _check_heads_split("k", k, 1, "n_kv_heads", num_chips, mesh_shape)
+    _check_heads_split("k", k, 1, "n_kv_heads", num_chips, mesh_shape, single_head_replicated=True)
     if v is not None:
-        _check_heads_split("v", v, 1, "n_kv_heads", num_chips, mesh_shape)
+        _check_heads_split("v", v, 1, "n_kv_heads", num_chips, mesh_shape, single_head_replicated=True)
     if attn_mask is not None and hasattr(attn_mask, "shape") and len(attn_mask.shape) == 4:
         split = mesh_split(attn_mask)
         # ours [b, 1 or heads, q_len, S]: dim 1; upstream's [1, b, heads, S] / [b, 1, heads, S]: dim 2
@@ -639,15 +645,18 @@ def check_mesh_call(q, k, v, attn_mask, attention_sink, *, num_chips: int, mesh_
 
 
 def check_mesh_heads_divide(n_q_heads, n_kv_heads, num_chips: int, mesh_shape) -> tuple[int, int]:
-    """A plan on a mesh takes the model's heads and splits them over the chips: (q heads, kv heads) per chip."""
+    """A plan on a mesh takes the model's heads and splits them over the chips: (q heads, kv heads) per chip. One kv
+    head (MQA, MLA) is replicated on every chip instead."""
     for name, value in (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads)):
         count = as_int(value)
         if count is None or count <= 0:
             raise ValueError(f"{name}={value!r}: expected a positive int")
+        if name == "n_kv_heads" and count == 1:
+            continue
         if count % num_chips:
             raise ValueError(
                 f"{name}={count}: the mesh {tuple(mesh_shape)} splits the heads over its {num_chips} chips; expected a "
                 f"multiple of {num_chips} ({count} heads do not divide over {num_chips} chips; open a mesh of fewer "
                 "chips, e.g. mesh_shape=(1, n) with n dividing the heads)"
             )
-    return n_q_heads // num_chips, n_kv_heads // num_chips
+    return n_q_heads // num_chips, max(1, n_kv_heads // num_chips)
