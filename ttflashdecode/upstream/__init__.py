@@ -62,8 +62,9 @@ def scaled_dot_product_attention_decode(
     """Upstream's ``ttnn.transformer.scaled_dot_product_attention_decode``, its kernels and its factory's program.
 
     q ``[1, b, n_q_heads, d]`` bfloat16 TILE DRAM; k ``[b, n_kv_heads, s, d]`` and v ``[b, n_kv_heads, s, d_v]``
-    TILE DRAM (k/v batch 1 with ``share_cache``); exactly one of ``cur_pos`` (ints, -1 skips a user) or
-    ``cur_pos_tensor`` (int32 ``[b]`` ROW_MAJOR DRAM, or a torch tensor that is checked and uploaded) when causal;
+    TILE DRAM (k/v batch 1 with ``share_cache``); exactly one of ``cur_pos`` (ints in ``[0, s)``) or
+    ``cur_pos_tensor`` (int32 ``[b]`` ROW_MAJOR DRAM, or a torch tensor that is checked and uploaded; -1 skips a user
+    and leaves its output rows untouched, as upstream) when causal;
     ``attn_mask`` ``[b or 1, 1, n_q_heads, s]`` (non-causal only); ``attention_sink`` upstream's form ``[.., 32 *
     ceil(n_q_heads / 32), 32]`` bfloat16 TILE (logit of head h at row h, column 0). ``program_config`` is a
     ``ttnn.SDPAProgramConfig`` (or :class:`ttflashdecode.config.ProgramConfig`); without one upstream spreads each
@@ -303,9 +304,14 @@ def _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, dev
         if shape != (batch,):
             raise ValueError(f"cur_pos_tensor: expected shape [{batch}] (one position per user), got {list(shape)}")
         return None
-    name, source = ("cur_pos", cur_pos) if cur_pos_tensor is None else ("cur_pos_tensor", cur_pos_tensor)
-    values = host_int_values(name, source, batch, "one position per user")
-    return int_list(name, values, batch, -1, kv_len, f"kv_len={kv_len}; -1 skips a user")
+    if cur_pos_tensor is None:
+        # Upstream passes list positions as runtime args, where UINT32_MAX means "read cur_pos_tensor": a -1 in the
+        # list would send the kernels to a CB that does not exist. Users are skipped through cur_pos_tensor only.
+        values = host_int_values("cur_pos", cur_pos, batch, "one position per user")
+        return int_list("cur_pos", values, batch, 0, kv_len,
+                        f"kv_len={kv_len}; upstream skips a user only through cur_pos_tensor (-1 there)")  # fmt: skip
+    values = host_int_values("cur_pos_tensor", cur_pos_tensor, batch, "one position per user")
+    return int_list("cur_pos_tensor", values, batch, -1, kv_len, f"kv_len={kv_len}; -1 skips a user")
 
 
 def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, num_blocks):
