@@ -1,6 +1,10 @@
-"""The same FlashDecode checks on a Wormhole card (N150 / N300 / T3K chip 0), plus card-vs-emulator agreement.
+"""The same FlashDecode checks on a Wormhole card (N150 / N300 / T3K chip 0), plus card-vs-emulator agreement, and
+decode over a mesh of chips (N300, T3K: ``ttnn.open_mesh_device``, heads sharded with ``ttnn.ShardTensorToMesh``, one
+``ttnn.MeshProgramDescriptor`` through ``ttnn.generic_op``), the same calls tests/test_mesh.py runs on emulated
+meshes.
 
-Every test here is marked ``device`` and skipped without /dev/tenstorrent; they run unchanged on a card.
+Every test here is marked ``device`` and skipped without /dev/tenstorrent; they run unchanged on a card. The mesh tests
+come first: each opens (and closes) its own mesh, before the single-chip tests open chip 0 for the session.
 """
 
 from __future__ import annotations
@@ -10,10 +14,92 @@ import random
 import pytest
 import torch
 
-from decode_harness import DecodeCase, assert_matches_golden, run_case
+from decode_harness import DecodeCase, assert_matches_golden, check_close, generator, run_case, seed_for, tag
 from test_flash_decode import MATRIX
+from ttflashdecode import golden
+from ttflashdecode import op as op_module
+from ttflashdecode.config import ProgramConfig
+from ttflashdecode.wrapper import FlashDecodeWrapper
 
 pytestmark = pytest.mark.device
+
+
+# ---- meshes: N300 (2 chips), T3K (8) ------------------------------------------------------------------------------
+
+MESH_SHAPES = {2: (1, 2), 4: (1, 4), 8: (2, 4)}  # 8: ttnn's default T3K mesh (t3k_mesh_graph_descriptor.textproto)
+
+
+@pytest.fixture
+def tt_mesh(ttnn, request):
+    """A ttnn MeshDevice of ``request.param`` chips (skipped when the machine has fewer), closed after the test."""
+    chips = request.param
+    available = ttnn.get_num_devices()
+    if available < chips:
+        pytest.skip(f"needs {chips} Wormhole chips, this machine has {available}")
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(*MESH_SHAPES[chips]))
+    yield mesh
+    ttnn.close_mesh_device(mesh)
+
+
+def _mesh_tensor(ttnn, mesh, x, dtype, dim=None, layout=None):
+    mapper = ttnn.ReplicateTensorToMesh(mesh) if dim is None else ttnn.ShardTensorToMesh(mesh, dim=dim)
+    return ttnn.from_torch(x, dtype=dtype, layout=layout or ttnn.TILE_LAYOUT, device=mesh,
+                           memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=mapper)  # fmt: skip
+
+
+@pytest.mark.parametrize("tt_mesh", [2, 4, 8], indirect=True, ids=lambda n: f"{n}chips")
+def test_llama_3_1_8b_heads_over_mesh_on_card(ttnn, tt_mesh):
+    """Llama-3.1-8B (32 q / 8 kv heads) with its heads split over 2 / 4 / 8 chips; device positions, replicated."""
+    chips = tt_mesh.get_num_devices()
+    seed = seed_for(f"card-mesh-llama8b-{chips}")
+    gen = generator(seed)
+    positions = [1023, 300, -1, 17]
+    q = torch.randn(1, 4, 32, 128, generator=gen)
+    k, v = (torch.randn(4, 8, 1024, 128, generator=gen) for _ in range(2))
+    tq = _mesh_tensor(ttnn, tt_mesh, q, ttnn.bfloat16, dim=2)
+    tk, tv = (_mesh_tensor(ttnn, tt_mesh, x, ttnn.bfloat8_b, dim=1) for x in (k, v))
+    pos = _mesh_tensor(ttnn, tt_mesh, torch.tensor(positions, dtype=torch.int32), ttnn.int32,
+                       layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+    out = _mesh_tensor(ttnn, tt_mesh, torch.full((1, 4, 32, 128), float("nan")), ttnn.bfloat16, dim=2)
+    out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out)
+    got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
+    expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
+                                  golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions)  # fmt: skip
+    check_close(got, expected, "bfloat8_b", seed, f"Llama-3.1-8B over {chips} chips")
+    assert torch.count_nonzero(got[:, 2]) == 0, f"{tag(seed)} user 2 at -1 must get zero rows"
+
+
+@pytest.mark.parametrize("tt_mesh", [8], indirect=True, ids=lambda n: f"{n}chips")
+def test_llama_3_1_70b_paged_on_t3k(ttnn, tt_mesh):
+    """Llama-3.1-70B on a T3K: 8 q / 1 kv head per chip, batch 32, paged bfloat8_b cache, replicated page table and
+    positions, planned once with FlashDecodeWrapper."""
+    seed = seed_for("card-mesh-llama70b")
+    gen = generator(seed)
+    batch, block, blocks_per_user = 32, 64, 16
+    num_blocks = batch * blocks_per_user
+    positions = torch.randint(0, block * blocks_per_user, (batch,), generator=gen)
+    positions[5] = -1
+    table = torch.randperm(num_blocks, generator=gen).reshape(batch, blocks_per_user).to(torch.int32)
+    q = torch.randn(1, batch, 64, 128, generator=gen)
+    k, v = (torch.randn(num_blocks, 8, block, 128, generator=gen) for _ in range(2))
+    tq = _mesh_tensor(ttnn, tt_mesh, q, ttnn.bfloat16, dim=2)
+    tk, tv = (_mesh_tensor(ttnn, tt_mesh, x, ttnn.bfloat8_b, dim=1) for x in (k, v))
+    rm = dict(layout=ttnn.ROW_MAJOR_LAYOUT)
+    tt_table = _mesh_tensor(ttnn, tt_mesh, table, ttnn.int32, **rm)
+    pos = _mesh_tensor(ttnn, tt_mesh, positions.to(torch.int32), ttnn.int32, **rm)
+    grid = tt_mesh.compute_with_storage_grid_size()
+    wrapper = FlashDecodeWrapper(tt_mesh, program_config=ProgramConfig(compute_with_storage_grid_size=(grid.x, grid.y)))
+    wrapper.plan(batch=batch, n_q_heads=64, n_kv_heads=8, head_dim=128, kv_dtype=ttnn.bfloat8_b, block_size=block,
+                 max_blocks_per_user=blocks_per_user)  # fmt: skip
+    out = wrapper.run(tq, tk, tv, cur_pos_tensor=pos, page_table_tensor=tt_table)
+    got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
+    expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
+                                  golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions.tolist(),
+                                  page_table=table)  # fmt: skip
+    check_close(got, expected, "bfloat8_b", seed, "Llama-3.1-70B on T3K")
+
+
+# ---- one chip ---------------------------------------------------------------------------------------------------
 
 
 def _adapters(ttnn, device):

@@ -297,3 +297,23 @@ def test_mesh_that_does_not_divide_the_heads():
         after = cache_stats()
         assert after["programs"] == before["programs"], "a refused call built a program"
 
+
+
+def test_mesh_program_descriptor_of_a_launch():
+    """What ttnn.generic_op gets on a card's MeshDevice (and the emulated mesh's generic_op alike): one program over
+    the whole mesh when the chips share their addresses, else one range per chip."""
+    from ttflashdecode.backend import CARD, Backend
+
+    class CardMesh:  # the two MeshDevice queries the launch reads
+        shape = ttnn.MeshShape(2, 4)
+
+        def get_num_devices(self):
+            return 8
+
+    backend = Backend(CardMesh(), CARD)
+    same = ttnn.ProgramDescriptor()
+    ranges = [[tuple(c) for c in r] for r, _ in backend.mesh_program([same] * 8)]
+    assert ranges == [[(r, c) for r in range(2) for c in range(4)]]
+    per_chip = [ttnn.ProgramDescriptor() for _ in range(8)]
+    ranges = sorted(tuple(tuple(c) for c in r) for r, _ in backend.mesh_program(per_chip))
+    assert ranges == [((r, c),) for r in range(2) for c in range(4)]

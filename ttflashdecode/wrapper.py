@@ -156,8 +156,8 @@ class FlashDecodeWrapper:
         smaller (a device cur_pos tensor otherwise plans for the whole cache).
 
         On a mesh of N chips ``n_q_heads`` and ``n_kv_heads`` are the model's (both must be multiples of N: each
-        chip takes ``1/N`` of them) and ``attn_mask_heads`` is 1 or the model's ``n_q_heads``; the plan (and
-        :attr:`decode_plan`) is one chip's.
+        chip takes ``1/N`` of them; one kv head, MQA or MLA, is replicated on every chip instead) and
+        ``attn_mask_heads`` is 1 or the model's ``n_q_heads``; the plan (and :attr:`decode_plan`) is one chip's.
 
         Raises ValueError / TypeError naming the argument, or :class:`~ttflashdecode.plan.L1OverflowError`.
         """
