@@ -3,9 +3,8 @@
 Reads kernels (source, core ranges, compile-time / named compile-time args, defines, per-core and common runtime
 args, config), circular buffers and semaphores; validates them (cores inside the grid, runtime args only for a
 kernel's cores, CB indices 0..31, one kernel per RISC per core, L1 capacity) and raises ``EmulatorError`` naming the
-offending item before anything runs. Each kernel is compiled with the descriptor's ``compiler_include_paths`` followed by
-the include roots tt-metal's JIT build gives every kernel (:func:`jit_include_dirs`), so upstream kernels from the wheel
-find their helper headers. CBs are placed like tt-metal's allocator does: one address for all cores of a
+offending item before anything runs. Each kernel is compiled with the descriptor's ``compiler_include_paths`` (the
+compiler adds the include roots tt-metal's JIT build gives every kernel, jit_env.source_include_paths). CBs are placed like tt-metal's allocator does: one address for all cores of a
 CB descriptor (the highest current top over those cores), starting at ``arch.L1_UNRESERVED_BASE``, 16-B aligned; a
 descriptor with several format descriptors shares one buffer among its CB indices.
 
@@ -16,9 +15,7 @@ How ttnn 0.81.1 stores per-core runtime args: ``KernelDescriptor.runtime_args`` 
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,23 +28,6 @@ ttnn = import_ttnn()
 
 PROC_NAMES = {0: "brisc", 1: "ncrisc", 2: "compute"}
 
-
-@functools.lru_cache(maxsize=1)
-def jit_include_dirs() -> tuple[str, ...]:
-    """Include roots tt-metal's JIT build gives every kernel besides the kernel API, in the installed wheel.
-
-    tt-metal's JitBuildEnv puts the tt-metal root, ``root/ttnn``, ``root/ttnn/cpp`` and ``root/tt_metal/api`` on every
-    kernel's include path (with ``hw/inc``, the firmware and tt-llk trees, which the emulator's own ``include/``
-    replaces); in the wheel the tt-metal root is the ttnn package directory. That is how upstream kernels find
-    ``ttnn/operations/...``, ``ttnn/kernel/...``, ``ttnn/cpp/ttnn/kernel_lib/...`` and ``<tt-metalium/constants.hpp>``.
-    They come after the emulator's headers and the descriptor's ``compiler_include_paths``, so an API header the
-    emulator implements is always the emulator's. Empty when ttnn is not installed."""
-    spec = importlib.util.find_spec("ttnn")
-    if spec is None or not spec.submodule_search_locations:
-        return ()
-    root = Path(list(spec.submodule_search_locations)[0])
-    dirs = (root, root / "ttnn", root / "ttnn" / "cpp", root / "tt_metal" / "api")
-    return tuple(str(d) for d in dirs if d.is_dir())
 PROC_LABEL = {0: "BRISC", 1: "NCRISC", 2: "TRISC"}
 
 
@@ -255,7 +235,7 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
             compile_time_args=[int(v) for v in k.compile_time_args],
             named_compile_time_args=[(str(n), int(v)) for n, v in k.named_compile_time_args],
             defines=[(str(n), str(v)) for n, v in k.defines],
-            include_paths=[str(p) for p in k.compiler_include_paths] + list(jit_include_dirs()),
+            include_paths=[str(p) for p in k.compiler_include_paths],
             compute_config=ccfg,
             num_l1_banks=gw * gh,
             noc_index=noc_index,
