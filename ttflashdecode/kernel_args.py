@@ -119,6 +119,9 @@ WRITER_ARGS = (
 
 @dataclass(frozen=True)
 class ReaderRuntimeArgs:
+    """Runtime args of reader_flash_decode.cpp: buffer addresses (interleaved: the address in every bank; a
+    height-sharded Q: its L1 address on every shard core) and the core's work."""
+
     q_addr: int
     k_addr: int
     v_addr: int
@@ -134,6 +137,8 @@ class ReaderRuntimeArgs:
 
 @dataclass(frozen=True)
 class ComputeRuntimeArgs:
+    """Runtime args of compute_flash_decode.cpp: the core's work."""
+
     first_group: int
     num_groups: int
     core_index: int
@@ -142,6 +147,8 @@ class ComputeRuntimeArgs:
 
 @dataclass(frozen=True)
 class WriterRuntimeArgs:
+    """Runtime args of writer_flash_decode.cpp: the output's address, the core's work and its tree parent."""
+
     out_addr: int
     first_group: int
     num_groups: int
@@ -264,9 +271,10 @@ def decode_kernel_args(plan, buffers, *, exp_approx: bool, scale: float) -> Deco
     (:class:`ttflashdecode.program_factory.DecodeBuffers`): every value computed once, here."""
     s = plan.shapes
     q_at, out_at = tensor_placement(buffers.q), tensor_placement(buffers.out)
-    rounds = [sem.id for sem in plan.semaphores]
-    if rounds != list(range(rounds[0] if rounds else 0, (rounds[0] if rounds else 0) + len(rounds))):
-        raise AssertionError(f"the tree's semaphores must have consecutive ids (round r = first + r), got {rounds}")
+    sem_ids = [sem.id for sem in plan.semaphores]  # one per tree round; the writer takes round r's as first + r
+    first_sem = sem_ids[0] if sem_ids else 0
+    if sem_ids != list(range(first_sem, first_sem + len(sem_ids))):
+        raise AssertionError(f"the tree's semaphores must have consecutive ids (round r = first + r), got {sem_ids}")
     values = {
         "DHt": s.DHt,
         "vDHt": s.vDHt,
@@ -305,7 +313,7 @@ def decode_kernel_args(plan, buffers, *, exp_approx: bool, scale: float) -> Deco
         "out_placement": PLACEMENTS[out_at.placement],
         "out_shard_pages": out_at.shard_pages,
         "out_page_bytes": out_at.page_bytes,
-        "sem_partial_arrived": rounds[0] if rounds else 0,
+        "sem_partial_arrived": first_sem,
         **{f"cb_{name}": index for name, index in CB_INDEX.items()},
     }
 
