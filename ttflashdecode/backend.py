@@ -83,6 +83,10 @@ class Backend:
             return [ttnn.to_torch(t) for t in ttnn.get_device_tensors(tensor)]
         return [ttnn.to_torch(tensor)]
 
+    def to_torch(self, tensor) -> torch.Tensor:
+        """A device tensor read back (chip 0's copy on a mesh: see :meth:`to_torch_per_chip`)."""
+        return self.to_torch_per_chip(tensor)[0]
+
     def allocate(self, shape, dtype, layout, memory_config=None):
         """A device tensor of (per chip) ``shape``; on a mesh one per chip."""
         ttnn = import_ttnn()
