@@ -69,6 +69,8 @@ bool cb_pages_reservable_at_back(uint32_t cb, uint32_t n) { return cbref(cb).num
 uint32_t cb_read_addr(uint32_t cb) { return cbref(cb).base + cbref(cb).rd * cbref(cb).page; }
 uint32_t cb_write_addr(uint32_t cb) { return cbref(cb).base + cbref(cb).wr * cbref(cb).page; }
 uint32_t cb_page_size(uint32_t cb) { return cbref(cb).page; }
+uint32_t cb_total_size(uint32_t cb) { return cbref(cb).page * cbref(cb).num_pages; }
+uint32_t cb_base_addr(uint32_t cb) { return cbref(cb).base; }
 DataFormat cb_data_format(uint32_t cb) { return cbref(cb).fmt; }
 uint8_t* l1(uint32_t addr, uint32_t n) {
     if (static_cast<uint64_t>(addr) + n > g.l1.size()) fault("l1 access [%u, +%u) out of range", addr, n);

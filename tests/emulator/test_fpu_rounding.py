@@ -83,3 +83,20 @@ def test_bf16_mul_published_points():
         got = read(lib, CB_OUT, 1)
         for i, (x, y, _, silicon) in enumerate(pts):
             assert got[0, i, 0].item() == silicon, (x, y, fidelity, got[0, i, 0].item(), silicon)
+
+
+def test_packer_bfp8_double_rounding_ties_up():
+    """The packer rounds a block-float output twice (to bf16 precision in the gasket, then to the shared exponent)
+    and rounds ties up, not to even (tt-metal#14822, #15889, #52155; model: emu/compute_pack.h)."""
+    lib = kernel("unary", [5, 1], fp32=True)  # copy_tile: float32 CB -> fp32 DST -> packer -> bfloat8_b CB
+    cb(lib, CB_IN0, "float32", 1)
+    cb(lib, CB_OUT, "bfloat8_b", 1)
+    x = torch.zeros(1, 32, 32)
+    x[0, 0, 0] = 1.0  # sets the shared exponent of the face row: bfloat8_b steps of 1/64
+    x[0, 0, 1] = 2.5 / 64  # a tie: ties up -> 3/64 (round-to-nearest-even would give 2/64)
+    x[0, 0, 2] = 2.4999 / 64  # below the tie: rounds to bf16 first (2.5/64), then up again -> 3/64
+    x[0, 0, 3] = 2.4 / 64  # no tie: 2/64 either way
+    push(lib, CB_IN0, x)
+    run_ok(lib)
+    got = read(lib, CB_OUT, 1)[0, 0, :4].tolist()
+    assert got == [1.0, 3 / 64, 3 / 64, 2 / 64], got

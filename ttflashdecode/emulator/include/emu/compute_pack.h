@@ -18,6 +18,61 @@
 
 namespace emu {
 
+// ---- the packer's rounding (published):
+//   * Wormhole's packer does not round to nearest even: ties round up in magnitude (tt-metal#15889, HW team:
+//     "WH and BH both DO NOT support rounding to even, only rounding up in case of ties").
+//   * A block-float output is rounded twice: the gasket first rounds each datum to the 7-bit mantissa of the pack
+//     source format, then the mantissas are rounded again when shifted to the row's shared exponent (tt-metal#14822;
+//     #52155 measures the effect: add / multiply / matmul to bfloat8_b round twice, typecast once). The emulator
+//     models the default path (bfp8_pack_precise off).
+// Host conversions (ttnn.from_torch / to_torch) keep their own rounding (formats.h pack_tile).
+inline float round_bf16_ties_up(float x) {
+    uint32_t u = f32_bits(x);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf / nan kept
+    return bits_f32((u + 0x8000u) & 0xffff0000u);
+}
+inline void packer_round(DataFormat f, float* v) {
+    if (f == DataFormat::Float16_b || f == DataFormat::Bfp8_b || f == DataFormat::Bfp4_b)
+        for (uint32_t i = 0; i < kTileHW; ++i) v[i] = round_bf16_ties_up(v[i]);
+}
+// Block-float packing of already bf16-rounded datums: each 24-bit significand shifted to the shared exponent and
+// rounded to the format's width with ties up (in magnitude), saturating.
+inline uint32_t bfp_encode_ties_up(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
+    if ((u & 0x7fffffffu) == 0) return 0;
+    uint32_t exp = (u >> 23) & 0xffu, sign = u >> 31;
+    uint64_t sig = (1u << 23) | (u & 0x7fffffu);
+    uint32_t diff = shared_exp - exp;
+    sig = diff >= 40 ? 0 : (sig >> diff);  // bits below the 24-bit window are zero after the gasket's rounding
+    uint32_t shift = 24 - mbits;
+    uint64_t mag = (sig + (1ull << (shift - 1))) >> shift;
+    uint64_t max_mag = (1ull << mbits) - 1;
+    if (mag > max_mag) mag = max_mag;
+    if (mag == 0) return 0;
+    return (sign << mbits) | static_cast<uint32_t>(mag);
+}
+inline void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom& g) {
+    if (f != DataFormat::Bfp8_b && f != DataFormat::Bfp4_b) return pack_tile(f, v, dst, g);
+    uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3, n = g.datums();
+    uint8_t* mant = dst + (g.full() ? kBfpExpBytes : g.exp_bytes());
+    for (uint32_t row = 0; row < n / 16; ++row) {
+        uint32_t u[16], shared = 0;
+        for (uint32_t j = 0; j < 16; ++j) {
+            u[j] = f32_bits(v[g.full() ? tile_row_major_index(row * 16 + j) : tile_row_major_index(row * 16 + j, g)]);
+            uint32_t e = (u[j] >> 23) & 0xffu;
+            if (e > shared) shared = e;
+        }
+        dst[row] = static_cast<uint8_t>(shared);
+        for (uint32_t j = 0; j < 16; ++j) {
+            uint32_t code = bfp_encode_ties_up(u[j], shared, mbits), i = row * 16 + j;
+            if (mbits == 7) mant[i] = static_cast<uint8_t>(code);
+            else if (i % 2 == 0) mant[i / 2] = static_cast<uint8_t>(code & 0xfu);
+            else mant[i / 2] = static_cast<uint8_t>(mant[i / 2] | ((code & 0xfu) << 4));
+        }
+    }
+    if (!g.full())  // zero the padding of the exponent section
+        for (uint32_t row = n / 16; row < g.exp_bytes(); ++row) dst[row] = 0;
+}
+
 inline void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who);
 
 inline void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who) {
@@ -82,7 +137,8 @@ inline void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_o
         unpack_tile(f, dst, prev, g);
         for (uint32_t i = 0; i < kTileHW; ++i) v[i] += prev[i];
     }
-    pack_tile(f, v, dst, g);
+    packer_round(f, v);
+    pack_tile_packer(f, v, dst, g);
     if (!out_of_order) ++s.pack_seq[cb];
     count(Counter::TilesPacked);
 }

@@ -43,7 +43,7 @@ inline void write_datum(DataFormat f, uint8_t* p, float v) {
         std::memcpy(p, &v, 4);
         return;
     }
-    uint16_t b = f32_to_bf16_bits(v);
+    uint16_t b = static_cast<uint16_t>(f32_bits(round_bf16_ties_up(v)) >> 16);  // the packer's rounding
     std::memcpy(p, &b, 2);
 }
 inline uint32_t tile_rows(const TileGeom& g) { return g.face_r * (g.num_faces > 2 ? 2 : 1); }
