@@ -205,7 +205,8 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
                     for r in page_table]  # fmt: skip
             max_blocks = page_table.shape[1]
         else:
-            pt_shape = check_device_tensor("page_table_tensor", page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR",
+            # Upstream: "page_table tensor must have INT32 dtype" (uint16 only for its sharded form).
+            pt_shape = check_device_tensor("page_table_tensor", page_table, 2, ("int32",), layout="ROW_MAJOR",
                                            device=device)  # fmt: skip
             if pt_shape[0] != batch:
                 raise ValueError(f"page_table_tensor: expected {batch} rows (one per user), got shape {list(pt_shape)}")
@@ -299,8 +300,8 @@ def _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, dev
             raise ValueError("cur_pos, cur_pos_tensor: must be None when is_causal=False")
         return None
     if cur_pos_tensor is not None and not isinstance(cur_pos_tensor, torch.Tensor):
-        shape = check_device_tensor("cur_pos_tensor", cur_pos_tensor, 1, ("int32", "uint32"), layout="ROW_MAJOR",
-                                    device=device)  # fmt: skip
+        shape = check_device_tensor("cur_pos_tensor", cur_pos_tensor, 1, ("int32",), layout="ROW_MAJOR",
+                                    device=device)  # upstream: cur_pos_tensor.dtype() == DataType::INT32  # fmt: skip
         if shape != (batch,):
             raise ValueError(f"cur_pos_tensor: expected shape [{batch}] (one position per user), got {list(shape)}")
         return None
