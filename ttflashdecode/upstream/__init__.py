@@ -170,6 +170,9 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
     ttnn = import_ttnn()
     q_shape = check_device_tensor("q", q, 4, ("bfloat16",))
     backend = backend_of(q)
+    if backend.num_chips != 1:
+        raise ValueError(f"q: lives on a {backend.num_chips}-chip mesh; ttflashdecode.upstream runs upstream's "
+                         "single-chip program (pass one chip's tensors)")  # fmt: skip
     device = backend.device
     is_causal = check_bool("is_causal", is_causal)
     share_cache = check_bool("share_cache", share_cache)
