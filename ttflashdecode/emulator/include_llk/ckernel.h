@@ -137,6 +137,12 @@ inline void inc_dst_addr() {
 
 constexpr bool is_uint32_format(DataFormat f) { return f == DataFormat::UInt32; }
 
+// tt-llk ckernel.h: the SFPLOAD / SFPSTORE modes integer SFPU kernels accept.
+inline constexpr bool is_valid_instruction_mode(InstrModLoadStore mode) {
+    return mode == InstrModLoadStore::INT32_2S_COMP || mode == InstrModLoadStore::INT32 ||
+           mode == InstrModLoadStore::LO16;
+}
+
 inline void enable_fp32_dest_acc() {}
 inline void disable_fp32_dest_acc() {}
 

@@ -15,6 +15,7 @@
 // Conversions follow SFPSTOCHRND / SFPCAST (round to nearest = ties away from zero for SFPSTOCHRND).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -306,6 +307,32 @@ class vUInt8 : public vUInt {
    public:
     using vUInt::vUInt;
     vUInt8() = default;
+};
+
+// LUT coefficient containers (one 32-bit register of packed coefficients, every lane the same).
+class vLut8si : public vUInt {  // 8-bit slope (bits 15..8) and intercept (7..0): SFPLUT
+   public:
+    using vUInt::vUInt;
+    vLut8si() = default;
+    vLut8si(float slope, float intercept) : vUInt((impl_::to_lut8(slope) << 8) | impl_::to_lut8(intercept)) {}
+};
+class vLut16si : public vUInt {  // 16-bit slope (31..16) and intercept (15..0): SFPLUTFP32 3-entry fp16 table
+   public:
+    using vUInt::vUInt;
+    vLut16si() = default;
+    vLut16si(float slope, float intercept) : vUInt((impl_::to_lut16(slope) << 16) | impl_::to_lut16(intercept)) {}
+};
+class vLut16ss : public vUInt {  // two 16-bit slopes (second in 31..16): 6-entry fp16 table
+   public:
+    using vUInt::vUInt;
+    vLut16ss() = default;
+    vLut16ss(float s0, float s1) : vUInt((impl_::to_lut16(s1) << 16) | impl_::to_lut16(s0)) {}
+};
+class vLut16ii : public vUInt {  // two 16-bit intercepts
+   public:
+    using vUInt::vUInt;
+    vLut16ii() = default;
+    vLut16ii(float i0, float i1) : vUInt((impl_::to_lut16(i1) << 16) | impl_::to_lut16(i0)) {}
 };
 
 #define SFPI_EMU_IBIN(T, OP, EXPR)                                                              \
@@ -665,6 +692,43 @@ inline const impl_::LRegFile::vCReg<vInt> vConstTileId(CREG_IDX_TILEID);
 
 constexpr unsigned SFPMAD_MOD1_OFFSET_NONE = 0, SFPMAD_MOD1_NEGATE_VA = 1, SFPMAD_MOD1_NEGATE_VC = 2;
 
+// ---- piecewise-linear tables (SFPLUT / SFPLUTFP32; tt-isa-documentation SFPLUT.md, SFPLUTFP32.md)
+namespace impl_ {
+// fp32 -> the 8-bit LUT format (sign, 3-bit exponent 127-E for E in 0..7, 4-bit mantissa; 0xff = 0), nearest.
+inline uint32_t to_lut8(float f) {
+    if (f == 0.0f) return 0xffu;
+    uint32_t u = emu::f32_bits(f), sign = u >> 31;
+    int e = static_cast<int>((u >> 23) & 0xffu) - 127;
+    uint32_t man = ((u & 0x7fffffu) + (1u << 18)) >> 19;  // round to 4 bits
+    if (man == 16) man = 0, e += 1;
+    if (e > 0) e = 0, man = 15;                            // largest: 1.9375
+    if (e < -7) return 0xffu;                              // below 2^-7: zero
+    return (sign << 7) | (static_cast<uint32_t>(-e) << 4) | man;
+}
+inline uint32_t lut8_to_fp32(uint32_t x) {
+    x &= 0xffu;
+    if (x == 0xffu) return 0;
+    return ((x >> 7) << 31) | ((127u - ((x >> 4) & 7u)) << 23) | ((x & 0xfu) << 19);
+}
+// fp32 -> the 16-bit LUT format (IEEE half layout, exponent 0 read as a normal number), nearest.
+inline uint32_t to_lut16(float f) {
+    uint32_t u = emu::f32_bits(f), sign = u >> 31;
+    if ((u & 0x7fffffffu) == 0) return (sign << 15) | (0x1fu << 10);  // exponent 31 reads as 0
+    int e = static_cast<int>((u >> 23) & 0xffu) - 112;
+    uint32_t man = ((u & 0x7fffffu) + (1u << 12)) >> 13;
+    if (man == 1024) man = 0, e += 1;
+    if (e > 30) e = 30, man = 1023;
+    if (e < 0) return (sign << 15) | (0x1fu << 10);
+    return (sign << 15) | (static_cast<uint32_t>(e) << 10) | man;
+}
+inline uint32_t lut16_to_fp32(uint32_t x) {
+    x &= 0xffffu;
+    uint32_t sign = x >> 15, exp = (x >> 10) & 0x1fu, man = x & 0x3ffu;
+    return (sign << 31) | ((exp == 0x1f ? 0u : 112u + exp) << 23) | (man << 13);
+}
+}  // namespace impl_
+
+
 
 // Compiler register-pressure hint: no effect on results.
 class lreg_pressure {
@@ -787,6 +851,10 @@ inline vUInt shft(const vUInt& v, const vInt& amt) {
     }));
 }
 inline vUInt shft(const vUInt& v, int amt) { return shft(v, vInt(amt)); }
+inline vUInt shft(const vUInt& v, const vInt& amt, ShiftMode mode) {
+    if (mode != ShiftMode::Logical) emu::fault("sfpi::shft: arithmetic shifts do not exist on Wormhole");
+    return shft(v, amt);
+}
 inline vInt shft(const vInt& v, const vInt& amt, ShiftMode mode) {
     if (mode != ShiftMode::Logical) emu::fault("sfpi::shft: arithmetic shifts do not exist on Wormhole");
     return vInt(shft(vUInt(v), amt).v);
@@ -875,6 +943,74 @@ inline vInt float_to_int16(const vFloat& in, RoundMode = RoundMode::Stochastic) 
     return vInt(impl_::stoch(in.v, SFPSTOCHRND_MOD1_FP32_TO_INT16));
 }
 
+enum class LutSign { Update, Retain };
+
+namespace impl_ {
+// SFPLUT: |x| < 1, < 2, >= 2 select the coefficient register; sign retained from x when `retain`.
+inline Vec sfplut(const Vec& x, const Vec& l0, const Vec& l1, const Vec& l2, bool retain) {
+    Vec r;
+    for (uint32_t l = 0; l < kLanes; ++l) {
+        uint32_t b = x.u[l] & 0x7fffffffu;
+        uint32_t c = b < 0x3f800000u ? l0.u[l] : b < 0x40000000u ? l1.u[l] : l2.u[l];
+        uint32_t d = isa::mad(lut8_to_fp32(c >> 8), b, lut8_to_fp32(c));
+        r.u[l] = retain ? ((d & 0x7fffffffu) | (x.u[l] & 0x80000000u)) : d;
+    }
+    return r;
+}
+// SFPLUTFP32 with fp16 tables: 3-entry (slope / intercept per register) or 6-entry (slopes in a01..a45,
+// intercepts in b01..b45, split at 0.5 / 1 / 1.5 / 2 / `cut`).
+inline Vec sfplut16(const Vec& x, const Vec* a, const Vec* b, bool six, float cut, bool retain) {
+    Vec r;
+    for (uint32_t l = 0; l < kLanes; ++l) {
+        float bf = std::fabs(emu::bits_f32(x.u[l]));
+        uint32_t i = bf < 1.0f ? 0 : bf < 2.0f ? 1 : 2, slope, icpt;
+        if (!six) {
+            slope = lut16_to_fp32(a[i].u[l] >> 16);
+            icpt = lut16_to_fp32(a[i].u[l]);
+        } else {
+            uint32_t j = bf < 0.5f ? 0 : bf < 1.0f ? 16 : bf < 1.5f ? 0 : bf < 2.0f ? 16 : bf < cut ? 0 : 16;
+            slope = lut16_to_fp32(a[i].u[l] >> j);
+            icpt = lut16_to_fp32(b[i].u[l] >> j);
+        }
+        uint32_t d = isa::mad(slope, x.u[l] & 0x7fffffffu, icpt);
+        r.u[l] = retain ? ((d & 0x7fffffffu) | (x.u[l] & 0x80000000u)) : d;
+    }
+    return r;
+}
+}  // namespace impl_
+
+// lut: SFPLUT with the input's sign retained; lut_sign: the computed sign.
+inline vFloat lut(const vFloat& v, const vUInt& l0, const vUInt& l1, const vUInt& l2) {
+    return vFloat(impl_::sfplut(v.v, l0.v, l1.v, l2.v, true));
+}
+inline vFloat lut_sign(const vFloat& v, const vUInt& l0, const vUInt& l1, const vUInt& l2) {
+    return vFloat(impl_::sfplut(v.v, l0.v, l1.v, l2.v, false));
+}
+inline vFloat lut2(const vFloat& v, const vUInt& l0, const vUInt& l1, const vUInt& l2) {
+    impl_::Vec a[3] = {l0.v, l1.v, l2.v};
+    return vFloat(impl_::sfplut16(v.v, a, a, false, 0.0f, true));
+}
+inline vFloat lut2_sign(const vFloat& v, const vUInt& l0, const vUInt& l1, const vUInt& l2) {
+    impl_::Vec a[3] = {l0.v, l1.v, l2.v};
+    return vFloat(impl_::sfplut16(v.v, a, a, false, 0.0f, false));
+}
+inline vFloat lut2(const vFloat& v, const vUInt& a01, const vUInt& a23, const vUInt& a45, const vUInt& b01,
+                   const vUInt& b23, const vUInt& b45, int mode = 1) {
+    impl_::Vec a[3] = {a01.v, a23.v, a45.v}, b[3] = {b01.v, b23.v, b45.v};
+    return vFloat(impl_::sfplut16(v.v, a, b, true, mode == 1 ? 3.0f : 4.0f, true));
+}
+inline vFloat lut2_sign(const vFloat& v, const vUInt& a01, const vUInt& a23, const vUInt& a45, const vUInt& b01,
+                        const vUInt& b23, const vUInt& b45, int mode = 1) {
+    impl_::Vec a[3] = {a01.v, a23.v, a45.v}, b[3] = {b01.v, b23.v, b45.v};
+    return vFloat(impl_::sfplut16(v.v, a, b, true, mode == 1 ? 3.0f : 4.0f, false));
+}
+// The 6-entry fp16 table with (slope, intercept) pairs interleaved as the newer sfpi spells it.
+inline vFloat lut(const vFloat& v, const vLut16ss& s01, const vLut16ii& i01, const vLut16ss& s23, const vLut16ii& i23,
+                  const vLut16ss& s45, const vLut16ii& i45, LutSign sign = LutSign::Retain, int mode = 1) {
+    impl_::Vec a[3] = {s01.v, s23.v, s45.v}, b[3] = {i01.v, i23.v, i45.v};
+    return vFloat(impl_::sfplut16(v.v, a, b, true, mode == 1 ? 3.0f : 4.0f, sign == LutSign::Retain));
+}
+
 // min / max / clamp: SFPSWAP's sign-magnitude total order.
 inline vFloat max(const vFloat& a, const vFloat& b) {
     return vFloat(impl_::map2(a.v, b.v, [](uint32_t x, uint32_t y) { return emu::sfpu::signmag_smaller(x, y) ? y : x; }));
@@ -885,6 +1021,13 @@ inline vFloat min(const vFloat& a, const vFloat& b) {
 inline vFloat max(const vFloat& a, float b) { return max(a, vFloat(b)); }
 inline vFloat min(const vFloat& a, float b) { return min(a, vFloat(b)); }
 inline vFloat clamp(const vFloat& v, const vFloat& lo, const vFloat& hi) { return min(max(v, lo), hi); }
+// clamp to [-limit, limit] (SFPSWAP min / max against the bound and its negation)
+inline vFloat symmetric_clamp(const vFloat& v, float limit) { return clamp(v, vFloat(-limit), vFloat(limit)); }
+// {min, max} of two vectors in one SFPSWAP (VEC_MIN_MAX)
+struct MinMax {
+    vFloat min, max;
+};
+inline MinMax min_max(const vFloat& a, const vFloat& b) { return {min(a, b), max(a, b)}; }
 inline void vec_min_max(vFloat& a, vFloat& b) {  // a = min, b = max
     vFloat lo = min(a, b), hi = max(a, b);
     a = lo;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "api/compute/common_globals.h"
+#include "api/debug/assert.h"
 #include "api/compute/reg_api.h"
 #include "api/compute/pack.h"
 #include "api/compute/reconfig_data_format.h"
