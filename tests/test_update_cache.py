@@ -1,10 +1,10 @@
 """Cache update ops (ttflashdecode.update_cache / paged_update_cache) on the emulator, against a host model.
 
-The host model of an update is upstream's: the cache's values with the user's row replaced by the new row (bfloat16),
-packed back into the cache's format. Packing here is the emulator's host packer, which is ttnn's block-float packing
-(the device packer implements the same rounding), so a correct kernel matches it exactly, bit for bit in value; a
-kernel that writes the wrong row, position, head, block or tile, or
-touches another row, does not. Every input is seeded random (never zeros); failures print the seed.
+The host model of an update is upstream's (untilize, replace the row, tilize): the cache's values with the user's row
+replaced by the new row (bfloat16) as Wormhole's packer packs it into the cache's format (:func:`packed_by_the_packer`:
+shared exponent per 16-datum face row, ties rounding up), every other value unchanged. A correct kernel matches it
+exactly; a kernel that writes the wrong row, position, head, block or tile, or touches another row, does not. Every
+input is seeded random (never zeros); failures print the seed.
 """
 
 from __future__ import annotations
@@ -35,18 +35,38 @@ def tiles(dev, x, dtype):
     return dev.from_torch(x, dtype=getattr(ttnn, dtype) if isinstance(dtype, str) else dtype, layout=ttnn.TILE_LAYOUT)
 
 
-def requantized(dev, values: torch.Tensor, dtype: str) -> torch.Tensor:
-    """``values`` as a ``dtype`` cache holds them (ttnn's packing, per 16-datum face row for block floats)."""
-    return dev.to_torch(tiles(dev, values, dtype)).float()
+MANTISSA_BITS = {"bfloat8_b": 7, "bfloat4_b": 3}
+
+
+def packed_by_the_packer(row: torch.Tensor, dtype: str) -> torch.Tensor:
+    """``row`` (bfloat16 values, last dim a multiple of 16) as Wormhole's packer writes it into a ``dtype`` tile: each
+    16-datum face row gets the largest exponent of its datums, and each 24-bit significand shifted to it is rounded to
+    the format's magnitude bits with ties rounding up in magnitude, saturating (tt-metal#15889, #14822: the device
+    packer the emulator models; bfloat16 datums go through unchanged)."""
+    if dtype == "bfloat16":
+        return row.to(torch.bfloat16).float()
+    mbits = MANTISSA_BITS[dtype]
+    bits = row.to(torch.bfloat16).float().contiguous().view(torch.int32).long() & 0xFFFFFFFF
+    groups = bits.reshape(-1, 16)
+    exponent = (groups >> 23) & 0xFF
+    shared = exponent.max(dim=1, keepdim=True).values
+    significand = ((1 << 23) | (groups & 0x7FFFFF)) >> (shared - exponent).clamp(max=40)
+    shift = 24 - mbits
+    magnitude = ((significand + (1 << (shift - 1))) >> shift).clamp(max=(1 << mbits) - 1)
+    magnitude = torch.where((groups & 0x7FFFFFFF) == 0, 0, magnitude)
+    value = magnitude.double() * torch.pow(2.0, (shared - 127 - (mbits - 1)).double())
+    value = torch.where((groups >> 31) == 1, -value, value)
+    return value.float().reshape(row.shape)
 
 
 def expected_after(dev, before: torch.Tensor, new: torch.Tensor, rows, dtype: str) -> torch.Tensor:
-    """Upstream's update on the host: unpack, replace each (cache index, head, row) with the new row, re-pack.
-    ``rows``: (user, cache_batch_index, row) per written user."""
+    """Upstream's update on the host: each (user, cache_batch_index, row) of ``rows`` gets the user's new row as the
+    packer packs it; every other datum keeps its value (re-packing values the format holds exactly changes nothing,
+    since a block-float exponent belongs to one face row, i.e. one position)."""
     out = before.clone()
     for user, index, row in rows:
-        out[index, :, row] = new[0, user].to(torch.bfloat16).float()
-    return requantized(dev, out, dtype)
+        out[index, :, row] = packed_by_the_packer(new[0, user], dtype)
+    return out
 
 
 @pytest.mark.parametrize("paged", [False, True], ids=["unpaged", "paged"])
@@ -166,6 +186,8 @@ def test_bad_calls_raise_before_anything_runs(dev):
         (lambda: ttflashdecode.update_cache(cache, new, [1, 2, 3]), ValueError, r"update_idx: expected 2 entries, got 3"),
         (lambda: ttflashdecode.update_cache(cache, new, 1.5), TypeError, r"update_idx"),
         (lambda: ttflashdecode.update_cache(cache, new, 3, batch_offset=1), ValueError, r"batch_offset=1"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], batch_offset=2), ValueError,
+         r"batch_offset=2: not supported by ttflashdecode.paged_update_cache"),
         (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 2, 64), "bfloat8_b"), 3), TypeError,
          r"input: dtype bfloat8_b not supported; expected one of bfloat16"),
         (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 4, 64), "bfloat16"), 3), ValueError,
@@ -190,3 +212,32 @@ def test_bad_calls_raise_before_anything_runs(dev):
             call()
     assert uc.last_run is None, "a bad call launched a program"
     assert torch.equal(dev.to_torch(cache), before)
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["unpaged", "paged"])
+def test_fused_k_and_v_update(dev, paged):
+    """paged_fused_update_cache: K and V (two caches, two inputs) updated at the same positions by one launch."""
+    seed = seed_for(f"test_fused_k_and_v_update[{paged}]")
+    gen = generator(seed)
+    b, n_kv, block, d = 2, 2, 32, 64
+    table = torch.tensor([[3, 0], [1, 2]], dtype=torch.int32) if paged else None
+    shape = (4, n_kv, block, d) if paged else (b, n_kv, 2 * block, d)
+    caches = [tiles(dev, torch.randn(*shape, generator=gen), "bfloat8_b") for _ in range(2)]
+    news = [torch.randn(1, b, n_kv, d, generator=gen) for _ in range(2)]
+    befores = [dev.to_torch(c).float() for c in caches]
+    positions = [45, 6]
+    pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
+    page_table = dev.from_torch(table, **RM) if paged else None
+    out = ttflashdecode.paged_fused_update_cache(caches[0], tiles(dev, news[0], "bfloat16"), caches[1],
+                                                 tiles(dev, news[1], "bfloat16"), update_idxs_tensor=pos,
+                                                 page_table=page_table)  # fmt: skip
+    assert out[0] is caches[0] and out[1] is caches[1]
+    rows = [(u, int(table[u, p // block]) if paged else u, p % block if paged else p) for u, p in enumerate(positions)]
+    for which in range(2):
+        expected = expected_after(dev, befores[which], news[which], rows, "bfloat8_b")
+        assert torch.equal(dev.to_torch(caches[which]).float(), expected), f"{tag(seed)} cache {which + 1}"
+    assert uc.last_run.shapes.num_caches == 2
+    with pytest.raises(ValueError, match=r"cache_tensor2: shape, dtype and placement"):
+        ttflashdecode.paged_fused_update_cache(caches[0], tiles(dev, news[0], "bfloat16"),
+                                               tiles(dev, torch.randn(*shape), "bfloat16"),
+                                               tiles(dev, news[1], "bfloat16"), update_idxs=positions)  # fmt: skip

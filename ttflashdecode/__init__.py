@@ -26,7 +26,7 @@ from ttflashdecode.op import (  # noqa: E402
     scaled_dot_product_attention_decode,
 )
 from ttflashdecode.ttnn_patch import patch_ttnn  # noqa: E402
-from ttflashdecode.update_cache_op import paged_update_cache, update_cache  # noqa: E402
+from ttflashdecode.update_cache_op import paged_fused_update_cache, paged_update_cache, update_cache  # noqa: E402
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper  # noqa: E402
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "patch_ttnn",
     "update_cache",
     "paged_update_cache",
+    "paged_fused_update_cache",
     "ProgramConfig",
     "load_program_config",
     "__version__",

@@ -61,6 +61,7 @@ L1_ALIGNMENT = 32
 
 DOCS = {
     "Wt": "head_dim in tiles",
+    "batch": "users of the input (a fused K/V update's units of the second cache start at batch * n_kv_heads)",
     "n_kv_heads": "kv heads of the cache",
     "input_head_tiles": "tile rows of one user's heads in the input (n_kv_heads padded to 32)",
     "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * block_size)",
@@ -78,7 +79,7 @@ DOCS = {
     **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
 }
 READER_ARGS = (
-    "Wt", "n_kv_heads", "input_head_tiles", "kv_len", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
+    "Wt", "batch", "n_kv_heads", "input_head_tiles", "kv_len", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
     "index_page_bytes", "page_table_page_bytes", "cache_cta_offset", "input_cta_offset", "index_cta_offset",
     "page_table_cta_offset", "cb_cache", "cb_new_row", "cb_index", "cb_page_table", "cb_target",
 )  # fmt: skip
@@ -90,9 +91,11 @@ WRITER_ARGS = ("Wt", "cache_cta_offset", "cb_new_row", "cb_target", "cb_rows", "
 class ReaderRuntimeArgs:
     cache_addr: int
     input_addr: int
+    cache2_addr: int  # the second cache and input of a fused K/V update (0: one cache)
+    input2_addr: int
     index_addr: int
     page_table_addr: int  # 0 unless paged
-    first_unit: int  # units are (user, kv head): unit = user * n_kv_heads + head
+    first_unit: int  # units are (cache, user, kv head): unit = (which * batch + user) * n_kv_heads + head
     num_units: int
 
 
@@ -104,6 +107,7 @@ class ComputeRuntimeArgs:
 @dataclass(frozen=True)
 class WriterRuntimeArgs:
     cache_addr: int
+    cache2_addr: int  # fused K/V update only
     num_units: int
 
 
@@ -120,6 +124,7 @@ class UpdateShapes:
     is_paged: bool
     max_blocks_per_user: int = 0
     num_blocks: int = 0
+    num_caches: int = 1  # 2: a fused K/V update (two caches, two inputs, one launch)
 
     @property
     def Wt(self) -> int:
@@ -127,7 +132,7 @@ class UpdateShapes:
 
     @property
     def num_units(self) -> int:
-        return self.batch * self.n_kv_heads
+        return self.num_caches * self.batch * self.n_kv_heads
 
 
 @dataclass
@@ -144,7 +149,7 @@ last_run: UpdateResult | None = None
 # ---- the ops ----------------------------------------------------------------------------------------------------
 
 
-def update_cache(cache, input, update_idx, batch_offset: int = 0, *, compute_kernel_config=None):
+def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_kernel_config=None):
     """Writes ``input`` (``[1, b, n_kv_heads, head_dim]`` bfloat16, TILE, DRAM or L1 interleaved) into ``cache``
     (``[b_cache >= b, n_kv_heads, S, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, TILE, DRAM) in place: head ``h``
     of user ``u`` at position ``update_idx`` (an int: every user, as upstream's ``ttnn.update_cache``) or
@@ -156,7 +161,7 @@ def update_cache(cache, input, update_idx, batch_offset: int = 0, *, compute_ker
     offset = as_int(batch_offset)
     if offset != 0:
         raise ValueError(f"batch_offset={batch_offset!r}: only 0 is supported (input user u updates cache user u)")
-    return _update(cache, input, update_idx, None, compute_kernel_config, index_name="update_idx")
+    return _update([(cache, input)], update_idx, None, compute_kernel_config, index_name="update_idx")[0]
 
 
 def paged_update_cache(
@@ -185,24 +190,53 @@ def paged_update_cache(
     for that user. Not supported (ValueError naming the argument unless left at upstream's default): ``share_cache``,
     ``batch_offset``, ``mesh_coords``, ``block_size``, ``num_kv_heads``, ``cache_position_modulo``. Returns
     ``cache_tensor``."""
-    for name, value, default in (
-        ("share_cache", share_cache, (None, False)),
-        ("mesh_coords", mesh_coords, (None,)),
-        ("block_size", block_size, (None,)),
-        ("num_kv_heads", num_kv_heads, (None,)),
-        ("cache_position_modulo", cache_position_modulo, (None, 0)),
-    ):
-        if not any(value is d or (d is not None and value == d) for d in default):
-            raise ValueError(f"{name}={value!r}: not supported by ttflashdecode.paged_update_cache (leave it at its default)")
-    if as_int(batch_offset) != 0:
-        raise ValueError(f"batch_offset={batch_offset!r}: only 0 is supported (input user u updates cache user u)")
+    _check_defaults("paged_update_cache", share_cache=share_cache, mesh_coords=mesh_coords, block_size=block_size,
+                    num_kv_heads=num_kv_heads, cache_position_modulo=cache_position_modulo, batch_offset=batch_offset)
+    name, positions = _positions_argument(update_idxs, update_idxs_tensor)
+    return _update([(cache_tensor, input_tensor)], positions, page_table, compute_kernel_config, index_name=name)[0]
+
+
+def paged_fused_update_cache(
+    cache_tensor1,
+    input_tensor1,
+    cache_tensor2,
+    input_tensor2,
+    *,
+    update_idxs=(),
+    update_idxs_tensor=None,
+    share_cache=None,
+    page_table=None,
+    batch_offset: int = 0,
+    compute_kernel_config=None,
+    mesh_coords=None,
+):
+    """``ttnn.experimental.paged_fused_update_cache``: :func:`paged_update_cache` of two caches (K and V) with the
+    same positions (and page table), in one launch. The second cache and input must match the first ones' shape, dtype
+    and placement. Returns ``(cache_tensor1, cache_tensor2)``."""
+    _check_defaults("paged_fused_update_cache", share_cache=share_cache, mesh_coords=mesh_coords,
+                    batch_offset=batch_offset)  # fmt: skip
+    name, positions = _positions_argument(update_idxs, update_idxs_tensor)
+    pairs = [(cache_tensor1, input_tensor1), (cache_tensor2, input_tensor2)]
+    return tuple(_update(pairs, positions, page_table, compute_kernel_config, index_name=name))
+
+
+_DEFAULTS = {"share_cache": (None, False), "mesh_coords": (None,), "block_size": (None,), "num_kv_heads": (None,),
+             "cache_position_modulo": (None, 0), "batch_offset": (0,)}  # fmt: skip
+
+
+def _check_defaults(op: str, **arguments) -> None:
+    """Upstream arguments this package does not implement must keep upstream's default."""
+    for name, value in arguments.items():
+        # None and False by identity (0 == False), numbers as ints
+        if not any(value is d if d is None or isinstance(d, bool) else as_int(value) == d for d in _DEFAULTS[name]):
+            raise ValueError(f"{name}={value!r}: not supported by ttflashdecode.{op} (leave it at its default)")
+
+
+def _positions_argument(update_idxs, update_idxs_tensor):
     given = [n for n, v in (("update_idxs", update_idxs), ("update_idxs_tensor", update_idxs_tensor)) if _given(v)]
     if len(given) != 1:
-        raise ValueError(
-            f"update_idxs / update_idxs_tensor: expected exactly one of them, got {given or 'neither'}"
-        )
-    positions = update_idxs_tensor if given[0] == "update_idxs_tensor" else update_idxs
-    return _update(cache_tensor, input_tensor, positions, page_table, compute_kernel_config, index_name=given[0])
+        raise ValueError(f"update_idxs / update_idxs_tensor: expected exactly one of them, got {given or 'neither'}")
+    return given[0], update_idxs_tensor if given[0] == "update_idxs_tensor" else update_idxs
 
 
 def _given(value) -> bool:
@@ -216,57 +250,77 @@ def _given(value) -> bool:
 # ---- one call ---------------------------------------------------------------------------------------------------
 
 
-def _update(cache, new, positions, page_table, compute_kernel_config, *, index_name: str):
+def _update(pairs, positions, page_table, compute_kernel_config, *, index_name: str) -> list:
+    """Updates each (cache, input) of ``pairs`` (one, or K and V) with one launch; returns the caches."""
     global last_run
     ttnn = import_ttnn()
     # ---- check everything before any device work
-    cache_shape = check_device_tensor("cache", cache, 4, KV_DTYPES)
+    names = [("cache", "input")] if len(pairs) == 1 else [("cache_tensor1", "input_tensor1"), ("cache_tensor2", "input_tensor2")]
+    cache, new = pairs[0]
+    cache_shape, new_shape = _check_pair(cache, new, *names[0])
+    for (other_cache, other_new), (cache_name, input_name) in zip(pairs[1:], names[1:]):
+        _check_pair(other_cache, other_new, cache_name, input_name)
+        for name, tensor, first in ((cache_name, other_cache, cache), (input_name, other_new, new)):
+            got = (shape_of(tensor), dtype_name(tensor), str(tensor.memory_config()))
+            want = (shape_of(first), dtype_name(first), str(first.memory_config()))
+            if got != want or not tensor.device() is cache.device():
+                raise ValueError(f"{name}: shape, dtype and placement {got} must be the first one's {want}, on its device")
     device = cache.device()
-    new_shape = check_device_tensor("input", new, 4, INPUT_DTYPES, dram=False, device=device)
-    if new.memory_config().is_sharded():
-        raise ValueError(
-            f"input: expected a DRAM or L1 interleaved tensor, got {new.memory_config()} (height-sharded input, "
-            "upstream's form, is not supported yet: ttnn.to_memory_config(input, ttnn.DRAM_MEMORY_CONFIG) first)"
-        )
-    if new_shape[0] != 1:
-        raise ValueError(f"input: expected shape [1, b, n_kv_heads, head_dim], got {list(new_shape)}")
     _, batch, n_kv, head_dim = new_shape
-    if head_dim % TILE:
-        raise ValueError(f"input: head_dim={head_dim} must be a multiple of {TILE}")
-    if cache_shape[1] != n_kv or cache_shape[3] != head_dim:
-        raise ValueError(
-            f"input: shape {list(new_shape)} does not match cache {list(cache_shape)}: expected n_kv_heads="
-            f"{cache_shape[1]} and head_dim={cache_shape[3]}"
-        )
     compute = ComputeSettings.coerce(compute_kernel_config)
     backend = backend_for(device)
+    if backend.num_chips > 1:
+        raise ValueError(f"{names[0][0]}: lives on a mesh of {backend.num_chips} chips; the update ops take one chip's tensors")
     if page_table is None:
         if cache_shape[0] < batch:
-            raise ValueError(f"cache: has {cache_shape[0]} users but input has b={batch}; expected at least {batch}")
+            raise ValueError(f"{names[0][0]}: has {cache_shape[0]} users but input has b={batch}; expected at least {batch}")
         kv_len = cache_shape[2]
-        shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), kv_len, -(-kv_len // TILE) * TILE, False)
+        shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), kv_len, -(-kv_len // TILE) * TILE, False,
+                              num_caches=len(pairs))  # fmt: skip
         table_rows = None
     else:
         block = cache_shape[2]
         if block % TILE:
-            raise ValueError(f"cache: block_size={block} (dim 2 of a paged cache) must be a multiple of {TILE}")
+            raise ValueError(f"{names[0][0]}: block_size={block} (dim 2 of a paged cache) must be a multiple of {TILE}")
         max_blocks, table_rows = _check_page_table(page_table, batch, cache_shape[0], device)
         shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), max_blocks * block, block, True,
-                              max_blocks, cache_shape[0])  # fmt: skip
+                              max_blocks, cache_shape[0], num_caches=len(pairs))  # fmt: skip
     host_positions = _check_positions(index_name, positions, batch, shapes.kv_len, device)
 
     # ---- device tensors the kernels read, then the program
     index = positions if host_positions is None else _index_tensor(backend, "update_idx", host_positions, [batch])
     if table_rows is not None:
         page_table = backend.from_torch(torch.tensor(table_rows, dtype=torch.int32), ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
-    io = [cache, new, index] + ([page_table] if page_table is not None else [])
+    tensors = [t for pair in pairs for t in pair]
+    io = tensors + [index] + ([page_table] if page_table is not None else [])
     key = ("update_cache", shapes, compute, tuple((t.buffer_address(), str(t.memory_config())) for t in io))
     program = device_cache(device).lookup(
-        "programs", key, lambda: build_update_program(shapes, cache, new, index, page_table, backend.grid(), compute)
+        "programs", key, lambda: build_update_program(shapes, pairs, index, page_table, backend.grid(), compute)
     )
     stats = backend.launch(io, program)
     last_run = UpdateResult(shapes, stats)
-    return cache
+    return [c for c, _ in pairs]
+
+
+def _check_pair(cache, new, cache_name: str, input_name: str):
+    """(cache shape, input shape) of one cache and its new rows, checked."""
+    cache_shape = check_device_tensor(cache_name, cache, 4, KV_DTYPES)
+    new_shape = check_device_tensor(input_name, new, 4, INPUT_DTYPES, dram=False, device=cache.device())
+    if new.memory_config().is_sharded():
+        raise ValueError(
+            f"{input_name}: expected a DRAM or L1 interleaved tensor, got {new.memory_config()} (height-sharded input, "
+            "upstream's form, is not supported yet: ttnn.to_memory_config(input, ttnn.DRAM_MEMORY_CONFIG) first)"
+        )
+    if new_shape[0] != 1:
+        raise ValueError(f"{input_name}: expected shape [1, b, n_kv_heads, head_dim], got {list(new_shape)}")
+    if new_shape[3] % TILE:
+        raise ValueError(f"{input_name}: head_dim={new_shape[3]} must be a multiple of {TILE}")
+    if cache_shape[1] != new_shape[2] or cache_shape[3] != new_shape[3]:
+        raise ValueError(
+            f"{input_name}: shape {list(new_shape)} does not match {cache_name} {list(cache_shape)}: expected "
+            f"n_kv_heads={cache_shape[1]} and head_dim={cache_shape[3]}"
+        )
+    return cache_shape, new_shape
 
 
 def _check_page_table(page_table, batch: int, num_blocks: int, device):
@@ -323,6 +377,11 @@ def write_host(backend: Backend, tensor, host: torch.Tensor) -> None:
     ttnn.copy_host_to_device_tensor(ttnn.from_torch(host, dtype=tensor.dtype, layout=tensor.layout), tensor)
 
 
+def read_host(backend: Backend, tensor) -> torch.Tensor:
+    """A (one-chip) device tensor read back to the host."""
+    return backend.to_torch_per_chip(tensor)[0]
+
+
 # ---- the program ------------------------------------------------------------------------------------------------
 
 
@@ -359,6 +418,7 @@ def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32
     """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here."""
     values = {
         "Wt": shapes.Wt,
+        "batch": shapes.batch,
         "n_kv_heads": shapes.n_kv_heads,
         "input_head_tiles": -(-shapes.n_kv_heads // TILE),
         "kv_len": shapes.kv_len,
@@ -381,8 +441,13 @@ def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32
     return select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS), select(values, WRITER_ARGS, writer)
 
 
-def build_update_program(shapes: UpdateShapes, cache, new, index, page_table, grid, compute: ComputeSettings):
-    """The cache update ``ttnn.ProgramDescriptor`` over these tensors (their addresses are runtime args)."""
+def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, compute: ComputeSettings):
+    """The cache update ``ttnn.ProgramDescriptor`` over ``pairs`` ((cache, input), one or two) and the index tensor
+    and page table (their addresses are runtime args)."""
+    cache, new = pairs[0]
+    cache2, new2 = pairs[1] if len(pairs) > 1 else (None, None)
+    cache2_addr = cache2.buffer_address() if cache2 is not None else 0
+    new2_addr = new2.buffer_address() if new2 is not None else 0
     ttnn = import_ttnn()
     split = split_units(shapes.num_units, grid)
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
@@ -391,10 +456,11 @@ def build_update_program(shapes: UpdateShapes, cache, new, index, page_table, gr
     )
     table_addr = page_table.buffer_address() if page_table is not None else 0
     per_core = list(zip(split.cores, split.first_unit, split.num_units))
-    reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(cache.buffer_address(), new.buffer_address(),
-                  index.buffer_address(), table_addr, first, count))) for c, first, count in per_core]  # fmt: skip
+    reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(cache.buffer_address(), new.buffer_address(), cache2_addr,
+                  new2_addr, index.buffer_address(), table_addr, first, count))) for c, first, count in per_core]  # fmt: skip
     compute_rt = [(ttnn.CoreCoord(*c), wire(ComputeRuntimeArgs(count))) for c, _, count in per_core]
-    writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core]
+    writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), cache2_addr, count)))
+                 for c, _, count in per_core]  # fmt: skip
 
     def kernel(source: Path, args: KernelArgs, runtime_args, config):
         return ttnn.KernelDescriptor(
@@ -440,4 +506,4 @@ def build_update_program(shapes: UpdateShapes, cache, new, index, page_table, gr
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
-__all__ = ["update_cache", "paged_update_cache", "UpdateShapes", "build_update_program", "split_units"]
+__all__ = ["update_cache", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program", "split_units"]

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Cache update, reader (RISCV_0 / BRISC). For each (user, kv head) unit of this core, in order:
+// Cache update, reader (RISCV_0 / BRISC). For each (cache, user, kv head) unit of this core, in order (one cache, or
+// two updated by one launch: K and V, upstream's paged_fused_update_cache; the second cache and input have the first
+// ones' shape, dtype and placement, so they share the TensorAccessorArgs and differ only in their addresses):
 //   1. finds where the row goes (update_cache_common.hpp: locate_row) from the user's position in the index tensor and,
 //      for a paged cache, the user's page-table row, and hands that target to the writer (cb_target);
 //   2. reads the cache's tile row holding that position (Wt tiles, the cache's format) for compute to unpack;
@@ -34,6 +36,7 @@ constexpr uint32_t cb_page_table = get_named_compile_time_arg_val("cb_page_table
 constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
 
 constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");                    // head_dim in tiles
+constexpr uint32_t batch = get_named_compile_time_arg_val("batch");              // users of the input
 constexpr uint32_t n_kv_heads = get_named_compile_time_arg_val("n_kv_heads");
 constexpr uint32_t input_head_tiles = get_named_compile_time_arg_val("input_head_tiles");  // tile rows of heads
 constexpr uint32_t kv_len = get_named_compile_time_arg_val("kv_len");            // positions a user may write
@@ -58,6 +61,8 @@ void kernel_main() {
     uint32_t arg = 0;
     const uint32_t cache_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t input_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t cache2_addr = get_arg_val<uint32_t>(arg++);  // fused K/V update only
+    const uint32_t input2_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t index_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t page_table_addr = get_arg_val<uint32_t>(arg++);  // paged only
     const uint32_t first_unit = get_arg_val<uint32_t>(arg++);
@@ -69,8 +74,10 @@ void kernel_main() {
     CircularBuffer index_buf(cb_index);
     CircularBuffer page_table_buf(cb_page_table);
     CircularBuffer target_buf(cb_target);
-    const auto cache = TensorAccessor(cache_args, cache_addr);
-    const auto input = TensorAccessor(input_args, input_addr);
+    const decltype(TensorAccessor(cache_args, 0u)) caches[2] = {TensorAccessor(cache_args, cache_addr),
+                                                                 TensorAccessor(cache_args, cache2_addr)};
+    const decltype(TensorAccessor(input_args, 0u)) inputs[2] = {TensorAccessor(input_args, input_addr),
+                                                                 TensorAccessor(input_args, input2_addr)};
     const auto index = TensorAccessor(index_args, index_addr);
     const auto page_table = TensorAccessor(page_table_args, page_table_addr);
 
@@ -86,8 +93,11 @@ void kernel_main() {
 
     uint32_t table_user = 0xFFFFFFFF;
     for (uint32_t unit = first_unit; unit < first_unit + num_units; ++unit) {
-        const uint32_t user = unit / n_kv_heads;
+        const uint32_t which = unit / (batch * n_kv_heads);  // 0: the first cache, 1: the second
+        const uint32_t user = unit % (batch * n_kv_heads) / n_kv_heads;
         const uint32_t head = unit % n_kv_heads;
+        const auto& cache = caches[which];
+        const auto& input = inputs[which];
         const uint32_t position = positions[user];
         if constexpr (is_paged) {
             // Only a position inside the cache needs the table; its row is read once per user.
@@ -105,7 +115,7 @@ void kernel_main() {
         record[0] = target.write;
         record[1] = target.first_tile;
         record[2] = target.row;
-        record[3] = 0;
+        record[3] = which;
         target_buf.push_back(1);
 
         cache_buf.reserve_back(Wt);

@@ -27,7 +27,7 @@ struct RowTarget {
     uint32_t write;
     uint32_t first_tile;
     uint32_t row;
-    uint32_t reserved;  // pads the record to 16 B, the L1 alignment of a CB page
+    uint32_t which;  // the reader sets it: 0 the first cache, 1 the second (a fused K/V update); 16 B in all
 };
 
 // THE run-time position contract of the update. A position p read from the device is written only when

@@ -3,7 +3,8 @@
 // Cache update, writer (RISCV_1 / NCRISC). For each unit: takes the target the reader found (cb_target), replaces
 // row `row` of the unpacked tile row compute produced (cb_rows) with the new row (cb_new_row), hands the patched rows
 // back to compute (cb_patched: the same buffer, see compute_update_cache.cpp), and writes the re-packed tiles
-// (cb_out) over the cache's tile row. A unit whose position lies outside the cache writes nothing.
+// (cb_out) over the cache's tile row (of the first or the second cache: the target says which). A unit whose position
+// lies outside the cache writes nothing.
 //
 // Arguments (ttflashdecode/update_cache_op.py: WRITER_ARGS): named compile-time args; positional compile-time args are
 // the cache's TensorAccessorArgs at "cache_cta_offset"; runtime args in the order of update_cache.WriterRuntimeArgs.
@@ -36,6 +37,7 @@ constexpr uint32_t row_words = Wt * TILE_HW * 2 / sizeof(uint32_t);  // one bflo
 void kernel_main() {
     uint32_t arg = 0;
     const uint32_t cache_addr = get_arg_val<uint32_t>(arg++);
+    const uint32_t cache2_addr = get_arg_val<uint32_t>(arg++);  // fused K/V update only
     const uint32_t num_units = get_arg_val<uint32_t>(arg++);
 
     Noc noc;
@@ -44,7 +46,8 @@ void kernel_main() {
     CircularBuffer rows_buf(cb_rows);
     CircularBuffer patched_buf(cb_patched);
     CircularBuffer out_buf(cb_out);
-    const auto cache = TensorAccessor(cache_args, cache_addr);
+    const decltype(TensorAccessor(cache_args, 0u)) caches[2] = {TensorAccessor(cache_args, cache_addr),
+                                                                 TensorAccessor(cache_args, cache2_addr)};
 
     for (uint32_t unit = 0; unit < num_units; ++unit) {
         target_buf.wait_front(1);
@@ -52,6 +55,7 @@ void kernel_main() {
         const bool write = record[0] != 0;
         const uint32_t first_tile = record[1];
         const uint32_t row = record[2];
+        const auto& cache = caches[record[3]];  // which cache the unit updates
 
         // Replace the row in L1 (a local copy of head_dim * 2 bytes; both rows are 16-B aligned).
         new_row_buf.wait_front(1);
