@@ -157,7 +157,7 @@ def plot(rows: list[Row], path: Path) -> str:
     ax.set_ylabel(f"decode attention latency, us ({what})")
     ax.set_title(f"Llama-3.1-8B decode attention, batch 1, bfloat8_b KV, heads over T3K chips\n{what}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
