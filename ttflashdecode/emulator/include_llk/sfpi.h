@@ -218,6 +218,42 @@ inline vFloat& vFloat::operator+=(const vFloat& o) { return *this = *this + o; }
 inline vFloat& vFloat::operator-=(const vFloat& o) { return *this = *this - o; }
 inline vFloat& vFloat::operator*=(const vFloat& o) { return *this = vFloat(*this * o); }
 
+// ---- piecewise-linear tables (SFPLUT / SFPLUTFP32; tt-isa-documentation SFPLUT.md, SFPLUTFP32.md)
+namespace impl_ {
+// fp32 -> the 8-bit LUT format (sign, 3-bit exponent 127-E for E in 0..7, 4-bit mantissa; 0xff = 0), nearest.
+inline uint32_t to_lut8(float f) {
+    if (f == 0.0f) return 0xffu;
+    uint32_t u = emu::f32_bits(f), sign = u >> 31;
+    int e = static_cast<int>((u >> 23) & 0xffu) - 127;
+    uint32_t man = ((u & 0x7fffffu) + (1u << 18)) >> 19;  // round to 4 bits
+    if (man == 16) man = 0, e += 1;
+    if (e > 0) e = 0, man = 15;                            // largest: 1.9375
+    if (e < -7) return 0xffu;                              // below 2^-7: zero
+    return (sign << 7) | (static_cast<uint32_t>(-e) << 4) | man;
+}
+inline uint32_t lut8_to_fp32(uint32_t x) {
+    x &= 0xffu;
+    if (x == 0xffu) return 0;
+    return ((x >> 7) << 31) | ((127u - ((x >> 4) & 7u)) << 23) | ((x & 0xfu) << 19);
+}
+// fp32 -> the 16-bit LUT format (IEEE half layout, exponent 0 read as a normal number), nearest.
+inline uint32_t to_lut16(float f) {
+    uint32_t u = emu::f32_bits(f), sign = u >> 31;
+    if ((u & 0x7fffffffu) == 0) return (sign << 15) | (0x1fu << 10);  // exponent 31 reads as 0
+    int e = static_cast<int>((u >> 23) & 0xffu) - 112;
+    uint32_t man = ((u & 0x7fffffu) + (1u << 12)) >> 13;
+    if (man == 1024) man = 0, e += 1;
+    if (e > 30) e = 30, man = 1023;
+    if (e < 0) return (sign << 15) | (0x1fu << 10);
+    return (sign << 15) | (static_cast<uint32_t>(e) << 10) | man;
+}
+inline uint32_t lut16_to_fp32(uint32_t x) {
+    x &= 0xffffu;
+    uint32_t sign = x >> 15, exp = (x >> 10) & 0x1fu, man = x & 0x3ffu;
+    return (sign << 31) | ((exp == 0x1f ? 0u : 112u + exp) << 23) | (man << 13);
+}
+}  // namespace impl_
+
 // ---- integer vectors
 class vInt : public impl_::vVal {
    public:
@@ -692,41 +728,6 @@ inline const impl_::LRegFile::vCReg<vInt> vConstTileId(CREG_IDX_TILEID);
 
 constexpr unsigned SFPMAD_MOD1_OFFSET_NONE = 0, SFPMAD_MOD1_NEGATE_VA = 1, SFPMAD_MOD1_NEGATE_VC = 2;
 
-// ---- piecewise-linear tables (SFPLUT / SFPLUTFP32; tt-isa-documentation SFPLUT.md, SFPLUTFP32.md)
-namespace impl_ {
-// fp32 -> the 8-bit LUT format (sign, 3-bit exponent 127-E for E in 0..7, 4-bit mantissa; 0xff = 0), nearest.
-inline uint32_t to_lut8(float f) {
-    if (f == 0.0f) return 0xffu;
-    uint32_t u = emu::f32_bits(f), sign = u >> 31;
-    int e = static_cast<int>((u >> 23) & 0xffu) - 127;
-    uint32_t man = ((u & 0x7fffffu) + (1u << 18)) >> 19;  // round to 4 bits
-    if (man == 16) man = 0, e += 1;
-    if (e > 0) e = 0, man = 15;                            // largest: 1.9375
-    if (e < -7) return 0xffu;                              // below 2^-7: zero
-    return (sign << 7) | (static_cast<uint32_t>(-e) << 4) | man;
-}
-inline uint32_t lut8_to_fp32(uint32_t x) {
-    x &= 0xffu;
-    if (x == 0xffu) return 0;
-    return ((x >> 7) << 31) | ((127u - ((x >> 4) & 7u)) << 23) | ((x & 0xfu) << 19);
-}
-// fp32 -> the 16-bit LUT format (IEEE half layout, exponent 0 read as a normal number), nearest.
-inline uint32_t to_lut16(float f) {
-    uint32_t u = emu::f32_bits(f), sign = u >> 31;
-    if ((u & 0x7fffffffu) == 0) return (sign << 15) | (0x1fu << 10);  // exponent 31 reads as 0
-    int e = static_cast<int>((u >> 23) & 0xffu) - 112;
-    uint32_t man = ((u & 0x7fffffu) + (1u << 12)) >> 13;
-    if (man == 1024) man = 0, e += 1;
-    if (e > 30) e = 30, man = 1023;
-    if (e < 0) return (sign << 15) | (0x1fu << 10);
-    return (sign << 15) | (static_cast<uint32_t>(e) << 10) | man;
-}
-inline uint32_t lut16_to_fp32(uint32_t x) {
-    x &= 0xffffu;
-    uint32_t sign = x >> 15, exp = (x >> 10) & 0x1fu, man = x & 0x3ffu;
-    return (sign << 31) | ((exp == 0x1f ? 0u : 112u + exp) << 23) | (man << 13);
-}
-}  // namespace impl_
 
 
 
