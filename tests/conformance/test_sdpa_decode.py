@@ -251,4 +251,9 @@ def test_bad_inputs_raise_before_anything_runs(emu_device, ttnn):
         bad = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
                                      k_chunk_size=96)  # fmt: skip
         upstream.scaled_dot_product_attention_decode(q, k, v, cur_pos=[3, 4], program_config=bad)
+    # Device values are the kernels' to read (upstream trusts them); validate_device_tensors=True reads them back.
+    positions = emu_device.from_torch(torch.tensor([3, 500], dtype=torch.int32), dtype=ttnn.int32,
+                                      layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+    with pytest.raises(ValueError, match=r"cur_pos_tensor\[1\]=500 \(read back"):
+        upstream.scaled_dot_product_attention_decode(q, k, v, cur_pos_tensor=positions, validate_device_tensors=True)
     assert upstream.last_run is before, "a refused call must not run"
