@@ -36,6 +36,9 @@ def main() -> None:
     block = args.block_size or None
 
     dev = emulator.open_device("n150")
+    # The emulator calls a program hung when no thread progresses for default_hang_ms of wall time; on a loaded
+    # machine a runnable thread can wait longer than the 200 ms default for a CPU.
+    dev.default_hang_ms = max(dev.default_hang_ms, 5000)
     rows = []
     started = time.time()
     for family in args.families.split(","):
@@ -49,7 +52,7 @@ def main() -> None:
                 greedy = f"{g.greedy_agree}/{g.greedy_total} (first differences: {ties})"
             rows.append((family, dtype, tf.steps, tf.worst_pcc, tf.worst_max_abs / tf.logits_scale, greedy,
                          tf.read_bytes_per_token, tf.launches_per_step, tf.update_read_share))  # fmt: skip
-            print(f"# {family} {dtype} done ({time.time() - started:.0f} s)", flush=True)
+            print(f"# {time.time() - started:.0f} s: {_row(*rows[-1])}", flush=True)
     dev.close()
 
     paged = f"paged, block {block}" if block else "unpaged"
@@ -59,9 +62,13 @@ def main() -> None:
           "(eager's lead at the first difference) | device bytes read / token | launches / step | update share of "
           "bytes |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    for family, dtype, steps, pcc, rel, greedy, bytes_per_token, launches, share in rows:
-        print(f"| {family} | {dtype} | {steps} | {pcc:.5f} | {rel:.4f} | {greedy} | {bytes_per_token:,.0f} | "
-              f"{launches:.0f} | {share:.1%} |")
+    for row in rows:
+        print(_row(*row))
+
+
+def _row(family, dtype, steps, pcc, rel, greedy, bytes_per_token, launches, share) -> str:
+    return (f"| {family} | {dtype} | {steps} | {pcc:.5f} | {rel:.4f} | {greedy} | {bytes_per_token:,.0f} | "
+            f"{launches:.0f} | {share:.1%} |")
 
 
 if __name__ == "__main__":

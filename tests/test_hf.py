@@ -5,7 +5,8 @@ sliding window shorter than the context) and gpt-oss (attention sinks, alternati
 two users with different prompt lengths (left-padded, as generate pads them). The prefill runs in torch; every
 decode step writes K/V into the device cache with the update ops and attends on the device.
 
-Thresholds (worst over the decode steps): logits PCC >= 0.999, and max |logits - eager| <= 4% (bfloat16 cache) / 6%
+Every family runs with a bfloat16 cache, Llama and gpt-oss also with bfloat8_b (perf/model_parity.py runs every family
+with both); paged and unpaged caches alternate. Thresholds (worst over the decode steps): logits PCC >= 0.999, and max |logits - eager| <= 4% (bfloat16 cache) / 6%
 (bfloat8_b) of max |eager logits|; measured 0.99981 / 2.3% at worst (gpt-oss, bfloat8_b). For the families with
 windows and sinks, the eager model without them must differ from the eager model by more than twice the bound, so a
 device that ignored the window or the sinks would fail. Greedy generation must agree token for token.
@@ -27,6 +28,9 @@ MAX_ABS_REL = {"bfloat16": 0.04, "bfloat8_b": 0.06}
 @pytest.fixture(scope="module")
 def dev():
     d = emulator.open_device("n150")
+    # A decode step launches several programs of many threads; on a loaded machine a runnable thread can wait longer
+    # than the emulator's 200 ms no-progress window for a CPU, which it would report as a hang.
+    d.default_hang_ms = max(d.default_hang_ms, 5000)
     yield d
     d.close()
 
@@ -37,9 +41,7 @@ def dev():
         ("llama", "bfloat16", None),
         ("llama", "bfloat8_b", 32),
         ("qwen3", "bfloat16", 32),
-        ("qwen3", "bfloat8_b", None),
         ("mistral", "bfloat16", None),
-        ("mistral", "bfloat8_b", 32),
         ("gpt-oss", "bfloat16", 32),
         ("gpt-oss", "bfloat8_b", None),
     ],
@@ -59,6 +61,16 @@ def test_teacher_forced_logits(dev, family, dtype, block_size):
             f"(bound {bound:.4f}): the case cannot tell whether they are applied"
         )
     assert r.launches_per_step > 0 and r.read_bytes_per_token > 0, f"{tag(seed)}: no decode step ran on the device"
+
+
+def test_multi_token_decode_steps(dev):
+    """Decode steps of 3 new tokens per user (speculative decoding's verify step): each token's row is written at its
+    own position and the 3 queries attend causally; logits of all 3 tokens match eager."""
+    seed = seed_for("test_multi_token_decode_steps")
+    r = hf_parity.teacher_forced("llama", dev, dtype="bfloat16", prompt_lengths=(20, 13), steps=2, tokens_per_step=3,
+                                 seed=seed)  # fmt: skip
+    bound = MAX_ABS_REL["bfloat16"] * r.logits_scale
+    assert r.worst_pcc >= 0.999 and r.worst_max_abs <= bound, f"{tag(seed)}: per step {r.per_step}, bound {bound:.4f}"
 
 
 # A greedy difference at a near tie is rounding, not attention: the device's token may trail eager's best by at most

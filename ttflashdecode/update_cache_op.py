@@ -1,16 +1,18 @@
 """KV cache updates on the device: write each user's new K or V row into the cache at the user's position.
 
-    ttflashdecode.update_cache(k_cache, k_new, update_idx=pos)                     # [b, n_kv, S, d] cache
+    ttflashdecode.update_cache(k_cache, k_new, pos)                                # [b, n_kv, S, d] cache
     ttflashdecode.paged_update_cache(k_cache, k_new, update_idxs_tensor=pos_dev,   # [blocks, n_kv, block, d] cache
                                      page_table=page_table)
+    ttflashdecode.paged_fused_update_cache(k_cache, k_new, v_cache, v_new,        # K and V in one launch
+                                           update_idxs_tensor=pos_dev, page_table=page_table)
 
 ``input`` (upstream's name; "new" in the docs) is ``[1, b, n_kv_heads, head_dim]``: row ``(u, h)`` goes to position
 ``update_idx[u]`` of head ``h`` of user ``u``'s cache (through ``page_table[u]`` for a paged cache). A model calls
 this once per layer per token before decode attention (upstream: ``ttnn.experimental.paged_update_cache`` and
 ``ttnn.update_cache``; the argument names and forms are theirs).
 
-The program (``device_kernels/update_cache/``) is its own: the work units are (user, kv head) pairs split over the
-grid; for each, the reader finds the tile row holding the position (positions and page tables are device tensors it
+The program (``device_kernels/update_cache/``) is its own: the work units are (cache, user, kv head) triples (one
+cache, or K and V for the fused op) split over the grid; for each, the reader finds the tile row holding the position (positions and page tables are device tensors it
 reads at run time, so one program serves every step), compute unpacks the tile row to bfloat16 rows, the writer
 replaces the unit's row and compute packs the rows back into the cache's format, which the writer writes over the
 tile row. That is upstream's untilize / replace / tilize, so a bfloat8_b or bfloat4_b tile is re-packed exactly as
