@@ -41,6 +41,7 @@ class KernelPlan:
     runtime_args: dict[tuple[int, int], list[int]]
     common_runtime_args: list[int]
     compute_config: dict | None = None
+    noc_index: int = 0  # the data-movement kernel's default NOC (the timing model routes its transfers on it)
 
 
 @dataclass
@@ -243,5 +244,5 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
             cbs=[kcbs[i] for i in sorted(kcbs)],
         )
         lib = compile_kernel(KernelBuild(source, name, flags))
-        plan.kernels.append(KernelPlan(kid, name, proc, lib, cores, rtas, crta, ccfg))
+        plan.kernels.append(KernelPlan(kid, name, proc, lib, cores, rtas, crta, ccfg, noc_index=int(noc_index or 0)))
     return plan

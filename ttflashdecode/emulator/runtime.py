@@ -28,9 +28,9 @@ def _tmp_root() -> str:
 
 
 def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, so_dir, deadline_ms, hang_ms, dprint,
-                  l1_fd=-1, l1_buffers=(), l1i_buffers=()):
+                  l1_fd=-1, l1_buffers=(), l1i_buffers=(), timing=True):
     w = f.write
-    w(f"result {result_path}\nso_dir {so_dir}\n")
+    w(f"result {result_path}\nso_dir {so_dir}\ntiming {int(bool(timing))}\n")
     w(f"grid {grid[0]} {grid[1]}\nl1 {arch.L1_SIZE} {arch.L1_UNRESERVED_BASE}\n")
     w(f"translate {arch.TRANSLATED_X0} {arch.TRANSLATED_Y0}\n")
     channels, banks = arch.dram_layout()
@@ -56,7 +56,7 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
     for s in plan.semaphores:
         w("sem " + " ".join(str(v) for v in s) + "\n")
     for k in plan.kernels:
-        w(f"kernel {k.id} {k.processor} {k.library} {k.name}\n")
+        w(f"kernel {k.id} {k.processor} {k.library} {k.name}\nknoc {k.id} {k.noc_index}\n")
         if k.compute_config:
             c = k.compute_config
             w(f"kcfg {k.id} {c['math_fidelity']} {int(c['math_approx_mode'])} {int(c['fp32_dest_acc_en'])} "
@@ -70,7 +70,10 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
 
 
 def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=-1, l1_buffers=(), l1i_buffers=(),
-                deadline_s=120.0, hang_ms=200, dprint=True) -> EmulatorStats:
+                deadline_s=120.0, hang_ms=200, dprint=True, timing=None) -> EmulatorStats:
+    """timing: record and replay the timing model (docs/TIMING.md); None = on unless TTFD_EMU_TIMING=0."""
+    if timing is None:
+        timing = os.environ.get("TTFD_EMU_TIMING", "1") != "0"
     exe = runtime_executable()
     with tempfile.TemporaryDirectory(prefix="ttfd-emu-", dir=_tmp_root()) as tmp:
         prog = Path(tmp) / "program.txt"
@@ -78,7 +81,7 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
         with open(prog, "w") as f:
             write_program(f, plan, grid=grid, dram_fd=dram_fd, buffers=buffers, result_path=result, so_dir=tmp,
                           deadline_ms=deadline_s * 1000, hang_ms=hang_ms, dprint=dprint, l1_fd=l1_fd,
-                          l1_buffers=l1_buffers, l1i_buffers=l1i_buffers)
+                          l1_buffers=l1_buffers, l1i_buffers=l1i_buffers, timing=timing)
         t0 = time.monotonic()
         try:
             fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)

@@ -1,6 +1,8 @@
 """Statistics of one emulated program run (returned by ``EmuDevice.generic_op``).
 
-All counts are functional facts of the run (bytes moved, pages touched, tiles processed), not timings. Per-page
+The counts are functional facts of the run (bytes moved, pages touched, tiles processed). ``timing`` is the timing
+model's replay of the run (docs/TIMING.md): ``duration_ns`` (first kernel start to last kernel end, as the device
+profiler's DEVICE KERNEL DURATION) and a per-core / per-RISC busy / wait breakdown, all MODELLED, not measured. Per-page
 buffer counts cover DRAM buffers (bytes read from / written to each page over the NOC) and L1 sharded and
 L1-interleaved buffers (bytes NOC transfers moved out of / into each page, from any core including the one holding the
 page; direct pointer accesses by kernels are not seen).
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+
+from .timing import TimingStats
 
 COUNTER_NAMES = ("tiles_unpacked", "tiles_packed", "matmul_tiles", "fpu_tiles", "sfpu_tiles")
 
@@ -25,6 +29,15 @@ class EmulatorStats:
     buffer_page_write_bytes: dict[int, list[int]] = field(repr=False)
     buffer_page_sizes: dict[int, int] = field(repr=False)
     wall_seconds: float = 0.0
+    timing: TimingStats | None = None  # None when the run was made with the timing model off
+
+    @property
+    def duration_ns(self) -> float | None:
+        """Modelled DEVICE KERNEL DURATION [ns]; None with timing off or when the replay could not finish (the reason
+        is in ``timing.error``)."""
+        if self.timing is None or not self.timing.ok:
+            return None
+        return self.timing.duration_ns
 
     @property
     def dram_read_bytes(self) -> int:
@@ -75,4 +88,5 @@ class EmulatorStats:
             buffer_page_write_bytes={int(k): v["written"] for k, v in s.get("buffers", {}).items()},
             buffer_page_sizes=page_sizes,
             wall_seconds=wall,
+            timing=TimingStats.from_json(s["timing"]) if s.get("timing") else None,
         )

@@ -6,8 +6,10 @@
 // buffers with the tt-metal counters, semaphores in L1, and a NOC that copies bytes between L1s and the 12 DRAM
 // banks (a memfd shared with the Python parent). L1 height-sharded and L1-interleaved buffers live between programs
 // in a second memfd (one L1 image per core); their ranges are copied into the cores' L1 before kernels start and back
-// after they finish, so kernels see and leave data there as on silicon. What it is not: timing-accurate. NOC transfers
-// complete at barriers (reads) or at issue (writes); there is no bandwidth, latency or contention model.
+// after they finish, so kernels see and leave data there as on silicon. Functionally, NOC transfers complete at
+// barriers (reads) or at issue (writes). Time is the timing model's (emu/timing.h, docs/TIMING.md): every kernel
+// thread records its API calls into its own timing::Risc trace, and after all threads joined the traces are replayed
+// in virtual time (NoC, DRAM banks, CBs, semaphores, compute), so durations do not depend on host scheduling.
 //
 // Usage: ttfd_emu_run PROGRAM_FILE   (program file written by ttflashdecode/emulator/runtime.py)
 // Exit codes: 0 ok, 3 hang, 4 kernel fault, 5 setup error. A JSON result is written to the path named in the
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include "emu/runtime.h"
+#include "emu/timing.h"
 
 namespace rt {
 
@@ -92,6 +95,7 @@ struct Kernel {
     std::string path, name;
     emu::ComputeConfig cfg;
     std::vector<uint32_t> crta;
+    uint8_t noc = 0;  // the data-movement kernel's default NOC (DataMovementConfig noc; NOC_INDEX)
 };
 
 struct Buffer {  // a live DRAM buffer, for bounds checks and per-page statistics
@@ -160,6 +164,7 @@ struct KThread {
     std::atomic<bool> done{false};
     void* so = nullptr;
     void (*entry)() = nullptr;
+    timing::Risc* tr = nullptr;  // this RISC's timing trace (owned by M.engine), nullptr when timing is off
     // statistics (merged at the end)
     uint64_t dram_read[16]{}, dram_write[16]{};
     std::map<std::pair<int, int>, uint64_t> noc_bytes;  // (src node, dst node) -> bytes
@@ -196,6 +201,9 @@ struct Machine {
     uint8_t* l1_store = nullptr;
     std::string so_dir;
     std::atomic<uint64_t> progress{0};
+    bool timing = true;                      // the timing model records and replays (program file: "timing 0|1")
+    std::unique_ptr<timing::Engine> engine;  // one per run; its Risc traces are filled by the kernel threads
+    std::string timing_json;                 // the replay's result (stats "timing"), written by write_ok_result
 };
 
 Machine M;
@@ -362,6 +370,17 @@ struct Target {
 };
 
 int node_of(const Target& t) { return t.dram ? -1 - t.bank : t.core->idx; }
+
+// ---- timing hooks' helpers (docs/TIMING.md, section 5)
+timing::Endpoint endpoint_of(const Target& t) {
+    return t.dram ? timing::Endpoint::dram(t.bank) : timing::Endpoint::core(t.core->idx);
+}
+timing::Noc noc_of(const KThread& t) { return timing::Noc(t.k->noc & 1); }
+// A 4-byte write into a semaphore slot is a semaphore set (noc_semaphore_set_remote / _multicast): the replay
+// resolves semaphore waits against it.
+bool is_sem_slot(uint32_t l1_off) {
+    return l1_off >= kCfgBase && l1_off < kCfgBase + 16 * kNumSems && (l1_off - kCfgBase) % 16 == 0;
+}
 
 void account_dram(const Target& t, uint32_t size, bool write);
 
@@ -565,6 +584,7 @@ void cb_wait_front(uint32_t cb, uint32_t n) {
     CB& c = cb_checked(cb, "cb_wait_front");
     KThread& t = cur();
     if (n > c.num_pages) kfault(fmt("cb_wait_front(cb=%u, %u): more pages than the CB holds (%u)", cb, n, c.num_pages));
+    if (t.tr) t.tr->cb_wait_front(cb, n);
     std::unique_lock<std::mutex> lk(t.core->mu);
     t.block.cb = int(cb);
     t.block.want = n;
@@ -595,6 +615,7 @@ void cb_pop_front(uint32_t cb, uint32_t n) {
         c.acked += n;
         t.core->cv.notify_all();
     }
+    if (t.tr) t.tr->cb_pop_front(cb, n);
     M.progress.fetch_add(1, std::memory_order_relaxed);
     t.rd_ptr[cb] = next == c.addr + c.size ? c.addr : next;
 }
@@ -604,6 +625,7 @@ void cb_reserve_back(uint32_t cb, uint32_t n) {
     KThread& t = cur();
     if (n > c.num_pages)
         kfault(fmt("cb_reserve_back(cb=%u, %u): more pages than the CB holds (%u)", cb, n, c.num_pages));
+    if (t.tr) t.tr->cb_reserve_back(cb, n);
     std::unique_lock<std::mutex> lk(t.core->mu);
     t.block.cb = int(cb);
     t.block.want = n;
@@ -636,29 +658,34 @@ void cb_push_back(uint32_t cb, uint32_t n) {
         c.high_water = std::max(c.high_water, c.received - c.acked);
         t.core->cv.notify_all();
     }
+    if (t.tr) t.tr->cb_push_back(cb, n);
     M.progress.fetch_add(1, std::memory_order_relaxed);
     t.wr_ptr[cb] = next == c.addr + c.size ? c.addr : next;
 }
 
-bool cb_pages_available_at_front(uint32_t cb, uint32_t n) {
+bool cb_pages_available_at_front(uint32_t cb, uint32_t n, bool record_wait) {
     CB& c = cb_checked(cb, "cb_pages_available_at_front");
+    KThread& t = cur();
     bool ok;
     {
-        std::lock_guard<std::mutex> g(cur().core->mu);
+        std::lock_guard<std::mutex> g(t.core->mu);
         ok = c.received - c.acked >= n;
     }
     if (!ok) poll_yield();
+    if (ok && record_wait && t.tr) t.tr->cb_wait_front(cb, n);
     return ok;
 }
 
-bool cb_pages_reservable_at_back(uint32_t cb, uint32_t n) {
+bool cb_pages_reservable_at_back(uint32_t cb, uint32_t n, bool record_wait) {
     CB& c = cb_checked(cb, "cb_pages_reservable_at_back");
+    KThread& t = cur();
     bool ok;
     {
-        std::lock_guard<std::mutex> g(cur().core->mu);
+        std::lock_guard<std::mutex> g(t.core->mu);
         ok = c.num_pages - (c.received - c.acked) >= n;
     }
     if (!ok) poll_yield();
+    if (ok && record_wait && t.tr) t.tr->cb_reserve_back(cb, n);
     return ok;
 }
 
@@ -782,7 +809,7 @@ uint64_t noc_multicast_addr(uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, 
            (uint64_t(x1) << kLocalBits) | (uint64_t(y1) << (kLocalBits + kNodeBits)) | local;
 }
 
-void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size) {
+static void noc_read_impl(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t trid) {
     KThread& t = cur();
     if (size == 0) return;
     uint32_t off = local_off(dst_l1, size, "noc_async_read destination");
@@ -794,10 +821,12 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size) {
         account_l1(*s.core, s.l1_off, size, false);
     account_l1(*t.core, off, size, true);
     t.noc_bytes[{node_of(s), t.core->idx}] += size;
-    t.reads.push_back({t.core->base + off, s.ptr, size, off});
+    t.reads.push_back({t.core->base + off, s.ptr, size, off, trid});
+    if (t.tr) t.tr->noc_read(endpoint_of(s), size, noc_of(t), trid);
 }
+void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size) { noc_read_impl(src, dst_l1, size, kNoTrid); }
 
-void noc_write(uint32_t src_l1, uint64_t dst, uint32_t size) {
+static void noc_write_impl(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t trid) {
     KThread& t = cur();
     if (size == 0) return;
     uint32_t off = local_off(src_l1, size, "noc_async_write source");
@@ -809,10 +838,19 @@ void noc_write(uint32_t src_l1, uint64_t dst, uint32_t size) {
         account_l1(*d.core, d.l1_off, size, true);
     account_l1(*t.core, off, size, false);
     t.noc_bytes[{t.core->idx, node_of(d)}] += size;
+    uint32_t value = 0;
+    if (size == 4) std::memcpy(&value, t.core->base + off, 4);
     std::memmove(d.ptr, t.core->base + off, size);
-    t.writes.push_back({off, size});
+    t.writes.push_back({off, size, trid});
     if (!d.dram) notify_core(*d.core);
+    if (t.tr) {
+        if (size == 4 && !d.dram && is_sem_slot(d.l1_off))
+            t.tr->sem_write_remote(d.core->idx, d.l1_off, value, noc_of(t));
+        else
+            t.tr->noc_write(endpoint_of(d), size, noc_of(t), trid);
+    }
 }
+void noc_write(uint32_t src_l1, uint64_t dst, uint32_t size) { noc_write_impl(src_l1, dst, size, kNoTrid); }
 
 void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t num_dests, bool include_self) {
     KThread& t = cur();
@@ -839,6 +877,15 @@ void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t 
         notify_core(*c);
     }
     t.writes.push_back({off, size});
+    if (t.tr) {
+        if (size == 4 && is_sem_slot(doff) && !include_self) {
+            uint32_t value;
+            std::memcpy(&value, t.core->base + off, 4);
+            t.tr->sem_write_multicast(dests.front()->idx, dests.back()->idx, doff, value, noc_of(t));
+        } else {
+            t.tr->noc_write_multicast(dests.front()->idx, dests.back()->idx, size, noc_of(t), include_self);
+        }
+    }
 }
 
 void noc_inline_write(uint64_t dst, uint32_t value, uint8_t be) {
@@ -853,6 +900,12 @@ void noc_inline_write(uint64_t dst, uint32_t value, uint8_t be) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     t.noc_bytes[{t.core->idx, node_of(d)}] += 4;
     if (!d.dram) notify_core(*d.core);
+    if (t.tr) {
+        if (!d.dram && be == 0xF && is_sem_slot(d.l1_off))
+            t.tr->sem_write_remote(d.core->idx, d.l1_off, value, noc_of(t));
+        else
+            t.tr->noc_write(endpoint_of(d), 4, noc_of(t));
+    }
 }
 
 void noc_inline_write_multicast(uint64_t dst, uint32_t value, uint32_t num_dests) {
@@ -872,6 +925,7 @@ void noc_inline_write_multicast(uint64_t dst, uint32_t value, uint32_t num_dests
         t.noc_bytes[{t.core->idx, c->idx}] += 4;
         notify_core(*c);
     }
+    if (t.tr) t.tr->sem_write_multicast(dests.front()->idx, dests.back()->idx, doff, value, noc_of(t));
 }
 
 void noc_atomic_inc(uint64_t dst, uint32_t incr) {
@@ -882,6 +936,7 @@ void noc_atomic_inc(uint64_t dst, uint32_t incr) {
     __atomic_fetch_add(reinterpret_cast<uint32_t*>(d.ptr), incr, __ATOMIC_SEQ_CST);
     t.noc_bytes[{t.core->idx, node_of(d)}] += 4;
     notify_core(*d.core);
+    if (t.tr) t.tr->sem_inc(d.core->idx, d.l1_off, incr, noc_of(t));
 }
 
 void noc_atomic_inc_multicast(uint64_t dst, uint32_t incr, uint32_t num_dests) {
@@ -900,11 +955,24 @@ void noc_atomic_inc_multicast(uint64_t dst, uint32_t incr, uint32_t num_dests) {
         t.noc_bytes[{t.core->idx, c->idx}] += 4;
         notify_core(*c);
     }
+    if (t.tr) t.tr->sem_inc_multicast(dests.front()->idx, dests.back()->idx, doff, incr, noc_of(t));
 }
 
-void noc_read_barrier() { flush_reads(cur()); }
-void noc_write_barrier() { cur().writes.clear(); }
-void noc_writes_flushed() { cur().writes.clear(); }
+void noc_read_barrier() {
+    KThread& t = cur();
+    flush_reads(t);
+    if (t.tr) t.tr->read_barrier();
+}
+void noc_write_barrier() {
+    KThread& t = cur();
+    t.writes.clear();
+    if (t.tr) t.tr->write_barrier();
+}
+void noc_writes_flushed() {
+    KThread& t = cur();
+    t.writes.clear();
+    if (t.tr) t.tr->writes_flushed();
+}
 
 static void check_trid(uint32_t trid, const char* op) {
     if (trid > kMaxNocTrid)
@@ -913,10 +981,7 @@ static void check_trid(uint32_t trid, const char* op) {
 }
 void noc_read_trid(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t trid) {
     check_trid(trid, "noc read with transaction id");
-    KThread& t = cur();
-    size_t before = t.reads.size();
-    noc_read(src, dst_l1, size);
-    for (size_t i = before; i < t.reads.size(); ++i) t.reads[i].trid = trid;
+    noc_read_impl(src, dst_l1, size, trid);
 }
 // Reads complete at the barrier (or when polled), those tagged `trid` only.
 void noc_read_barrier_trid(uint32_t trid) {
@@ -934,6 +999,7 @@ void noc_read_barrier_trid(uint32_t trid) {
     }
     t.reads.swap(keep);
     if (any) M.progress.fetch_add(1, std::memory_order_relaxed);
+    if (t.tr) t.tr->read_barrier(trid);
 }
 bool noc_read_trid_flushed(uint32_t trid) {
     noc_read_barrier_trid(trid);
@@ -941,17 +1007,19 @@ bool noc_read_trid_flushed(uint32_t trid) {
 }
 void noc_write_trid(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t trid) {
     check_trid(trid, "noc write with transaction id");
-    KThread& t = cur();
-    size_t before = t.writes.size();
-    noc_write(src_l1, dst, size);
-    for (size_t i = before; i < t.writes.size(); ++i) t.writes[i].trid = trid;
+    noc_write_impl(src_l1, dst, size, trid);
 }
 void noc_write_barrier_trid(uint32_t trid) {
     check_trid(trid, "noc_async_write_barrier_with_trid");
-    auto& w = cur().writes;
+    KThread& t = cur();
+    auto& w = t.writes;
     w.erase(std::remove_if(w.begin(), w.end(), [&](const PendingWrite& x) { return x.trid == trid; }), w.end());
+    if (t.tr) t.tr->write_barrier(trid);
 }
-void noc_atomic_barrier() {}
+void noc_atomic_barrier() {
+    KThread& t = cur();
+    if (t.tr) t.tr->atomic_barrier();
+}
 
 void sem_wait(volatile uint32_t* p, uint32_t val, bool at_least) {
     KThread& t = cur();
@@ -961,6 +1029,7 @@ void sem_wait(volatile uint32_t* p, uint32_t val, bool at_least) {
         uint32_t v = __atomic_load_n(const_cast<uint32_t*>(p), __ATOMIC_SEQ_CST);
         return at_least ? v >= val : v == val;
     };
+    if (t.tr) t.tr->sem_wait(off, val, at_least);
     if (ok()) return;
     Core& c = *t.core;
     t.block.sem_off = off;
@@ -977,10 +1046,14 @@ void sem_wait(volatile uint32_t* p, uint32_t val, bool at_least) {
 }
 
 void sem_set(volatile uint32_t* p, uint32_t val) {
-    local_off(uint32_t(reinterpret_cast<uintptr_t>(p)), 4, "noc_semaphore_set");
+    uint32_t off = local_off(uint32_t(reinterpret_cast<uintptr_t>(p)), 4, "noc_semaphore_set");
     __atomic_store_n(const_cast<uint32_t*>(p), val, __ATOMIC_SEQ_CST);
-    notify_core(*cur().core);
+    KThread& t = cur();
+    notify_core(*t.core);
+    if (t.tr) t.tr->sem_set(off, val);
 }
+
+timing::Risc* timing_risc() { return tls ? tls->tr : nullptr; }
 
 void dprint(const char* text) {
     if (!M.dprint) return;
@@ -1293,6 +1366,14 @@ void load_program(const char* path) {
             k->cfg.fp32_dest_acc_en = fp32;
             k->cfg.dst_full_sync_en = full;
             k->cfg.bfp8_pack_precise = precise;
+        } else if (tok == "knoc") {
+            int id, noc;
+            in >> id >> noc;
+            kmap.at(id)->noc = uint8_t(noc & 1);
+        } else if (tok == "timing") {
+            int v;
+            in >> v;
+            M.timing = v != 0;
         } else if (tok == "kcrta") {
             int id;
             size_t n;
@@ -1457,7 +1538,9 @@ void write_ok_result() {
     };
     for (auto& b : M.buffers) emit(b.id, b.num_pages, b.page_read.get(), b.page_written.get());
     for (auto& b : M.l1_buffers) emit(b.id, b.num_pages, b.page_read.get(), b.page_written.get());
-    o << "}}}\n";
+    o << "}";
+    if (!M.timing_json.empty()) o << ", \"timing\": " << M.timing_json;
+    o << "}}\n";
     std::string s = o.str();
     std::string tmp = M.result_path + ".tmp";
     FILE* f = fopen(tmp.c_str(), "w");
@@ -1467,11 +1550,43 @@ void write_ok_result() {
     rename(tmp.c_str(), M.result_path.c_str());
 }
 
+// The timing model (docs/TIMING.md, section 5): one Risc trace per kernel thread, the program's CBs and semaphores.
+// The compute grid must fit Wormhole's worker grid (8 x 10); otherwise the run reports no timing.
+void setup_timing() {
+    if (!M.timing) return;
+    if (M.grid_w > 8 || M.grid_h > 10) {
+        M.timing_json = "{\"ok\": false, \"duration_ns\": null, \"first_start_ns\": 0, \"last_end_ns\": 0, "
+                        "\"error\": \"the timing model covers Wormhole's 8x10 worker grid, not " +
+                        fmt("%dx%d", M.grid_w, M.grid_h) +
+                        "\", \"trace_digest\": \"\", \"cores\": {}, \"dram_bank_busy\": [], \"busiest_links\": []}";
+        M.timing = false;
+        return;
+    }
+    std::vector<timing::Xy> banks;
+    for (auto& b : M.banks) banks.push_back({int(b.x), int(b.y)});
+    M.engine = std::make_unique<timing::Engine>(timing::Topology::wormhole_b0(M.grid_w, M.grid_h, banks));
+    for (auto& t : M.threads)
+        t->tr = &M.engine->add_risc(t->core->idx, timing::Proc(t->k->proc), t->k->cfg.dst_full_sync_en ? 1 : 2);
+    for (auto& cp : M.cores) {
+        for (int i = 0; i < kNumCbs; ++i)
+            if (cp->cbs[i].configured) M.engine->configure_cb(cp->idx, uint32_t(i), cp->cbs[i].num_pages);
+        for (auto& sm : cp->sem_init) M.engine->init_semaphore(cp->idx, sm.first, sm.second);
+    }
+}
+
+// The replay, after every kernel thread joined: deterministic whatever the host interleaving was.
+void replay_timing() {
+    if (!M.engine) return;
+    timing::Result res = M.engine->run();
+    M.timing_json = M.engine->result_json(res);
+}
+
 int run(const char* program) {
     install_signal_handlers();
     load_program(program);
     setup_memory();
     load_kernels();
+    setup_timing();
     std::atomic<bool> finished{false};
     std::thread wd(watchdog_loop, &finished);
     pthread_attr_t attr;
@@ -1483,6 +1598,7 @@ int run(const char* program) {
     finished.store(true);
     wd.join();
     if (M.l1_store) copy_l1_buffers(false);
+    replay_timing();
     write_ok_result();
     return 0;
 }

@@ -9,6 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace timing {
+class Risc;  // emu/timing.h: one RISC's event trace of the timing model
+}
+
 namespace emu {
 
 // Which RISC-V a kernel thread stands for. Compute = the three TRISCs, emulated as one thread.
@@ -63,8 +67,10 @@ void cb_wait_front(uint32_t cb, uint32_t num_pages);
 void cb_pop_front(uint32_t cb, uint32_t num_pages);
 void cb_reserve_back(uint32_t cb, uint32_t num_pages);
 void cb_push_back(uint32_t cb, uint32_t num_pages);
-bool cb_pages_available_at_front(uint32_t cb, uint32_t num_pages);
-bool cb_pages_reservable_at_back(uint32_t cb, uint32_t num_pages);
+// record_wait: a kernel's own poll (the API's cb_pages_*): a successful poll is recorded in the timing trace as the
+// wait it stands for (failed polls are not: their number depends on the host). Emulator-internal checks pass false.
+bool cb_pages_available_at_front(uint32_t cb, uint32_t num_pages, bool record_wait = false);
+bool cb_pages_reservable_at_back(uint32_t cb, uint32_t num_pages, bool record_wait = false);
 uint32_t cb_read_addr(uint32_t cb);   // L1 address of the front page (get_read_ptr)
 uint32_t cb_write_addr(uint32_t cb);  // L1 address of the back page (get_write_ptr)
 uint32_t cb_page_size(uint32_t cb);
@@ -150,6 +156,11 @@ constexpr uint32_t kMemZerosSize = 512;
 // Semaphores / flags in the calling core's L1 (blocking waits report hangs like CB waits).
 void sem_wait(volatile uint32_t* addr, uint32_t value, bool at_least);
 void sem_set(volatile uint32_t* addr, uint32_t value);
+
+// The calling thread's timing trace (docs/TIMING.md, section 5), nullptr when the timing model is off. Hooks only
+// append events to it (no locks, nothing shared); the runtime replays every trace after the kernels finished.
+// Compute headers hook with `if (auto* tr = emu::timing_risc()) tr->compute(...)` (include "emu/timing.h").
+timing::Risc* timing_risc();
 
 void dprint(const char* text);  // DPRINT output (stderr, prefixed with core and kernel)
 void poll_yield();              // called by non-blocking polls that found nothing (lets other cores run)

@@ -113,10 +113,10 @@ FORCE_INLINE void cb_wait_front(int32_t operand, int32_t num_pages) {
     emu::cb_wait_front(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
 }
 FORCE_INLINE bool cb_pages_reservable_at_back(int32_t operand, int32_t num_pages) {
-    return emu::cb_pages_reservable_at_back(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+    return emu::cb_pages_reservable_at_back(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages), true);
 }
 FORCE_INLINE bool cb_pages_available_at_front(int32_t operand, int32_t num_pages) {
-    return emu::cb_pages_available_at_front(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages));
+    return emu::cb_pages_available_at_front(static_cast<uint32_t>(operand), static_cast<uint32_t>(num_pages), true);
 }
 FORCE_INLINE uint32_t get_write_ptr(uint32_t operand) { return emu::cb_write_addr(operand); }
 FORCE_INLINE uint32_t get_read_ptr(uint32_t operand) { return emu::cb_read_addr(operand); }
