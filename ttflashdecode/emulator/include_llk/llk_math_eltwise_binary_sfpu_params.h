@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "llk_math_eltwise_binary_sfpu.h"
+#include "emu/timing_hooks.h"
 #include "llk_math_eltwise_sfpu_common.h"
 
 template <typename Callable, typename... Args>
@@ -16,4 +17,5 @@ inline void _llk_math_eltwise_binary_sfpu_params_(Callable&& sfpu_func, std::uin
     _llk_math_eltwise_sfpu_apply_vector_mode_(std::forward<Callable>(sfpu_func), vector_mode, dst_index_in0,
                                               dst_index_in1, dst_index_out, std::forward<Args>(args)...);
     _llk_math_eltwise_sfpu_done_();
+    emu::timing_sfpu(sfpu_func, emu::timing_vector_mode_faces(int(vector_mode)), true);
 }

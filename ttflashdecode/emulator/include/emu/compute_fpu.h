@@ -16,6 +16,7 @@
 #include "emu/compute_state.h"
 #include "emu/compute_unpack.h"
 #include "emu/runtime.h"
+#include "emu/timing_hooks.h"
 
 namespace emu {
 
@@ -53,6 +54,7 @@ inline void fpu_copy_tile(uint32_t cb, uint32_t index, uint32_t idst, uint32_t t
     unpack_cb_tile(cb, index, Src::A, a, who);
     unpack_transpose(a, transpose_mode);
     dst_write_tile(d, idst, a);
+    timing_fpu(transpose_mode ? timing::Op::Transpose : timing::Op::Copy, 1, 1, cb);
 }
 
 // B operand datum for output (r, c) under a broadcast.
@@ -140,6 +142,7 @@ inline void fpu_binary_tiles(uint32_t cb0, uint32_t cb1, uint32_t i0, uint32_t i
     unpack_cb_tile(cb0, i0, Src::A, a, who);
     unpack_cb_tile(cb1, i1, Src::B, b, who);
     fpu_binary_values(a, b, op, bc, row_idx, idst, op != BinaryOp::Mul && cstate().binary_acc_to_dest, who);
+    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 2, cb0);
 }
 
 // Dest-reuse binary: one operand is DST tile idst moved into SrcA (dest_to_srca) or SrcB, the other comes from cb
@@ -153,6 +156,7 @@ inline void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, Bi
     const float* a = dest_to_srca ? from_dst : from_cb;
     const float* b = dest_to_srca ? from_cb : from_dst;
     fpu_binary_values(a, b, op, Bcast::None, 0, idst, false, who);
+    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
 }
 
 // C[idst + r*ct + c] += A[in0 + r*kt] @ op(B[in1 + c]) for r < rt, c < ct; op = transpose when `transpose`.
@@ -170,6 +174,7 @@ inline void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, u
         unpack_cb_tile(cb1, in1 + c, Src::A, b, who);
         if (transpose) transpose_32x32(b);
     }
+    timing_matmul(cb0, cb1, rt, ct);
     for (uint32_t r = 0; r < rt; ++r) {
         for (uint32_t c = 0; c < ct; ++c) {
             const float* a = &A[r * kTileHW];
@@ -290,6 +295,7 @@ inline void fpu_reduce(uint32_t cb, uint32_t cb_scaler, uint32_t index, uint32_t
     }
     dst_write_tile(d, idst, res);
     count(Counter::FpuTiles);
+    timing_fpu(op == ReduceOp::Max ? timing::Op::ReduceMax : timing::Op::ReduceSum, 1, 2, cb);
 }
 
 // reduce_block_max_row (api/compute/reduce_custom.h): DST[idst] row r = max(previous, max over the row of block_ct
@@ -320,6 +326,7 @@ inline void fpu_reduce_block_max_row(uint32_t icb, uint32_t icb_scaler, uint32_t
     for (uint32_t r = 0; r < 32; ++r) res[r * 32] = m[r];
     dst_write_tile(d, idst, res);
     count(Counter::FpuTiles, block_ct);
+    timing_fpu(timing::Op::ReduceMax, block_ct, block_ct + 1, icb);
 }
 
 }  // namespace emu

@@ -15,6 +15,7 @@
 #include "emu/compute_state.h"
 #include "emu/formats.h"
 #include "emu/runtime.h"
+#include "emu/timing_hooks.h"
 
 namespace emu {
 
@@ -141,6 +142,7 @@ inline void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_o
     pack_tile_packer(f, v, dst, g);
     if (!out_of_order) ++s.pack_seq[cb];
     count(Counter::TilesPacked);
+    timing_pack(bytes);
 }
 
 }  // namespace emu

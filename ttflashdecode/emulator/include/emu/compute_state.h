@@ -18,6 +18,8 @@
 
 #include <cmath>
 #include <cstdio>
+
+#include "emu/timing.h"
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -152,6 +154,7 @@ inline void dst_math_acquire(const char* who) {
            (s.num_committed > 1 && s.committed[1] == free_sec))
         ++free_sec;
     s.math_section = free_sec;
+    if (auto* tr = timing_risc()) tr->tile_regs_acquire();
 }
 
 inline void dst_math_commit(const char* who) {
@@ -159,6 +162,7 @@ inline void dst_math_commit(const char* who) {
     if (s.math_section < 0) fault("%s: tile_regs_commit without tile_regs_acquire", who);
     s.committed[s.num_committed++] = s.math_section;
     s.math_section = -1;
+    if (auto* tr = timing_risc()) tr->tile_regs_commit();
 }
 
 inline void dst_pack_wait(const char* who) {
@@ -171,6 +175,7 @@ inline void dst_pack_wait(const char* who) {
     s.committed[0] = s.committed[1];
     s.committed[1] = -1;
     --s.num_committed;
+    if (auto* tr = timing_risc()) tr->tile_regs_wait();
 }
 
 inline void dst_pack_release(const char* who) {
@@ -178,6 +183,7 @@ inline void dst_pack_release(const char* who) {
     if (s.pack_section < 0) fault("%s: tile_regs_release without tile_regs_wait", who);
     s.sections[s.pack_section].clear();
     s.pack_section = -1;
+    if (auto* tr = timing_risc()) tr->tile_regs_release();
 }
 
 inline void dst_check_index(uint32_t idx, const char* who) {
