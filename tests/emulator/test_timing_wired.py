@@ -1,0 +1,147 @@
+"""The timing model as the emulator runs it (docs/TIMING.md): real kernels on the emulated chip, their API calls
+recorded per RISC and replayed after the run. Every duration here is MODELLED, not measured on silicon.
+
+- a one-core DRAM read benchmark (tt-metal's DRAM packet-size test shape) through the real emulator path lands on the
+  published silicon figures within the calibration table's tolerances (timing_calibration.FIGURES);
+- the same program twice gives identical durations and trace digests (the replay ignores host thread scheduling);
+- our FlashDecode op and upstream's sdpa_decode both report a duration and a per-core / per-RISC breakdown;
+- a compute kernel running exact exp is modelled slower than the approximate one by the published per-tile ratio.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import ttflashdecode
+from ttflashdecode import upstream
+from ttflashdecode.emulator import timing_calibration
+from ttflashdecode.emulator.timing import constants
+
+from tests.conformance.factories import eltwise_unary_program
+from .emu_helpers import cb, crs, kernel
+
+FIGURES = {f.key: f for f in timing_calibration.FIGURES}
+K = SimpleNamespace(**{c.name: c.value for c in constants()})  # the model's constants, as compiled
+CORE = (0, 0)  # the calibration's reader core; it reads DRAM bank 0 on NoC 0 (ReaderConfigDescriptor)
+
+
+def _dram_read_cycles(dev, ttnn, src, nbytes: int, count: int):
+    pd = ttnn.ProgramDescriptor(
+        kernels=[kernel("timing_dram_read.cpp", crs(CORE), rt={CORE: [src.buffer_address(), nbytes, count]})],
+        semaphores=[],
+        cbs=[cb(0, ttnn.bfloat16, 8192, 1, crs(CORE))],
+    )
+    stats = dev.generic_op([src], pd)
+    assert stats.timing is not None and stats.timing.ok, stats.timing and stats.timing.error
+    ncrisc = stats.timing.cores["0,0"]["NCRISC"]
+    return (ncrisc.end - ncrisc.start) * K.kClockGHz, stats
+
+
+@pytest.fixture(scope="module")
+def dram_src(emu_device, ttnn):
+    # 48 bf16 tiles: bank 0 holds pages 0, 12, 24, 36 back to back, so an 8 KB read from its start stays inside them.
+    torch.manual_seed(5)
+    t = emu_device.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16)
+    yield t
+    t.deallocate()
+
+
+@pytest.mark.parametrize("key,nbytes,count,unit", [
+    ("dram_read_latency_32B", 32, 1, "cycles"),
+    ("dram_read_latency_2048B", 2048, 1, "cycles"),
+    ("dram_read_issue_bound", 32, 256, "cycles"),
+    ("dram_read_bw_one_core", 8192, 256, "B/cycle"),
+])  # fmt: skip
+def test_dram_read_through_the_emulator_matches_calibration(emu_device, ttnn, dram_src, key, nbytes, count, unit):
+    fig = FIGURES[key]
+    cycles, stats = _dram_read_cycles(emu_device, ttnn, dram_src, nbytes, count)
+    got = count * nbytes / cycles if unit == "B/cycle" else cycles
+    err = (got - fig.published) / fig.published
+    assert abs(err) <= fig.tolerance, (
+        f"{key}: modelled {got:.1f} {unit} vs published {fig.published} ({err:+.1%}, tolerance {fig.tolerance:.0%})")
+    # The emulator path and the standalone model agree (the hooks add nothing the benchmark does not do).
+    assert got == pytest.approx(fig.modelled(), rel=0.02)
+    assert stats.duration_ns >= cycles / K.kClockGHz
+    assert stats.dram_bank_read_bytes[0] == count * nbytes
+
+
+def test_same_program_twice_gives_identical_durations(emu_device, ttnn, dram_src):
+    _, a = _dram_read_cycles(emu_device, ttnn, dram_src, 2048, 64)
+    _, b = _dram_read_cycles(emu_device, ttnn, dram_src, 2048, 64)
+    assert a.duration_ns == b.duration_ns
+    assert a.timing.trace_digest == b.timing.trace_digest
+    assert a.timing.cores == b.timing.cores
+
+
+def _check_breakdown(stats, what: str):
+    t = stats.timing
+    assert t is not None and t.ok, f"{what}: {t and t.error}"
+    assert stats.duration_ns == t.duration_ns > 0
+    assert t.duration_ns == pytest.approx(t.last_end_ns - t.first_start_ns)
+    assert t.cores, f"{what}: no per-core timing"
+    math_ns = 0.0
+    for core, riscs in t.cores.items():
+        for name, r in riscs.items():
+            assert t.first_start_ns <= r.start <= r.end <= t.last_end_ns, f"{what} {core} {name}: {r}"
+            assert r.busy >= 0 and r.wait >= 0
+            if name == "TRISC":
+                assert r.lanes is not None, f"{what} {core}: TRISC without its unpack / math / pack lanes"
+                math_ns += r.lanes["math"]
+    assert math_ns > 0, f"{what}: no core's compute did any math"  # (a launched core may have no work: upstream's)
+
+
+def _decode_inputs(emu_device, ttnn, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    b, hq, hkv, d, s = 1, 8, 1, 64, 256
+    q = torch.randn(1, b, hq, d, generator=g)
+    k = torch.randn(b, hkv, s, d, generator=g)
+    v = torch.randn(b, hkv, s, d, generator=g)
+    tq = emu_device.from_torch(q, dtype=ttnn.bfloat16)
+    tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat8_b) for x in (k, v))
+    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
+                                    k_chunk_size=64, max_cores_per_head_batch=2)
+    return tq, tk, tv, config
+
+
+def test_our_op_and_upstream_report_durations(emu_device, ttnn):
+    seed = int(os.environ.get("TTFD_SEED", 0)) or 1207
+    tq, tk, tv, config = _decode_inputs(emu_device, ttnn, seed)
+    ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[200], program_config=config)
+    ours = ttflashdecode.op.last_run.stats
+    upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[200], program_config=config)
+    theirs = upstream.last_run.stats
+    for stats, what in ((ours, f"ours [seed {seed}]"), (theirs, f"upstream [seed {seed}]")):
+        _check_breakdown(stats, what)
+        # No faster than reading its K/V bytes at the whole chip's modelled DRAM bandwidth (12 banks).
+        floor_ns = stats.dram_read_bytes / (12 * K.kDramReadBpc * K.kClockGHz)
+        assert stats.duration_ns > floor_ns, f"{what}: {stats.duration_ns} ns under the DRAM floor {floor_ns} ns"
+
+
+def _exp_run(emu_device, ttnn, src, op: str):
+    out = emu_device.allocate(list(src.shape), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    stats = emu_device.generic_op([src, out], eltwise_unary_program(ttnn, (1, 1), src, out, op))
+    out.deallocate()
+    _check_breakdown(stats, op)
+    return stats
+
+
+def test_exact_exp_is_modelled_slower_than_approximate_by_the_published_ratio(emu_device, ttnn):
+    torch.manual_seed(17)
+    src = emu_device.from_torch(torch.rand(1, 1, 128, 128) * 20 - 12, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    exact, approx = (_exp_run(emu_device, ttnn, src, op) for op in ("exp", "exp_approx"))
+    src.deallocate()
+    tiles = 16
+    math_exact = exact.timing.cores["0,0"]["TRISC"].lanes["math"] * K.kClockGHz / tiles
+    math_approx = approx.timing.cores["0,0"]["TRISC"].lanes["math"] * K.kClockGHz / tiles
+    # Per tile: the SFPU function's published cycles plus the copy_tile that brings the tile into DST.
+    assert math_exact == pytest.approx(K.kExpAccurateTile + K.kCopyTile + 2 * K.kTileOpOverhead, rel=0.02)
+    assert math_approx == pytest.approx(K.kExpApproxTile + K.kCopyTile + 2 * K.kTileOpOverhead, rel=0.02)
+    published = K.kExpAccurateTile / K.kExpApproxTile  # [exp]: 748 / 189 cycles a tile on Wormhole
+    assert math_exact / math_approx == pytest.approx(published, rel=0.1)
+    assert exact.duration_ns > approx.duration_ns + 0.5 * tiles * (K.kExpAccurateTile - K.kExpApproxTile)
+    assert not math.isnan(exact.duration_ns)
