@@ -552,6 +552,24 @@ std::string describe_block(const KThread& t) {
     return "running";
 }
 
+// True when the condition a blocked thread waits for already holds: the thread was woken (or is about to see it on
+// its next timed wake-up) but the OS has not scheduled it yet. The watchdog must not call that a deadlock: on a loaded
+// host a runnable thread can wait far longer than the hang window for a CPU.
+bool block_satisfied(const KThread& t) {
+    int kind = t.block.kind.load();
+    const Core& c = *t.core;
+    if (kind == int(WaitKind::CbFront) || kind == int(WaitKind::CbBack)) {
+        const CB& cb = c.cbs[t.block.cb];
+        uint32_t resident = cb.received - cb.acked;
+        return kind == int(WaitKind::CbFront) ? resident >= t.block.want : cb.num_pages - resident >= t.block.want;
+    }
+    if (kind == int(WaitKind::Sem)) {
+        uint32_t v = __atomic_load_n(const_cast<uint32_t*>(t.block.sem_ptr), __ATOMIC_SEQ_CST);
+        return t.block.at_least ? v >= t.block.want : v == t.block.want;
+    }
+    return kind == 0;
+}
+
 // Waits on the core's condition variable until pred() holds; caller holds `lk`.
 template <class Pred>
 void block_until(std::unique_lock<std::mutex>& lk, KThread& t, Pred pred) {
@@ -1171,7 +1189,12 @@ void watchdog_loop(std::atomic<bool>* finished) {
         for (auto& t : M.threads) {
             if (t->done.load()) continue;
             ++live;
-            if (t->block.kind.load() == 0) all_blocked = false;
+            if (t->block.kind.load() == 0) {
+                all_blocked = false;
+                continue;
+            }
+            std::lock_guard<std::mutex> g(t->core->mu);
+            if (block_satisfied(*t)) all_blocked = false;  // runnable, just not scheduled yet
         }
         uint64_t p = M.progress.load();
         if (live > 0 && all_blocked && p == last_progress) {
