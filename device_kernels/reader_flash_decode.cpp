@@ -28,6 +28,7 @@
 #include "api/dataflow/noc.h"
 #include "api/dataflow/circular_buffer.h"
 #include "api/dataflow/endpoints.h"
+#include "api/semaphore.h"
 #include "api/core_local_mem.h"
 #include "api/tensor/tensor_accessor.h"
 #include "api/tensor/noc_traits.h"
@@ -87,6 +88,13 @@ constexpr bool sink_rows_are_heads = get_named_compile_time_arg_val("sink_rows_a
 // V column blocks are copied from the chunk's K rows in this core's L1, which needs whole K rows per chunk.
 constexpr bool v_from_k = get_named_compile_time_arg_val("v_from_k") == 1;
 static_assert(!v_from_k || (k_head_block == DHt && vDHt <= DHt), "MLA reads V out of whole K rows");
+// Fused cache update + attention (ttflashdecode/fused_update_decode.py): the cache update's kernels run on other cores
+// of this program, and after its write barrier an update core adds, on semaphore sem_cache_updated of every core
+// serving a (user, kv head) group, one count per cache row of that group it wrote (or skipped). The update touches
+// only the chunk holding cur_pos, so a core waits for all wait_for_cache_update (rows per group: K and V) x num_groups
+// counts before it reads that chunk, and reads every other chunk at once. 0: no update in the program.
+constexpr uint32_t wait_for_cache_update = get_named_compile_time_arg_val("wait_for_cache_update");
+constexpr uint32_t sem_cache_updated = get_named_compile_time_arg_val("sem_cache_updated");
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
 // coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
 constexpr bool q_tiled = get_named_compile_time_arg_val("q_tiled") == 1;
@@ -521,6 +529,11 @@ void kernel_main() {
                 read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos);
             } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
                 push_generated_mask(chunk, cur_pos);
+            }
+            if constexpr (wait_for_cache_update > 0) {
+                if (chunk == cur_pos / k_chunk_size) {  // the chunk holding the row the update writes
+                    Semaphore<>(sem_cache_updated).wait_min(wait_for_cache_update * num_groups);
+                }
             }
 
             // K: blocks of k_head_block head-dim tiles, position tile outer, head-dim block inner (compute keeps

@@ -75,6 +75,9 @@ DOCS = {
     "out_shard_pages": "height-sharded output: pages per shard",
     "out_page_bytes": "an output page",
     "sem_partial_arrived": "semaphore id of tree round 0 (round r: + r)",
+    "wait_for_cache_update": "fused update + attention: cache rows per group (K, V) written before the cur_pos chunk "
+    "is read (0: no update in the program)",
+    "sem_cache_updated": "fused update + attention: semaphore id the update's writers count written rows on",
     "q_cta_offset": "offset of Q's TensorAccessorArgs in the positional compile-time args",
     "k_cta_offset": "... of K's",
     "v_cta_offset": "... of V's",
@@ -92,7 +95,7 @@ READER_ARGS = (
     "tiles_per_block", "num_blocks", "share_cache", "use_attn_mask", "mask_heads", "mask_is_bfp8",
     "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement", "q_shard_pages",
     "q_page_bytes", "q_cta_offset", "k_cta_offset", "v_cta_offset", "cur_pos_cta_offset", "page_table_cta_offset",
-    "mask_cta_offset", "sink_cta_offset",
+    "mask_cta_offset", "sink_cta_offset", "wait_for_cache_update", "sem_cache_updated",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_writer_cur_pos", "cb_page_table",
     "cb_sink", "cb_mask_stage",
 )  # fmt: skip
@@ -266,9 +269,13 @@ class DecodeKernelArgs:
     out_at: TensorPlacement
 
 
-def decode_kernel_args(plan, buffers, *, exp_approx: bool, scale: float) -> DecodeKernelArgs:
+def decode_kernel_args(
+    plan, buffers, *, exp_approx: bool, scale: float, wait_for_cache_update: int = 0, sem_cache_updated: int = 0
+) -> DecodeKernelArgs:
     """The compile-time args of the reader, compute and writer for ``plan`` over ``buffers``
-    (:class:`ttflashdecode.program_factory.DecodeBuffers`): every value computed once, here."""
+    (:class:`ttflashdecode.program_factory.DecodeBuffers`): every value computed once, here. ``wait_for_cache_update``
+    and ``sem_cache_updated``: a fused cache update's rows per group and its semaphore
+    (:mod:`ttflashdecode.fused_update_decode`); 0 without one."""
     s = plan.shapes
     q_at, out_at = tensor_placement(buffers.q), tensor_placement(buffers.out)
     sem_ids = [sem.id for sem in plan.semaphores]  # one per tree round; the writer takes round r's as first + r
@@ -314,6 +321,8 @@ def decode_kernel_args(plan, buffers, *, exp_approx: bool, scale: float) -> Deco
         "out_shard_pages": out_at.shard_pages,
         "out_page_bytes": out_at.page_bytes,
         "sem_partial_arrived": first_sem,
+        "wait_for_cache_update": wait_for_cache_update,
+        "sem_cache_updated": sem_cache_updated,
         **{f"cb_{name}": index for name, index in CB_INDEX.items()},
     }
 

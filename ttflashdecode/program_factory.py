@@ -103,12 +103,21 @@ def _group_span(plan: DecodePlan, core: CoreAssignment) -> tuple[int, int]:
 
 
 def build_program(
-    plan: DecodePlan, buffers: DecodeBuffers, noc_coord, compute: ComputeSettings, scale: float | None = None
+    plan: DecodePlan,
+    buffers: DecodeBuffers,
+    noc_coord,
+    compute: ComputeSettings,
+    scale: float | None = None,
+    *,
+    wait_for_cache_update: int = 0,
+    sem_cache_updated: int = 0,
 ):
     """The FlashDecode ProgramDescriptor for ``plan`` over ``buffers``.
 
     ``noc_coord(logical_core) -> (x, y)`` gives the NOC coordinates a kernel uses to address another core;
-    ``scale`` is the softmax scale (default ``1/sqrt(head_dim)``).
+    ``scale`` is the softmax scale (default ``1/sqrt(head_dim)``). ``wait_for_cache_update`` / ``sem_cache_updated``:
+    the reader waits for a cache update sharing the program (:mod:`ttflashdecode.fused_update_decode`, which adds
+    that semaphore and the update's kernels); 0 without one.
     """
     ttnn = import_ttnn()
     s = plan.shapes
@@ -117,7 +126,8 @@ def build_program(
     scale = s.head_dim**-0.5 if scale is None else scale
     if s.out_dtype not in DATUM_BYTES:
         raise ValueError(f"out dtype={s.out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
-    args = decode_kernel_args(plan, buffers, exp_approx=plan.config.exp_approx_mode, scale=scale)
+    args = decode_kernel_args(plan, buffers, exp_approx=plan.config.exp_approx_mode, scale=scale,
+                              wait_for_cache_update=wait_for_cache_update, sem_cache_updated=sem_cache_updated)
     # Where each shard of a height-sharded Q / output lives (the same table on every core).
     reader_common = [xy for core in args.q_at.shard_cores for xy in noc_coord(core)]
     writer_common = [xy for core in args.out_at.shard_cores for xy in noc_coord(core)]
