@@ -5,6 +5,11 @@ config written for upstream ``ttnn.transformer.scaled_dot_product_attention_deco
 back. Named configs live as YAML under the repository's top-level ``program_configs/`` directory
 (``load_program_config("llama-3.1-8b/n150")``); each file says in a comment what it was tuned for.
 
+``"auto"`` (:data:`AUTO`, :class:`AutoProgramConfig`) asks for the grid use, k_chunk_size and
+max_cores_per_head_batch to be chosen per shape by the emulator's timing model (:mod:`ttflashdecode.plan.auto`); the
+op and :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` use it when no program_config is given. Explicit configs
+(ProgramConfig, ``ttnn.SDPAProgramConfig``, named configs) are planned exactly as written.
+
 ttnn is imported only inside the functions that convert to or from ttnn, so planning and config
 loading stay usable (and fast) without it.
 """
@@ -135,14 +140,17 @@ class ProgramConfig:
 
     @classmethod
     def coerce(cls, value, default_grid: tuple[int, int] = DEFAULT_GRID) -> ProgramConfig:
-        """Accept a ProgramConfig, a ``ttnn.SDPAProgramConfig``, a named config or None.
+        """Accept a ProgramConfig, a ``ttnn.SDPAProgramConfig``, a named config, ``"auto"`` or None.
 
-        None gives the default config on ``default_grid`` (planner-chosen k_chunk_size).
+        None gives the fixed default rule on ``default_grid`` (planner-chosen k_chunk_size): what the planner alone
+        (:func:`ttflashdecode.plan.plan`) uses. ``"auto"`` gives :class:`AutoProgramConfig` on ``default_grid``.
         """
         if isinstance(value, ProgramConfig):
             return value
         if value is None:
             return cls(compute_with_storage_grid_size=tuple(default_grid))
+        if isinstance(value, str) and value == AUTO:
+            return AutoProgramConfig(compute_with_storage_grid_size=tuple(default_grid))
         if isinstance(value, (str, Path)):
             return load_program_config(value)
         # Check the name first so an obviously wrong argument does not cost a ttnn import.
@@ -153,8 +161,27 @@ class ProgramConfig:
                 return cls.from_ttnn(value)
         raise TypeError(
             f"program_config={value!r} ({type(value).__name__}): expected ProgramConfig, "
-            "ttnn.SDPAProgramConfig, a program config name, or None"
+            "ttnn.SDPAProgramConfig, a program config name, 'auto', or None"
         )
+
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class AutoProgramConfig(ProgramConfig):
+    """``program_config="auto"``: choose grid use, k_chunk_size and max_cores_per_head_batch per call shape from the
+    timing model (:mod:`ttflashdecode.plan.auto`, which resolves it before planning).
+
+    Its fields are the fixed default rule's on the device grid (k_chunk_size 0, max_cores_per_head_batch 16), which
+    is what auto falls back to for trivially small shapes; it never equals a ProgramConfig with the same fields, so
+    plan keys of auto and explicit configs stay apart.
+    """
+
+
+def is_auto(config) -> bool:
+    """Whether ``config`` asks for the model's choice."""
+    return isinstance(config, AutoProgramConfig)
 
 
 # ---- named configs on disk -------------------------------------------------------------------

@@ -27,10 +27,11 @@ from dataclasses import dataclass, fields
 import torch
 
 from ttflashdecode.backend import Backend, backend_for
-from ttflashdecode.config import TILE, ProgramConfig
+from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.convert_factory import build_convert_program
 from ttflashdecode.device_cache import DeviceCache, device_cache
-from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes, plan
+from ttflashdecode.plan.auto import plan_for
+from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import (
@@ -84,7 +85,7 @@ class FlashDecodeWrapper:
         ``n_kv_heads / N`` kv heads: one plan, the same for every chip) and :meth:`run` takes mesh tensors whose heads
         are sharded over the chips (q on dim 2, K/V on dim 1), each chip running the program for its shard.
     program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` (read once,
-        here) or None (the device's whole grid, planner-chosen k_chunk_size).
+        here), ``"auto"`` or None (the same: chosen per shape by the timing model, :mod:`ttflashdecode.plan.auto`).
     compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
     """
 
@@ -96,7 +97,7 @@ class FlashDecodeWrapper:
         self._num_chips = self._backend.num_chips
         self._cache: DeviceCache = device_cache(device)
         self._compute = ComputeSettings.coerce(compute_kernel_config)
-        self._config = ProgramConfig.coerce(program_config, default_grid=self._grid)
+        self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self._grid)
         self._planned: _Planned | None = None
         self.last_run: DecodeResult | None = None
 
@@ -218,7 +219,7 @@ class FlashDecodeWrapper:
         key = (call.shapes, self._config, self._grid, fp32, l1_budget, max_cur_pos)
         decode_plan = self._cache.lookup(
             "plans", key,
-            lambda: plan(call.shapes, self._config, self._grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32,
+            lambda: plan_for(call.shapes, self._config, self._grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32,
                          l1_budget=l1_budget),
         )  # fmt: skip
         self._planned = _Planned(call, decode_plan, self._cache.plan_id(decode_plan))
