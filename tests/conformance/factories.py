@@ -184,3 +184,72 @@ def bmm_program(ttnn, grid, a, b, out, batch: int, Mt: int, Kt: int, Nt: int, bc
         comp.named_compile_time_args = named
         kernels.append(comp)
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
+
+
+# ---------------------------------------------------------------------------------------------- reduce (row)
+REDUCTION = "ttnn/operations/reduction/generic/device/kernels"
+# reduce_op_utils::get_defines(math_op, ReduceOpDim::W) spells these "PoolType::SUM" / "ReduceDim::REDUCE_ROW"; the
+# reader names them at global scope, where a data-movement build here has no ``using namespace ckernel`` (tt-metal's
+# trisc.cc has one for compute only), so every kernel gets the qualified name of the same enumerator.
+REDUCE_DEFINES = {
+    "sum": {"REDUCE_OP": "ckernel::PoolType::SUM", "REDUCE_DIM": "ckernel::ReduceDim::REDUCE_ROW"},
+    "max": {"REDUCE_OP": "ckernel::PoolType::MAX", "REDUCE_DIM": "ckernel::ReduceDim::REDUCE_ROW"},
+}
+
+
+def reduce_w_program(ttnn, grid, src, out, op: str, scaler: float, post_mul_scaler: float = 1.0,
+                     math_fidelity="HiFi4", fp32_dest_acc_en=False, tiles_per_batch: int = 4):
+    """ReduceMultiCoreWProgramFactory (reduce_op_multi_core_w_program_factory.cpp, interleaved tiled path; a Metal 2.0
+    ProgramSpec bound by ``metal2.py``): the NC*Ht tile rows split over the grid (split_work_to_cores, column-major);
+    DFBs in (c_0; ``tiles_per_batch`` tiles double-buffered), scaler (c_2, one bf16 tile: Float16_b unless the input
+    is Float32), out (c_3, 2 tiles); reader reader_unary_reduce_universal_start_id.cpp (ct scaler_bits,
+    tiles_per_batch; rt num_tiles, start_id; tensor src) which fills the scaler tile with prepare_reduce_scaler;
+    writer eltwise unary's writer_unary_interleaved_start_id_metal2.cpp (rt num_pages, start_id; tensor dst); compute
+    reduce.cpp per core group (ct Ht, Wt, NC=1, post_mul_scaler_bits, enable_fp32_sfpu=0) with the reduce defines and
+    REDUCE_POST_MUL when the user scalar of a MAX is applied after the reduction. The factory's reader batch size
+    comes from helpers that are not in the indexed sources (reduce_reader_batch); ``tiles_per_batch`` stands for it."""
+    import struct
+
+    from .metal2 import Metal2Kernel, kernel_descriptor
+
+    shape = list(src.shape)
+    Ht, Wt = shape[-2] // 32, shape[-1] // 32
+    nc = 1
+    for d in shape[:-2]:
+        nc *= d
+    spans = split_work(grid, nc * Ht, row_major=False)
+    cores = core_range_set(ttnn, spans)
+    min_rows = min(s.units for s in spans)
+    batch = max(1, min(tiles_per_batch, min_rows * Wt))
+    scaler_fmt = ttnn.float32 if src.dtype == ttnn.float32 else ttnn.bfloat16
+    scaler_page = 4096 if scaler_fmt == ttnn.float32 else 2048
+    cbs = [cb(ttnn, 0, src.dtype, src.buffer_page_size(), 2 * batch, cores),
+           cb(ttnn, 2, scaler_fmt, scaler_page, 1, cores),
+           cb(ttnn, 3, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    bits = lambda f: struct.unpack("<I", struct.pack("<f", f))[0]  # noqa: E731
+    defines = dict(REDUCE_DEFINES[op])
+    if post_mul_scaler != 1.0:
+        defines["REDUCE_POST_MUL"] = "1"
+    rt_rd, rt_wr = [], []
+    for s in spans:
+        c = ttnn.CoreCoord(*s.core)
+        rt_rd.append((c, {"num_tiles": s.units * Wt, "start_id": s.start * Wt}))
+        rt_wr.append((c, {"num_pages": s.units, "start_id": s.start}))
+    kernels = [
+        Metal2Kernel(f"{REDUCTION}/dataflow/reader_unary_reduce_universal_start_id.cpp", cores,
+                     ttnn.ReaderConfigDescriptor(), dfbs={"in0": 0, "scaler": 2}, tensors={"src": src},
+                     ct_args={"scaler_bits": bits(scaler), "tiles_per_batch": batch},
+                     rta_names=("num_tiles", "start_id"), rt_args=rt_rd, defines=defines),
+        Metal2Kernel(f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id_metal2.cpp", cores,
+                     ttnn.WriterConfigDescriptor(), dfbs={"out": 3}, tensors={"dst": out},
+                     rta_names=("num_pages", "start_id"), rt_args=rt_wr, defines=defines),
+    ]  # fmt: skip
+    for units in sorted({s.units for s in spans}, reverse=True):  # core_group_1, core_group_2
+        group = core_range_set(ttnn, [s for s in spans if s.units == units])
+        kernels.append(Metal2Kernel(
+            f"{REDUCTION}/compute/reduce.cpp", group, compute_config(ttnn, math_fidelity, fp32_dest_acc_en),
+            dfbs={"in0": 0, "scaler": 2, "out": 3},
+            ct_args={"Ht": units, "Wt": Wt, "NC": 1, "post_mul_scaler_bits": bits(post_mul_scaler),
+                     "enable_fp32_sfpu": 0},
+            defines=defines))  # fmt: skip
+    return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)

@@ -56,3 +56,65 @@ inline void llk_math_clear_compute_special_value_flags() {
     emu::fault("clear_compute_special_value_flags: the special-value flags are not modelled by the emulator");
 }
 }  // namespace ckernel
+
+namespace ckernel {
+
+// tt-llk llk_unpack_common.h: what a data-format reconfig does to the unpacker's dim / stride registers.
+enum class p_dim_stride_target { IGNORE, FACE_ROW_MAJOR };
+
+// Data-format reconfiguration of SrcA / SrcB (llk_unpack_common.h, llk_math_common.h), as reduce and eltwise helpers
+// call it around an init: the unpacker converts from the new CB's format from here on. The math-thread half
+// programs the ALU's source format, which the emulator's FPU model takes from the unpacked operands.
+template <bool is_fp32_dest_acc_en, p_dim_stride_target dim_stride_target = p_dim_stride_target::IGNORE,
+          bool skip_int8 = false>
+inline void llk_unpack_reconfig_data_format_srca(const std::uint32_t srca_old_operand,
+                                                 const std::uint32_t srca_new_operand) {
+    (void)srca_old_operand;
+    emu::configure_srca(srca_new_operand);
+}
+template <bool is_fp32_dest_acc_en, p_dim_stride_target dim_stride_target = p_dim_stride_target::IGNORE,
+          bool skip_int8 = false>
+inline void llk_unpack_reconfig_data_format_srcb(const std::uint32_t srcb_old_operand,
+                                                 const std::uint32_t srcb_new_operand) {
+    (void)srcb_old_operand;
+    emu::configure_srcb(srcb_new_operand);
+}
+template <bool is_fp32_dest_acc_en, bool to_from_int8 = false>
+inline void llk_math_reconfig_data_format_srca(const std::uint32_t srca_old_operand,
+                                               const std::uint32_t srca_new_operand) {
+    (void)srca_old_operand;
+    (void)srca_new_operand;
+}
+template <bool is_fp32_dest_acc_en, bool to_from_int8 = false>
+inline void llk_math_reconfig_data_format_srcb(const std::uint32_t srcb_old_operand,
+                                               const std::uint32_t srcb_new_operand) {
+    (void)srcb_old_operand;
+    (void)srcb_new_operand;
+}
+
+// Reduce inits of the unpack and math threads (llk_unpack_AB_reduce_api.h, llk_math_reduce_api.h): they program
+// address modes and MOPs for reduce_tile; reduce_tile's numerics (emu/compute_fpu.h fpu_reduce) need nothing from
+// them. The packer's part, the reduce mask, is llk_pack_reduce_mask_config below.
+template <PoolType type, ReduceDim dim>
+inline void llk_unpack_AB_reduce_init(const std::uint32_t operandA, const std::uint32_t operandB) {
+    (void)operandA;
+    (void)operandB;
+}
+template <PoolType type, ReduceDim dim, bool is_fp32_dest_acc_en, MathFidelity math_fidelity>
+inline void llk_math_reduce_init(const std::uint32_t operandA, const std::uint32_t operandB) {
+    (void)operandA;
+    (void)operandB;
+}
+
+// Packer reduce mask (llk_pack_reduce_api.h): while set, the packer writes only the reduced row / column / datum
+// of each tile and zeros elsewhere, as reduce_init leaves it; cleared by llk_pack_reduce_mask_clear.
+template <ReduceDim dim, PackMode pack_mode = PackMode::Default>
+inline void llk_pack_reduce_mask_config(const std::uint32_t ocb) {
+    (void)ocb;
+    emu::cstate().reduce_mask = dim == ReduceDim::REDUCE_ROW   ? emu::ReduceMask::Row
+                                : dim == ReduceDim::REDUCE_COL ? emu::ReduceMask::Col
+                                                               : emu::ReduceMask::Scalar;
+}
+inline void llk_pack_reduce_mask_clear() { emu::cstate().reduce_mask = emu::ReduceMask::None; }
+
+}  // namespace ckernel

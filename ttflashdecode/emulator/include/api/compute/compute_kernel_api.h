@@ -25,5 +25,21 @@ ALWI void log_tile(uint32_t idst) {
                          VectorMode::RC, 0));
 }
 
+// SFPU reduce (the wheel's calculate_reduce in ckernel_sfpu_reduce.h, for Int32 / UInt and accurate-fp32 reductions)
+// is not modelled: reaching it faults with its name instead of computing something else. The FPU reduce
+// (reduce_tile) is; compute_kernel_lib::reduce takes the SFPU path only for those formats.
+template <PoolType pool_type, DataFormat format>
+ALWI void sfpu_reduce_init() {
+    emu::fault("sfpu_reduce_init: the SFPU reduce (ckernel_sfpu_reduce.h) is not modelled by the emulator");
+}
+template <PoolType pool_type, DataFormat format, ReduceDim reduce_dim = ReduceDim::REDUCE_COL,
+          bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
+ALWI void sfpu_reduce(uint32_t idst, uint32_t ct_dim = 1, uint32_t rt_dim = 1) {
+    (void)idst;
+    (void)ct_dim;
+    (void)rt_dim;
+    emu::fault("sfpu_reduce: the SFPU reduce (ckernel_sfpu_reduce.h) is not modelled by the emulator");
+}
+
 }  // namespace ckernel
 #endif
