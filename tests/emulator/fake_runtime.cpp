@@ -67,6 +67,7 @@ void cb_push_back(uint32_t cb, uint32_t n) {
 bool cb_pages_available_at_front(uint32_t cb, uint32_t n, bool) { return cbref(cb).filled >= n; }
 bool cb_pages_reservable_at_back(uint32_t cb, uint32_t n, bool) { return cbref(cb).num_pages - cbref(cb).filled >= n; }
 timing::Risc* timing_risc() { return nullptr; }  // no timing model in the fake runtime
+bool timing_only() { return false; }
 uint32_t cb_read_addr(uint32_t cb) { return cbref(cb).base + cbref(cb).rd * cbref(cb).page; }
 uint32_t cb_write_addr(uint32_t cb) { return cbref(cb).base + cbref(cb).wr * cbref(cb).page; }
 uint32_t cb_page_size(uint32_t cb) { return cbref(cb).page; }

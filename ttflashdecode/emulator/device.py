@@ -91,11 +91,15 @@ class _BankAllocator:
 class EmuDevice:
     """A Wormhole B0 chip on the host. Use :func:`open_device`."""
 
-    def __init__(self, board: str = "n150"):
+    def __init__(self, board: str = "n150", *, timing_only: bool | None = None):
         board = board.lower()
         if board not in arch.GRIDS:
             raise EmulatorError(f"board {board!r}: expected one of {', '.join(arch.GRIDS)}")
         self.board = board
+        # Timing-only (docs/TIMING.md, section 6): programs skip compute arithmetic and the bytes of tensors made by
+        # empty(); durations are the full run's. Outputs are then NOT computed. Default: TTFD_EMU_TIMING_ONLY=1.
+        self.timing_only = (os.environ.get("TTFD_EMU_TIMING_ONLY", "0") == "1" if timing_only is None
+                            else bool(timing_only))
         self.grid = arch.GRIDS[board]
         self.num_chips = _BOARDS[board]
         self.channels, self.banks = arch.dram_layout()
@@ -181,6 +185,15 @@ class EmuDevice:
             pattern = np.frombuffer(int(fill & 0xFFFFFFFF).to_bytes(4, "little"), dtype=np.uint8)
             raw = np.resize(pattern, page * npages)
             self._write_pages(t, raw)
+        return t
+
+    def empty(self, shape, dtype, layout=None) -> EmuTensor:
+        """A DRAM-interleaved tensor whose contents are undefined: nothing is written, so a 128K-token KV cache costs
+        no host time and no memory until something writes it. In a timing-only device's programs NoC transfers
+        from or to it are checked, counted and timed but move no bytes; use it only for data that cannot steer a
+        kernel (K/V caches, never positions, page tables or indices). ``write`` makes its contents defined."""
+        t = self.allocate(shape, dtype, layout, fill=None)
+        t._undefined_contents = True
         return t
 
     def _release(self, l1: bool, addr: int, size: int) -> None:
@@ -368,6 +381,7 @@ class EmuDevice:
             raise EmulatorError(f"write: x has shape {tuple(x.shape)}, expected the tensor's shape {t._shape}")
         raw, _ = host_to_pages(x.detach().cpu(), t._dtype, t._layout)
         self._write_pages(t, raw)
+        t._undefined_contents = False
 
     def to_torch(self, t: EmuTensor) -> torch.Tensor:
         self._check_open()
@@ -406,13 +420,15 @@ class EmuDevice:
         l1i_buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages)
                        for t in l1_live if t.is_l1_interleaved()]
         page_sizes = {t.buffer_id: t._page_size for t in live}
+        nodata = [t.buffer_id for t in live if t._shard is None and t._undefined_contents]
         if dprint is None:
             dprint = os.environ.get("TTFD_EMU_DPRINT", "1") != "0"
         return run_program(
             plan, grid=self.grid, dram_fd=self._fd, buffers=buffers, page_sizes=page_sizes,
             l1_fd=self._l1_fd, l1_buffers=l1_buffers, l1i_buffers=l1i_buffers,
             deadline_s=self.default_deadline_s if deadline_s is None else deadline_s,
-            hang_ms=self.default_hang_ms if hang_ms is None else hang_ms, dprint=dprint)
+            hang_ms=self.default_hang_ms if hang_ms is None else hang_ms, dprint=dprint,
+            timing_only=self.timing_only, nodata_buffers=nodata)
 
     @staticmethod
     def _check_cb_clash(plan, l1_live: list[EmuTensor]) -> None:
@@ -494,6 +510,10 @@ def _release_buffer(device_ref, l1: bool, addr: int, size: int) -> None:
         device._release(l1, addr, size)
 
 
-def open_device(board: str = "n150") -> EmuDevice:
-    """Open an emulated Wormhole board: "n150" (1 chip, 8x8 grid) or "n300" (chip 0 of 2, 8x7 grid)."""
-    return EmuDevice(board)
+def open_device(board: str = "n150", *, timing_only: bool | None = None) -> EmuDevice:
+    """Open an emulated Wormhole board: "n150" (1 chip, 8x8 grid) or "n300" (chip 0 of 2, 8x7 grid).
+
+    timing_only=True: programs report the same modelled durations (stats.duration_ns) as a full run but compute no
+    values (no FPU / SFPU arithmetic, no pack conversions, no bytes moved for tensors made by ``empty()``); for
+    performance sweeps only, outputs are undefined. None: TTFD_EMU_TIMING_ONLY=1 in the environment turns it on."""
+    return EmuDevice(board, timing_only=timing_only)

@@ -28,9 +28,9 @@ def _tmp_root() -> str:
 
 
 def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, so_dir, deadline_ms, hang_ms, dprint,
-                  l1_fd=-1, l1_buffers=(), l1i_buffers=(), timing=True):
+                  l1_fd=-1, l1_buffers=(), l1i_buffers=(), timing=True, timing_only=False, nodata_buffers=()):
     w = f.write
-    w(f"result {result_path}\nso_dir {so_dir}\ntiming {int(bool(timing))}\n")
+    w(f"result {result_path}\nso_dir {so_dir}\ntiming {int(bool(timing))}\ntiming_only {int(bool(timing_only))}\n")
     w(f"grid {grid[0]} {grid[1]}\nl1 {arch.L1_SIZE} {arch.L1_UNRESERVED_BASE}\n")
     w(f"translate {arch.TRANSLATED_X0} {arch.TRANSLATED_Y0}\n")
     channels, banks = arch.dram_layout()
@@ -45,6 +45,8 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
     w(f"limits {int(deadline_ms)} {int(hang_ms)}\ndprint {int(dprint)}\n")
     for bid, base, aligned, npages in buffers:
         w(f"buffer {bid} {base} {aligned} {npages}\n")
+    for bid in nodata_buffers:
+        w(f"nodata {bid}\n")
     if l1_fd >= 0:
         w(f"l1store {l1_fd}\n")
     for bid, base, aligned, npages, per_shard, region, cores in l1_buffers:
@@ -70,10 +72,15 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
 
 
 def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=-1, l1_buffers=(), l1i_buffers=(),
-                deadline_s=120.0, hang_ms=200, dprint=True, timing=None) -> EmulatorStats:
-    """timing: record and replay the timing model (docs/TIMING.md); None = on unless TTFD_EMU_TIMING=0."""
+                deadline_s=120.0, hang_ms=200, dprint=True, timing=None, timing_only=False,
+                nodata_buffers=()) -> EmulatorStats:
+    """timing: record and replay the timing model (docs/TIMING.md); None = on unless TTFD_EMU_TIMING=0.
+    timing_only: skip compute arithmetic and the bytes of `nodata_buffers` (DRAM buffers with undefined contents);
+    every check, transfer and timing event stays, so the modelled duration equals a full run's (TIMING.md, 6)."""
     if timing is None:
         timing = os.environ.get("TTFD_EMU_TIMING", "1") != "0"
+    if timing_only and not timing:
+        raise EmulatorError("timing_only=True needs the timing model, but it is off (TTFD_EMU_TIMING=0)")
     exe = runtime_executable()
     with tempfile.TemporaryDirectory(prefix="ttfd-emu-", dir=_tmp_root()) as tmp:
         prog = Path(tmp) / "program.txt"
@@ -81,7 +88,8 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
         with open(prog, "w") as f:
             write_program(f, plan, grid=grid, dram_fd=dram_fd, buffers=buffers, result_path=result, so_dir=tmp,
                           deadline_ms=deadline_s * 1000, hang_ms=hang_ms, dprint=dprint, l1_fd=l1_fd,
-                          l1_buffers=l1_buffers, l1i_buffers=l1i_buffers, timing=timing)
+                          l1_buffers=l1_buffers, l1i_buffers=l1i_buffers, timing=timing, timing_only=timing_only,
+                          nodata_buffers=nodata_buffers)
         t0 = time.monotonic()
         try:
             fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)

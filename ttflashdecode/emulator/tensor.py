@@ -217,6 +217,8 @@ class EmuTensor:
     buffer_id: int
     _shard: ShardLayout | L1InterleavedLayout | None = field(default=None)  # L1 placement; None: DRAM interleaved
     _deallocated: bool = field(default=False)
+    # Contents never written (EmuDevice.empty): timing-only programs move no bytes in or out of it (docs/TIMING.md).
+    _undefined_contents: bool = field(default=False)
     _finalizer: object = field(default=None, repr=False)  # weakref.finalize releasing the buffer (set by allocate)
 
     @property

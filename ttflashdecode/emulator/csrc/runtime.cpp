@@ -101,6 +101,7 @@ struct Kernel {
 struct Buffer {  // a live DRAM buffer, for bounds checks and per-page statistics
     int id;
     uint32_t base, aligned_page, num_pages;
+    bool nodata = false;  // contents undefined (program file "nodata"): timing-only runs move no bytes in or out
     std::unique_ptr<std::atomic<uint64_t>[]> page_read, page_written;
 };
 
@@ -202,6 +203,7 @@ struct Machine {
     std::string so_dir;
     std::atomic<uint64_t> progress{0};
     bool timing = true;                      // the timing model records and replays (program file: "timing 0|1")
+    bool timing_only = false;                // no math, no bulk copies of undefined data (docs/TIMING.md, section 6)
     std::unique_ptr<timing::Engine> engine;  // one per run; its Risc traces are filled by the kernel threads
     std::string timing_json;                 // the replay's result (stats "timing"), written by write_ok_result
 };
@@ -367,6 +369,7 @@ struct Target {
     uint64_t dram_off = 0;  // offset into the DRAM image
     uint8_t* ptr = nullptr;
     uint32_t bank_local = 0;  // address within the bank (buffer address space)
+    bool nodata = false;      // inside a DRAM buffer whose contents are undefined (EmuDevice.empty)
 };
 
 int node_of(const Target& t) { return t.dram ? -1 - t.bank : t.core->idx; }
@@ -420,7 +423,10 @@ Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
             for (auto& buf : M.buffers) {
                 uint32_t pages_in_bank = buf.num_pages > uint32_t(bank) ? (buf.num_pages - bank + 11) / 12 : 0;
                 uint64_t end = uint64_t(buf.base) + uint64_t(pages_in_bank) * buf.aligned_page;
-                if (bl >= buf.base && uint64_t(bl) + size <= end) inside = true;
+                if (bl >= buf.base && uint64_t(bl) + size <= end) {
+                    inside = true;
+                    t.nodata = buf.nodata;
+                }
             }
             if (!inside)
                 kfault(fmt("%s: DRAM bank %d address 0x%x size %u (NOC address 0x%llx) is not inside the pages of any "
@@ -839,7 +845,9 @@ static void noc_read_impl(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t
         account_l1(*s.core, s.l1_off, size, false);
     account_l1(*t.core, off, size, true);
     t.noc_bytes[{node_of(s), t.core->idx}] += size;
-    t.reads.push_back({t.core->base + off, s.ptr, size, off, trid});
+    // Timing-only: bytes of a buffer with undefined contents cannot steer a kernel, so they are not copied (the
+    // transfer is still checked, counted and timed like any other).
+    if (!(M.timing_only && s.nodata)) t.reads.push_back({t.core->base + off, s.ptr, size, off, trid});
     if (t.tr) t.tr->noc_read(endpoint_of(s), size, noc_of(t), trid);
 }
 void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size) { noc_read_impl(src, dst_l1, size, kNoTrid); }
@@ -858,7 +866,7 @@ static void noc_write_impl(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_
     t.noc_bytes[{t.core->idx, node_of(d)}] += size;
     uint32_t value = 0;
     if (size == 4) std::memcpy(&value, t.core->base + off, 4);
-    std::memmove(d.ptr, t.core->base + off, size);
+    if (!(M.timing_only && d.nodata)) std::memmove(d.ptr, t.core->base + off, size);
     t.writes.push_back({off, size, trid});
     if (!d.dram) notify_core(*d.core);
     if (t.tr) {
@@ -1072,6 +1080,7 @@ void sem_set(volatile uint32_t* p, uint32_t val) {
 }
 
 timing::Risc* timing_risc() { return tls ? tls->tr : nullptr; }
+bool timing_only() { return M.timing_only; }
 
 void dprint(const char* text) {
     if (!M.dprint) return;
@@ -1397,6 +1406,17 @@ void load_program(const char* path) {
             int v;
             in >> v;
             M.timing = v != 0;
+        } else if (tok == "timing_only") {
+            int v;
+            in >> v;
+            M.timing_only = v != 0;
+        } else if (tok == "nodata") {
+            int id;
+            in >> id;
+            bool found = false;
+            for (auto& b : M.buffers)
+                if (b.id == id) b.nodata = found = true;
+            if (!found) setup_error("program file: nodata names buffer " + std::to_string(id) + ", not a live buffer");
         } else if (tok == "kcrta") {
             int id;
             size_t n;

@@ -15,8 +15,9 @@ inline void _llk_math_eltwise_ternary_sfpu_params_(Callable&& sfpu_func, std::ui
                                                     std::uint32_t dst_index_out, VectorMode vector_mode = VectorMode::RC,
                                                     Args&&... args) {
     _llk_math_eltwise_sfpu_start_(0);
-    _llk_math_eltwise_sfpu_apply_vector_mode_(std::forward<Callable>(sfpu_func), vector_mode, dst_index_in0,
-                                              dst_index_in1, dst_index_in2, dst_index_out, std::forward<Args>(args)...);
+    if (!emu::timing_only())  // timing-only: the SFPU function's arithmetic is skipped, its cost is not
+        _llk_math_eltwise_sfpu_apply_vector_mode_(std::forward<Callable>(sfpu_func), vector_mode, dst_index_in0,
+                                                  dst_index_in1, dst_index_in2, dst_index_out, std::forward<Args>(args)...);
     _llk_math_eltwise_sfpu_done_();
     emu::timing_sfpu(sfpu_func, emu::timing_vector_mode_faces(int(vector_mode)), true);
 }

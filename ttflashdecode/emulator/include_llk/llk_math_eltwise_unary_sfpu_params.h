@@ -12,8 +12,9 @@ template <typename Callable, typename... Args>
 inline void _llk_math_eltwise_unary_sfpu_params_(Callable&& sfpu_func, std::uint32_t dst_index,
                                                   VectorMode vector_mode = VectorMode::RC, Args&&... args) {
     _llk_math_eltwise_sfpu_start_(dst_index);
-    _llk_math_eltwise_sfpu_apply_vector_mode_(std::forward<Callable>(sfpu_func), vector_mode,
-                                              std::forward<Args>(args)...);
+    if (!emu::timing_only())  // timing-only: the SFPU function's arithmetic is skipped, its cost is not
+        _llk_math_eltwise_sfpu_apply_vector_mode_(std::forward<Callable>(sfpu_func), vector_mode,
+                                                  std::forward<Args>(args)...);
     _llk_math_eltwise_sfpu_done_();
     emu::timing_sfpu(sfpu_func, emu::timing_vector_mode_faces(int(vector_mode)), false);
 }

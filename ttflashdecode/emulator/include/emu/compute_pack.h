@@ -107,6 +107,17 @@ inline void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_o
         fault("%s: packs tile %u of cb %u but fewer than %u tiles are reserved (missing cb_reserve_back?): %u of its "
               "%u pages are free", who, index, cb, index + 1, free_pages, pages);
     }
+    if (timing_only()) {  // where and how much is packed is checked and timed; the bytes are not converted
+        TileGeom g = cb_tile_geom(cb, true);
+        uint32_t bytes = tile_size_bytes(f, g);
+        if (cb_page_size(cb) < bytes)
+            fault("%s: cb %u page size %u is smaller than a %s tile (%u B)", who, cb, cb_page_size(cb),
+                  data_format_name(f), bytes);
+        if (!out_of_order) ++s.pack_seq[cb];
+        count(Counter::TilesPacked);
+        timing_pack(bytes);
+        return;
+    }
     if (s.reduce_mask != ReduceMask::None) {
         for (uint32_t r = 0; r < 32; ++r)
             for (uint32_t c = 0; c < 32; ++c) {

@@ -161,6 +161,9 @@ void sem_set(volatile uint32_t* addr, uint32_t value);
 // append events to it (no locks, nothing shared); the runtime replays every trace after the kernels finished.
 // Compute headers hook with `if (auto* tr = emu::timing_risc()) tr->compute(...)` (include "emu/timing.h").
 timing::Risc* timing_risc();
+// Timing-only run (docs/TIMING.md, section 6): compute headers skip their arithmetic (FPU, SFPU, unpack / pack
+// conversions) but keep every check, CB access and timing event, so durations equal a full run's.
+bool timing_only();
 
 void dprint(const char* text);  // DPRINT output (stderr, prefixed with core and kernel)
 void poll_yield();              // called by non-blocking polls that found nothing (lets other cores run)
