@@ -78,6 +78,8 @@ DOCS = {
     "input_cta_offset": "... of the input's",
     "index_cta_offset": "... of the index tensor's",
     "page_table_cta_offset": "... of the page table's (the index tensor's when unpaged: never used)",
+    "signal_cache_updated": "1: fused with attention: count the units on the attention cores' semaphore when done",
+    "sem_cache_updated": "fused with attention: that semaphore's id (0 otherwise: never used)",
     **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
 }
 READER_ARGS = (
@@ -86,7 +88,8 @@ READER_ARGS = (
     "page_table_cta_offset", "cb_cache", "cb_new_row", "cb_index", "cb_page_table", "cb_target",
 )  # fmt: skip
 COMPUTE_ARGS = ("Wt", "untilize_block", "cb_cache", "cb_rows", "cb_patched", "cb_out")
-WRITER_ARGS = ("Wt", "cache_cta_offset", "cb_new_row", "cb_target", "cb_rows", "cb_patched", "cb_out")
+WRITER_ARGS = ("Wt", "cache_cta_offset", "signal_cache_updated", "sem_cache_updated", "cb_new_row", "cb_target",
+               "cb_rows", "cb_patched", "cb_out")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,25 @@ class WriterRuntimeArgs:
     cache_addr: int
     cache2_addr: int  # fused K/V update only
     num_units: int
+    num_signals: int  # fused with attention: (noc_x, noc_y, count) triples follow (CacheUpdateSignal)
+
+
+@dataclass(frozen=True)
+class CacheUpdateSignal:
+    """An update sharing a program with attention (:mod:`ttflashdecode.fused_update_decode`): when a core's units are
+    written, its writer adds on semaphore ``sem_id`` of each attention core serving a unit's group (group = user *
+    n_kv_heads + head) one count per such unit. ``group_cores[g]``: NOC coordinates of the cores serving group g."""
+
+    sem_id: int
+    group_cores: tuple[tuple[tuple[int, int], ...], ...]
+
+    def targets(self, shapes: "UpdateShapes", first_unit: int, num_units: int) -> list[int]:
+        """The (noc_x, noc_y, count) triples of one update core, flattened as its writer reads them."""
+        counts: dict[tuple[int, int], int] = {}
+        for unit in range(first_unit, first_unit + num_units):
+            for xy in self.group_cores[unit % (shapes.batch * shapes.n_kv_heads)]:
+                counts[xy] = counts.get(xy, 0) + 1
+        return [v for (x, y), n in counts.items() for v in (x, y, n)]
 
 
 @dataclass(frozen=True)
@@ -252,12 +274,26 @@ def _given(value) -> bool:
 # ---- one call ---------------------------------------------------------------------------------------------------
 
 
-def _update(pairs, positions, page_table, compute_kernel_config, *, index_name: str) -> list:
-    """Updates each (cache, input) of ``pairs`` (one, or K and V) with one launch; returns the caches."""
-    global last_run
-    ttnn = import_ttnn()
+@dataclass(frozen=True)
+class UpdateCall:
+    """An update call checked on the host: what its program needs, before anything is uploaded."""
+
+    shapes: UpdateShapes
+    pairs: tuple  # ((cache, input),) or K's and V's
+    positions: object  # the caller's device index tensor (None: host_positions)
+    host_positions: tuple[int, ...] | None
+    page_table: object  # the caller's device page table (None: unpaged, or table_rows)
+    table_rows: tuple | None  # a torch page table's rows, checked
+    compute: ComputeSettings
+    backend: Backend
+
+
+def check_update(pairs, positions, page_table, compute_kernel_config, *, index_name: str, names=None) -> UpdateCall:
+    """Checks an update of each (cache, input) of ``pairs`` (one, or K and V) on the host; nothing runs or is
+    uploaded. Errors name the argument (``names``: the caller's (cache, input) names of each pair)."""
     # ---- check everything before any device work
-    names = [("cache", "input")] if len(pairs) == 1 else [("cache_tensor1", "input_tensor1"), ("cache_tensor2", "input_tensor2")]
+    if names is None:
+        names = [("cache", "input")] if len(pairs) == 1 else [("cache_tensor1", "input_tensor1"), ("cache_tensor2", "input_tensor2")]
     cache, new = pairs[0]
     cache_shape, new_shape = _check_pair(cache, new, *names[0])
     for (other_cache, other_new), (cache_name, input_name) in zip(pairs[1:], names[1:]):
@@ -288,15 +324,36 @@ def _update(pairs, positions, page_table, compute_kernel_config, *, index_name: 
         shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), max_blocks * block, block, True,
                               max_blocks, cache_shape[0], num_caches=len(pairs))  # fmt: skip
     host_positions = _check_positions(index_name, positions, batch, shapes.kv_len, device)
+    return UpdateCall(
+        shapes, tuple(pairs), positions if host_positions is None else None,
+        None if host_positions is None else tuple(host_positions), page_table if table_rows is None else None,
+        None if table_rows is None else tuple(tuple(r) for r in table_rows), compute, backend,
+    )  # fmt: skip
 
-    # ---- device tensors the kernels read, then the program
-    index = positions if host_positions is None else _index_tensor(backend, "update_idx", host_positions, [batch])
-    if table_rows is not None:
-        page_table = backend.from_torch(torch.tensor(table_rows, dtype=torch.int32), ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
-    tensors = [t for pair in pairs for t in pair]
-    io = tensors + [index] + ([page_table] if page_table is not None else [])
+
+def update_tensors(call: UpdateCall):
+    """(index tensor, page table or None) the kernels read: the caller's device tensors, or host values uploaded."""
+    ttnn = import_ttnn()
+    if call.host_positions is None:
+        index = call.positions
+    else:
+        index = _index_tensor(call.backend, "update_idx", list(call.host_positions), [call.shapes.batch])
+    page_table = call.page_table
+    if call.table_rows is not None:
+        host = torch.tensor(call.table_rows, dtype=torch.int32)
+        page_table = call.backend.from_torch(host, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+    return index, page_table
+
+
+def _update(pairs, positions, page_table, compute_kernel_config, *, index_name: str) -> list:
+    """Updates each (cache, input) of ``pairs`` (one, or K and V) with one launch; returns the caches."""
+    global last_run
+    call = check_update(pairs, positions, page_table, compute_kernel_config, index_name=index_name)
+    index, page_table = update_tensors(call)
+    backend, shapes, compute = call.backend, call.shapes, call.compute
+    io = [t for pair in pairs for t in pair] + [index] + ([page_table] if page_table is not None else [])
     key = ("update_cache", shapes, compute, tuple((t.buffer_address(), str(t.memory_config())) for t in io))
-    program = device_cache(device).lookup(
+    program = device_cache(backend.device).lookup(
         "programs", key, lambda: build_update_program(shapes, pairs, index, page_table, backend.grid(), compute)
     )
     stats = backend.launch(io, program)
@@ -396,14 +453,16 @@ class UnitSplit:
     num_units: tuple[int, ...]
 
 
-def split_units(num_units: int, grid: tuple[int, int]) -> UnitSplit:
-    """Contiguous, balanced unit ranges over the first cores of the grid; no core gets none."""
-    num_cores = max(1, min(num_units, grid[0] * grid[1]))
+def split_units(num_units: int, grid: tuple[int, int], cores: list[tuple[int, int]] | None = None) -> UnitSplit:
+    """Contiguous, balanced unit ranges over the first cores of the grid (row-major), or of ``cores`` when given (the
+    cores an attention plan leaves free, in a fused program); no core gets none."""
+    if cores is None:
+        cores = [(i % grid[0], i // grid[0]) for i in range(grid[0] * grid[1])]
+    num_cores = max(1, min(num_units, len(cores)))
     base, extra = divmod(num_units, num_cores)
     counts = [base + (1 if i < extra else 0) for i in range(num_cores)]
     firsts = [sum(counts[:i]) for i in range(num_cores)]
-    cores = tuple((i % grid[0], i // grid[0]) for i in range(num_cores))
-    return UnitSplit(cores, tuple(firsts), tuple(counts))
+    return UnitSplit(tuple(tuple(c) for c in cores[:num_cores]), tuple(firsts), tuple(counts))
 
 
 def untilize_block_tiles(Wt: int, fp32_dest_acc_en: bool) -> int:
@@ -416,7 +475,8 @@ def _aligned(n: int) -> int:
     return -(-n // L1_ALIGNMENT) * L1_ALIGNMENT
 
 
-def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool):
+def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool,
+                       signal: CacheUpdateSignal | None = None):
     """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here."""
     values = {
         "Wt": shapes.Wt,
@@ -431,6 +491,8 @@ def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32
         "index_page_bytes": index.buffer_page_size(),
         "page_table_page_bytes": page_table.buffer_page_size() if page_table is not None else 0,
         "untilize_block": untilize_block_tiles(shapes.Wt, fp32_dest_acc_en),
+        "signal_cache_updated": int(signal is not None),
+        "sem_cache_updated": signal.sem_id if signal is not None else 0,
         **{f"cb_{name}": i for name, i in CB_INDEX.items()},
     }
     reader = AccessorArgs()
@@ -443,26 +505,32 @@ def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32
     return select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS), select(values, WRITER_ARGS, writer)
 
 
-def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, compute: ComputeSettings):
+def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, compute: ComputeSettings, *,
+                         cores: list[tuple[int, int]] | None = None, signal: CacheUpdateSignal | None = None):
     """The cache update ``ttnn.ProgramDescriptor`` over ``pairs`` ((cache, input), one or two) and the index tensor
-    and page table (their addresses are runtime args)."""
+    and page table (their addresses are runtime args). ``cores``: the logical cores to run on (default: the grid's
+    first ones); ``signal``: the update shares a program with attention (:mod:`ttflashdecode.fused_update_decode`),
+    whose semaphore table holds ``signal.sem_id``."""
     cache, new = pairs[0]
     cache2, new2 = pairs[1] if len(pairs) > 1 else (None, None)
     cache2_addr = cache2.buffer_address() if cache2 is not None else 0
     new2_addr = new2.buffer_address() if new2 is not None else 0
     ttnn = import_ttnn()
-    split = split_units(shapes.num_units, grid)
+    split = split_units(shapes.num_units, grid, cores)
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
     reader_args, compute_args, writer_args = update_kernel_args(
-        shapes, cache, new, index, page_table, compute.fp32_dest_acc_en
+        shapes, cache, new, index, page_table, compute.fp32_dest_acc_en, signal
     )
     table_addr = page_table.buffer_address() if page_table is not None else 0
     per_core = list(zip(split.cores, split.first_unit, split.num_units))
     reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(cache.buffer_address(), new.buffer_address(), cache2_addr,
                   new2_addr, index.buffer_address(), table_addr, first, count))) for c, first, count in per_core]  # fmt: skip
     compute_rt = [(ttnn.CoreCoord(*c), wire(ComputeRuntimeArgs(count))) for c, _, count in per_core]
-    writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), cache2_addr, count)))
-                 for c, _, count in per_core]  # fmt: skip
+    writer_rt = []
+    for c, first, count in per_core:
+        targets = signal.targets(shapes, first, count) if signal is not None else []
+        args = WriterRuntimeArgs(cache.buffer_address(), cache2_addr, count, len(targets) // 3)
+        writer_rt.append((ttnn.CoreCoord(*c), wire(args) + targets))
 
     def kernel(source: Path, args: KernelArgs, runtime_args, config):
         return ttnn.KernelDescriptor(
@@ -508,4 +576,5 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
-__all__ = ["update_cache", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program", "split_units"]
+__all__ = ["update_cache", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program",
+           "split_units", "check_update", "update_tensors", "CacheUpdateSignal"]

@@ -5,6 +5,11 @@
 // back to compute (cb_patched: the same buffer, see compute_update_cache.cpp), and writes the re-packed tiles
 // (cb_out) over the cache's tile row (of the first or the second cache: the target says which). A unit whose position
 // lies outside the cache writes nothing.
+// In a fused update + attention program (signal_cache_updated, ttflashdecode/fused_update_decode.py) the writer then,
+// after its last write barrier, tells every attention core serving the groups of its units that their rows are in
+// DRAM: it adds, on that core's semaphore sem_cache_updated, one count per unit of those groups it handled (written or
+// not, so a skipped user cannot leave a reader waiting). The attention reader waits for the counts of all its groups
+// before it reads the chunk holding cur_pos.
 //
 // Arguments (ttflashdecode/update_cache_op.py: WRITER_ARGS): named compile-time args; positional compile-time args are
 // the cache's TensorAccessorArgs at "cache_cta_offset"; runtime args in the order of update_cache.WriterRuntimeArgs.
@@ -14,6 +19,7 @@
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
 #include "api/dataflow/circular_buffer.h"
+#include "api/semaphore.h"
 #include "api/core_local_mem.h"
 #include "api/tensor/tensor_accessor.h"
 #include "api/tensor/noc_traits.h"
@@ -29,6 +35,8 @@ constexpr uint32_t cb_patched = get_named_compile_time_arg_val("cb_patched");
 constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
 constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");
 constexpr auto cache_args = TensorAccessorArgs<get_named_compile_time_arg_val("cache_cta_offset")>();
+constexpr bool signal_cache_updated = get_named_compile_time_arg_val("signal_cache_updated") == 1;
+constexpr uint32_t sem_cache_updated = get_named_compile_time_arg_val("sem_cache_updated");
 
 constexpr uint32_t cache_tile_bytes = get_tile_size(cb_out);
 constexpr uint32_t row_words = Wt * TILE_HW * 2 / sizeof(uint32_t);  // one bfloat16 row of head_dim datums
@@ -39,6 +47,7 @@ void kernel_main() {
     const uint32_t cache_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t cache2_addr = get_arg_val<uint32_t>(arg++);  // fused K/V update only
     const uint32_t num_units = get_arg_val<uint32_t>(arg++);
+    const uint32_t num_signals = get_arg_val<uint32_t>(arg++);  // then (noc_x, noc_y, count) per attention core
 
     Noc noc;
     CircularBuffer new_row_buf(cb_new_row);
@@ -80,5 +89,15 @@ void kernel_main() {
         }
         out_buf.pop_front(Wt);
         target_buf.pop_front(1);
+    }
+
+    if constexpr (signal_cache_updated) {
+        // Every write above completed (each unit's barrier): the rows are in DRAM before any reader is told.
+        for (uint32_t i = 0; i < num_signals; ++i) {
+            const uint32_t noc_x = get_arg_val<uint32_t>(arg + 3 * i);
+            const uint32_t noc_y = get_arg_val<uint32_t>(arg + 3 * i + 1);
+            Semaphore<>(sem_cache_updated).up(noc, noc_x, noc_y, get_arg_val<uint32_t>(arg + 3 * i + 2));
+        }
+        noc.async_atomic_barrier();
     }
 }
