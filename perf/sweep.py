@@ -1,27 +1,48 @@
-"""Side-by-side benchmark (issue 12 item 3, first part): ttflashdecode vs upstream's sdpa_decode kernels
-(``ttflashdecode.upstream``, the wheel's sources) on the same emulated chip and the same timing model.
+"""Side-by-side benchmark (issue 12 item 3): ttflashdecode vs upstream's sdpa_decode kernels (``ttflashdecode.upstream``,
+the wheel's sources) on the same emulated chip and the same timing model.
 
-Every duration is MODELLED by the emulator's timing model (docs/TIMING.md), not measured on silicon.
+Every duration is MODELLED by the emulator's timing model (docs/TIMING.md), not measured on silicon. By default the
+device runs in timing-only mode (``emulator.open_device(timing_only=True)``: no math, K/V caches made by
+``device.empty()``), whose durations equal the full mode's exactly (tests/emulator/test_timing_only.py); ``--full``
+runs the math on random K/V instead (slow, same numbers).
 
-Grid: the FlashDecode tech report's shapes: bfloat8_b K/V, batch 8/16/32, head_dim 64/128/256, 8 q heads / 1 kv
-head, kv_len up to 128K, every user at the last position (causal). Each call goes through the public entry points
-with their default program configs, as a model would call them.
+Groups (``--groups``; each call goes through the public entry points, every user at the last position, causal):
 
-Writes ``perf/out/sweep.csv`` in the column style of tt-metal's ops perf report (OP CODE, DEVICE KERNEL DURATION
-[ns]) plus DRAM bytes, GB/s (bytes read and written / duration) and the ratio to upstream (upstream's duration / this
-op's: above 1 is faster than upstream), and PNGs of GB/s against kv_len per head_dim and batch (perf/out/).
+- ``grid``: the FlashDecode tech report's shapes (tech_reports/FlashDecode section 4.1): bfloat16 Q, bfloat8_b K/V,
+  batch 8/16/32, head_dim 64/128/256, 8 q heads / 1 kv head, at ``--grid-kv-len``; plus a kv_len scan up to 128K at
+  ``--scan-batches`` x ``--scan-head-dims``. Default program configs (as a model calls the op).
+- ``llama``: Llama-3.1-8B per-chip shapes with heads split over 1/2/4/8 chips (section 4.2: batch 1, head_dim 128,
+  32/N q heads, 8/N kv heads), ``max_cores_per_head_batch`` 16 and 64, contexts ``--contexts``.
+- ``mla``: DeepSeek-style MLA, K 576 / V 512 (V = K's first 512 columns), 16 q heads / 1 kv head. Ours uses its MLA
+  path (``flash_multi_latent_attention_decode``: K read once); ``ttflashdecode.upstream`` has no MLA entry point
+  (upstream's ``flash_multi_latent_attention_decode`` is not reproduced there), so its row runs sdpa_decode on K 576
+  with a separate V 512 cache, which reads V too: the ratio is against that call and says so in NOTE.
+- ``qlen4``: four query tokens per user (speculative decode). Upstream decodes one token per user, so its row is four
+  calls (4 x the q_len 1 duration), which is what a model would do with it; NOTE says so.
 
-    .venv/bin/python perf/sweep.py --batches 8 --head-dims 64 128 --kv-lens 1024 4096   # a quick subset
-    .venv/bin/python perf/sweep.py                                                    # the whole grid (hours)
+CSV (``perf/out/sweep.csv``, rewritten after every shape): tt-metal ops perf report columns (OP CODE, DEVICE KERNEL
+DURATION [ns]) plus the shape, DRAM bytes, GB/s (DRAM bytes read + written / duration), REPORT GB/s and TFLOPs/s (the
+tech report's formulas: 2 * b * d * n_kv * kv_len bytes and 4 * b * kv_len * d * n_q flops, q_len x for several
+tokens), the ratio to upstream (upstream's duration / this op's: above 1 is faster) and SOURCE=modelled. PNGs:
+``sweep_gbs.png`` / ``sweep_tflops.png`` (against head_dim, batch and kv_len) and ``sweep_llama_latency.png`` (latency
+against context for 1/2/4/8 chips).
+
+    nice -n 10 .venv/bin/python perf/sweep.py                                 # the default set (~30 min, 2 cores)
+    .venv/bin/python perf/sweep.py --groups grid --grid-kv-len 4096 --scan-kv-lens 1024 4096   # a quick subset
+    .venv/bin/python perf/sweep.py --groups llama --chips 8 --contexts 8192 131072
+    .venv/bin/python perf/sweep.py --plots-only                               # redraw the PNGs from the CSV
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
+import os
+import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -35,107 +56,321 @@ from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
 ttnn = import_ttnn()
 OUT = REPO / "perf" / "out"
-COLUMNS = ["OP CODE", "BATCH", "Q HEADS", "KV HEADS", "HEAD DIM", "KV LEN", "KV DTYPE",
-           "DEVICE KERNEL DURATION [ns]", "DRAM BYTES", "GB/s", "RATIO TO UPSTREAM", "SOURCE"]  # fmt: skip
-OPS = {"ttflashdecode": (ttflashdecode, lambda: ttflashdecode.op.last_run.stats),
-       "upstream sdpa_decode": (upstream, lambda: upstream.last_run.stats)}  # fmt: skip
+OURS, UPSTREAM = "ttflashdecode", "upstream sdpa_decode"
+COLUMNS = ["OP CODE", "GROUP", "CHIPS", "BATCH", "Q LEN", "Q HEADS", "KV HEADS", "HEAD DIM", "HEAD DIM V", "KV LEN",
+           "KV DTYPE", "MAX CORES PER HEAD", "DEVICE KERNEL DURATION [ns]", "DRAM BYTES", "GB/s", "REPORT GB/s",
+           "TFLOPs/s", "RATIO TO UPSTREAM", "SOURCE", "NOTE"]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Shape:
+    group: str
     batch: int
     head_dim: int
     kv_len: int
     n_q_heads: int = 8
     n_kv_heads: int = 1
+    q_len: int = 1
+    head_dim_v: int | None = None  # MLA: V is K's first head_dim_v columns
+    chips: int = 1  # Llama head split: per-chip shape of an N-chip tensor-parallel model
+    max_cores: int | None = None  # max_cores_per_head_batch (None: the op's default program config)
+
+    @property
+    def d_v(self) -> int:
+        return self.head_dim_v or self.head_dim
+
+    def flops(self) -> float:  # the tech report's formula (QK^T and PV, 2 flops a MAC), per query token
+        return 2.0 * self.batch * self.kv_len * self.n_q_heads * (self.head_dim + self.d_v) * self.q_len
+
+    def report_bytes(self) -> float:  # the tech report's KV size: one byte a bfloat8_b datum, K and V
+        v = 0 if self.head_dim_v else self.d_v
+        return float(self.batch * self.n_kv_heads * self.kv_len * (self.head_dim + v))
 
 
-def run_shape(dev, s: Shape, seed: int) -> list[dict]:
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(1, s.batch, s.n_q_heads, s.head_dim, generator=g)
-    k = torch.randn(s.batch, s.n_kv_heads, s.kv_len, s.head_dim, generator=g)
-    v = torch.randn(s.batch, s.n_kv_heads, s.kv_len, s.head_dim, generator=g)
-    tq = dev.from_torch(q, dtype=ttnn.bfloat16)
-    tk, tv = (dev.from_torch(x, dtype=ttnn.bfloat8_b) for x in (k, v))
-    rows = []
-    for name, (module, last_stats) in OPS.items():
-        out = module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[s.kv_len - 1] * s.batch)
-        stats = last_stats()
+@dataclass
+class Result:
+    duration_ns: float | None
+    dram_bytes: int = 0
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _config(s: Shape):
+    if s.max_cores is None:
+        return None
+    return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
+                                  k_chunk_size=0, max_cores_per_head_batch=s.max_cores)
+
+
+class Runner:
+    """Makes the tensors of a shape once (undefined K/V in timing-only mode) and runs both ops on them."""
+
+    def __init__(self, dev, full: bool, seed: int):
+        self.dev, self.full, self.seed = dev, full, seed
+
+    def _kv(self, shape, g):
+        if self.full:
+            return self.dev.from_torch(torch.randn(*shape, generator=g), dtype=ttnn.bfloat8_b)
+        return self.dev.empty(shape, ttnn.bfloat8_b)
+
+    def run(self, s: Shape) -> dict[str, Result]:
+        g = torch.Generator().manual_seed(self.seed)
+        dev = self.dev
+        q = dev.from_torch(torch.randn(s.q_len, s.batch, s.n_q_heads, s.head_dim, generator=g), dtype=ttnn.bfloat16)
+        k = self._kv((s.batch, s.n_kv_heads, s.kv_len, s.head_dim), g)
+        v = self._kv((s.batch, s.n_kv_heads, s.kv_len, s.d_v), g)  # upstream's V (and ours unless MLA)
+        pos = [s.kv_len - 1] * s.batch
+        cfg = _config(s)
+        res: dict[str, Result] = {}
+        try:
+            res[OURS] = self._call(OURS, lambda: (
+                ttflashdecode.flash_multi_latent_attention_decode(q, k, head_dim_v=s.head_dim_v, cur_pos=pos,
+                                                                  program_config=cfg) if s.head_dim_v else
+                ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, program_config=cfg)))
+            res[OURS].note = "MLA path: K read once, V = K[..., :512]" if s.head_dim_v else ""
+            q1 = q if s.q_len == 1 else dev.from_torch(torch.randn(1, s.batch, s.n_q_heads, s.head_dim, generator=g),
+                                                       dtype=ttnn.bfloat16)
+            up = self._call(UPSTREAM, lambda: upstream.scaled_dot_product_attention_decode(
+                q1, k, v, cur_pos=pos, program_config=cfg))
+            if s.q_len > 1 and up.duration_ns is not None:
+                up = Result(up.duration_ns * s.q_len, up.dram_bytes * s.q_len,
+                            f"{s.q_len} calls of q_len 1 (upstream decodes one token per user)")
+            if s.head_dim_v:
+                up.note = ("no MLA entry point in ttflashdecode.upstream: sdpa_decode with a separate V 512 cache"
+                           + (f" refused: {up.note}" if up.note else ""))
+            res[UPSTREAM] = up
+            if q1 is not q:
+                q1.deallocate()
+        finally:
+            for t in (q, k, v):
+                t.deallocate()
+        return res
+
+    def _call(self, op: str, fn) -> Result:
+        try:
+            out = fn()
+        except Exception as e:  # an op refusing a shape is a result (recorded), not the end of the sweep
+            return Result(None, note=f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")
+        stats = (ttflashdecode.op.last_run if op == OURS else upstream.last_run).stats
         out.deallocate()
-        ns = stats.duration_ns
-        moved = stats.dram_read_bytes + stats.dram_write_bytes
+        return Result(stats.duration_ns, stats.dram_read_bytes + stats.dram_write_bytes)
+
+
+def rows_for(s: Shape, res: dict[str, Result]) -> list[dict]:
+    up = res.get(UPSTREAM)
+    rows = []
+    for op, r in res.items():
+        ns = r.duration_ns
+        ratio = (f"{up.duration_ns / ns:.3f}" if ns and up and up.duration_ns else "")
         rows.append({
-            "OP CODE": name, "BATCH": s.batch, "Q HEADS": s.n_q_heads, "KV HEADS": s.n_kv_heads,
-            "HEAD DIM": s.head_dim, "KV LEN": s.kv_len, "KV DTYPE": "BFLOAT8_B",
-            "DEVICE KERNEL DURATION [ns]": f"{ns:.0f}" if ns is not None else "",
-            "DRAM BYTES": moved, "GB/s": f"{moved / ns:.1f}" if ns else "", "SOURCE": "modelled",
+            "OP CODE": op, "GROUP": s.group, "CHIPS": s.chips, "BATCH": s.batch, "Q LEN": s.q_len,
+            "Q HEADS": s.n_q_heads, "KV HEADS": s.n_kv_heads, "HEAD DIM": s.head_dim, "HEAD DIM V": s.d_v,
+            "KV LEN": s.kv_len, "KV DTYPE": "BFLOAT8_B",
+            "MAX CORES PER HEAD": s.max_cores if s.max_cores is not None else "default",
+            "DEVICE KERNEL DURATION [ns]": f"{ns:.0f}" if ns else "", "DRAM BYTES": r.dram_bytes,
+            "GB/s": f"{r.dram_bytes / ns:.1f}" if ns else "",
+            "REPORT GB/s": f"{s.report_bytes() / ns:.1f}" if ns else "",
+            "TFLOPs/s": f"{s.flops() / ns / 1e3:.3f}" if ns else "", "RATIO TO UPSTREAM": ratio,
+            "SOURCE": "modelled", "NOTE": r.note,
         })  # fmt: skip
-    up = float(rows[1]["DEVICE KERNEL DURATION [ns]"] or "nan")
-    for r in rows:
-        d = float(r["DEVICE KERNEL DURATION [ns]"] or "nan")
-        r["RATIO TO UPSTREAM"] = f"{up / d:.3f}"
-    for t in (tq, tk, tv):
-        t.deallocate()
     return rows
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def shapes(args) -> list[Shape]:
+    out: list[Shape] = []
+    if "grid" in args.groups:
+        for b in args.batches:
+            for d in args.head_dims:
+                out.append(Shape("grid", b, d, args.grid_kv_len))
+        for b in args.scan_batches:
+            for d in args.scan_head_dims:
+                out += [Shape("grid", b, d, kv) for kv in args.scan_kv_lens if kv != args.grid_kv_len
+                        or b not in args.batches or d not in args.head_dims]
+    if "llama" in args.groups:
+        for n in args.chips:
+            for cores in args.max_cores:
+                groups = 1 * (8 // n)  # batch 1 x kv heads per chip
+                if cores > 16 and 64 // groups <= 16:
+                    continue  # the grid gives every head at most 16 cores anyway: same program as cores=16
+                out += [Shape("llama", 1, 128, ctx, 32 // n, 8 // n, chips=n, max_cores=cores)
+                        for ctx in args.contexts]
+    if "mla" in args.groups:
+        out += [Shape("mla", args.mla_batch, 576, kv, 16, 1, head_dim_v=512) for kv in args.mla_kv_lens]
+    if "qlen4" in args.groups:
+        out += [Shape("qlen4", args.qlen_batch, 128, kv, 8, 1, q_len=4) for kv in args.qlen_kv_lens]
+    return out
+
+
+# ---- plots ---------------------------------------------------------------------------------------------------
+
+
+def _f(r, col):
+    return float(r[col]) if r.get(col) not in (None, "") else None
+
+
+def _series(ax, rows, x_col, y_col, key_fn, label_fn):
+    keys = sorted({key_fn(r) for r in rows})
+    for key in keys:
+        pts = sorted((_f(r, x_col), _f(r, y_col)) for r in rows if key_fn(r) == key and _f(r, y_col) is not None)
+        if pts:
+            op = key[0]
+            ax.plot(*zip(*pts), marker="o", linestyle="-" if op == OURS else "--", label=label_fn(key))
+
+
+def plot_throughput(rows: list[dict], y_col: str, ylabel: str, path: Path, grid_kv: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    dims = sorted({int(r["HEAD DIM"]) for r in rows})
-    fig, axes = plt.subplots(1, len(dims), figsize=(5 * len(dims), 4), squeeze=False)
-    for ax, d in zip(axes[0], dims):
-        for (op, b) in sorted({(r["OP CODE"], int(r["BATCH"])) for r in rows if int(r["HEAD DIM"]) == d}):
-            pts = sorted((int(r["KV LEN"]), float(r["GB/s"])) for r in rows
-                         if r["OP CODE"] == op and int(r["BATCH"]) == b and int(r["HEAD DIM"]) == d and r["GB/s"])
-            if pts:
-                ax.plot(*zip(*pts), marker="o", linestyle="-" if op == "ttflashdecode" else "--",
-                        label=f"{op}, batch {b}")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("kv_len")
-        ax.set_ylabel("GB/s (modelled)")
-        ax.set_title(f"head_dim {d}, 8 q / 1 kv heads, bfloat8_b K/V")
+    grid = [r for r in rows if r["GROUP"] == "grid"]
+    at_kv = [r for r in grid if int(r["KV LEN"]) == grid_kv]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
+    _series(axes[0], at_kv, "HEAD DIM", y_col, lambda r: (r["OP CODE"], int(r["BATCH"])),
+            lambda k: f"{k[0]}, batch {k[1]}")
+    axes[0].set_xlabel("head_dim")
+    axes[0].set_title(f"against head_dim (kv_len {grid_kv})")
+    _series(axes[1], at_kv, "BATCH", y_col, lambda r: (r["OP CODE"], int(r["HEAD DIM"])),
+            lambda k: f"{k[0]}, head_dim {k[1]}")
+    axes[1].set_xlabel("batch")
+    axes[1].set_title(f"against batch (kv_len {grid_kv})")
+    scan = [r for r in grid if sum(1 for x in grid if (x["OP CODE"], x["BATCH"], x["HEAD DIM"]) ==
+                                   (r["OP CODE"], r["BATCH"], r["HEAD DIM"])) > 1]
+    _series(axes[2], scan, "KV LEN", y_col, lambda r: (r["OP CODE"], int(r["BATCH"]), int(r["HEAD DIM"])),
+            lambda k: f"{k[0]}, b{k[1]} d{k[2]}")
+    axes[2].set_xscale("log", base=2)
+    axes[2].set_xlabel("kv_len")
+    axes[2].set_title("against kv_len")
+    for ax in axes:
+        ax.set_ylabel(f"{ylabel} (modelled)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle("FlashDecode vs upstream sdpa_decode: DRAM GB/s, MODELLED by the emulator's timing model")
+        ax.legend(fontsize=6.5, loc="best")
+    fig.suptitle(f"FlashDecode (solid) vs upstream sdpa_decode (dashed), 8 q / 1 kv heads, bfloat8_b K/V: {ylabel}, "
+                 "MODELLED by the emulator's timing model")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_llama(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ll = [r for r in rows if r["GROUP"] == "llama"]
+    if not ll:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), sharey=True)
+    for ax, op in zip(axes, (OURS, UPSTREAM)):
+        sub = [dict(r, **{"US": str(_f(r, "DEVICE KERNEL DURATION [ns]") / 1e3)}) for r in ll
+               if r["OP CODE"] == op and r["DEVICE KERNEL DURATION [ns]"]]
+        for key in sorted({(int(r["CHIPS"]), int(r["MAX CORES PER HEAD"])) for r in sub}):
+            pts = sorted((int(r["KV LEN"]), float(r["US"])) for r in sub
+                         if (int(r["CHIPS"]), int(r["MAX CORES PER HEAD"])) == key)
+            ax.plot(*zip(*pts), marker="o", linestyle="-" if key[1] == 16 else ":",
+                    label=f"{key[0]} chip{'s' if key[0] > 1 else ''} ({32 // key[0]} q / {8 // key[0]} kv heads), "
+                          f"max {key[1]} cores/head")
+        ax.set_title(op)
+        ax.set_xlabel("context (kv_len)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("latency, us (modelled)")
+    fig.suptitle("Llama-3.1-8B per-chip decode attention, batch 1, head_dim 128, bfloat8_b K/V: latency against "
+                 "context, MODELLED")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_all(rows: list[dict], out_dir: Path, grid_kv: int) -> list[Path]:
+    paths = [out_dir / "sweep_gbs.png", out_dir / "sweep_tflops.png", out_dir / "sweep_llama_latency.png"]
+    plot_throughput(rows, "GB/s", "DRAM GB/s", paths[0], grid_kv)
+    plot_throughput(rows, "TFLOPs/s", "TFLOPs/s", paths[1], grid_kv)
+    plot_llama(rows, paths[2])
+    return [p for p in paths if p.exists()]
+
+
+# ---- main ----------------------------------------------------------------------------------------------------
+
+
+def _git_rev() -> str:
+    if os.environ.get("TTFD_SWEEP_COMMIT"):  # a run from an exported snapshot of a commit
+        return os.environ["TTFD_SWEEP_COMMIT"]
+    try:
+        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except Exception:
+        return "unknown"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--groups", nargs="+", default=["grid", "llama", "mla", "qlen4"],
+                    choices=["grid", "llama", "mla", "qlen4"])
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 16, 32])
     ap.add_argument("--head-dims", type=int, nargs="+", default=[64, 128, 256])
-    ap.add_argument("--kv-lens", type=int, nargs="+", default=[1024, 4096, 16384, 32768, 65536, 131072])
+    ap.add_argument("--grid-kv-len", type=int, default=16384, help="kv_len of the head_dim x batch grid")
+    ap.add_argument("--scan-batches", type=int, nargs="+", default=[8])
+    ap.add_argument("--scan-head-dims", type=int, nargs="+", default=[128])
+    ap.add_argument("--scan-kv-lens", type=int, nargs="+", default=[1024, 4096, 16384, 65536, 131072])
+    ap.add_argument("--chips", type=int, nargs="+", default=[1, 2, 4, 8], choices=[1, 2, 4, 8])
+    ap.add_argument("--max-cores", type=int, nargs="+", default=[16, 64])
+    ap.add_argument("--contexts", type=int, nargs="+", default=[4096, 32768, 131072])
+    ap.add_argument("--mla-batch", type=int, default=8)
+    ap.add_argument("--mla-kv-lens", type=int, nargs="+", default=[4096, 32768])
+    ap.add_argument("--qlen-batch", type=int, default=8)
+    ap.add_argument("--qlen-kv-lens", type=int, nargs="+", default=[4096, 32768])
+    ap.add_argument("--full", action="store_true", help="run the math on random K/V (slow; same durations)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--csv", type=Path, default=OUT / "sweep.csv")
+    ap.add_argument("--append", action="store_true", help="keep the CSV's rows of shapes this run does not redo")
+    ap.add_argument("--plots-only", action="store_true", help="redraw the PNGs from --csv")
+    ap.add_argument("--merge", type=Path, nargs="+", default=[],
+                    help="with --plots-only: concatenate these CSVs (e.g. parallel runs of different groups) into --csv")
     args = ap.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
-    dev = emulator.open_device("n150")
+    out_dir = args.csv.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    try:
-        for b in args.batches:
-            for d in args.head_dims:
-                for kv in args.kv_lens:
-                    t0 = time.monotonic()
-                    new = run_shape(dev, Shape(b, d, kv), args.seed)
-                    rows += new
-                    print(" | ".join(f"{r['OP CODE']}: {r['DEVICE KERNEL DURATION [ns]']} ns, {r['GB/s']} GB/s, "
-                                     f"x{r['RATIO TO UPSTREAM']}" for r in new)
-                          + f"  (batch {b}, head_dim {d}, kv_len {kv}; modelled; {time.monotonic() - t0:.0f} s)",
-                          flush=True)  # fmt: skip
-                    with open(args.csv, "w", newline="") as f:  # rewritten after every shape: a partial sweep counts
-                        w = csv.DictWriter(f, fieldnames=COLUMNS)
-                        w.writeheader()
-                        w.writerows(rows)
-    finally:
-        dev.close()
-    png = args.csv.with_suffix(".png")
-    plot(rows, png)
-    print(f"wrote {args.csv} and {png} (all durations modelled)")
+    for path in args.merge or ([args.csv] if args.plots_only or args.append else []):
+        with open(path, newline="") as f:
+            rows += list(csv.DictReader(f))
+    if args.merge:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+    if not args.plots_only:
+        todo = shapes(args)
+        dev = emulator.open_device("n150", timing_only=not args.full)
+        dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
+        runner = Runner(dev, args.full, args.seed)
+        ident = ("GROUP", "CHIPS", "BATCH", "Q LEN", "Q HEADS", "KV HEADS", "HEAD DIM", "HEAD DIM V", "KV LEN",
+                 "MAX CORES PER HEAD")  # fmt: skip
+        started = time.monotonic()
+        try:
+            for i, s in enumerate(todo):
+                t0 = time.monotonic()
+                new = rows_for(s, runner.run(s))
+                keys = {tuple(str(r[c]) for c in ident) for r in new}
+                rows = [r for r in rows if tuple(str(r[c]) for c in ident) not in keys] + new
+                print(f"[{i + 1}/{len(todo)}] {s.group} chips {s.chips} b{s.batch} q_len {s.q_len} {s.n_q_heads}q/"
+                      f"{s.n_kv_heads}kv d{s.head_dim}/{s.d_v} kv {s.kv_len} cores {s.max_cores}: "
+                      + " | ".join(f"{r['OP CODE']} {r['DEVICE KERNEL DURATION [ns]'] or r['NOTE']} ns "
+                                   f"{r['GB/s']} GB/s x{r['RATIO TO UPSTREAM']}" for r in new)
+                      + f"  ({time.monotonic() - t0:.0f} s, modelled)", flush=True)  # fmt: skip
+                with open(args.csv, "w", newline="") as f:  # rewritten after every shape: a partial sweep counts
+                    w = csv.DictWriter(f, fieldnames=COLUMNS)
+                    w.writeheader()
+                    w.writerows(rows)
+        finally:
+            dev.close()
+        meta = {"commit": _git_rev(), "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                "mode": "full" if args.full else "timing-only", "argv": sys.argv[1:],
+                "wall_s": round(time.monotonic() - started), "source": "modelled (emulator timing model)"}
+        args.csv.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    paths = plot_all(rows, out_dir, args.grid_kv_len)
+    print(f"wrote {args.csv} and {', '.join(str(p) for p in paths)} (all durations modelled)")
 
 
 if __name__ == "__main__":
