@@ -1,7 +1,8 @@
 """Is one program for a layer's cache update + decode attention worth it? Separate vs fused, modelled.
 
-Per shape (Llama-3.1-8B's per-chip attention: 32 q heads, 8 kv heads, head_dim 128; users at different positions
-near the end of the cache) and cache dtype, on the emulator's timing model:
+Per shape (Llama-3.1-8B's attention on one chip: 32 q heads, 8 kv heads, head_dim 128; and Llama-3.1-70B's per chip
+of a T3K: 8 q heads, 1 kv head; users at different positions near the end of the cache) and cache dtype, on the
+emulator's timing model:
 
 * separate: ``paged_fused_update_cache`` (K and V in one launch) then ``scaled_dot_product_attention_decode``: two
   launches, each its modelled device duration plus the model's op dispatch cost ``kOpDispatchNs``;
@@ -34,12 +35,16 @@ from ttflashdecode.config import ProgramConfig
 from ttflashdecode.emulator import timing
 from ttflashdecode.ttnn_env import import_ttnn
 
-N_Q, N_KV, HEAD_DIM = 32, 8, 128
-# (batch, kv_len, cache dtype): every batch and cache length of the question once, both dtypes where it is cheap.
+HEAD_DIM = 128
+LLAMA_8B, LLAMA_70B_T3K = (32, 8), (8, 1)  # (q heads, kv heads) on one chip
+# (batch, kv_len, cache dtype, heads): every batch and cache length of the question once, both dtypes where it is
+# cheap; 70B's one kv head leaves cores free at batch 1 (16 cores per group at most).
 SHAPES = (
-    (1, 128, "bfloat16"), (1, 128, "bfloat8_b"), (1, 1024, "bfloat8_b"), (1, 8192, "bfloat8_b"),
-    (1, 32768, "bfloat8_b"), (8, 128, "bfloat8_b"), (8, 1024, "bfloat16"), (8, 1024, "bfloat8_b"),
-    (8, 8192, "bfloat8_b"), (32, 128, "bfloat8_b"), (32, 1024, "bfloat8_b"),
+    (1, 128, "bfloat16", LLAMA_8B), (1, 128, "bfloat8_b", LLAMA_8B), (1, 1024, "bfloat8_b", LLAMA_8B),
+    (1, 8192, "bfloat8_b", LLAMA_8B), (1, 32768, "bfloat8_b", LLAMA_8B), (8, 128, "bfloat8_b", LLAMA_8B),
+    (8, 1024, "bfloat16", LLAMA_8B), (8, 1024, "bfloat8_b", LLAMA_8B), (8, 8192, "bfloat8_b", LLAMA_8B),
+    (32, 128, "bfloat8_b", LLAMA_8B), (32, 1024, "bfloat8_b", LLAMA_8B),
+    (1, 1024, "bfloat8_b", LLAMA_70B_T3K), (1, 8192, "bfloat8_b", LLAMA_70B_T3K), (8, 1024, "bfloat8_b", LLAMA_70B_T3K),
 )  # fmt: skip
 
 
@@ -48,16 +53,17 @@ def dispatch_ns() -> float:
     return next(c.value for c in timing.constants() if c.name == "kOpDispatchNs")
 
 
-def measure(dev, batch: int, kv_len: int, dtype: str, seed: int) -> dict:
+def measure(dev, batch: int, kv_len: int, dtype: str, heads: tuple[int, int], seed: int) -> dict:
+    n_q, n_kv = heads
     ttnn = import_ttnn()
     gen = torch.Generator().manual_seed(seed)
     tile, rm = dict(layout=ttnn.TILE_LAYOUT), dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
     cache_dtype = getattr(ttnn, dtype)
-    k, v = (dev.empty((batch, N_KV, kv_len, HEAD_DIM), cache_dtype, ttnn.TILE_LAYOUT) for _ in range(2))
+    k, v = (dev.empty((batch, n_kv, kv_len, HEAD_DIM), cache_dtype, ttnn.TILE_LAYOUT) for _ in range(2))
     positions = [kv_len - 1 - (u * 5) % min(kv_len, 96) for u in range(batch)]  # different positions, near the end
     pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **rm)
-    q = dev.from_torch(torch.randn(1, batch, N_Q, HEAD_DIM, generator=gen), dtype=ttnn.bfloat16, **tile)
-    k_new, v_new = (dev.from_torch(torch.randn(1, batch, N_KV, HEAD_DIM, generator=gen), dtype=ttnn.bfloat16, **tile)
+    q = dev.from_torch(torch.randn(1, batch, n_q, HEAD_DIM, generator=gen), dtype=ttnn.bfloat16, **tile)
+    k_new, v_new = (dev.from_torch(torch.randn(1, batch, n_kv, HEAD_DIM, generator=gen), dtype=ttnn.bfloat16, **tile)
                     for _ in range(2))  # fmt: skip
     config = ProgramConfig(compute_with_storage_grid_size=(8, 8))
 
@@ -78,6 +84,8 @@ def main() -> None:
     parser.add_argument("--batches", help="with --kv-lens and --dtypes: their cross product instead of SHAPES")
     parser.add_argument("--kv-lens", default="128,1024,8192,32768")
     parser.add_argument("--dtypes", default="bfloat16,bfloat8_b")
+    parser.add_argument("--heads", default="32/8", help="q heads / kv heads of the cross product")
+    parser.add_argument("--only", help="rows of SHAPES to run, e.g. 11,12,13 (0-based)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     dev = emulator.open_device("n150", timing_only=True)
@@ -85,22 +93,23 @@ def main() -> None:
     dispatch = dispatch_ns()
     rows = []
     started = time.time()
-    header = ("| batch | kv_len | cache | update | attention | separate (2 launches) | fused (1 launch) | saved | "
+    header = ("| heads q/kv | batch | kv_len | cache | update | attention | separate (2 launches) | fused (1 launch) | saved | "
               "attention cores separate / fused | update on |")  # fmt: skip
     print(f"modelled; kOpDispatchNs = {dispatch:.0f} ns per launch; durations in us\n")
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
-    shapes = SHAPES
+    shapes = SHAPES if not args.only else [SHAPES[int(i)] for i in args.only.split(",")]
     if args.batches:
-        shapes = [(int(b), int(s), d) for b in args.batches.split(",") for s in args.kv_lens.split(",")
+        heads = tuple(int(h) for h in args.heads.split("/"))
+        shapes = [(int(b), int(s), d, heads) for b in args.batches.split(",") for s in args.kv_lens.split(",")
                   for d in args.dtypes.split(",")]  # fmt: skip
-    for batch, kv_len, dtype in shapes:
-        m = measure(dev, batch, kv_len, dtype, args.seed)
+    for batch, kv_len, dtype, heads in shapes:
+        m = measure(dev, batch, kv_len, dtype, heads, args.seed)
         separate = m["update_ns"] + m["attention_ns"] + 2 * dispatch
         one = m["fused_ns"] + dispatch
         where = "last row (reserved)" if m["reserved_row"] else "free cores"
         rows.append((batch, kv_len, dtype, separate, one))
-        print(f"| {batch} | {kv_len} | {dtype} | {m['update_ns'] / 1e3:.2f} | {m['attention_ns'] / 1e3:.2f} | "
+        print(f"| {heads[0]}/{heads[1]} | {batch} | {kv_len} | {dtype} | {m['update_ns'] / 1e3:.2f} | {m['attention_ns'] / 1e3:.2f} | "
               f"{separate / 1e3:.2f} | {one / 1e3:.2f} | {100 * (separate - one) / separate:+.1f}% | "
               f"{m['attention_cores']} / {m['fused_attention_cores']} | {m['update_cores']} cores, {where} |",
               flush=True)  # fmt: skip
