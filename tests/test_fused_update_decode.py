@@ -150,3 +150,23 @@ def test_refused_before_anything_runs(dev):
         ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, wrong, new_v, cur_pos_tensor=c["pos"])
     with pytest.raises(ValueError, match=r"cur_pos"):
         ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, cur_pos=[5, 6, 300])
+
+
+def test_options_match_the_separate_calls(dev):
+    """Host positions, a torch page table, a sliding window, attention sinks and a scale: the fused call's output and
+    caches are exactly those of the separate update then the separate attention on a copy of the caches."""
+    seed = seed_for("test_options_match_the_separate_calls")
+    gen = generator(seed)
+    positions = [200, 70]
+    c = _case(dev, gen, "bfloat8_b", True, positions)
+    (k, v), (k_sep, v_sep) = c["caches"]
+    new_k, new_v = c["dev_new"]
+    sink = tiles(dev, torch.randn(1, 4, generator=gen), "bfloat16")
+    options = dict(cur_pos=positions, sliding_window_size=64, attention_sink=sink, scale=0.1)
+    out = ttflashdecode.paged_update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, c["table"], **options)
+    ttflashdecode.paged_fused_update_cache(k_sep, new_k, v_sep, new_v, update_idxs=positions, page_table=c["table"])
+    ref = ttflashdecode.paged_scaled_dot_product_attention_decode(c["dev_q"], k_sep, v_sep, c["table"], **options)
+    got, want = dev.to_torch(out).float(), dev.to_torch(ref).float()
+    assert torch.equal(got, want), f"{tag(seed)}: max |fused - separate| {(got - want).abs().max():.5f}"
+    for name, a, b in (("K", k, k_sep), ("V", v, v_sep)):
+        assert dev._read_pages(a) == dev._read_pages(b), f"{tag(seed)}: {name} cache differs from the separate update's"
