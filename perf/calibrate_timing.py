@@ -126,7 +126,8 @@ def print_llama70b(dev) -> None:
             print(f"  replay error: {st.timing.error}")
 
 
-def print_report_points(dev) -> None:
+def print_report_points(dev, shapes=timing_calibration.REPORT_PEAK_SHAPES,
+                        contexts=timing_calibration.T3K_CONTEXTS) -> None:
     """The tech report's figures: model vs published, error per figure, with the runs behind each."""
     points = {p.key: p for p in timing_calibration.OP_POINTS}
     print("\n## Upstream sdpa_decode against the FlashDecode tech report (modelled, timing-only device)\n")
@@ -135,7 +136,7 @@ def print_report_points(dev) -> None:
     print("| batch | head_dim | kv_len | modelled duration | report GB/s | DRAM GB/s (all bytes moved) |")
     print("|---|---|---|---|---|---|")
     best = 0.0
-    for b, d, s in timing_calibration.REPORT_PEAK_SHAPES:
+    for b, d, s in shapes:
         st = timing_calibration.upstream_decode(dev, batch=b, n_q_heads=8, n_kv_heads=1, head_dim=d, kv_len=s)
         gbs = 2 * b * d * s / st.duration_ns
         best = max(best, gbs)
@@ -145,7 +146,7 @@ def print_report_points(dev) -> None:
     print("| context | 16 cores per head | 64 cores per head | 64 / 16 |")
     print("|---|---|---|---|")
     ratios = []
-    for ctx in timing_calibration.T3K_CONTEXTS:
+    for ctx in contexts:
         t = {c: timing_calibration.upstream_decode(dev, batch=1, n_q_heads=4, n_kv_heads=1, head_dim=128, kv_len=ctx,
                                                    max_cores=c).duration_ns for c in (16, 64)}
         ratios.append(t[64] / t[16])
@@ -166,17 +167,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip-table", action="store_true", help="skip the data-movement table")
     ap.add_argument("--skip-report", action="store_true", help="skip the tech report's points (the slow part)")
+    ap.add_argument("--skip-galaxy", action="store_true", help="skip the full-mode Llama-3.1-70B section")
+    ap.add_argument("--peak-head-dims", type=int, nargs="+", default=[d for _, d, _ in
+                                                                       timing_calibration.REPORT_PEAK_SHAPES])
+    ap.add_argument("--t3k-contexts", type=int, nargs="+", default=list(timing_calibration.T3K_CONTEXTS))
     args = ap.parse_args()
-    dev = emulator.open_device("n150")
-    try:
-        if not args.skip_table:
-            print_table(dev)
-        print_llama70b(dev)
-    finally:
-        dev.close()
+    if not (args.skip_table and args.skip_galaxy):
+        dev = emulator.open_device("n150")
+        try:
+            if not args.skip_table:
+                print_table(dev)
+            if not args.skip_galaxy:
+                print_llama70b(dev)
+        finally:
+            dev.close()
     if not args.skip_report:
         with emulator.open_device("n150", timing_only=True) as fast:
-            print_report_points(fast)
+            fast.default_deadline_s = 3600.0  # a batch-32 x 128K call takes minutes on a loaded machine
+            fast.default_hang_ms = 2000
+            shapes = [(32, d, 131072) for d in args.peak_head_dims]
+            print_report_points(fast, shapes, args.t3k_contexts)
 
 
 if __name__ == "__main__":

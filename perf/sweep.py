@@ -156,6 +156,12 @@ class Runner:
         return Result(stats.duration_ns, stats.dram_read_bytes + stats.dram_write_bytes)
 
 
+def shape_key(s: Shape) -> tuple[str, ...]:
+    """The CSV's identifying columns of a shape (GROUP .. MAX CORES PER HEAD), as strings."""
+    return tuple(str(v) for v in (s.group, s.chips, s.batch, s.q_len, s.n_q_heads, s.n_kv_heads, s.head_dim, s.d_v,
+                                  s.kv_len, s.max_cores if s.max_cores is not None else "default"))
+
+
 def rows_for(s: Shape, res: dict[str, Result]) -> list[dict]:
     up = res.get(UPSTREAM)
     rows = []
@@ -324,7 +330,8 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="run the math on random K/V (slow; same durations)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--csv", type=Path, default=OUT / "sweep.csv")
-    ap.add_argument("--append", action="store_true", help="keep the CSV's rows of shapes this run does not redo")
+    ap.add_argument("--append", action="store_true",
+                    help="resume: keep the CSV's rows and run only the shapes without a duration for every op")
     ap.add_argument("--plots-only", action="store_true", help="redraw the PNGs from --csv")
     ap.add_argument("--merge", type=Path, nargs="+", default=[],
                     help="with --plots-only: concatenate these CSVs (e.g. parallel runs of different groups) into --csv")
@@ -344,9 +351,14 @@ def main() -> None:
         todo = shapes(args)
         dev = emulator.open_device("n150", timing_only=not args.full)
         dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
+        dev.default_deadline_s = max(dev.default_deadline_s, 3600.0)  # a 128K x batch 32 call takes minutes
         runner = Runner(dev, args.full, args.seed)
         ident = ("GROUP", "CHIPS", "BATCH", "Q LEN", "Q HEADS", "KV HEADS", "HEAD DIM", "HEAD DIM V", "KV LEN",
                  "MAX CORES PER HEAD")  # fmt: skip
+        if args.append:  # resume: shapes whose rows all have a duration are not run again
+            done = {tuple(str(r[c]) for c in ident) for r in rows if r["DEVICE KERNEL DURATION [ns]"]}
+            failed = {tuple(str(r[c]) for c in ident) for r in rows if not r["DEVICE KERNEL DURATION [ns]"]}
+            todo = [s for s in todo if shape_key(s) not in done - failed]
         started = time.monotonic()
         try:
             for i, s in enumerate(todo):
