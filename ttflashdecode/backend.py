@@ -132,15 +132,40 @@ class Backend:
         card."""
         if not isinstance(programs, list):
             programs = [programs] * len(self.chip_tensors(io_tensors))
+        return self.run(io_tensors, self.launchable(programs))
+
+    def launchable(self, programs: list):
+        """What ``generic_op`` takes for ``programs`` (one per list of :meth:`chip_tensors`): the program itself on one
+        chip, else a ``ttnn.MeshProgramDescriptor``. Made once per set of programs: the op's fast path keeps it."""
         if self.kind == EMULATOR:
             (program,) = programs
-            return self.device.generic_op(io_tensors, program)
-        ttnn = import_ttnn()
+            return program
         mesh_program = self.mesh_program(programs)
-        if self.kind == EMULATOR_MESH:
-            return self.device.generic_op(io_tensors, mesh_program)
-        ttnn.generic_op(io_tensors, programs[0] if mesh_program is None else mesh_program)
+        return programs[0] if mesh_program is None else mesh_program
+
+    def run(self, io_tensors: list, launchable) -> Any:
+        """One ``generic_op`` of a :meth:`launchable` over ``io_tensors`` (outputs last): the emulator's statistics, or
+        None on a card."""
+        if self.is_emulator:
+            return self.device.generic_op(io_tensors, launchable)
+        import_ttnn().generic_op(io_tensors, launchable)
         return None
+
+    def address_key(self, tensor):
+        """Where a device tensor is, as program descriptors see it: its buffer address, or on an emulated mesh each
+        chip's (chips allocate on their own there)."""
+        if self.kind == EMULATOR_MESH:
+            return tuple(shard.buffer_address() for shard in tensor.shards)
+        return tensor.buffer_address()
+
+    def is_capturing(self) -> bool:
+        """Whether a trace is being captured on the device (``ttnn.begin_trace_capture``, or the emulator's): a call
+        made then must not read from or write to the device from the host."""
+        if self.is_emulator:
+            from ttflashdecode.emulator import trace
+
+            return trace.is_trace_capture_active(self.device)
+        return bool(import_ttnn().is_trace_capture_active(self.device))
 
     def mesh_program(self, programs: list):
         """The ``ttnn.MeshProgramDescriptor`` of a launch: one program over the whole mesh when every chip has the

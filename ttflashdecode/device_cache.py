@@ -2,14 +2,17 @@
 
 A decode loop calls the op once per layer per token with the same shapes, so everything derived from a call's
 shapes and configuration is made once and looked up afterwards. All of it lives in one :class:`DeviceCache` per
-device, in four bounded tables with one lookup rule (:meth:`DeviceCache.lookup`: least recently used goes first):
+device, in five bounded tables (least recently used goes first):
 
 * ``decoders`` -- the module-level functions' :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` per
   (program_config, compute settings): a named config is read once per device, not once per call;
 * ``plans`` -- :class:`~ttflashdecode.plan.DecodePlan` per plan key (shapes, config, grid, L1 budget, ...);
 * ``programs`` -- program descriptors per (plan, compute, scale, the tensors' addresses and forms);
-* ``staging`` -- the staging outputs of block-float (bfloat8_b) calls, one per (shape, dtype), reused every step so
-  the cached programs' addresses stay valid.
+* ``staging`` -- device tensors the op makes once and reuses every step so the cached programs' addresses stay
+  valid: the staging outputs of block-float (bfloat8_b) calls, one per (shape, dtype), and the constant positions of
+  non-causal calls;
+* ``calls`` -- the module-level functions' cache-hit fast path (:mod:`ttflashdecode.fast_path`): what a validated,
+  planned call needs to launch again, keyed by its tensors' addresses and its arguments.
 
 The cache is owned by the device object itself (see :func:`device_cache`), so it lives exactly as long as that
 device and can never be found through another device that happens to reuse a closed one's ``id()``.
@@ -24,7 +27,7 @@ from typing import Any
 
 # Entries per table and device, so a long-running process that decodes many shapes does not grow forever.
 TABLE_SIZE = 64
-TABLES = ("decoders", "plans", "programs", "staging")
+TABLES = ("decoders", "plans", "programs", "staging", "calls")
 
 _ATTR = "_ttflashdecode_cache"
 
@@ -40,13 +43,14 @@ _by_mesh_id: dict[int, DeviceCache] = {}
 class DeviceCache:
     """Everything ttflashdecode keeps for one device (see the module docstring)."""
 
-    __slots__ = ("decoders", "plans", "programs", "staging", "counts", "closed", "_plan_ids", "__weakref__")
+    __slots__ = ("decoders", "plans", "programs", "staging", "calls", "counts", "closed", "_plan_ids", "__weakref__")
 
     def __init__(self) -> None:
         self.decoders: OrderedDict = OrderedDict()
         self.plans: OrderedDict = OrderedDict()
         self.programs: OrderedDict = OrderedDict()
         self.staging: OrderedDict = OrderedDict()
+        self.calls: OrderedDict = OrderedDict()
         self.counts = dict.fromkeys(_totals, 0)  # this device's share of the totals
         self.closed = False
         # Equal plans reached through different plan keys (a larger L1 budget, another position bound) share one id,
@@ -69,6 +73,23 @@ class DeviceCache:
             self._count(table, hit=True)
         entries[key] = value  # (re)inserted last: most recently used
         return value
+
+    def remember(self, table: str, key, value) -> None:
+        """Store ``value`` under ``key`` (most recent last; the oldest goes when the table is full). For tables whose
+        readers look entries up themselves (``calls``: a fast-path lookup must not pay for LRU bookkeeping)."""
+        entries: OrderedDict = getattr(self, table)
+        entries.pop(key, None)
+        if len(entries) >= TABLE_SIZE:
+            entries.popitem(last=False)
+        entries[key] = value
+
+    def count_hits(self, plans: int, programs: int) -> None:
+        """A fast-path call counts as the lookups it skipped: ``plans`` plan hits and ``programs`` program hits (what
+        the full path would have counted for the same call)."""
+        self.counts["plan_hits"] += plans
+        self.counts["program_hits"] += programs
+        _totals["plan_hits"] += plans
+        _totals["program_hits"] += programs
 
     def plan_id(self, plan) -> int:
         """A small id for ``plan``'s value: program keys hold it instead of the whole nested plan."""
@@ -128,6 +149,14 @@ def device_cache(device) -> DeviceCache:
     if mesh_id not in _by_mesh_id:
         _by_mesh_id[mesh_id] = _new_cache(device)
     return _by_mesh_id[mesh_id]
+
+
+def existing_cache(device) -> DeviceCache | None:
+    """The device's cache if it has one (None otherwise, and for a closed device): the fast path's lookup, which must
+    not create anything."""
+    attributes = getattr(device, "__dict__", None)
+    cache = attributes.get(_ATTR) if attributes is not None else _by_mesh_id.get(int(device.id()))
+    return None if cache is None or cache.closed else cache
 
 
 def _new_cache(device) -> DeviceCache:

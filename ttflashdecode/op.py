@@ -10,7 +10,10 @@ before anything is uploaded or allocated, then its ``ttnn.ProgramDescriptor`` (:
 is launched on the tensors' backend: ``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on
 emulator tensors. Plans and descriptors are kept in the device's cache (:mod:`ttflashdecode.device_cache`): a decode
 loop that passes the same cur_pos / page-table tensors every step plans and builds its program once (see
-:func:`program_cache_stats`); positions and page tables are read by the kernels at run time.
+:func:`program_cache_stats`); positions and page tables are read by the kernels at run time. A call that repeats one
+that passed (same arguments, device tensors at the same addresses with the same properties) skips validation and
+planning altogether and launches that call's programs again (:mod:`ttflashdecode.fast_path`); such a call can also
+be captured in a trace (``ttnn.begin_trace_capture``, or the emulator's): it reads and uploads nothing from the host.
 
 Meshes (N300, T3K; a ttnn ``MeshDevice`` or ``ttflashdecode.emulator.open_mesh_device()``): every op takes mesh
 tensors whose heads are sharded over the chips (q on dim 2, K/V on dim 1, e.g. ``mesh_mapper=ShardTensorToMesh(mesh,
@@ -32,7 +35,9 @@ from pathlib import Path
 
 from ttflashdecode.backend import backend_of
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.device_cache import cache_stats, clear_program_cache, close_listeners, device_cache, program_cache_stats
+from ttflashdecode.device_cache import (cache_stats, clear_program_cache, close_listeners, device_cache, existing_cache,
+                                       program_cache_stats)
+from ttflashdecode.fast_path import NotSignable, compute_config_value, flag, plain, program_config_value, tensors_signature
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.validate import DecodeCall, check_bool, check_call, check_device_tensor, check_mesh_call
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
@@ -240,9 +245,24 @@ def _decode(
     attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
     validate_device_tensors, head_dim_v=None,
 ):  # fmt: skip
-    """A call as it comes: validate it, plan it on the device's wrapper for its config (a lookup after the first call
-    of a shape), run it."""
+    """A call as it comes. A call like one that already passed (same arguments, tensors at the same addresses with
+    the same properties: :mod:`ttflashdecode.fast_path`) launches that call's programs again; any other call is
+    validated, planned on the device's wrapper for its config (a lookup after the first call of a shape) and run."""
     global last_run
+    signature = _signature(
+        q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
+        attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
+        validate_device_tensors, head_dim_v,
+    )  # fmt: skip
+    tensors = (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
+    if signature is not None:
+        cache = existing_cache(signature[2])
+        entry = None if cache is None else cache.calls.get(signature[0])
+        if entry is not None and entry.owner._hit(entry, signature[1], tensors):
+            out = entry.owner._run_hit(entry, *tensors)
+            last_run = entry.owner.last_run
+            return out
+
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)  # q's device is the backend
     backend = backend_of(q)
     compute = ComputeSettings.coerce(compute_kernel_config)
@@ -258,11 +278,41 @@ def _decode(
         device=backend.device, grid=backend.grid(), head_dim_v=head_dim_v,
     )  # fmt: skip
     wrapper = _wrapper(backend.device, program_config, compute)
+    # The config's own plan hook (program_config="auto" chooses per shape) runs inside _plan_call, on this path only.
     wrapper._plan_call(call, new_output=output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config))
-    out = wrapper._execute(call, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink, output_tensor,
-                           validate_device_tensors)  # fmt: skip
+    out, entry = wrapper._execute(
+        wrapper._planned, call, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink, output_tensor,
+        validate_device_tensors, plan_hits=1, check=None if signature is None else signature[1],
+    )  # fmt: skip
+    if entry is not None:
+        wrapper._cache.remember("calls", signature[0], entry)
     last_run = wrapper.last_run
     return out
+
+
+def _signature(q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
+               attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor,
+               dtype, validate_device_tensors, head_dim_v) -> tuple | None:  # fmt: skip
+    """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.fast_path`), or None for a call it does
+    not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor argument
+    that is not a live device tensor. Scalars go into the key with their type: ``scale=1`` passes validation,
+    ``scale=True`` (equal, and hashing alike) does not."""
+    try:
+        if cur_pos is not None or flag("validate_device_tensors", validate_device_tensors):
+            return None
+        addresses, specs = tensors_signature((q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink,
+                                              output_tensor))  # fmt: skip
+        # A name (or None) is its own key; any other config is compared by value (a type marks it in the key).
+        named = program_config if program_config is None or type(program_config) is str else type(program_config)
+        key = (
+            "op", addresses, flag("is_causal", is_causal), flag("share_cache", share_cache), plain("scale", scale),
+            plain("sliding_window_size", sliding_window_size), plain("head_dim_v", head_dim_v), named,
+        )  # fmt: skip
+        config = None if named is program_config else program_config_value(program_config)
+        check = (specs, dtype, memory_config, config, compute_config_value(compute_kernel_config))
+        return key, check, specs[0][0]  # q's device: where the entry lives
+    except NotSignable:
+        return None
 
 
 def _wrapper(device, program_config, compute: ComputeSettings) -> FlashDecodeWrapper:

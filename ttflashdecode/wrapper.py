@@ -15,7 +15,11 @@ program descriptors, staging outputs) lives in the device's :class:`~ttflashdeco
 dies with the device.
 
 A run is a sequence of small steps, each its own method: check the call, check device values (on request), upload
-host positions and page tables, allocate the output, check L1 room, look up or build the program, launch.
+host positions and page tables, allocate the output, check L1 room, look up or build the program, launch. A run that
+repeats one that passed (same tensors' addresses and properties, device positions) takes the fast path instead:
+allocate the output, launch the programs kept for it (:mod:`ttflashdecode.fast_path`). ``plan()`` makes what runs
+reuse (a bfloat8_b output's staging tensor, a non-causal call's positions), so a run uploads nothing and can be
+captured in a trace.
 The module-level functions in :mod:`ttflashdecode.op` are conveniences over this class: they validate a call as
 it comes, plan it (the plan table makes that a lookup after the first call) and run it.
 """
@@ -29,7 +33,8 @@ import torch
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.convert_factory import build_convert_program
-from ttflashdecode.device_cache import DeviceCache, device_cache
+from ttflashdecode.device_cache import TABLE_SIZE, DeviceCache, device_cache
+from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch, tensors_signature
 from ttflashdecode.plan.auto import plan_for
 from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
@@ -76,6 +81,15 @@ class _Planned:
     plan_id: int  # the device cache's id of the plan's value (program keys hold it)
 
 
+@dataclass(frozen=True)
+class _Launch:
+    """A call's programs, as generic_op takes them (made once per set of addresses, kept by the fast path)."""
+
+    decode: object  # the decode program, or a MeshProgramDescriptor
+    convert: object | None  # a block-float output's tile convert program
+    lookups: int  # program-table lookups the full path makes to find them (the counters a fast hit adds)
+
+
 class FlashDecodeWrapper:
     """Decode attention on one device, planned once (:meth:`plan`) and run per layer and step (:meth:`run`).
 
@@ -99,6 +113,7 @@ class FlashDecodeWrapper:
         self._compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self._grid)
         self._planned: _Planned | None = None
+        self._fast_calls: dict = {}  # run()'s fast path for the current plan (ttflashdecode.fast_path)
         self.last_run: DecodeResult | None = None
 
     @property
@@ -209,7 +224,13 @@ class FlashDecodeWrapper:
             shapes, out_shape, out_dtype, memory_config, positions=None, page_table_rows=None,
             scale=check_scale(scale), num_blocks=None, out_layout=out_layout,
         )  # fmt: skip
-        return self._plan_call(call, new_output=True, max_cur_pos=max_cur_pos)
+        decode_plan = self._plan_call(call, new_output=True, max_cur_pos=max_cur_pos)
+        # What runs reuse is made now, so a run makes no upload (a run inside a trace capture must not).
+        if out_dtype in BLOCK_FLOAT_OUT_DTYPES:
+            self._staging(call)
+        if not is_causal:
+            self._constant_positions(shapes)
+        return decode_plan
 
     def _plan_call(self, call: DecodeCall, new_output: bool, max_cur_pos: int | None) -> DecodePlan:
         """Plan (or find the plan of) a validated call: its shapes on this wrapper's config, in the L1 left below the
@@ -223,6 +244,7 @@ class FlashDecodeWrapper:
                          l1_budget=l1_budget),
         )  # fmt: skip
         self._planned = _Planned(call, decode_plan, self._cache.plan_id(decode_plan))
+        self._fast_calls.clear()
         return decode_plan
 
     # ---- run ----------------------------------------------------------------------------------------------------
@@ -246,13 +268,25 @@ class FlashDecodeWrapper:
         :func:`ttflashdecode.scaled_dot_product_attention_decode`. Returns the output, or ``(output, DecodeResult)``
         with ``return_stats=True`` (also kept as :attr:`last_run`)."""
         planned = self._require_plan()
+        tensors = (q, k, v, cur_pos_tensor, page_table_tensor, attn_mask, attention_sink, output_tensor)
+        signature = _run_signature(tensors, cur_pos, validate_device_tensors, return_stats)
+        if signature is not None:  # the fast path: a call like one that passed, at the same addresses
+            entry = self._fast_calls.get(signature[0])
+            if entry is not None and entry.planned is planned and self._hit(entry, signature[1], tensors):
+                out = self._run_hit(entry, *tensors)
+                return (out, self.last_run) if return_stats else out
         validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
         return_stats = check_bool("return_stats", return_stats)
         call = self._check_run(planned, q, k, v, cur_pos, cur_pos_tensor, page_table_tensor, attn_mask,
                                attention_sink, output_tensor)  # fmt: skip
         self._check_l1_room()
-        out = self._execute(call, q, k, v, page_table_tensor, cur_pos_tensor, attn_mask, attention_sink,
-                            output_tensor, validate_device_tensors)  # fmt: skip
+        out, entry = self._execute(planned, call, q, k, v, page_table_tensor, cur_pos_tensor, attn_mask,
+                                   attention_sink, output_tensor, validate_device_tensors, plan_hits=0,
+                                   check=None if signature is None else signature[1])  # fmt: skip
+        if entry is not None:
+            if len(self._fast_calls) >= TABLE_SIZE:
+                self._fast_calls.pop(next(iter(self._fast_calls)))
+            self._fast_calls[signature[0]] = entry
         return (out, self.last_run) if return_stats else out
 
     def _require_plan(self) -> _Planned:
@@ -296,26 +330,79 @@ class FlashDecodeWrapper:
                 f"starts at {lowest:#x} (allocated after plan()); plan again"
             )
 
-    def _execute(self, call: DecodeCall, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink,
-                 output_tensor, validate_device_tensors: bool):  # fmt: skip
-        """Run a call already checked against the current plan."""
-        planned = self._planned
+    def _execute(self, planned: _Planned, call: DecodeCall, q, k, v, page_table, cur_pos_tensor, attn_mask,
+                 attention_sink, output_tensor, validate_device_tensors: bool, plan_hits: int, check: tuple | None):  # fmt: skip
+        """Run a call already checked against ``planned`` (the full path). Returns the output and, for a signed call
+        (``check``: its signature's compared part), the :class:`~ttflashdecode.fast_path.FastCall` that launches the
+        same call again; ``plan_hits``: the plan lookups the caller made for it (a hit counts them again)."""
+        lowest_l1 = self._backend.lowest_l1_buffer_address() if check is not None else None
         if validate_device_tensors:
             self._check_device_values(call, cur_pos_tensor, page_table)
-        cur_pos_tensor = self._positions(call, cur_pos_tensor)
+        positions = self._positions(call, cur_pos_tensor)
         page_table = self._page_table(call, page_table)
         out = self._output(call, output_tensor)
         _check_cbs_end_below(out, planned.plan)
-        block_float = call.out_dtype in BLOCK_FLOAT_OUT_DTYPES
-        decoded = self._staging(call) if block_float else out
-        buffers = DecodeBuffers(
-            q=q, k=k, v=k if v is None else v, cur_pos=cur_pos_tensor, out=decoded, page_table=page_table,
-            attn_mask=attn_mask, attention_sink=attention_sink,
+        staging = self._staging(call) if call.out_dtype in BLOCK_FLOAT_OUT_DTYPES else None
+        buffers = _buffers(q, k, v, positions, out if staging is None else staging, page_table, attn_mask,
+                           attention_sink)  # fmt: skip
+        launch = self._make_launch(planned, buffers, staging, out)
+        self._launch(planned, buffers, staging, out, launch)
+        if check is None:
+            return out, None
+        entry = FastCall(
+            owner=self, planned=planned, check=check, lowest_l1=lowest_l1,
+            positions=None if call.shapes.is_causal else positions, staging=staging,
+            l1_output=call.memory_config.buffer_type == import_ttnn().BufferType.L1, plan_hits=plan_hits,
         )  # fmt: skip
-        stats = self._launch_decode(planned, call.scale, buffers)
-        convert_stats = self._launch_convert(decoded, out) if block_float else None
-        self.last_run = DecodeResult(planned.plan, stats, decoded if block_float else None, convert_stats)
+        remember_launch(entry, self._backend.address_key(out), launch)
+        return out, entry
+
+    def _hit(self, entry: FastCall, check: tuple, tensors: tuple) -> bool:
+        """Whether a signed call may take ``entry``'s fast path: its compared part matches and the lowest live L1
+        buffer is where it was. On a mesh the tensors' layout over the chips is checked as the full path checks it
+        (raising its error): it can change in place."""
+        if not entry.matches(check, self._backend.lowest_l1_buffer_address()):
+            return False
+        if self._num_chips > 1:
+            q, k, v, _, _, attn_mask, attention_sink, _ = tensors
+            check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=self._num_chips,
+                            mesh_shape=self._backend.mesh_shape())  # fmt: skip
+        return True
+
+    def _run_hit(self, entry: FastCall, q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor):
+        """Launch a call that matched ``entry``: its output (a new one, or the given one), the entry's programs for
+        the output's address, the launch. No validation, no planning, no descriptor lookup."""
+        planned = entry.planned
+        out = self._output(planned.call, output_tensor)
+        if entry.l1_output:
+            _check_cbs_end_below(out, planned.plan)
+        staging = entry.staging
+        positions = cur_pos_tensor if entry.positions is None else entry.positions
+        buffers = _buffers(q, k, v, positions, out if staging is None else staging, page_table, attn_mask,
+                           attention_sink)  # fmt: skip
+        out_key = self._backend.address_key(out)
+        launch = entry.launches.get(out_key)
+        if launch is None:  # a new output at an address this call has not used yet
+            launch = self._make_launch(planned, buffers, staging, out)
+            remember_launch(entry, out_key, launch)
+            self._cache.count_hits(plans=entry.plan_hits, programs=0)
+        else:
+            self._cache.count_hits(plans=entry.plan_hits, programs=launch.lookups)
+        self._launch(planned, buffers, staging, out, launch)
         return out
+
+    def _make_launch(self, planned: _Planned, buffers: DecodeBuffers, staging, out) -> _Launch:
+        decode = self._decode_programs(planned, planned.call.scale, buffers)
+        convert = self._convert_programs(staging, out) if staging is not None else []
+        return _Launch(
+            self._backend.launchable(decode), self._backend.launchable(convert) if convert else None,
+            len(decode) + len(convert),
+        )  # fmt: skip
+
+    def _launch(self, planned: _Planned, buffers: DecodeBuffers, staging, out, launch: _Launch) -> None:
+        stats = self._backend.run(buffers.io_tensors(), launch.decode)
+        convert_stats = self._backend.run([staging, out], launch.convert) if staging is not None else None
+        self.last_run = DecodeResult(planned.plan, stats, staging, convert_stats)
 
     # ---- the steps of a run --------------------------------------------------------------------------------------
 
@@ -335,18 +422,37 @@ class FlashDecodeWrapper:
                     check_device_page_table(rows.tolist(), per_chip_positions[chip], call.shapes, call.num_blocks)
 
     def _positions(self, call: DecodeCall, cur_pos_tensor):
-        """The cur_pos tensor the kernels read: the caller's device tensor, or host positions uploaded."""
+        """The cur_pos tensor the kernels read: the caller's device tensor, a non-causal call's constant positions
+        (made once per shape), or host positions uploaded."""
         if call.positions is None:
             return cur_pos_tensor
-        return self._upload_int32(call.positions, [call.shapes.batch])
+        if not call.shapes.is_causal:
+            return self._constant_positions(call.shapes)
+        return self._upload_int32("cur_pos", call.positions, [call.shapes.batch])
+
+    def _constant_positions(self, shapes: DecodeShapes):
+        """A non-causal call's positions (every query sees the whole cache: kv_len - 1 for every user), one device
+        tensor per (batch, kv_len) reused every call: a non-causal call then uploads nothing (and can be captured)."""
+        last = shapes.logical_kv_len - 1
+        return self._cache.lookup(
+            "staging", ("positions", shapes.batch, last),
+            lambda: self._upload_int32("cur_pos", [last] * shapes.batch, [shapes.batch]),
+        )  # fmt: skip
 
     def _page_table(self, call: DecodeCall, page_table):
         if call.page_table_rows is None:
             return page_table
         rows = call.page_table_rows
-        return self._upload_int32(rows, [len(rows), len(rows[0])])
+        return self._upload_int32("page_table_tensor", rows, [len(rows), len(rows[0])])
 
-    def _upload_int32(self, values, shape: list[int]):
+    def _upload_int32(self, name: str, values, shape: list[int]):
+        if self._backend.is_capturing():
+            # tt-metal refuses host writes while a trace is captured ("Writes are not supported during trace capture")
+            raise ValueError(
+                f"{name}: host values would be uploaded inside a trace capture, which cannot hold a host write; pass "
+                f"a device tensor ({'cur_pos_tensor' if name == 'cur_pos' else name}) written before the capture or "
+                "between replays"
+            )
         ttnn = import_ttnn()
         host = torch.tensor(values, dtype=torch.int32).reshape(shape)
         return self._backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
@@ -369,7 +475,7 @@ class FlashDecodeWrapper:
             "staging", (shape, dtype), lambda: self._backend.allocate(list(shape), getattr(ttnn, dtype), ttnn.TILE_LAYOUT)
         )
 
-    def _launch_decode(self, planned: _Planned, scale: float | None, buffers: DecodeBuffers):
+    def _decode_programs(self, planned: _Planned, scale: float | None, buffers: DecodeBuffers) -> list:
         """One descriptor per distinct set of addresses: one for a single chip or a card's mesh, one per chip of an
         emulated mesh unless chips share their addresses (then they share the cached descriptor)."""
         programs = []
@@ -381,19 +487,37 @@ class FlashDecodeWrapper:
                 lambda b=chip_buffers: build_program(planned.plan, b, self._backend.noc_coord, self._compute,
                                                      scale=scale),
             ))  # fmt: skip
-        return self._backend.launch(buffers.io_tensors(), programs)
+        return programs
 
-    def _launch_convert(self, decoded, out):
+    def _convert_programs(self, decoded, out) -> list:
         programs = []
         for chip_decoded, chip_out in self._backend.chip_tensors([decoded, out]):
             programs.append(self._cache.lookup(
                 "programs", ("convert", _tensor_key([chip_decoded, chip_out])),
                 lambda d=chip_decoded, o=chip_out: build_convert_program(d, o, self._grid),
             ))  # fmt: skip
-        return self._backend.launch([decoded, out], programs)
+        return programs
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _buffers(q, k, v, positions, decoded, page_table, attn_mask, attention_sink) -> DecodeBuffers:
+    """The program's tensors; V is K's columns when v is None (multi-latent attention)."""
+    return DecodeBuffers(q, k, k if v is None else v, positions, decoded, page_table, attn_mask, attention_sink)
+
+
+def _run_signature(tensors: tuple, cur_pos, validate_device_tensors, return_stats) -> tuple | None:
+    """(key, check) of a :meth:`FlashDecodeWrapper.run` call (see :mod:`ttflashdecode.fast_path`), None for a call
+    the fast path does not sign: host positions or page tables, ``validate_device_tensors=True``, flags that are not
+    Python bools, tensor arguments that are not live device tensors."""
+    try:
+        if cur_pos is not None or flag("validate_device_tensors", validate_device_tensors):
+            return None
+        addresses, specs = tensors_signature(tensors)
+        return ("run", addresses, flag("return_stats", return_stats)), specs
+    except NotSignable:
+        return None
 
 
 def _buffer_fields(buffers: DecodeBuffers) -> tuple:

@@ -22,6 +22,9 @@ counters.
 Meshes of chips (N300, T3K; :mod:`.mesh`): ``emulator.open_mesh_device(board="t3k")`` has ttnn's MeshDevice surface,
 one emulated chip per mesh coordinate, chips running their programs concurrently; ``ShardTensorToMesh``,
 ``ReplicateTensorToMesh`` and ``ConcatMeshToTensor`` map host tensors onto it as ttnn's mappers do.
+
+Traces (:mod:`.trace`): ``begin_trace_capture`` / ``end_trace_capture`` / ``execute_trace`` / ``release_trace`` with
+ttnn's call shapes; captured programs are recorded (not run) and replayed over the same buffers.
 """
 
 from .compiler import compile_cache_stats, reset_compile_cache_stats
@@ -31,6 +34,7 @@ from .mesh import (ConcatMeshToTensor, EmuMeshDevice, EmuMeshTensor, MeshStats, 
                    ShardTensorToMesh, open_mesh_device)
 from .stats import EmulatorStats
 from .tensor import EmuTensor
+from .trace import begin_trace_capture, end_trace_capture, execute_trace, get_trace, is_trace_capture_active, release_trace
 
 __all__ = [
     "ConcatMeshToTensor",
@@ -46,6 +50,12 @@ __all__ = [
     "MeshStats",
     "ReplicateTensorToMesh",
     "ShardTensorToMesh",
+    "begin_trace_capture",
+    "end_trace_capture",
+    "execute_trace",
+    "get_trace",
+    "is_trace_capture_active",
+    "release_trace",
     "compile_cache_stats",
     "open_device",
     "open_mesh_device",

@@ -91,6 +91,9 @@ class _BankAllocator:
 class EmuDevice:
     """A Wormhole B0 chip on the host. Use :func:`open_device`."""
 
+    # The trace being captured (trace.py): launches are recorded instead of run, host transfers are refused.
+    trace_capture = None
+
     def __init__(self, board: str = "n150", *, timing_only: bool | None = None):
         board = board.lower()
         if board not in arch.GRIDS:
@@ -363,6 +366,8 @@ class EmuDevice:
         """Upload a torch tensor (DRAM interleaved, or L1 interleaved / height-sharded per `memory_config`; TILE
         layout padded to tiles like ttnn)."""
         self._check_open()
+        if self.trace_capture is not None:
+            self.trace_capture.refuse("from_torch")
         layout = ttnn.TILE_LAYOUT if layout is None else layout
         if dtype is None:
             dtype = {torch.float32: ttnn.float32, torch.bfloat16: ttnn.bfloat16, torch.int32: ttnn.int32,
@@ -376,6 +381,8 @@ class EmuDevice:
         """Overwrite device tensor `t` in place with host data `x` (same shape), keeping its address, like
         ``ttnn.copy_host_to_device_tensor``: a model's decode loop updates cur_pos / page tables this way."""
         self._check_open()
+        if self.trace_capture is not None:
+            self.trace_capture.refuse("write")
         t._check_live()
         if tuple(x.shape) != t._shape:
             raise EmulatorError(f"write: x has shape {tuple(x.shape)}, expected the tensor's shape {t._shape}")
@@ -385,6 +392,8 @@ class EmuDevice:
 
     def to_torch(self, t: EmuTensor) -> torch.Tensor:
         self._check_open()
+        if self.trace_capture is not None:
+            self.trace_capture.refuse("to_torch")
         t._check_live()
         return pages_to_host(self._read_pages(t), t._shape, t._dtype, t._layout)
 
@@ -411,6 +420,9 @@ class EmuDevice:
         live = list(self._live.values())
         l1_live = [t for t in live if t._shard is not None]
         self._check_cb_clash(plan, l1_live)
+        if self.trace_capture is not None:  # recorded, not run: trace.execute_trace runs it
+            return self.trace_capture.record(io_tensors, program_descriptor,
+                                             dict(deadline_s=deadline_s, hang_ms=hang_ms, dprint=dprint))
         buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages) for t in live
                    if t._shard is None]
         gw = self.grid[0]

@@ -223,7 +223,11 @@ class EmuTensor:
 
     @property
     def shape(self):
-        return ttnn.Shape(list(self._shape))
+        # Made once: the shape never changes and ttnn.Shape is immutable (the op's fast path reads it every call).
+        shape = self.__dict__.get("_ttnn_shape")
+        if shape is None:
+            shape = self.__dict__["_ttnn_shape"] = ttnn.Shape(list(self._shape))
+        return shape
 
     @property
     def padded_shape(self):

@@ -1,0 +1,160 @@
+"""The cache-hit fast path: a decode call that repeats a validated, planned call launches its cached programs again
+without validating or planning.
+
+A model calls the op once per layer per token with the same shapes, dtypes and placements and mostly the same
+tensors (K/V caches, cur_pos_tensor and page tables stay put; q and the output are remade every step, usually at the
+same addresses). The full path -- :func:`~ttflashdecode.validate.check_call`, the plan lookup, the descriptor lookup
+-- reads every tensor property and hashes nested frozen dataclasses: 100-300 us of Python per call. The fast path
+keeps, per call signature, what the full path worked out (:class:`FastCall`) and redoes only what may differ between
+two calls of one signature (a new output tensor, the launch).
+
+A signature has two parts:
+
+* the **key** (hashed, so only cheap values): the call's kind, each tensor argument's buffer address (None for an
+  absent one) and the plain scalar arguments (bools, ints, floats, strings, None);
+* the **check** (compared with ``==``, never hashed: ttnn's enums and shapes hash in Python, slowly): each tensor's
+  device, shape, dtype, layout and memory config, and the arguments that are ttnn objects (output dtype, output
+  memory config, compute and program configs, read into plain values).
+
+Together they hold everything validation reads of a call, so a call that matches an entry's key and check passes
+validation as the call that made the entry did, gets the same plan and -- its tensors sitting at the same addresses
+-- the same programs. A call that is not plain enough to sign (host ``cur_pos`` or page table: their values need
+checking and uploading; numpy or 0-dim torch scalars; ``validate_device_tensors=True``; a deallocated tensor; a
+torch tensor where a device tensor belongs) and a call that matches no entry take the full path, which raises
+exactly the error it always raised. Entries are made only by calls that passed the full path.
+
+Two things can change under an unchanged signature and are checked on every hit: the lowest live L1 buffer (an L1
+tensor allocated since may leave the planned circular buffers no room: the full path then plans again, or refuses)
+and, on a mesh, how each tensor lies over the chips (``tensor_topology`` can change in place:
+:func:`~ttflashdecode.validate.check_mesh_call` runs on every call).
+
+The tensors' Python identity is deliberately not in the key: a model hands the op a new q (and output) every step,
+usually at the same address, and keying on ``id()`` would send all of those calls down the full path. A new tensor
+object with the same device, address, shape, dtype, layout and memory config is the same call for validation and for
+the program's runtime args (which hold addresses, nothing else of the tensor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Scalars that go into a key as they are: hashing them is cheap and their equality is their value's.
+_PLAIN = (type(None), bool, int, float, str)
+
+
+class NotSignable(Exception):
+    """A call the fast path does not sign (it takes the full path)."""
+
+
+@dataclass(eq=False)
+class FastCall:
+    """What a validated, planned call needs to launch again (the tensors are the call's own, passed per call).
+
+    owner: the :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` that launches it.
+    planned: the wrapper's plan for the call (a ``_Planned``: the plan and the call's fixed options).
+    check: the signature's compared part (see the module docstring).
+    lowest_l1: the lowest live L1 buffer when the entry was made (the plan was made, or checked, against it).
+    positions: the op's own positions tensor (a non-causal call's constant positions), None when the call's
+        ``cur_pos_tensor`` is read.
+    staging: a block-float call's staging output (None otherwise).
+    l1_output: the output is in L1 (a new one is checked against the plan's circular buffers every call).
+    launches: per output address key, the (decode, convert) launchables built for it.
+    plan_hits: plan lookups the full path makes per call (1 for the op's functions, 0 for a wrapper's run).
+    """
+
+    owner: Any
+    planned: Any
+    check: tuple
+    lowest_l1: int | None
+    positions: Any
+    staging: Any
+    l1_output: bool
+    plan_hits: int
+    launches: dict = field(default_factory=dict)
+    programs_per_launch: int = 0  # program lookups the full path makes per call (decode + convert, per chip)
+
+    def matches(self, check: tuple, lowest_l1: int | None) -> bool:
+        try:
+            return self.lowest_l1 == lowest_l1 and self.check == check
+        except Exception:  # an argument whose == raises (a numpy array as dtype): the full path names it
+            return False
+
+
+# Output addresses a FastCall keeps launchables for (a new output every step lands on a few addresses at most).
+LAUNCHES_PER_CALL = 8
+
+
+def plain(name: str, value) -> tuple:
+    """``(type, value)`` of a plain scalar (see :data:`_PLAIN`), else :class:`NotSignable`. The type goes with the
+    value: ``True == 1`` and ``1 == 1.0`` (and they hash alike), but validation takes only some of them."""
+    kind = type(value)
+    if kind not in _PLAIN:
+        raise NotSignable(name)
+    return kind, value
+
+
+def flag(name: str, value) -> bool:
+    """A Python bool (the full path's check_bool also takes numpy bools: those calls are not signed)."""
+    if type(value) is not bool:
+        raise NotSignable(name)
+    return value
+
+
+def tensors_signature(tensors) -> tuple[tuple, tuple]:
+    """(addresses, specs) of the call's tensor arguments (None for an absent one). A tensor that is not a live device
+    tensor (a torch tensor, a list, a deallocated tensor) is :class:`NotSignable`: the full path names it."""
+    addresses, specs = [], []
+    for tensor in tensors:
+        if tensor is None:
+            addresses.append(None)
+            specs.append(None)
+            continue
+        try:
+            if not tensor.is_allocated():
+                raise NotSignable("deallocated")
+            addresses.append(tensor.buffer_address())
+            specs.append((tensor.device(), tensor.shape, tensor.dtype, tensor.layout, tensor.memory_config()))
+        except NotSignable:
+            raise
+        except Exception as error:  # not a device tensor, or a mesh tensor whose chips hold it at different addresses
+            raise NotSignable(type(tensor).__name__) from error
+    return tuple(addresses), tuple(specs)
+
+
+def program_config_value(program_config):
+    """A program config as a value the check can compare: names, paths and ProgramConfigs as they are; a
+    ``ttnn.SDPAProgramConfig`` (mutable) read field by field, every field :meth:`ProgramConfig.from_ttnn` reads."""
+    if program_config is None or isinstance(program_config, (str, Path)):
+        return program_config
+    from ttflashdecode.config import ProgramConfig
+
+    if isinstance(program_config, ProgramConfig):
+        return program_config
+    if type(program_config).__name__ != "SDPAProgramConfig":
+        raise NotSignable("program_config")
+    c = program_config
+    grid = c.compute_with_storage_grid_size
+    return ("SDPAProgramConfig", int(grid.x), int(grid.y), c.q_chunk_size, c.k_chunk_size, c.exp_approx_mode,
+            c.max_cores_per_head_batch, getattr(c, "sub_core_grids", None), getattr(c, "max_k_splits", 1),
+            getattr(c, "matmul_math_fidelity", None), getattr(c, "segmented_accumulation", False))  # fmt: skip
+
+
+def compute_config_value(compute_kernel_config):
+    """A compute kernel config as a comparable value: the three fields ComputeSettings.coerce reads."""
+    from ttflashdecode.program_factory import ComputeSettings
+
+    c = compute_kernel_config
+    if c is None or isinstance(c, ComputeSettings):
+        return c
+    try:
+        return (type(c), c.math_fidelity, c.math_approx_mode, c.fp32_dest_acc_en)
+    except AttributeError as error:
+        raise NotSignable("compute_kernel_config") from error
+
+
+def remember_launch(entry: FastCall, out_key, launch) -> None:
+    if len(entry.launches) >= LAUNCHES_PER_CALL:
+        entry.launches.clear()
+    entry.launches[out_key] = launch
