@@ -4,13 +4,16 @@ emulator's timing model (docs/TIMING.md) for the call's shapes. It is also what 
 
 How a choice is made (:func:`choose`), once per shape key:
 
-1. **Trivially small calls: the rule.** A call whose K/V cache holds fewer than :data:`RULE_MAX_KV_BYTES` bytes
-   (every group, K and V, at its whole length) gets the fixed default rule's plan (``ProgramConfig(device grid)``:
+1. **Trivially small calls: the rule.** When the fixed default rule's plan (``ProgramConfig(device grid)``:
    k_chunk_size from :func:`~ttflashdecode.plan.default_k_chunk_size`, refined by the batch's largest host position
-   as before) with no model run. Measured (``perf/auto_config_gain.py --small``, modelled): below that size the
-   candidates' durations differ by at most a few percent, since the launch, the tree and one or two chunk reads per
-   core make most of the time; that is not worth a compile and a run per candidate, and it keeps the test suite
-   (hundreds of small shapes with no program_config) at the rule's plans and cost.
+   as before) gives each of its working cores less than :data:`RULE_MAX_KV_BYTES_PER_CORE` of K/V to read (the whole
+   cache, K and V, over the cores that work), auto is that plan, with no model run. Measured
+   (``perf/auto_config_gain.py --small``, modelled): at 8-34 KiB per core (five shapes, 0.3-2.1 MiB caches) the
+   rule's plan was the fastest candidate every time, since the launch, the tree and a chunk or two per core make
+   most of the time; from 64 KiB per core the model finds gains (a T3K chip's one kv head over 8K positions: 136 KiB
+   on each of the rule's 16 cores, 1.20x with 64 cores). Below the line a choice would cost a compile and a run per
+   candidate for nothing, and the test suite (hundreds of small shapes with no program_config) keeps the rule's
+   plans and cost.
 2. **Candidates** (:func:`candidates`): at most :data:`MAX_CANDIDATES`, each a :class:`ProgramConfig` the planner
    (:func:`~ttflashdecode.plan.plan`) accepts for the shapes within the call's L1 budget (a candidate the planner
    refuses is dropped; plans equal to one already listed are dropped):
@@ -72,9 +75,9 @@ from ttflashdecode.plan.shapes import TILE_BYTES, DecodeShapes
 # Bump when the way candidates are made or ranked changes (it is part of every disk key).
 MODEL_VERSION = 1
 
-# Calls whose K/V cache (every group, K and V, whole length) is smaller than this are planned by the rule, without
-# model runs (see the module docstring, step 1, and docs/DESIGN.md for the measurement behind it).
-RULE_MAX_KV_BYTES = 4 << 20
+# Calls whose K/V cache (every group, K and V, whole length) spread over the rule's working cores is less than this
+# per core are planned by the rule, without model runs (module docstring, step 1; docs/DESIGN.md: the measurement).
+RULE_MAX_KV_BYTES_PER_CORE = 64 << 10
 
 # At most this many configs are run per shape key (the rule's plan included).
 MAX_CANDIDATES = 7
@@ -145,31 +148,33 @@ def choose(
             return choice
         # The rule's plan first: its error is the call's error when nothing fits.
         rule_plan = plan(shapes, rule_config(grid), grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
-        if kv_cache_bytes(shapes) < RULE_MAX_KV_BYTES or _board_for(grid) is None:
+        if kv_bytes_per_core(rule_plan) < RULE_MAX_KV_BYTES_PER_CORE or _board_for(grid) is None:
             choice = Choice(None, "rule")
         else:
             path = _disk_path(key)
             choice = _read_disk(path)
             if choice is None:
-                choice = _choose_by_model(shapes, grid, rule_plan, fp32_dest_acc, l1_budget)
-                _write_disk(path, choice)
+                choice, complete = _choose_by_model(shapes, grid, rule_plan, fp32_dest_acc, l1_budget)
+                if complete:  # a choice that lost candidates to a failed run is not kept past this process
+                    _write_disk(path, choice)
         _STATS[choice.source] += 1
         _CHOICES[key] = choice
         return choice
 
 
-def _choose_by_model(shapes, grid, rule_plan: DecodePlan, fp32_dest_acc: bool, l1_budget: int) -> Choice:
-    timed = []
-    for config, candidate_plan in candidates(shapes, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget,
-                                             rule_plan=rule_plan):  # fmt: skip
+def _choose_by_model(shapes, grid, rule_plan: DecodePlan, fp32_dest_acc: bool, l1_budget: int) -> tuple[Choice, bool]:
+    """The modelled-fastest candidate, and whether every candidate was evaluated."""
+    timed, listed = [], candidates(shapes, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget, rule_plan=rule_plan)
+    t0 = time.monotonic()
+    for config, candidate_plan in listed:
         try:
             ns = evaluate(candidate_plan, fp32_dest_acc=fp32_dest_acc)
         except Exception as e:  # a candidate the emulator cannot run is not chosen; the call still runs
-            logger.warning(f"program_config=auto: candidate {_describe(config)} not evaluated: {e}")
+            logger.warning(f"program_config=auto: candidate {_describe(config)} not evaluated: {str(e)[:500]}")
             continue
         timed.append((ns, config, candidate_plan))
     if not timed:
-        return Choice(None, "rule")
+        return Choice(None, "rule"), False
     # Fastest first; on a tie (within 0.5%) prefer fewer cores, then the bigger chunk (fewer programs' worth of
     # reads to issue): the same modelled time for less of the chip.
     best_ns = min(ns for ns, _, _ in timed)
@@ -178,7 +183,10 @@ def _choose_by_model(shapes, grid, rule_plan: DecodePlan, fp32_dest_acc: bool, l
     resolved = replace(config, k_chunk_size=chosen.k_chunk_size)
     rows = [(c.compute_with_storage_grid_size, p.k_chunk_size, p.num_cores_per_head, round(t, 1))
             for t, c, p in sorted(timed, key=lambda t: (t[1] is not config, t[0]))]  # fmt: skip
-    return Choice(resolved, "model", tuple(rows))
+    logger.info(f"program_config=auto: {len(timed)} of {len(listed)} candidates run in {time.monotonic() - t0:.1f} s "
+                f"for {shapes}; chose {_describe(resolved)}: {ns:.0f} ns modelled; the rule's plan: "
+                f"{next((f'{t:.0f} ns' for t, c, _ in timed if c == rule_config(grid)), 'not run')}")
+    return Choice(resolved, "model", tuple(rows)), len(timed) == len(listed)
 
 
 def candidates(
@@ -236,6 +244,11 @@ def kv_cache_bytes(shapes: DecodeShapes) -> int:
     k = tiles * shapes.DHt * TILE_BYTES[shapes.k_dtype]
     v = 0 if shapes.v_from_k else tiles * shapes.vDHt * TILE_BYTES[shapes.v_dtype]
     return k + v
+
+
+def kv_bytes_per_core(p: DecodePlan) -> int:
+    """K/V bytes of the whole cache per working core of plan ``p``."""
+    return kv_cache_bytes(p.shapes) // max(1, sum(c.role != "idle" for c in p.cores))
 
 
 def _describe(config: ProgramConfig) -> str:
