@@ -197,3 +197,12 @@ def test_auto_by_name_and_named_configs_still_load():
     assert ProgramConfig.coerce("auto", default_grid=(8, 7)).compute_with_storage_grid_size == (8, 7)
     assert ProgramConfig.coerce(None) == ProgramConfig(GRID)  # the planner's own default is still the rule
     assert not isinstance(load_program_config("llama-3.1-8b/n150"), AutoProgramConfig)
+
+
+def test_rule_mode_from_the_environment(monkeypatch):
+    """TTFLASHDECODE_AUTO=rule: no model runs for any shape, the rule's plan."""
+    monkeypatch.setenv(auto.AUTO_MODE_ENV_VAR, "rule")
+    monkeypatch.setattr(auto, "RULE_MAX_KV_BYTES_PER_CORE", 0)
+    monkeypatch.setattr(auto, "evaluate", lambda *a, **k: pytest.fail("rule mode must not evaluate"))
+    s = _shapes(CASE)
+    assert auto.plan_for(s, AutoProgramConfig(GRID), GRID) == plan(s, None, GRID)

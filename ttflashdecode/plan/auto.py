@@ -13,7 +13,7 @@ How a choice is made (:func:`choose`), once per shape key:
    most of the time; from 64 KiB per core the model finds gains (a T3K chip's one kv head over 8K positions: 136 KiB
    on each of the rule's 16 cores, 1.20x with 64 cores). Below the line a choice would cost a compile and a run per
    candidate for nothing, and the test suite (hundreds of small shapes with no program_config) keeps the rule's
-   plans and cost.
+   plans and cost. ``TTFLASHDECODE_AUTO=rule`` in the environment makes every shape take this path.
 2. **Candidates** (:func:`candidates`): at most :data:`MAX_CANDIDATES`, each a :class:`ProgramConfig` the planner
    (:func:`~ttflashdecode.plan.plan`) accepts for the shapes within the call's L1 budget (a candidate the planner
    refuses is dropped; plans equal to one already listed are dropped):
@@ -83,6 +83,9 @@ RULE_MAX_KV_BYTES_PER_CORE = 64 << 10
 MAX_CANDIDATES = 7
 
 AUTO_CACHE_ENV_VAR = "TTFLASHDECODE_AUTO_CACHE"
+# TTFLASHDECODE_AUTO=rule: auto is the fixed default rule for every shape, no model runs (a CI machine with a cold
+# kernel cache, or a card host that must not spend the first call's seconds on the emulator).
+AUTO_MODE_ENV_VAR = "TTFLASHDECODE_AUTO"
 
 _REPO = Path(__file__).resolve().parents[2]
 _PACKAGE = _REPO / "ttflashdecode"
@@ -148,7 +151,8 @@ def choose(
             return choice
         # The rule's plan first: its error is the call's error when nothing fits.
         rule_plan = plan(shapes, rule_config(grid), grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
-        if kv_bytes_per_core(rule_plan) < RULE_MAX_KV_BYTES_PER_CORE or _board_for(grid) is None:
+        rule_only = os.environ.get(AUTO_MODE_ENV_VAR, "model").strip().lower() == "rule"
+        if rule_only or kv_bytes_per_core(rule_plan) < RULE_MAX_KV_BYTES_PER_CORE or _board_for(grid) is None:
             choice = Choice(None, "rule")
         else:
             path = _disk_path(key)
