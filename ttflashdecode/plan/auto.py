@@ -168,6 +168,9 @@ def choose(
 
 def _choose_by_model(shapes, grid, rule_plan: DecodePlan, fp32_dest_acc: bool, l1_budget: int) -> tuple[Choice, bool]:
     """The modelled-fastest candidate, and whether every candidate was evaluated."""
+    if os.environ.get("TTFD_EMU_TIMING", "1") == "0":
+        logger.warning("program_config=auto: the emulator's timing model is off (TTFD_EMU_TIMING=0); using the rule")
+        return Choice(None, "rule"), False
     timed, listed = [], candidates(shapes, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget, rule_plan=rule_plan)
     t0 = time.monotonic()
     for config, candidate_plan in listed:
