@@ -1,6 +1,7 @@
 """How many of the ttnn wheel's kernel sources compile against the emulator's kernel API headers.
 
-Runs ``g++ -std=c++17 -fsyntax-only`` on every kernel source under the wheel's ``ttnn/cpp/ttnn/operations/**/kernels``
+Runs ``g++ -std=c++20 -fsyntax-only`` (as ttflashdecode.emulator.compiler: the host form of tt-metal's ``-std=c++17
+-ftt-nttp -ftt-consteval -ftt-constinit``) on every kernel source under the wheel's ``ttnn/cpp/ttnn/operations/**/kernels``
 (1,495 files in ttnn 0.81.1) with the emulator's ``include/`` first on the include path and a plausible tt-metal JIT
 build environment:
 
@@ -126,7 +127,7 @@ def generated_files(text: str, compute: bool) -> dict[str, str]:
 
 
 def flags(include: Path, gen: Path, src: Path, root: Path, compute: bool, files: dict[str, str]) -> list[str]:
-    f = ["-std=c++17", "-fsyntax-only", "-w", "-fmax-errors=40", f"-I{include}", f"-I{gen}", f"-I{src.parent}",
+    f = ["-std=c++20", "-fsyntax-only", "-w", "-fmax-errors=40", f"-I{include}", f"-I{gen}", f"-I{src.parent}",
          f"-I{root / 'ttnn' / 'cpp'}", f"-I{root / 'ttnn'}", f"-I{root}", f"-I{root / 'tt_metal'}",
          f"-I{root / 'tt_metal' / 'api'}", f"-I{root / 'tt_metal' / 'hostdevcommon' / 'api'}",
          "-DKERNEL_COMPILE_TIME_ARGS=" + ",".join([str(CT_VALUE)] * NUM_CT_ARGS),

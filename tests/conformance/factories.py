@@ -253,3 +253,168 @@ def reduce_w_program(ttnn, grid, src, out, op: str, scaler: float, post_mul_scal
                      "enable_fp32_sfpu": 0},
             defines=defines))  # fmt: skip
     return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)
+
+
+# ---------------------------------------------------------------------------------------------- softmax
+SOFTMAX = "ttnn/operations/normalization/softmax/device/kernels/attention"
+
+
+def _max_divisor(n: int, cap: int) -> int:
+    """tt-metal find_max_divisor(n, cap): the largest divisor of n that is at most cap."""
+    return next(d for d in range(min(n, cap), 0, -1) if n % d == 0)
+
+
+def softmax_program(ttnn, grid, src, out, numeric_stable=True, fp32_dest_acc_en=False, math_approx_mode=False,
+                    math_fidelity="HiFi4"):
+    """SoftmaxProgramFactoryAttentionOptimized without a mask (softmax_program_factory_attention_optimized.cpp;
+    its kernels are Metal 2.0, bound by ``metal2.py``): NC*Ht tile rows split row-major over the grid
+    (split_work_to_cores(grid, rows, true)), block size find_max_divisor(Wt, 8) (4 with an fp32 DEST); DFBs in0
+    (c_0; round_up(Wt, blk) tiles when numeric-stable, else 2*blk), out0 (c_11, 2*blk), recip_sum_exps (c_7, 1),
+    max_scaler / sum_scaler (c_2 / c_3, one bf16 tile each, filled by the reader's
+    calculate_and_prepare_reduce_scaler), exps (c_6, round_up(Wt, blk)), max (c_8, 1, numeric-stable), the writer's
+    pad mask (c_5, 1); intermediates bf16, or float32 with an fp32 DEST. Reader reader_unary_interleaved_sm.cpp
+    (rt blk, num_rows, tile_offset, Wt; ct in0_t; tensor src), compute softmax.cpp (rt num_rows, Ht, Wt, blk,
+    start_ht; ct in0_t; defines NUMERIC_STABLE, EXP_APPROX, ENABLE_FP32_DEST_ACC), writer
+    writer_unary_interleaved_start_id_blocked_sm.cpp (rt num_tiles, tile_offset, blk, Wt, mask_padded_data=0; ct
+    num_datum_padded=0, tile_hw; tensor dst)."""
+    from .metal2 import Metal2Kernel, kernel_descriptor
+
+    shape = list(src.shape)
+    Wt = shape[-1] // 32
+    H = 1
+    for d in shape[:-1]:
+        H *= d
+    rows = H // 32
+    Ht = (shape[-2]) // 32
+    blk = _max_divisor(Wt, 4 if fp32_dest_acc_en else 8)
+    round_wt = -(-Wt // blk) * blk
+    in0_t = round_wt if numeric_stable else 2 * blk
+    spans = split_work(grid, rows, row_major=True)
+    cores = core_range_set(ttnn, spans)
+    im = ttnn.float32 if fp32_dest_acc_en else ttnn.bfloat16
+    im_page = 4096 if fp32_dest_acc_en else 2048
+    dfbs = {"in0": 0, "max_scaler": 2, "sum_scaler": 3, "mask_padded": 5, "exps": 6, "recip_sum_exps": 7,
+            "out0": 11}  # fmt: skip
+    cbs = [cb(ttnn, 0, src.dtype, src.buffer_page_size(), in0_t, cores),
+           cb(ttnn, 2, ttnn.bfloat16, 2048, 1, cores), cb(ttnn, 3, ttnn.bfloat16, 2048, 1, cores),
+           cb(ttnn, 5, ttnn.bfloat16, 2048, 1, cores),
+           cb(ttnn, 6, im, im_page, round_wt, cores), cb(ttnn, 7, im, im_page, 1, cores),
+           cb(ttnn, 11, out.dtype, out.buffer_page_size(), 2 * blk, cores)]  # fmt: skip
+    defines = {"EXP_APPROX": "1" if math_approx_mode else "0", "ENABLE_FP32_DEST_ACC": "1" if fp32_dest_acc_en else "0"}
+    if numeric_stable:
+        defines["NUMERIC_STABLE"] = "1"
+        dfbs["max"] = 8
+        cbs.append(cb(ttnn, 8, im, im_page, 1, cores))
+    rd, cp, wr = [], [], []
+    for s in spans:
+        c = ttnn.CoreCoord(*s.core)
+        rd.append((c, {"blk": blk, "num_rows": s.units, "tile_offset": s.start * Wt, "Wt": Wt}))
+        cp.append((c, {"num_rows": s.units, "Ht": Ht, "Wt": Wt, "blk": blk, "start_ht": s.start % Ht}))
+        wr.append((c, {"num_tiles": s.units * Wt, "tile_offset": s.start * Wt, "blk": blk, "Wt": Wt,
+                       "mask_padded_data": 0}))  # fmt: skip
+    kernels = [
+        Metal2Kernel(f"{SOFTMAX}/dataflow/reader_unary_interleaved_sm.cpp", cores, ttnn.ReaderConfigDescriptor(),
+                     dfbs={k: dfbs[k] for k in ("in0", "max_scaler", "sum_scaler")}, tensors={"src": src},
+                     ct_args={"in0_t": in0_t}, rta_names=("blk", "num_rows", "tile_offset", "Wt"), rt_args=rd,
+                     defines={k: v for k, v in defines.items() if k == "NUMERIC_STABLE"}),
+        Metal2Kernel(f"{SOFTMAX}/dataflow/writer_unary_interleaved_start_id_blocked_sm.cpp", cores,
+                     ttnn.WriterConfigDescriptor(), dfbs={k: dfbs[k] for k in ("out0", "mask_padded")},
+                     tensors={"dst": out}, ct_args={"num_datum_padded": 0, "tile_hw": 32 * 32},
+                     rta_names=("num_tiles", "tile_offset", "blk", "Wt", "mask_padded_data"), rt_args=wr),
+        Metal2Kernel(f"{SOFTMAX}/compute/softmax.cpp", cores,
+                     compute_config(ttnn, math_fidelity, fp32_dest_acc_en, math_approx_mode),
+                     dfbs={k: v for k, v in dfbs.items() if k != "mask_padded"}, ct_args={"in0_t": in0_t},
+                     rta_names=("num_rows", "Ht", "Wt", "blk", "start_ht"), rt_args=cp, defines=defines),
+    ]  # fmt: skip
+    return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)
+
+
+# ---------------------------------------------------------------------------------------------- bcast (row / col / scalar)
+BCAST = "ttnn/operations/data_movement/bcast/device/kernels"
+BCAST_DIMS = {"H": ("ROW", "Row"), "W": ("COL", "Col"), "HW": ("SCALAR", "Scalar")}
+BCAST_MATH = {"add": ("add_tiles_bcast", "ELWADD", "Add"), "sub": ("sub_tiles_bcast", "ELWSUB", "Sub"),
+              "mul": ("mul_tiles_bcast", "ELWMUL", "Mul")}  # fmt: skip
+
+
+def bcast_defines(dim: str, op: str) -> dict[str, str]:
+    """bcast_op_utils::get_defines (data_movement/bcast/bcast_types.cpp in the wheel)."""
+    llk_dim, chain_dim = BCAST_DIMS[dim]
+    tiles_op, llk_op, chain_op = BCAST_MATH[op]
+    return {"BCAST_OP": tiles_op, "BCAST_LLKOP": f"EltwiseBinaryType::{llk_op}", "BCAST_DIM": f"BroadcastType::{llk_dim}",
+            "CHAIN_BCAST_OP": f"compute_kernel_lib::BinaryFpuOp::{chain_op}",
+            "CHAIN_BCAST_DIM": f"compute_kernel_lib::BroadcastDim::{chain_dim}"}  # fmt: skip
+
+
+def bcast_program(ttnn, grid, a, b, out, dim: str, op: str, math_fidelity="HiFi4"):
+    """The wheel's own bcast factories (data_movement/bcast/device/bcast_multi_core_{h,w,hw}_program_factory.cpp,
+    Metal 2.0 ProgramSpecs bound by ``metal2.py``), interleaved: DFBs in0 / in1 / out (c_0 / c_1 / c_16, 2 tiles
+    each); H (b's row 0 broadcast down H): Ht split column-major over the grid, reader
+    reader_bcast_h_interleaved_input_rows_partitioned.cpp, compute bcast_h.cpp; W (b's column 0 across W): Wt split
+    the same way, reader reader_bcast_w_interleaved_input_cols_partitioned.cpp, compute bcast_w.cpp; both with
+    writer_unary_interleaved_input_cols_batched.cpp. HW (b[0][0] everywhere): all tiles split column-major, reader
+    reader_bcast_hw_interleaved_partitioned.cpp (BCAST_SCALAR when b has one N*C), compute bcast_hw_metal2.cpp, writer
+    eltwise unary's writer_unary_interleaved_start_id_metal2.cpp. The factories run at the default compute config
+    (HiFi4); ``math_fidelity`` runs the same program at another fidelity."""
+    from .metal2 import Metal2Kernel, kernel_descriptor
+
+    sa, sb = list(a.shape), list(b.shape)
+    N, C = (sa[-4] if len(sa) >= 4 else 1), (sa[-3] if len(sa) >= 3 else 1)
+    NC, Ht, Wt = N * C, sa[-2] // 32, sa[-1] // 32
+    bnc1 = int((sb[-4] if len(sb) >= 4 else 1) * (sb[-3] if len(sb) >= 3 else 1) == 1)
+    units = {"H": Ht, "W": Wt, "HW": NC * Ht * Wt}[dim]
+    spans = split_work(grid, units, row_major=False)
+    cores = core_range_set(ttnn, spans)
+    cbs = [cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores), cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
+           cb(ttnn, 16, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    defines = bcast_defines(dim, op)
+    dfb_in, dfb_out = {"in0": 0, "in1": 1}, {"out": 16}
+    ins = {"src0": a, "src1": b}
+    cfg = compute_config(ttnn, math_fidelity)
+    rd, cp, wr = [], [], []
+    if dim == "HW":
+        for s in spans:
+            c = ttnn.CoreCoord(*s.core)
+            rd.append((c, {"num_tiles": s.units, "HtWt": Ht * Wt, "base_start_id_HtWt": s.start // (Ht * Wt) * Ht * Wt,
+                           "curr_id_from_base": s.start % (Ht * Wt),
+                           "bcast_id": 0 if bnc1 else s.start // (Ht * Wt)}))  # fmt: skip
+            cp.append((c, {"B": 1, "Ht": 1, "Wt": s.units}))
+            wr.append((c, {"num_pages": s.units, "start_id": s.start}))
+        scalar = {"BCAST_SCALAR": "1"} if bnc1 else {}
+        kernels = [
+            Metal2Kernel(f"{BCAST}/dataflow/reader_bcast_hw_interleaved_partitioned.cpp", cores,
+                         ttnn.ReaderConfigDescriptor(), dfbs=dfb_in, tensors=ins,
+                         rta_names=("num_tiles", "HtWt", "base_start_id_HtWt", "curr_id_from_base", "bcast_id"),
+                         rt_args=rd, defines=scalar),
+            Metal2Kernel(f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id_metal2.cpp", cores,
+                         ttnn.WriterConfigDescriptor(), dfbs=dfb_out, tensors={"dst": out},
+                         rta_names=("num_pages", "start_id"), rt_args=wr),
+            Metal2Kernel(f"{BCAST}/compute/bcast_hw_metal2.cpp", cores, cfg, dfbs={**dfb_in, **dfb_out},
+                         rta_names=("B", "Ht", "Wt"), rt_args=cp, defines={**defines, **scalar}),
+        ]  # fmt: skip
+    else:
+        read = 0
+        for s in spans:
+            c = ttnn.CoreCoord(*s.core)
+            ht, wt = (s.units, Wt) if dim == "H" else (Ht, s.units)
+            skip = 0 if dim == "H" else Wt - s.units
+            r = {"src0_num_tiles": NC * ht * wt, "NCHtWt": NC * ht * wt, "NC": NC, "Ht": ht, "Wt": wt, "nc1": bnc1,
+                 "start_id": read, "HtWt": Ht * Wt}  # fmt: skip
+            if dim == "W":
+                r["Wt_skip"] = skip
+            rd.append((c, r))
+            cp.append((c, {"B": NC, "Ht": ht, "Wt": wt}))
+            wr.append((c, {"Ht": ht, "Wt": wt, "Wt_read": read, "Wt_skip": skip, "NC": NC, "HtWt": Ht * Wt}))
+            read += ht * wt if dim == "H" else wt
+        reader = ("reader_bcast_h_interleaved_input_rows_partitioned.cpp" if dim == "H"
+                  else "reader_bcast_w_interleaved_input_cols_partitioned.cpp")  # fmt: skip
+        rnames = ("src0_num_tiles", "NCHtWt", "NC", "Ht", "Wt", "nc1", "start_id", "HtWt")
+        kernels = [
+            Metal2Kernel(f"{BCAST}/dataflow/{reader}", cores, ttnn.ReaderConfigDescriptor(), dfbs=dfb_in, tensors=ins,
+                         rta_names=rnames + (("Wt_skip",) if dim == "W" else ()), rt_args=rd),
+            Metal2Kernel(f"{BCAST}/dataflow/writer_unary_interleaved_input_cols_batched.cpp", cores,
+                         ttnn.WriterConfigDescriptor(), dfbs=dfb_out, tensors={"dst": out},
+                         rta_names=("Ht", "Wt", "Wt_read", "Wt_skip", "NC", "HtWt"), rt_args=wr),
+            Metal2Kernel(f"{BCAST}/compute/bcast_{dim.lower()}.cpp", cores, cfg, dfbs={**dfb_in, **dfb_out},
+                         rta_names=("B", "Ht", "Wt"), rt_args=cp, defines=defines),
+        ]  # fmt: skip
+    return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)

@@ -1,6 +1,6 @@
 """Compiles kernels (tt-metal kernel sources) for the host emulator.
 
-Each KernelDescriptor becomes one shared library: ``g++ -std=c++17 -O2 -fPIC -shared`` with the emulator's API
+Each KernelDescriptor becomes one shared library: ``g++ -std=c++20 -O2 -fPIC -shared`` with the emulator's API
 headers first on the include path (``include/`` mirrors the wheel's include roots, so ``#include
 "api/dataflow/dataflow_api.h"`` resolves to the emulator's implementation), then the kernel's generated-files
 directory, the kernel's directory, the repo root (``device_kernels/...``) and the descriptor's
@@ -56,8 +56,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 KERNEL_CACHE = CACHE_ROOT / "kernels"
 GENERATED = KERNEL_CACHE / "generated"
 # -Wall as tt-metal's JIT build; -Wno-unknown-pragmas: "#pragma GCC unroll" and friends are meant for the RISC-V
-# compiler, not warnings about the kernel.
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-Wall", "-Wno-unknown-pragmas"]
+# compiler, not warnings about the kernel. C++20: tt-metal builds kernels with "-std=c++17 -ftt-nttp -ftt-consteval
+# -ftt-constinit" (libtt_metal's JIT flags), its SFPI compiler's C++17 plus class-type template parameters, consteval
+# and constinit, which ttnn's kernel_lib (compute_kernel_lib::eltwise_chain, used by upstream's softmax and bcast
+# kernels) relies on; host g++ has those only as C++20.
+CXXFLAGS = ["-std=c++20", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-Wall", "-Wno-unknown-pragmas"]
 DEPRECATED_ERROR_ENV = "TTFD_EMU_DEPRECATED_ERROR"
 
 _lock = threading.Lock()

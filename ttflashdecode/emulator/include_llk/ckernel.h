@@ -62,6 +62,24 @@ enum class InstrModLoadStore : uint8_t {
     INT8_2S_COMP = 13, LO16_ONLY = 14, HI16_ONLY = 15,
 };
 
+// tt-llk llk_defs.h GetSfpLoadStoreInstrMod: the SFPLOAD / SFPSTORE mode that reads a DEST datum held for a CB
+// of this format (a 32-bit DEST holds Float16 / Float16_b as FP32 and UInt16 as INT32; block floats use the default).
+template <DataFormat format, bool is_fp32_dest_acc_en = false>
+constexpr InstrModLoadStore GetSfpLoadStoreInstrMod() {
+    switch (format) {
+        case DataFormat::Float32:
+        case DataFormat::Tf32: return InstrModLoadStore::FP32;
+        case DataFormat::Float16: return is_fp32_dest_acc_en ? InstrModLoadStore::FP32 : InstrModLoadStore::FP16A;
+        case DataFormat::Float16_b: return is_fp32_dest_acc_en ? InstrModLoadStore::FP32 : InstrModLoadStore::FP16B;
+        case DataFormat::Int8:
+        case DataFormat::UInt8: return InstrModLoadStore::INT8;
+        case DataFormat::UInt16: return is_fp32_dest_acc_en ? InstrModLoadStore::INT32 : InstrModLoadStore::LO16;
+        case DataFormat::Int32:
+        case DataFormat::UInt32: return InstrModLoadStore::INT32;
+        default: return InstrModLoadStore::DEFAULT;
+    }
+}
+
 namespace p_sfpu {
 constexpr uint32_t LREG0 = 0, LREG1 = 1, LREG2 = 2, LREG3 = 3, LREG4 = 4, LREG5 = 5, LREG6 = 6, LREG7 = 7,
                    LREG8 = 8, LREG9 = 9, LREG10 = 10, LREG11 = 11, LREG12 = 12, LREG13 = 13, LREG14 = 14,

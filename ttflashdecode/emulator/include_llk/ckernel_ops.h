@@ -16,7 +16,7 @@ namespace emu::sfpu {
 enum Op : uint8_t {
     kLoad, kStore, kLoadI, kMad, kAddI, kMulI, kMov, kSwap, kExExp, kExMan, kShft, kShft2, kCast, kSetExp, kSetMan,
     kSetSgn, kAbs, kNot, kAnd, kOr, kXor, kLz, kDivP2, kIAdd, kStochRnd, kSetCC, kEnCC, kPushC, kPopC, kCompC,
-    kConfig, kNop, kIncRwc, kSetRwc, kLoadMacro,
+    kConfig, kNop, kIncRwc, kSetRwc, kLoadMacro, kTransp,
 };
 
 inline void exec(const Instr& i) {
@@ -52,6 +52,7 @@ inline void exec(const Instr& i) {
         case kPopC: sfppopc(i.a3); break;
         case kCompC: sfpcompc(); break;
         case kConfig: sfpconfig(i.a0, i.a1, i.a2); break;
+        case kTransp: sfptransp(i.a2); break;
         case kNop: break;
         case kIncRwc: inc_dst_rwc(i.a1); break;
         case kSetRwc:  // p_setrwc::SET_D; with CR_D the new value counts from the current one (LLK inc_dst_addr)
@@ -118,6 +119,8 @@ inline void replay(uint32_t start, uint32_t len, uint32_t exec_while_loading, ui
 #define TTI_SFPSHFT TT_SFPSHFT
 #define TT_SFPSHFT2(b, c, d, mod1) ::emu::sfpu::issue(::emu::sfpu::kShft2, EMU_U(b), EMU_U(c), EMU_U(d), EMU_U(mod1))
 #define TTI_SFPSHFT2 TT_SFPSHFT2
+#define TT_SFPTRANSP(imm12, c, d, mod1) ::emu::sfpu::issue(::emu::sfpu::kTransp, EMU_U(imm12), EMU_U(c), EMU_U(d), EMU_U(mod1))
+#define TTI_SFPTRANSP TT_SFPTRANSP
 #define TT_SFPCAST(c, d, mod1) ::emu::sfpu::issue(::emu::sfpu::kCast, EMU_U(c), EMU_U(d), EMU_U(mod1))
 #define TTI_SFPCAST TT_SFPCAST
 #define TT_SFPSETEXP(imm, c, d, mod1) ::emu::sfpu::issue(::emu::sfpu::kSetExp, EMU_U(imm), EMU_U(c), EMU_U(d), EMU_U(mod1))

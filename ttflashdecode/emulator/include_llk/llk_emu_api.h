@@ -118,3 +118,28 @@ inline void llk_pack_reduce_mask_config(const std::uint32_t ocb) {
 inline void llk_pack_reduce_mask_clear() { emu::cstate().reduce_mask = emu::ReduceMask::None; }
 
 }  // namespace ckernel
+
+namespace ckernel {
+
+// Eltwise binary inits of the math and unpack threads (llk_math_binary_api.h, llk_unpack_AB_api.h), as the eltwise
+// helper library calls them for a broadcast operand: they program the FPU op, broadcast and fidelity for the
+// *_tiles_bcast calls that follow, which carry those themselves here (api/compute/bcast.h). What an init leaves
+// behind that changes a result is the accumulate-into-DEST flag of add / sub, as binary_tiles_init sets it.
+template <EltwiseBinaryType eltwise_binary_type, BroadcastType src_b_bcast_type, MathFidelity math_fidelity,
+          EltwiseBinaryReuseDestType binary_reuse_dest = EltwiseBinaryReuseDestType::NONE>
+inline void llk_math_eltwise_binary_init(const std::uint32_t operand_A, const std::uint32_t operand_B,
+                                         const std::uint32_t acc_to_dest = 0) {
+    (void)operand_A;
+    (void)operand_B;
+    emu::cstate().binary_acc_to_dest = acc_to_dest != 0 && eltwise_binary_type != EltwiseBinaryType::ELWMUL;
+}
+template <BroadcastType BType = BroadcastType::NONE>
+inline void llk_unpack_AB_init(const std::uint32_t operandA, const std::uint32_t operandB,
+                               const Transpose transpose = Transpose::None) {
+    (void)operandA;
+    (void)operandB;
+    if (transpose != Transpose::None)
+        emu::fault("llk_unpack_AB_init: a transposed SrcA unpack is not modelled by the emulator");
+}
+
+}  // namespace ckernel

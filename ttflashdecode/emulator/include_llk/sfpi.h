@@ -581,8 +581,8 @@ constexpr uint32_t layout_fmt(DataLayout l) {
          : l == DataLayout::F16a ? isa::kFmtFp16a : l == DataLayout::F16b ? isa::kFmtFp16b
          : l == DataLayout::U16 ? isa::kFmtUInt16 : l == DataLayout::SM32 ? isa::kFmtInt32Sm : isa::kFmtDefault;
 }
-Vec dst_load(uint32_t addr, uint32_t fmt);
-void dst_store(uint32_t addr, uint32_t fmt, const Vec& v);
+Vec dst_load(uint32_t addr, uint32_t fmt, uint32_t addr_mod = 0);
+void dst_store(uint32_t addr, uint32_t fmt, const Vec& v, uint32_t addr_mod = 0);
 // A dst_reg access with an explicit load / store format.
 class DRegMode {
     int idx;
@@ -596,6 +596,30 @@ class DRegMode {
     template <typename T, typename = std::enable_if_t<std::is_base_of_v<vVal, T>>>
     const DRegMode& operator=(const T& v) const {
         dst_store(static_cast<uint32_t>(idx * 2), fmt, v.v);
+        return *this;
+    }
+};
+// A dst_reg access issued with an explicit address mode (dst_reg[i].mode(ADDR_MOD_n)): the SFPLOAD / SFPSTORE
+// carries that ADDR_MOD, so the Dst counter advances by the mode's increment after the access.
+class DRegAddrMode {
+    int idx;
+    uint32_t addr_mod;
+
+   public:
+    DRegAddrMode(int i, uint32_t am) : idx(i), addr_mod(am) {}
+    operator vFloat() const { return vFloat(dst_load(static_cast<uint32_t>(idx * 2), isa::kFmtDefault, addr_mod)); }
+    operator vInt() const { return vInt(dst_load(static_cast<uint32_t>(idx * 2), isa::kFmtInt32, addr_mod)); }
+    operator vUInt() const { return vUInt(dst_load(static_cast<uint32_t>(idx * 2), isa::kFmtInt32, addr_mod)); }
+    const DRegAddrMode& operator=(const vFloat& v) const {
+        dst_store(static_cast<uint32_t>(idx * 2), isa::kFmtDefault, v.v, addr_mod);
+        return *this;
+    }
+    const DRegAddrMode& operator=(const vInt& v) const {
+        dst_store(static_cast<uint32_t>(idx * 2), isa::kFmtInt32, v.v, addr_mod);
+        return *this;
+    }
+    const DRegAddrMode& operator=(const vUInt& v) const {
+        dst_store(static_cast<uint32_t>(idx * 2), isa::kFmtInt32, v.v, addr_mod);
         return *this;
     }
 };
@@ -620,25 +644,26 @@ class DReg {
     const DReg& operator=(float f) const { return *this = vFloat(f); }
     template <DataLayout L>
     DRegMode mode() const { return DRegMode(idx, layout_fmt(L)); }
+    DRegAddrMode mode(uint32_t addr_mod) const { return DRegAddrMode(idx, addr_mod); }
 };
 
 // Loads and stores go through an LReg of the model so that lane enables and Dst addressing are the instruction's.
-inline Vec dst_load(uint32_t addr, uint32_t fmt) {
+inline Vec dst_load(uint32_t addr, uint32_t fmt, uint32_t addr_mod) {
     isa::Machine& s = isa::m();
     Vec keep = s.lreg[7];
     bool use = s.use_flags;
     s.use_flags = false;  // a new vector: every lane loaded
-    isa::sfpload(7, fmt, 0, addr);
+    isa::sfpload(7, fmt, addr_mod, addr);
     s.use_flags = use;
     Vec r = s.lreg[7];
     s.lreg[7] = keep;
     return r;
 }
-inline void dst_store(uint32_t addr, uint32_t fmt, const Vec& v) {
+inline void dst_store(uint32_t addr, uint32_t fmt, const Vec& v, uint32_t addr_mod) {
     isa::Machine& s = isa::m();
     Vec keep = s.lreg[7];
     s.lreg[7] = v;
-    isa::sfpstore(7, fmt, 0, addr);
+    isa::sfpstore(7, fmt, addr_mod, addr);
     s.lreg[7] = keep;
 }
 inline DReg::operator vFloat() const { return vFloat(dst_load(addr(), isa::kFmtDefault)); }

@@ -355,6 +355,27 @@ inline void sfpshft2(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1) {
     });
 }
 
+// SFPTRANSP (tt-isa-documentation WormholeB0 SFPTRANSP.md): LReg[0:4] stacked into a 4x4x8 tensor (register,
+// lane row, lane column) have their two length-4 axes swapped, and the same for LReg[4:8]; a lane that is not
+// enabled keeps its value. VD >= 12 with the backdoor load enabled writes a LoadMacro template instead (not
+// modelled: SFPLOADMACRO is not either).
+inline void sfptransp(uint32_t vd) {
+    Machine& s = m();
+    if (vd >= 12) fault("SFPTRANSP: VD %u (LoadMacro instruction template backdoor) is not modelled by the emulator", vd);
+    uint32_t en = s.enabled();
+    for (uint32_t base : {0u, 4u}) {
+        for (uint32_t col = 0; col < 8; ++col) {
+            for (uint32_t i = 0; i < 4; ++i) {
+                for (uint32_t j = 0; j < i; ++j) {
+                    uint32_t ij = s.lreg[base + i].u[j * 8 + col], ji = s.lreg[base + j].u[i * 8 + col];
+                    if (en >> (j * 8 + col) & 1) s.lreg[base + i].u[j * 8 + col] = ji;
+                    if (en >> (i * 8 + col) & 1) s.lreg[base + j].u[i * 8 + col] = ij;
+                }
+            }
+        }
+    }
+}
+
 // SFPCAST: sign-magnitude int32 -> fp32, round to nearest even (stochastic mode modelled the same way).
 inline uint32_t sm32_to_fp32(uint32_t x) {
     uint32_t mag = x & 0x7fffffffu;

@@ -35,3 +35,11 @@ ALWI void dummy_pack(std::uint32_t cb_id) { (void)cb_id; }
 ALWI void pack_reconfig_l1_acc(const std::uint32_t l1_acc_en) { emu::cstate().pack_l1_acc = l1_acc_en != 0; }
 
 }  // namespace ckernel
+
+#if __has_include("llk_emu_api.h")
+#include "llk_emu_api.h"
+namespace ckernel {
+// Packer ReLU (wheel api/compute/pack.h): applied to every packed datum until reconfigured.
+ALWI void pack_relu_config(const ReluConfig& config) { llk_pack_relu_config(config); }
+}  // namespace ckernel
+#endif
