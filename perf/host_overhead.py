@@ -15,8 +15,9 @@ bfloat8_b cache) with a cur_pos tensor and a preallocated output, and prints hos
   replay dispatch per captured call with the program run replaced by a no-op. On a card the per-step cost is
   ``ttnn.execute_trace``'s, which cannot be measured here.
 
-Times are the best of 7 batches of 200 calls (the machine is shared: slower batches carry other processes' load), the
-median in brackets. ``--before`` runs the same measurements against another tree in a subprocess (its own
+Times are this process's CPU time per call (wall time in brackets), each the best of 25 batches of 200 calls: the host
+path is pure host work, so the two agree on an idle machine, and CPU time is what a shared machine's load does not
+inflate. ``--before`` runs the same measurements against another tree in a subprocess (its own
 ttflashdecode, not the editable install's); a tree without trace support prints n/a.
 
 On a machine with a Wormhole card (``/dev/tenstorrent``), ``--card`` also times ``ttnn.generic_op`` with our
@@ -29,14 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-CALLS, BATCHES, LAYERS = 200, 7, 32
+CALLS, BATCHES, LAYERS = 200, 25, 32
 CONFIGS = (None, "llama-3.1-8b/n150")
 
 
@@ -48,14 +48,17 @@ def _use_tree(tree: Path) -> None:
 
 
 def _timed(fn) -> tuple[float, float]:
-    """(best, median) microseconds per call of ``fn`` over BATCHES batches of CALLS calls."""
-    per_call = []
+    """(CPU, wall) microseconds per call of ``fn``, each the best of BATCHES batches of CALLS calls. The host path is
+    pure host work, so on an idle machine the two agree; on a shared one the process's CPU time is the figure that
+    other processes' load does not inflate."""
+    cpu, wall = [], []
     for _ in range(BATCHES):
-        start = time.perf_counter()
+        start_cpu, start = time.process_time(), time.perf_counter()
         for _ in range(CALLS):
             fn()
-        per_call.append((time.perf_counter() - start) / CALLS * 1e6)
-    return min(per_call), statistics.median(per_call)
+        cpu.append((time.process_time() - start_cpu) / CALLS * 1e6)
+        wall.append((time.perf_counter() - start) / CALLS * 1e6)
+    return min(cpu), min(wall)
 
 
 def measure() -> dict:
@@ -111,11 +114,11 @@ def _trace_replay(dev, op_module, q, kv, pos, out) -> tuple[float, float]:
     calls = []
     real_decode = op_module._decode
     op_module._decode = lambda *a, **k: calls.append(1) or real_decode(*a, **k)
-    best, median = _timed(lambda: emulator.execute_trace(dev, trace_id, cq_id=0, blocking=True))
+    cpu, wall = _timed(lambda: emulator.execute_trace(dev, trace_id, cq_id=0, blocking=True))
     op_module._decode = real_decode
     assert not calls, "a replay called the op"
     emulator.release_trace(dev, trace_id)
-    return best / LAYERS, median / LAYERS
+    return cpu / LAYERS, wall / LAYERS
 
 
 def card() -> None:
@@ -153,7 +156,7 @@ def card() -> None:
         enqueue = (time.perf_counter() - start) / CALLS * 1e6  # host time with the real generic_op (async dispatch)
         ttnn.synchronize_device(device)
         real_run, Backend.run = Backend.run, lambda self, tensors, launchable: None
-        host_only, _ = _timed(call)
+        _, host_only = _timed(call)
         Backend.run = real_run
         print(f"card: op call with ttnn.generic_op {enqueue:.1f} us, host path alone {host_only:.1f} us -> "
               f"generic_op {enqueue - host_only:.1f} us per call")
@@ -161,7 +164,7 @@ def card() -> None:
         for _ in range(LAYERS):
             call()
         ttnn.end_trace_capture(device, trace_id, cq_id=0)
-        best, _ = _timed(lambda: ttnn.execute_trace(device, trace_id, cq_id=0, blocking=False))
+        _, best = _timed(lambda: ttnn.execute_trace(device, trace_id, cq_id=0, blocking=False))
         ttnn.synchronize_device(device)
         print(f"card: ttnn.execute_trace of {LAYERS} calls {best:.1f} us host time ({best / LAYERS:.2f} us per call)")
         ttnn.release_trace(device, trace_id)
@@ -199,7 +202,7 @@ def main() -> int:
     columns.append((f"after ({revision}{' + working tree' if dirty else ''})", measure()))
     rows = list(dict.fromkeys(row for _, values in columns for row in values))
     width = max(len(r) for r in rows) + 2
-    print(f"host us per decode call: best of {BATCHES} x {CALLS} calls (median)")
+    print(f"host us per decode call, CPU time (wall time): best of {BATCHES} batches of {CALLS} calls")
     print(f"{'':<{width}}" + "".join(f"{title:>34}" for title, _ in columns))
     for row in rows:
         print(f"{row:<{width}}" + "".join(f"{_cell(values.get(row)):>34}" for _, values in columns))

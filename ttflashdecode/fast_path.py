@@ -40,6 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ttflashdecode.config import ProgramConfig
+from ttflashdecode.program_factory import ComputeSettings
+
 # Scalars that go into a key as they are: hashing them is cheap and their equality is their value's.
 _PLAIN = (type(None), bool, int, float, str)
 
@@ -128,8 +131,6 @@ def program_config_value(program_config):
     ``ttnn.SDPAProgramConfig`` (mutable) read field by field, every field :meth:`ProgramConfig.from_ttnn` reads."""
     if program_config is None or isinstance(program_config, (str, Path)):
         return program_config
-    from ttflashdecode.config import ProgramConfig
-
     if isinstance(program_config, ProgramConfig):
         return program_config
     if type(program_config).__name__ != "SDPAProgramConfig":
@@ -143,8 +144,6 @@ def program_config_value(program_config):
 
 def compute_config_value(compute_kernel_config):
     """A compute kernel config as a comparable value: the three fields ComputeSettings.coerce reads."""
-    from ttflashdecode.program_factory import ComputeSettings
-
     c = compute_kernel_config
     if c is None or isinstance(c, ComputeSettings):
         return c

@@ -401,8 +401,15 @@ class EmuDevice:
     def lowest_l1_buffer_address(self) -> int | None:
         """Lowest address of a live L1 buffer (where a program's circular buffers must end), None if there is none:
         what tt-metal's allocator reports as the lowest occupied compute L1 address."""
-        addresses = [t._address for t in list(self._live.values()) if t._shard is not None]
-        return min(addresses) if addresses else None
+        # Read off the L1 allocator (O(1), called on every op call): the start of the lowest allocated range is the
+        # end of the first free range when that starts at the base, else the base itself.
+        free = self._l1_alloc.free
+        if not free:
+            return arch.L1_UNRESERVED_BASE
+        lo, hi = free[0]
+        if lo > arch.L1_UNRESERVED_BASE:
+            return arch.L1_UNRESERVED_BASE
+        return None if hi >= arch.L1_SIZE else hi
 
     def generic_op(self, io_tensors, program_descriptor, *, deadline_s: float | None = None,
                    hang_ms: int | None = None, dprint: bool | None = None) -> EmulatorStats:
