@@ -223,11 +223,13 @@ def _f(r, col):
 
 def _series(ax, rows, x_col, y_col, key_fn, label_fn):
     keys = sorted({key_fn(r) for r in rows})
+    colors = {k: f"C{i}" for i, k in enumerate(sorted({key[1:] for key in keys}))}  # same shape, same colour
     for key in keys:
         pts = sorted((_f(r, x_col), _f(r, y_col)) for r in rows if key_fn(r) == key and _f(r, y_col) is not None)
         if pts:
             op = key[0]
-            ax.plot(*zip(*pts), marker="o", linestyle="-" if op == OURS else "--", label=label_fn(key))
+            ax.plot(*zip(*pts), marker="o" if op == OURS else "s", linestyle="-" if op == OURS else "--",
+                    color=colors[key[1:]], label=label_fn(key))
 
 
 def plot_throughput(rows: list[dict], y_col: str, ylabel: str, path: Path, grid_kv: int) -> None:
