@@ -49,8 +49,10 @@ How a choice is made (:func:`choose`), once per shape key:
    plans the planner accepted (L1 and validation checked); an evaluation run that fails drops that candidate
    (with a warning) rather than the call.
 
-Cost, measured: see docs/DESIGN.md ("program_config=auto") for the evaluation cost per shape and what auto adds
-to the test suite.
+Cost, measured (docs/DESIGN.md, "program_config=auto"): a shape's candidate runs take 13-56 s with its kernel
+variants compiled, 90-200 s when they compile first, once per machine, shape and kernel version; the test suite's
+calls without a program_config fall under the rule's line (54 shape keys recorded, largest 38 KiB per core), so auto
+adds about 3 ms per shape key there (one extra ``plan()``), 0.15 s over those keys.
 """
 
 from __future__ import annotations
