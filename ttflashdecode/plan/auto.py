@@ -8,11 +8,11 @@ How a choice is made (:func:`choose`), once per shape key:
    k_chunk_size from :func:`~ttflashdecode.plan.default_k_chunk_size`, refined by the batch's largest host position
    as before) gives each of its working cores less than :data:`RULE_MAX_KV_BYTES_PER_CORE` of K/V to read (the whole
    cache, K and V, over the cores that work), auto is that plan, with no model run. Measured
-   (``perf/auto_config_gain.py --small``, modelled): at 8-34 KiB per core (five shapes, 0.3-2.1 MiB caches) the
+   (``perf/auto_config_gain.py --small``, modelled): at 17-34 KiB per core (four shapes, 0.3-2.1 MiB caches) the
    rule's plan was the fastest candidate every time, since the launch, the tree and a chunk or two per core make
    most of the time; from 64 KiB per core the model finds gains (a T3K chip's one kv head over 8K positions: 136 KiB
    on each of the rule's 16 cores, 1.20x with 64 cores). Below the line a choice would cost a compile and a run per
-   candidate for nothing, and the test suite (hundreds of small shapes with no program_config) keeps the rule's
+   candidate for nothing, and the test suite (many small shapes with no program_config) keeps the rule's
    plans and cost. ``TTFLASHDECODE_AUTO=rule`` in the environment makes every shape take this path.
 2. **Candidates** (:func:`candidates`): at most :data:`MAX_CANDIDATES`, each a :class:`ProgramConfig` the planner
    (:func:`~ttflashdecode.plan.plan`) accepts for the shapes within the call's L1 budget (a candidate the planner
