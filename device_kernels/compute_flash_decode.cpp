@@ -90,6 +90,12 @@ constexpr uint32_t DHt = get_named_compile_time_arg_val("DHt");
 constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
 constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");
 constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");
+// Rows of the tiles holding the group's rows (Q, S, P, m, l, O, partials; plan/shapes.py: q_tile_rows). With 16, every
+// such tile is 16 x 32 (upstream's half tiles): the matmuls take half the math, and the SFPU ops below run on the two
+// faces that hold rows 0-15 only (VectorMode::R); K and V stay 32 x 32.
+constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
+constexpr VectorMode row_vector_mode = q_tile_rows == FACE_HW ? VectorMode::R : VectorMode::RC;
+static_assert(q_tile_rows == TILE_HW || (q_tile_rows == FACE_HW && PNHt == 1), "16-row tiles hold a whole group");
 constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
 constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
@@ -139,7 +145,7 @@ void configure(uint32_t in0, uint32_t in1, uint32_t out) {
 
 void exp_in_dst(uint32_t dst) {
     exp_tile_init<exp_approx>();
-    exp_tile<exp_approx>(dst);
+    exp_tile<exp_approx>(dst, row_vector_mode);
 }
 
 // out[i] = in[i] * (scalar in tile 0 of `scalar_cb`), i < n
@@ -263,7 +269,7 @@ void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
         copy_init(b);
         copy_tile(b, b_first + r, 1);
         binary_max_tile_init();
-        binary_max_tile(0, 1, 0);
+        binary_max_tile(0, 1, 0, row_vector_mode);
         pack_result(cb_m_next);
     }
     CircularBuffer(cb_m_next).push_back(PNHt);
@@ -502,7 +508,7 @@ void write_normalised_output() {
         tile_regs_acquire();
         copy_tile(cb_l, r, 0);
         recip_tile_init();
-        recip_tile(0);
+        recip_tile(0, row_vector_mode);
         pack_result(cb_row_stat);
     }
     CircularBuffer(cb_row_stat).push_back(PNHt);

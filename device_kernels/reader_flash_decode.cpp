@@ -56,6 +56,10 @@ constexpr uint32_t DHt = get_named_compile_time_arg_val("DHt");      // K head d
 constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");    // V head dim in tiles
 constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");    // k_chunk_size in tiles
 constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");    // Q row tiles per group
+// Rows of the tiles holding a group's rows (Q, the masks and sinks handed to compute): 16 (upstream's half tiles, at
+// most 16 query rows a group) or 32. A 16 x 32 tile is the first two faces of a 32 x 32 one, so a row's bytes sit at
+// the same tile_datum_offset in either.
+constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
 constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");  // query tokens per user
 constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_group");  // q heads per kv head
 constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");  // tile rows of q heads per user in DRAM
@@ -101,6 +105,10 @@ constexpr bool q_tiled = get_named_compile_time_arg_val("q_tiled") == 1;
 constexpr auto q_placement = static_cast<Placement>(get_named_compile_time_arg_val("q_placement"));
 constexpr uint32_t q_shard_pages = get_named_compile_time_arg_val("q_shard_pages");  // height-sharded: pages/shard
 constexpr uint32_t q_page_bytes = get_named_compile_time_arg_val("q_page_bytes");  // a tile, or a row of head_dim
+// The group's query rows are whole tile rows of Q (q_len 1, one kv head, TILE layout: a user's heads and their padding
+// rows belong to this group alone), so Q arrives as whole tiles: one read per tile instead of two per row and tile.
+constexpr bool q_whole_tiles = get_named_compile_time_arg_val("q_whole_tiles") == 1;
+static_assert(!q_whole_tiles || (q_tiled && q_len == 1 && num_kv_heads == 1), "whole Q tiles need one group a user");
 
 // ---- tensors read through TensorAccessors (an absent optional tensor's offset names K's args: never used)
 constexpr auto q_args = TensorAccessorArgs<get_named_compile_time_arg_val("q_cta_offset")>();
@@ -119,7 +127,8 @@ constexpr uint32_t k_tile_bytes = get_tile_size(cb_k);
 constexpr uint32_t v_tile_bytes = get_tile_size(cb_v);
 
 constexpr uint32_t BF16_BYTES = 2;
-constexpr uint32_t BF16_TILE_BYTES = TILE_HW * TILE_HW * BF16_BYTES;
+constexpr uint32_t ROW_TILE_BYTES = q_tile_rows * TILE_HW * BF16_BYTES;  // a bfloat16 mask / sink / constant tile
+static_assert(q_tile_rows == TILE_HW || (q_tile_rows == FACE_HW && PNHt == 1), "16-row tiles hold a whole group");
 constexpr uint32_t FACE_ROW_BYTES = FACE_HW * BF16_BYTES;  // one 16-datum row of a bfloat16 face
 
 using Bf16Tile = CoreLocalMem<volatile uint16_t>;
@@ -127,7 +136,7 @@ using Bf16Tile = CoreLocalMem<volatile uint16_t>;
 float softmax_scale() { return __builtin_bit_cast(float, scale_bits); }
 
 void fill_tile_bf16(Bf16Tile tile, uint16_t bits) {
-    for (uint32_t i = 0; i < TILE_HW * TILE_HW; ++i) {
+    for (uint32_t i = 0; i < q_tile_rows * TILE_HW; ++i) {
         tile[i] = bits;
     }
 }
@@ -236,7 +245,7 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
     CircularBuffer mask_buf(cb_mask);
     mask_buf.reserve_back(PNHt * Sk_t);
     const uint32_t mask_l1 = mask_buf.get_write_ptr();
-    zero_bytes(mask_l1, PNHt * Sk_t * BF16_TILE_BYTES);
+    zero_bytes(mask_l1, PNHt * Sk_t * ROW_TILE_BYTES);
     CircularBuffer stage_buf(cb_mask_stage);
     if constexpr (mask_is_bfp8) {
         stage_buf.reserve_back(1);  // a scratch page, never pushed
@@ -253,7 +262,7 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
                                                               : (b * mask_heads + head) * mask_tile_rows + token / TILE_HW;
             const uint32_t src_row = mask_rows_are_heads ? q_head % TILE_HW : token % TILE_HW;
             const uint32_t src_page = src_tile_row * St + chunk * Sk_t + kt;
-            const uint32_t dst_tile = mask_l1 + ((row / TILE_HW) * Sk_t + kt) * BF16_TILE_BYTES;
+            const uint32_t dst_tile = mask_l1 + ((row / q_tile_rows) * Sk_t + kt) * ROW_TILE_BYTES;
             if constexpr (mask_is_bfp8) {
                 if (src_page != staged_page) {
                     noc.async_read(mask_pages, stage_buf, mask_pages.get_aligned_page_size(),
@@ -261,10 +270,10 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
                     noc.async_read_barrier();
                     staged_page = src_page;
                 }
-                unpack_bfp8_row(stage_buf.get_write_ptr(), src_row, dst_tile, row % TILE_HW);
+                unpack_bfp8_row(stage_buf.get_write_ptr(), src_row, dst_tile, row % q_tile_rows);
             } else {
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
-                    read_face_row(noc, mask_pages, src_page, src_row, col, dst_tile, row % TILE_HW);
+                    read_face_row(noc, mask_pages, src_page, src_row, col, dst_tile, row % q_tile_rows);
                 }
             }
         }
@@ -275,8 +284,8 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
     for (uint32_t key_pos = last_pos + 1; key_pos < (chunk + 1) * k_chunk_size; ++key_pos) {
         const uint32_t kt = (key_pos / TILE_HW) % Sk_t;
         for (uint32_t row = 0; row < q_rows; ++row) {
-            Bf16Tile tile(mask_l1 + ((row / TILE_HW) * Sk_t + kt) * BF16_TILE_BYTES);
-            tile[tile_datum_offset(row % TILE_HW, key_pos % TILE_HW, 1)] = float_to_bfloat16(MASKED_SCORE);
+            Bf16Tile tile(mask_l1 + ((row / q_tile_rows) * Sk_t + kt) * ROW_TILE_BYTES);
+            tile[tile_datum_offset(row % q_tile_rows, key_pos % TILE_HW, 1)] = float_to_bfloat16(MASKED_SCORE);
         }
     }
     mask_buf.push_back(PNHt * Sk_t);
@@ -291,9 +300,9 @@ void push_generated_mask(uint32_t chunk, uint32_t cur_pos) {
     const uint16_t hidden = float_to_bfloat16(MASKED_SCORE);
     for (uint32_t rt = 0; rt < PNHt; ++rt) {
         for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-            Bf16Tile tile(mask_l1 + (rt * Sk_t + kt) * BF16_TILE_BYTES);
-            for (uint32_t r = 0; r < TILE_HW; ++r) {
-                const uint32_t row = rt * TILE_HW + r;
+            Bf16Tile tile(mask_l1 + (rt * Sk_t + kt) * ROW_TILE_BYTES);
+            for (uint32_t r = 0; r < q_tile_rows; ++r) {
+                const uint32_t row = rt * q_tile_rows + r;
                 // Padding rows see every position: they must not become fully masked (NaN).
                 const bool real_row = row < q_rows;
                 const uint32_t pos = is_causal ? query_position(row, cur_pos, q_len, heads_per_group) : cur_pos;
@@ -319,21 +328,21 @@ void push_sink_partial(const Noc& noc, const Accessor& sink_pages, uint32_t kv_h
     CircularBuffer sink_buf(cb_sink);
     sink_buf.reserve_back(2 * PNHt);
     const uint32_t m_l1 = sink_buf.get_write_ptr();
-    const uint32_t l_l1 = m_l1 + PNHt * BF16_TILE_BYTES;
-    zero_bytes(m_l1, 2 * PNHt * BF16_TILE_BYTES);
+    const uint32_t l_l1 = m_l1 + PNHt * ROW_TILE_BYTES;
+    zero_bytes(m_l1, 2 * PNHt * ROW_TILE_BYTES);
     // Gather each head's logit into column 0 of its row of the m tiles, reading the face row that holds it
     // into column 0..15 of that row first.
-    for (uint32_t row = 0; row < PNHt * TILE_HW; ++row) {
-        const uint32_t m_tile_l1 = m_l1 + (row / TILE_HW) * BF16_TILE_BYTES;
+    for (uint32_t row = 0; row < PNHt * q_tile_rows; ++row) {
+        const uint32_t m_tile_l1 = m_l1 + (row / q_tile_rows) * ROW_TILE_BYTES;
         Bf16Tile m_tile(m_tile_l1);
-        Bf16Tile l_tile(l_l1 + (row / TILE_HW) * BF16_TILE_BYTES);
+        Bf16Tile l_tile(l_l1 + (row / q_tile_rows) * ROW_TILE_BYTES);
         if (row >= q_rows) {
-            m_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = float_to_bfloat16(MASKED_SCORE);
+            m_tile[tile_datum_offset(row % q_tile_rows, 0, 1)] = float_to_bfloat16(MASKED_SCORE);
             continue;
         }
-        l_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = float_to_bfloat16(1.0f);
+        l_tile[tile_datum_offset(row % q_tile_rows, 0, 1)] = float_to_bfloat16(1.0f);
         if constexpr (!use_sink) {
-            m_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = float_to_bfloat16(SCORE_FLOOR);
+            m_tile[tile_datum_offset(row % q_tile_rows, 0, 1)] = float_to_bfloat16(SCORE_FLOOR);
             continue;
         }
         const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
@@ -341,17 +350,17 @@ void push_sink_partial(const Noc& noc, const Accessor& sink_pages, uint32_t kv_h
         const uint32_t src_row = sink_rows_are_heads ? q_head % TILE_HW : 0;
         const uint32_t src_col = sink_rows_are_heads ? 0 : q_head % TILE_HW;
         const uint32_t face_col = src_col / FACE_HW * FACE_HW;
-        read_face_row(noc, sink_pages, q_head / TILE_HW, src_row, face_col, m_tile_l1, row % TILE_HW);
+        read_face_row(noc, sink_pages, q_head / TILE_HW, src_row, face_col, m_tile_l1, row % q_tile_rows);
         noc.async_read_barrier();
         // The face row landed at columns face_col..face_col+15 of this row: keep only the head's datum, in column 0.
-        uint16_t logit = m_tile[tile_datum_offset(row % TILE_HW, src_col, 1)];
+        uint16_t logit = m_tile[tile_datum_offset(row % q_tile_rows, src_col, 1)];
         for (uint32_t c = 0; c < FACE_HW; ++c) {
-            m_tile[tile_datum_offset(row % TILE_HW, face_col + c, 1)] = 0;
+            m_tile[tile_datum_offset(row % q_tile_rows, face_col + c, 1)] = 0;
         }
         if constexpr (sink_rows_are_heads) {
             logit = float_to_bfloat16(bfloat16_to_float(logit) * softmax_scale());  // upstream's sinks are unscaled
         }
-        m_tile[tile_datum_offset(row % TILE_HW, 0, 1)] = logit;
+        m_tile[tile_datum_offset(row % q_tile_rows, 0, 1)] = logit;
     }
     sink_buf.push_back(2 * PNHt);
 }
@@ -476,17 +485,25 @@ void kernel_main() {
         // Q: gather this group's rows (token-major) from the user's rows into rows 0..q_rows-1 of the Q tiles.
         q_buf.reserve_back(PNHt * DHt);
         const uint32_t q_l1 = q_buf.get_write_ptr();
-        zero_bytes(q_l1, PNHt * DHt * q_tile_bytes);
-        for (uint32_t row = 0; row < q_rows; ++row) {
+        if constexpr (q_whole_tiles) {
+            // Padding rows come along: compute keeps every row to itself (row-wise softmax, P . V by rows), so
+            // whatever they hold never reaches a real row.
+            for (uint32_t t = 0; t < PNHt * DHt; ++t) {
+                q_pages.read(noc, q_buf, t * q_tile_bytes, q_tile_bytes, {.page = b * NQt * DHt + t, .offset = 0});
+            }
+        } else {
+            zero_bytes(q_l1, PNHt * DHt * q_tile_bytes);
+        }
+        for (uint32_t row = 0; row < (q_whole_tiles ? 0 : q_rows); ++row) {
             const uint32_t token = row / heads_per_group;
             const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
             // Row of Q's [q_len * b * heads, head_dim] view: tile layout pads each user's heads to whole tiles.
             const uint32_t src_row = (token * batch + b) * (q_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
             for (uint32_t d = 0; d < DHt; ++d) {
-                const uint32_t dst_tile = ((row / TILE_HW) * DHt + d) * q_tile_bytes;
+                const uint32_t dst_tile = ((row / q_tile_rows) * DHt + d) * q_tile_bytes;
                 for (uint32_t col = d * TILE_HW; col < (d + 1) * TILE_HW; col += FACE_HW) {
                     const PageOffset at = datum_page<q_tiled>(src_row, col, DHt * TILE_HW, BF16_BYTES);
-                    q_pages.read(noc, q_buf, dst_tile + tile_datum_offset(row % TILE_HW, col % TILE_HW, BF16_BYTES),
+                    q_pages.read(noc, q_buf, dst_tile + tile_datum_offset(row % q_tile_rows, col % TILE_HW, BF16_BYTES),
                                  FACE_ROW_BYTES, at);
                 }
             }

@@ -42,6 +42,8 @@ constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
 // ---- compile-time shape
 constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
 constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");
+// Rows of compute's output and partial tiles: 16 (a 16 x 32 tile: the first two faces of a 32 x 32 one) or 32.
+constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
 constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");
 constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
 constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_group");
@@ -59,13 +61,18 @@ constexpr uint32_t out_shard_pages = get_named_compile_time_arg_val("out_shard_p
 constexpr bool out_tiled = get_named_compile_time_arg_val("out_tiled") == 1;
 constexpr uint32_t out_page_bytes = get_named_compile_time_arg_val("out_page_bytes");
 constexpr auto out_args = TensorAccessorArgs<get_named_compile_time_arg_val("out_cta_offset")>();
+// The group's rows are whole tile rows of the output (q_len 1, one kv head, TILE layout: a user's heads and their
+// padding rows belong to this group alone), so the output is written as whole tiles, one write per tile instead of
+// two per row and tile (small DRAM writes keep a channel busy as long as a 128 B one).
+constexpr bool out_whole_tiles = get_named_compile_time_arg_val("out_whole_tiles") == 1;
+static_assert(!out_whole_tiles || (out_tiled && q_len == 1 && num_kv_heads == 1), "whole tiles need one group a user");
 
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t o_tiles = PNHt * vDHt;
 constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;
 constexpr uint32_t q_rows = q_len * heads_per_group;
 constexpr uint32_t out_tile_bytes = get_tile_size(cb_out);  // an output tile in cb_out / cb_zeros
-constexpr uint32_t out_datum_bytes = out_tile_bytes / (TILE_HW * TILE_HW);  // bfloat16 or float32
+constexpr uint32_t out_datum_bytes = out_tile_bytes / (q_tile_rows * TILE_HW);  // bfloat16 or float32
 constexpr uint32_t face_row_bytes = FACE_HW * out_datum_bytes;
 
 }  // namespace
@@ -111,16 +118,25 @@ void kernel_main() {
     // Writes the group's rows of the output block at the read pointer of `src` (o_tiles tiles, rows token-major),
     // or, with same_tile_for_all, its first tile for every row.
     auto write_rows = [&](uint32_t b, uint32_t kv_head, const CoreLocalMem<uint8_t>& src, bool same_tile_for_all) {
+        if constexpr (out_whole_tiles) {
+            // Compute's tile (r, c) is output page (b * NQt + r) * vDHt + c.
+            for (uint32_t t = 0; t < o_tiles; ++t) {
+                out_pages.write(noc, src, same_tile_for_all ? 0 : t * out_tile_bytes, out_tile_bytes,
+                                {.page = b * NQt * vDHt + t, .offset = 0});
+            }
+            noc.async_write_barrier();
+            return;
+        }
         for (uint32_t row = 0; row < q_rows; ++row) {
             const uint32_t token = row / heads_per_group;
             const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
             // Row of the output's [q_len * b * heads, v_head_dim] view (tile layout pads each user's heads to tiles).
             const uint32_t dst_row = (token * batch + b) * (out_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
             for (uint32_t c = 0; c < vDHt; ++c) {
-                const uint32_t src_tile = same_tile_for_all ? 0 : (row / TILE_HW) * vDHt + c;
+                const uint32_t src_tile = same_tile_for_all ? 0 : (row / q_tile_rows) * vDHt + c;
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
                     const uint32_t src_offset =
-                        src_tile * out_tile_bytes + tile_datum_offset(row % TILE_HW, col, out_datum_bytes);
+                        src_tile * out_tile_bytes + tile_datum_offset(row % q_tile_rows, col, out_datum_bytes);
                     const PageOffset at =
                         datum_page<out_tiled>(dst_row, c * TILE_HW + col, vDHt * TILE_HW, out_datum_bytes);
                     out_pages.write(noc, src, src_offset, face_row_bytes, at);

@@ -217,16 +217,20 @@ def test_large_head_dims(emu_device, head_dim, v_head_dim, kv_dtype):
     case = DecodeCase(1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4,
                       v_head_dim=v_head_dim)  # fmt: skip
     outcome = _run(emu_device, case)
-    if head_dim >= 2048:  # whole-head K/V blocks no longer fit next to the partials: the head dim is tiled
-        assert outcome.plan.k_head_block < outcome.plan.shapes.DHt
-        assert outcome.plan.v_head_block < outcome.plan.shapes.vDHt
+    p = outcome.plan
+    if head_dim >= 2048:
+        # 8 query rows take 16-row tiles (plan/shapes.py: q_tile_rows), whose partials leave room for whole-head K/V
+        # blocks at 2048; with 32-row tiles they no longer fit and the head dim is tiled (test_head_dim_tiling_in_dst).
+        assert p.shapes.q_tile_rows == 16
+        assert (p.k_head_block, p.v_head_block) == (p.shapes.DHt, p.shapes.vDHt)
 
 
-@pytest.mark.parametrize("q_len, fp32_dest_acc_en", [(4, False), (1, True)])
+@pytest.mark.parametrize("q_len, fp32_dest_acc_en", [(4, False), (2, True)])
 def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
     """Narrow K blocks keep the scores of every row block (2 with 4 tokens x 16 q heads) in DST, on top of the
     causal mask tiles, while the blocks stream through (fp32 DST holds half as many tiles); V streams in column
-    blocks. Positions end mid-chunk."""
+    blocks. Positions end mid-chunk. (At least 2 tokens: 16 query rows would take 16-row tiles, whose smaller
+    partials leave room for whole-head blocks.)"""
     case = DecodeCase(2, 16, 1, 2048, 256, (250, 77), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=2,
                       q_len=q_len, fp32_dest_acc_en=fp32_dest_acc_en)  # fmt: skip
     outcome = _run(emu_device, case)
@@ -267,7 +271,7 @@ def test_l1_sharded_output_leaves_its_shards_room(emu_device):
 
 def _l1_hog_and_decode_inputs(emu_device):
     """A user's L1 tensor holding the top 64 KiB of every core, and head_dim-2048 decode inputs whose program would
-    otherwise fill L1."""
+    otherwise fill L1 (2 tokens x 16 q heads: 32 query rows, full tiles)."""
     ttnn = import_ttnn()
     grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))])
     hog_spec = ttnn.ShardSpec(grid, [32, 1024], ttnn.ShardOrientation.ROW_MAJOR)
@@ -276,7 +280,7 @@ def _l1_hog_and_decode_inputs(emu_device):
     gen = generator(seed)
     hog = emu_device.from_torch(torch.randn(64, 32, 1024, generator=gen), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
                                 memory_config=hog_config)  # fmt: skip
-    q = torch.randn(2, 1, 8, 2048, generator=gen)
+    q = torch.randn(2, 1, 16, 2048, generator=gen)
     k, v = torch.randn(1, 1, 512, 2048, generator=gen), torch.randn(1, 1, 512, 2048, generator=gen)
     tt_q, tt_k, tt_v = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, k, v))
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))])

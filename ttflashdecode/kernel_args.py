@@ -40,7 +40,8 @@ DOCS = {
     "DHt": "K head dim in tiles",
     "vDHt": "V head dim in tiles",
     "Sk_t": "k_chunk_size in tiles",
-    "PNHt": "Q row tiles of a group (q_len x heads per kv head, padded to 32 rows)",
+    "PNHt": "Q row tiles of a group (q_len x heads per kv head, padded to whole tiles)",
+    "q_tile_rows": "rows of the tiles holding a group's rows (Q, scores, statistics, O, output): 16 or 32",
     "q_len": "query tokens per user",
     "heads_per_group": "q heads per kv head",
     "NQt": "tile rows of a user's q heads in a TILE Q / output",
@@ -70,10 +71,13 @@ DOCS = {
     "q_placement": "PLACEMENTS of Q",
     "q_shard_pages": "height-sharded Q: pages per shard",
     "q_page_bytes": "a Q page: a tile, or a row of head_dim",
+    "q_whole_tiles": "1: the group's query rows are whole tile rows of Q (q_len 1, one kv head, TILE): read whole tiles",
     "out_tiled": "1: output in TILE layout, 0: ROW_MAJOR",
     "out_placement": "PLACEMENTS of the output",
     "out_shard_pages": "height-sharded output: pages per shard",
     "out_page_bytes": "an output page",
+    "out_whole_tiles": "1: the group's rows are whole tile rows of the output (q_len 1, one kv head, TILE): write "
+    "whole tiles",
     "sem_partial_arrived": "semaphore id of tree round 0 (round r: + r)",
     "wait_for_cache_update": "fused update + attention: cache rows per group (K, V) written before the cur_pos chunk "
     "is read (0: no update in the program)",
@@ -90,26 +94,26 @@ DOCS = {
 }
 
 READER_ARGS = (
-    "DHt", "vDHt", "Sk_t", "PNHt", "q_len", "heads_per_group", "NQt", "St", "num_kv_heads", "n_q_heads", "batch",
+    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "heads_per_group", "NQt", "St", "num_kv_heads", "n_q_heads", "batch",
     "sliding_window", "kv_len", "is_causal", "scale_bits", "k_head_block", "v_head_block", "is_paged",
     "tiles_per_block", "num_blocks", "share_cache", "use_attn_mask", "mask_heads", "mask_is_bfp8",
     "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement", "q_shard_pages",
-    "q_page_bytes", "q_cta_offset", "k_cta_offset", "v_cta_offset", "cur_pos_cta_offset", "page_table_cta_offset",
+    "q_page_bytes", "q_whole_tiles", "q_cta_offset", "k_cta_offset", "v_cta_offset", "cur_pos_cta_offset", "page_table_cta_offset",
     "mask_cta_offset", "sink_cta_offset", "wait_for_cache_update", "sem_cache_updated",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_writer_cur_pos", "cb_page_table",
     "cb_sink", "cb_mask_stage",
 )  # fmt: skip
 COMPUTE_ARGS = (
-    "DHt", "vDHt", "Sk_t", "PNHt", "q_len", "num_kv_heads", "sliding_window", "exp_approx", "use_attn_mask",
+    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "num_kv_heads", "sliding_window", "exp_approx", "use_attn_mask",
     "use_sink", "is_causal", "k_head_block", "v_head_block",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_partial_in", "cb_partial_out",
     "cb_out", "cb_q_scaled", "cb_scores", "cb_probs", "cb_o", "cb_m", "cb_m_next", "cb_l", "cb_row_stat", "cb_alpha",
     "cb_scratch", "cb_sink",
 )  # fmt: skip
 WRITER_ARGS = (
-    "vDHt", "PNHt", "Sk_t", "q_len", "heads_per_group", "NQt", "num_kv_heads", "n_q_heads", "batch",
+    "vDHt", "PNHt", "q_tile_rows", "Sk_t", "q_len", "heads_per_group", "NQt", "num_kv_heads", "n_q_heads", "batch",
     "sliding_window", "sem_partial_arrived", "out_placement", "out_shard_pages", "out_tiled", "out_page_bytes",
-    "out_cta_offset",
+    "out_whole_tiles", "out_cta_offset",
     "cb_partial_in", "cb_partial_out", "cb_writer_cur_pos", "cb_zeros", "cb_out",
 )  # fmt: skip
 
@@ -282,11 +286,14 @@ def decode_kernel_args(
     first_sem = sem_ids[0] if sem_ids else 0
     if sem_ids != list(range(first_sem, first_sem + len(sem_ids))):
         raise AssertionError(f"the tree's semaphores must have consecutive ids (round r = first + r), got {sem_ids}")
+    # One group a user (q_len 1, one kv head): the group owns whole tile rows of a TILE Q and output, padding included.
+    one_group_a_user = s.q_len == 1 and s.n_kv_heads == 1
     values = {
         "DHt": s.DHt,
         "vDHt": s.vDHt,
         "Sk_t": plan.k_chunk_size // TILE,
         "PNHt": s.PNHt,
+        "q_tile_rows": s.q_tile_rows,
         "q_len": s.q_len,
         "heads_per_group": s.q_heads_per_kv,
         "NQt": -(-s.n_q_heads // TILE),
@@ -316,10 +323,12 @@ def decode_kernel_args(
         "q_placement": PLACEMENTS[q_at.placement],
         "q_shard_pages": q_at.shard_pages,
         "q_page_bytes": q_at.page_bytes,
+        "q_whole_tiles": int(one_group_a_user and q_at.tiled),
         "out_tiled": int(out_at.tiled),
         "out_placement": PLACEMENTS[out_at.placement],
         "out_shard_pages": out_at.shard_pages,
         "out_page_bytes": out_at.page_bytes,
+        "out_whole_tiles": int(one_group_a_user and out_at.tiled),
         "sem_partial_arrived": first_sem,
         "wait_for_cache_update": wait_for_cache_update,
         "sem_cache_updated": sem_cache_updated,

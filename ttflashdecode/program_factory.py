@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ttflashdecode.config import TILE
 from ttflashdecode.kernel_args import (
     ComputeRuntimeArgs,
     KernelArgs,
@@ -173,7 +174,9 @@ def build_program(
             core_ranges=cores,
             format_descriptors=[
                 ttnn.CBFormatDescriptor(
-                    buffer_index=cb.index, data_format=_ttnn_dtype(cb.data_format), page_size=cb.page_size
+                    buffer_index=cb.index, data_format=_ttnn_dtype(cb.data_format), page_size=cb.page_size,
+                    # 16 x 32 tiles for a group's rows when it has at most 16 (plan/shapes.py: q_tile_rows)
+                    tile=None if cb.tile_rows == TILE else ttnn.TileDescriptor(ttnn.Tile((cb.tile_rows, TILE))),
                 )
             ],
         )

@@ -80,6 +80,7 @@ class CBPlan:
     page_size: int  # bytes: one tile of data_format
     num_pages: int
     data_format: str
+    tile_rows: int = TILE  # 16: a 16 x 32 tile (shapes.q_tile_rows), else a 32 x 32 one
 
     @property
     def total_bytes(self) -> int:
@@ -129,37 +130,44 @@ def circular_buffers(
     # The root merges one (m, l) partial after the tree: the attention sinks, or with a user mask the score floor
     # (flash_decode_common.hpp: SCORE_FLOOR) that turns a row the mask hides entirely into zeros.
     sink_partial = shapes.has_attention_sink or shapes.attn_mask_heads > 0
+    # Row-shaped tiles (Q, scores, statistics, O, partials, output) have q_tile_rows rows; K and V full tiles.
+    rows = shapes.q_tile_rows
+
+    def row_tile(fmt: str) -> int:
+        return TILE_BYTES[fmt] * rows // TILE
+
     specs = [
-        ("q", "query rows of the group", TILE_BYTES[shapes.q_dtype], PNHt * DHt, shapes.q_dtype),
+        ("q", "query rows of the group", row_tile(shapes.q_dtype), PNHt * DHt, shapes.q_dtype),
         ("k", "K blocks (position tile x k_head_block), two chunks deep", TILE_BYTES[shapes.k_dtype], 2 * Sk_t * k_block, shapes.k_dtype),
         ("v", "V blocks (chunk x v_head_block), double-buffered", TILE_BYTES[shapes.v_dtype], 2 * Sk_t * v_block, shapes.v_dtype),
-        ("mask", "causal/window edge mask of one chunk", 2048, PNHt * Sk_t if masked else 0, "bfloat16"),
-        ("scale", "softmax scale, broadcast as a scalar", 2048, 1, "bfloat16"),
-        ("ones", "reduce scaler (all ones)", 2048, 1, "bfloat16"),
+        ("mask", "causal/window edge mask of one chunk", row_tile("bfloat16"), PNHt * Sk_t if masked else 0, "bfloat16"),
+        ("scale", "softmax scale, broadcast as a scalar", row_tile("bfloat16"), 1, "bfloat16"),
+        ("ones", "reduce scaler (all ones)", row_tile("bfloat16"), 1, "bfloat16"),
         ("cur_pos", "cur_pos of every user, for compute", cur_pos_page, 1, "uint32"),
-        ("scratch", "a partner's rescaled O and l while merging", TILE_BYTES[im], (o_tiles + PNHt) if rounds or sink_partial else 0, im),
-        ("partial_in", "one slot [O, m, l] per reduction round", TILE_BYTES[im], rounds * partial_tiles, im),
-        ("partial_out", "this core's [O, m, l] to send", TILE_BYTES[im], partial_tiles if rounds else 0, im),
+        ("scratch", "a partner's rescaled O and l while merging", row_tile(im), (o_tiles + PNHt) if rounds or sink_partial else 0, im),
+        ("partial_in", "one slot [O, m, l] per reduction round", row_tile(im), rounds * partial_tiles, im),
+        ("partial_out", "this core's [O, m, l] to send", row_tile(im), partial_tiles if rounds else 0, im),
         ("writer_cur_pos", "the reader's checked cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
         ("zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),
         ("page_table", "the user's page-table row (paged cache)", page_table_page, 1 if shapes.is_paged else 0, "uint32"),
-        ("sink", "attention sinks (or the score floor) as a partial: m tiles, then l tiles", 2048, 2 * PNHt if sink_partial else 0, "bfloat16"),
-        ("m_next", "new running max, ping-pongs with m", TILE_BYTES[im], PNHt, im),
+        ("sink", "attention sinks (or the score floor) as a partial: m tiles, then l tiles", row_tile("bfloat16"), 2 * PNHt if sink_partial else 0, "bfloat16"),
+        ("m_next", "new running max, ping-pongs with m", row_tile(im), PNHt, im),
         ("mask_stage", "one bfloat8_b attn_mask tile, unpacked row by row into mask", TILE_BYTES["bfloat8_b"],
          1 if shapes.attn_mask_heads and shapes.attn_mask_dtype == "bfloat8_b" else 0, "bfloat8_b"),
-        ("out", "normalised output rows", TILE_BYTES[shapes.out_dtype], o_tiles, shapes.out_dtype),
-        ("q_scaled", "scale * Q", TILE_BYTES[im], PNHt * DHt, im),
-        ("scores", "scores S of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
-        ("probs", "exp(S - m) of one chunk", TILE_BYTES[im], PNHt * Sk_t, im),
-        ("o", "output accumulator, old and new block", TILE_BYTES[im], 2 * o_tiles, im),
-        ("m", "running row max, ping-pongs with m_next", TILE_BYTES[im], PNHt, im),
-        ("l", "running row sum, old and new block", TILE_BYTES[im], 2 * PNHt, im),
-        ("row_stat", "row max / row sum of one chunk, 1/l", TILE_BYTES[im], PNHt, im),
-        ("alpha", "rescale factors exp(m_old - m_new)", TILE_BYTES[im], 2 * PNHt, im),
+        ("out", "normalised output rows", row_tile(shapes.out_dtype), o_tiles, shapes.out_dtype),
+        ("q_scaled", "scale * Q", row_tile(im), PNHt * DHt, im),
+        ("scores", "scores S of one chunk", row_tile(im), PNHt * Sk_t, im),
+        ("probs", "exp(S - m) of one chunk", row_tile(im), PNHt * Sk_t, im),
+        ("o", "output accumulator, old and new block", row_tile(im), 2 * o_tiles, im),
+        ("m", "running row max, ping-pongs with m_next", row_tile(im), PNHt, im),
+        ("l", "running row sum, old and new block", row_tile(im), 2 * PNHt, im),
+        ("row_stat", "row max / row sum of one chunk, 1/l", row_tile(im), PNHt, im),
+        ("alpha", "rescale factors exp(m_old - m_new)", row_tile(im), 2 * PNHt, im),
     ]  # fmt: skip
     assert [name for name, *_ in specs] == list(CB_INDEX), "one spec per CB_INDEX entry, in index order"
+    full_tiles = {"k", "v", "cur_pos", "writer_cur_pos", "zeros", "page_table", "mask_stage"}
     return tuple(
-        CBPlan(CB_INDEX[name], name, purpose, page_size, pages, fmt)
+        CBPlan(CB_INDEX[name], name, purpose, page_size, pages, fmt, TILE if name in full_tiles else rows)
         for name, purpose, page_size, pages, fmt in specs
         if pages > 0
     )

@@ -138,6 +138,14 @@ class DecodeShapes:
         return math.ceil(self.q_len * self.q_heads_per_kv / TILE)
 
     @property
+    def q_tile_rows(self) -> int:
+        """Rows of the tiles that hold a group's query rows and everything row-shaped computed from them (scores,
+        probabilities, running max / sum, O, partials, output block): 16 when a group has at most 16 query rows
+        (upstream's half tiles for up to 16 q heads), else 32. A 16 x 32 tile halves the QK and PV matmuls' math, the
+        exp's SFPU work (two faces) and every unpack and pack of those tiles. User masks keep full tiles."""
+        return 16 if self.q_len * self.q_heads_per_kv <= 16 and self.attn_mask_heads == 0 else TILE
+
+    @property
     def DHt(self) -> int:
         return self.head_dim // TILE
 
