@@ -69,7 +69,8 @@ def test_round_trip_through_ttnn(ttnn, cfg):
 
 
 def test_from_ttnn_built_upstream_style(ttnn):
-    # Upstream leaves exp_approx_mode unset (None): that is the exact exp.
+    # exp_approx_mode unset (None): upstream's factory takes the approximate exp; this package takes the exact exp by
+    # design (README "Precision": the default is the more accurate path; pass exp_approx_mode=True for upstream's).
     t = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(4, 2), q_chunk_size=0, k_chunk_size=128)
     assert ProgramConfig.from_ttnn(t) == ProgramConfig((4, 2), k_chunk_size=128)
     assert ProgramConfig.from_ttnn(t).to_ttnn().max_cores_per_head_batch == 16

@@ -133,7 +133,8 @@ class ProgramConfig:
             compute_with_storage_grid_size=(int(grid.x), int(grid.y)),
             q_chunk_size=int(cfg.q_chunk_size),
             k_chunk_size=int(cfg.k_chunk_size),
-            # ttnn's exp_approx_mode is optional; unset means the exact exp.
+            # ttnn's exp_approx_mode is optional. Upstream's factory reads unset as the approximate exp; here unset is
+            # the exact exp (the more accurate default, README "Precision"), and True asks for upstream's.
             exp_approx_mode=bool(cfg.exp_approx_mode) if cfg.exp_approx_mode is not None else False,
             max_cores_per_head_batch=int(cfg.max_cores_per_head_batch),
         )
