@@ -558,9 +558,9 @@ std::string describe_block(const KThread& t) {
     return "running";
 }
 
-// True when the condition a blocked thread waits for already holds: the thread was woken (or is about to see it on
-// its next timed wake-up) but the OS has not scheduled it yet. The watchdog must not call that a deadlock: on a loaded
-// host a runnable thread can wait far longer than the hang window for a CPU.
+// True when the condition a blocked thread waits for holds. The waits themselves loop on it, and the watchdog asks it
+// too: a thread whose condition holds was woken (or sees it on its next timed wake-up) but the OS has not scheduled it
+// yet, which is not a deadlock: on a loaded host a runnable thread can wait far longer than the hang window.
 bool block_satisfied(const KThread& t) {
     int kind = t.block.kind.load();
     const Core& c = *t.core;
@@ -613,7 +613,7 @@ void cb_wait_front(uint32_t cb, uint32_t n) {
     t.block.cb = int(cb);
     t.block.want = n;
     t.block.kind.store(int(WaitKind::CbFront));
-    block_until(lk, t, [&] { return c.received - c.acked >= n; });
+    block_until(lk, t, [&] { return block_satisfied(t); });
     t.block.kind.store(0);
 }
 
@@ -654,7 +654,7 @@ void cb_reserve_back(uint32_t cb, uint32_t n) {
     t.block.cb = int(cb);
     t.block.want = n;
     t.block.kind.store(int(WaitKind::CbBack));
-    block_until(lk, t, [&] { return c.num_pages - (c.received - c.acked) >= n; });
+    block_until(lk, t, [&] { return block_satisfied(t); });
     t.block.kind.store(0);
 }
 
@@ -1051,21 +1051,20 @@ void sem_wait(volatile uint32_t* p, uint32_t val, bool at_least) {
     KThread& t = cur();
     uint32_t off = local_off(uint32_t(reinterpret_cast<uintptr_t>(p)), 4, at_least ? "noc_semaphore_wait_min"
                                                                                    : "noc_semaphore_wait");
-    auto ok = [&] {
-        uint32_t v = __atomic_load_n(const_cast<uint32_t*>(p), __ATOMIC_SEQ_CST);
-        return at_least ? v >= val : v == val;
-    };
     if (t.tr) t.tr->sem_wait(off, val, at_least);
-    if (ok()) return;
     Core& c = *t.core;
     t.block.sem_off = off;
     t.block.sem_ptr = p;
     t.block.want = val;
     t.block.at_least = at_least;
     t.block.kind.store(int(WaitKind::Sem));
+    if (block_satisfied(t)) {  // one definition of "the wait is over", shared with the watchdog
+        t.block.kind.store(0);
+        return;
+    }
     std::unique_lock<std::mutex> lk(c.mu);
     c.waiters.fetch_add(1, std::memory_order_seq_cst);
-    while (!ok()) c.cv.wait_for(lk, std::chrono::milliseconds(2));
+    while (!block_satisfied(t)) c.cv.wait_for(lk, std::chrono::milliseconds(2));
     c.waiters.fetch_sub(1, std::memory_order_seq_cst);
     t.block.kind.store(0);
     M.progress.fetch_add(1, std::memory_order_relaxed);
