@@ -116,12 +116,14 @@ def _error(call) -> tuple[type, str] | None:
     return None
 
 
-def _same_address(dev, make, address: int, shape, dtype, layout):
-    """A tensor made by ``make`` must sit at ``address`` (the freed tensor's): the case then tests the signature's
-    compared part, not just its key."""
-    tensor = make(shape, dtype, layout)
-    assert tensor.buffer_address() == address, "the allocator did not reuse the freed address; adjust the case"
-    return tensor
+def _replaced_at_its_address(dev, tensor, shape, dtype, layout):
+    """Frees ``tensor`` and allocates one of another form that must sit at its address: the case then tests the
+    signature's compared part, not just its key."""
+    address = tensor.buffer_address()
+    tensor.deallocate()
+    replacement = dev.allocate(shape, dtype, layout)
+    assert replacement.buffer_address() == address, "the allocator did not reuse the freed address; adjust the case"
+    return replacement
 
 
 # Each case: (name, how to break the call). ``t`` holds the tensors of a good call ("q", "k", "v", "pos", "out") and
@@ -132,31 +134,23 @@ def _deallocated_q(t):
 
 
 def _q_of_another_shape_at_its_address(t):
-    address = t["q"].buffer_address()
-    t["q"].deallocate()
     # [1, 2, 32, 64] stores as many tiles as [1, 2, 8, 64]: the same bytes, at the same address, another shape
-    t["q"] = _same_address(t["dev"], t["dev"].allocate, address, [1, B, 32, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    t["q"] = _replaced_at_its_address(t["dev"], t["q"], [1, B, 32, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
     return dict()
 
 
 def _positions_of_another_dtype_at_their_address(t):
-    address = t["pos"].buffer_address()
-    t["pos"].deallocate()
-    t["pos"] = _same_address(t["dev"], t["dev"].allocate, address, [B], ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+    t["pos"] = _replaced_at_its_address(t["dev"], t["pos"], [B], ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
     return dict()
 
 
 def _positions_of_another_length_at_their_address(t):
-    address = t["pos"].buffer_address()
-    t["pos"].deallocate()
-    t["pos"] = _same_address(t["dev"], t["dev"].allocate, address, [4], ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+    t["pos"] = _replaced_at_its_address(t["dev"], t["pos"], [4], ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
     return dict()
 
 
 def _output_of_another_shape_at_its_address(t):
-    address = t["out"].buffer_address()
-    t["out"].deallocate()
-    t["out"] = _same_address(t["dev"], t["dev"].allocate, address, [1, B, 32, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    t["out"] = _replaced_at_its_address(t["dev"], t["out"], [1, B, 32, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
     return dict()
 
 
@@ -233,9 +227,7 @@ def test_a_wrapper_run_that_changed_fails_as_before(fresh_devices, paths, monkey
     for _ in range(2):
         warm_wrapper.run(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out)
     assert paths["fast"] == 1
-    address = out.buffer_address()
-    out.deallocate()
-    wide = _same_address(dev, dev.allocate, address, [1, B, 32, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    wide = _replaced_at_its_address(dev, out, [1, B, 32, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
     short_k = dev.from_torch(torch.randn(B, NKV, S // 2, D), dtype=ttnn.bfloat16, **TILE)
     for what, run in (("output of another shape", lambda w: w.run(tq, tk, tv, cur_pos_tensor=pos, output_tensor=wide)),
                       ("k of another length", lambda w: w.run(tq, short_k, short_k, cur_pos_tensor=pos))):  # fmt: skip
