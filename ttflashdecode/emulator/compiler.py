@@ -24,8 +24,17 @@ The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_en
 - what the firmware wrapper includes ahead of the kernel source (ncrisck.cc / brisck.cc: api/dataflow/dataflow_api.h;
   trisck.cc: api/compile_time_args.h and, through chlkc_list.h, chlkc_descriptors.h), force-included.
 
-Libraries are cached in ~/.cache/ttflashdecode/kernels by a hash of the flags, the kernel source and the content of
-every header it includes (from ``g++ -MM``); :func:`compile_cache_stats` counts hits and misses.
+Libraries are cached in ~/.cache/ttflashdecode/kernels by a hash of what the compiler reads, not of where it lies
+(:func:`cache_key`): the compiler's identity, the kernel source's name and text, the flags and the name and content of
+every header the kernel includes (from ``g++ -MM``), with every path written relative to a stable root -- the
+repository, the installed wheel's site-packages, the cache, the kernel's own directory. So the same kernel built from
+two checkouts (a fresh clone at /tmp/x and /work/main, each with its own .venv) is one entry, while an edit to any
+header it includes is a new one. ``-fmacro-prefix-map`` writes those roots out of ``__FILE__`` as well (an ASSERT's
+message names ``device_kernels/...`` or ``ttnn/tt_metal/...``, a kernel outside the repository by its file name), so
+nothing a library does or prints depends on the checkout that compiled it (only its symbol table's source-file entry
+names that checkout's path; nothing reads it). Libraries and their metadata are written to a temporary name and
+renamed into place, so processes compiling the same kernel at once each publish a whole file.
+:func:`compile_cache_stats` counts hits and misses.
 
 Warnings are on (``-Wall``), and reported rather than fatal: each library's compiler warnings are kept next to it (so a
 cache hit reports them too), logged once per process (a use of API the wheel marks ``[[deprecated]]`` -- the
@@ -44,6 +53,7 @@ import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from loguru import logger
@@ -175,26 +185,85 @@ def _headers(build: KernelBuild) -> list[str]:
     return sorted(set(deps))
 
 
-def _digest_files(paths: list[str]) -> str:
+# Bump when what the key covers changes meaning (old entries are then simply not found).
+CACHE_KEY_VERSION = "content-2"
+
+
+@lru_cache(maxsize=None)
+def _compiler_identity(cxx: str) -> str:
+    """The compiler's version banner and target: a new g++ (its own system headers, which ``-MM`` leaves out, come
+    with it) is a new key."""
+    res = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+    target = subprocess.run([cxx, "-dumpmachine"], capture_output=True, text=True)
+    return (res.stdout.splitlines() or [""])[0] + " " + target.stdout.strip()
+
+
+def location_roots(source: Path) -> list[tuple[str, str]]:
+    """(absolute directory, stable token) for every location a kernel build names, longest directory first: the
+    repository, the installed wheel's site-packages, the cache (generated headers, inline sources) and, for a kernel
+    outside all of those, the kernel's own directory."""
+    roots = {str(REPO_ROOT): "<repo>", str(CACHE_ROOT): "<cache>"}
+    wheel = jit_env.wheel_root()
+    if wheel is not None:
+        roots[str(wheel.parent)] = "<site-packages>"
+    kernel_dir = Path(source).parent
+    if not any(kernel_dir.is_relative_to(d) for d in roots):
+        roots[str(kernel_dir)] = "<kernel-dir>"
+    return sorted(roots.items(), key=lambda r: (-len(r[0]), r[1]))
+
+
+def stable_paths(text: str, roots: list[tuple[str, str]]) -> str:
+    """`text` with each root directory (longest first) replaced by its token."""
+    if not roots:
+        return text
+    tokens = dict(roots)
+    alternatives = "|".join(re.escape(d) for d, _ in roots)  # longest first: the most specific root wins
+    return re.sub(f"(?:{alternatives})(?=/|=|\\s|$)", lambda m: tokens[m.group(0)], text)
+
+
+def local_paths(text: str, roots: list[tuple[str, str]]) -> str:
+    """Inverse of stable_paths for this build's roots."""
+    for d, token in roots:
+        text = text.replace(token, d)
+    return text
+
+
+def cache_key(build: KernelBuild, headers: list[str], roots: list[tuple[str, str]] | None = None) -> str:
+    """The library's cache key: what the compiler reads, with every path relative to a stable root (so two checkouts
+    of the same tree share one entry), the content of every header (so an edited header is a new entry)."""
+    roots = location_roots(build.source) if roots is None else roots
     h = hashlib.sha256()
-    for p in paths:
-        h.update(p.encode())
+    for part in (CACHE_KEY_VERSION, _compiler_identity(CXX), build.source.name):
+        h.update(part.encode() + b"\0")
+    h.update(build.source.read_bytes() + b"\0")
+    for f in build.flags:
+        h.update(stable_paths(f, roots).encode() + b"\0")
+    for p in headers:
+        h.update(stable_paths(p, roots).encode() + b"\0")
         try:
             h.update(Path(p).read_bytes())
         except OSError:
             h.update(b"<missing>")
-    return h.hexdigest()
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    tmp.rename(path)
 
 
 def compile_kernel(build: KernelBuild) -> Path:
     """Return the path of the compiled library for `build`, compiling it if the cache has no current copy."""
     src_bytes = build.source.read_bytes()
+    # Memo key of the header list: this process, this source file at this path with these flags.
     key0 = hashlib.sha256(src_bytes + "\0".join(build.flags).encode() + str(build.source).encode()).hexdigest()
+    roots = location_roots(build.source)
 
     def cached(deps: list) -> tuple[Path, bool]:
         """The library's path for these header dependencies, and whether the cache already holds it."""
-        key = hashlib.sha256((key0 + _digest_files(deps)).encode()).hexdigest()[:24]
-        out = KERNEL_CACHE / f"{build.name}-{key}.so"
+        out = KERNEL_CACHE / f"{build.name}-{cache_key(build, deps, roots)}.so"
         if out.exists():
             with _lock:
                 _stats["hits"] += 1
@@ -205,12 +274,12 @@ def compile_kernel(build: KernelBuild) -> Path:
     if key0 in _deps_memo:
         out, hit = cached(_deps_memo[key0])
         if hit:
-            _report(out, build.source, _cached_warnings(out, build))
+            _report(out, build.source, _cached_warnings(out, build, roots))
             return out
     _deps_memo[key0] = _headers(build)
     out, hit = cached(_deps_memo[key0])
     if hit:
-        _report(out, build.source, _cached_warnings(out, build))
+        _report(out, build.source, _cached_warnings(out, build, roots))
         return out
     KERNEL_CACHE.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -222,8 +291,11 @@ def compile_kernel(build: KernelBuild) -> Path:
     if res.returncode != 0:
         raise KernelCompileError(str(build.source), res.stderr, " ".join(map(shlex.quote, cmd)))
     warnings = parse_warnings(str(build.source), res.stderr)
-    (out.with_suffix(".json")).write_text(json.dumps(
-        {"source": str(build.source), "flags": list(build.flags), "compiler_output": res.stderr}))
+    # The metadata in stable paths (a hit from another checkout reads its warnings in its own paths), written
+    # before the library so that a library in place always has its metadata.
+    _write_atomic(out.with_suffix(".json"), json.dumps({
+        "source": stable_paths(str(build.source), roots), "flags": [stable_paths(f, roots) for f in build.flags],
+        "compiler_output": stable_paths(res.stderr, roots), "roots": [t for _, t in roots]}))
     tmp.rename(out)
     _report(out, build.source, warnings)
     with _lock:
@@ -246,13 +318,20 @@ def _compile_compute(build: KernelBuild, tmp: Path) -> tuple[subprocess.Complete
     return res, cmd
 
 
-def _cached_warnings(library: Path, build: KernelBuild) -> tuple[CompileWarning, ...]:
-    """The warnings of a cached library, from the compiler output kept next to it."""
+def _cached_warnings(library: Path, build: KernelBuild, roots: list[tuple[str, str]]) -> tuple[CompileWarning, ...]:
+    """The warnings of a cached library, from the compiler output kept next to it, in this build's paths."""
     try:
         meta = json.loads(library.with_suffix(".json").read_text())
     except (OSError, ValueError):
         return ()
-    return parse_warnings(str(build.source), meta.get("compiler_output", ""))
+    return parse_warnings(str(build.source), local_paths(meta.get("compiler_output", ""), roots))
+
+
+def macro_prefix_maps(source: Path) -> list[str]:
+    """``-fmacro-prefix-map`` flags that make ``__FILE__`` independent of the checkout: a repository file is named
+    from the repository (``device_kernels/...``), a wheel file from site-packages (``ttnn/tt_metal/...``), a cache
+    file from the cache, a kernel elsewhere by its file name. g++ uses the last matching map: the longest goes last."""
+    return [f"-fmacro-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
 
 def kernel_flags(
@@ -282,6 +361,7 @@ def kernel_flags(
         files[jit_env.NAMED_CT_ARG_MAP_HEADER] = jit_env.named_ct_arg_map_header(named_compile_time_args)
     gen = jit_env.write_generated(GENERATED, files) if files else None
     flags = list(CXXFLAGS)
+    flags += macro_prefix_maps(source)
     flags.append(f"-I{INCLUDE}")
     if compute:
         flags.append(f"-I{jit_env.LLK_INCLUDE}")
