@@ -20,35 +20,51 @@ Groups (``--groups``; each call goes through the public entry points, every user
 - ``qlen4``: four query tokens per user (speculative decode). Upstream decodes one token per user, so its row is four
   calls (4 x the q_len 1 duration), which is what a model would do with it; NOTE says so.
 
-CSV (``perf/out/sweep.csv``, rewritten after every shape): tt-metal ops perf report columns (OP CODE, DEVICE KERNEL
-DURATION [ns]) plus the shape, DRAM bytes, GB/s (DRAM bytes read + written / duration), REPORT GB/s and TFLOPs/s (the
-tech report's formulas: 2 * b * d * n_kv * kv_len bytes and 4 * b * kv_len * d * n_q flops, q_len x for several
-tokens), the ratio to upstream (upstream's duration / this op's: above 1 is faster) and SOURCE=modelled. PNGs:
-``sweep_gbs.png`` / ``sweep_tflops.png`` (against head_dim, batch and kv_len) and ``sweep_llama_latency.png`` (latency
-against context for 1/2/4/8 chips).
+CSV (``perf/out/sweep.csv``, rewritten after every shape, in one order whatever order shapes finish in): tt-metal ops
+perf report columns (OP CODE, DEVICE KERNEL DURATION [ns]) plus the shape, DRAM bytes, GB/s (DRAM bytes read + written
+/ duration), REPORT GB/s and TFLOPs/s (the tech report's formulas: 2 * b * d * n_kv * kv_len bytes and
+4 * b * kv_len * d * n_q flops, q_len x for several tokens), the ratio to upstream (upstream's duration / this op's:
+above 1 is faster) and SOURCE=modelled. ``sweep.meta.json``: the commit (``<hash>`` or ``<hash>+dirty-<diff hash>``
+when the package, kernels or configs differ from HEAD), dates, argv, --jobs, wall time, and per shape the commit it was
+measured at, its wall seconds and what ``program_config="auto"`` did (model runs or its disk cache). PNGs (named after
+the CSV): ``sweep_gbs.png`` / ``sweep_tflops.png`` (against head_dim, batch and kv_len) and
+``sweep_llama_latency.png`` (latency against context for 1/2/4/8 chips); ``sweep_summary.md``: the side-by-side table
+and issue 12's goals checked row by row (perf/goals.py).
 
-    nice -n 10 .venv/bin/python perf/sweep.py                                 # the default set (~30 min, 2 cores)
-    .venv/bin/python perf/sweep.py --groups grid --grid-kv-len 4096 --scan-kv-lens 1024 4096   # a quick subset
-    .venv/bin/python perf/sweep.py --groups llama --chips 8 --contexts 8192 131072
-    .venv/bin/python perf/sweep.py --plots-only                               # redraw the PNGs from the CSV
+``--jobs N`` runs each shape in its own worker process, N at a time, longest first (a shape's last recorded time,
+else its K/V size); a worker that dies is retried once, then its row is kept with an empty duration and the reason.
+``--append`` resumes: shapes already in the CSV with a duration for both ops AND measured at this commit (the meta's
+record) are skipped; everything else runs. ``--list`` prints what would run, with the recorded or guessed seconds.
+
+    nice -n 5 .venv/bin/python perf/sweep.py --jobs 2                        # the default set
+    nice -n 5 .venv/bin/python perf/sweep.py --jobs 2 --append               # resume it (same commit)
+    .venv/bin/python perf/sweep.py --table                                   # the tables and goals from the CSV
+    .venv/bin/python perf/sweep.py --list --append                           # what a resume would run
+    .venv/bin/python perf/sweep.py --groups grid --grid-kv-len 4096 --scan-kv-lens 1024 4096 --csv /tmp/q.csv
+    .venv/bin/python perf/sweep.py --groups llama --chips 8 --contexts 8192 131072 --csv /tmp/t3k.csv
+    .venv/bin/python perf/sweep.py --plots-only                              # redraw the PNGs from the CSV
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf/goals.py
 
 import ttflashdecode  # noqa: E402
 from ttflashdecode import emulator, upstream  # noqa: E402
@@ -259,7 +275,8 @@ def plot_throughput(rows: list[dict], y_col: str, ylabel: str, path: Path, grid_
     for ax in axes:
         ax.set_ylabel(f"{ylabel} (modelled)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6.5, loc="best")
+        if ax.get_legend_handles_labels()[0]:  # a subset's CSV may leave a panel empty
+            ax.legend(fontsize=6.5, loc="best")
     fig.suptitle(f"FlashDecode (solid) vs upstream sdpa_decode (dashed), 8 q / 1 kv heads, bfloat8_b K/V: {ylabel}, "
                  "MODELLED by the emulator's timing model")
     fig.tight_layout()
@@ -298,31 +315,208 @@ def plot_llama(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_all(rows: list[dict], out_dir: Path, grid_kv: int) -> list[Path]:
-    paths = [out_dir / "sweep_gbs.png", out_dir / "sweep_tflops.png", out_dir / "sweep_llama_latency.png"]
+def plot_all(rows: list[dict], out_dir: Path, grid_kv: int, stem: str = "sweep") -> list[Path]:
+    """The PNGs, named after the CSV (sweep.csv: sweep_gbs.png, ...), so a subset's CSV does not redraw the sweep's."""
+    paths = [out_dir / f"{stem}_gbs.png", out_dir / f"{stem}_tflops.png", out_dir / f"{stem}_llama_latency.png"]
     plot_throughput(rows, "GB/s", "DRAM GB/s", paths[0], grid_kv)
     plot_throughput(rows, "TFLOPs/s", "TFLOPs/s", paths[1], grid_kv)
     plot_llama(rows, paths[2])
     return [p for p in paths if p.exists()]
 
 
-# ---- main ----------------------------------------------------------------------------------------------------
+# ---- running: in this process, or in --jobs worker processes --------------------------------------------------
+
+IDENT = ("GROUP", "CHIPS", "BATCH", "Q LEN", "Q HEADS", "KV HEADS", "HEAD DIM", "HEAD DIM V", "KV LEN",
+         "MAX CORES PER HEAD")  # fmt: skip
+GROUP_ORDER = ("grid", "llama", "mla", "qlen4")
+# What decides a modelled duration: the package (planner, factories, emulator and its timing model), the kernels and
+# the named configs. A row is "at a commit" only if these matched that commit when it ran.
+SOURCE_PATHS = ("ttflashdecode", "device_kernels", "program_configs")
 
 
-def _git_rev() -> str:
-    if os.environ.get("TTFD_SWEEP_COMMIT"):  # a run from an exported snapshot of a commit
+def row_key(r: dict) -> tuple[str, ...]:
+    return tuple(str(r[c]) for c in IDENT)
+
+
+def key_text(key: tuple[str, ...]) -> str:
+    """A shape's name in sweep.meta.json (the CSV's identifying columns joined)."""
+    return "|".join(key)
+
+
+def sort_rows(rows: list[dict]) -> list[dict]:
+    """The CSV's order, the same whatever order the shapes finished in: group, chips, max cores per head (default
+    first), batch, q_len, heads, head_dim, kv_len; ours before upstream."""
+    def order(r):
+        g, cores = r["GROUP"], r["MAX CORES PER HEAD"]
+        return (GROUP_ORDER.index(g) if g in GROUP_ORDER else len(GROUP_ORDER), g, int(r["CHIPS"]),
+                -1 if cores == "default" else int(cores), int(r["BATCH"]), int(r["Q LEN"]), int(r["Q HEADS"]),
+                int(r["KV HEADS"]), int(r["HEAD DIM"]), int(r["HEAD DIM V"]), int(r["KV LEN"]),
+                0 if r["OP CODE"] == OURS else 1, r["OP CODE"])  # fmt: skip
+
+    return sorted(rows, key=order)
+
+
+def _git(*argv: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=True).stdout
+
+
+def source_tag() -> str:
+    """HEAD's short hash, with ``+dirty-<hash>`` when SOURCE_PATHS differ from HEAD (uncommitted edits or new files;
+    the hash is of the difference, so two different dirty trees never share a tag). ``--append`` compares it: a row
+    measured on other sources is measured again. $TTFD_SWEEP_COMMIT overrides (a run from an exported snapshot)."""
+    if os.environ.get("TTFD_SWEEP_COMMIT"):
         return os.environ["TTFD_SWEEP_COMMIT"]
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        head = _git("rev-parse", "--short", "HEAD").strip()
+        status = _git("status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS)
+        if not status.strip():
+            return head
+        h = hashlib.sha1(subprocess.run(["git", "-C", str(REPO), "diff", "HEAD", "--", *SOURCE_PATHS],
+                                        capture_output=True, check=True).stdout)  # fmt: skip
+        for line in status.splitlines():
+            if line.startswith("??"):
+                path = REPO / line[3:]
+                h.update(line.encode() + (path.read_bytes() if path.is_file() else b""))
+        return f"{head}+dirty-{h.hexdigest()[:8]}"
     except Exception:
         return "unknown"
 
 
+def cost_guess(s: Shape, seconds: dict[str, float]) -> float:
+    """Seconds a shape is expected to take: its last recorded wall time when the meta has one, else a rough guess
+    (emulator runs x (a few seconds of set-up + K/V MB at ~7 MB/s timing-only); a default-config shape also pays
+    program_config='auto''s candidate runs, up to 7). Orders the work longest first, so the last worker does not
+    start a 128K shape alone, and feeds --list."""
+    known = seconds.get(key_text(shape_key(s)))
+    if known:
+        return known
+    mb = s.batch * s.n_kv_heads * s.kv_len * (s.head_dim + (0 if s.head_dim_v else s.d_v)) * 1.0625 / 2**20
+    runs = 2 if s.max_cores is not None else 9
+    return runs * (8.0 + 0.15 * mb)
+
+
+def _open_device(full: bool):
+    dev = emulator.open_device("n150", timing_only=not full)
+    dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
+    dev.default_deadline_s = max(dev.default_deadline_s, 3600.0)  # a 128K x batch 32 call takes minutes
+    return dev
+
+
+def measure(runner: Runner, s: Shape) -> dict:
+    """One shape, both ops: the CSV rows, the wall seconds and what program_config='auto' did (model runs or disk)."""
+    from ttflashdecode.plan import auto as plan_auto
+
+    before, t0 = plan_auto.stats(), time.monotonic()
+    rows = rows_for(s, runner.run(s))
+    after = plan_auto.stats()
+    did = {k: round(after[k] - before.get(k, 0), 1) for k in after if after[k] != before.get(k, 0)}
+    return {"rows": rows, "seconds": round(time.monotonic() - t0, 1), "auto": did}
+
+
+def run_worker(args) -> None:
+    """--worker: one shape in this process (started by --jobs); the result goes to --worker-out as JSON."""
+    s = Shape(**json.loads(args.worker))
+    dev = _open_device(args.full)
+    try:
+        result = measure(Runner(dev, args.full, args.seed), s)
+    finally:
+        dev.close()
+    tmp = args.worker_out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(args.worker_out)
+
+
+def run_in_process(todo: list[Shape], args, done) -> None:
+    dev = _open_device(args.full)
+    try:
+        runner = Runner(dev, args.full, args.seed)
+        for s in todo:
+            done(s, measure(runner, s))
+    finally:
+        dev.close()
+
+
+def run_in_workers(todo: list[Shape], args, done) -> None:
+    """Every shape in its own process (``--worker``), at most ``args.jobs`` at once, longest first. A process per
+    shape costs a few seconds of start-up against shapes of 30 s to minutes, and a worker that dies (the emulator
+    once faulted while kernels were being recompiled) loses one shape, not the sweep: it is retried once, then
+    recorded with an empty duration and the reason in NOTE."""
+    pending = [(i, s, 0) for i, s in enumerate(todo)]
+    running: dict[subprocess.Popen, tuple] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="ttfd-sweep-"))
+    try:
+        while pending or running:
+            while pending and len(running) < args.jobs:
+                i, s, attempt = pending.pop(0)
+                out, log = tmp / f"{i}-{attempt}.json", tmp / f"{i}-{attempt}.log"
+                argv = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(asdict(s)),
+                        "--worker-out", str(out), "--seed", str(args.seed)] + (["--full"] if args.full else [])
+                with open(log, "w") as f:
+                    p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=REPO)
+                running[p] = (i, s, attempt, out, log, time.monotonic())
+            time.sleep(0.5)
+            for p in [p for p in running if p.poll() is not None]:
+                i, s, attempt, out, log, t0 = running.pop(p)
+                if p.returncode == 0 and out.exists():
+                    done(s, json.loads(out.read_text()))
+                    continue
+                tail = " / ".join(log.read_text(errors="replace").strip().splitlines()[-3:])[-300:]
+                why = f"worker exited with code {p.returncode} after {time.monotonic() - t0:.0f} s: {tail}"
+                if attempt == 0:
+                    print(f"  {describe(s)}: {why}; retrying once", flush=True)
+                    pending.insert(0, (i, s, 1))
+                    continue
+                failed = {op: Result(None, note=why) for op in (OURS, UPSTREAM)}
+                done(s, {"rows": rows_for(s, failed), "seconds": round(time.monotonic() - t0, 1), "auto": {}})
+    finally:
+        for p in running:  # interrupted: our own workers only
+            p.kill()
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def describe(s: Shape) -> str:
+    return (f"{s.group} chips {s.chips} b{s.batch} q_len {s.q_len} {s.n_q_heads}q/{s.n_kv_heads}kv "
+            f"d{s.head_dim}/{s.d_v} kv {s.kv_len} cores {s.max_cores if s.max_cores is not None else 'default'}")
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(sort_rows(rows))
+    tmp.replace(path)  # a reader (or --table while the sweep runs) never sees half a file
+
+
+def read_meta(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_meta(path: Path, meta: dict, rows: list[dict]) -> None:
+    """sweep.meta.json: this invocation (commit tag, dates, argv, jobs, wall time) and, per shape in the CSV, the
+    tag it was measured at, its wall seconds and what auto did; ``commits`` counts the CSV's shapes per tag."""
+    keys = {key_text(row_key(r)) for r in rows}
+    meta["shapes"] = {k: v for k, v in sorted(meta.get("shapes", {}).items()) if k in keys}
+    tags: dict[str, int] = {}
+    for k in keys:
+        tag = meta["shapes"].get(k, {}).get("commit", "unknown")
+        tags[tag] = tags.get(tag, 0) + 1
+    meta["commits"] = dict(sorted(tags.items(), key=lambda t: -t[1]))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(meta, indent=1) + "\n")
+    tmp.replace(path)
+
+
+# ---- main ----------------------------------------------------------------------------------------------------
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--groups", nargs="+", default=["grid", "llama", "mla", "qlen4"],
-                    choices=["grid", "llama", "mla", "qlen4"])
+    ap.add_argument("--groups", nargs="+", default=list(GROUP_ORDER), choices=list(GROUP_ORDER))
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 16, 32])
     ap.add_argument("--head-dims", type=int, nargs="+", default=[64, 128, 256])
     ap.add_argument("--grid-kv-len", type=int, default=16384, help="kv_len of the head_dim x batch grid")
@@ -339,58 +533,101 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="run the math on random K/V (slow; same durations)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--csv", type=Path, default=OUT / "sweep.csv")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="run shapes in this many worker processes (one process per shape, longest first); the CSV "
+                         "is one file in the same order whatever --jobs is")
     ap.add_argument("--append", action="store_true",
-                    help="resume: keep the CSV's rows and run only the shapes without a duration for every op")
+                    help="resume: keep the CSV's rows and skip the shapes it already has, with a duration for every "
+                         "op, measured at this commit (sweep.meta.json records each shape's); others run again")
+    ap.add_argument("--list", action="store_true", help="print the shapes this command would run, and exit")
+    ap.add_argument("--table", action="store_true",
+                    help="print the side-by-side table and the issue's goals from --csv (perf/goals.py), and exit")
     ap.add_argument("--plots-only", action="store_true", help="redraw the PNGs from --csv")
     ap.add_argument("--merge", type=Path, nargs="+", default=[],
                     help="with --plots-only: concatenate these CSVs (e.g. parallel runs of different groups) into --csv")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # one shape as JSON (--jobs starts these)
+    ap.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        return run_worker(args)
+    if args.table:
+        import goals
+
+        print(goals.summary(args.csv))
+        return
     out_dir = args.csv.parent
     out_dir.mkdir(parents=True, exist_ok=True)
+    meta_path = args.csv.with_suffix(".meta.json")
     rows: list[dict] = []
-    for path in args.merge or ([args.csv] if args.plots_only or args.append else []):
+    for path in args.merge or ([args.csv] if (args.plots_only or args.append or args.list) and args.csv.exists()
+                               else []):
         with open(path, newline="") as f:
             rows += list(csv.DictReader(f))
     if args.merge:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=COLUMNS)
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(args.csv, rows)
     if not args.plots_only:
+        old = read_meta(meta_path) if (args.append or args.list) else {}
+        tag = source_tag()
         todo = shapes(args)
-        dev = emulator.open_device("n150", timing_only=not args.full)
-        dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
-        dev.default_deadline_s = max(dev.default_deadline_s, 3600.0)  # a 128K x batch 32 call takes minutes
-        runner = Runner(dev, args.full, args.seed)
-        ident = ("GROUP", "CHIPS", "BATCH", "Q LEN", "Q HEADS", "KV HEADS", "HEAD DIM", "HEAD DIM V", "KV LEN",
-                 "MAX CORES PER HEAD")  # fmt: skip
-        if args.append:  # resume: shapes whose rows all have a duration are not run again
-            done = {tuple(str(r[c]) for c in ident) for r in rows if r["DEVICE KERNEL DURATION [ns]"]}
-            failed = {tuple(str(r[c]) for c in ident) for r in rows if not r["DEVICE KERNEL DURATION [ns]"]}
-            todo = [s for s in todo if shape_key(s) not in done - failed]
-        started = time.monotonic()
-        try:
-            for i, s in enumerate(todo):
-                t0 = time.monotonic()
-                new = rows_for(s, runner.run(s))
-                keys = {tuple(str(r[c]) for c in ident) for r in new}
-                rows = [r for r in rows if tuple(str(r[c]) for c in ident) not in keys] + new
-                print(f"[{i + 1}/{len(todo)}] {s.group} chips {s.chips} b{s.batch} q_len {s.q_len} {s.n_q_heads}q/"
-                      f"{s.n_kv_heads}kv d{s.head_dim}/{s.d_v} kv {s.kv_len} cores {s.max_cores}: "
-                      + " | ".join(f"{r['OP CODE']} {r['DEVICE KERNEL DURATION [ns]'] or r['NOTE']} ns "
-                                   f"{r['GB/s']} GB/s x{r['RATIO TO UPSTREAM']}" for r in new)
-                      + f"  ({time.monotonic() - t0:.0f} s, modelled)", flush=True)  # fmt: skip
-                with open(args.csv, "w", newline="") as f:  # rewritten after every shape: a partial sweep counts
-                    w = csv.DictWriter(f, fieldnames=COLUMNS)
-                    w.writeheader()
-                    w.writerows(rows)
-        finally:
-            dev.close()
-        meta = {"commit": _git_rev(), "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-                "mode": "full" if args.full else "timing-only", "argv": sys.argv[1:],
-                "wall_s": round(time.monotonic() - started), "source": "modelled (emulator timing model)"}
-        args.csv.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    paths = plot_all(rows, out_dir, args.grid_kv_len)
+        if args.append or args.list:  # resume: shapes measured at this tag, every op with a duration, are kept
+            at_tag = {k for k, v in old.get("shapes", {}).items() if v.get("commit") == tag}
+            complete = {row_key(r) for r in rows} - {row_key(r) for r in rows if not r["DEVICE KERNEL DURATION [ns]"]}
+            keep = {k for k in complete if key_text(k) in at_tag}
+            again = [s for s in todo if shape_key(s) in complete - keep]
+            todo = [s for s in todo if shape_key(s) not in keep]
+            print(f"at {tag}: {len(keep)} shapes in {args.csv.name} kept, {len(todo)} to run"
+                  + (f" ({len(again)} of them measured at another commit)" if again else ""), flush=True)
+        seconds = {k: v.get("seconds", 0) for k, v in read_meta(meta_path).get("shapes", {}).items()}
+        todo.sort(key=lambda s: -cost_guess(s, seconds))
+        if args.list:
+            recorded = [s for s in todo if seconds.get(key_text(shape_key(s)))]
+            for s in todo:
+                known = "recorded" if s in recorded else "guessed from its K/V size"
+                print(f"  {describe(s)}  ~{cost_guess(s, seconds):.0f} s ({known})")
+            print(f"{len(todo)} shapes, ~{sum(cost_guess(s, seconds) for s in todo) / 60:.0f} min of one-at-a-time "
+                  f"wall time ({len(recorded)} recorded in {meta_path.name}, {len(todo) - len(recorded)} guessed)")
+            return
+        started, t_start = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), time.monotonic()
+        meta = {"commit": tag, "date_utc": started, "mode": "full" if args.full else "timing-only",
+                "argv": sys.argv[1:], "jobs": args.jobs, "cpus": os.cpu_count(),
+                "loadavg_at_start": [round(x, 2) for x in os.getloadavg()], "shapes_run": 0, "wall_s": None,
+                "source": "modelled (emulator timing model)", "shapes": old.get("shapes", {})}  # fmt: skip
+        count = len(todo)
+
+        def done(s: Shape, result: dict) -> None:
+            nonlocal rows
+            new = result["rows"]
+            keys = {row_key(r) for r in new}
+            rows = [r for r in rows if row_key(r) not in keys] + new
+            meta["shapes_run"] += 1
+            meta["shapes"][key_text(shape_key(s))] = {
+                "commit": tag, "seconds": result["seconds"], "auto": result.get("auto", {}),
+                "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}  # fmt: skip
+            meta["wall_s"] = round(time.monotonic() - t_start)
+            write_csv(args.csv, rows)  # after every shape: a partial sweep counts, and --append resumes it
+            write_meta(meta_path, meta, rows)
+            print(f"[{meta['shapes_run']}/{count}] {describe(s)}: "
+                  + " | ".join(f"{r['OP CODE']} {r['DEVICE KERNEL DURATION [ns]'] or r['NOTE']} ns "
+                               f"{r['GB/s']} GB/s x{r['RATIO TO UPSTREAM']}" for r in new)
+                  + f"  ({result['seconds']:.0f} s; {meta['wall_s'] / 60:.1f} min in; modelled)", flush=True)
+
+        (run_in_workers if args.jobs > 1 else run_in_process)(todo, args, done)
+        meta["wall_s"] = round(time.monotonic() - t_start)
+        meta["date_utc"] = f"{started} - {time.strftime('%H:%M:%S', time.gmtime())}"
+        if source_tag() != tag:
+            meta["warning"] = (f"the sources changed while the sweep ran (started at {tag}, ended at {source_tag()}): "
+                               "rows may mix two trees")
+            print(f"WARNING: {meta['warning']}", flush=True)
+        write_csv(args.csv, rows)
+        write_meta(meta_path, meta, rows)
+        print(f"{meta['shapes_run']} shapes in {meta['wall_s'] / 60:.1f} min wall (--jobs {args.jobs})")
+    paths = plot_all(rows, out_dir, args.grid_kv_len, args.csv.stem)
+    if rows:
+        import goals
+
+        summary_path = args.csv.with_name(args.csv.stem + "_summary.md")
+        summary_path.write_text(goals.summary(args.csv) + "\n")
+        paths.append(summary_path)
     print(f"wrote {args.csv} and {', '.join(str(p) for p in paths)} (all durations modelled)")
 
 
