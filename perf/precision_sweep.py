@@ -1,6 +1,15 @@
 """Precision of the op against the golden model over random feature mixes, on the emulator.
 
     .venv/bin/python perf/precision_sweep.py [--seed 1] [--minutes 10]
+    .venv/bin/python perf/precision_sweep.py --exp [--seed 1] [--rows NAME,...]
+
+``--exp`` measures the softmax's exp instead (README "Precision"): on realistic decode shapes (Llama-3.1-8B on N150 at
+several positions, the tech report's b8 8q/1kv d64/d128, a T3K chip's 4q/1kv, a paged bfloat8_b cache, a causal
+-inf mask passed by the caller, garbage past cur_pos) it runs ours with exp_approx_mode unset (our default: the
+approximate exp) and False (exact), and upstream's sdpa_decode kernels (``ttflashdecode.upstream``) unset (its default:
+approximate exp, HiFi2) and False, each with its own default compute config, on the same device tensors, plus upstream
+unset with ours's compute config (HiFi4) to separate the exp from the fidelity. It prints PCC and max |error| of
+each against a float64 reference on the values the device stores (:func:`ttflashdecode.golden.sdpa_decode`).
 
 Draws shapes (head_dim up to 2048, q_len up to 8, GQA/MQA/MHA), positions and features (paged, sliding window,
 sinks, masks, output dtype and placement, bfloat16 or fp32 DST) at random, runs each on the emulator through the same harness
@@ -16,14 +25,18 @@ import argparse
 import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import torch  # noqa: E402
 from decode_harness import DecodeCase, assert_matches_golden, run_case  # noqa: E402
-from ttflashdecode import emulator  # noqa: E402
+
+import ttflashdecode  # noqa: E402
+from ttflashdecode import emulator, golden, upstream  # noqa: E402
 from ttflashdecode.plan import L1OverflowError  # noqa: E402
 from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
@@ -58,11 +71,157 @@ def draw(rng: random.Random) -> DecodeCase:
     )  # fmt: skip
 
 
+# ---- --exp: our default exp against upstream's --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExpRow:
+    """One realistic decode call. ``positions`` is every user's cur_pos (None: all at kv_len - 1). ``mask``: the call
+    is non-causal with a caller's additive mask, 0 up to each user's position and -inf past it (as model code builds
+    a causal mask). ``garbage``: K/V rows past each user's position hold this magnitude times randn (a stale cache)."""
+
+    name: str
+    batch: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    kv_len: int
+    positions: tuple[int, ...] | None = None
+    kv_dtype: str = "bfloat8_b"
+    block_size: int = 0
+    mask: bool = False
+    garbage: float = 0.0
+    max_cores: int = 16
+
+
+EXP_ROWS = [
+    ExpRow("llama8b-n150-p127", 1, 32, 8, 128, 4096, (127,)),
+    ExpRow("llama8b-n150-p1023", 1, 32, 8, 128, 4096, (1023,)),
+    ExpRow("llama8b-n150-p4095", 1, 32, 8, 128, 4096, (4095,)),
+    ExpRow("b8-8q1kv-d64", 8, 8, 1, 64, 2048),
+    ExpRow("b8-8q1kv-d128", 8, 8, 1, 128, 2048),
+    ExpRow("t3k-4q1kv-d128-c16", 1, 4, 1, 128, 8192),
+    ExpRow("t3k-4q1kv-d128-c64", 1, 4, 1, 128, 8192, max_cores=64),
+    ExpRow("paged-b8-8q1kv-d128-p127", 8, 8, 1, 128, 256, (127,) * 8, block_size=32),
+    ExpRow("paged-b4-32q8kv-d128", 4, 32, 8, 128, 1024, (1000, 517, 64, 1023), block_size=64),
+    ExpRow("mask-inf-b8-8q1kv-d128", 8, 8, 1, 128, 1024, (1023, 700, 511, 300, 129, 64, 31, 0), mask=True),
+    ExpRow("garbage-b8-8q1kv-d128", 8, 8, 1, 128, 1024, (1000, 700, 511, 300, 129, 64, 31, 0), garbage=8.0),
+    ExpRow("garbage1e4-b4-32q8kv-d128", 4, 32, 8, 128, 1024, (900, 333, 96, 5), garbage=1e4),
+]
+
+
+def exp_row_inputs(row: ExpRow, g: torch.Generator) -> dict:
+    b, hq, hkv, d, s = row.batch, row.q_heads, row.kv_heads, row.head_dim, row.kv_len
+    positions = list(row.positions) if row.positions else [s - 1] * b
+    t = {"q": torch.randn(1, b, hq, d, generator=g), "positions": positions}
+    k = torch.randn(b, hkv, s, d, generator=g)
+    v = torch.randn(b, hkv, s, d, generator=g)
+    if row.garbage:
+        for u, p in enumerate(positions):
+            k[u, :, p + 1 :] = row.garbage * torch.randn(hkv, s - p - 1, d, generator=g)
+            v[u, :, p + 1 :] = row.garbage * torch.randn(hkv, s - p - 1, d, generator=g)
+    if row.block_size:
+        per_user = s // row.block_size
+        table = torch.randperm(b * per_user, generator=g).reshape(b, per_user).to(torch.int32)
+        # block table[u, j] holds user u's positions j*block_size .. (paged layout [num_blocks, hkv, block, d])
+        kb = torch.empty(b * per_user, hkv, row.block_size, d)
+        vb = torch.empty_like(kb)
+        for u in range(b):
+            for j in range(per_user):
+                kb[table[u, j]] = k[u, :, j * row.block_size : (j + 1) * row.block_size]
+                vb[table[u, j]] = v[u, :, j * row.block_size : (j + 1) * row.block_size]
+        k, v, t["page_table"] = kb, vb, table
+    t["k"], t["v"] = k, v
+    if row.mask:
+        mask = torch.zeros(b, 1, hq, s)
+        for u, p in enumerate(positions):
+            mask[u, :, :, p + 1 :] = float("-inf")
+        t["attn_mask"] = mask
+    return t
+
+
+def run_exp_row(dev, ttnn, row: ExpRow, seed: int) -> dict[str, tuple[float, float]]:
+    """{variant: (PCC, max |error|)} of every variant against the float64 reference for ``row``."""
+    t = exp_row_inputs(row, torch.Generator().manual_seed(seed))
+    kv_dtype = getattr(ttnn, row.kv_dtype)
+    tq = dev.from_torch(t["q"], dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    tk, tv = (dev.from_torch(t[n], dtype=kv_dtype, layout=ttnn.TILE_LAYOUT) for n in ("k", "v"))
+    kw = {}
+    if row.mask:
+        kw["is_causal"] = False
+        kw["attn_mask"] = dev.from_torch(t["attn_mask"], dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    else:
+        kw["cur_pos"] = t["positions"]
+    # Golden on the values the device stores (bf16 Q and mask, quantised K/V), float64 throughout.
+    stored = {n: dev.to_torch(x).to(torch.float64) for n, x in (("q", tq), ("k", tk), ("v", tv))}
+    expected = golden.sdpa_decode(
+        stored["q"], stored["k"], stored["v"], is_causal=not row.mask,
+        cur_pos=None if row.mask else t["positions"],
+        attn_mask=dev.to_torch(kw["attn_mask"]).to(torch.float64).transpose(1, 2) if row.mask else None,
+        page_table=t.get("page_table"), dtype=torch.float64)  # fmt: skip
+
+    def config(exp):
+        extra = {} if exp is None else {"exp_approx_mode": exp}
+        return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
+                                      k_chunk_size=0, max_cores_per_head_batch=row.max_cores, **extra)  # fmt: skip
+
+    hifi4 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False,
+                                             fp32_dest_acc_en=False)  # ours's default compute settings
+    variants = {
+        "ours default": (ttflashdecode, None, None),
+        "ours exact": (ttflashdecode, False, None),
+        "upstream default": (upstream, None, None),
+        "upstream exact": (upstream, False, None),
+        "upstream default HiFi4": (upstream, None, hifi4),
+    }
+    results = {}
+    for name, (module, exp, compute) in variants.items():
+        call_kw = dict(kw, program_config=config(exp), compute_kernel_config=compute)
+        if row.block_size:
+            out = module.paged_scaled_dot_product_attention_decode(tq, tk, tv, t["page_table"], **call_kw)
+        else:
+            out = module.scaled_dot_product_attention_decode(tq, tk, tv, **call_kw)
+        got = dev.to_torch(out).to(torch.float64)[..., : row.q_heads, : row.head_dim]
+        out.deallocate()
+        results[name] = (golden.pcc(got, expected), golden.max_abs_error(got, expected))
+    return results
+
+
+def exp_main(args) -> int:
+    ttnn = import_ttnn()
+    rows = [r for r in EXP_ROWS if not args.rows or r.name in args.rows.split(",")]
+    dev = emulator.open_device(board="n150")
+    names = ("ours default", "ours exact", "upstream default", "upstream exact", "upstream default HiFi4")
+    print("PCC / max |error| against float64 on the stored inputs (emulator; ours default = exp_approx_mode unset)")
+    print(f"{'row':28}" + "".join(f"{n:>24}" for n in names) + f"{'default >= upstream':>21}")
+    worse = []
+    try:
+        for i, row in enumerate(rows):
+            res = run_exp_row(dev, ttnn, row, args.seed * 1000 + i)
+            ours, up = res["ours default"], res["upstream default"]
+            ok = ours[0] >= up[0] and ours[1] <= up[1]
+            if not ok:
+                worse.append((row.name, ours, up))
+            print(f"{row.name:28}" + "".join(f"{res[n][0]:>14.6f} {res[n][1]:>8.4f}" for n in names)
+                  + f"{'yes' if ok else 'NO':>21}", flush=True)  # fmt: skip
+    finally:
+        dev.close()
+    for name, ours, up in worse:
+        print(f"ours default below upstream default on {name}: PCC {ours[0]:.6f} vs {up[0]:.6f}, "
+              f"max |error| {ours[1]:.5f} vs {up[1]:.5f}")
+    print(f"{len(rows) - len(worse)} of {len(rows)} rows: ours default at least upstream default (PCC and max |error|)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--exp", action="store_true", help="our default exp against upstream's (realistic shapes)")
+    parser.add_argument("--rows", default="", help="with --exp: only these rows (comma-separated names)")
     args = parser.parse_args()
+    if args.exp:
+        return exp_main(args)
     ttnn = import_ttnn()
     rng = random.Random(args.seed)
     dev = emulator.open_device(board="n150")

@@ -21,8 +21,38 @@ def ttnn():
 def test_defaults_match_ttnn_and_list_becomes_tuple():
     cfg = ProgramConfig([8, 8])
     assert cfg.compute_with_storage_grid_size == (8, 8) and cfg.num_cores == 64
-    assert (cfg.q_chunk_size, cfg.k_chunk_size, cfg.exp_approx_mode, cfg.max_cores_per_head_batch) == (0, 0, False, 16)
+    assert (cfg.q_chunk_size, cfg.k_chunk_size, cfg.exp_approx_mode, cfg.max_cores_per_head_batch) == (0, 0, True, 16)
     assert hash(cfg) == hash(ProgramConfig((8, 8)))
+
+
+def test_exp_default_is_upstreams_approximate_exp(ttnn):
+    # Upstream's sdpa_decode factory reads an unset exp_approx_mode as the approximate exp; so does every way a config
+    # reaches this package: the dataclass default, None, a ttnn config that leaves it unset, "auto" and no config.
+    from ttflashdecode.config import AUTO
+
+    approx = ProgramConfig((8, 8), exp_approx_mode=True)
+    assert ProgramConfig((8, 8)) == approx and ProgramConfig((8, 8), exp_approx_mode=None) == approx
+    unset = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=0, k_chunk_size=0)
+    assert unset.exp_approx_mode is None and ProgramConfig.from_ttnn(unset).exp_approx_mode is True
+    assert ProgramConfig.coerce(None).exp_approx_mode is True and ProgramConfig.coerce(AUTO).exp_approx_mode is True
+    exact = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=0, k_chunk_size=0,
+                                   exp_approx_mode=False)  # fmt: skip
+    assert ProgramConfig.from_ttnn(exact).exp_approx_mode is False
+    assert ProgramConfig((8, 8), exp_approx_mode=False).to_ttnn().exp_approx_mode is False
+
+
+def test_fast_path_key_tells_exp_modes_apart(ttnn):
+    # The fast path (fast_path.py) reuses a launch when a call's arguments compare equal: a ttnn config with
+    # exp_approx_mode False (exact) must never reuse one made for unset or True (approximate).
+    from ttflashdecode.fast_path import program_config_value
+
+    def value(**extra):
+        return program_config_value(ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=0,
+                                                           k_chunk_size=0, **extra))  # fmt: skip
+
+    unset, approx, exact = value(), value(exp_approx_mode=True), value(exp_approx_mode=False)
+    assert exact != unset and exact != approx and unset != approx
+    assert value(exp_approx_mode=False) == exact
 
 
 @pytest.mark.parametrize(
@@ -35,7 +65,7 @@ def test_defaults_match_ttnn_and_list_becomes_tuple():
         (dict(k_chunk_size=-32), ["k_chunk_size=-32"]),
         (dict(k_chunk_size=True), ["k_chunk_size=True"]),
         (dict(q_chunk_size=33), ["q_chunk_size=33"]),
-        (dict(exp_approx_mode=1), ["exp_approx_mode=1", "true or false"]),
+        (dict(exp_approx_mode=1), ["exp_approx_mode=1", "true, false or None"]),
         (dict(max_cores_per_head_batch=0), ["max_cores_per_head_batch=0", "1..64"]),
         (dict(max_cores_per_head_batch=128), ["max_cores_per_head_batch=128"]),
     ],
@@ -69,8 +99,7 @@ def test_round_trip_through_ttnn(ttnn, cfg):
 
 
 def test_from_ttnn_built_upstream_style(ttnn):
-    # exp_approx_mode unset (None): upstream's factory takes the approximate exp; this package takes the exact exp by
-    # design (README "Precision": the default is the more accurate path; pass exp_approx_mode=True for upstream's).
+    # exp_approx_mode unset (None): the approximate exp here as in upstream's factory (README "Precision").
     t = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(4, 2), q_chunk_size=0, k_chunk_size=128)
     assert ProgramConfig.from_ttnn(t) == ProgramConfig((4, 2), k_chunk_size=128)
     assert ProgramConfig.from_ttnn(t).to_ttnn().max_cores_per_head_batch == 16
@@ -105,8 +134,11 @@ REQUIRED = ["llama-3.1-8b/n150", "llama-3.1-8b/t3k", "llama-3.1-70b/t3k", "small
 
 def test_required_configs_ship():
     assert set(REQUIRED) <= set(list_program_configs())
-    assert load_program_config("llama-3.1-8b/n150") == ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=16)
-    assert load_program_config("llama-3.1-8b/t3k") == ProgramConfig((8, 8), max_cores_per_head_batch=16)
+    # These files pin the exact exp (exp_approx_mode: false), so they differ from the dataclass default there.
+    assert load_program_config("llama-3.1-8b/n150") == ProgramConfig((8, 8), k_chunk_size=0, exp_approx_mode=False,
+                                                                     max_cores_per_head_batch=16)  # fmt: skip
+    assert load_program_config("llama-3.1-8b/t3k") == ProgramConfig((8, 8), exp_approx_mode=False,
+                                                                    max_cores_per_head_batch=16)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", list_program_configs())

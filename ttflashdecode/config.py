@@ -52,14 +52,17 @@ class ProgramConfig:
         positive multiple of 32.
     k_chunk_size: KV positions a core reads per step. 0 lets the planner choose (see
         ``plan.default_k_chunk_size``); otherwise a positive multiple of 32.
-    exp_approx_mode: use the fast approximate exp in the softmax.
+    exp_approx_mode: the softmax's exp. True (the default) or None (unset, as ``ttnn.SDPAProgramConfig`` leaves
+        it): the approximate exp, as upstream's sdpa_decode factory reads unset; False: the exact exp (several times
+        the SFPU time a tile, docs/TIMING.md). Both measured against upstream's: README "Precision"
+        (``perf/precision_sweep.py --exp``).
     max_cores_per_head_batch: most cores that split one (batch, kv head) group, 1..64.
     """
 
     compute_with_storage_grid_size: tuple[int, int]
     q_chunk_size: int = 0
     k_chunk_size: int = 0
-    exp_approx_mode: bool = False
+    exp_approx_mode: bool = True
     max_cores_per_head_batch: int = 16
 
     def __post_init__(self) -> None:
@@ -80,8 +83,12 @@ class ProgramConfig:
                 raise ValueError(
                     f"{name}={value!r}: expected 0 (planner chooses) or a positive multiple of {TILE}"
                 )
+        if self.exp_approx_mode is None:
+            # Unset, as ttnn's optional field: the approximate exp, upstream's reading of unset. Stored as True so a
+            # config written either way plans (and keys) the same program.
+            object.__setattr__(self, "exp_approx_mode", True)
         if not isinstance(self.exp_approx_mode, bool):
-            raise ValueError(f"exp_approx_mode={self.exp_approx_mode!r}: expected true or false")
+            raise ValueError(f"exp_approx_mode={self.exp_approx_mode!r}: expected true, false or None (unset: true)")
         m = self.max_cores_per_head_batch
         if not _is_int(m) or not 1 <= m <= MAX_CORES_PER_HEAD_BATCH:
             raise ValueError(
@@ -133,9 +140,9 @@ class ProgramConfig:
             compute_with_storage_grid_size=(int(grid.x), int(grid.y)),
             q_chunk_size=int(cfg.q_chunk_size),
             k_chunk_size=int(cfg.k_chunk_size),
-            # ttnn's exp_approx_mode is optional. Upstream's factory reads unset as the approximate exp; here unset is
-            # the exact exp (the more accurate default, README "Precision"), and True asks for upstream's.
-            exp_approx_mode=bool(cfg.exp_approx_mode) if cfg.exp_approx_mode is not None else False,
+            # ttnn's exp_approx_mode is optional; upstream's factory reads unset as the approximate exp, and so does
+            # this package (README "Precision"): a config moves between the two ops with the same exp.
+            exp_approx_mode=True if cfg.exp_approx_mode is None else bool(cfg.exp_approx_mode),
             max_cores_per_head_batch=int(cfg.max_cores_per_head_batch),
         )
 

@@ -127,6 +127,8 @@ def build_program(
     scale = s.head_dim**-0.5 if scale is None else scale
     if s.out_dtype not in DATUM_BYTES:
         raise ValueError(f"out dtype={s.out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
+    # The softmax's exp: the config's exp_approx_mode, which is already resolved (unset -> the approximate exp, as
+    # upstream's factory reads it; config.ProgramConfig). No default is taken here.
     args = decode_kernel_args(plan, buffers, exp_approx=plan.config.exp_approx_mode, scale=scale,
                               wait_for_cache_update=wait_for_cache_update, sem_cache_updated=sem_cache_updated)
     # Where each shard of a height-sharded Q / output lives (the same table on every core).
