@@ -7,6 +7,7 @@
 //               m_new = max(m, rowmax(S))
 //               P = exp(S - m_new)
 //               alpha = exp(m - m_new)
+//               (with the approximate exp, the scale moves from Q into every exp: see "the exp, two ways")
 //               l = l * alpha + rowsum(P)
 //               O = O * alpha + P . V                     (rescale in DST, matmul accumulates on it)
 //   per tree round where a partner sends (O_i, m_i, l_i):
@@ -100,6 +101,7 @@ constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
 constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
 constexpr bool exp_approx = get_named_compile_time_arg_val("exp_approx") == 1;
+constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");  // float32 bits of the softmax scale
 constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;  // a user mask with every chunk
 constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
 constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else all positions up to cur_pos
@@ -122,6 +124,27 @@ constexpr uint32_t masked_score_bits = __builtin_bit_cast(uint32_t, MASKED_SCORE
 // The root merges one extra (m, l) partial: the attention sinks, or with a user mask the score floor.
 constexpr bool merge_sink_partial = use_sink || use_attn_mask;
 
+// ---- the exp, two ways (exp_approx).
+// Exact (exp_approx 0): Q is scaled once per group (cb_q_scaled), so S, m and every exp argument are in softmax
+// units, and every exp is exp_tile's accurate one with its negative clamp.
+// Approximate (exp_approx 1) computes as upstream's sdpa_decode does (compute_common.hpp:
+// sub_exp_block_bcast_cols_inplace, sub_exp_block): P = exp((S - m) * scale) with the scale fused into the
+// approximate exp's multiplier (exp_tile_init<true, scale, InputClamping::None>: one MAD, round, shift a datum, no
+// clamp), whose outputs for arguments below about -88 come out negative and are cleared by the packer's ReLU; the
+// row factors exp((m_a - m_b) * scale) (rescale and merge) take the accurate exp with the bfloat16 scale, as
+// upstream's first-column exp does in either mode. So Q is not scaled and S and m stay in q.k units. With a user mask
+// or attention sinks, whose values are in softmax units (a mask adds to the scaled scores), Q is scaled as in the
+// exact path and the same approximate exp runs with multiplier 1.
+constexpr bool scale_in_exp = exp_approx && !use_attn_mask && !use_sink;
+constexpr uint32_t cb_q_mm = scale_in_exp ? cb_q : cb_q_scaled;  // the matmul's in0: Q, scaled or not
+constexpr uint32_t ONE_FP32_BITS = 0x3F800000;
+constexpr uint32_t probs_exp_scale_bits = scale_in_exp ? scale_bits : ONE_FP32_BITS;
+constexpr uint16_t factor_exp_scale_bf16 = scale_bits >> 16;  // upstream's scale_bf16: the top half of scale_fp32
+// The approximate exp over a 16-row tile's two faces (VectorMode::R, 8 rows of lanes a face), or over a whole tile in
+// one 32-iteration pass (VectorMode::None), as upstream runs it.
+constexpr VectorMode probs_exp_mode = q_tile_rows == FACE_HW ? VectorMode::R : VectorMode::None;
+constexpr int probs_exp_iterations = q_tile_rows == FACE_HW ? 8 : 32;
+
 // Selects hidden scores in DST tile `dst` (user masks only; the generated masks are finite already).
 void select_hidden_scores(uint32_t dst) {
     if constexpr (use_attn_mask) {
@@ -143,9 +166,31 @@ void configure(uint32_t in0, uint32_t in1, uint32_t out) {
     pack_reconfig_data_format(out);
 }
 
-void exp_in_dst(uint32_t dst) {
-    exp_tile_init<exp_approx>();
-    exp_tile<exp_approx>(dst, row_vector_mode);
+// P's exp on DST tile `dst` (see "the exp, two ways"); probs_exp_init() programs it once for a run of tiles.
+void probs_exp_init() {
+    if constexpr (exp_approx) {
+        exp_tile_init<true, probs_exp_scale_bits, InputClamping::None>();
+    } else {
+        exp_tile_init<false>();
+    }
+}
+
+void probs_exp(uint32_t dst) {
+    if constexpr (exp_approx) {
+        exp_tile<true, false, InputClamping::None, probs_exp_iterations>(dst, probs_exp_mode);
+    } else {
+        exp_tile<false>(dst, row_vector_mode);
+    }
+}
+
+// A row factor exp((m_a - m_b) [* scale]) on DST tile `dst`: always the accurate exp.
+void factor_exp(uint32_t dst) {
+    exp_tile_init<false>();
+    if constexpr (scale_in_exp) {
+        exp_tile<false, true>(dst, row_vector_mode, factor_exp_scale_bf16);
+    } else {
+        exp_tile<false>(dst, row_vector_mode);
+    }
 }
 
 // out[i] = in[i] * (scalar in tile 0 of `scalar_cb`), i < n
@@ -180,10 +225,10 @@ void chunk_scores(bool masked) {
                     copy_init(cb_mask);
                     copy_tile(cb_mask, r * Sk_t + j, 0);
                 }
-                configure(cb_k, cb_q_scaled, cb_scores);  // matmul unpacks in1 to SrcA, in0 to SrcB
-                matmul_init(cb_q_scaled, cb_k, /*transpose=*/1);
+                configure(cb_k, cb_q_mm, cb_scores);  // matmul unpacks in1 to SrcA, in0 to SrcB
+                matmul_init(cb_q_mm, cb_k, /*transpose=*/1);
                 for (uint32_t d = 0; d < DHt; ++d) {
-                    matmul_tiles(cb_q_scaled, cb_k, r * DHt + d, d, 0);
+                    matmul_tiles(cb_q_mm, cb_k, r * DHt + d, d, 0);
                 }
                 select_hidden_scores(0);
                 tile_regs_commit();
@@ -204,13 +249,13 @@ void chunk_scores(bool masked) {
                     copy_tile(cb_mask, r * Sk_t + j, r);
                 }
             }
-            configure(cb_k, cb_q_scaled, cb_scores);
-            matmul_init(cb_q_scaled, cb_k, /*transpose=*/1);
+            configure(cb_k, cb_q_mm, cb_scores);
+            matmul_init(cb_q_mm, cb_k, /*transpose=*/1);
             for (uint32_t block = 0; block < k_blocks_per_row; ++block) {
                 CircularBuffer(cb_k).wait_front(k_head_block);
                 for (uint32_t r = 0; r < PNHt; ++r) {
                     for (uint32_t d = 0; d < k_head_block; ++d) {
-                        matmul_tiles(cb_q_scaled, cb_k, r * DHt + block * k_head_block + d, d, r);
+                        matmul_tiles(cb_q_mm, cb_k, r * DHt + block * k_head_block + d, d, r);
                     }
                 }
                 CircularBuffer(cb_k).pop_front(k_head_block);
@@ -294,28 +339,35 @@ void push_rescale(uint32_t in, uint32_t in_first) {
         tile_regs_acquire();
         sub_init(in, cb_m_next);
         sub_tiles(in, cb_m_next, in_first + r, r, 0);
-        exp_in_dst(0);
+        factor_exp(0);
         pack_result(cb_alpha);
     }
     CircularBuffer(cb_alpha).push_back(PNHt);
 }
 
-// probs = exp(scores - m), m being the running max (already updated with this chunk)
+// probs = exp((scores - m) [* scale]), m being the running max (already updated with this chunk)
 void chunk_probs() {
     CircularBuffer(cb_scores).wait_front(s_tiles);
     CircularBuffer(cb_m_cur).wait_front(PNHt);
     configure(cb_scores, cb_m_cur, cb_probs);
+    sub_bcast_cols_init(cb_scores, cb_m_cur);
+    probs_exp_init();
+    if constexpr (exp_approx) {
+        pack_relu_config(ReluConfig::zero());  // the unclamped approximate exp's negative outputs are exp(-inf) = 0
+    }
     CircularBuffer(cb_probs).reserve_back(s_tiles);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t j = 0; j < Sk_t; ++j) {
             tile_regs_acquire();
-            sub_bcast_cols_init(cb_scores, cb_m_cur);
             sub_tiles_bcast_cols(cb_scores, cb_m_cur, r * Sk_t + j, r, 0);
-            exp_in_dst(0);
+            probs_exp(0);
             pack_result(cb_probs);
         }
     }
     CircularBuffer(cb_probs).push_back(s_tiles);
+    if constexpr (exp_approx) {
+        pack_relu_config(ReluConfig::none());
+    }
 }
 
 // Pushes a new l behind the old one: l * alpha[alpha_first + r] + addend[addend_first + r].
@@ -544,9 +596,11 @@ void kernel_main() {
         }
 
         CircularBuffer(cb_q).wait_front(q_tiles);
-        scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
-        CircularBuffer(cb_q).pop_front(q_tiles);
-        CircularBuffer(cb_q_scaled).wait_front(q_tiles);
+        if constexpr (!scale_in_exp) {
+            scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
+            CircularBuffer(cb_q).pop_front(q_tiles);
+            CircularBuffer(cb_q_scaled).wait_front(q_tiles);
+        }
 
         for (uint32_t i = 0; i < chunks.count; ++i) {
             const uint32_t chunk = chunks.start + i;
@@ -556,7 +610,7 @@ void kernel_main() {
             CircularBuffer(cb_l).wait_front(PNHt);
             CircularBuffer(cb_o).wait_front(o_tiles);
         }
-        CircularBuffer(cb_q_scaled).pop_front(q_tiles);
+        CircularBuffer(cb_q_mm).pop_front(q_tiles);
 
         const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, q_len, sliding_window);
         for (uint32_t round = 0; round < rounds; ++round) {

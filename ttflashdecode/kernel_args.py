@@ -53,7 +53,7 @@ DOCS = {
     "kv_len": "logical cache positions per user (cur_pos must be below it)",
     "is_causal": "1: each query sees positions up to its own; 0: every position up to cur_pos",
     "scale_bits": "float32 bits of the softmax scale",
-    "exp_approx": "1: exp_tile<approx>",
+    "exp_approx": "1: the approximate exp as upstream's sdpa_decode runs it (scale fused, no clamp, packer ReLU)",
     "k_head_block": "head-dim tiles per K block",
     "v_head_block": "head-dim tiles per V column block",
     "is_paged": "1: K/V found through the page table",
@@ -104,8 +104,8 @@ READER_ARGS = (
     "cb_sink", "cb_mask_stage",
 )  # fmt: skip
 COMPUTE_ARGS = (
-    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "num_kv_heads", "sliding_window", "exp_approx", "use_attn_mask",
-    "use_sink", "is_causal", "k_head_block", "v_head_block",
+    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "num_kv_heads", "sliding_window", "exp_approx", "scale_bits",
+    "use_attn_mask", "use_sink", "is_causal", "k_head_block", "v_head_block",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_partial_in", "cb_partial_out",
     "cb_out", "cb_q_scaled", "cb_scores", "cb_probs", "cb_o", "cb_m", "cb_m_next", "cb_l", "cb_row_stat", "cb_alpha",
     "cb_scratch", "cb_sink",
