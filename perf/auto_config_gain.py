@@ -17,18 +17,24 @@ fields are the rule's; listed so the table says so), "k512 N64" (k_chunk_size 51
     .venv/bin/python perf/auto_config_gain.py            # the table above: CSV, PNG, markdown (~30 min cold)
     .venv/bin/python perf/auto_config_gain.py --quick    # Llama-3.1-8B N150 at 4K and 8K only
     .venv/bin/python perf/auto_config_gain.py --small    # auto's candidates on small shapes (the rule threshold)
+    nice -n 5 .venv/bin/python perf/auto_config_gain.py --jobs 2   # shapes in 2 worker processes, same table
 
-Writes perf/out/auto_config_gain.csv, .png and .md. Uses a private auto cache directory under perf/out/ unless
-$TTFLASHDECODE_AUTO_CACHE is set, so the table always reflects runs of this tree's kernels.
+Writes perf/out/auto_config_gain.csv, .png and .md (the markdown ends with the commit tag the rows were run at, as
+perf/sweep.py writes it, and the wall time). Uses a private auto cache directory under perf/out/ unless
+$TTFLASHDECODE_AUTO_CACHE is set, so the table always reflects runs of this tree's kernels; the cache's keys hash the
+kernels, planner and timing model, so a re-run with nothing changed reads auto's choices back and only runs the fixed
+configs auto did not evaluate. Every run is timing-only (no math; same durations as a full run).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,7 +129,25 @@ def run(cases_: list[Case], configs: dict[str, ProgramConfig], force_model: bool
     return rows
 
 
-def write(rows: list[dict], stem: Path, configs) -> None:
+def run_parallel(cases_: list[Case], configs: dict[str, ProgramConfig], force_model: bool, jobs: int) -> list[dict]:
+    """:func:`run` over ``jobs`` worker processes, one case at a time each; rows in ``cases_``'s order. Workers share
+    the auto disk cache and the kernel compile cache (both keyed by content); each has its own emulated chip."""
+    if jobs <= 1 or len(cases_) <= 1:
+        return run(cases_, configs, force_model)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done = pool.map(run, [[c] for c in cases_], [configs] * len(cases_), [force_model] * len(cases_))
+        return [row for rows in done for row in rows]
+
+
+def _provenance(t0: float) -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from sweep import source_tag
+
+    return (f"Modelled (emulator timing model, timing-only), at {source_tag()}, "
+            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {time.monotonic() - t0:.0f} s wall.")
+
+
+def write(rows: list[dict], stem: Path, configs, footer: str = "") -> None:
     stem.parent.mkdir(parents=True, exist_ok=True)
     columns = list(rows[0])
     with open(stem.with_suffix(".csv"), "w", newline="") as f:
@@ -136,7 +160,7 @@ def write(rows: list[dict], stem: Path, configs) -> None:
     for r in rows:
         cells = [f"{float(r[c]) / 1000:.1f}" if c.endswith("[ns]") else str(r[c]) for c in shown]
         lines.append("| " + " | ".join(cells) + " |")
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    stem.with_suffix(".md").write_text("\n".join(lines) + ("\n\n" + footer if footer else "") + "\n")
 
     import matplotlib
 
@@ -163,17 +187,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="Llama-3.1-8B N150 at 4K and 8K only")
     ap.add_argument("--small", action="store_true", help="small shapes, auto's candidates evaluated anyway")
+    ap.add_argument("--jobs", type=int, default=1, help="shapes in this many worker processes")
     args = ap.parse_args()
+    t0 = time.monotonic()
     if args.small:
         configs = {"rule": FIXED["rule"]}
-        rows = run(small_cases(), configs, force_model=True)
+        rows = run_parallel(small_cases(), configs, True, args.jobs)
         stem = OUT / "auto_config_small"
     else:
         configs = FIXED
-        rows = run(cases(args.quick), configs, force_model=False)
+        rows = run_parallel(cases(args.quick), configs, False, args.jobs)
         stem = OUT / ("auto_config_gain_quick" if args.quick else "auto_config_gain")
-    write(rows, stem, configs)
-    print(f"wrote {stem}.csv/.md/.png (all durations modelled); auto: {auto.stats()}")
+    footer = _provenance(t0)
+    write(rows, stem, configs, footer)
+    print(f"wrote {stem}.csv/.md/.png (all durations modelled); {footer}"
+          + ("" if args.jobs > 1 else f" auto: {auto.stats()}"))
 
 
 if __name__ == "__main__":
