@@ -35,6 +35,9 @@ and issue 12's goals checked row by row (perf/goals.py).
 else its K/V size); a worker that dies is retried once, then its row is kept with an empty duration and the reason.
 ``--append`` resumes: shapes already in the CSV with a duration for both ops AND measured at this commit (the meta's
 record) are skipped; everything else runs. ``--list`` prints what would run, with the recorded or guessed seconds.
+Upstream's row of a shape is read back from ``perf/out/upstream_cache/`` when everything it depends on is unchanged
+(``UPSTREAM_SOURCES``: its descriptor, the emulator and timing model, argument checks; the wheel; ``Runner``), so a
+re-run after a change to our kernels or planner runs only ours; ``--no-upstream-cache`` runs upstream anyway.
 
     nice -n 5 .venv/bin/python perf/sweep.py --jobs 2                        # the default set
     nice -n 5 .venv/bin/python perf/sweep.py --jobs 2 --append               # resume it (same commit)
@@ -129,7 +132,8 @@ class Runner:
             return self.dev.from_torch(torch.randn(*shape, generator=g), dtype=ttnn.bfloat8_b)
         return self.dev.empty(shape, ttnn.bfloat8_b)
 
-    def run(self, s: Shape) -> dict[str, Result]:
+    def run(self, s: Shape, upstream_result: Result | None = None) -> dict[str, Result]:
+        """Both ops' results; upstream's is not run when ``upstream_result`` is given (the upstream cache's)."""
         g = torch.Generator().manual_seed(self.seed)
         dev = self.dev
         q = dev.from_torch(torch.randn(s.q_len, s.batch, s.n_q_heads, s.head_dim, generator=g), dtype=ttnn.bfloat16)
@@ -144,8 +148,17 @@ class Runner:
                                                                   program_config=cfg) if s.head_dim_v else
                 ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, program_config=cfg)))
             res[OURS].note = "MLA path: K read once, V = K[..., :512]" if s.head_dim_v else ""
-            q1 = q if s.q_len == 1 else dev.from_torch(torch.randn(1, s.batch, s.n_q_heads, s.head_dim, generator=g),
-                                                       dtype=ttnn.bfloat16)
+            res[UPSTREAM] = upstream_result or self._upstream(s, q, k, v, pos, cfg, g)
+        finally:
+            for t in (q, k, v):
+                t.deallocate()
+        return res
+
+    def _upstream(self, s: Shape, q, k, v, pos, cfg, g) -> Result:
+        dev = self.dev
+        q1 = q if s.q_len == 1 else dev.from_torch(torch.randn(1, s.batch, s.n_q_heads, s.head_dim, generator=g),
+                                                   dtype=ttnn.bfloat16)
+        try:
             up = self._call(UPSTREAM, lambda: upstream.scaled_dot_product_attention_decode(
                 q1, k, v, cur_pos=pos, program_config=cfg))
             if s.q_len > 1 and up.duration_ns is not None:
@@ -161,13 +174,10 @@ class Runner:
                         q1, k, v, cur_pos=pos, program_config=small))
                 up.note = ("no MLA entry point in ttflashdecode.upstream: sdpa_decode with a separate V 512 cache"
                            + tried + (f"; refused: {up.note}" if up.note else ""))
-            res[UPSTREAM] = up
+            return up
+        finally:
             if q1 is not q:
                 q1.deallocate()
-        finally:
-            for t in (q, k, v):
-                t.deallocate()
-        return res
 
     def _call(self, op: str, fn) -> Result:
         try:
@@ -402,15 +412,60 @@ def _open_device(full: bool):
     return dev
 
 
-def measure(runner: Runner, s: Shape) -> dict:
-    """One shape, both ops: the CSV rows, the wall seconds and what program_config='auto' did (model runs or disk)."""
+# Upstream's rows depend only on these (its descriptor, the emulator and its timing model, the mock cluster, argument
+# checks), the wheel and how Runner makes a call, never on our kernels or planner: a re-run after a change to ours
+# reads them back instead of running upstream again (perf/out/upstream_cache/, one JSON file per shape and hash).
+UPSTREAM_SOURCES = ("ttflashdecode/upstream", "ttflashdecode/emulator", "ttflashdecode/cluster_descriptors",
+                    "ttflashdecode/backend.py", "ttflashdecode/ttnn_env.py", "ttflashdecode/validate.py")
+UPSTREAM_CACHE = OUT / "upstream_cache"
+
+
+def upstream_hash() -> str:
+    """Hash of everything an upstream row depends on: UPSTREAM_SOURCES' files, the ttnn wheel's version and
+    Runner's source (how a call is made)."""
+    import importlib.metadata
+    import inspect
+
+    h = hashlib.sha256()
+    for top in UPSTREAM_SOURCES:
+        root = REPO / top
+        for path in sorted([root] if root.is_file() else root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(importlib.metadata.version("ttnn").encode() + inspect.getsource(Runner).encode())
+    return h.hexdigest()[:16]
+
+
+def _upstream_cache_path(s: Shape, seed: int, uhash: str) -> Path:
+    key = json.dumps([asdict(s), seed, uhash], sort_keys=True)  # timing-only and full give the same durations
+    return UPSTREAM_CACHE / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def measure(runner: Runner, s: Shape, use_upstream_cache: bool = True) -> dict:
+    """One shape, both ops: the CSV rows, the wall seconds, what program_config='auto' did (model runs or disk) and
+    whether upstream's row was run or read from the upstream cache (only durations are cached, never a failure)."""
     from ttflashdecode.plan import auto as plan_auto
 
     before, t0 = plan_auto.stats(), time.monotonic()
-    rows = rows_for(s, runner.run(s))
+    uhash = upstream_hash()
+    path = _upstream_cache_path(s, runner.seed, uhash)
+    cached = None
+    if use_upstream_cache and path.exists():
+        try:
+            cached = Result(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            cached = None
+    res = runner.run(s, cached)
+    up = res[UPSTREAM]
+    if cached is None and up.duration_ns is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"duration_ns": up.duration_ns, "dram_bytes": up.dram_bytes, "note": up.note}))
+        tmp.replace(path)
     after = plan_auto.stats()
     did = {k: round(after[k] - before.get(k, 0), 1) for k in after if after[k] != before.get(k, 0)}
-    return {"rows": rows, "seconds": round(time.monotonic() - t0, 1), "auto": did}
+    return {"rows": rows_for(s, res), "seconds": round(time.monotonic() - t0, 1), "auto": did,
+            "upstream": f"{'cache' if cached else 'run'} {uhash}"}
 
 
 def run_worker(args) -> None:
@@ -418,7 +473,7 @@ def run_worker(args) -> None:
     s = Shape(**json.loads(args.worker))
     dev = _open_device(args.full)
     try:
-        result = measure(Runner(dev, args.full, args.seed), s)
+        result = measure(Runner(dev, args.full, args.seed), s, not args.no_upstream_cache)
     finally:
         dev.close()
     tmp = args.worker_out.with_suffix(".tmp")
@@ -431,7 +486,7 @@ def run_in_process(todo: list[Shape], args, done) -> None:
     try:
         runner = Runner(dev, args.full, args.seed)
         for s in todo:
-            done(s, measure(runner, s))
+            done(s, measure(runner, s, not args.no_upstream_cache))
     finally:
         dev.close()
 
@@ -451,6 +506,7 @@ def run_in_workers(todo: list[Shape], args, done) -> None:
                 out, log = tmp / f"{i}-{attempt}.json", tmp / f"{i}-{attempt}.log"
                 argv = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(asdict(s)),
                         "--worker-out", str(out), "--seed", str(args.seed)] + (["--full"] if args.full else [])
+                argv += ["--no-upstream-cache"] if args.no_upstream_cache else []
                 with open(log, "w") as f:
                     p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=REPO)
                 running[p] = (i, s, attempt, out, log, time.monotonic())
@@ -539,6 +595,9 @@ def main() -> None:
     ap.add_argument("--append", action="store_true",
                     help="resume: keep the CSV's rows and skip the shapes it already has, with a duration for every "
                          "op, measured at this commit (sweep.meta.json records each shape's); others run again")
+    ap.add_argument("--no-upstream-cache", action="store_true",
+                    help="run upstream on every shape (by default its row is read back from perf/out/upstream_cache/ "
+                         "when nothing it depends on changed: UPSTREAM_SOURCES, the wheel, Runner)")
     ap.add_argument("--list", action="store_true", help="print the shapes this command would run, and exit")
     ap.add_argument("--table", action="store_true",
                     help="print the side-by-side table and the issue's goals from --csv (perf/goals.py), and exit")
@@ -602,6 +661,7 @@ def main() -> None:
             meta["shapes_run"] += 1
             meta["shapes"][key_text(shape_key(s))] = {
                 "commit": tag, "seconds": result["seconds"], "auto": result.get("auto", {}),
+                "upstream": result.get("upstream", ""),
                 "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}  # fmt: skip
             meta["wall_s"] = round(time.monotonic() - t_start)
             write_csv(args.csv, rows)  # after every shape: a partial sweep counts, and --append resumes it
@@ -609,7 +669,8 @@ def main() -> None:
             print(f"[{meta['shapes_run']}/{count}] {describe(s)}: "
                   + " | ".join(f"{r['OP CODE']} {r['DEVICE KERNEL DURATION [ns]'] or r['NOTE']} ns "
                                f"{r['GB/s']} GB/s x{r['RATIO TO UPSTREAM']}" for r in new)
-                  + f"  ({result['seconds']:.0f} s; {meta['wall_s'] / 60:.1f} min in; modelled)", flush=True)
+                  + f"  ({result['seconds']:.0f} s{'; upstream from cache' if 'cache' in result.get('upstream', '')
+                          else ''}; {meta['wall_s'] / 60:.1f} min in; modelled)", flush=True)
 
         (run_in_workers if args.jobs > 1 else run_in_process)(todo, args, done)
         meta["wall_s"] = round(time.monotonic() - t_start)
