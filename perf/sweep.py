@@ -132,8 +132,9 @@ class Runner:
             return self.dev.from_torch(torch.randn(*shape, generator=g), dtype=ttnn.bfloat8_b)
         return self.dev.empty(shape, ttnn.bfloat8_b)
 
-    def run(self, s: Shape, upstream_result: Result | None = None) -> dict[str, Result]:
-        """Both ops' results; upstream's is not run when ``upstream_result`` is given (the upstream cache's)."""
+    def run(self, s: Shape, upstream_result: Result | None = None, ours: bool = True) -> dict[str, Result]:
+        """Both ops' results; upstream's is not run when ``upstream_result`` is given (the upstream cache's), ours
+        not when ``ours`` is False (--upstream-only)."""
         g = torch.Generator().manual_seed(self.seed)
         dev = self.dev
         q = dev.from_torch(torch.randn(s.q_len, s.batch, s.n_q_heads, s.head_dim, generator=g), dtype=ttnn.bfloat16)
@@ -143,11 +144,14 @@ class Runner:
         cfg = _config(s)
         res: dict[str, Result] = {}
         try:
-            res[OURS] = self._call(OURS, lambda: (
-                ttflashdecode.flash_multi_latent_attention_decode(q, k, head_dim_v=s.head_dim_v, cur_pos=pos,
-                                                                  program_config=cfg) if s.head_dim_v else
-                ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, program_config=cfg)))
-            res[OURS].note = "MLA path: K read once, V = K[..., :512]" if s.head_dim_v else ""
+            if ours:
+                res[OURS] = self._call(OURS, lambda: (
+                    ttflashdecode.flash_multi_latent_attention_decode(q, k, head_dim_v=s.head_dim_v, cur_pos=pos,
+                                                                      program_config=cfg) if s.head_dim_v else
+                    ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, program_config=cfg)))
+                res[OURS].note = "MLA path: K read once, V = K[..., :512]" if s.head_dim_v else ""
+            else:
+                res[OURS] = Result(None, note="not run (--upstream-only)")
             res[UPSTREAM] = upstream_result or self._upstream(s, q, k, v, pos, cfg, g)
         finally:
             for t in (q, k, v):
@@ -441,7 +445,7 @@ def _upstream_cache_path(s: Shape, seed: int, uhash: str) -> Path:
     return UPSTREAM_CACHE / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
 
-def measure(runner: Runner, s: Shape, use_upstream_cache: bool = True) -> dict:
+def measure(runner: Runner, s: Shape, use_upstream_cache: bool = True, ours: bool = True) -> dict:
     """One shape, both ops: the CSV rows, the wall seconds, what program_config='auto' did (model runs or disk) and
     whether upstream's row was run or read from the upstream cache (only durations are cached, never a failure)."""
     from ttflashdecode.plan import auto as plan_auto
@@ -455,7 +459,7 @@ def measure(runner: Runner, s: Shape, use_upstream_cache: bool = True) -> dict:
             cached = Result(**json.loads(path.read_text()))
         except (OSError, ValueError, TypeError):
             cached = None
-    res = runner.run(s, cached)
+    res = runner.run(s, cached, ours)
     up = res[UPSTREAM]
     if cached is None and up.duration_ns is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -473,7 +477,7 @@ def run_worker(args) -> None:
     s = Shape(**json.loads(args.worker))
     dev = _open_device(args.full)
     try:
-        result = measure(Runner(dev, args.full, args.seed), s, not args.no_upstream_cache)
+        result = measure(Runner(dev, args.full, args.seed), s, not args.no_upstream_cache, not args.upstream_only)
     finally:
         dev.close()
     tmp = args.worker_out.with_suffix(".tmp")
@@ -486,7 +490,7 @@ def run_in_process(todo: list[Shape], args, done) -> None:
     try:
         runner = Runner(dev, args.full, args.seed)
         for s in todo:
-            done(s, measure(runner, s, not args.no_upstream_cache))
+            done(s, measure(runner, s, not args.no_upstream_cache, not args.upstream_only))
     finally:
         dev.close()
 
@@ -507,6 +511,7 @@ def run_in_workers(todo: list[Shape], args, done) -> None:
                 argv = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(asdict(s)),
                         "--worker-out", str(out), "--seed", str(args.seed)] + (["--full"] if args.full else [])
                 argv += ["--no-upstream-cache"] if args.no_upstream_cache else []
+                argv += ["--upstream-only"] if args.upstream_only else []
                 with open(log, "w") as f:
                     p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=REPO)
                 running[p] = (i, s, attempt, out, log, time.monotonic())
@@ -598,6 +603,9 @@ def main() -> None:
     ap.add_argument("--no-upstream-cache", action="store_true",
                     help="run upstream on every shape (by default its row is read back from perf/out/upstream_cache/ "
                          "when nothing it depends on changed: UPSTREAM_SOURCES, the wheel, Runner)")
+    ap.add_argument("--upstream-only", action="store_true",
+                    help="fill perf/out/upstream_cache/ for the selected shapes (upstream runs only; no CSV, no meta), "
+                         "so a later sweep at the same upstream hash runs only ours")
     ap.add_argument("--list", action="store_true", help="print the shapes this command would run, and exit")
     ap.add_argument("--table", action="store_true",
                     help="print the side-by-side table and the issue's goals from --csv (perf/goals.py), and exit")
@@ -655,6 +663,11 @@ def main() -> None:
 
         def done(s: Shape, result: dict) -> None:
             nonlocal rows
+            if args.upstream_only:
+                up = next(r for r in result["rows"] if r["OP CODE"] == UPSTREAM)
+                print(f"{describe(s)}: upstream {up['DEVICE KERNEL DURATION [ns]'] or up['NOTE']} ns "
+                      f"({result['upstream']}, {result['seconds']:.0f} s; modelled)", flush=True)
+                return
             new = result["rows"]
             keys = {row_key(r) for r in new}
             rows = [r for r in rows if row_key(r) not in keys] + new
@@ -673,6 +686,9 @@ def main() -> None:
                           else ''}; {meta['wall_s'] / 60:.1f} min in; modelled)", flush=True)
 
         (run_in_workers if args.jobs > 1 else run_in_process)(todo, args, done)
+        if args.upstream_only:
+            print(f"upstream cache filled for {count} shapes in {(time.monotonic() - t_start) / 60:.1f} min")
+            return
         meta["wall_s"] = round(time.monotonic() - t_start)
         meta["date_utc"] = f"{started} - {time.strftime('%H:%M:%S', time.gmtime())}"
         if source_tag() != tag:
