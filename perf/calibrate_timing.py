@@ -16,12 +16,21 @@ reproduce:
    timing-only device (same durations as a full run, tests/emulator/test_timing_only.py) and take minutes.
 
     .venv/bin/python perf/calibrate_timing.py [--skip-table] [--skip-report]
+    .venv/bin/python perf/calibrate_timing.py --markdown [--out perf/out/calibration.md]   # the resolving note's table
+
+``--markdown`` prints ONE table instead of the sections: every figure (the standalone model's data-movement and matmul
+figures, the one-core DRAM reads again through the wired emulator, and upstream's sdpa_decode points of
+``timing_calibration.OP_POINTS``, each run the way the calibration test runs it) with its published value and
+source, the modelled value, the error, the tolerance and pass/FAIL. The sdpa_decode points take most of the time
+(about 10 minutes on the shared 2-core machine, most of it the three batch-32 x 128K calls); ``--skip-report``
+leaves the two tech-report points out (about a minute).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -163,6 +172,78 @@ def print_report_points(dev, shapes=timing_calibration.REPORT_PEAK_SHAPES,
     print("\n(T3K: modelled = the smallest 64/16 ratio over the contexts above; the finding holds where it is > 1)")
 
 
+# ---- one table (--markdown) -------------------------------------------------------------------------------------
+
+
+def _num(x: float) -> str:
+    """Cycles and other large counts as integers, small values to 4 significant digits (no exponent notation)."""
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def _row(what: str, published: str, source: str, modelled: str, error: float, tolerance: float, note: str = "") -> dict:
+    return {"what": what, "published": published, "source": source, "modelled": modelled, "error": error,
+            "tolerance": tolerance, "pass": abs(error) <= tolerance + 1e-12, "note": note}
+
+
+def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dict]:
+    """Every figure, modelled vs published: the standalone model's FIGURES, the one-core DRAM reads through the wired
+    emulator (a real kernel on `dev`), and upstream's sdpa_decode OP_POINTS measured on the timing-only `fast`
+    device the way tests/emulator/test_timing_sdpa_calibration.py measures them."""
+    rows = []
+    figs = {f.key: f for f in timing_calibration.FIGURES}
+    for f in timing_calibration.FIGURES:
+        m = f.modelled()
+        spread = ""
+        if f.draws:
+            d = f.draws()
+            spread = f" (draws {min(d):.0f}-{max(d):.0f})"
+        rows.append(_row(f.what, f"{f.published:g} {f.unit}", f.source, f"{_num(m)}{spread}", f.error(m), f.tolerance,
+                         f.note))
+    torch.manual_seed(5)
+    src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16)
+    try:
+        for key, nbytes, count in DRAM_ROWS:
+            f = figs[key]
+            cycles = dram_read_through_emulator(dev, src, nbytes, count)
+            got = count * nbytes / cycles if f.unit == "B/cycle" else cycles
+            rows.append(_row(f"{f.what}, through the wired emulator (real kernel)", f"{f.published:g} {f.unit}",
+                             f.source, _num(got), f.error(got), f.tolerance, f.note))
+    finally:
+        src.deallocate()
+    points = {p.key: p for p in timing_calibration.OP_POINTS}
+    measured = {"sdpa_llama70b_galaxy": lambda: timing_calibration.llama70b_galaxy_us(fast)}
+    if report:
+        measured["sdpa_report_peak_gbs"] = lambda: timing_calibration.report_peak_gbs(fast, peak_shapes)
+        measured["sdpa_t3k_16_beats_64"] = lambda: min(timing_calibration.t3k_64_over_16(fast, c) for c in contexts)
+    for key, measure in measured.items():
+        p = points[key]
+        m = measure()
+        what = p.what + (f" (smallest over contexts {', '.join(f'{c // 1024}K' for c in contexts)})"
+                         if key == "sdpa_t3k_16_beats_64" else "")
+        rows.append(_row(what, f"{p.published_text()} {p.unit}", p.source, f"{m:.3g}", p.error(m), p.tolerance,
+                         p.note))
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    notes: list[str] = []
+    lines = ["| figure | published | source | modelled | error | tolerance | pass |", "|---|---|---|---|---:|---:|---|"]
+    for r in rows:
+        mark = ""
+        if r["note"]:
+            if r["note"] not in notes:
+                notes.append(r["note"])
+            mark = f" [{notes.index(r['note']) + 1}]"
+        lines.append(f"| {r['what']}{mark} | {r['published']} | {r['source']} | {r['modelled']} | {r['error']:+.1%} | "
+                     f"{r['tolerance']:.0%} | {'pass' if r['pass'] else 'FAIL'} |")
+    passed = sum(r["pass"] for r in rows)
+    lines += ["", f"{passed} of {len(rows)} figures within tolerance (all modelled values from the emulator's timing "
+                  "model; sdpa_decode points: the wheel's kernels through ttflashdecode.upstream, timing-only device)."]
+    lines += [""] + [f"[{i + 1}] {n}" for i, n in enumerate(notes)] if notes else []
+    sources = timing_calibration.__doc__.split("Sources:")[1].split("\n\n")[0].strip("\n")
+    return "\n".join(lines + ["", "Sources (ttflashdecode/emulator/timing_calibration.py):", "", "```", sources, "```"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip-table", action="store_true", help="skip the data-movement table")
@@ -171,7 +252,26 @@ def main() -> None:
     ap.add_argument("--peak-head-dims", type=int, nargs="+", default=[d for _, d, _ in
                                                                        timing_calibration.REPORT_PEAK_SHAPES])
     ap.add_argument("--t3k-contexts", type=int, nargs="+", default=list(timing_calibration.T3K_CONTEXTS))
+    ap.add_argument("--markdown", action="store_true",
+                    help="print one table (figure, published and source, modelled, error, tolerance, pass) instead")
+    ap.add_argument("--out", type=Path, help="with --markdown: also write the table here")
     args = ap.parse_args()
+    if args.markdown:
+        t0 = time.monotonic()
+        with emulator.open_device("n150") as dev, emulator.open_device("n150", timing_only=True) as fast:
+            fast.default_deadline_s = 3600.0  # a batch-32 x 128K call takes minutes on a loaded machine
+            fast.default_hang_ms = 2000
+            shapes = [(32, d, 131072) for d in args.peak_head_dims]
+            text = markdown(calibration_rows(dev, fast, not args.skip_report, shapes, args.t3k_contexts))
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from sweep import source_tag  # the same commit tag as the sweep's meta
+
+        text += (f"\n\nRun at {source_tag()}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, "
+                 f"{time.monotonic() - t0:.0f} s wall.")
+        print(text)
+        if args.out:
+            args.out.write_text(text + "\n")
+        return
     if not (args.skip_table and args.skip_galaxy):
         dev = emulator.open_device("n150")
         try:
