@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -98,6 +99,20 @@ def label(p: dict) -> str:
     return f"q_len {r['Q LEN']} {heads} d{d} {kv}{cores}"
 
 
+_PLAN = re.compile(r"^plan: k_chunk_size (\d+), (\d+) cores per head, grid (\d+x\d+)(?:; )?")
+
+
+def plan_of(r: dict | None) -> str:
+    """Ours' plan as perf/sweep.py records it at the head of NOTE, short: k<k_chunk_size> N<cores per head> <grid>."""
+    m = _PLAN.match((r or {}).get("NOTE", ""))
+    return f"k{m[1]} N{m[2]} {m[3]}" if m else "-"
+
+
+def note_of(r: dict | None) -> str:
+    """NOTE without the plan."""
+    return _PLAN.sub("", (r or {}).get("NOTE", ""))
+
+
 def _f(x: float | None, spec: str, missing: str = "-") -> str:
     return format(x, spec) if x is not None else missing
 
@@ -111,7 +126,7 @@ def side_by_side(ps: list[dict], chip_gbs: float) -> list[str]:
     def mark(p: dict) -> str:
         marks = []
         for op in (OURS, UPSTREAM):
-            n = (p[op] or {}).get("NOTE", "")
+            n = note_of(p[op])
             if n:
                 text = f"{'ours' if op == OURS else 'upstream'}: {n}"
                 if text not in notes:
@@ -120,13 +135,13 @@ def side_by_side(ps: list[dict], chip_gbs: float) -> list[str]:
         return " " + "".join(marks) if marks else ""
 
     lines = [f"| shape | ours (us) | upstream (us) | ours GB/s | % of chip DRAM ({chip_gbs:.0f} GB/s) | "
-             "ratio (upstream / ours) |", "|---|---:|---:|---:|---:|---:|"]
+             "ratio (upstream / ours) | ours' plan |", "|---|---:|---:|---:|---:|---:|---|"]
     for p in ps:
         o, u = p[OURS], p[UPSTREAM]
         gbs = _num(o, "GB/s")
         lines.append(f"| {label(p)}{mark(p)} | {_f(_us(o), '.1f', 'failed')} | {_f(_us(u), '.1f', 'failed')} | "
                      f"{_f(gbs, '.1f')} | {_f(gbs and 100 * gbs / chip_gbs, '.0f')}% | "
-                     f"{_f(_ratio(p), '.3f')}x |")
+                     f"{_f(_ratio(p), '.3f')}x | {plan_of(o)} |")
     if notes:
         lines += [""] + [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
     return lines
@@ -180,8 +195,9 @@ def goal_c(ps: list[dict]) -> tuple[list[str], str]:
     ctxs = sorted(c for c, d in by_ctx.items() if "16" in d and "64" in d)
     if not ctxs:
         return [], "not evaluated (no 8-chip `llama` rows with both 16 and 64 cores per head in the CSV)"
-    lines = ["| context | ours 16 cores/head (us) | ours 64 (us) | ours 16 / 64 | upstream 16 (us) | "
-             "upstream 64 (us) | goal (c): 64 no slower than 16 |", "|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| context | ours 16 cores/head (us) | ours 64 (us) | ours 16 / 64 | ours' plans (16; 64) | "
+             "upstream 16 (us) | upstream 64 (us) | goal (c): 64 no slower than 16 |",
+             "|---|---:|---:|---:|---|---:|---:|---|"]
     met = 0
     for c in ctxs:
         a, b = by_ctx[c]["16"], by_ctx[c]["64"]
@@ -189,9 +205,13 @@ def goal_c(ps: list[dict]) -> tuple[list[str], str]:
         ok = t16 is not None and t64 is not None and t64 <= t16
         met += ok
         lines.append(f"| {_kv(c)} | {_f(t16, '.1f', 'failed')} | {_f(t64, '.1f', 'failed')} | "
-                     f"{_f(t16 / t64 if t16 and t64 else None, '.3f')} | {_f(_us(a[UPSTREAM]), '.1f', 'failed')} | "
+                     f"{_f(t16 / t64 if t16 and t64 else None, '.3f')} | {plan_of(a[OURS])}; {plan_of(b[OURS])} | "
+                     f"{_f(_us(a[UPSTREAM]), '.1f', 'failed')} | "
                      f"{_f(_us(b[UPSTREAM]), '.1f', 'failed')} | {'met' if ok else 'not met'} |")
-    return lines, f"{'MET' if met == len(ctxs) else 'NOT MET'}: {met} of {len(ctxs)} contexts"
+    same = [c for c in ctxs if plan_of(by_ctx[c]["16"][OURS]) == plan_of(by_ctx[c]["64"][OURS]) != "-"]
+    caveat = (f" (at {', '.join(_kv(c) for c in same)} ours ran the same plan for both: the planner chose the group "
+              "size)" if same else "")
+    return lines, f"{'MET' if met == len(ctxs) else 'NOT MET'}: {met} of {len(ctxs)} contexts{caveat}"
 
 
 def losses(ps: list[dict]) -> list[str]:

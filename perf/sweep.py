@@ -460,6 +460,11 @@ def measure(runner: Runner, s: Shape, use_upstream_cache: bool = True, ours: boo
         except (OSError, ValueError, TypeError):
             cached = None
     res = runner.run(s, cached, ours)
+    if res[OURS].duration_ns is not None:  # what ours ran (auto or the planner may differ from the config asked)
+        p = ttflashdecode.op.last_run.plan
+        gx, gy = p.config.compute_with_storage_grid_size
+        res[OURS].note = "; ".join(x for x in (f"plan: k_chunk_size {p.k_chunk_size}, {p.num_cores_per_head} cores "
+                                               f"per head, grid {gx}x{gy}", res[OURS].note) if x)
     up = res[UPSTREAM]
     if cached is None and up.duration_ns is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -679,11 +684,11 @@ def main() -> None:
             meta["wall_s"] = round(time.monotonic() - t_start)
             write_csv(args.csv, rows)  # after every shape: a partial sweep counts, and --append resumes it
             write_meta(meta_path, meta, rows)
+            cached = "; upstream from cache" if result.get("upstream", "").startswith("cache") else ""
             print(f"[{meta['shapes_run']}/{count}] {describe(s)}: "
                   + " | ".join(f"{r['OP CODE']} {r['DEVICE KERNEL DURATION [ns]'] or r['NOTE']} ns "
                                f"{r['GB/s']} GB/s x{r['RATIO TO UPSTREAM']}" for r in new)
-                  + f"  ({result['seconds']:.0f} s{'; upstream from cache' if 'cache' in result.get('upstream', '')
-                          else ''}; {meta['wall_s'] / 60:.1f} min in; modelled)", flush=True)
+                  + f"  ({result['seconds']:.0f} s{cached}; {meta['wall_s'] / 60:.1f} min in; modelled)", flush=True)
 
         (run_in_workers if args.jobs > 1 else run_in_process)(todo, args, done)
         if args.upstream_only:
