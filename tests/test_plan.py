@@ -15,6 +15,7 @@ from ttflashdecode.plan import (
     active_cores,
     chunk_range,
     default_k_chunk_size,
+    default_num_cores_per_head,
     expected_partials,
     plan,
     receive_rounds,
@@ -230,14 +231,40 @@ def test_default_k_chunk_size_thresholds_llama_8b_t3k_chip():
 
 
 def test_plan_with_max_cur_pos_uses_the_bucketed_chunk():
-    """plan(..., max_cur_pos) derives the chunk from the live length; without it (device positions) from kv_len."""
+    """plan(..., max_cur_pos) derives the group size and the chunk from the live length; without it (device
+    positions) from kv_len: (num_cores_per_head, k_chunk_size) = (default_num_cores_per_head, default_k_chunk_size of
+    that group size)."""
     s = shapes(kv_len=8192, n_q_heads=8, n_kv_heads=1, k_dtype="bfloat8_b", v_dtype="bfloat8_b")
     config = ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=16)
-    assert plan(s, config).k_chunk_size == 512
-    got = {p: plan(s, config, max_cur_pos=p).k_chunk_size for p in (100, 511, 512, 1000, 2047, 4000, 4095, 4096, 8191)}
-    assert got == {100: 32, 511: 32, 512: 64, 1000: 64, 2047: 128, 4000: 256, 4095: 256, 4096: 512, 8191: 512}
+    assert (plan(s, config).num_cores_per_head, plan(s, config).k_chunk_size) == (16, 512)
+    got = {}
+    for p in (100, 511, 512, 1000, 2047, 4000, 4095, 4096, 8191):
+        decode_plan = plan(s, config, max_cur_pos=p)
+        n = default_num_cores_per_head(s, 16, p)
+        assert (decode_plan.num_cores_per_head, decode_plan.k_chunk_size) == (n, default_k_chunk_size(s, n, p))
+        got[p] = (n, decode_plan.k_chunk_size)
+    assert got == {100: (1, 128), 511: (2, 256), 512: (2, 512), 1000: (2, 512), 2047: (8, 256), 4000: (8, 512),
+                   4095: (16, 256), 4096: (16, 512), 8191: (16, 512)}  # fmt: skip
     # An explicit k_chunk_size is the user's: max_cur_pos does not touch it.
     assert plan(s, replace(config, k_chunk_size=128), max_cur_pos=100).k_chunk_size == 128
+
+
+@pytest.mark.parametrize("kv_len, max_cores, expected", [(4096, 64, 16), (32768, 64, 16), (131072, 64, 32),
+                                                          (1024, 16, 4), (8192, 16, 16), (256, 8, 1)])  # fmt: skip
+def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
+    """With k_chunk_size 0 the planner picks the group size (at least 256 positions a core; past 16 cores only when
+    16 would read more than 4096 positions each: rules.py's constants, measured in perf/group_size_table.py), never
+    more than the config allows; an explicit k_chunk_size keeps the config's group size."""
+    s = shapes(kv_len=kv_len, n_q_heads=4, n_kv_heads=1, k_dtype="bfloat8_b", v_dtype="bfloat8_b")
+    derived = plan(s, ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=max_cores))
+    assert derived.num_cores_per_head == default_num_cores_per_head(s, max_cores) == expected
+    assert derived.rounds == tree_rounds(expected) and len(derived.semaphores) == derived.rounds
+    assert sum(c.role != "idle" for c in derived.cores) == expected
+    explicit = plan(s, ProgramConfig((8, 8), k_chunk_size=32, max_cores_per_head_batch=max_cores))
+    assert explicit.num_cores_per_head == max_cores
+    # Host positions: the group grows with the live length, one halving step at a time, never past the maximum.
+    sizes = [default_num_cores_per_head(s, max_cores, p) for p in range(-1, kv_len, 97)]
+    assert sizes == sorted(sizes) and set(sizes) <= {max(1, max_cores >> j) for j in range(7)}
 
 
 # ---- whole plans -------------------------------------------------------------------------------
@@ -354,8 +381,10 @@ def test_plan_uneven_groups_leave_idle_cores():
 
 def test_plan_sliding_window_and_paged():
     s = shapes(kv_len=4096, block_size=64, max_blocks_per_user=64, sliding_window_size=256)
-    p = plan(s, ProgramConfig((8, 8), max_cores_per_head_batch=8))
-    assert p.k_chunk_size == 32  # 256-position window over 8 cores
+    derived = plan(s, ProgramConfig((8, 8), max_cores_per_head_batch=8))
+    # A 256-position window is one core's work (MIN_POSITIONS_PER_CORE): one 256-position chunk.
+    assert (derived.num_cores_per_head, derived.k_chunk_size) == (1, 256)
+    p = plan(s, ProgramConfig((8, 8), k_chunk_size=32, max_cores_per_head_batch=8))
     # cur_pos 4000: positions 3745..4000 are chunks 117..125, 9 chunks over 8 cores.
     assert p.active_cores(4000) == 8 and p.chunk_range(4000, 0) == (117, 2) and p.chunk_range(4000, 1) == (119, 1)
 

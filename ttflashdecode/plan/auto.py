@@ -36,8 +36,8 @@ How a choice is made (:func:`choose`), once per shape key:
    output DRAM-interleaved; the modelled ``stats.duration_ns`` ranks it. The emulator is host code, so this is the
    same on a card: the card's call is planned from the host's model, then launched on the card. When the emulator's
    timing-only mode is available (``open_device(timing_only=True)``, no math, same durations) it is used.
-   The default compute settings are used (HiFi4, exact exp; fp32 DST accumulation as the call's), so a choice
-   depends only on the plan key's fields.
+   The call's default settings are used (HiFi4, and the default exp of ``ProgramConfig``: the approximate exp, as
+   upstream's sdpa_decode; fp32 DST accumulation as the call's), so a choice depends only on the plan key's fields.
 4. **Caching**: per process in :data:`_CHOICES` (keyed by shapes, device grid, fp32 accumulation and L1 budget;
    the device cache's ``plans`` table then holds the plan itself) and on disk under
    ``~/.cache/ttflashdecode/auto/`` (``$TTFLASHDECODE_AUTO_CACHE`` overrides), one JSON file per key whose name
@@ -74,8 +74,9 @@ from ttflashdecode.plan.rules import MIN_K_CHUNK_SIZE, default_k_chunk_size
 from ttflashdecode.plan.search import DecodePlan, plan
 from ttflashdecode.plan.shapes import TILE_BYTES, DecodeShapes
 
-# Bump when the way candidates are made or ranked changes (it is part of every disk key).
-MODEL_VERSION = 1
+# Bump when the way candidates are made or ranked changes (it is part of every disk key). 2: candidates run with the
+# default approximate exp (was the exact exp) and the rule's plan uses the derived group size.
+MODEL_VERSION = 2
 
 # Calls whose K/V cache (every group, K and V, whole length) spread over the rule's working cores is less than this
 # per core are planned by the rule, without model runs (module docstring, step 1; docs/DESIGN.md: the measurement).
@@ -189,7 +190,9 @@ def _choose_by_model(shapes, grid, rule_plan: DecodePlan, fp32_dest_acc: bool, l
     best_ns = min(ns for ns, _, _ in timed)
     near = [t for t in timed if t[0] <= best_ns * 1.005]
     ns, config, chosen = min(near, key=lambda t: (t[2].num_cores_per_head * t[2].num_groups, -t[2].k_chunk_size, t[0]))
-    resolved = replace(config, k_chunk_size=chosen.k_chunk_size)
+    # Pin what the plan derived: with an explicit k_chunk_size the planner keeps the config's group size, so the rule's
+    # derived (possibly smaller) group is written out too.
+    resolved = replace(config, k_chunk_size=chosen.k_chunk_size, max_cores_per_head_batch=chosen.num_cores_per_head)
     rows = [(c.compute_with_storage_grid_size, p.k_chunk_size, p.num_cores_per_head, round(t, 1))
             for t, c, p in sorted(timed, key=lambda t: (t[1] is not config, t[0]))]  # fmt: skip
     logger.info(f"program_config=auto: {len(timed)} of {len(listed)} candidates run in {time.monotonic() - t0:.1f} s "
@@ -256,8 +259,17 @@ def kv_cache_bytes(shapes: DecodeShapes) -> int:
 
 
 def kv_bytes_per_core(p: DecodePlan) -> int:
-    """K/V bytes of the whole cache per working core of plan ``p``."""
-    return kv_cache_bytes(p.shapes) // max(1, sum(c.role != "idle" for c in p.cores))
+    """K/V bytes of the whole cache per core plan ``p``'s config lets work: every group over
+    ``min(max_cores_per_head_batch, cores // groups)`` cores (or the cores serving several groups each). Counted over
+    the cores the config allows, not the derived group size (which may be smaller, plan.rules.
+    default_num_cores_per_head), so the rule's line stays where it was measured and auto's cost in the test suite
+    does not change."""
+    config, groups = p.config, p.num_groups
+    if p.groups_per_core > 1:
+        working = math.ceil(groups / p.groups_per_core)
+    else:
+        working = groups * max(1, min(config.max_cores_per_head_batch, config.num_cores // groups))
+    return kv_cache_bytes(p.shapes) // working
 
 
 def _describe(config: ProgramConfig) -> str:
@@ -294,9 +306,10 @@ def _device(board: str):
     return dev
 
 
-def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False) -> float:
-    """Modelled duration (ns) of ``decode_plan``'s program with every user at the last position of the cache, built
-    with the default compute settings (and fp32 DST accumulation as given)."""
+def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: int | None = None) -> float:
+    """Modelled duration (ns) of ``decode_plan``'s program with every user at position ``cur_pos`` (None: the last
+    position of the cache, auto's case), built with the default compute settings (and fp32 DST accumulation as
+    given)."""
     from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
     from ttflashdecode.ttnn_env import import_ttnn
 
@@ -322,7 +335,10 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False) -> float:
         tensors["page_table"] = dev.from_torch(table, dtype=ttnn.int32, layout=row_major)
     else:
         kv_rows = lambda d: [users, s.n_kv_heads, s.logical_kv_len, d]  # noqa: E731
-    positions = torch.full([s.batch], s.logical_kv_len - 1, dtype=torch.int32)
+    last = s.logical_kv_len - 1
+    if cur_pos is not None and not -1 <= cur_pos <= last:
+        raise ValueError(f"cur_pos={cur_pos!r}: expected -1..{last} (logical_kv_len={s.logical_kv_len})")
+    positions = torch.full([s.batch], last if cur_pos is None else cur_pos, dtype=torch.int32)
     k = empty(kv_rows(s.head_dim), getattr(ttnn, s.k_dtype))
     v = k if s.v_from_k else empty(kv_rows(s.v_head_dim), getattr(ttnn, s.v_dtype))
     if s.attn_mask_heads:

@@ -15,8 +15,8 @@ argument order, so one can be read against the other::
 They differ in representation only: a skipped user is ``cur_pos == -1`` here and ``SKIPPED_USER`` (0xFFFFFFFF)
 there, chunk_range returns ``(start, count)`` here and a ``ChunkRange`` there, and ``send_round(0)`` is None here
 where the kernels never ask (the root does not send). tests/test_chunk_rule_parity.py compiles the header and
-checks that both agree. :func:`receive_rounds`, :func:`expected_partials` and :func:`default_k_chunk_size` are the
-host's own.
+checks that both agree. :func:`receive_rounds`, :func:`expected_partials`, :func:`default_k_chunk_size` and
+:func:`default_num_cores_per_head` are the host's own.
 """
 
 from __future__ import annotations
@@ -28,6 +28,28 @@ from ttflashdecode.plan.shapes import is_int
 
 if TYPE_CHECKING:
     from ttflashdecode.plan.shapes import DecodeShapes
+
+# The group size the planner chooses when k_chunk_size is 0 (default_num_cores_per_head): max_cores_per_head_batch is
+# a maximum, and more cores are not always faster. Measured, MODELLED, with the default (approximate) exp: perf/
+# group_size_table.py --only T3K, table in perf/out/group_size_table.md, on Llama-3.1-8B's T3K per-chip shape (b1,
+# 4 q / 1 kv head, d128, bfloat8_b, cur_pos kv_len - 1; the only kind of call with up to 64 cores in one group):
+# best time per group size N at its best k_chunk_size, us
+#     kv_len   N=4     N=8     N=16    N=32    N=64
+#     1K       12.03   12.35   13.98   16.37   -
+#     2K       16.23   14.77   15.60   17.46   20.79
+#     4K       23.70   18.98   18.49   20.12   23.02
+#     8K       38.44   26.49   24.05   24.75   27.51
+#     32K      127.07  70.80   51.95   52.69   55.04
+#     128K     481.60  248.07  172.28  163.70  164.60
+# * MIN_POSITIONS_PER_CORE: below 256 positions a core, another core's share of the reads saves less than the extra
+#   tree round and the shorter chunks cost (1K-4K fastest at 256 a core); the Llama-70B per-chip point (b8, 8 q /
+#   1 kv, position 127) takes 6.26 us on one core per user against 10.00 us on 8 (--only Llama-70B).
+# * DRAM_SATURATING_CORES, MAX_POSITIONS_PER_CORE: one group's 16 cores already draw most of the chip's DRAM
+#   bandwidth, so past 16 cores another tree round pays only once each of the 16 would read more than 4096 positions
+#   (128K: 32 cores 163.70 us vs 16 172.28; 32K: 16 cores 51.95 vs 32 52.69, 64 55.04).
+MIN_POSITIONS_PER_CORE = 256
+DRAM_SATURATING_CORES = 16
+MAX_POSITIONS_PER_CORE = 4096
 
 # Range of the planner-chosen k_chunk_size. 512 positions of a 128-wide head in bfloat16 is 128 KiB
 # per K buffer: big DRAM bursts while double-buffered K and V still leave most of L1 free.
@@ -173,9 +195,43 @@ def default_k_chunk_size(
     when L crosses 32 N, 64 N, 128 N or 256 N (e.g. N = 16: at max_cur_pos 512, 1024, 2048 and 4096),
     so it takes at most 5 values; with L = kv_len it is the value a device cur_pos tensor gets.
     """
-    length = shapes.kv_len if max_cur_pos is None else max_cur_pos + 1
-    if shapes.sliding_window_size:
-        length = min(length, shapes.sliding_window_size)
+    length = _readable_length(shapes, max_cur_pos)
     sk = _next_pow2(math.ceil(length / num_cores_per_head))
     sk = max(MIN_K_CHUNK_SIZE, min(MAX_DEFAULT_K_CHUNK_SIZE, sk))
     return min(sk, shapes.kv_len & -shapes.kv_len)  # kv_len & -kv_len: its largest power-of-two divisor
+
+
+def default_num_cores_per_head(shapes: DecodeShapes, max_cores: int, max_cur_pos: int | None = None) -> int:
+    """Cores per group used when the program config says k_chunk_size 0, at most ``max_cores`` (the most the config
+    and the grid allow: max_cores_per_head_batch is a maximum, as upstream names it).
+
+    With ``L`` the positions a user may read (as :func:`default_k_chunk_size`: ``max_cur_pos + 1`` for host positions,
+    else ``kv_len``; at most the sliding window), ``max_cores`` is halved while the group is bigger than
+    :data:`DRAM_SATURATING_CORES` and half of it would still read at most :data:`MAX_POSITIONS_PER_CORE` positions a
+    core, then while its cores would read fewer than :data:`MIN_POSITIONS_PER_CORE` positions each::
+
+        N = max_cores
+        while N > 16 and L <= N // 2 * 4096: N //= 2
+        while N > 1 and L < N * 256: N //= 2
+
+    Each halving drops one round of the reduction tree and doubles the reads a core overlaps with its compute (the
+    constants' measurements are at their definitions). N is ``max_cores`` halved j times, so a decode loop with host
+    positions sees at most log2(max_cores) + 1 group sizes, never decreasing as positions grow.
+    """
+    if not is_int(max_cores) or max_cores <= 0:
+        raise ValueError(f"max_cores={max_cores!r}: expected a positive integer")
+    length = _readable_length(shapes, max_cur_pos)
+    n = max_cores
+    while n > DRAM_SATURATING_CORES and length <= n // 2 * MAX_POSITIONS_PER_CORE:
+        n //= 2
+    while n > 1 and length < n * MIN_POSITIONS_PER_CORE:
+        n //= 2
+    return n
+
+
+def _readable_length(shapes: DecodeShapes, max_cur_pos: int | None) -> int:
+    """L: positions a user may read, as the derived k_chunk_size and group size see them."""
+    length = shapes.kv_len if max_cur_pos is None else max_cur_pos + 1
+    if shapes.sliding_window_size:
+        length = min(length, shapes.sliding_window_size)
+    return length

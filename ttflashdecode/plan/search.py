@@ -6,7 +6,8 @@ It implements docs/DESIGN.md exactly:
 * A group is one (batch b, kv head h), numbered ``g = b * n_kv_heads + h``. Cores of the program
   grid are numbered row-major (x fastest). ``num_cores_per_head = min(max_cores_per_head_batch,
   num_cores // num_groups)`` and group g takes the contiguous cores ``[g*N, (g+1)*N)``; leftover
-  cores are idle. When there are more groups than cores, every core serves
+  cores are idle. With a derived k_chunk_size (config 0) that N is a maximum: the planner halves it while
+  each core would read fewer than ``MIN_POSITIONS_PER_CORE`` positions (``rules.default_num_cores_per_head``). When there are more groups than cores, every core serves
   ``ceil(num_groups / num_cores)`` consecutive groups alone (no reduction); the plan then records
   ``num_cores_per_head = 1`` (DESIGN.md's formula gives 0 there, meaning "no split").
 * The chunk rule and the reduction tree are :mod:`ttflashdecode.plan.rules`; the circular buffers and the L1
@@ -25,6 +26,7 @@ from ttflashdecode.plan.rules import (
     active_cores,
     chunk_range,
     default_k_chunk_size,
+    default_num_cores_per_head,
     expected_partials,
     receive_rounds,
     send_round,
@@ -303,6 +305,11 @@ def plan(
 
     derived = config.k_chunk_size == 0
     if derived:
+        # The planner chooses the chunking, so also how many of the allowed cores split a group (fewer when the
+        # reads are too short for another tree round to pay; an explicit k_chunk_size keeps the config's split).
+        if groups_per_core == 1:
+            num_cores_per_head = default_num_cores_per_head(shapes, num_cores_per_head, max_cur_pos)
+            rounds = tree_rounds(num_cores_per_head)
         k_chunk_size = default_k_chunk_size(shapes, num_cores_per_head, max_cur_pos)
     else:
         k_chunk_size = config.k_chunk_size
