@@ -173,16 +173,38 @@ void zero_rows_outside(uint32_t tile_l1, uint32_t first_row, uint32_t last_row) 
     }
 }
 
+// Transaction ids of the K and V fetches: a barrier on one waits for that buffer's reads only, so the other
+// buffer's next fetch stays in flight (noc_async_read_barrier_with_trid). Any id but 0, which untagged reads use.
+constexpr uint32_t K_TRID = 1;
+constexpr uint32_t V_TRID = 2;
+
+// One fetch of the K/V stream: K fetch `block` (Sk_t blocks of k_head_block head-dim tiles) or V column block `block`
+// (v_head_block head-dim tiles of every position tile) of `chunk`, in the order compute consumes them.
+struct KvFetch {
+    enum Kind : uint8_t { K, V };
+    uint32_t chunk;
+    Kind kind;
+    uint32_t block;
+
+    KvFetch next() const {
+        if (kind == K) {
+            return block + 1 < k_blocks_per_row ? KvFetch{chunk, K, block + 1} : KvFetch{chunk, V, 0};
+        }
+        return (block + 1) * v_head_block < vDHt ? KvFetch{chunk, V, block + 1} : KvFetch{chunk + 1, K, 0};
+    }
+};
+
 // Reads pages [first_page, first_page + count) into consecutive tiles of `cb` from byte `offset` of its write
-// pointer, or zeroes those tiles when the position tile holds no position this core may see (nothing past cur_pos's
-// tile or before the window is read; compute still multiplies the zeros, which the mask then hides). Returns the
-// offset after the last tile.
+// pointer, tagged with `trid`, or zeroes those tiles when the position tile holds no position this core may see
+// (nothing past cur_pos's tile or before the window is read; compute still multiplies the zeros, which the mask then
+// hides). Returns the offset after the last tile.
 template <typename Accessor>
 uint32_t read_tiles_or_zero(const Noc& noc, const Accessor& src, const CircularBuffer& cb, bool live,
-                            uint32_t first_page, uint32_t count, uint32_t offset, uint32_t tile_bytes) {
+                            uint32_t first_page, uint32_t count, uint32_t offset, uint32_t tile_bytes, uint32_t trid) {
     for (uint32_t i = 0; i < count; ++i, offset += tile_bytes) {
         if (live) {
-            noc.async_read(src, cb, tile_bytes, {.page_id = first_page + i}, {.offset_bytes = offset});
+            noc.async_read<NocOptions::TXN_ID>(src, cb, tile_bytes, {.page_id = first_page + i},
+                                               {.offset_bytes = offset}, {.trid = trid});
         } else {
             zero_bytes(cb.get_write_ptr() + offset, tile_bytes);
         }
@@ -538,38 +560,76 @@ void kernel_main() {
             }
         };
 
-        for (uint32_t chunk = chunks.start; chunk < chunks.start + chunks.count; ++chunk) {
-            uint32_t chunk_k_l1 = 0;  // the chunk's K rows (whole rows when v_from_k), for MLA's V
-            // The mask goes first: compute waits for it before the chunk's first K block, and a chunk's K blocks
-            // can outnumber the K buffer's slots.
-            if constexpr (use_attn_mask) {
-                read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos);
-            } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
-                push_generated_mask(chunk, cur_pos);
-            }
-            if constexpr (wait_for_cache_update > 0) {
-                if (chunk == cur_pos / k_chunk_size) {  // the chunk holding the row the update writes
-                    Semaphore<>(sem_cache_updated).wait_min(wait_for_cache_update * num_groups);
-                }
-            }
+        // ---- the K/V stream. Compute consumes, chunk by chunk, the chunk's mask, its K fetches (k_blocks_per_row
+        // of them, Sk_t blocks each: half the K buffer, the whole chunk when blocks are whole rows; position tile
+        // outer, head-dim block inner, so compute keeps a position tile's scores in DST while its blocks stream
+        // through) and its V column blocks (v_head_block head-dim tiles of the whole chunk). Each fetch's reads
+        // carry its buffer's transaction id, and the next fetch into the OTHER buffer is issued before this one is
+        // waited for: a core always has a fetch's reads in flight, instead of draining the NoC at every barrier
+        // while the next batch waits to be issued. (Issuing ahead never waits on compute for more than the
+        // double-buffered K and V slots allow, and the mask of a chunk is pushed before its first K fetch.)
+        uint32_t chunk_k_l1 = 0;  // the last K fetch's slot (whole rows when v_from_k): MLA's V is copied from it
 
-            // K: blocks of k_head_block head-dim tiles, position tile outer, head-dim block inner (compute keeps
-            // a position tile's scores in DST while its blocks stream through). The reader fetches Sk_t blocks
-            // (half the K buffer; the whole chunk when blocks are whole rows) per barrier, so DRAM reads stay
-            // in flight together; compute consumes them a block at a time.
-            for (uint32_t fetch = 0; fetch < k_blocks_per_row; ++fetch) {
+        auto issue = [&](const KvFetch& f) {
+            if (f.kind == KvFetch::K) {
+                if constexpr (wait_for_cache_update > 0) {
+                    if (f.block == 0 && f.chunk == cur_pos / k_chunk_size) {  // the chunk the update writes
+                        Semaphore<>(sem_cache_updated).wait_min(wait_for_cache_update * num_groups);
+                    }
+                }
                 k_buf.reserve_back(Sk_t * k_head_block);
                 chunk_k_l1 = k_buf.get_write_ptr();
                 uint32_t k_offset = 0;
-                for (uint32_t block = fetch * Sk_t; block < (fetch + 1) * Sk_t; ++block) {
-                    const uint32_t seq_tile = chunk * Sk_t + block / k_blocks_per_row;
+                for (uint32_t block = f.block * Sk_t; block < (f.block + 1) * Sk_t; ++block) {
+                    const uint32_t seq_tile = f.chunk * Sk_t + block / k_blocks_per_row;
                     const uint32_t d0 = (block % k_blocks_per_row) * k_head_block;
                     const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                     const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;
                     k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
-                                                  k_tile_bytes);
+                                                  k_tile_bytes, K_TRID);
                 }
-                noc.async_read_barrier();
+                return;
+            }
+            const uint32_t c0 = f.block * v_head_block;
+            v_buf.reserve_back(Sk_t * v_head_block);
+            uint32_t v_offset = 0;
+            if constexpr (v_from_k) {
+                // The K rows were pushed to compute, but their slot is not rewritten before this reader reserves
+                // it again two K fetches on, and their garbage rows are zeroed already (the K fetch completed
+                // before this V fetch is issued). A local NOC read copies them.
+                const uint8_t noc_id = noc.get_noc_id();
+                for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+                    const uint32_t k_row_l1 = chunk_k_l1 + (kt * DHt + c0) * k_tile_bytes;
+                    noc.async_read<NocOptions::TXN_ID>(UnicastEndpoint{}, v_buf, v_head_block * v_tile_bytes,
+                                                       {.noc_x = my_x[noc_id], .noc_y = my_y[noc_id], .addr = k_row_l1},
+                                                       {.offset_bytes = v_offset}, {.trid = V_TRID});
+                    v_offset += v_head_block * v_tile_bytes;
+                }
+                return;
+            }
+            for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+                const uint32_t seq_tile = f.chunk * Sk_t + kt;
+                const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
+                const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;
+                v_offset = read_tiles_or_zero(noc, v_pages, v_buf, live, row_page + c0, v_head_block, v_offset,
+                                              v_tile_bytes, V_TRID);
+            }
+        };
+
+        // Waits for a fetch's reads, zeroes the rows outside [first_live_pos, cur_pos] of the first and last live
+        // tiles, and pushes it (a chunk's first K fetch after the chunk's mask: compute waits for the mask first).
+        auto complete = [&](const KvFetch& f) {
+            if (f.kind == KvFetch::K) {
+                const uint32_t chunk = f.chunk;
+                if (f.block == 0) {
+                    if constexpr (use_attn_mask) {
+                        read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos);
+                    } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
+                        push_generated_mask(chunk, cur_pos);
+                    }
+                }
+                noc.async_read_barrier<NocOptions::TXN_ID>({.trid = K_TRID});
+                const uint32_t fetch = f.block;
                 for (uint32_t block = fetch * Sk_t; block < (fetch + 1) * Sk_t; ++block) {
                     const uint32_t seq_tile = chunk * Sk_t + block / k_blocks_per_row;
                     const LiveRows rows = live_rows(seq_tile, first_live_pos, cur_pos);
@@ -581,47 +641,43 @@ void kernel_main() {
                     }
                 }
                 k_buf.push_back(Sk_t * k_head_block);
+                return;
             }
-
-            // V: one column block of v_head_block head-dim tiles of the whole chunk at a time.
-            for (uint32_t c0 = 0; c0 < vDHt; c0 += v_head_block) {
-                v_buf.reserve_back(Sk_t * v_head_block);
-                uint32_t v_offset = 0;
-                if constexpr (v_from_k) {
-                    // The K rows were pushed to compute, but their slot is not rewritten before this reader reserves
-                    // K again (next chunk), and their garbage rows are zeroed already. A local NOC read copies them.
-                    const uint8_t noc_id = noc.get_noc_id();
-                    for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                        const uint32_t k_row_l1 = chunk_k_l1 + (kt * DHt + c0) * k_tile_bytes;
-                        noc.async_read(UnicastEndpoint{}, v_buf, v_head_block * v_tile_bytes,
-                                       {.noc_x = my_x[noc_id], .noc_y = my_y[noc_id], .addr = k_row_l1},
-                                       {.offset_bytes = v_offset});
-                        v_offset += v_head_block * v_tile_bytes;
-                    }
-                    noc.async_read_barrier();
-                    v_buf.push_back(Sk_t * v_head_block);
-                    continue;
-                }
-                for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                    const uint32_t seq_tile = chunk * Sk_t + kt;
-                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;
-                    v_offset = read_tiles_or_zero(noc, v_pages, v_buf, live, row_page + c0, v_head_block, v_offset,
-                                                  v_tile_bytes);
-                }
-                noc.async_read_barrier();
+            noc.async_read_barrier<NocOptions::TXN_ID>({.trid = V_TRID});
+            if constexpr (!v_from_k) {  // MLA's V rows come from K's, zeroed already
                 for (uint32_t seq_tile : {first_live_tile, last_live_tile}) {
                     const LiveRows rows = live_rows(seq_tile, first_live_pos, cur_pos);
-                    if (seq_tile / Sk_t == chunk && !rows.whole()) {
-                        const uint32_t tile_l1 =
-                            v_buf.get_write_ptr() + (seq_tile % Sk_t) * v_head_block * v_tile_bytes;
+                    if (seq_tile / Sk_t == f.chunk && !rows.whole()) {
+                        const uint32_t tile_l1 = v_buf.get_write_ptr() + (seq_tile % Sk_t) * v_head_block * v_tile_bytes;
                         for (uint32_t c = 0; c < v_head_block; ++c) {
                             zero_rows_outside<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows.first, rows.last);
                         }
                     }
                 }
-                v_buf.push_back(Sk_t * v_head_block);
             }
+            v_buf.push_back(Sk_t * v_head_block);
+        };
+
+        const uint32_t end_chunk = chunks.start + chunks.count;
+        KvFetch fetch{chunks.start, KvFetch::K, 0};
+        issue(fetch);
+        while (true) {
+            const KvFetch next = fetch.next();
+            const bool more = next.chunk < end_chunk;
+            // Ahead only into the other buffer (a second fetch into the same one would wait for this one's push),
+            // and MLA's V only once the K rows it copies have landed.
+            const bool ahead = more && next.kind != fetch.kind && !(v_from_k && next.kind == KvFetch::V);
+            if (ahead) {
+                issue(next);
+            }
+            complete(fetch);
+            if (!more) {
+                break;
+            }
+            if (!ahead) {
+                issue(next);
+            }
+            fetch = next;
         }
     }
 }

@@ -149,18 +149,18 @@ MUTATIONS = [
     Mutation(
         "k_tile_dropped", READER,
         """                    k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
-                                                  k_tile_bytes);""",
+                                                  k_tile_bytes, K_TRID);""",
         """                    k_offset = k_tile_bytes + read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0,
-                                                                 k_head_block - 1, k_offset, k_tile_bytes);""",
+                                                                 k_head_block - 1, k_offset, k_tile_bytes, K_TRID);""",
         "reader: the last head-dim tile of every K block is never read (its slot keeps a stale tile)",
         (CHUNK_EDGES, "tests/test_features.py::test_head_dim_tiling_in_dst"),
     ),
     Mutation(
         "v_last_live_tile_not_read", READER,
-        """                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;""",
-        """                    const bool live = seq_tile >= first_live_tile && seq_tile < last_live_tile;
-                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;""",
+        """                const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
+                const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;""",
+        """                const bool live = seq_tile >= first_live_tile && seq_tile < last_live_tile;
+                const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;""",
         "reader: V read short by one tile (the tile holding cur_pos is zero-filled)",
         (CHUNK_EDGES,),
     ),
