@@ -33,6 +33,11 @@ and issue 12's goals checked row by row (perf/goals.py).
 
 ``--jobs N`` runs each shape in its own worker process, N at a time, longest first (a shape's last recorded time,
 else its K/V size); a worker that dies is retried once, then its row is kept with an empty duration and the reason.
+Where the time goes (measured on the shared 2-core machine): after a kernel edit most of a shape's time is compiling
+the kernel variants of auto's candidate plans (b8 d64/d128 16K: 7 candidate runs took 150 s with the compiles, 9-18 s
+once compiled; timing-only runs of even 128K shapes take seconds to a minute). g++ uses one core, so ``--jobs 2``
+overlaps compiles (the two shapes above: 204 s wall for 2 x ~150 s); with everything compiled ``--jobs 1`` is as fast
+(a worker's start-up, ~5-20 s of imports on a loaded machine, is paid per shape).
 ``--append`` resumes: shapes already in the CSV with a duration for both ops AND measured at this commit (the meta's
 record) are skipped; everything else runs. ``--list`` prints what would run, with the recorded or guessed seconds.
 Upstream's row of a shape is read back from ``perf/out/upstream_cache/`` when everything it depends on is unchanged
