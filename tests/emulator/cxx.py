@@ -1,29 +1,62 @@
 """Build helpers for the emulator's C++ unit tests: compile a few sources against the kernel API headers into a
-shared library (cached by content hash under the pytest cache dir / $TMPDIR) and load it with ctypes."""
+shared library (cached by content hash under the pytest cache dir / $TMPDIR) and load it with ctypes.
+
+The cache key is content, not location (as the emulator's kernel cache, ttflashdecode/emulator/compiler.py): the
+sources, every header under the repository's include directories the build names (the emulator's include/ and
+include_llk/, the sources' directories, each -I inside the repository), the flags with the repository and the
+wheel's site-packages written as tokens, the installed ttnn version (the wheel's headers) and the compiler. So a fresh
+clone at another path reuses these builds, and an edit to any of those headers rebuilds."""
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.metadata
 import os
 import subprocess
 import tempfile
+from functools import lru_cache
 from pathlib import Path
+
+from ttflashdecode.emulator import jit_env
 
 REPO = Path(__file__).resolve().parents[2]
 INCLUDE = REPO / "ttflashdecode" / "emulator" / "include"
 LLK_INCLUDE = REPO / "ttflashdecode" / "emulator" / "include_llk"
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("TTFD_TEST_BUILD_DIR", Path(tempfile.gettempdir()) / "ttfd_test_build"))
+HEADER_SUFFIXES = (".h", ".hpp", ".inl")
+
+
+@lru_cache(maxsize=1)
+def _toolchain() -> str:
+    """The compiler's banner and the ttnn wheel's version (its headers are fixed per version)."""
+    banner = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    try:
+        ttnn = importlib.metadata.version("ttnn")
+    except importlib.metadata.PackageNotFoundError:
+        ttnn = "none"
+    return f"{banner} ttnn {ttnn}"
+
+
+def _stable(text: str) -> str:
+    wheel = jit_env.wheel_root()
+    if wheel is not None:
+        text = text.replace(str(wheel.parent), "<site-packages>")
+    return text.replace(str(REPO), "<repo>")
 
 
 def _digest(paths: list[Path], flags: list[str]) -> str:
-    h = hashlib.sha256(" ".join(flags).encode())
+    h = hashlib.sha256((_toolchain() + "\0" + "\0".join(_stable(f) for f in flags)).encode())
     for p in paths:
-        h.update(p.read_bytes())
-    for hdr in sorted([*INCLUDE.rglob("*.h"), *LLK_INCLUDE.rglob("*.h")]):
-        h.update(str(hdr).encode())
-        h.update(hdr.read_bytes())
+        h.update(_stable(str(Path(p).resolve())).encode() + b"\0" + Path(p).read_bytes())
+    dirs = {INCLUDE, LLK_INCLUDE, *(Path(p).resolve().parent for p in paths)}
+    dirs |= {Path(f[2:]).resolve() for f in flags if f.startswith("-I")}
+    wheel = jit_env.wheel_root()
+    site = wheel.parent.resolve() if wheel is not None else None  # a .venv inside the checkout is the wheel's, not ours
+    for d in sorted(d for d in dirs if d.is_relative_to(REPO) and not (site and d.is_relative_to(site)) and d.is_dir()):
+        for hdr in sorted(q for q in d.rglob("*") if q.suffix in HEADER_SUFFIXES and q.is_file()):
+            h.update(str(hdr.relative_to(REPO)).encode() + b"\0" + hdr.read_bytes())
     return h.hexdigest()[:16]
 
 
