@@ -7,7 +7,9 @@
 For each decode shape and cur_pos (every user of the batch at that position) it plans the call twice with
 program_config k_chunk_size = 0, once as op.py does today (``plan(...)``: the rule sees kv_len) and once with
 ``plan(..., max_cur_pos=cur_pos)`` (the rule sees the live length), then runs the real op on the emulator with
-each of the two k_chunk_sizes passed explicitly through ``ProgramConfig`` (one run when both rules agree). Each
+each of the two k_chunk_sizes and group sizes (the derived plan halves the group while a core would read too few
+positions: plan.rules.default_num_cores_per_head) passed explicitly through ``ProgramConfig`` (one run when both rules
+agree). Each
 run writes into a NaN-poisoned output and is checked against ``golden.sdpa_decode`` on the quantised inputs
 with the test suite's thresholds (tests/decode_harness.py): CHECK says PASS or FAIL.
 
@@ -111,9 +113,12 @@ QUICK = [
 ]
 
 
-def derived_k_chunk_size(shape: Shape, max_cur_pos: int | None) -> int:
+def derived_k_chunk_size(shape: Shape, max_cur_pos: int | None) -> tuple[int, int]:
+    """The derived plan's (k_chunk_size, num_cores_per_head): with k_chunk_size 0 the planner derives the group size
+    too (plan.rules.default_num_cores_per_head), so both are what a rule picks."""
     config = ProgramConfig(GRID, k_chunk_size=0, max_cores_per_head_batch=MAX_CORES_PER_HEAD_BATCH)
-    return plan_module.plan(shape.decode_shapes(), config, GRID, max_cur_pos=max_cur_pos).k_chunk_size
+    p = plan_module.plan(shape.decode_shapes(), config, GRID, max_cur_pos=max_cur_pos)
+    return p.k_chunk_size, p.num_cores_per_head
 
 
 def core_key(plan, core_id: int) -> str:
@@ -121,17 +126,18 @@ def core_key(plan, core_id: int) -> str:
     return f"{x},{y}"
 
 
-def measure(dev, shape: Shape, tensors, cur_pos: int, k_chunk_size: int) -> dict:
+def measure(dev, shape: Shape, tensors, cur_pos: int, split: tuple[int, int]) -> dict:
+    k_chunk_size, num_cores_per_head = split
     q, k, v, out_tt, golden_inputs = tensors
     pos = [cur_pos] * shape.batch
-    config = ProgramConfig(GRID, k_chunk_size=k_chunk_size, max_cores_per_head_batch=MAX_CORES_PER_HEAD_BATCH)
+    config = ProgramConfig(GRID, k_chunk_size=k_chunk_size, max_cores_per_head_batch=num_cores_per_head)
     dev.write(out_tt, torch.full((1, shape.batch, shape.n_q_heads, HEAD_DIM), float("nan")))  # unwritten -> NaN
     t0 = time.perf_counter()
     op_module.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, program_config=config, output_tensor=out_tt)
     wall = time.perf_counter() - t0
     run = op_module.last_run
     plan, stats = run.plan, run.stats
-    assert plan.k_chunk_size == k_chunk_size
+    assert (plan.k_chunk_size, plan.num_cores_per_head) == split
 
     # correctness: golden on the stored (quantised) inputs, cut to the live tiles (rows quantise independently)
     live_len = (cur_pos // 32 + 1) * 32
@@ -249,7 +255,7 @@ def main() -> int:
             tensors = make_tensors(dev, shape, args.seed + i)
             for p in positions:
                 cur_pos = shape.kv_len - 1 if p is None else p
-                sk_kv, sk_max = derived_k_chunk_size(shape, None), derived_k_chunk_size(shape, cur_pos)
+                sk_kv, sk_max = derived_k_chunk_size(shape, None), derived_k_chunk_size(shape, cur_pos)  # (Sk, N)
                 by_kv = measure(dev, shape, tensors, cur_pos, sk_kv)
                 by_max = by_kv if sk_max == sk_kv else measure(dev, shape, tensors, cur_pos, sk_max)
                 rows.append((shape, cur_pos, by_kv, by_max))
