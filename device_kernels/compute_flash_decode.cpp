@@ -4,12 +4,12 @@
 // over its K/V chunks with an online softmax, then takes part in the group's reduction tree:
 //
 //   per chunk:  S = mask + (scale * Q) . K^T             (mask preloaded in DST, matmul accumulates on it)
-//               m_new = max(m, rowmax(S))
-//               P = exp(S - m_new)
+//               m_new = max(m, rowmax(S))                 (one block reduce over the row, seeded with m in DST)
+//               P = exp(S - m_new)                        (subtract and exp in DST, one pack)
 //               alpha = exp(m - m_new)
 //               (with the approximate exp, the scale moves from Q into every exp: see "the exp, two ways")
-//               l = l * alpha + rowsum(P)
-//               O = O * alpha + P . V                     (rescale in DST, matmul accumulates on it)
+//               l = l * alpha + sum_j P_j                 (elementwise: see "l" below)
+//               O = O * alpha + P . V                     (rescale in DST, block matmul accumulates on it)
 //   per tree round where a partner sends (O_i, m_i, l_i):
 //               m_new = max(m, m_i);  a = exp(m - m_new);  a_i = exp(m_i - m_new)
 //               l = l * a + l_i * a_i;  O = O * a + O_i * a_i
@@ -17,11 +17,17 @@
 //               sinks, the same merge with m = SCORE_FLOOR, so a row the mask hides entirely comes out as zeros]
 //               out = O / l          others: hand (O, m, l) to the writer, which sends it up the tree.
 //
-// m and l are column vectors: reductions over rows leave their value in column 0 of a tile, and every
-// consumer broadcasts column 0 (the *_bcast_cols ops), so the other columns never matter.
-// Every step packs one tile per DST acquire (simple, and valid in any DST mode), except scores with K split in
-// head-dim blocks (split-D): the PNHt score tiles of one position tile stay in DST while the K blocks of that
-// position tile stream through, so the planner splits K only when PNHt fits DST (4 tiles with fp32, else 8).
+// m is a column vector: the row max leaves its value in column 0 of a tile, and every consumer broadcasts column 0
+// (the *_bcast_cols ops), so the other columns never matter.
+// l is kept UNREDUCED, as upstream's SDPA keeps its sums: a full tile whose row r holds 32 partial sums (column c sums
+// the P datums of column c of every score tile), accumulated by the packer into L1 (pack_reconfig_l1_acc) while P
+// leaves DST anyway. Rescaling (l * alpha, bcast cols) and merging (l * a + l_i * a_i) are elementwise, so they hold
+// for the partial sums as for their row sum, and partials travel up the tree unreduced; only the root reduces its l
+// to the row sum, once, before 1/l. (An attention-sink partial's l, 1 in column 0, has row sum 1 as it should.)
+// DST holds at most dst_tiles tiles per acquire (a half of DST in half-sync: 4 tiles with fp32, else 8). Steps that
+// work on a row of tiles (P, P . V) fill several per acquire; scores with K split in head-dim blocks (split-D) keep
+// the PNHt score tiles of one position tile in DST while the K blocks of that position tile stream through, so the
+// planner splits K only when PNHt fits DST.
 //
 // Two CB rules this file keeps. (1) The unpacker reads tile i of a CB at read pointer + i tiles with no
 // wrap-around, so a CB read at an index past its front block is pushed and popped in blocks that tile its
@@ -43,6 +49,7 @@
 #include "api/compute/tile_move_copy.h"
 #include "api/compute/matmul.h"
 #include "api/compute/reduce.h"
+#include "api/compute/reduce_custom.h"
 #include "api/compute/bcast.h"
 #include "api/compute/eltwise_binary.h"
 #include "api/compute/binary_max_min.h"
@@ -96,6 +103,10 @@ constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");
 // faces that hold rows 0-15 only (VectorMode::R); K and V stay 32 x 32.
 constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
 constexpr VectorMode row_vector_mode = q_tile_rows == FACE_HW ? VectorMode::R : VectorMode::RC;
+// The faces holding column 0, where the row statistics live (m, alpha, merge factors, 1/l): face 0 of a 16-row tile
+// (VectorMode::None: one 8-iteration pass over face 0), faces 0 and 2 of a 32-row one (VectorMode::C). SFPU ops on them
+// touch only those faces, as upstream's first-column exp / recip do.
+constexpr VectorMode col0_vector_mode = q_tile_rows == FACE_HW ? VectorMode::None : VectorMode::C;
 static_assert(q_tile_rows == TILE_HW || (q_tile_rows == FACE_HW && PNHt == 1), "16-row tiles hold a whole group");
 constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
@@ -145,6 +156,25 @@ constexpr uint16_t factor_exp_scale_bf16 = scale_bits >> 16;  // upstream's scal
 constexpr VectorMode probs_exp_mode = q_tile_rows == FACE_HW ? VectorMode::R : VectorMode::None;
 constexpr int probs_exp_iterations = q_tile_rows == FACE_HW ? 8 : 32;
 
+// ---- DST blocking
+constexpr uint32_t dst_tiles = DST_ACCUM_MODE ? 4 : 8;  // one half of DST (half-sync), fp32 or 16-bit
+constexpr uint32_t largest_divisor_at_most(uint32_t n, uint32_t cap) {
+    for (uint32_t d = n < cap ? n : cap; d > 1; --d) {
+        if (n % d == 0) {
+            return d;
+        }
+    }
+    return 1;
+}
+constexpr uint32_t probs_block = largest_divisor_at_most(Sk_t, dst_tiles);     // P tiles per acquire
+constexpr uint32_t o_block = largest_divisor_at_most(v_head_block, dst_tiles);  // O tiles per acquire (P . V)
+// The row max as upstream takes it: reduce_block_max_row over a row's Sk_t score tiles at once, seeded with the running
+// max copied into DST (transposed within faces, the block reduce's accumulator layout). That LLK takes bfloat16
+// operands only; with fp32 accumulation the scores are float32 (plan/cbs.py), and the max is reduce_tile per tile,
+// then an SFPU max with the running one.
+constexpr bool block_row_max = !DST_ACCUM_MODE;
+constexpr uint32_t q_faces = q_tile_rows == FACE_HW ? 2 : 4;
+
 // Selects hidden scores in DST tile `dst` (user masks only; the generated masks are finite already).
 void select_hidden_scores(uint32_t dst) {
     if constexpr (use_attn_mask) {
@@ -183,13 +213,13 @@ void probs_exp(uint32_t dst) {
     }
 }
 
-// A row factor exp((m_a - m_b) [* scale]) on DST tile `dst`: always the accurate exp.
+// A row factor exp((m_a - m_b) [* scale]) on column 0 of DST tile `dst`: always the accurate exp.
 void factor_exp(uint32_t dst) {
     exp_tile_init<false>();
     if constexpr (scale_in_exp) {
-        exp_tile<false, true>(dst, row_vector_mode, factor_exp_scale_bf16);
+        exp_tile<false, true>(dst, col0_vector_mode, factor_exp_scale_bf16);
     } else {
-        exp_tile<false>(dst, row_vector_mode);
+        exp_tile<false>(dst, col0_vector_mode);
     }
 }
 
@@ -215,8 +245,11 @@ void chunk_scores(bool masked) {
     CircularBuffer(cb_scores).reserve_back(s_tiles);
     for (uint32_t j = 0; j < Sk_t; ++j) {
         if constexpr (k_blocks_per_row == 1) {
-            // The whole K row is resident: one score tile per DST section, any number of row blocks.
-            CircularBuffer(cb_k).wait_front(DHt);
+            // Whole K rows: the reader pushes the chunk's K as one block (reader_flash_decode.cpp), tile (j, d) at
+            // j * DHt + d; one score tile per DST section, any number of row blocks.
+            if (j == 0) {
+                CircularBuffer(cb_k).wait_front(Sk_t * DHt);
+            }
             for (uint32_t r = 0; r < PNHt; ++r) {
                 tile_regs_acquire();
                 if (masked) {
@@ -228,7 +261,7 @@ void chunk_scores(bool masked) {
                 configure(cb_k, cb_q_mm, cb_scores);  // matmul unpacks in1 to SrcA, in0 to SrcB
                 matmul_init(cb_q_mm, cb_k, /*transpose=*/1);
                 for (uint32_t d = 0; d < DHt; ++d) {
-                    matmul_tiles(cb_q_mm, cb_k, r * DHt + d, d, 0);
+                    matmul_tiles(cb_q_mm, cb_k, r * DHt + d, j * DHt + d, 0);
                 }
                 select_hidden_scores(0);
                 tile_regs_commit();
@@ -236,7 +269,9 @@ void chunk_scores(bool masked) {
                 pack_tile<true>(0, cb_scores, r * Sk_t + j);
                 tile_regs_release();
             }
-            CircularBuffer(cb_k).pop_front(DHt);
+            if (j == Sk_t - 1) {
+                CircularBuffer(cb_k).pop_front(Sk_t * DHt);
+            }
         } else {
             // Narrow K blocks: the PNHt score tiles of position tile j stay in DST (the planner keeps PNHt within
             // DST's capacity) while the blocks of the row stream through.
@@ -314,10 +349,31 @@ void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
         copy_init(b);
         copy_tile(b, b_first + r, 1);
         binary_max_tile_init();
-        binary_max_tile(0, 1, 0, row_vector_mode);
+        binary_max_tile(0, 1, 0, col0_vector_mode);
         pack_result(cb_m_next);
     }
     CircularBuffer(cb_m_next).push_back(PNHt);
+}
+
+// Pushes PNHt tiles max([m_cur,] rowmax(S)) to `out`: the running max is the reduce's seed unless `first`.
+void push_row_max(bool first, uint32_t out) {
+    CircularBuffer(cb_scores).wait_front(s_tiles);
+    CircularBuffer(out).reserve_back(PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        tile_regs_acquire();
+        if (!first) {
+            reconfig_data_format_srca(cb_m_cur);
+            copy_init(cb_m_cur, /*transpose=*/0, /*transpose_within_16x16_face=*/1);
+            copy_tile(cb_m_cur, r, 0);
+        }
+        reconfig_data_format(cb_scores, cb_ones);
+        pack_reconfig_data_format(out);
+        reduce_block_max_row_init<Sk_t, false, q_faces>(out);
+        reduce_block_max_row<Sk_t, false, q_faces>(cb_scores, cb_ones, r * Sk_t, 0);
+        reduce_block_max_row_uninit(cb_scores);
+        pack_result(out);
+    }
+    CircularBuffer(out).push_back(PNHt);
 }
 
 // The new max becomes the running max: drops the old one and swaps the roles of the two CBs.
@@ -345,32 +401,76 @@ void push_rescale(uint32_t in, uint32_t in_first) {
     CircularBuffer(cb_alpha).push_back(PNHt);
 }
 
-// probs = exp((scores - m) [* scale]), m being the running max (already updated with this chunk)
-void chunk_probs() {
+// DST tile 0 = l[r] * alpha[alpha_index] (bcast cols): the running sum rescaled, in a chunk and in a merge.
+void rescaled_l_in_dst(uint32_t r, uint32_t alpha_index) {
+    configure(cb_l, cb_alpha, cb_l);
+    mul_bcast_cols_init(cb_l, cb_alpha);
+    mul_tiles_bcast_cols(cb_l, cb_alpha, r, alpha_index, 0);
+}
+
+// probs = exp((scores - m) [* scale]), m being the running max (already updated with this chunk), and a new l behind
+// the old one: [l * alpha (bcast cols, alpha the front block of cb_alpha) +] sum_j P_j. Each DST block of P is packed
+// twice: to cb_probs, and (packer L1 accumulation) onto row r's l tile, which a first chunk's first P tile starts.
+void chunk_probs_and_sum(bool first) {
     CircularBuffer(cb_scores).wait_front(s_tiles);
     CircularBuffer(cb_m_cur).wait_front(PNHt);
-    configure(cb_scores, cb_m_cur, cb_probs);
-    sub_bcast_cols_init(cb_scores, cb_m_cur);
-    probs_exp_init();
-    if constexpr (exp_approx) {
-        pack_relu_config(ReluConfig::zero());  // the unclamped approximate exp's negative outputs are exp(-inf) = 0
+    if (!first) {
+        CircularBuffer(cb_l).wait_front(PNHt);
+        CircularBuffer(cb_alpha).wait_front(PNHt);
     }
     CircularBuffer(cb_probs).reserve_back(s_tiles);
+    CircularBuffer(cb_l).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
-        for (uint32_t j = 0; j < Sk_t; ++j) {
+        if (!first) {
             tile_regs_acquire();
-            sub_tiles_bcast_cols(cb_scores, cb_m_cur, r * Sk_t + j, r, 0);
-            probs_exp(0);
-            pack_result(cb_probs);
+            rescaled_l_in_dst(r, r);
+            tile_regs_commit();
+            tile_regs_wait();
+            pack_tile<true>(0, cb_l, r);
+            tile_regs_release();
+        }
+        configure(cb_scores, cb_m_cur, cb_probs);  // cb_l has cb_probs' format (plan/cbs.py): one pack config
+        sub_bcast_cols_init(cb_scores, cb_m_cur);
+        probs_exp_init();
+        if constexpr (exp_approx) {
+            pack_relu_config(ReluConfig::zero());  // the unclamped approximate exp's negative outputs are exp(-inf) = 0
+        }
+        for (uint32_t j0 = 0; j0 < Sk_t; j0 += probs_block) {
+            tile_regs_acquire();
+            for (uint32_t jj = 0; jj < probs_block; ++jj) {
+                sub_tiles_bcast_cols(cb_scores, cb_m_cur, r * Sk_t + j0 + jj, r, jj);
+                probs_exp(jj);
+            }
+            tile_regs_commit();
+            tile_regs_wait();
+            for (uint32_t jj = 0; jj < probs_block; ++jj) {
+                pack_tile<true>(jj, cb_probs, r * Sk_t + j0 + jj);
+            }
+            uint32_t jj = 0;
+            if (first && j0 == 0) {
+                pack_tile<true>(0, cb_l, r);  // starts the row's sum
+                jj = 1;
+            }
+            pack_reconfig_l1_acc(1);
+            for (; jj < probs_block; ++jj) {
+                pack_tile<true>(jj, cb_l, r);
+            }
+            pack_reconfig_l1_acc(0);
+            tile_regs_release();
+        }
+        if constexpr (exp_approx) {
+            pack_relu_config(ReluConfig::none());
         }
     }
     CircularBuffer(cb_probs).push_back(s_tiles);
-    if constexpr (exp_approx) {
-        pack_relu_config(ReluConfig::none());
+    CircularBuffer(cb_l).push_back(PNHt);
+    if (!first) {
+        CircularBuffer(cb_l).pop_front(PNHt);
     }
+    CircularBuffer(cb_l).wait_front(PNHt);
 }
 
-// Pushes a new l behind the old one: l * alpha[alpha_first + r] + addend[addend_first + r].
+// Pushes a new l behind the old one: l * alpha[alpha_first + r] (bcast cols) + addend[addend_first + r].
 void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_first) {
     CircularBuffer(cb_l).wait_front(PNHt);
     CircularBuffer(cb_alpha).wait_front(alpha_first + PNHt);
@@ -378,9 +478,7 @@ void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_fi
     CircularBuffer(cb_l).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
-        configure(cb_l, cb_alpha, cb_l);
-        mul_init(cb_l, cb_alpha);
-        mul_tiles(cb_l, cb_alpha, r, alpha_first + r, 0);
+        rescaled_l_in_dst(r, alpha_first + r);
         reconfig_data_format_srcb(addend);
         add_reuse_dest_init<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(addend);
         add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(addend, addend_first + r, 0);
@@ -427,53 +525,59 @@ void move_tiles(uint32_t in, uint32_t out, uint32_t n) {
 void process_chunk(bool first, bool masked) {
     chunk_scores(masked);
 
-    row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
-    if (first) {
-        move_tiles(cb_row_stat, cb_m_cur, PNHt);
-        CircularBuffer(cb_m_cur).wait_front(PNHt);
+    // m_new = max(m, rowmax(S)) (into cb_m_cur on a first chunk), then alpha = exp(m - m_new)
+    if constexpr (block_row_max) {
+        push_row_max(first, first ? cb_m_cur : cb_m_next);
     } else {
-        push_max(cb_m_cur, 0, cb_row_stat, 0);  // m_next = max(m, rowmax(S))
-        CircularBuffer(cb_row_stat).pop_front(PNHt);
-        push_rescale(cb_m_cur, 0);              // alpha = exp(m - m_next)
+        row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
+        if (first) {
+            move_tiles(cb_row_stat, cb_m_cur, PNHt);
+        } else {
+            push_max(cb_m_cur, 0, cb_row_stat, 0);
+            CircularBuffer(cb_row_stat).pop_front(PNHt);
+        }
+    }
+    if (!first) {
+        push_rescale(cb_m_cur, 0);
         advance_max();
     }
+    CircularBuffer(cb_m_cur).wait_front(PNHt);
 
-    chunk_probs();
+    chunk_probs_and_sum(first);
     CircularBuffer(cb_scores).pop_front(s_tiles);
     CircularBuffer(cb_probs).wait_front(s_tiles);
 
-    row_reduce<PoolType::SUM>(cb_probs, cb_row_stat);
-    if (first) {
-        move_tiles(cb_row_stat, cb_l, PNHt);
-    } else {
+    // O = O * alpha + P . V, one V column block ([Sk_t x v_head_block] tiles) at a time, o_block output tiles of a row
+    // per DST section: one matmul_block per position tile unpacks P's tile once for all of them. O tile (r, c) lands
+    // at r * vDHt + c of cb_o (packed out of order when there are several blocks).
+    if (!first) {
         CircularBuffer(cb_alpha).wait_front(PNHt);
-        CircularBuffer(cb_row_stat).wait_front(PNHt);
-        push_rescaled_sum(0, cb_row_stat, 0);
-        CircularBuffer(cb_row_stat).pop_front(PNHt);
     }
-
-    // O = O * alpha + P . V, one V column block ([Sk_t x v_head_block] tiles) at a time; O tile (r, c) lands at
-    // r * vDHt + c of cb_o (packed out of order when there are several blocks).
     CircularBuffer(cb_o).reserve_back(o_tiles);
     for (uint32_t block = 0; block < v_blocks; ++block) {
         CircularBuffer(cb_v).wait_front(Sk_t * v_head_block);
         for (uint32_t r = 0; r < PNHt; ++r) {
-            for (uint32_t cc = 0; cc < v_head_block; ++cc) {
-                const uint32_t c = block * v_head_block + cc;
+            for (uint32_t c0 = 0; c0 < v_head_block; c0 += o_block) {
+                const uint32_t c = block * v_head_block + c0;
                 tile_regs_acquire();
                 if (!first) {
                     configure(cb_o, cb_alpha, cb_o);
                     mul_bcast_cols_init(cb_o, cb_alpha);
-                    mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
+                    for (uint32_t cc = 0; cc < o_block; ++cc) {
+                        mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c + cc, r, cc);
+                    }
                 }
                 configure(cb_v, cb_probs, cb_o);  // matmul unpacks in1 to SrcA, in0 to SrcB
-                matmul_init(cb_probs, cb_v, /*transpose=*/0);
+                matmul_block_init(cb_probs, cb_v, /*transpose=*/0, o_block, /*rt_dim=*/1, Sk_t);
                 for (uint32_t j = 0; j < Sk_t; ++j) {
-                    matmul_tiles(cb_probs, cb_v, r * Sk_t + j, j * v_head_block + cc, 0);
+                    matmul_block(cb_probs, cb_v, r * Sk_t + j, j * v_head_block + c0, 0, /*transpose=*/0, o_block,
+                                 /*rt_dim=*/1, Sk_t);
                 }
                 tile_regs_commit();
                 tile_regs_wait();
-                pack_tile<true>(0, cb_o, r * vDHt + c);
+                for (uint32_t cc = 0; cc < o_block; ++cc) {
+                    pack_tile<true>(cc, cb_o, r * vDHt + c + cc);
+                }
                 tile_regs_release();
             }
         }
@@ -551,18 +655,18 @@ void merge_partial(uint32_t in, bool has_o) {
 void write_normalised_output() {
     CircularBuffer(cb_l).wait_front(PNHt);
     CircularBuffer(cb_o).wait_front(o_tiles);
-    // 1/l into cb_row_stat
-    reconfig_data_format_srca(cb_l);
-    pack_reconfig_data_format(cb_row_stat);
-    copy_init(cb_l);
+    // 1/l into cb_row_stat: l's row sum (the one reduction of the unreduced l), then its reciprocal
+    configure(cb_ones, cb_l, cb_row_stat);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
+    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_l, cb_ones, cb_row_stat);
     CircularBuffer(cb_row_stat).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
-        copy_tile(cb_l, r, 0);
+        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_l, cb_ones, r, 0, 0);
         recip_tile_init();
-        recip_tile(0, row_vector_mode);
+        recip_tile(0, col0_vector_mode);
         pack_result(cb_row_stat);
     }
+    reduce_uninit();
     CircularBuffer(cb_row_stat).push_back(PNHt);
     CircularBuffer(cb_row_stat).wait_front(PNHt);
 

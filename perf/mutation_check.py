@@ -71,27 +71,31 @@ MUTATIONS = [
         """                if (!first) {
                     configure(cb_o, cb_alpha, cb_o);
                     mul_bcast_cols_init(cb_o, cb_alpha);
-                    mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
+                    for (uint32_t cc = 0; cc < o_block; ++cc) {
+                        mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c + cc, r, cc);
+                    }
                 }""",
         """                if (!first) {
                     reconfig_data_format_srca(cb_o);
                     pack_reconfig_data_format(cb_o);
                     copy_init(cb_o);
-                    copy_tile(cb_o, r * vDHt + c, 0);
+                    for (uint32_t cc = 0; cc < o_block; ++cc) {
+                        copy_tile(cb_o, r * vDHt + c + cc, cc);
+                    }
                 }""",
         "process_chunk: O = O + P.V, the running O not rescaled by exp(m_old - m_new)",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
         "l_rescale_dropped", COMPUTE,
-        """        configure(cb_l, cb_alpha, cb_l);
-        mul_init(cb_l, cb_alpha);
-        mul_tiles(cb_l, cb_alpha, r, alpha_first + r, 0);""",
-        """        reconfig_data_format_srca(cb_l);
-        pack_reconfig_data_format(cb_l);
-        copy_init(cb_l);
-        copy_tile(cb_l, r, 0);""",
-        "push_rescaled_sum: l = l + rowsum(P) (chunks and merges), l not rescaled",
+        """    configure(cb_l, cb_alpha, cb_l);
+    mul_bcast_cols_init(cb_l, cb_alpha);
+    mul_tiles_bcast_cols(cb_l, cb_alpha, r, alpha_index, 0);""",
+        """    reconfig_data_format_srca(cb_l);
+    pack_reconfig_data_format(cb_l);
+    copy_init(cb_l);
+    copy_tile(cb_l, r, 0);""",
+        "rescaled_l_in_dst: l = l + sum(P) (chunks and merges), l not rescaled",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
@@ -130,10 +134,20 @@ MUTATIONS = [
     ),
     Mutation(
         "scale_not_applied", COMPUTE,
-        """        scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
-        CircularBuffer(cb_q).pop_front(q_tiles);""",
-        "        move_tiles(cb_q, cb_q_scaled, q_tiles);",
-        "compute: Q copied instead of scaled (scores not multiplied by the softmax scale)",
+        """            scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
+            CircularBuffer(cb_q).pop_front(q_tiles);""",
+        "            move_tiles(cb_q, cb_q_scaled, q_tiles);",
+        "compute, exact exp (and approximate with a mask or sinks): Q copied instead of scaled (scores not multiplied "
+        "by the softmax scale)",
+        (SINK, "tests/test_model_calls.py"),
+    ),
+    Mutation(
+        "scale_not_applied_in_exp", COMPUTE,
+        """constexpr uint32_t probs_exp_scale_bits = scale_in_exp ? scale_bits : ONE_FP32_BITS;
+constexpr uint16_t factor_exp_scale_bf16 = scale_bits >> 16;""",
+        """constexpr uint32_t probs_exp_scale_bits = ONE_FP32_BITS;
+constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
+        "compute, approximate exp: the softmax scale not fused into the exps (scores not multiplied by it)",
         (CHUNK_EDGES,),
     ),
     Mutation(
@@ -313,8 +327,8 @@ MUTATIONS = [
     ),
     Mutation(
         "split_d_q_offset", COMPUTE,
-        "matmul_tiles(cb_q_scaled, cb_k, r * DHt + block * k_head_block + d, d, r);",
-        "matmul_tiles(cb_q_scaled, cb_k, r * DHt + d, d, r);",
+        "matmul_tiles(cb_q_mm, cb_k, r * DHt + block * k_head_block + d, d, r);",
+        "matmul_tiles(cb_q_mm, cb_k, r * DHt + d, d, r);",
         "compute, head-dim-tiled K: every K block multiplied by Q's first head-dim block",
         ("tests/test_features.py::test_head_dim_tiling_in_dst", "tests/test_features.py::test_large_head_dims"),
     ),
