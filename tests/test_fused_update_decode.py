@@ -118,7 +118,9 @@ def test_one_program_over_steps_and_free_cores(dev):
     c = _case(dev, gen, "bfloat8_b", False, [10, 150])
     (k, v), _ = c["caches"]
     new_k, new_v = c["dev_new"]
-    config = ProgramConfig(compute_with_storage_grid_size=(8, 4))
+    # An explicit k_chunk_size keeps 8 cores per group, so the attention fills the 8x4 grid (a derived one would give
+    # each 256-position user a single core: plan.rules.default_num_cores_per_head).
+    config = ProgramConfig(compute_with_storage_grid_size=(8, 4), k_chunk_size=32)
     out = dev.allocate((1, 2, 4, 64), ttnn.bfloat16, ttnn.TILE_LAYOUT)  # poisoned; the same address every step
     programs = device_cache(dev).stats()["programs"]
     for step, positions in enumerate(([10, 150], [11, 151])):
