@@ -135,12 +135,16 @@ class DecodeCase:
     fp32_dest_acc_en: bool = False
     out_dtype: str = "bfloat16"
     out_sharded: bool = False  # output L1 height-sharded, one (token, user) tile row block per core
+    # None: the op's default (the approximate exp, as upstream's); False pins the exact exp (cases about the kernel's
+    # arithmetic in the exact path: its Q scaling and accurate exp must stay covered at the same thresholds).
+    exp_approx_mode: bool | None = None
     extra: dict = field(default_factory=dict, compare=False)
 
     def program_config(self) -> ProgramConfig:
         return ProgramConfig(
             compute_with_storage_grid_size=self.grid,
             k_chunk_size=self.k_chunk_size,
+            exp_approx_mode=self.exp_approx_mode,
             max_cores_per_head_batch=self.max_cores_per_head_batch,
         )
 
@@ -156,6 +160,7 @@ class DecodeCase:
             "fp32acc" if self.fp32_dest_acc_en else "",
             f"out-{self.out_dtype}" if self.out_dtype != "bfloat16" else "",
             "out-l1-sharded" if self.out_sharded else "",
+            "" if self.exp_approx_mode is None else ("exp-approx" if self.exp_approx_mode else "exp-exact"),
         ]
         return "-".join(
             [f"b{self.batch}", f"h{self.n_q_heads}/{self.n_kv_heads}", f"d{self.head_dim}", f"S{self.kv_len}",

@@ -20,7 +20,10 @@ MATRIX = [
     # Llama-3.1-8B per chip on T3K (1 kv head): all cores of a group in one tree.
     DecodeCase(1, 8, 1, 128, 2048, (1500,), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=16),
     # Llama-3.1-8B on N150: 8 kv heads x batch 4 = 32 groups, 2 cores each; mixed cur_pos with a skipped user.
-    DecodeCase(4, 32, 8, 128, 2048, (0, 2047, -1, 700), "bfloat8_b", k_chunk_size=256, max_cores_per_head_batch=4),
+    # Exact exp (exp_approx_mode=False) here and in two cases below: the exact path (Q scaled by the reader's scale
+    # tile, accurate exp) keeps multi-core, many-groups-per-core and one-core cases at the same thresholds.
+    DecodeCase(4, 32, 8, 128, 2048, (0, 2047, -1, 700), "bfloat8_b", k_chunk_size=256, max_cores_per_head_batch=4,
+               exp_approx_mode=False),
     # batch 32: more groups (256) than cores (64): 4 groups per core, no reduction.
     DecodeCase(32, 8, 8, 64, 128, tuple(range(0, 128, 4)), "bfloat16", k_chunk_size=32, max_cores_per_head_batch=1),
     # G = 4, bfloat4_b cache on an 8x7 grid (N300 chip), chunk edges +-1.
@@ -30,9 +33,9 @@ MATRIX = [
     # G = 6 (12/2), 2x2 grid: 2 groups on 4 cores.
     DecodeCase(1, 12, 2, 128, 2048, (1234,), "bfloat16", k_chunk_size=0, max_cores_per_head_batch=16, grid=(2, 2)),
     # 40/8 heads (G = 5), b x n_kv = 32 groups on a 2x2 grid.
-    DecodeCase(4, 40, 8, 128, 128, (5, 127, 64, 31), "bfloat16", k_chunk_size=32, grid=(2, 2)),
+    DecodeCase(4, 40, 8, 128, 128, (5, 127, 64, 31), "bfloat16", k_chunk_size=32, grid=(2, 2), exp_approx_mode=False),
     # MHA, 1x1 grid: every group on one core.
-    DecodeCase(2, 8, 8, 64, 1024, (0, 1023), "bfloat16", k_chunk_size=128, grid=(1, 1)),
+    DecodeCase(2, 8, 8, 64, 1024, (0, 1023), "bfloat16", k_chunk_size=128, grid=(1, 1), exp_approx_mode=False),
     # The one long case: 32768 positions, 16 cores per head.
     DecodeCase(1, 8, 1, 64, 32768, (32767,), "bfloat8_b", k_chunk_size=512, max_cores_per_head_batch=16),
 ]
@@ -44,10 +47,13 @@ def test_matrix(emu_device, case):
     assert_matches_golden(outcome, case)
 
 
-@pytest.mark.parametrize("cur_pos", [0, 31, 32, 127, 128, 129, 511, 512, 1023])
-def test_chunk_edges(emu_device, cur_pos):
-    """cur_pos at, before and after tile and chunk boundaries, on a 4-core group with 128-position chunks."""
-    case = DecodeCase(1, 8, 1, 64, 1024, (cur_pos,), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4)
+@pytest.mark.parametrize("cur_pos, exp_approx_mode", [(p, None) for p in (0, 31, 32, 127, 128, 129, 511, 512, 1023)]
+                         + [(p, False) for p in (31, 129, 1023)])  # fmt: skip
+def test_chunk_edges(emu_device, cur_pos, exp_approx_mode):
+    """cur_pos at, before and after tile and chunk boundaries, on a 4-core group with 128-position chunks; with the
+    default (approximate) exp, and with the exact one at three of them (its Q scaling and exp)."""
+    case = DecodeCase(1, 8, 1, 64, 1024, (cur_pos,), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
+                      exp_approx_mode=exp_approx_mode)
     assert_matches_golden(run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch), case)
 
 
