@@ -100,8 +100,11 @@ def measure(case: Case, exp_approx: bool | None) -> dict:
             except L1OverflowError:
                 continue
             timed[(p.num_cores_per_head, p.k_chunk_size)] = auto.evaluate(p, cur_pos=pos)
+    # The op plans host positions with the batch's largest position + 1 rounded up to a power of two (op.py,
+    # _positions_bound), so a decode loop meets a handful of plans; the derived plan here sees the same bound.
+    bound = None if pos is None else min(case.shapes.kv_len, 1 << pos.bit_length()) - 1
     derived = plan(case.shapes, ProgramConfig(GRID, k_chunk_size=0, max_cores_per_head_batch=case.max_cores, **extra),
-                   GRID, max_cur_pos=pos)  # fmt: skip
+                   GRID, max_cur_pos=bound)  # fmt: skip
     key = (derived.num_cores_per_head, derived.k_chunk_size)
     if key not in timed:
         timed[key] = auto.evaluate(derived, cur_pos=pos)

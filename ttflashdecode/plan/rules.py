@@ -30,23 +30,24 @@ if TYPE_CHECKING:
     from ttflashdecode.plan.shapes import DecodeShapes
 
 # The group size the planner chooses when k_chunk_size is 0 (default_num_cores_per_head): max_cores_per_head_batch is
-# a maximum, and more cores are not always faster. Measured, MODELLED, with the default (approximate) exp: perf/
-# group_size_table.py --only T3K, table in perf/out/group_size_table.md, on Llama-3.1-8B's T3K per-chip shape (b1,
-# 4 q / 1 kv head, d128, bfloat8_b, cur_pos kv_len - 1; the only kind of call with up to 64 cores in one group):
-# best time per group size N at its best k_chunk_size, us
+# a maximum, and more cores are not always faster. Measured, MODELLED, default (approximate) exp:
+# `perf/group_size_table.py`, table in perf/out/group_size_table.md. Llama-3.1-8B's T3K per-chip shape (b1, 4 q / 1 kv
+# head, d128, bfloat8_b, cur_pos kv_len - 1; the only kind of call with up to 64 cores in one group), best time per
+# group size N at its best k_chunk_size, us:
 #     kv_len   N=4     N=8     N=16    N=32    N=64
-#     1K       12.03   12.35   13.98   16.37   -
-#     2K       16.23   14.77   15.60   17.46   20.79
-#     4K       23.70   18.98   18.49   20.12   23.02
-#     8K       38.44   26.49   24.05   24.75   27.51
-#     32K      127.07  70.80   51.95   52.69   55.04
-#     128K     481.60  248.07  172.28  163.70  164.60
+#     1K       12.03   12.35   13.98   16.37   16.37
+#     4K       22.33   17.14   16.40   17.45   20.02
+#     8K       36.69   24.67   21.79   22.02   24.50
+#     32K      123.08  67.86   49.66   49.97   52.04
+#     128K     468.66  240.64  169.80  161.00  161.41
 # * MIN_POSITIONS_PER_CORE: below 256 positions a core, another core's share of the reads saves less than the extra
-#   tree round and the shorter chunks cost (1K-4K fastest at 256 a core); the Llama-70B per-chip point (b8, 8 q /
-#   1 kv, position 127) takes 6.26 us on one core per user against 10.00 us on 8 (--only Llama-70B).
+#   tree round and the shorter chunks cost (1K-4K: fastest at 256 a core); the Llama-70B per-chip point (b8, 8 q /
+#   1 kv, paged, position 127) takes 5.99 us on one core per user against 8.83 us on 8.
 # * DRAM_SATURATING_CORES, MAX_POSITIONS_PER_CORE: one group's 16 cores already draw most of the chip's DRAM
 #   bandwidth, so past 16 cores another tree round pays only once each of the 16 would read more than 4096 positions
-#   (128K: 32 cores 163.70 us vs 16 172.28; 32K: 16 cores 51.95 vs 32 52.69, 64 55.04).
+#   (128K: 32 cores 161.00 us vs 16 169.80; 32K: 16 cores 49.66 vs 32 49.97, 64 52.04).
+# The table's other shapes (the rule's range below auto's line) are all as fast or faster than with the group at its
+# maximum (e.g. b1 32q/8kv 1K: 20.03 us on 4 cores a group vs 22.55 on 8).
 MIN_POSITIONS_PER_CORE = 256
 DRAM_SATURATING_CORES = 16
 MAX_POSITIONS_PER_CORE = 4096
