@@ -4,10 +4,11 @@ emulator's timing model (docs/TIMING.md) for the call's shapes. It is also what 
 
 How a choice is made (:func:`choose`), once per shape key:
 
-1. **Trivially small calls: the rule.** When the fixed default rule's plan (``ProgramConfig(device grid)``:
-   k_chunk_size from :func:`~ttflashdecode.plan.default_k_chunk_size`, refined by the batch's largest host position
-   as before) gives each of its working cores less than :data:`RULE_MAX_KV_BYTES_PER_CORE` of K/V to read (the whole
-   cache, K and V, over the cores that work), auto is that plan, with no model run. Measured
+1. **Trivially small calls: the rule.** When the fixed default rule's plan (``ProgramConfig(device grid)``: the group
+   size from :func:`~ttflashdecode.plan.default_num_cores_per_head` and k_chunk_size from
+   :func:`~ttflashdecode.plan.default_k_chunk_size`, refined by the batch's largest host position as before) gives
+   each core its config allows less than :data:`RULE_MAX_KV_BYTES_PER_CORE` of K/V to read (the whole cache, K and V,
+   over groups x min(16, cores // groups) cores: :func:`kv_bytes_per_core`), auto is that plan, with no model run. Measured
    (``perf/auto_config_gain.py --small``, modelled): at 17-34 KiB per core (four shapes, 0.3-2.1 MiB caches) the
    rule's plan was the fastest candidate every time, since the launch, the tree and a chunk or two per core make
    most of the time; from 64 KiB per core the model finds gains (a T3K chip's one kv head over 8K positions: 136 KiB
