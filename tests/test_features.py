@@ -231,8 +231,11 @@ def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
     causal mask tiles, while the blocks stream through (fp32 DST holds half as many tiles); V streams in column
     blocks. Positions end mid-chunk. (At least 2 tokens: 16 query rows would take 16-row tiles, whose smaller
     partials leave room for whole-head blocks.)"""
+    # fp32 DST: the exact exp (the fp32 bound, 0.4x, is the exact path's; the default approximate exp measured 0.0304
+    # against a 0.0292 bound here).
     case = DecodeCase(2, 16, 1, 2048, 256, (250, 77), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=2,
-                      q_len=q_len, fp32_dest_acc_en=fp32_dest_acc_en)  # fmt: skip
+                      q_len=q_len, fp32_dest_acc_en=fp32_dest_acc_en,
+                      exp_approx_mode=False if fp32_dest_acc_en else None)  # fmt: skip
     outcome = _run(emu_device, case)
     p = outcome.plan
     assert p.shapes.PNHt == -(-q_len * 16 // 32)
@@ -263,7 +266,10 @@ def test_l1_sharded_output_leaves_its_shards_room(emu_device):
     head dim the plan would fill L1, so it is made to fit below the output's shards."""
     from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES
 
-    case = DecodeCase(1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2))
+    # The exact exp: at head_dim 2048 with a bfloat16 DST the default approximate exp measured PCC 0.99825 here, under
+    # the suite's 0.999 (README "Precision"); this test is about L1 placement, at the kernel's usual thresholds.
+    case = DecodeCase(1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2),
+                      exp_approx_mode=False)
     outcome = _run(emu_device, case)
     assert outcome.plan.l1_budget < L1_BUDGET_BYTES
     assert L1_RESERVED_BYTES + outcome.plan.l1_bytes <= outcome.out_tensor.buffer_address()
@@ -321,8 +327,9 @@ def test_output_placed_below_the_plan_is_refused(emu_device, monkeypatch):
 
 
 def test_float32_output(emu_device):
+    # fp32 end to end with the exact exp: the 1% bound is the exact path's (the approximate exp measured 1.96%).
     case = DecodeCase(2, 8, 2, 64, 512, (511, 100), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4,
-                      fp32_dest_acc_en=True, out_dtype="float32")  # fmt: skip
+                      fp32_dest_acc_en=True, out_dtype="float32", exp_approx_mode=False)  # fmt: skip
     outcome = _run(emu_device, case)
     assert outcome.out.dtype == torch.float32
     # fp32 accumulation and a float32 output: within 1% of the output's magnitude (measured: 0.2%)
