@@ -19,5 +19,5 @@ inline void _llk_math_eltwise_ternary_sfpu_params_(Callable&& sfpu_func, std::ui
         _llk_math_eltwise_sfpu_apply_vector_mode_(std::forward<Callable>(sfpu_func), vector_mode, dst_index_in0,
                                                   dst_index_in1, dst_index_in2, dst_index_out, std::forward<Args>(args)...);
     _llk_math_eltwise_sfpu_done_();
-    emu::timing_sfpu(sfpu_func, emu::timing_vector_mode_faces(int(vector_mode)), true);
+    emu::timing_sfpu(sfpu_func, int(vector_mode), true);
 }

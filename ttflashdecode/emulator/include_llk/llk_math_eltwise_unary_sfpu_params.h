@@ -16,5 +16,5 @@ inline void _llk_math_eltwise_unary_sfpu_params_(Callable&& sfpu_func, std::uint
         _llk_math_eltwise_sfpu_apply_vector_mode_(std::forward<Callable>(sfpu_func), vector_mode,
                                                   std::forward<Args>(args)...);
     _llk_math_eltwise_sfpu_done_();
-    emu::timing_sfpu(sfpu_func, emu::timing_vector_mode_faces(int(vector_mode)), false);
+    emu::timing_sfpu(sfpu_func, int(vector_mode), false);
 }

@@ -51,9 +51,15 @@ inline void timing_pack(uint32_t tile_bytes) {
 // type's name), so upstream's own SFPU functions are costed too. exp / reciprocal are costed by their measured
 // per-tile cycles, the approximation mode being the function template's first argument (tt-llk's convention:
 // calculate_exponential<APPROXIMATION_MODE, ...>); binary ops and everything else by the table's generic rows.
+// iterations: the function's ITERATIONS template argument, the 32-lane row steps one call runs (8 cover a 16x16
+// face). exp_tile<..., iterations>() passes it on (wheel: hw/inc/api/compute/eltwise_unary/exp.h, SFPU_UNARY_CALL
+// -> calculate_exponential<APPROXIMATION_MODE, is_fp32_dest_acc_en, SCALE_EN, ITERATIONS, CLAMP_NEGATIVE>,
+// llk_sfpu/ckernel_sfpu_exp.h; calculate_reciprocal<APPROXIMATION_MODE, is_fp32_dest_acc_en, ITERATIONS>,
+// ckernel_sfpu_recip.h). Other functions: 8, the tt-llk default.
 struct SfpuKind {
     timing::Op op = timing::Op::SfpuSimple;
     bool approx = false;
+    uint32_t iterations = 8;
 };
 
 inline std::string timing_demangle(const char* mangled) {
@@ -71,13 +77,33 @@ inline SfpuKind timing_classify_sfpu(const std::string& name, bool binary) {
         size_t lt = name.find('<', from);
         return lt != std::string::npos && name.compare(lt + 1, 4, "true") == 0;
     };
+    // The index-th template argument of the function named at `at`, if it is an integer (else `fallback`).
+    auto template_int_arg = [&](size_t at, int index, uint32_t fallback) -> uint32_t {
+        size_t i = name.find('<', at);
+        if (i == std::string::npos) return fallback;
+        for (int depth = 0, arg = 0; ++i < name.size();) {
+            char c = name[i];
+            if (c == '<' || c == '(') ++depth;
+            else if ((c == '>' || c == ')') && depth > 0) --depth;
+            else if (depth == 0 && c == ',') ++arg;
+            else if (depth == 0 && c == '>') break;
+            else if (depth == 0 && arg == index && c != ' ') {
+                if (c < '0' || c > '9') return fallback;
+                uint32_t v = std::strtoul(name.c_str() + i, nullptr, 10);
+                return v > 0 ? v : fallback;
+            }
+        }
+        return fallback;
+    };
     size_t p;
     if ((p = name.find("recip")) != std::string::npos) {
         k.op = timing::Op::SfpuRecip;
         k.approx = first_template_arg_true(p);
+        if ((p = name.find("calculate_reciprocal<")) != std::string::npos) k.iterations = template_int_arg(p, 2, 8);
     } else if ((p = name.find("exp")) != std::string::npos) {
         k.op = timing::Op::SfpuExp;
         k.approx = first_template_arg_true(p);
+        if ((p = name.find("calculate_exponential<")) != std::string::npos) k.iterations = template_int_arg(p, 3, 8);
     } else if (binary) {
         k.op = timing::Op::SfpuBinary;
     }
@@ -101,16 +127,20 @@ inline SfpuKind timing_sfpu_kind(const F& f, bool binary) {
     }
 }
 
-// Faces an SFPU call covers by ckernel::VectorMode (None 0: one face, R 1: faces 0-1, C 2: faces 0 and 2, RC 4: all).
-inline uint32_t timing_vector_mode_faces(int vector_mode) {
+// Calls of the SFPU function per tile by ckernel::VectorMode, as tt-llk's _llk_math_eltwise_sfpu_apply_vector_mode_
+// makes them (tt_llk_wormhole_b0/llk_lib/llk_math_eltwise_sfpu_common.h): RC 4 (one a face), R 2 (faces 0-1),
+// C 2 (faces 0 and 2), anything else (None) 1, the function then covering as many rows as its ITERATIONS say
+// (upstream sdpa's exp_tile<..., 32>(j, VectorMode::None) is a whole 32x32 tile in one call).
+inline uint32_t timing_vector_mode_calls(int vector_mode) {
     return vector_mode == 4 ? 4 : vector_mode == 1 || vector_mode == 2 ? 2 : 1;
 }
 
-// One SFPU call over `faces` of a tile's four faces (VectorMode RC: 4, R / C: 2).
+// One SFPU op on a DST tile: charged calls x ITERATIONS / 8 faces of the tile's four (8 row steps a face).
 template <class F>
-inline void timing_sfpu(const F& f, uint32_t faces, bool binary) {
+inline void timing_sfpu(const F& f, int vector_mode, bool binary) {
     if (auto* tr = timing_risc()) {
         SfpuKind k = timing_sfpu_kind(f, binary);
+        double faces = timing_vector_mode_calls(vector_mode) * (k.iterations / 8.0);
         tr->compute(k.op, 1, 0, 0, compute_config().math_fidelity, k.approx, faces / 4.0);
     }
 }
