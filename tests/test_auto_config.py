@@ -207,3 +207,14 @@ def test_rule_mode_from_the_environment(monkeypatch):
     monkeypatch.setattr(auto, "evaluate", lambda *a, **k: pytest.fail("rule mode must not evaluate"))
     s = _shapes(CASE)
     assert auto.plan_for(s, AutoProgramConfig(GRID), GRID) == plan(s, None, GRID)
+
+
+def test_auto_keeps_the_callers_exp(monkeypatch):
+    """Auto chooses grid use, k_chunk_size and group size; an exact exp asked for (exp_approx_mode=False) stays exact,
+    on the rule's path and on a model-chosen config."""
+    monkeypatch.setattr(auto, "evaluate", lambda *a, **k: pytest.fail("a small shape must not be evaluated"))
+    s = _shapes(CASE)
+    exact = auto.plan_for(s, AutoProgramConfig(GRID, exp_approx_mode=False), GRID)
+    assert exact.config.exp_approx_mode is False
+    assert exact == plan(s, ProgramConfig(GRID, exp_approx_mode=False), GRID)
+    assert auto.plan_for(s, AutoProgramConfig(GRID), GRID).config.exp_approx_mode is True

@@ -129,10 +129,13 @@ def plan_for(
     if not is_auto(config):
         return plan(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
     choice = choose(shapes, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
+    # Auto chooses the grid use, k_chunk_size and group size only; the exp the caller asked for is kept (the choice
+    # was ranked with the default approximate exp, which moves compute time, not the plan's shape).
     if choice.config is None:
-        return plan(shapes, rule_config(grid), grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32_dest_acc,
-                    l1_budget=l1_budget)  # fmt: skip
-    return plan(shapes, choice.config, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
+        chosen = replace(rule_config(grid), exp_approx_mode=config.exp_approx_mode)
+        return plan(shapes, chosen, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
+    chosen = replace(choice.config, exp_approx_mode=config.exp_approx_mode)
+    return plan(shapes, chosen, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
 
 
 def rule_config(grid: tuple[int, int]) -> ProgramConfig:
