@@ -332,14 +332,28 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
     )
 
 
+# The default exp is upstream's approximate one (exp_approx_mode unset or True): each softmax weight carries a few
+# per cent of relative error (the LLK's Schraudolph-style exp, docs/TIMING.md), against ~0.4% for the exact exp. The
+# worst a correct kernel gave under it was 0.063 x max |expected| (test_fuzz seed 1034124622 case 4, d64 bfloat16)
+# against the 0.06 the exact exp's measurements set, so approximate cases get this factor on the max-abs bound (PCC
+# floors unchanged). Kernel-arithmetic tests pin exp_approx_mode=False and keep the exact exp's bound.
+APPROX_EXP_FACTOR = 1.25
+
+
+def exp_factor(exp_approx_mode: bool | None) -> float:
+    """The bound's factor for the softmax's exp: APPROX_EXP_FACTOR unless the exact exp is asked for."""
+    return 1.0 if exp_approx_mode is False else APPROX_EXP_FACTOR
+
+
 def max_abs_err_for(case: DecodeCase, expected: torch.Tensor) -> float:
     """The max-abs threshold of a case against ``expected`` (see error_bound)."""
-    return error_bound(expected, case.kv_dtype, dst_factor(case.head_dim, case.fp32_dest_acc_en))
+    factor = dst_factor(case.head_dim, case.fp32_dest_acc_en) * exp_factor(case.exp_approx_mode)
+    return error_bound(expected, case.kv_dtype, factor)
 
 
 def assert_matches_golden(outcome: DecodeOutcome, case: DecodeCase) -> None:
     out, expected = outcome.out, outcome.expected
-    factor = dst_factor(case.head_dim, case.fp32_dest_acc_en)
+    factor = dst_factor(case.head_dim, case.fp32_dest_acc_en) * exp_factor(case.exp_approx_mode)
     check_close(out, expected, case.kv_dtype, outcome.seed, str(case), factor)
     t = f"{tag(outcome.seed)} {case}"
     for b, p in enumerate(case.cur_pos or ()):

@@ -73,7 +73,11 @@ def test_kernel_includes_exist_in_the_wheel():
 
 
 def test_kernel_api_calls_are_declared_in_the_wheel():
-    wheel_text = "\n".join(_code(p) for p in _wheel_inc().rglob("*.h"))
+    # hw/inc plus tt-llk's Wormhole llk_lib, which a compute kernel's include path also holds on silicon (types such as
+    # ReluConfig, whose ReluConfig::zero() upstream's sdpa passes to pack_relu_config, are declared there).
+    llk_lib = _wheel_inc().parents[1] / "tt-llk" / "tt_llk_wormhole_b0" / "llk_lib"
+    assert llk_lib.is_dir(), f"{llk_lib}: the wheel's tt-llk folder moved"
+    wheel_text = "\n".join(_code(p) for root in (_wheel_inc(), llk_lib) for p in root.rglob("*.h"))
     calls = _api_calls()
     # The FlashDecode kernels need at least CBs, NOC reads/writes, semaphores, matmul, reduce and exp.
     for needed in ("async_read", "async_write", "async_read_barrier", "wait_front", "reserve_back", "get_write_ptr",
