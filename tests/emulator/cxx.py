@@ -18,7 +18,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from ttflashdecode.emulator import jit_env
+from ttflashdecode.emulator import compiler, jit_env
 
 REPO = Path(__file__).resolve().parents[2]
 INCLUDE = REPO / "ttflashdecode" / "emulator" / "include"
@@ -30,20 +30,17 @@ HEADER_SUFFIXES = (".h", ".hpp", ".inl")
 
 @lru_cache(maxsize=1)
 def _toolchain() -> str:
-    """The compiler's banner and the ttnn wheel's version (its headers are fixed per version)."""
-    banner = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    """The compiler's identity (as the kernel cache keys it) and the ttnn wheel's version (its headers are fixed per
+    version)."""
     try:
         ttnn = importlib.metadata.version("ttnn")
     except importlib.metadata.PackageNotFoundError:
         ttnn = "none"
-    return f"{banner} ttnn {ttnn}"
+    return f"{compiler.compiler_identity('g++')} ttnn {ttnn}"
 
 
 def _stable(text: str) -> str:
-    wheel = jit_env.wheel_root()
-    if wheel is not None:
-        text = text.replace(str(wheel.parent), "<site-packages>")
-    return text.replace(str(REPO), "<repo>")
+    return compiler.stable_paths(text, compiler.location_roots())
 
 
 def _digest(paths: list[Path], flags: list[str]) -> str:

@@ -190,7 +190,7 @@ CACHE_KEY_VERSION = "content-2"
 
 
 @lru_cache(maxsize=None)
-def _compiler_identity(cxx: str) -> str:
+def compiler_identity(cxx: str = CXX) -> str:
     """The compiler's version banner and target: a new g++ (its own system headers, which ``-MM`` leaves out, come
     with it) is a new key."""
     res = subprocess.run([cxx, "--version"], capture_output=True, text=True)
@@ -198,16 +198,16 @@ def _compiler_identity(cxx: str) -> str:
     return (res.stdout.splitlines() or [""])[0] + " " + target.stdout.strip()
 
 
-def location_roots(source: Path) -> list[tuple[str, str]]:
+def location_roots(source: Path | None = None) -> list[tuple[str, str]]:
     """(absolute directory, stable token) for every location a kernel build names, longest directory first: the
     repository, the installed wheel's site-packages, the cache (generated headers, inline sources) and, for a kernel
-    outside all of those, the kernel's own directory."""
+    ``source`` outside all of those, the kernel's own directory."""
     roots = {str(REPO_ROOT): "<repo>", str(CACHE_ROOT): "<cache>"}
     wheel = jit_env.wheel_root()
     if wheel is not None:
         roots[str(wheel.parent)] = "<site-packages>"
-    kernel_dir = Path(source).parent
-    if not any(kernel_dir.is_relative_to(d) for d in roots):
+    kernel_dir = Path(source).parent if source is not None else None
+    if kernel_dir is not None and not any(kernel_dir.is_relative_to(d) for d in roots):
         roots[str(kernel_dir)] = "<kernel-dir>"
     return sorted(roots.items(), key=lambda r: (-len(r[0]), r[1]))
 
@@ -233,7 +233,7 @@ def cache_key(build: KernelBuild, headers: list[str], roots: list[tuple[str, str
     of the same tree share one entry), the content of every header (so an edited header is a new entry)."""
     roots = location_roots(build.source) if roots is None else roots
     h = hashlib.sha256()
-    for part in (CACHE_KEY_VERSION, _compiler_identity(CXX), build.source.name):
+    for part in (CACHE_KEY_VERSION, compiler_identity(CXX), build.source.name):
         h.update(part.encode() + b"\0")
     h.update(build.source.read_bytes() + b"\0")
     for f in build.flags:
