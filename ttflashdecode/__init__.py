@@ -16,6 +16,7 @@ Tensors may live on a Wormhole device (the op launches with ``ttnn.generic_op``)
 __version__ = "0.1.0"
 
 from ttflashdecode.config import ProgramConfig, load_program_config  # noqa: E402
+from ttflashdecode.fill_cache_op import fill_cache, paged_fill_cache  # noqa: E402
 from ttflashdecode.fused_update_decode import paged_update_cache_and_decode, update_cache_and_decode  # noqa: E402
 from ttflashdecode.op import (  # noqa: E402
     cache_stats,
@@ -44,6 +45,8 @@ __all__ = [
     "update_cache",
     "paged_update_cache",
     "paged_fused_update_cache",
+    "fill_cache",
+    "paged_fill_cache",
     "update_cache_and_decode",
     "paged_update_cache_and_decode",
     "ProgramConfig",

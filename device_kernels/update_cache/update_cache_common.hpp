@@ -71,6 +71,51 @@ inline RowTarget locate_row(
     return target;
 }
 
+// Where one tile row of a fill goes (a prefill's 32-position slice of one head): the first of its Wt tiles in the
+// cache. `write` is 0 when the target is outside the cache: the user is not one of the cache's (unpaged) or the page
+// table's rows (paged), the slice lies past the user's positions, or the table names a block past the cache's.
+struct FillTarget {
+    uint32_t write;
+    uint32_t first_tile;
+};
+
+inline FillTarget locate_fill_row(
+    uint32_t user,
+    uint32_t head,
+    uint32_t seq_tile,     // the slice's tile row among the user's positions (position seq_tile * 32)
+    uint32_t users,        // unpaged: users of the cache; paged: rows of the page table
+    uint32_t n_kv_heads,
+    uint32_t Wt,
+    bool is_paged,
+    uint32_t block_size,           // paged: positions per block; unpaged: the cache's tile-padded positions per user
+    uint32_t max_blocks_per_user,  // paged: page-table columns
+    uint32_t num_blocks,           // paged: blocks of the cache tensor
+    const volatile uint32_t* page_table_row) {
+    FillTarget target{0, 0};
+    const uint32_t tiles_per_block = block_size / TILE_HW;
+    if (user >= users) {
+        return target;
+    }
+    uint32_t block = user;
+    uint32_t tile_in_block = seq_tile;
+    if (is_paged) {
+        const uint32_t virtual_block = seq_tile / tiles_per_block;
+        if (virtual_block >= max_blocks_per_user) {
+            return target;
+        }
+        block = page_table_row[virtual_block];
+        if (block >= num_blocks) {
+            return target;
+        }
+        tile_in_block = seq_tile % tiles_per_block;
+    } else if (seq_tile >= tiles_per_block) {
+        return target;
+    }
+    target.write = 1;
+    target.first_tile = ((block * n_kv_heads + head) * tiles_per_block + tile_in_block) * Wt;
+    return target;
+}
+
 // Byte offset of datum (row, col) in a bfloat16 tile (four row-major 16 x 16 faces).
 inline uint32_t bf16_tile_offset(uint32_t row, uint32_t col) {
     const uint32_t face = (row / FACE_HW) * 2 + col / FACE_HW;
