@@ -11,8 +11,9 @@
 // checked_cur_pos; paged: every block a user needs must exist) and hands the checked copy to compute and the
 // writer, and it fills the constant tiles compute needs.
 // Garbage never reaches compute: positions outside [window_start, cur_pos] are never read from DRAM (whole tiles
-// are zero-filled) or, inside the first and last live tiles, zeroed after the read, so NaN or Inf a cache holds
-// past its write position cannot turn into 0 * NaN in P . V.
+// are zero-filled) or, inside the first and last live tiles, zeroed after the read, and so are the positions a user
+// mask hides from every query row of the group, so NaN or Inf a cache holds where no row looks cannot turn into
+// 0 * NaN in P . V.
 // Options (compile-time): a paged cache (K/V tiles found through the user's page-table row), a shared cache
 // (every user reads user 0's K/V), a user attention mask streamed with K instead of the generated causal
 // mask, attention sinks (one logit per q head, handed to compute as an extra (m, l) partial), and MLA's V taken
@@ -148,19 +149,19 @@ void zero_bytes(uint32_t l1_addr, uint32_t num_bytes) {
     }
 }
 
-// Zeroes the rows (cache positions) of one K or V tile at `tile_l1` outside [first_row, last_row], whatever
-// they held. A bfloat16 tile is four 16 x 16 faces of 2-byte datums; a block-float tile holds 64 shared exponents
-// (one per face row, faces in order) and then its face-ordered datums, one byte each (bfloat8_b) or a nibble
-// (bfloat4_b). A zeroed row has zero datums and a zero exponent, so it unpacks to 0 in every format.
+// Zeroes the rows (cache positions) of one K or V tile at `tile_l1` whose bit is set in `rows` (bit r: row r),
+// whatever they held. A bfloat16 tile is four 16 x 16 faces of 2-byte datums; a block-float tile holds 64 shared
+// exponents (one per face row, faces in order) and then its face-ordered datums, one byte each (bfloat8_b) or a
+// nibble (bfloat4_b). A zeroed row has zero datums and a zero exponent, so it unpacks to 0 in every format.
 template <uint32_t tile_bytes>
-void zero_rows_outside(uint32_t tile_l1, uint32_t first_row, uint32_t last_row) {
+void zero_rows(uint32_t tile_l1, uint32_t rows) {
     static_assert(tile_bytes == 2048 || tile_bytes == 1088 || tile_bytes == 576, "bfloat16, bfloat8_b or bfloat4_b");
     constexpr bool block_float = tile_bytes != 2048;
     constexpr uint32_t exponent_bytes = block_float ? 64 : 0;
     constexpr uint32_t face_row_bytes = tile_bytes == 2048 ? FACE_HW * BF16_BYTES : tile_bytes == 1088 ? FACE_HW : FACE_HW / 2;
     CoreLocalMem<volatile uint8_t> exponents(tile_l1);
     for (uint32_t row = 0; row < TILE_HW; ++row) {
-        if (row >= first_row && row <= last_row) {
+        if (((rows >> row) & 1u) == 0) {
             continue;
         }
         for (uint32_t half = 0; half < 2; ++half) {  // the row's left and right face
@@ -260,9 +261,14 @@ void unpack_bfp8_row(uint32_t stage_l1, uint32_t src_row, uint32_t dst_tile_l1, 
 // attn_mask[b, mask head, t, chunk positions] (mask head = 0 when the mask is shared by all heads).
 // A bfloat16 mask is gathered by 32-byte face-row reads; a bfloat8_b row has no such contiguous bytes (its
 // exponents sit apart from its datums), so each source tile is staged whole once and its rows unpacked.
+// Also fills `hidden_rows` (bit r of word kt: position r of the chunk's position tile kt) with the positions every
+// query row of the group hides (a mask value at or below MASKED_SCORE: -inf, or a dtype's lowest finite value),
+// whose K and V rows the caller then zeroes: compute selects such a score to MASKED_SCORE and weighs it
+// exp(MASKED_SCORE - m) == 0, but V still meets that 0 (or, in a row hidden everywhere, a weight of 1) in P . V,
+// and NaN or Inf there would reach the output. A position only some rows hide is genuinely used: left as read.
 template <typename Accessor>
 void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b, uint32_t kv_head, uint32_t chunk,
-                          uint32_t last_pos) {
+                          uint32_t last_pos, uint32_t (&hidden_rows)[Sk_t]) {
     constexpr uint32_t mask_tile_rows = (q_len + TILE_HW - 1) / TILE_HW;  // q_len padded to tiles
     CircularBuffer mask_buf(cb_mask);
     mask_buf.reserve_back(PNHt * Sk_t);
@@ -308,6 +314,18 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
         for (uint32_t row = 0; row < q_rows; ++row) {
             Bf16Tile tile(mask_l1 + ((row / q_tile_rows) * Sk_t + kt) * ROW_TILE_BYTES);
             tile[tile_datum_offset(row % q_tile_rows, key_pos % TILE_HW, 1)] = float_to_bfloat16(MASKED_SCORE);
+        }
+    }
+    // Position by position, stopping at the first row that sees it: a chunk most rows see costs one load a position.
+    for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+        hidden_rows[kt] = 0;
+        for (uint32_t c = 0; c < TILE_HW; ++c) {
+            bool hidden = true;
+            for (uint32_t row = 0; row < q_rows && hidden; ++row) {
+                Bf16Tile tile(mask_l1 + ((row / q_tile_rows) * Sk_t + kt) * ROW_TILE_BYTES);
+                hidden = bfloat16_to_float(tile[tile_datum_offset(row % q_tile_rows, c, 1)]) <= MASKED_SCORE;
+            }
+            hidden_rows[kt] |= uint32_t(hidden) << c;
         }
     }
     mask_buf.push_back(PNHt * Sk_t);
@@ -403,6 +421,8 @@ struct LiveRows {
     uint32_t first;
     uint32_t last;
     bool whole() const { return first == 0 && last == TILE_HW - 1; }
+    // Bit r set for every row r outside [first, last].
+    uint32_t outside() const { return ~((~0u >> (TILE_HW - 1 - last)) & (~0u << first)); }
 };
 
 inline LiveRows live_rows(uint32_t seq_tile, uint32_t first_pos, uint32_t last_pos) {
@@ -569,6 +589,10 @@ void kernel_main() {
         // while the next batch waits to be issued. (Issuing ahead never waits on compute for more than the
         // double-buffered K and V slots allow, and the mask of a chunk is pushed before its first K fetch.)
         uint32_t chunk_k_l1 = 0;  // the last K fetch's slot (whole rows when v_from_k): MLA's V is copied from it
+        // Positions of the chunk being completed that its user mask hides from every row (read_attn_mask_chunk):
+        // set when the chunk's first K fetch completes, used by its K and V fetches, which complete before the next
+        // chunk's first K fetch does. None without a user mask.
+        uint32_t masked_rows[Sk_t] = {};
 
         auto issue = [&](const KvFetch& f) {
             if (f.kind == KvFetch::K) {
@@ -616,14 +640,24 @@ void kernel_main() {
             }
         };
 
-        // Waits for a fetch's reads, zeroes the rows outside [first_live_pos, cur_pos] of the first and last live
-        // tiles, and pushes it (a chunk's first K fetch after the chunk's mask: compute waits for the mask first).
+        // Rows of a read position tile to zero before compute sees them: outside [first_live_pos, cur_pos] (inside
+        // the first and last live tiles), and the positions the chunk's user mask hides from every row of the group.
+        // Tiles outside the live range were zero-filled, not read.
+        auto hidden_rows_of = [&](uint32_t seq_tile) -> uint32_t {
+            if (seq_tile < first_live_tile || seq_tile > last_live_tile) {
+                return 0;
+            }
+            return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];
+        };
+
+        // Waits for a fetch's reads, zeroes its hidden rows (hidden_rows_of) and pushes it (a chunk's first K fetch
+        // after the chunk's mask, which also finds the rows the mask hides: compute waits for the mask first).
         auto complete = [&](const KvFetch& f) {
             if (f.kind == KvFetch::K) {
                 const uint32_t chunk = f.chunk;
                 if (f.block == 0) {
                     if constexpr (use_attn_mask) {
-                        read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos);
+                        read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos, masked_rows);
                     } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
                         push_generated_mask(chunk, cur_pos);
                     }
@@ -631,12 +665,11 @@ void kernel_main() {
                 noc.async_read_barrier<NocOptions::TXN_ID>({.trid = K_TRID});
                 const uint32_t fetch = f.block;
                 for (uint32_t block = fetch * Sk_t; block < (fetch + 1) * Sk_t; ++block) {
-                    const uint32_t seq_tile = chunk * Sk_t + block / k_blocks_per_row;
-                    const LiveRows rows = live_rows(seq_tile, first_live_pos, cur_pos);
-                    if ((seq_tile == first_live_tile || seq_tile == last_live_tile) && !rows.whole()) {
+                    const uint32_t rows = hidden_rows_of(chunk * Sk_t + block / k_blocks_per_row);
+                    if (rows != 0) {
                         const uint32_t block_l1 = chunk_k_l1 + (block - fetch * Sk_t) * k_head_block * k_tile_bytes;
                         for (uint32_t d = 0; d < k_head_block; ++d) {
-                            zero_rows_outside<k_tile_bytes>(block_l1 + d * k_tile_bytes, rows.first, rows.last);
+                            zero_rows<k_tile_bytes>(block_l1 + d * k_tile_bytes, rows);
                         }
                     }
                 }
@@ -645,12 +678,12 @@ void kernel_main() {
             }
             noc.async_read_barrier<NocOptions::TXN_ID>({.trid = V_TRID});
             if constexpr (!v_from_k) {  // MLA's V rows come from K's, zeroed already
-                for (uint32_t seq_tile : {first_live_tile, last_live_tile}) {
-                    const LiveRows rows = live_rows(seq_tile, first_live_pos, cur_pos);
-                    if (seq_tile / Sk_t == f.chunk && !rows.whole()) {
-                        const uint32_t tile_l1 = v_buf.get_write_ptr() + (seq_tile % Sk_t) * v_head_block * v_tile_bytes;
+                for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+                    const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);
+                    if (rows != 0) {
+                        const uint32_t tile_l1 = v_buf.get_write_ptr() + kt * v_head_block * v_tile_bytes;
                         for (uint32_t c = 0; c < v_head_block; ++c) {
-                            zero_rows_outside<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows.first, rows.last);
+                            zero_rows<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows);
                         }
                     }
                 }

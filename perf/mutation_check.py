@@ -53,6 +53,7 @@ WINDOW = "tests/test_features.py::test_sliding_window_reads_only_the_window"
 MULTI_TOKEN = "tests/test_features.py::test_multi_token"
 GARBAGE = "tests/test_position_contract.py::test_garbage_outside_the_visible_positions_never_reaches_the_output"
 OUT_OF_RANGE = "tests/test_position_contract.py::test_out_of_range_device_positions_skip_their_user"
+HIDDEN_VALUES = "tests/test_hidden_values.py"
 
 
 @dataclass(frozen=True)
@@ -298,18 +299,32 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CHUNK_EDGES, OUT_OF_RANGE),
     ),
     Mutation(
-        "k_zeroing_last_tile_skipped", READER,
-        "if ((seq_tile == first_live_tile || seq_tile == last_live_tile) && !rows.whole()) {",
-        "if (seq_tile == first_live_tile && !rows.whole()) {",
-        "reader: K rows past cur_pos in the last live tile keep whatever the cache holds",
-        (GARBAGE,),
+        "live_range_zeroing_dropped", READER,
+        "return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];",
+        "return masked_rows[seq_tile % Sk_t];",
+        "reader: K/V rows outside [window_start, cur_pos] in the first and last live tiles keep what the cache holds",
+        (GARBAGE, HIDDEN_VALUES),
     ),
     Mutation(
-        "v_zeroing_last_tile_skipped", READER,
-        "for (uint32_t seq_tile : {first_live_tile, last_live_tile}) {",
-        "for (uint32_t seq_tile : {first_live_tile}) {",
-        "reader: V rows past cur_pos in the last live tile keep whatever the cache holds",
-        (GARBAGE,),
+        "masked_rows_not_zeroed", READER,
+        "return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];",
+        "return live_rows(seq_tile, first_live_pos, cur_pos).outside();",
+        "reader: K/V rows a user mask hides from every row of the group keep what the cache holds",
+        (HIDDEN_VALUES,),
+    ),
+    Mutation(
+        "v_zeroing_skipped", READER,
+        "const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);",
+        "const uint32_t rows = 0;",
+        "reader: V rows past cur_pos, before the window or behind a -inf mask keep what the cache holds",
+        (GARBAGE, HIDDEN_VALUES),
+    ),
+    Mutation(
+        "masked_rows_one_row_decides", READER,
+        "for (uint32_t row = 0; row < q_rows && hidden; ++row) {",
+        "for (uint32_t row = 0; row < 1 && hidden; ++row) {",
+        "reader: a position the mask hides from the group's first row is zeroed though other rows see it",
+        (HIDDEN_VALUES,),
     ),
     Mutation(
         "paged_head_stride", READER,
