@@ -79,6 +79,12 @@ constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
 constexpr uint32_t tiles_per_block = get_named_compile_time_arg_val("tiles_per_block");
 constexpr uint32_t num_blocks = get_named_compile_time_arg_val("num_blocks");  // blocks in the K/V tensors
 constexpr bool share_cache = get_named_compile_time_arg_val("share_cache") == 1;
+// Ring cache (upstream's cache_position_modulo): logical positions grow past the cache and position tile t lives in the
+// page-table slot of block (t / tiles_per_block) % ring_blocks; the chunk, window and causal rules stay on logical
+// positions. 0: no ring.
+constexpr uint32_t ring_blocks = get_named_compile_time_arg_val("ring_blocks");
+// Consecutive users reading one page-table row (upstream's spec_multi_pos_tiles: a batch row's candidates).
+constexpr uint32_t users_per_page_row = get_named_compile_time_arg_val("users_per_page_row");
 // A user mask [b, 1 or n_q_heads, q_len, kv_len] (bfloat16 or bfloat8_b), or upstream's decode mask
 // [b, 1, n_q_heads, kv_len] (q_len 1) whose rows are the heads.
 constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;
@@ -405,11 +411,18 @@ void push_sink_partial(const Noc& noc, const Accessor& sink_pages, uint32_t kv_h
     sink_buf.push_back(2 * PNHt);
 }
 
+// Page-table slot of logical block `block` (a ring cache wraps it; at most ring_blocks distinct slots).
+inline uint32_t page_table_slot(uint32_t block) { return ring_blocks > 0 ? block % ring_blocks : block; }
+
+// Page-table row of user `b`: row 0 for every user with share_cache, else its own (shared with the other candidates
+// of its batch row under spec_multi_pos_tiles).
+inline uint32_t page_table_row(uint32_t b) { return share_cache ? 0 : b / users_per_page_row; }
+
 // Whether every block of position tiles [first_tile, last_tile] named by the page-table row at `row` exists.
 // Entries are int32; a negative one is a huge uint32 and fails the same test as one past the last block.
 bool blocks_exist(CoreLocalMem<volatile uint32_t> row, uint32_t first_tile, uint32_t last_tile) {
-    for (uint32_t slot = first_tile / tiles_per_block; slot <= last_tile / tiles_per_block; ++slot) {
-        if (row[slot] >= num_blocks) {
+    for (uint32_t block = first_tile / tiles_per_block; block <= last_tile / tiles_per_block; ++block) {
+        if (row[page_table_slot(block)] >= num_blocks) {
             return false;
         }
     }
@@ -497,7 +510,7 @@ void kernel_main() {
                 continue;
             }
             noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
-                           {.page_id = share_cache ? 0 : b}, {});
+                           {.page_id = page_table_row(b)}, {});
             noc.async_read_barrier();
             const uint32_t first_tile = window_start(cur_pos, q_len, sliding_window) / TILE_HW;
             if (!blocks_exist(CoreLocalMem<volatile uint32_t>(page_table_l1), first_tile, cur_pos / TILE_HW)) {
@@ -567,13 +580,14 @@ void kernel_main() {
         const uint32_t kv_user = share_cache ? 0 : b;
         if constexpr (is_paged) {  // the user's page-table row (scratch reserved above, never pushed)
             noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
-                           {.page_id = kv_user}, {});
+                           {.page_id = page_table_row(b)}, {});
             noc.async_read_barrier();
         }
         // DRAM page (tile row of heads x head-dim tiles) of sequence tile `seq_tile` of this group's K or V.
         auto kv_tile_row = [&](uint32_t seq_tile) -> uint32_t {
             if constexpr (is_paged) {
-                const uint32_t block = CoreLocalMem<volatile uint32_t>(page_table_l1)[seq_tile / tiles_per_block];
+                const uint32_t block =
+                    CoreLocalMem<volatile uint32_t>(page_table_l1)[page_table_slot(seq_tile / tiles_per_block)];
                 return (block * num_kv_heads + kv_head) * tiles_per_block + seq_tile % tiles_per_block;
             } else {
                 return (kv_user * num_kv_heads + kv_head) * St + seq_tile;

@@ -177,6 +177,20 @@ def test_upstream_keyword_names_pass_through(transformer, spies):
     assert not {"paged_cache_geometry", "cache_position_modulo", "spec_multi_pos_tiles"} & set(kwargs)
 
 
+def test_upstream_paged_arguments_pass_through(transformer, spies):
+    """paged_cache_geometry, cache_position_modulo and spec_multi_pos_tiles reach the paged op under their names (it
+    checks them: tests/test_paged_upstream_args.py); the defaults are not passed."""
+    geometry = object()
+    with ttflashdecode.patch_ttnn():
+        transformer.paged_scaled_dot_product_attention_decode(
+            Q, K, V, TABLE, cur_pos_tensor=POS, paged_cache_geometry=geometry, cache_position_modulo=4096,
+            spec_multi_pos_tiles=2,
+        )  # fmt: skip
+    _, kwargs = spies.paged_scaled_dot_product_attention_decode.only
+    assert kwargs["paged_cache_geometry"] is geometry
+    assert kwargs["cache_position_modulo"] == 4096 and kwargs["spec_multi_pos_tiles"] == 2
+
+
 def test_package_extras_pass_through(transformer, spies):
     out, extras = object(), dict(dtype="bf16", validate_device_tensors=True)
     with ttflashdecode.patch_ttnn():
@@ -190,13 +204,6 @@ def test_package_extras_pass_through(transformer, spies):
     [
         ("scaled_dot_product_attention_decode", (Q, K, V), {"q_chunk_size": 32}, TypeError, ["q_chunk_size"]),
         ("scaled_dot_product_attention_decode", (Q, K, V), {"foo": 1, "bar": 2}, TypeError, ["bar", "foo"]),
-        ("paged_scaled_dot_product_attention_decode", (Q, K, V, TABLE), {"paged_cache_geometry": object()},
-         ValueError, ["paged_cache_geometry"]),
-        ("paged_scaled_dot_product_attention_decode", (Q, K, V, TABLE), {"cache_position_modulo": 4096},
-         ValueError, ["cache_position_modulo=4096"]),
-        ("paged_scaled_dot_product_attention_decode", (Q, K, V, TABLE),
-         {"spec_multi_pos_tiles": 2, "cache_position_modulo": 8}, ValueError,
-         ["spec_multi_pos_tiles=2", "cache_position_modulo=8"]),
         ("paged_scaled_dot_product_attention_decode", (Q, K, V, TABLE), {"is_causual": True}, TypeError,
          ["is_causual"]),
         ("flash_multi_latent_attention_decode", (Q, K), {}, TypeError, ["head_dim_v"]),

@@ -380,3 +380,62 @@ def max_abs_error(a, b) -> float:
     if a64.numel() == 0:
         return 0.0
     return float((a64 - b64).abs().max())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Upstream's paged-only arguments (ttnn 0.81.1's paged_scaled_dot_product_attention_decode).
+# --------------------------------------------------------------------------------------------------------------
+
+
+def paged_cache_view(cache: torch.Tensor, block_size: int, num_kv_heads: int, head_dim: int) -> torch.Tensor:
+    """``paged_cache_geometry``: a paged cache ``[num_blocks, h, bs, d]`` as stored in tiles (each block its heads,
+    then position tiles, then head-dim tiles, each tile 32 x 32) read through the view ``[num_blocks, num_kv_heads,
+    block_size, head_dim]``: the same tiles of each block in the same order, re-cut."""
+    nb, h, bs, d = cache.shape
+    tiles = cache.reshape(nb, h, bs // 32, 32, d // 32, 32).permute(0, 1, 2, 4, 3, 5).reshape(nb, -1, 32, 32)
+    view = tiles.reshape(nb, num_kv_heads, block_size // 32, head_dim // 32, 32, 32).permute(0, 1, 2, 4, 3, 5)
+    return view.reshape(nb, num_kv_heads, block_size, head_dim)
+
+
+def paged_sdpa_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, page_table: torch.Tensor, *, cur_pos,
+                      paged_cache_geometry=None, cache_position_modulo: int | None = None,
+                      spec_multi_pos_tiles: int = 0, sliding_window_size: int | None = None,
+                      **kwargs) -> torch.Tensor:  # fmt: skip
+    """:func:`sdpa_decode` over a paged cache (causal) with upstream's paged-only arguments:
+
+    paged_cache_geometry  ``(block_size, num_kv_heads)`` (or an object with those fields): k / v are read through
+                          :func:`paged_cache_view` with q's head dim.
+    cache_position_modulo ``M``: the cache is a ring; logical position ``p`` of user ``u`` is row ``(p % M) %
+                          block_size`` of block ``page_table[u, (p % M) // block_size]``. cur_pos and the window are
+                          logical (positions may exceed the page table's reach).
+    spec_multi_pos_tiles  ``Tg``: q ``[1, b, Tg * 32, d]``; candidate j of batch row r (q rows ``32 j .. 32 j + 31``)
+                          attends ``[0, cur_pos[r * Tg + j]]`` through row r of the page table. Output
+                          ``[1, b, Tg * 32, d_v]``.
+    Other keyword arguments go to :func:`sdpa_decode`."""
+    if paged_cache_geometry is not None:
+        block_size, num_kv_heads = (paged_cache_geometry if isinstance(paged_cache_geometry, tuple) else
+                                    (paged_cache_geometry.block_size, paged_cache_geometry.num_kv_heads))  # fmt: skip
+        k = paged_cache_view(k, block_size, num_kv_heads, q.shape[-1])
+        v = paged_cache_view(v, block_size, num_kv_heads, q.shape[-1])
+    table = page_table.long()
+    out_shape = None
+    if spec_multi_pos_tiles:
+        tg = spec_multi_pos_tiles
+        _, b, rows, d = q.shape
+        q = q.reshape(1, b * tg, rows // tg, d)
+        table = table.repeat_interleave(tg, dim=0)
+        out_shape = (1, b, rows, v.shape[-1])
+    positions = _cur_pos_list(cur_pos, q.shape[1])
+    if cache_position_modulo is None:
+        out = sdpa_decode(q, k, v, cur_pos=positions, page_table=table, sliding_window_size=sliding_window_size,
+                          **kwargs)  # fmt: skip
+    else:
+        # Each user's logical cache up to its newest position, gathered through the ring.
+        ring, block = cache_position_modulo, k.shape[2]
+        length = max(max(positions) + 1, 1)
+        ring_pos = torch.arange(length) % ring
+        blocks = table[:, ring_pos // block]  # [b, length]
+        k_u = k[blocks, :, ring_pos % block].permute(0, 2, 1, 3)  # [b, h, length, d]
+        v_u = v[blocks, :, ring_pos % block].permute(0, 2, 1, 3)
+        out = sdpa_decode(q, k_u, v_u, cur_pos=positions, sliding_window_size=sliding_window_size, **kwargs)
+    return out if out_shape is None else out.reshape(out_shape)

@@ -39,6 +39,7 @@ from ttflashdecode.device_cache import (cache_stats, clear_program_cache, close_
                                        program_cache_stats)
 from ttflashdecode.fast_path import NotSignable, compute_config_value, flag, plain, program_config_value, tensors_signature
 from ttflashdecode.program_factory import ComputeSettings
+from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import DecodeCall, check_bool, check_call, check_device_tensor, check_mesh_call
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
 
@@ -146,6 +147,9 @@ def paged_scaled_dot_product_attention_decode(
     output_tensor=None,
     dtype=None,
     validate_device_tensors: bool = False,
+    paged_cache_geometry=None,
+    cache_position_modulo: int | None = None,
+    spec_multi_pos_tiles: int = 0,
 ):
     """Decode attention over a paged KV cache.
 
@@ -159,6 +163,25 @@ def paged_scaled_dot_product_attention_decode(
         anything. A needed entry outside ``[0, num_blocks)`` makes that user's output rows exactly zero (nothing
         outside K/V is read); with ``validate_device_tensors=True`` it raises instead, naming the entry, the user
         and the value (and a device ``cur_pos_tensor`` is checked as in the non-paged op).
+    paged_cache_geometry: a ``ttnn.PagedCacheGeometryOverride(block_size=..., num_kv_heads=...)`` (upstream's): read a
+        cache allocated for another layer's shape through this call's view (vLLM's shared KV-cache groups). q's
+        head_dim is the view's; every block holds ``num_kv_heads * block_size * head_dim`` elements in both shapes, so
+        a block's tiles are re-cut: view head h, position tile t, column tile c is the block's tile
+        ``(h * block_size / 32 + t) * head_dim / 32 + c``. Both fields positive, block_size a multiple of 32.
+    cache_position_modulo: the paged cache is a ring of this many positions (upstream's, for sliding-window layers
+        whose cache holds only the last positions): cur_pos and the window / causal rules stay logical (positions
+        grow past the cache) and position ``p`` is read where position ``p % cache_position_modulo`` lives. A
+        positive multiple of block_size, at most ``max_blocks_per_user * block_size``, at least
+        ``sliding_window_size``; causal only. With a sliding window any int32 position is valid; without one a
+        position must stay below cache_position_modulo (past it a query would see ring rows twice: that user's rows
+        are zeros, as for any out-of-contract position).
+    spec_multi_pos_tiles: Tg > 0 folds Tg speculative candidates into each batch row (upstream's form): q
+        ``[1, b, Tg * 32, head_dim]`` with candidate j's q heads in rows ``32 j .. 32 j + 31``, cur_pos ``b * Tg``
+        entries (candidate j of batch row r attends ``[0, cur_pos[r * Tg + j]]``), the page table one row per batch
+        row; the output is ``[1, b, Tg * 32, head_dim]``. One kv head, causal, no sliding window, no attn_mask, an
+        interleaved q. Each candidate is served as a user of its own reading its row's page table (the K/V a batch
+        row's candidates share is read once per candidate); a candidate at -1 gets zero rows (upstream skips a
+        batch row whose last candidate is -1 and expects positions ascending within a row; any order works here).
     Every other argument is as in :func:`scaled_dot_product_attention_decode`; kv_len is
     ``max_blocks_per_user * block_size``.
     """
@@ -168,6 +191,7 @@ def paged_scaled_dot_product_attention_decode(
         attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
         compute_kernel_config=compute_kernel_config, memory_config=memory_config, output_tensor=output_tensor,
         dtype=dtype, validate_device_tensors=validate_device_tensors,
+        paged_args=(paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles),
     )  # fmt: skip
 
 
@@ -243,7 +267,7 @@ def paged_flash_multi_latent_attention_decode(
 def _decode(
     q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
     attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
-    validate_device_tensors, head_dim_v=None,
+    validate_device_tensors, head_dim_v=None, paged_args=(None, None, 0),
 ):  # fmt: skip
     """A call as it comes. A call like one that already passed (same arguments, tensors at the same addresses with
     the same properties: :mod:`ttflashdecode.fast_path`) launches that call's programs again; any other call is
@@ -252,7 +276,7 @@ def _decode(
     signature = _signature(
         q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
         attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
-        validate_device_tensors, head_dim_v,
+        validate_device_tensors, head_dim_v, paged_args,
     )  # fmt: skip
     tensors = (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
     if signature is not None:
@@ -275,7 +299,8 @@ def _decode(
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
         attention_sink=attention_sink, share_cache=share_cache, memory_config=memory_config,
         output_tensor=output_tensor, dtype=dtype, fp32_dest_acc_en=compute.fp32_dest_acc_en,
-        device=backend.device, grid=backend.grid(), head_dim_v=head_dim_v,
+        device=backend.device, grid=backend.grid(), head_dim_v=head_dim_v, paged_cache_geometry=paged_args[0],
+        cache_position_modulo=paged_args[1], spec_multi_pos_tiles=paged_args[2],
     )  # fmt: skip
     wrapper = _wrapper(backend.device, program_config, compute)
     # The config's own plan hook (program_config="auto" chooses per shape) runs inside _plan_call, on this path only.
@@ -292,7 +317,7 @@ def _decode(
 
 def _signature(q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
                attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor,
-               dtype, validate_device_tensors, head_dim_v) -> tuple | None:  # fmt: skip
+               dtype, validate_device_tensors, head_dim_v, paged_args=(None, None, 0)) -> tuple | None:  # fmt: skip
     """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.fast_path`), or None for a call it does
     not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor argument
     that is not a live device tensor. Scalars go into the key with their type: ``scale=1`` passes validation,
@@ -307,12 +332,24 @@ def _signature(q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tenso
         key = (
             "op", addresses, flag("is_causal", is_causal), flag("share_cache", share_cache), plain("scale", scale),
             plain("sliding_window_size", sliding_window_size), plain("head_dim_v", head_dim_v), named,
+            _paged_args_key(*paged_args),
         )  # fmt: skip
         config = None if named is program_config else program_config_value(program_config)
         check = (specs, dtype, memory_config, config, compute_config_value(compute_kernel_config))
         return key, check, specs[0][0]  # q's device: where the entry lives
     except NotSignable:
         return None
+
+
+def _paged_args_key(paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles) -> tuple:
+    """Upstream's paged-only arguments in a fast-path key: a geometry by its two fields (its type must be ttnn's)."""
+    geometry = None
+    if paged_cache_geometry is not None:
+        if type(paged_cache_geometry) is not import_ttnn().PagedCacheGeometryOverride:
+            raise NotSignable("paged_cache_geometry")
+        geometry = (paged_cache_geometry.block_size, paged_cache_geometry.num_kv_heads)
+    return (geometry, plain("cache_position_modulo", cache_position_modulo),
+            plain("spec_multi_pos_tiles", spec_multi_pos_tiles))  # fmt: skip
 
 
 def _wrapper(device, program_config, compute: ComputeSettings) -> FlashDecodeWrapper:

@@ -29,8 +29,8 @@ page_table_tensor, *, ...)``                                  tensor: the paged 
 ``attention_sink``, ``scale``, ``sliding_window_size``,       checked by the op before any device work)
 ``memory_config``, ``program_config``,
 ``compute_kernel_config``
-paged ``paged_cache_geometry`` (None), ``cache_position_      not supported: any value but the default (in
-modulo`` (None), ``spec_multi_pos_tiles`` (0)                 brackets) raises ValueError naming it
+paged ``paged_cache_geometry`` (None), ``cache_position_      passed on under the same names (upstream's
+modulo`` (None), ``spec_multi_pos_tiles`` (0)                 semantics; see the paged op's docstring)
 this package's own extras: ``output_tensor``, ``dtype``,      passed through (upstream has no such arguments)
 ``validate_device_tensors``; ``cur_pos`` and ``share_cache``
 where upstream's variant lacks them
@@ -93,16 +93,15 @@ def _common(cur_pos, share_cache, options: dict) -> dict:
     return dict(options, cur_pos=cur_pos, share_cache=False if share_cache is None else share_cache)
 
 
-def _check_paged_defaults(op: str, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles) -> None:
+def _check_paged_defaults(op: str, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles) -> dict:
+    """Upstream's paged-only arguments, passed on to the paged op under the same names (it checks them before anything
+    runs, naming the argument); only the ones given are passed, so the op's defaults are upstream's."""
+    del op  # the op's errors name the argument; kept for the call sites' symmetry with the other checks
     given = {"paged_cache_geometry": paged_cache_geometry, "cache_position_modulo": cache_position_modulo}
-    bad = [f"{name}={value!r}" for name, value in given.items() if value is not None]
+    passed = {name: value for name, value in given.items() if value is not None}
     if spec_multi_pos_tiles != 0:
-        bad.append(f"spec_multi_pos_tiles={spec_multi_pos_tiles!r}")
-    if bad:
-        raise ValueError(
-            f"ttnn.transformer.{op} (patched by ttflashdecode): {', '.join(bad)} not supported; ttflashdecode "
-            "supports only the defaults (paged_cache_geometry=None, cache_position_modulo=None, spec_multi_pos_tiles=0)"
-        )
+        passed["spec_multi_pos_tiles"] = spec_multi_pos_tiles
+    return passed
 
 
 def _mla_v_route(op: str, input_tensor_v, head_dim_v) -> None:
@@ -157,7 +156,7 @@ def paged_scaled_dot_product_attention_decode(
 ):  # fmt: skip
     op = "paged_scaled_dot_product_attention_decode"
     _check_extras(op, extra)
-    _check_paged_defaults(op, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles)
+    paged_args = _check_paged_defaults(op, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles)
     kwargs = _common(cur_pos, share_cache, dict(
         extra, is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
         scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
@@ -196,7 +195,8 @@ def paged_flash_multi_latent_attention_decode(
     _require(op, head_dim_v=head_dim_v, page_table_tensor=page_table_tensor)
     _check_extras(op, extra)
     kwargs = _common(cur_pos, share_cache, dict(
-        extra, is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
+        extra, **paged_args,
+        is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
         scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
         program_config=program_config, compute_kernel_config=compute_kernel_config,
     ))  # fmt: skip

@@ -247,15 +247,19 @@ def decode_dtype(out_dtype: str, fp32_dest_acc_en: bool) -> str:
 def check_call(
     q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
     attention_sink, share_cache, memory_config, output_tensor, dtype, fp32_dest_acc_en, device, grid,
-    head_dim_v=None,
+    head_dim_v=None, paged_cache_geometry=None, cache_position_modulo=None, spec_multi_pos_tiles=0,
 ) -> DecodeCall:  # fmt: skip
     """Checks a call of the op (``device``: q's; ``grid``: its compute grid); raises before any device work.
 
-    ``head_dim_v`` (multi-latent attention): ``v`` is None and V is the first ``head_dim_v`` columns of K."""
+    ``head_dim_v`` (multi-latent attention): ``v`` is None and V is the first ``head_dim_v`` columns of K.
+    ``paged_cache_geometry``, ``cache_position_modulo``, ``spec_multi_pos_tiles``: upstream's paged-only arguments
+    (see :func:`check_paged_cache_geometry`, :func:`check_cache_position_modulo`, :func:`check_spec_multi_pos`)."""
     paged = page_table is not None
     is_causal = check_bool("is_causal", is_causal)
     share_cache = check_bool("share_cache", share_cache)
     q_len, batch, n_q_heads, head_dim = check_q(q, device, grid)
+    q_shape = (q_len, batch, n_q_heads, head_dim)
+    spec_tiles = check_spec_multi_pos_tiles(spec_multi_pos_tiles, paged, head_dim_v)
     k_shape = check_device_tensor("k", k, 4, KV_DTYPES, device=device)
     kv_batch, n_kv_heads, kv_rows, k_head_dim = k_shape
     if head_dim_v is None:
@@ -265,6 +269,14 @@ def check_call(
         v_head_dim = v_shape[3]
     else:
         v_head_dim = check_head_dim_v(head_dim_v, k_head_dim)
+    if paged_cache_geometry is not None:
+        # The cache is read through this call's view: its blocks hold the same tiles, re-cut (Q drives head_dim).
+        n_kv_heads, kv_rows = check_paged_cache_geometry(paged_cache_geometry, paged, head_dim_v, k_shape,
+                                                         v_shape if head_dim_v is None else None, head_dim)
+        k_head_dim = v_head_dim = head_dim
+    if spec_tiles:
+        batch, n_q_heads = check_spec_multi_pos(spec_tiles, q, q_shape, n_kv_heads, is_causal, sliding_window_size,
+                                                attn_mask)
     if not 1 <= q_len <= MAX_Q_LEN:
         raise ValueError(f"q: q_len (dim 0) = {q_len}: expected 1..{MAX_Q_LEN} query tokens per user")
     if k_head_dim != head_dim:
@@ -285,20 +297,27 @@ def check_call(
         num_blocks, block_size = kv_batch, kv_rows
         if block_size % 32:
             raise ValueError(f"k: block_size (dim 2) = {block_size}: expected a multiple of 32")
-        max_blocks, page_table_rows = _check_page_table(page_table, batch, share_cache, num_blocks, device)
+        table_rows = batch // max(spec_tiles, 1)  # spec_multi_pos_tiles: one row per batch row of Q
+        max_blocks, page_table_rows = _check_page_table(page_table, table_rows, share_cache, num_blocks, device)
         kv_len = logical_kv_len = block_size * max_blocks
     else:
         # Any cache length: a TILE cache of 1000 positions stores 1024 rows, and the kernels never attend the padding.
         logical_kv_len, kv_len = kv_rows, padded_rows(kv_rows)
 
+    ring_len = check_cache_position_modulo(cache_position_modulo, paged, is_causal, block_size, kv_len, window)
+    # THE position contract's upper bound (DecodeShapes.position_limit): a ring lets positions grow past the cache.
+    position_limit = logical_kv_len if not ring_len else (2**31 - 1 if window else ring_len)
     positions = _check_positions(
-        is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len, logical_kv_len, device
+        is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len, position_limit, device,
+        limit_name="kv_len" if not ring_len else ("int32 positions" if window else "cache_position_modulo"),
     )  # fmt: skip
     mask_heads = _check_attn_mask(attn_mask, batch, n_q_heads, q_len, logical_kv_len, kv_len, device)
     if attention_sink is not None:
         _check_attention_sink(attention_sink, n_q_heads, device)
 
     out_shape = (q_len, batch, n_q_heads, v_head_dim)
+    if spec_tiles:  # upstream's [1, b, spec_multi_pos_tiles * 32, head_dim]: the same tiles as the candidates' rows
+        out_shape = (q_len, batch // spec_tiles, n_q_heads * spec_tiles, v_head_dim)
     if memory_config is not None and not isinstance(memory_config, import_ttnn().MemoryConfig):
         raise TypeError(
             f"memory_config={memory_config!r} ({type(memory_config).__name__}): expected a ttnn.MemoryConfig "
@@ -339,6 +358,8 @@ def check_call(
         attn_mask_dtype=dtype_name(attn_mask) if attn_mask is not None else "bfloat16",
         has_attention_sink=attention_sink is not None,
         out_dtype=decode_dtype(out_dtype, fp32_dest_acc_en),
+        ring_len=ring_len,
+        users_per_page_row=max(spec_tiles, 1),
     )
     return DecodeCall(
         shapes, out_shape, out_dtype, memory_config, positions, page_table_rows, scale, num_blocks, out_layout
@@ -394,6 +415,35 @@ def _check_height_shards(name: str, spec, shape: tuple[int, ...], tiled: bool, g
         raise ValueError(f"{name}: shard cores {outside} lie outside the device's {grid[0]}x{grid[1]} grid")
     if 2 * num_shards > 256:
         raise ValueError(f"{name}: {num_shards} shards; the kernels take at most 128 (use taller shards)")
+
+
+def check_q_len(q_len) -> int:
+    """Query tokens per user (plan's ``q_len``; a call's is q's dim 0): 1..MAX_Q_LEN."""
+    value = as_int(q_len)
+    if value is None:
+        raise TypeError(f"q_len={q_len!r} ({type(q_len).__name__}): expected an int in 1..{MAX_Q_LEN}")
+    if not 1 <= value <= MAX_Q_LEN:
+        raise ValueError(f"q_len={value}: expected 1..{MAX_Q_LEN} query tokens per user")
+    return value
+
+
+def require_page_table(page_table_tensor) -> None:
+    """The paged ops' page table must be given: without it the call would be read as a contiguous one, and the error
+    would be about K's batch (its number of blocks)."""
+    if page_table_tensor is None:
+        raise TypeError(
+            "page_table_tensor=None: the paged op needs a page table (int32 [b, max_blocks_per_user], a torch or "
+            "device tensor); for a contiguous cache call the non-paged op"
+        )
+
+
+def require_head_dim_v(head_dim_v) -> None:
+    """The MLA ops' V width must be given as an int (None would read the call as one with a separate v)."""
+    if as_int(head_dim_v) is None:
+        raise TypeError(
+            f"head_dim_v={head_dim_v!r} ({type(head_dim_v).__name__}): expected an int (V is the first head_dim_v "
+            "columns of K, e.g. 512 of DeepSeek's 576)"
+        )
 
 
 def check_head_dim_v(head_dim_v, head_dim: int) -> int:
@@ -472,7 +522,8 @@ def _check_page_table(page_table, batch: int, share_cache: bool, num_blocks: int
     return pt_shape[1], None
 
 
-def _check_positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len, kv_len, device) -> list[int] | None:
+def _check_positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len, kv_len, device,
+                     limit_name: str = "kv_len") -> list[int] | None:
     """Host positions to upload (one per user), or None when ``cur_pos_tensor`` is a device tensor."""
     if is_causal:
         if attn_mask is not None:
@@ -493,7 +544,7 @@ def _check_positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len
         return None
     name, source = ("cur_pos", cur_pos) if cur_pos_tensor is None else ("cur_pos_tensor", cur_pos_tensor)
     values = host_int_values(name, source, batch, "one position per user")
-    positions = int_list(name, values, batch, -1, kv_len, f"kv_len={kv_len}; -1 skips a user")
+    positions = int_list(name, values, batch, -1, kv_len, f"{limit_name}={kv_len}; -1 skips a user")
     # The first query token must sit at a position >= 0.
     low = -1 if q_len == 1 else q_len - 1
     for b, p in enumerate(positions):
@@ -508,13 +559,14 @@ def _check_positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len
 def check_device_positions(values, shapes: DecodeShapes) -> list[int]:
     """cur_pos_tensor as read back from the device: each entry -1 (skip the user) or in ``[q_len - 1, kv_len)``.
     Returns the positions as signed ints. Without this check the kernels write zero rows for such a user."""
-    low = shapes.q_len - 1
+    low, limit = shapes.q_len - 1, shapes.position_limit
     positions = [as_int32(v) for v in values]
     for b, p in enumerate(positions):
-        if p != -1 and not low <= p < shapes.kv_len:
+        if p != -1 and not low <= p < limit:
             raise ValueError(
                 f"cur_pos_tensor[{b}]={p} (read back from the device for user {b}): expected -1 (skip the user) or a "
-                f"position in [{low}, {shapes.kv_len}) (q_len={shapes.q_len}, kv_len={shapes.kv_len})"
+                f"position in [{low}, {limit}) (q_len={shapes.q_len}, kv_len={shapes.kv_len}"
+                f"{f', cache_position_modulo={shapes.ring_len}' if shapes.ring_len else ''})"
             )
     return positions
 
@@ -527,10 +579,12 @@ def check_device_page_table(rows, positions: list[int], shapes: DecodeShapes, nu
     for b, p in enumerate(positions):
         if p == -1:
             continue
-        row = 0 if shapes.share_cache else b
+        row = 0 if shapes.share_cache else b // shapes.users_per_page_row
         first_pos = window_start(p, shapes.q_len, shapes.sliding_window_size)
         first, last = first_pos // shapes.block_size, p // shapes.block_size
-        for j in range(first, last + 1):
+        ring_blocks = shapes.ring_len // shapes.block_size
+        for block in range(first, last + 1):
+            j = block % ring_blocks if ring_blocks else block  # a ring cache wraps logical blocks onto its slots
             entry = as_int32(rows[row][j])
             if not 0 <= entry < num_blocks:
                 raise ValueError(
@@ -660,3 +714,109 @@ def check_mesh_heads_divide(n_q_heads, n_kv_heads, num_chips: int, mesh_shape) -
                 "chips, e.g. mesh_shape=(1, n) with n dividing the heads)"
             )
     return n_q_heads // num_chips, max(1, n_kv_heads // num_chips)
+
+
+# ---- upstream's paged-only arguments (ttnn 0.81.1's paged_scaled_dot_product_attention_decode) ----------------------
+
+
+def check_paged_cache_geometry(geometry, paged: bool, head_dim_v, k_shape, v_shape, q_head_dim: int) -> tuple[int, int]:
+    """``paged_cache_geometry`` (a ``ttnn.PagedCacheGeometryOverride``): this call's ``(num_kv_heads, block_size)``
+    view of a cache allocated for another layer's shape (vLLM's shared KV-cache groups). As upstream: paged only, not
+    with MLA, both fields positive, K and V of one shape, and the view holds a block's elements exactly
+    (``num_kv_heads * block_size * q's head_dim`` = the cache's), so every block is the same tiles re-cut."""
+    name = "paged_cache_geometry"
+    if not paged:
+        raise ValueError(f"{name}: only supported by the paged op (with a page_table_tensor)")
+    if head_dim_v is not None:
+        raise ValueError(f"{name}: not supported with multi-latent attention")
+    block_size, num_kv_heads = (as_int(getattr(geometry, f, None)) for f in ("block_size", "num_kv_heads"))
+    if block_size is None or num_kv_heads is None:
+        raise TypeError(
+            f"{name}={geometry!r} ({type(geometry).__name__}): expected a ttnn.PagedCacheGeometryOverride("
+            "block_size=..., num_kv_heads=...) or None"
+        )
+    if block_size <= 0 or num_kv_heads <= 0:
+        raise ValueError(f"{name}: block_size={block_size}, num_kv_heads={num_kv_heads}: expected both > 0")
+    if v_shape is not None and v_shape != k_shape:
+        raise ValueError(f"{name}: v's shape {list(v_shape)} must equal k's {list(k_shape)} with a geometry view")
+    _, cache_heads, cache_block, cache_dim = k_shape
+    if cache_block % 32 or cache_dim % 32:
+        raise ValueError(f"{name}: k's [block_size, head_dim] = [{cache_block}, {cache_dim}]: a cache read through a "
+                         "view must hold whole tiles (multiples of 32)")  # fmt: skip
+    if block_size % 32:
+        raise ValueError(f"{name}: block_size={block_size}: expected a multiple of 32")
+    cache_elems = cache_heads * cache_block * cache_dim
+    view_elems = num_kv_heads * block_size * q_head_dim
+    if view_elems != cache_elems:
+        raise ValueError(
+            f"{name}: the view holds {view_elems} elements a block (num_kv_heads={num_kv_heads} x block_size="
+            f"{block_size} x q's head_dim {q_head_dim}), the cache {cache_elems} (k's [{cache_heads}, {cache_block}, "
+            f"{cache_dim}]); expected equal"
+        )
+    return num_kv_heads, block_size
+
+
+def check_cache_position_modulo(modulo, paged: bool, is_causal: bool, block_size, kv_len: int, window: int) -> int:
+    """``cache_position_modulo`` (None: 0, no ring): the paged cache is a ring of that many positions and logical
+    position p lives where position ``p % modulo`` would. As upstream: paged only, a positive multiple of the
+    (effective) block_size, at most the page table's reach (``max_blocks_per_user * block_size``) and at least the
+    sliding window (a query's window then never meets a ring row twice). Causal only: a non-causal call attends the
+    whole cache, which a ring does not hold in logical order."""
+    if modulo is None:
+        return 0
+    name = "cache_position_modulo"
+    value = as_int(modulo)
+    if value is None:
+        raise TypeError(f"{name}={modulo!r} ({type(modulo).__name__}): expected a positive int or None")
+    if not paged:
+        raise ValueError(f"{name}={value}: only supported by the paged op (with a page_table_tensor)")
+    if not is_causal:
+        raise ValueError(f"{name}={value}: only supported with is_causal=True (positions index the ring)")
+    if value <= 0 or value % block_size:
+        raise ValueError(f"{name}={value}: expected a positive multiple of block_size={block_size}")
+    if value > kv_len:
+        raise ValueError(f"{name}={value}: expected at most max_blocks_per_user * block_size = {kv_len} (the page "
+                         "table's reach)")  # fmt: skip
+    if window and value < window:
+        raise ValueError(f"{name}={value}: expected at least sliding_window_size={window} (a smaller ring would "
+                         "let a query's window wrap onto itself)")  # fmt: skip
+    return value
+
+
+def check_spec_multi_pos_tiles(tiles, paged: bool, head_dim_v) -> int:
+    """``spec_multi_pos_tiles`` as an int (0: off); upstream's paged, non-MLA argument."""
+    value = as_int(tiles)
+    if value is None:
+        raise TypeError(f"spec_multi_pos_tiles={tiles!r} ({type(tiles).__name__}): expected an int (0: off)")
+    if value < 0:
+        raise ValueError(f"spec_multi_pos_tiles={value}: expected 0 (off) or a positive number of Q tiles")
+    if value and not paged:
+        raise ValueError(f"spec_multi_pos_tiles={value}: only supported by the paged op (with a page_table_tensor)")
+    if value and head_dim_v is not None:
+        raise ValueError(f"spec_multi_pos_tiles={value}: not supported with multi-latent attention")
+    return value
+
+
+def check_spec_multi_pos(tiles: int, q, q_shape, n_kv_heads: int, is_causal: bool, sliding_window_size,
+                         attn_mask) -> tuple[int, int]:  # fmt: skip
+    """Upstream's speculative multi-position form: q ``[1, b, tiles * 32, head_dim]``, each 32-row tile of a batch row
+    one candidate (its rows the q heads), candidate j of batch row r attending positions ``[0, cur_pos[r * tiles +
+    j]]``; the page table has one row per batch row, cur_pos ``b * tiles`` entries. Each candidate is served as a user
+    of its own reading its batch row's page table. Returns (users, q heads a user): ``(b * tiles, 32)``. As upstream:
+    one kv head, causal, no sliding window, no attn_mask, an unsharded Q."""
+    name = f"spec_multi_pos_tiles={tiles}"
+    q_len, batch, n_q_heads, _ = q_shape
+    if q_len != 1 or n_q_heads != 32 * tiles:
+        raise ValueError(f"{name}: q has shape {list(q_shape)}; expected [1, b, {32 * tiles}, head_dim] (one 32-row "
+                         "tile of q heads per candidate)")  # fmt: skip
+    if q.memory_config().is_sharded():
+        raise ValueError(f"{name}: q is sharded ({q.memory_config()}); expected an interleaved Q tensor")
+    if n_kv_heads != 1:
+        raise ValueError(f"{name}: requires num_kv_heads == 1, got {n_kv_heads}")
+    if not is_causal:
+        raise ValueError(f"{name}: requires is_causal=True (each candidate's bound comes from cur_pos)")
+    if sliding_window_size is not None:
+        raise ValueError(f"{name}: not supported with sliding_window_size={sliding_window_size!r}")
+    if attn_mask is not None:
+        raise ValueError(f"{name}: not supported with an attn_mask")
+    return batch * tiles, 32

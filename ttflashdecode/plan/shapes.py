@@ -59,6 +59,13 @@ class DecodeShapes:
     # Positions the cache holds (its logical length): kv_len is that rounded up to whole tiles, the length the
     # kernels stream; positions past logical_kv_len are tile padding and never attended. None: kv_len.
     logical_kv_len: int | None = None
+    # Paged ring-buffer cache (upstream's cache_position_modulo, in positions; 0: none): logical position p lives in
+    # the page-table slot of p % ring_len, so positions grow past the cache while a sliding window keeps the ring
+    # holding every position a query sees. A multiple of block_size of at most kv_len.
+    ring_len: int = 0
+    # Consecutive users that share one page-table row (upstream's spec_multi_pos_tiles: a batch row's candidates
+    # are users of their own, all reading the row's page table). 1: a row per user.
+    users_per_page_row: int = 1
 
     def __post_init__(self) -> None:
         if self.v_head_dim is None:
@@ -118,10 +125,32 @@ class DecodeShapes:
                     f"kv_len={self.kv_len}: expected block_size * max_blocks_per_user = "
                     f"{self.block_size} * {self.max_blocks_per_user} for a paged KV cache"
                 )
+        if not is_int(self.ring_len) or self.ring_len < 0:
+            raise ValueError(f"ring_len={self.ring_len!r}: expected 0 (no ring) or a positive integer")
+        if self.ring_len and not (
+            self.block_size is not None and self.ring_len % self.block_size == 0 and self.ring_len <= self.kv_len
+        ):
+            raise ValueError(
+                f"ring_len={self.ring_len}: a ring needs a paged cache and a multiple of block_size={self.block_size} "
+                f"of at most kv_len={self.kv_len}"
+            )
+        if not is_int(self.users_per_page_row) or self.users_per_page_row <= 0 or self.batch % self.users_per_page_row:
+            raise ValueError(
+                f"users_per_page_row={self.users_per_page_row!r}: expected a positive divisor of batch={self.batch}"
+            )
 
     @property
     def is_paged(self) -> bool:
         return self.block_size is not None
+
+    @property
+    def position_limit(self) -> int:
+        """cur_pos must be below it (THE position contract's upper bound): the cache's logical length; on a ring with
+        a sliding window any int32 position (the window keeps what a query sees inside the ring); on a ring without
+        one the ring's length (past it a query would see ring rows twice)."""
+        if self.ring_len == 0:
+            return self.logical_kv_len
+        return 2**31 - 1 if self.sliding_window_size else self.ring_len
 
     @property
     def q_heads_per_kv(self) -> int:
