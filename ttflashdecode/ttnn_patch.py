@@ -37,6 +37,33 @@ where upstream's variant lacks them
 any other keyword                                             TypeError naming it
 ============================================================  ==================================================
 
+The cache ops every model calls each step (and at prefill) are routed too, with upstream's signatures:
+
+===============================================================  ==================================================
+upstream                                                         ttflashdecode
+===============================================================  ==================================================
+``ttnn.experimental.paged_update_cache(cache_tensor,             ``paged_update_cache`` (same arguments; input
+input_tensor, *, update_idxs, update_idxs_tensor, share_cache,   ``[1, b, n_kv_heads, d]`` DRAM/L1 interleaved or L1
+page_table, batch_offset, compute_kernel_config, mesh_coords,    height-sharded one user per core)
+block_size, num_kv_heads, cache_position_modulo)``
+``ttnn.experimental.paged_fused_update_cache(cache_tensor1,      ``paged_fused_update_cache`` (same arguments)
+input_tensor1, cache_tensor2, input_tensor2, *, ...)``
+``ttnn.experimental.paged_fill_cache(cache_tensor,               ``paged_fill_cache`` (same arguments)
+input_tensor, page_table, *, batch_idx_tensor, batch_idx, ...)``
+``ttnn.update_cache(cache, input, update_idx, *, batch_offset,   ``update_cache_op.update_cache_heads_major``
+compute_kernel_config)``                                         (upstream's input ``[1, n_kv_heads, b, d]``)
+``ttnn.fill_cache(cache_tensor, input_tensor, batch_idx, *,      ``fill_cache`` (same arguments)
+update_idx)``
+===============================================================  ==================================================
+
+Arguments the package does not implement (``share_cache``, ``mesh_coords``, ``block_size``, ``num_kv_heads``,
+``cache_position_modulo``, ``valid_seq_len_tensor``) must keep upstream's default: ValueError naming them otherwise.
+
+While patched, ttnn's own functions also meet emulator tensors sensibly (:mod:`ttflashdecode.emulator_calls`):
+``ttnn.from_torch(..., device=<emulator device>)``, ``ttnn.to_torch``, ``ttnn.deallocate``, ``ttnn.to_memory_config``,
+``ttnn.copy_host_to_device_tensor`` and the mesh mappers go to the emulator; any other ttnn function that fails on an
+emulator tensor raises ``EmulatorTensorError`` naming the emulator's methods instead of a binding TypeError.
+
 Nothing falls back to upstream: a call this package cannot serve raises before anything runs. The MLA functions are
 looked up on :mod:`ttflashdecode` at call time (they may land after this module).
 
@@ -44,7 +71,7 @@ Tensor arguments are passed through unchanged: the op takes upstream's tensor fo
 ``[padded q heads, 32]`` attention sink (head h's unscaled value at row h, column 0) and the ``[b, 1, q heads,
 kv_len]`` decode mask, besides its own (see the README's "Coming from ttnn.transformer").
 
-Patching is reference counted: the first :func:`patch_ttnn` saves upstream's four attributes and installs ours;
+Patching is reference counted: the first :func:`patch_ttnn` saves upstream's attributes and installs ours;
 further calls only count; the attributes are put back when every handle has been restored (``.restore()`` or the
 end of its ``with`` block). A handle restores at most once, so duplicate or nested patches never stack or lose the
 originals.
@@ -64,6 +91,11 @@ __all__ = [
     "paged_scaled_dot_product_attention_decode",
     "flash_multi_latent_attention_decode",
     "paged_flash_multi_latent_attention_decode",
+    "paged_update_cache",
+    "paged_fused_update_cache",
+    "paged_fill_cache",
+    "update_cache",
+    "fill_cache",
 ]
 
 # Keywords this package takes that upstream's signatures do not have; passed through as they are.
@@ -158,7 +190,8 @@ def paged_scaled_dot_product_attention_decode(
     _check_extras(op, extra)
     paged_args = _check_paged_defaults(op, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles)
     kwargs = _common(cur_pos, share_cache, dict(
-        extra, is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
+        extra, **paged_args,
+        is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
         scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
         program_config=program_config, compute_kernel_config=compute_kernel_config,
     ))  # fmt: skip
@@ -195,8 +228,7 @@ def paged_flash_multi_latent_attention_decode(
     _require(op, head_dim_v=head_dim_v, page_table_tensor=page_table_tensor)
     _check_extras(op, extra)
     kwargs = _common(cur_pos, share_cache, dict(
-        extra, **paged_args,
-        is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
+        extra, is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
         scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
         program_config=program_config, compute_kernel_config=compute_kernel_config,
     ))  # fmt: skip
@@ -218,11 +250,77 @@ REPLACEMENTS = {
     )
 }
 
+
+# ---- the cache ops: upstream's signatures (ttnn 0.81.1's nanobind arguments) -----------------------------------
+
+
+def paged_update_cache(
+    cache_tensor, input_tensor, *, update_idxs=(), update_idxs_tensor=None, share_cache=None, page_table=None,
+    batch_offset=0, compute_kernel_config=None, mesh_coords=None, block_size=None, num_kv_heads=None,
+    cache_position_modulo=None,
+):  # fmt: skip
+    """``ttnn.experimental.paged_update_cache`` -> :func:`ttflashdecode.paged_update_cache` (the same arguments)."""
+    return _package().paged_update_cache(
+        cache_tensor, input_tensor, update_idxs=update_idxs, update_idxs_tensor=update_idxs_tensor,
+        share_cache=share_cache, page_table=page_table, batch_offset=batch_offset,
+        compute_kernel_config=compute_kernel_config, mesh_coords=mesh_coords, block_size=block_size,
+        num_kv_heads=num_kv_heads, cache_position_modulo=cache_position_modulo,
+    )  # fmt: skip
+
+
+def paged_fused_update_cache(
+    cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, *, update_idxs=(), update_idxs_tensor=None,
+    share_cache=None, page_table=None, batch_offset=0, compute_kernel_config=None, mesh_coords=None,
+):  # fmt: skip
+    """``ttnn.experimental.paged_fused_update_cache`` -> :func:`ttflashdecode.paged_fused_update_cache`."""
+    return _package().paged_fused_update_cache(
+        cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs=update_idxs,
+        update_idxs_tensor=update_idxs_tensor, share_cache=share_cache, page_table=page_table,
+        batch_offset=batch_offset, compute_kernel_config=compute_kernel_config, mesh_coords=mesh_coords,
+    )  # fmt: skip
+
+
+def paged_fill_cache(
+    cache_tensor, input_tensor, page_table, *, batch_idx_tensor=None, batch_idx=0, compute_kernel_config=None,
+    mesh_coords=None, block_size=None, cache_position_modulo=None, valid_seq_len_tensor=None,
+):  # fmt: skip
+    """``ttnn.experimental.paged_fill_cache`` -> :func:`ttflashdecode.paged_fill_cache` (the same arguments)."""
+    return _package().paged_fill_cache(
+        cache_tensor, input_tensor, page_table, batch_idx_tensor=batch_idx_tensor, batch_idx=batch_idx,
+        compute_kernel_config=compute_kernel_config, mesh_coords=mesh_coords, block_size=block_size,
+        cache_position_modulo=cache_position_modulo, valid_seq_len_tensor=valid_seq_len_tensor,
+    )  # fmt: skip
+
+
+def update_cache(cache, input, update_idx, *, batch_offset=0, compute_kernel_config=None):  # noqa: A002 - upstream's name
+    """``ttnn.update_cache`` -> :func:`ttflashdecode.update_cache_op.update_cache_heads_major`: upstream's input form
+    ``[1, n_kv_heads, b (padded to 32), head_dim]``, every cache user from input row ``batch_offset + u``."""
+    from ttflashdecode.update_cache_op import update_cache_heads_major  # noqa: PLC0415
+
+    return update_cache_heads_major(cache, input, update_idx, batch_offset=batch_offset,
+                                    compute_kernel_config=compute_kernel_config)  # fmt: skip
+
+
+def fill_cache(cache_tensor, input_tensor, batch_idx, *, update_idx=0):
+    """``ttnn.fill_cache`` -> :func:`ttflashdecode.fill_cache` (the same arguments)."""
+    return _package().fill_cache(cache_tensor, input_tensor, batch_idx, update_idx=update_idx)
+
+
+# Where each replacement goes: (namespace of ttnn, name) -> function.
+ROUTES = {
+    **{("transformer", name): fn for name, fn in REPLACEMENTS.items()},
+    ("experimental", "paged_update_cache"): paged_update_cache,
+    ("experimental", "paged_fused_update_cache"): paged_fused_update_cache,
+    ("experimental", "paged_fill_cache"): paged_fill_cache,
+    ("", "update_cache"): update_cache,
+    ("", "fill_cache"): fill_cache,
+}
+
 # ---- patching -------------------------------------------------------------------------------------------------
 
 _MISSING = object()  # an attribute ttnn.transformer did not have (deleted again on restore)
 _lock = threading.Lock()
-_originals: dict[str, object] = {}  # upstream's attributes, saved while any handle is active
+_originals: dict[tuple[str, str], object] = {}  # (namespace, name) -> upstream's attribute, while patched
 _active: list[TtnnPatch] = []  # handles not yet restored
 
 
@@ -241,12 +339,12 @@ class TtnnPatch:
             _active.remove(self)
             if _active:
                 return
-            transformer = import_ttnn().transformer
-            for name, original in _originals.items():
+            for (namespace, name), original in _originals.items():
+                owner = _namespace(namespace)
                 if original is _MISSING:
-                    delattr(transformer, name)
+                    delattr(owner, name)
                 else:
-                    setattr(transformer, name, original)
+                    setattr(owner, name, original)
             _originals.clear()
 
     def __enter__(self) -> TtnnPatch:
@@ -261,17 +359,25 @@ class TtnnPatch:
 
 
 def patch_ttnn() -> TtnnPatch:
-    """Route ``ttnn.transformer``'s four decode-attention ops to ttflashdecode (see the module docstring); returns a
-    handle whose ``restore()`` / ``__exit__`` undoes it."""
+    """Route ``ttnn.transformer``'s four decode-attention ops and ttnn's cache ops to ttflashdecode, and ttnn's tensor
+    calls on emulator tensors to the emulator (see the module docstring); returns a handle whose ``restore()`` /
+    ``__exit__`` undoes it."""
     with _lock:
         if not _active:
-            transformer = import_ttnn().transformer
-            for name, replacement in REPLACEMENTS.items():
-                _originals[name] = getattr(transformer, name, _MISSING)
-                setattr(transformer, name, replacement)
+            from ttflashdecode.emulator_calls import replacements  # noqa: PLC0415
+
+            for (namespace, name), replacement in {**replacements(set(ROUTES)), **ROUTES}.items():
+                owner = _namespace(namespace)
+                _originals[(namespace, name)] = getattr(owner, name, _MISSING)
+                setattr(owner, name, replacement)
         handle = TtnnPatch()
         _active.append(handle)
         return handle
+
+
+def _namespace(name: str):
+    ttnn = import_ttnn()
+    return getattr(ttnn, name) if name else ttnn
 
 
 def is_patched() -> bool:

@@ -36,11 +36,12 @@ import torch
 
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.kernel_args import AccessorArgs, KernelArgs, select, wire
+from ttflashdecode.kernel_args import PLACEMENTS, AccessorArgs, KernelArgs, select, tensor_placement, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import (
     KV_DTYPES,
+    _check_height_shards,
     as_int,
     check_device_tensor,
     dtype_name,
@@ -65,7 +66,14 @@ DOCS = {
     "Wt": "head_dim in tiles",
     "batch": "users of the input (a fused K/V update's units of the second cache start at batch * n_kv_heads)",
     "n_kv_heads": "kv heads of the cache",
-    "input_head_tiles": "tile rows of one user's heads in the input (n_kv_heads padded to 32)",
+    "input_row_tiles": "tile rows of one entry of the input's dim 1 (its dim 2 padded to 32, in tiles)",
+    "input_heads_major": "0: input [1, b, n_kv_heads, d] (row (u, h) at [0, u, h]); 1: upstream update_cache's "
+    "[1, n_kv_heads, b (padded), d] (row (u, h) at [0, h, input_row_offset + u])",
+    "input_row_offset": "heads-major input: the first user's row in dim 2 (upstream's batch_offset)",
+    "input_placement": "kernel_args.PLACEMENTS of the input (DRAM or L1 interleaved, or L1 height-sharded)",
+    "input_shard_pages": "height-sharded input: pages per shard (0 otherwise)",
+    "input_num_shards": "height-sharded input: shards of one input (a fused update's second input's follow them)",
+    "input_page_bytes": "an input page (a bfloat16 tile)",
     "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * block_size)",
     "is_paged": "1: the position's block is found through the user's page-table row",
     "block_size": "paged: positions per block; unpaged: the cache's tile-padded positions per user",
@@ -83,7 +91,8 @@ DOCS = {
     **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
 }
 READER_ARGS = (
-    "Wt", "batch", "n_kv_heads", "input_head_tiles", "kv_len", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
+    "Wt", "batch", "n_kv_heads", "input_row_tiles", "input_heads_major", "input_row_offset", "input_placement",
+    "input_shard_pages", "input_num_shards", "input_page_bytes", "kv_len", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
     "index_page_bytes", "page_table_page_bytes", "cache_cta_offset", "input_cta_offset", "index_cta_offset",
     "page_table_cta_offset", "cb_cache", "cb_new_row", "cb_index", "cb_page_table", "cb_target",
 )  # fmt: skip
@@ -149,6 +158,9 @@ class UpdateShapes:
     max_blocks_per_user: int = 0
     num_blocks: int = 0
     num_caches: int = 1  # 2: a fused K/V update (two caches, two inputs, one launch)
+    input_row_tiles: int = 1  # tile rows of one entry of the input's dim 1
+    input_heads_major: bool = False  # upstream update_cache's input [1, n_kv_heads, b (padded), d]
+    input_row_offset: int = 0  # heads-major: the first user's row (batch_offset)
 
     @property
     def Wt(self) -> int:
@@ -186,6 +198,20 @@ def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_ker
     if offset != 0:
         raise ValueError(f"batch_offset={batch_offset!r}: only 0 is supported (input user u updates cache user u)")
     return _update([(cache, input)], update_idx, None, compute_kernel_config, index_name="update_idx")[0]
+
+
+def update_cache_heads_major(cache, input, update_idx, *, batch_offset: int = 0, compute_kernel_config=None):
+    """``ttnn.update_cache`` as upstream defines it: ``input`` is ``[1, n_kv_heads, rows, head_dim]`` (bfloat16, TILE;
+    rows = the users padded to 32, DRAM or L1 interleaved or L1 height-sharded) and every user u of ``cache``
+    (``[b, n_kv_heads, S, head_dim]``) gets input row ``batch_offset + u`` of each head at position ``update_idx`` (an
+    int, as upstream; a list or an int32 ``[b]`` tensor per user also works). ``batch_offset + b`` must fit the
+    input's padded rows. Returns ``cache``. (:func:`update_cache` takes ``[1, b, n_kv_heads, head_dim]`` instead.)"""
+    offset = as_int(batch_offset)
+    if offset is None:
+        raise TypeError(f"batch_offset={batch_offset!r} ({type(batch_offset).__name__}): expected an int")
+    call = check_update([(cache, input)], update_idx, None, compute_kernel_config, index_name="update_idx",
+                        heads_major=True, batch_offset=offset)  # fmt: skip
+    return _run_update(call)[0]
 
 
 def paged_update_cache(
@@ -288,16 +314,19 @@ class UpdateCall:
     backend: Backend
 
 
-def check_update(pairs, positions, page_table, compute_kernel_config, *, index_name: str, names=None) -> UpdateCall:
+def check_update(pairs, positions, page_table, compute_kernel_config, *, index_name: str, names=None,
+                 heads_major: bool = False, batch_offset: int = 0) -> UpdateCall:  # fmt: skip
     """Checks an update of each (cache, input) of ``pairs`` (one, or K and V) on the host; nothing runs or is
-    uploaded. Errors name the argument (``names``: the caller's (cache, input) names of each pair)."""
+    uploaded. Errors name the argument (``names``: the caller's (cache, input) names of each pair). ``heads_major``:
+    the input is upstream update_cache's ``[1, n_kv_heads, >= batch_offset + b, head_dim]`` and every user of the
+    (unpaged) cache is updated from rows ``batch_offset ..``; else it is ``[1, b, n_kv_heads, head_dim]``."""
     # ---- check everything before any device work
     if names is None:
         names = [("cache", "input")] if len(pairs) == 1 else [("cache_tensor1", "input_tensor1"), ("cache_tensor2", "input_tensor2")]
     cache, new = pairs[0]
-    cache_shape, new_shape = _check_pair(cache, new, *names[0])
+    cache_shape, new_shape = _check_pair(cache, new, *names[0], heads_major)
     for (other_cache, other_new), (cache_name, input_name) in zip(pairs[1:], names[1:]):
-        _check_pair(other_cache, other_new, cache_name, input_name)
+        _check_pair(other_cache, other_new, cache_name, input_name, heads_major)
         for name, tensor, first in ((cache_name, other_cache, cache), (input_name, other_new, new)):
             got = (shape_of(tensor), dtype_name(tensor), str(tensor.memory_config()))
             want = (shape_of(first), dtype_name(first), str(first.memory_config()))
@@ -305,6 +334,14 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
                 raise ValueError(f"{name}: shape, dtype and placement {got} must be the first one's {want}, on its device")
     device = cache.device()
     _, batch, n_kv, head_dim = new_shape
+    form = dict(input_row_tiles=-(-new_shape[2] // TILE))
+    if heads_major:
+        batch, n_kv = cache_shape[0], new_shape[1]
+        if batch_offset < 0 or batch_offset + batch > form["input_row_tiles"] * TILE:
+            raise ValueError(f"batch_offset={batch_offset}: the {batch} users of {names[0][0]} take input rows "
+                             f"batch_offset .. batch_offset + {batch - 1}, past {names[0][1]}'s "
+                             f"{form['input_row_tiles'] * TILE} (padded) rows of dim 2")  # fmt: skip
+        form.update(input_heads_major=True, input_row_offset=batch_offset)
     compute = ComputeSettings.coerce(compute_kernel_config)
     backend = backend_for(device)
     if backend.num_chips > 1:
@@ -314,7 +351,7 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
             raise ValueError(f"{names[0][0]}: has {cache_shape[0]} users but input has b={batch}; expected at least {batch}")
         kv_len = cache_shape[2]
         shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), kv_len, -(-kv_len // TILE) * TILE, False,
-                              num_caches=len(pairs))  # fmt: skip
+                              num_caches=len(pairs), **form)  # fmt: skip
         table_rows = None
     else:
         block = cache_shape[2]
@@ -322,7 +359,7 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
             raise ValueError(f"{names[0][0]}: block_size={block} (dim 2 of a paged cache) must be a multiple of {TILE}")
         max_blocks, table_rows = _check_page_table(page_table, batch, cache_shape[0], device)
         shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), max_blocks * block, block, True,
-                              max_blocks, cache_shape[0], num_caches=len(pairs))  # fmt: skip
+                              max_blocks, cache_shape[0], num_caches=len(pairs), **form)  # fmt: skip
     host_positions = _check_positions(index_name, positions, batch, shapes.kv_len, device)
     return UpdateCall(
         shapes, tuple(pairs), positions if host_positions is None else None,
@@ -347,8 +384,13 @@ def update_tensors(call: UpdateCall):
 
 def _update(pairs, positions, page_table, compute_kernel_config, *, index_name: str) -> list:
     """Updates each (cache, input) of ``pairs`` (one, or K and V) with one launch; returns the caches."""
+    return _run_update(check_update(pairs, positions, page_table, compute_kernel_config, index_name=index_name))
+
+
+def _run_update(call: UpdateCall) -> list:
+    """Uploads what the call's host values need, then builds (or looks up) and launches the program."""
     global last_run
-    call = check_update(pairs, positions, page_table, compute_kernel_config, index_name=index_name)
+    pairs = call.pairs
     index, page_table = update_tensors(call)
     backend, shapes, compute = call.backend, call.shapes, call.compute
     io = [t for pair in pairs for t in pair] + [index] + ([page_table] if page_table is not None else [])
@@ -361,23 +403,32 @@ def _update(pairs, positions, page_table, compute_kernel_config, *, index_name: 
     return [c for c, _ in pairs]
 
 
-def _check_pair(cache, new, cache_name: str, input_name: str):
+INPUT_FORMS = "DRAM or L1 interleaved, or L1 height-sharded (full-width shards of whole tiles, ROW_MAJOR orientation)"
+
+
+def _check_pair(cache, new, cache_name: str, input_name: str, heads_major: bool = False):
     """(cache shape, input shape) of one cache and its new rows, checked."""
+    ttnn = import_ttnn()
     cache_shape = check_device_tensor(cache_name, cache, 4, KV_DTYPES)
     new_shape = check_device_tensor(input_name, new, 4, INPUT_DTYPES, dram=False, device=cache.device())
-    if new.memory_config().is_sharded():
-        raise ValueError(
-            f"{input_name}: expected a DRAM or L1 interleaved tensor, got {new.memory_config()} (height-sharded input, "
-            "upstream's form, is not supported yet: ttnn.to_memory_config(input, ttnn.DRAM_MEMORY_CONFIG) first)"
-        )
+    mem = new.memory_config()
+    if mem.is_sharded():
+        # nlp_create_qkv_heads_decode's form (tt_transformers, DeepSeek MLA): one user's padded head rows per core
+        if mem.memory_layout != ttnn.TensorMemoryLayout.HEIGHT_SHARDED or mem.buffer_type != ttnn.BufferType.L1:
+            raise ValueError(f"{input_name}: memory config {mem}: expected {INPUT_FORMS}")
+        _check_height_shards(input_name, mem.shard_spec, new_shape, True, backend_for(cache.device()).grid())
+    elif mem.memory_layout != ttnn.TensorMemoryLayout.INTERLEAVED:
+        raise ValueError(f"{input_name}: memory config {mem}: expected {INPUT_FORMS}")
+    form = "[1, n_kv_heads, b, head_dim]" if heads_major else "[1, b, n_kv_heads, head_dim]"
     if new_shape[0] != 1:
-        raise ValueError(f"{input_name}: expected shape [1, b, n_kv_heads, head_dim], got {list(new_shape)}")
+        raise ValueError(f"{input_name}: expected shape {form}, got {list(new_shape)}")
     if new_shape[3] % TILE:
         raise ValueError(f"{input_name}: head_dim={new_shape[3]} must be a multiple of {TILE}")
-    if cache_shape[1] != new_shape[2] or cache_shape[3] != new_shape[3]:
+    heads = new_shape[1] if heads_major else new_shape[2]
+    if cache_shape[1] != heads or cache_shape[3] != new_shape[3]:
         raise ValueError(
             f"{input_name}: shape {list(new_shape)} does not match {cache_name} {list(cache_shape)}: expected "
-            f"n_kv_heads={cache_shape[1]} and head_dim={cache_shape[3]}"
+            f"n_kv_heads={cache_shape[1]} and head_dim={cache_shape[3]} (input form {form})"
         )
     return cache_shape, new_shape
 
@@ -478,11 +529,18 @@ def _aligned(n: int) -> int:
 def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool,
                        signal: CacheUpdateSignal | None = None):
     """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here."""
+    input_at = tensor_placement(new)
     values = {
         "Wt": shapes.Wt,
         "batch": shapes.batch,
         "n_kv_heads": shapes.n_kv_heads,
-        "input_head_tiles": -(-shapes.n_kv_heads // TILE),
+        "input_row_tiles": shapes.input_row_tiles,
+        "input_heads_major": int(shapes.input_heads_major),
+        "input_row_offset": shapes.input_row_offset,
+        "input_placement": PLACEMENTS[input_at.placement],
+        "input_shard_pages": input_at.shard_pages,
+        "input_num_shards": len(input_at.shard_cores),
+        "input_page_bytes": input_at.page_bytes,
         "kv_len": shapes.kv_len,
         "is_paged": int(shapes.is_paged),
         "block_size": shapes.block_size,
@@ -497,7 +555,7 @@ def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32
     }
     reader = AccessorArgs()
     reader.add("cache", cache)
-    reader.add("input", new)
+    reader.add("input", None if input_at.sharded else new, absent_like="cache")  # sharded: addressed per shard core
     reader.add("index", index)
     reader.add("page_table", page_table, absent_like="index")
     writer = AccessorArgs()
@@ -532,19 +590,26 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
         args = WriterRuntimeArgs(cache.buffer_address(), cache2_addr, count, len(targets) // 3)
         writer_rt.append((ttnn.CoreCoord(*c), wire(args) + targets))
 
-    def kernel(source: Path, args: KernelArgs, runtime_args, config):
+    # A height-sharded input's shards: NOC coordinates of shard s's core at common args 2s, 2s + 1 (both inputs of a
+    # fused update have the same placement; the reader offsets the second's cores by its shard count).
+    input_cores = [core for _, n in pairs for core in tensor_placement(n).shard_cores]
+    noc_coord = backend_for(cache.device()).noc_coord
+    reader_common = [v for core in input_cores for v in noc_coord(core)]
+
+    def kernel(source: Path, args: KernelArgs, runtime_args, config, common_runtime_args=()):
         return ttnn.KernelDescriptor(
             kernel_source=str(source),
             core_ranges=cores,
             compile_time_args=list(args.positional),
             named_compile_time_args=list(args.named),
             runtime_args=runtime_args,
+            common_runtime_args=list(common_runtime_args),
             config=config,
-            compiler_include_paths=[str(KERNEL_DIR)],
+            compiler_include_paths=[str(KERNEL_DIR), str(KERNEL_DIR.parent)],
         )
 
     kernels = [
-        kernel(READER, reader_args, reader_rt, ttnn.ReaderConfigDescriptor()),
+        kernel(READER, reader_args, reader_rt, ttnn.ReaderConfigDescriptor(), reader_common),
         kernel(COMPUTE, compute_args, compute_rt, compute.descriptor()),
         kernel(WRITER, writer_args, writer_rt, ttnn.WriterConfigDescriptor()),
     ]
@@ -576,5 +641,5 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
-__all__ = ["update_cache", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program",
+__all__ = ["update_cache", "update_cache_heads_major", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program",
            "split_units", "check_update", "update_tensors", "CacheUpdateSignal"]

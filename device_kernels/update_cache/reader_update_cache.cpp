@@ -7,7 +7,11 @@
 //      for a paged cache, the user's page-table row, and hands that target to the writer (cb_target);
 //   2. reads the cache's tile row holding that position (Wt tiles, the cache's format) for compute to unpack;
 //   3. reads the unit's new row (head `head` of user `user` in the TILE input: two 16-datum face rows per tile) into
-//      cb_new_row as one bfloat16 row of head_dim datums.
+//      cb_new_row as one bfloat16 row of head_dim datums. The input is [1, b, n_kv_heads, d] (paged_update_cache's
+//      form) or, heads-major, [1, n_kv_heads, b (padded), d] (upstream update_cache's form, users from row
+//      input_row_offset); DRAM or L1 interleaved, or L1 height-sharded (nlp_create_qkv_heads_decode's one user per
+//      core: shard s on the core whose NOC coordinates are common runtime args 2s, 2s + 1; the second input of a
+//      fused update follows the first one's input_num_shards shards).
 // The index tensor and page table are read at run time (one page each), so the same program serves every step.
 // A unit whose position is outside the cache still streams through compute (the CBs stay in step), but its tiles
 // are not read (the writer writes nothing for it).
@@ -24,6 +28,7 @@
 #include "api/tensor/tensor_accessor.h"
 #include "api/tensor/noc_traits.h"
 #include "update_cache_common.hpp"
+#include "flash_decode_common.hpp"  // TensorPages: interleaved or height-sharded pages
 
 using namespace update_cache;
 
@@ -38,7 +43,13 @@ constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
 constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");                    // head_dim in tiles
 constexpr uint32_t batch = get_named_compile_time_arg_val("batch");              // users of the input
 constexpr uint32_t n_kv_heads = get_named_compile_time_arg_val("n_kv_heads");
-constexpr uint32_t input_head_tiles = get_named_compile_time_arg_val("input_head_tiles");  // tile rows of heads
+constexpr uint32_t input_row_tiles = get_named_compile_time_arg_val("input_row_tiles");  // tile rows per dim-1 entry
+constexpr bool input_heads_major = get_named_compile_time_arg_val("input_heads_major") == 1;
+constexpr uint32_t input_row_offset = get_named_compile_time_arg_val("input_row_offset");
+constexpr auto input_placement = static_cast<flash_decode::Placement>(get_named_compile_time_arg_val("input_placement"));
+constexpr uint32_t input_shard_pages = get_named_compile_time_arg_val("input_shard_pages");
+constexpr uint32_t input_num_shards = get_named_compile_time_arg_val("input_num_shards");
+constexpr uint32_t input_page_bytes = get_named_compile_time_arg_val("input_page_bytes");
 constexpr uint32_t kv_len = get_named_compile_time_arg_val("kv_len");            // positions a user may write
 constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
 constexpr uint32_t block_size = get_named_compile_time_arg_val("block_size");
@@ -76,8 +87,10 @@ void kernel_main() {
     CircularBuffer target_buf(cb_target);
     const decltype(TensorAccessor(cache_args, 0u)) caches[2] = {TensorAccessor(cache_args, cache_addr),
                                                                  TensorAccessor(cache_args, cache2_addr)};
-    const decltype(TensorAccessor(input_args, 0u)) inputs[2] = {TensorAccessor(input_args, input_addr),
-                                                                 TensorAccessor(input_args, input2_addr)};
+    using InputPages = flash_decode::TensorPages<input_placement, input_shard_pages, decltype(TensorAccessor(input_args, 0u))>;
+    const InputPages inputs[2] = {
+        InputPages{TensorAccessor(input_args, input_addr), input_addr, input_page_bytes, 0},
+        InputPages{TensorAccessor(input_args, input2_addr), input2_addr, input_page_bytes, 2 * input_num_shards}};
     const auto index = TensorAccessor(index_args, index_addr);
     const auto page_table = TensorAccessor(page_table_args, page_table_addr);
 
@@ -127,14 +140,14 @@ void kernel_main() {
         }
         // The new row: columns 0-15 and 16-31 of each tile are face rows of the left and right faces.
         new_row_buf.reserve_back(1);
-        const uint32_t input_tile_row = user * input_head_tiles + head / TILE_HW;
-        const uint32_t head_row = head % TILE_HW;
+        const uint32_t outer = input_heads_major ? head : user;  // the input's dim 1
+        const uint32_t inner = input_heads_major ? input_row_offset + user : head;  // its dim 2
+        const uint32_t input_tile_row = outer * input_row_tiles + inner / TILE_HW;
+        const uint32_t input_row = inner % TILE_HW;
         for (uint32_t t = 0; t < Wt; ++t) {
             for (uint32_t half = 0; half < 2; ++half) {
-                noc.async_read(input, new_row_buf, FACE_ROW_BYTES,
-                               {.page_id = input_tile_row * Wt + t,
-                                .offset_bytes = bf16_tile_offset(head_row, half * FACE_HW)},
-                               {.offset_bytes = (t * 2 + half) * FACE_ROW_BYTES});
+                input.read(noc, new_row_buf, (t * 2 + half) * FACE_ROW_BYTES, FACE_ROW_BYTES,
+                           {input_tile_row * Wt + t, bf16_tile_offset(input_row, half * FACE_HW)});
             }
         }
         noc.async_read_barrier();
