@@ -29,7 +29,7 @@ ttnn's call shapes; captured programs are recorded (not run) and replayed over t
 
 from .compiler import compile_cache_stats, reset_compile_cache_stats
 from .device import EmuDevice, open_device
-from .errors import EmulatorError, EmulatorHang, KernelCompileError, KernelFault
+from .errors import EmulatorError, EmulatorHang, KernelCompileError, KernelFault, SanitizerReport
 from .mesh import (ConcatMeshToTensor, EmuMeshDevice, EmuMeshTensor, MeshStats, ReplicateTensorToMesh,
                    ShardTensorToMesh, open_mesh_device)
 from .stats import EmulatorStats
@@ -49,6 +49,7 @@ __all__ = [
     "KernelFault",
     "MeshStats",
     "ReplicateTensorToMesh",
+    "SanitizerReport",
     "ShardTensorToMesh",
     "begin_trace_capture",
     "end_trace_capture",

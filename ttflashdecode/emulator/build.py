@@ -1,7 +1,12 @@
 """Builds the emulator runtime (csrc/) with the host g++ on first use, cached under ~/.cache/ttflashdecode/ keyed by
 a hash of csrc/ and include/ (any source change rebuilds). Produces the runtime executable ``ttfd_emu_run`` (run in a
 child process per program; kernels are dlopen'ed into it) and ``libttfd_host.so`` (tile format conversion for the
-Python driver, loaded with ctypes)."""
+Python driver, loaded with ctypes).
+
+``TTFD_EMU_SANITIZE=address|thread`` (:func:`sanitizer`) selects a sanitizer build: the runtime executable (in its own
+cache directory) and every kernel (compiler.py adds the same flags, so they are separate cache entries) compiled with
+``-fsanitize=...``. The executable links the sanitizer's runtime itself, so the child needs no LD_PRELOAD; the kernels
+dlopen'ed into it resolve the sanitizer's hooks there. ``libttfd_host.so``, loaded into Python, is never sanitized."""
 
 from __future__ import annotations
 
@@ -32,35 +37,62 @@ def tree_hash(*roots: Path) -> str:
     return h.hexdigest()[:20]
 
 
+SANITIZE_ENV = "TTFD_EMU_SANITIZE"
+SANITIZERS = ("address", "thread")
+
+
+def sanitizer() -> str:
+    """The sanitizer selected by ``TTFD_EMU_SANITIZE`` ("" when unset or empty), checked on every call so a test can
+    switch it for one run."""
+    value = os.environ.get(SANITIZE_ENV, "").strip()
+    if value not in ("", *SANITIZERS):
+        raise EmulatorError(f"{SANITIZE_ENV}={value!r} is not a sanitizer the emulator builds with; expected one of "
+                            f"{', '.join(SANITIZERS)} (or unset)")
+    return value
+
+
+def sanitizer_flags(name: str) -> list[str]:
+    """Compiler flags of a sanitizer build (runtime and kernels): frame pointers and line tables keep the reports'
+    stacks readable."""
+    if not name:
+        return []
+    return [f"-fsanitize={name}", "-fno-omit-frame-pointer", "-g"]
+
+
 def _run(cmd: list[str]) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise EmulatorError(f"building the emulator runtime failed: {' '.join(cmd)}", details=res.stderr[-8000:])
 
 
-@lru_cache(maxsize=1)
-def runtime_dir() -> Path:
-    """Directory holding the built runtime for the current sources (built if missing)."""
-    out = CACHE_ROOT / f"runtime-{tree_hash(CSRC, INCLUDE)}"
+@lru_cache(maxsize=None)
+def runtime_dir(sanitize: str = "") -> Path:
+    """Directory holding the built runtime for the current sources (built if missing); ``sanitize``: a sanitizer
+    build of the executable alone (no host library)."""
+    out = CACHE_ROOT / (f"runtime-{tree_hash(CSRC, INCLUDE)}" + (f"-{sanitize}" if sanitize else ""))
     exe, lib = out / "ttfd_emu_run", out / "libttfd_host.so"
-    if exe.exists() and lib.exists():
+    wanted = (exe,) if sanitize else (exe, lib)
+    if all(p.exists() for p in wanted):
         return out
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".lock", "w") as lk:
         fcntl.flock(lk, fcntl.LOCK_EX)
-        if not (exe.exists() and lib.exists()):
+        if not all(p.exists() for p in wanted):
             common = ["-std=c++17", "-O2", "-g", "-pthread", f"-I{INCLUDE}"]
             tmp = exe.with_suffix(f".{os.getpid()}")
-            _run([CXX, *common, "-rdynamic", str(CSRC / "runtime.cpp"), "-o", str(tmp), "-ldl"])
+            _run([CXX, *common, *sanitizer_flags(sanitize), "-rdynamic", str(CSRC / "runtime.cpp"), "-o", str(tmp),
+                  "-ldl"])
             tmp.rename(exe)
-            tmp = lib.with_suffix(f".{os.getpid()}")
-            _run([CXX, *common, "-fPIC", "-shared", str(CSRC / "host_formats.cpp"), "-o", str(tmp)])
-            tmp.rename(lib)
+            if not sanitize:
+                tmp = lib.with_suffix(f".{os.getpid()}")
+                _run([CXX, *common, "-fPIC", "-shared", str(CSRC / "host_formats.cpp"), "-o", str(tmp)])
+                tmp.rename(lib)
     return out
 
 
-def runtime_executable() -> Path:
-    return runtime_dir() / "ttfd_emu_run"
+def runtime_executable(sanitize: str | None = None) -> Path:
+    """The runtime executable; ``sanitize`` None: the build ``TTFD_EMU_SANITIZE`` selects."""
+    return runtime_dir(sanitizer() if sanitize is None else sanitize) / "ttfd_emu_run"
 
 
 @lru_cache(maxsize=1)

@@ -58,7 +58,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from .build import CACHE_ROOT, CXX, INCLUDE
+from .build import CACHE_ROOT, CXX, INCLUDE, sanitizer, sanitizer_flags
 from .errors import KernelCompileError
 from . import jit_env
 
@@ -70,7 +70,15 @@ GENERATED = KERNEL_CACHE / "generated"
 # -ftt-constinit" (libtt_metal's JIT flags), its SFPI compiler's C++17 plus class-type template parameters, consteval
 # and constinit, which ttnn's kernel_lib (compute_kernel_lib::eltwise_chain, used by upstream's softmax and bcast
 # kernels) relies on; host g++ has those only as C++20.
-CXXFLAGS = ["-std=c++20", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-Wall", "-Wno-unknown-pragmas"]
+# -fno-gnu-unique: g++ gives function-local statics of inline functions, static data of templates and inline
+# variables STB_GNU_UNIQUE binding, which the dynamic loader unifies across every library of the process whatever
+# RTLD_LOCAL says. The runtime loads one copy of a kernel's library per core so that its statics are per core, as on
+# silicon; with unique binding all cores' threads shared one object instead (the timing hooks' SFPU memo, a
+# std::unordered_map, was filled by every core's compute thread at once and now and then crashed a run).
+# -g1 -gz: line tables only, compressed (a library 1.5x the size, no change to the code), so a fault's program
+# counter resolves to a kernel source line (runtime.py, fault_location).
+CXXFLAGS = ["-std=c++20", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-fno-gnu-unique", "-g1", "-gz",
+            "-Wall", "-Wno-unknown-pragmas"]
 DEPRECATED_ERROR_ENV = "TTFD_EMU_DEPRECATED_ERROR"
 
 _lock = threading.Lock()
@@ -334,6 +342,12 @@ def macro_prefix_maps(source: Path) -> list[str]:
     return [f"-fmacro-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
 
+def debug_prefix_maps(source: Path) -> list[str]:
+    """``-fdebug-prefix-map`` flags naming files in the line tables as macro_prefix_maps names them in ``__FILE__``, so
+    a fault resolves to ``device_kernels/...`` whichever checkout compiled the (shared) cached library."""
+    return [f"-fdebug-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
+
+
 def kernel_flags(
     source: Path,
     *,
@@ -362,6 +376,7 @@ def kernel_flags(
     gen = jit_env.write_generated(GENERATED, files) if files else None
     flags = list(CXXFLAGS)
     flags += macro_prefix_maps(source)
+    flags += debug_prefix_maps(source)
     flags.append(f"-I{INCLUDE}")
     if compute:
         flags.append(f"-I{jit_env.LLK_INCLUDE}")
@@ -410,4 +425,5 @@ def kernel_flags(
         flags.append(f"-D{name}={value}" if value != "" else f"-D{name}")
     if os.environ.get(DEPRECATED_ERROR_ENV, "").strip() not in ("", "0"):
         flags.append("-Werror=deprecated-declarations")
+    flags += sanitizer_flags(sanitizer())  # TTFD_EMU_SANITIZE: kernels instrumented like the runtime (build.py)
     return tuple(flags)

@@ -4,7 +4,12 @@ The parent writes a flat program file (grid, DRAM layout, L1 bank table, live bu
 their runtime args), passes the DRAM memfd and the L1-image memfd (storage of L1 sharded and L1-interleaved buffers) to
 the child, and reads
 back a JSON result. A kernel crash can therefore never
-take down Python: exit 0 -> EmulatorStats, 3 -> EmulatorHang, 4 -> KernelFault, anything else -> EmulatorError.
+take down Python: exit 0 -> EmulatorStats, 3 -> EmulatorHang, 4 -> KernelFault, anything else -> EmulatorError. A
+fault's stack comes back as (library, offset) frames, resolved here to the kernel's source line (fault_location.py).
+
+With ``TTFD_EMU_SANITIZE=address|thread`` the child is the sanitizer build (build.py); the sanitizer writes its reports
+into the run's temporary directory, and any report becomes a SanitizerReport (after the run's own fault or hang,
+which the report then explains).
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import arch
-from .build import runtime_executable
-from .errors import EmulatorError, EmulatorHang, KernelFault
+from . import arch, fault_location
+from .build import runtime_executable, sanitizer
+from .errors import EmulatorError, EmulatorHang, KernelFault, SanitizerReport
 from .program import ProgramPlan
 from .stats import EmulatorStats
 
@@ -81,7 +86,8 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
         timing = os.environ.get("TTFD_EMU_TIMING", "1") != "0"
     if timing_only and not timing:
         raise EmulatorError("timing_only=True needs the timing model, but it is off (TTFD_EMU_TIMING=0)")
-    exe = runtime_executable()
+    sanitize = sanitizer()
+    exe = runtime_executable(sanitize)
     with tempfile.TemporaryDirectory(prefix="ttfd-emu-", dir=_tmp_root()) as tmp:
         prog = Path(tmp) / "program.txt"
         result = Path(tmp) / "result.json"
@@ -94,17 +100,29 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
         try:
             fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)
             proc = subprocess.run([str(exe), str(prog)], pass_fds=fds, timeout=deadline_s + 30,
-                                  stdout=subprocess.DEVNULL)
+                                  stdout=subprocess.DEVNULL, env=_sanitizer_env(sanitize, tmp))
             code = proc.returncode
         except subprocess.TimeoutExpired:
             raise EmulatorHang(f"emulator child did not finish within {deadline_s + 30:.0f} s (killed)") from None
         wall = time.monotonic() - t0
+        report = _sanitizer_report(tmp) if sanitize else ""
         res = None
         if result.exists():
             try:
                 res = json.loads(result.read_text())
             except json.JSONDecodeError as e:
                 raise EmulatorError(f"unreadable emulator result ({e}); exit code {code}") from None
+    if report:  # the report explains what the run did, whether or not it failed
+        try:
+            _outcome(res, code, page_sizes, wall)
+        except EmulatorError as e:
+            raise SanitizerReport(sanitize, report) from e
+        raise SanitizerReport(sanitize, report)
+    return _outcome(res, code, page_sizes, wall)
+
+
+def _outcome(res: dict | None, code: int, page_sizes, wall: float) -> EmulatorStats:
+    """The run's stats, or its fault / hang / error as an exception."""
     if res is None:
         sig = f" (signal {-code})" if code < 0 else ""
         raise EmulatorError(f"emulator child exited with code {code}{sig} without a result")
@@ -117,5 +135,27 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
     if status == "hang":
         raise EmulatorHang(first, **kw)
     if status == "fault":
-        raise KernelFault(first, **kw)
+        location, backtrace = fault_location.resolve(res.get("frames") or [])
+        if backtrace:
+            kw["details"] = (rest + "\n" if rest else "") + "backtrace:\n" + "\n".join(f"  {f}" for f in backtrace)
+        raise KernelFault(first, location=location, **kw)
     raise EmulatorError(f"emulator: {first}", **kw)
+
+
+def _sanitizer_env(sanitize: str, tmp: str) -> dict | None:
+    """The child's environment for a sanitizer build: reports as files in the run's directory (the parent reads
+    them), the run's own fault handling kept (the runtime installs its signal handlers after the sanitizer's)."""
+    if not sanitize:
+        return None
+    env = dict(os.environ)
+    log = f"log_path={tmp}/sanitizer"
+    if sanitize == "address":
+        env["ASAN_OPTIONS"] = f"{log}:detect_leaks=0:abort_on_error=0:allow_user_segv_handler=1:" + env.get(
+            "ASAN_OPTIONS", "")
+    else:
+        env["TSAN_OPTIONS"] = f"{log}:halt_on_error=0:second_deadlock_stack=1:" + env.get("TSAN_OPTIONS", "")
+    return env
+
+
+def _sanitizer_report(tmp: str) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("sanitizer*")))

@@ -13,13 +13,17 @@
 //
 // Usage: ttfd_emu_run PROGRAM_FILE   (program file written by ttflashdecode/emulator/runtime.py)
 // Exit codes: 0 ok, 3 hang, 4 kernel fault, 5 setup error. A JSON result is written to the path named in the
-// program file in every case (result.py reads it).
+// program file in every case (result.py reads it). A fault's result carries its stack as (library, offset) frames,
+// which the parent resolves to kernel source lines (runtime.py).
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -237,9 +241,63 @@ std::string json_escape(const std::string& s) {
     return o;
 }
 
-// Async-signal-tolerant: only snprintf into a static buffer, open, write.
-void write_raw_result(const char* status, const char* core, const char* kernel, const char* message) {
-    static char buf[16384];
+// ---- code objects: where each loaded library lies, so a fault's stack becomes (library file, offset) frames.
+// Filled once after the kernels are loaded, before any kernel thread starts, and only read afterwards (also by the
+// signal handler: fixed-size storage, no locks).
+struct CodeObject {
+    uintptr_t lo = 0, hi = 0, base = 0;  // the object's loaded range and load bias
+    char path[512] = "";                 // the file to resolve offsets in (a kernel: its cached library, not the copy)
+};
+constexpr int kMaxCodeObjects = 1024;
+CodeObject g_objects[kMaxCodeObjects];
+int g_num_objects = 0;
+constexpr int kMaxFrames = 48;
+
+const CodeObject* object_at(uintptr_t pc) {
+    for (int i = 0; i < g_num_objects; ++i)
+        if (pc >= g_objects[i].lo && pc < g_objects[i].hi) return &g_objects[i];
+    return nullptr;
+}
+
+// `frames` (innermost first; frames[0] is the exact faulting pc when `first_is_pc`, every other one a return address)
+// as JSON [["file", offset, exact], ...] into `out`. Async-signal-safe: snprintf of integers and strings only.
+size_t frames_json(char* out, size_t cap, void* const* frames, int n, bool first_is_pc) {
+    size_t o = 0;
+    auto put = [&](const char* text) {
+        for (const char* p = text; *p && o + 2 < cap; ++p) {
+            if (*p == '"' || *p == '\\') out[o++] = '\\';
+            out[o++] = *p;
+        }
+    };
+    put("[");
+    bool first = true;
+    for (int i = 0; i < n && o + 600 < cap; ++i) {
+        uintptr_t pc = reinterpret_cast<uintptr_t>(frames[i]);
+        const CodeObject* obj = object_at(pc);
+        if (!obj) continue;
+        char num[64];
+        if (!first) put(", ");
+        out[o++] = '[';
+        out[o++] = '"';
+        for (const char* p = obj->path; *p && o + 64 < cap; ++p) {
+            if (*p == '"' || *p == '\\') out[o++] = '\\';
+            out[o++] = *p;
+        }
+        out[o++] = '"';
+        snprintf(num, sizeof num, ", %lu, %d]", (unsigned long)(pc - obj->base), (i == 0 && first_is_pc) ? 1 : 0);
+        for (const char* p = num; *p && o + 2 < cap; ++p) out[o++] = *p;
+        first = false;
+    }
+    out[o++] = ']';
+    out[o] = 0;
+    return o;
+}
+
+// Async-signal-tolerant: only snprintf into a static buffer, open, write, rename. `frames`: a JSON array or nullptr.
+// Written to a temporary name and renamed, so the parent never reads half a result (the handler may rewrite it).
+void write_raw_result(const char* status, const char* core, const char* kernel, const char* message,
+                      const char* frames = nullptr) {
+    static char buf[32768];
     static char esc[3][8192];
     const char* src[3] = {core, kernel, message};
     for (int j = 0; j < 3; ++j) {
@@ -260,13 +318,18 @@ void write_raw_result(const char* status, const char* core, const char* kernel, 
         }
         esc[j][o] = 0;
     }
-    int n = snprintf(buf, sizeof buf, "{\"status\": \"%s\", \"core\": \"%s\", \"kernel\": \"%s\", \"message\": \"%s\"}\n",
-                     status, esc[0], esc[1], esc[2]);
-    int fd = open(M.result_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int n = snprintf(buf, sizeof buf,
+                     "{\"status\": \"%s\", \"core\": \"%s\", \"kernel\": \"%s\", \"message\": \"%s\", \"frames\": %s}\n",
+                     status, esc[0], esc[1], esc[2], frames ? frames : "[]");
+    if (n < 0 || size_t(n) >= sizeof buf) n = int(sizeof buf) - 1;
+    static char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.raw", M.result_path.c_str());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
         ssize_t w = write(fd, buf, size_t(n));
         (void)w;
         close(fd);
+        rename(tmp, M.result_path.c_str());
     }
 }
 
@@ -284,11 +347,11 @@ const char* proc_name(Processor p) {
 }
 
 [[noreturn]] void die(const char* status, int code, const std::string& core, const std::string& kernel,
-                      const std::string& msg) {
+                      const std::string& msg, const char* frames = nullptr) {
     if (g_dying.exchange(1)) {
         for (;;) pause();
     }
-    write_raw_result(status, core.c_str(), kernel.c_str(), msg.c_str());
+    write_raw_result(status, core.c_str(), kernel.c_str(), msg.c_str(), frames);
     fflush(stderr);
     _exit(code);
 }
@@ -300,7 +363,14 @@ std::string ctx_kernel() {
     return tls->k->name + " (" + proc_name(tls->k->proc) + ")";
 }
 
-[[noreturn]] void kfault(const std::string& msg) { die("fault", 4, core_name(tls ? tls->core : nullptr), ctx_kernel(), msg); }
+// A kernel broke an API rule: the calling thread's stack names the kernel line that made the call.
+[[noreturn]] void kfault(const std::string& msg) {
+    static thread_local char frames[8192];
+    void* pcs[kMaxFrames];
+    int n = backtrace(pcs, kMaxFrames);
+    frames_json(frames, sizeof frames, pcs, n, false);
+    die("fault", 4, core_name(tls ? tls->core : nullptr), ctx_kernel(), msg, frames);
+}
 
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
 std::string fmt(const char* f, ...) {
@@ -1107,7 +1177,7 @@ void flush_reads(KThread& t) {
 }
 
 // ---- fault handler: names the faulting address's core/region and the current kernel.
-void on_signal(int sig, siginfo_t* si, void*) {
+void on_signal(int sig, siginfo_t* si, void* uctx) {
     uintptr_t a = reinterpret_cast<uintptr_t>(si->si_addr);
     char where[1024];
     where[0] = 0;
@@ -1148,7 +1218,25 @@ void on_signal(int sig, siginfo_t* si, void*) {
     if (g_dying.exchange(1)) {
         for (;;) pause();
     }
+    // The fault as known so far first; then the stack, which needs the unwinder: should it block (a fault inside the
+    // dynamic loader, holding its lock), SIGALRM ends the process and the parent still reads this result.
     write_raw_result("fault", core, kern, msg);
+    signal(SIGALRM, SIG_DFL);
+    alarm(5);
+    static char frames[8192];
+    void* pcs[kMaxFrames + 1];
+    pcs[0] = reinterpret_cast<void*>(uctx ? static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_RIP] : 0);
+    void* raw[kMaxFrames];
+    int n = backtrace(raw, kMaxFrames), from = 0;
+    for (int i = 0; i < n; ++i)  // the handler's own frames and the signal trampoline come before the faulting pc
+        if (raw[i] == pcs[0]) {
+            from = i + 1;
+            break;
+        }
+    int m = 1;
+    for (int i = from; i < n && m <= kMaxFrames; ++i) pcs[m++] = raw[i];
+    frames_json(frames, sizeof frames, pcs, m, true);
+    write_raw_result("fault", core, kern, msg, frames);
     _exit(4);
 }
 
@@ -1501,10 +1589,12 @@ void setup_memory() {
     }
 }
 
+void record_code_objects(const std::map<std::string, std::string>& copies);
+
 // Each (kernel, core) instance gets its own copy of the kernel library so file-scope variables in kernels stay
 // per-core, as on silicon.
 void load_kernels() {
-    std::map<std::pair<int, int>, int> copies;
+    std::map<std::string, std::string> copies;  // loaded copy -> the cached library it was copied from
     for (auto& t : M.threads) {
         std::string src = t->k->path;
         std::string dst = M.so_dir + fmt("/k%d_c%d.so", t->k->id, t->core->idx);
@@ -1517,11 +1607,49 @@ void load_kernels() {
         void* h = dlopen(dst.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!h) setup_error(std::string("dlopen failed: ") + dlerror());
         unlink(dst.c_str());
+        copies[dst] = src;
         void* e = dlsym(h, "_Z11kernel_mainv");
         if (!e) setup_error("kernel " + t->k->name + " defines no `void kernel_main()`");
         t->so = h;
         t->entry = reinterpret_cast<void (*)()>(e);
     }
+    record_code_objects(copies);
+}
+
+// The code objects of the process (dl_iterate_phdr), each kernel copy under its cached library's name.
+void record_code_objects(const std::map<std::string, std::string>& copies) {
+    char exe[512] = "";
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[len > 0 ? len : 0] = 0;
+    struct Ctx {
+        const std::map<std::string, std::string>* copies;
+        const char* exe;
+    } ctx{&copies, exe};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info* info, size_t, void* data) -> int {
+            auto* c = static_cast<Ctx*>(data);
+            if (g_num_objects >= kMaxCodeObjects) return 1;
+            uintptr_t lo = UINTPTR_MAX, hi = 0;
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                const auto& ph = info->dlpi_phdr[i];
+                if (ph.p_type != PT_LOAD) continue;
+                lo = std::min<uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
+                hi = std::max<uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+            }
+            if (hi <= lo) return 0;
+            std::string name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : c->exe;
+            auto it = c->copies->find(name);
+            if (it != c->copies->end()) name = it->second;
+            CodeObject& o = g_objects[g_num_objects++];
+            o.lo = lo;
+            o.hi = hi;
+            o.base = info->dlpi_addr;
+            snprintf(o.path, sizeof o.path, "%s", name.c_str());
+            return 0;
+        },
+        &ctx);
+    void* warm[2];
+    backtrace(warm, 2);  // loads the unwinder now, not first inside a signal handler
 }
 
 void write_ok_result() {
