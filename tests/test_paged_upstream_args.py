@@ -164,8 +164,8 @@ def test_geometry_view_of_another_layers_cache(emu_device, transformer, cache_sh
     v_cache = golden.paged_cache_view(v_view, cache_shape[1], cache_shape[0], cache_shape[2])
     q = torch.randn(1, b, nq, d, generator=gen)
     clean = torch.where(unused[:, None, None, None], 0.0, 1.0)
-    k_clean = golden.paged_cache_view(k_view.nan_to_num(0, 0, 0) * clean, cache_shape[1], cache_shape[0], cache_shape[2])
-    v_clean = golden.paged_cache_view(v_view.nan_to_num(0, 0, 0) * clean, cache_shape[1], cache_shape[0], cache_shape[2])
+    k_clean, v_clean = (golden.paged_cache_view(x.nan_to_num(0, 0, 0) * clean, cache_shape[1], cache_shape[0],
+                                                cache_shape[2]) for x in (k_view, v_view))  # fmt: skip
     expected = golden.paged_sdpa_decode(_q(q), _q(k_clean), _q(v_clean), table, cur_pos=cur_pos,
                                         paged_cache_geometry=(block_size, num_kv_heads))  # fmt: skip
     args = (_tile(emu_device, q), _tile(emu_device, k_cache), _tile(emu_device, v_cache),
@@ -208,7 +208,8 @@ def test_spec_multi_pos_candidates_have_their_own_bounds(emu_device, transformer
     k_bad = torch.where(hidden, _garbage_like(k, gen), k)
     v_bad = torch.where(hidden, _garbage_like(v, gen), v)
     expected = golden.paged_sdpa_decode(_q(q), _q(k), _q(v), table, cur_pos=cur_pos, spec_multi_pos_tiles=tg)
-    args = (_tile(emu_device, q), _tile(emu_device, k_bad), _tile(emu_device, v_bad), _int32(emu_device, table.tolist()))
+    args = (_tile(emu_device, q), _tile(emu_device, k_bad), _tile(emu_device, v_bad),
+            _int32(emu_device, table.tolist()))  # fmt: skip
     out = op_module.paged_scaled_dot_product_attention_decode(
         *args, cur_pos_tensor=_int32(emu_device, cur_pos), spec_multi_pos_tiles=tg, program_config=_config(),
         output_tensor=_poisoned(emu_device, tuple(q.shape)),
@@ -225,7 +226,8 @@ def test_spec_multi_pos_candidates_have_their_own_bounds(emu_device, transformer
             *args, cur_pos_tensor=_int32(emu_device, cur_pos), spec_multi_pos_tiles=tg, program_config=_config(),
         )  # fmt: skip
     assert tuple(patched.shape) == tuple(q.shape)
-    check_output(emu_device.to_torch(patched).float().reshape(as_users), expected.reshape(as_users), seed, "spec, patched")
+    check_output(emu_device.to_torch(patched).float().reshape(as_users), expected.reshape(as_users), seed,
+                 "spec, patched")  # fmt: skip
 
 
 # ---- invalid values -----------------------------------------------------------------------------------------------

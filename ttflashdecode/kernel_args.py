@@ -100,7 +100,8 @@ DOCS = {
 READER_ARGS = (
     "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "heads_per_group", "NQt", "St", "num_kv_heads", "n_q_heads", "batch",
     "sliding_window", "kv_len", "is_causal", "scale_bits", "k_head_block", "v_head_block", "is_paged",
-    "tiles_per_block", "num_blocks", "share_cache", "ring_blocks", "users_per_page_row", "use_attn_mask", "mask_heads", "mask_is_bfp8",
+    "tiles_per_block", "num_blocks", "share_cache", "ring_blocks", "users_per_page_row", "use_attn_mask", "mask_heads",
+    "mask_is_bfp8",
     "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement", "q_shard_pages",
     "q_page_bytes", "q_whole_tiles", "q_cta_offset", "k_cta_offset", "v_cta_offset", "cur_pos_cta_offset", "page_table_cta_offset",
     "mask_cta_offset", "sink_cta_offset", "wait_for_cache_update", "sem_cache_updated",
