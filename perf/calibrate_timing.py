@@ -84,7 +84,8 @@ def print_table(dev) -> None:
         m = f.modelled()
         print(f"| {f.what} | {f.published:g} {f.unit} | {m:.5g} | {f.error(m):+.1%} | {f.tolerance:.0%} |")
     torch.manual_seed(5)
-    src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16)  # bank 0: 4 pages (8 KB) back to back
+    # bank 0: 4 pages (8 KB) back to back
+    src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     print("\n## One-core DRAM reads through the wired emulator (real kernel), modelled vs published\n")
     print("| figure | published | emulator (modelled) | error | standalone model |")
     print("|---|---|---|---|---|")
@@ -106,7 +107,7 @@ def llama70b_decode(dev, block_size: int = 32, position: int = 127, grid=(8, 8))
     k = torch.randn(num_blocks, hkv, block_size, d, generator=g)
     v = torch.randn(num_blocks, hkv, block_size, d, generator=g)
     page_table = torch.randperm(num_blocks, generator=g).reshape(b, blocks_per_user).to(torch.int32)
-    tq = dev.from_torch(q, dtype=ttnn.bfloat16)
+    tq = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tk, tv = (dev.from_torch(x, dtype=ttnn.bfloat8_b) for x in (k, v))
     config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(*grid), q_chunk_size=0,
                                     k_chunk_size=0, max_cores_per_head_batch=16)
@@ -200,7 +201,7 @@ def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dic
         rows.append(_row(f.what, f"{f.published:g} {f.unit}", f.source, f"{_num(m)}{spread}", f.error(m), f.tolerance,
                          f.note))
     torch.manual_seed(5)
-    src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16)
+    src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     try:
         for key, nbytes, count in DRAM_ROWS:
             f = figs[key]

@@ -74,8 +74,8 @@ def matmuls(dev, total: int):
     outs = total // (n_cores * kt)
     cores = [(x, 0) for x in range(n_cores)]
     crs = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(n_cores - 1, 0))])
-    a = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16)
-    b = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16)
+    a = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    b = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     feed = ttnn.KernelDescriptor(
         kernel_source=str(KDIR / "matmul_feed.cpp"), core_ranges=crs,
         compile_time_args=[kt] + a.tensor_accessor_args() + b.tensor_accessor_args(),

@@ -52,7 +52,7 @@ def run_both(dev, args):
         kwargs["compute_kernel_config"] = ttnn.WormholeComputeKernelConfig(
             math_fidelity=getattr(ttnn.MathFidelity, args.fidelity), math_approx_mode=True, fp32_dest_acc_en=False,
             packer_l1_acc=False)
-    tq = dev.from_torch(q, dtype=ttnn.bfloat16)
+    tq = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     dtype = ttnn.bfloat8_b if args.kv_dtype == "bfloat8_b" else ttnn.bfloat16
     if args.block_size:
         blocks_per_user = kv // args.block_size
@@ -60,13 +60,13 @@ def run_both(dev, args):
         k = torch.randn(num_blocks, hkv, args.block_size, d, generator=g)
         v = torch.randn(num_blocks, hkv, args.block_size, d, generator=g)
         pt = torch.randperm(num_blocks, generator=g).reshape(b, blocks_per_user).to(torch.int32)
-        tk, tv = (dev.from_torch(x, dtype=dtype) for x in (k, v))
+        tk, tv = (dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
         calls = [("upstream sdpa_decode", lambda: upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs)),
                  ("ttflashdecode", lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs))]  # fmt: skip
     else:
         k = torch.randn(b, hkv, kv, d, generator=g)
         v = torch.randn(b, hkv, kv, d, generator=g)
-        tk, tv = (dev.from_torch(x, dtype=dtype) for x in (k, v))
+        tk, tv = (dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
         calls = [("upstream sdpa_decode", lambda: upstream.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs)),
                  ("ttflashdecode", lambda: ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs))]  # fmt: skip
     reference = None

@@ -142,7 +142,8 @@ class Runner:
         not when ``ours`` is False (--upstream-only)."""
         g = torch.Generator().manual_seed(self.seed)
         dev = self.dev
-        q = dev.from_torch(torch.randn(s.q_len, s.batch, s.n_q_heads, s.head_dim, generator=g), dtype=ttnn.bfloat16)
+        q = dev.from_torch(torch.randn(s.q_len, s.batch, s.n_q_heads, s.head_dim, generator=g), dtype=ttnn.bfloat16,
+                           layout=ttnn.TILE_LAYOUT)
         k = self._kv((s.batch, s.n_kv_heads, s.kv_len, s.head_dim), g)
         v = self._kv((s.batch, s.n_kv_heads, s.kv_len, s.d_v), g)  # upstream's V (and ours unless MLA)
         pos = [s.kv_len - 1] * s.batch
@@ -166,7 +167,7 @@ class Runner:
     def _upstream(self, s: Shape, q, k, v, pos, cfg, g) -> Result:
         dev = self.dev
         q1 = q if s.q_len == 1 else dev.from_torch(torch.randn(1, s.batch, s.n_q_heads, s.head_dim, generator=g),
-                                                   dtype=ttnn.bfloat16)
+                                                   dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
         try:
             up = self._call(UPSTREAM, lambda: upstream.scaled_dot_product_attention_decode(
                 q1, k, v, cur_pos=pos, program_config=cfg))

@@ -378,7 +378,7 @@ def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
     gen = generator(seed_for(f"test_unsupported_outputs_are_rejected {match}"))
 
     def put(*shape):
-        return emu_device.from_torch(torch.randn(*shape, generator=gen), dtype=ttnn.bfloat16)
+        return emu_device.from_torch(torch.randn(*shape, generator=gen), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
 
     q, k, v = put(1, 1, 8, 64), put(1, 1, 128, 64), put(1, 1, 128, 64)
     if "dtype" in kwargs:

@@ -6,6 +6,7 @@ checks the values inside device cur_pos / page-table tensors."""
 from __future__ import annotations
 
 import gc
+import re
 import weakref
 
 import numpy as np
@@ -96,15 +97,20 @@ def tensors(emu_device, other_emu_device):
     }
 
 
+_PAGED_WITHOUT_TABLE = "paged op, page_table_tensor=None"
+
+
 def _call(t, q="q", k="k", v="v", page_table=None, **kwargs):
     args = dict(cur_pos=[100, 200]) | kwargs
     # strings name tensors of the fixture; callables build what would raise at collection time (configs)
     args = {name: t.get(value, value) if isinstance(value, str) else value() if callable(value) else value
             for name, value in args.items()}  # fmt: skip
+    q, k, v = (t[x] if isinstance(x, str) else x for x in (q, k, v))  # None stays None
     if page_table is not None:
-        page_table = t.get(page_table, page_table) if isinstance(page_table, str) else page_table
-        return op_module.paged_scaled_dot_product_attention_decode(t[q], t[k], t[v], page_table, **args)
-    return op_module.scaled_dot_product_attention_decode(t[q], t[k], t[v], **args)
+        if isinstance(page_table, str):
+            page_table = None if page_table == _PAGED_WITHOUT_TABLE else t[page_table]
+        return op_module.paged_scaled_dot_product_attention_decode(q, k, v, page_table, **args)
+    return op_module.scaled_dot_product_attention_decode(q, k, v, **args)
 
 
 CASES = [
@@ -182,6 +188,19 @@ CASES = [
     (dict(cur_pos=[100, True]), ValueError, r"cur_pos\[1\]=True: expected an int"),
     (dict(sliding_window_size=64.0), TypeError, r"sliding_window_size=64.0 \(float\): expected a positive int or None"),
     (dict(sliding_window_size=np.int64(0)), ValueError, "sliding_window_size=0: expected a positive int or None"),
+    # ---- out-of-range numbers: each refused naming the argument and the range (issue 22)
+    (dict(scale=1e-46), ValueError, r"scale=1e-46: expected a positive finite number in \[1e-27, 1e\+20\]"),  # fp32 0
+    (dict(scale=1e-38), ValueError, r"scale=1e-38: expected .* in \[1e-27, 1e\+20\]"),  # an fp32 denormal
+    (dict(scale=1e-30), ValueError, r"scale=1e-30: expected .* in \[1e-27"),  # the approximate exp's masks leak
+    (dict(scale=9e35), ValueError, r"scale=9e\+35: expected .* in \[1e-27, 1e\+20\]"),  # the exp's multiplier
+    (dict(scale=3.5e38), ValueError, r"scale=3.5e\+38: expected"),  # no fp32
+    (dict(scale=10**400), ValueError, r"scale=inf: expected a positive finite number"),
+    (dict(sliding_window_size=2**32), ValueError, r"sliding_window_size=4294967296: .*at most 2\*\*32 - 1"),
+    (dict(sliding_window_size=2**32 + 5), ValueError, r"sliding_window_size=4294967301: expected a positive int"),
+    (dict(q=None), TypeError, "q: expected a ttnn or emulator device tensor, got NoneType"),
+    (dict(v=None), TypeError, "v: expected a ttnn or emulator device tensor, got NoneType"),
+    (dict(k="kp", v="kp", page_table=_PAGED_WITHOUT_TABLE), TypeError, "page_table_tensor=None: the paged op needs a "
+     "page table"),
     (dict(memory_config="DRAM"), TypeError, r"memory_config='DRAM' \(str\): expected a ttnn.MemoryConfig"),
     (dict(dtype="bfloat16"), TypeError, r"dtype='bfloat16' \(str\): expected a ttnn.DataType"),
     (dict(compute_kernel_config="HiFi4"), TypeError, "compute_kernel_config='HiFi4': expected ttnn.WormholeComputeKernelConfig"),
@@ -248,6 +267,130 @@ def test_uint32_positions_skip_with_all_ones(emu_device, tensors, reference):
     out = emu_device.to_torch(_call(tensors, cur_pos=None, cur_pos_tensor="pos_u32_skip", validate_device_tensors=True))
     assert torch.equal(out[:, 0], reference[:, 0])
     assert torch.count_nonzero(out[:, 1]) == 0
+
+
+# ---- the scale's range: both ends right with either exp, refused past them --------------------------------------
+
+
+@pytest.mark.parametrize("exp_approx", [True, False], ids=["approximate-exp", "exact-exp"])
+@pytest.mark.parametrize("scale", [validate.SCALE_MIN, validate.SCALE_MAX], ids=["SCALE_MIN", "SCALE_MAX"])
+def test_scale_range_ends_match_the_golden(emu_device, scale, exp_approx):
+    """At SCALE_MIN the softmax is uniform over the visible positions: the generated masks' hidden positions must
+    still weigh 0 under the approximate exp, whose argument there is MASKED_SCORE * scale = -1000 (at scale 1e-30,
+    -1, every output came out 10% low: max |error| 0.028, over this bound). At SCALE_MAX it is an argmax: user 0
+    sees one position (its tile's 31 hidden ones must lose even where q . k < 0: at 1e30 the exact exp gave PCC
+    0.87), user 1's position 137 of each kv head beats every other by a margin bfloat16 scores keep."""
+    from decode_harness import check_close, exp_factor
+
+    from ttflashdecode import golden
+
+    ttnn = import_ttnn()
+    gen = torch.Generator().manual_seed(22)
+    q = torch.randn(1, B, NQ, D, generator=gen)
+    k, v = torch.randn(B, NKV, S, D, generator=gen), torch.randn(B, NKV, S, D, generator=gen)
+    for h in range(NKV):  # the sum of the group's q heads: q_i . sum_j q_j ~ |q_i|^2 = 64, other scores ~N(0, 8)
+        k[1, h, 137] = q[0, 1, h * (NQ // NKV) : (h + 1) * (NQ // NKV)].sum(0)
+    stored = [golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)]
+    pos = [0, 200]
+    expected = golden.sdpa_decode(*stored, cur_pos=pos, scale=scale)
+    tq, tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, k, v))
+    config = ProgramConfig((8, 8), k_chunk_size=64, exp_approx_mode=exp_approx)
+    out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=pos, scale=scale, program_config=config)
+    got = emu_device.to_torch(out).float()
+    check_close(got, expected, "bfloat16", 22, f"scale={scale:g} exp_approx={exp_approx}", exp_factor(exp_approx))
+
+
+def test_scale_range_is_refused_past_both_ends(tensors):
+    """Just past either end (and the values users hit: an fp32 denormal, a number fp32 rounds to 0, past the
+    approximate exp's fp32 multiplier) is refused naming scale and the range; the wrapper's plan() refuses alike."""
+    from ttflashdecode.wrapper import FlashDecodeWrapper
+
+    for scale in (validate.SCALE_MIN * 0.99, validate.SCALE_MAX * 1.01, 1e-38, 1e-46, 9e35, 3.4e38):
+        in_range = r"expected a positive finite number in \[1e-27, 1e\+20\]"
+        with pytest.raises(ValueError, match=rf"scale={re.escape(repr(scale))}: {in_range}"):
+            _call(tensors, scale=scale)
+        with pytest.raises(ValueError, match=rf"scale={re.escape(repr(scale))}: expected"):
+            FlashDecodeWrapper(tensors["q"].device()).plan(batch=B, n_q_heads=NQ, n_kv_heads=NKV, head_dim=D,
+                                                           kv_len=S, scale=scale)  # fmt: skip
+    assert validate.check_scale(validate.SCALE_MIN) == validate.SCALE_MIN
+    assert validate.check_scale(np.float64(validate.SCALE_MAX)) == validate.SCALE_MAX
+
+
+# ---- arguments of the MLA and paged entry points; the L1 overflow's advice ------------------------------------
+
+
+def test_mla_and_paged_entry_points_need_their_arguments(emu_device, tensors, monkeypatch):
+    touched = []
+    for method in ("allocate", "from_torch", "generic_op"):
+        monkeypatch.setattr(emu_device, method, lambda *a, _m=method, **kw: touched.append(_m))
+    q, k, kp = tensors["q"], tensors["k"], tensors["kp"]
+    with pytest.raises(TypeError, match=r"head_dim_v=None \(NoneType\): expected an int"):
+        op_module.flash_multi_latent_attention_decode(q, k, head_dim_v=None, cur_pos=[100, 200])
+    with pytest.raises(TypeError, match=r"head_dim_v='512' \(str\): expected an int"):
+        op_module.flash_multi_latent_attention_decode(q, k, head_dim_v="512", cur_pos=[100, 200])
+    with pytest.raises(TypeError, match="page_table_tensor=None: the paged op needs a page table"):
+        op_module.paged_flash_multi_latent_attention_decode(q, kp, None, head_dim_v=32, cur_pos=[100, 200])
+    assert touched == []
+
+
+def test_l1_overflow_advice_names_what_would_fit():
+    """DeepSeek's MLA (576 / 512) with 128 q heads and q_len 2 overflows even at k_chunk_size 32 with the head dims
+    tiled and one core per group: the advice names the query rows (q_len 1 or 64 heads per call fit), not the chunk."""
+    from ttflashdecode.plan import DecodeShapes, plan
+
+    def mla(q_len, heads):
+        return DecodeShapes(batch=1, n_q_heads=heads, n_kv_heads=1, head_dim=576, v_head_dim=512, kv_len=1024,
+                            q_len=q_len, v_from_k=True)  # fmt: skip
+
+    with pytest.raises(L1OverflowError) as raised:
+        plan(mla(2, 128), None)
+    message = str(raised.value)
+    assert "k_chunk_size" not in message, message
+    assert "fewer query rows per kv head (q_len x n_q_heads / n_kv_heads = 256 rows" in message, message
+    assert "decode fewer tokens per call (q_len)" in message, message
+    plan(mla(1, 128), None)  # what the advice says fits
+    plan(mla(2, 64), None)
+    with pytest.raises(L1OverflowError, match=r"try a smaller k_chunk_size \(now 1024\); or fewer query rows"):
+        plan(mla(2, 128), ProgramConfig((8, 8), k_chunk_size=1024))
+
+
+# ---- ttnn's from_torch defaults and Tensor.deallocate(force) on the emulator -----------------------------------
+
+
+def test_from_torch_defaults_are_ttnn_s(emu_device):
+    """The emulator device's from_torch defaults as ttnn.from_torch does (compared with ttnn's own host tensors):
+    the dtype from the torch tensor's, ROW_MAJOR (TILE for block floats), DRAM interleaved."""
+    from ttflashdecode.emulator import EmulatorError
+
+    ttnn = import_ttnn()
+    for torch_dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64, torch.uint32):
+        x = torch.arange(6).reshape(2, 3).to(torch_dtype)
+        want = ttnn.from_torch(x)
+        got = emu_device.from_torch(x)
+        assert (got.dtype, got.layout) == (want.dtype, want.layout), torch_dtype
+        assert got.memory_config() == ttnn.DRAM_MEMORY_CONFIG
+        assert torch.equal(emu_device.to_torch(got).to(torch.int64), x.to(torch.int64))
+    for block_float in (ttnn.bfloat8_b, ttnn.bfloat4_b):
+        want = ttnn.from_torch(torch.zeros(2, 3), dtype=block_float)
+        assert emu_device.from_torch(torch.zeros(2, 3), dtype=block_float).layout == want.layout == ttnn.TILE_LAYOUT
+    with pytest.raises(EmulatorError, match="torch.float64 tensor has no ttnn dtype of its own; pass dtype="):
+        emu_device.from_torch(torch.zeros(2, dtype=torch.float64))
+    with pytest.raises(EmulatorError, match="dtype DataType.UINT16 is not supported by the emulator"):
+        emu_device.from_torch(torch.zeros(2, dtype=torch.int16))  # ttnn's uint16: a dtype the emulator lacks
+
+
+def test_translated_positions_and_deallocate_force(emu_device, tensors, reference):
+    """``from_torch(torch.tensor(pos), dtype=ttnn.int32)`` as a model writes it for ttnn (ROW_MAJOR by default) is a
+    valid cur_pos_tensor; ``t.deallocate(True)`` (gpt-oss) frees an emulator tensor as ttnn's does."""
+    ttnn = import_ttnn()
+    for pos in (emu_device.from_torch(torch.tensor([100, 200]), dtype=ttnn.int32),
+                emu_device.from_torch(torch.tensor([100, 200], dtype=torch.int32))):  # fmt: skip
+        assert torch.equal(emu_device.to_torch(_call(tensors, cur_pos=None, cur_pos_tensor=pos)), reference)
+        pos.deallocate(True)
+        assert not pos.is_allocated()
+    spare = emu_device.from_torch(torch.zeros(4), dtype=ttnn.bfloat16)
+    spare.deallocate(force=False)
+    assert not spare.is_allocated()
 
 
 def test_scalar_helpers():

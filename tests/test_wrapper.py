@@ -213,6 +213,19 @@ def test_run_before_plan_and_v_for_a_latent_plan_are_refused(emu_device):
         (dict(attn_mask_heads=1), ValueError, r"attn_mask_heads: must be 0 when is_causal=True"),
         (dict(scale=-1.0), ValueError, r"scale=-1.0: expected a positive finite number"),
         (dict(max_cur_pos=256), ValueError, r"max_cur_pos=256: expected -1..255"),
+        # what run() would refuse, plan() refuses (issue 22)
+        (dict(q_len=9), ValueError, r"q_len=9: expected 1..8 query tokens per user"),
+        (dict(q_len=100), ValueError, r"q_len=100: expected 1..8 query tokens per user"),
+        (dict(q_len=0), ValueError, r"q_len=0: expected 1..8 query tokens per user"),
+        (dict(q_len=2.0), TypeError, r"q_len=2.0 \(float\): expected an int in 1..8"),
+        (dict(sliding_window_size=2**32 + 5), ValueError,
+         r"sliding_window_size=4294967301: expected a positive int or None \(at most 2\*\*32 - 1"),
+        (dict(scale=1e39), ValueError, r"scale=1e\+39: expected a positive finite number in \[1e-27, 1e\+20\]"),
+        (dict(scale=1e-40), ValueError, r"scale=1e-40: expected a positive finite number in \[1e-27, 1e\+20\]"),
+        (dict(v_dtype=import_ttnn().float32), ValueError, r"v_dtype=DataType.FLOAT32: expected one of ttnn.bfloat16"),
+        (dict(attn_mask_dtype=import_ttnn().float32, is_causal=False, attn_mask_heads=1), ValueError,
+         r"attn_mask_dtype=DataType.FLOAT32: expected one of ttnn.bfloat16, ttnn.bfloat8_b"),
+        (dict(dtype=import_ttnn().bfloat4_b), ValueError, r"dtype=DataType.BFLOAT4_B: expected one of ttnn.bfloat16"),
     ],
 )
 def test_plan_rejects_bad_arguments(emu_device, kwargs, error, message):
@@ -220,6 +233,20 @@ def test_plan_rejects_bad_arguments(emu_device, kwargs, error, message):
     with pytest.raises(error, match=message):
         wrapper.plan(**_shape_kwargs(**kwargs))
     assert wrapper.decode_plan is None
+
+
+def test_run_names_the_wrapper_s_device(emu_device, other_emu_device):
+    """Tensors of another device are refused naming the wrapper's device (check_call then holds every other tensor
+    to q's), before anything runs."""
+    wrapper = FlashDecodeWrapper(emu_device, program_config=CONFIG)
+    wrapper.plan(**_shape_kwargs())
+    q, k, v = (_to_device(other_emu_device, torch.randn(*shape)) for shape in ((1, B, NQ, D), (B, NKV, S, D),
+                                                                                (B, NKV, S, D)))  # fmt: skip
+    with pytest.raises(ValueError, match=r"q: lives on a different device than the wrapper \(got a tensor on .*"
+                                         r"expected the wrapper's"):  # fmt: skip
+        wrapper.run(q, k, v, cur_pos=[9, 99])
+    with pytest.raises(TypeError, match="q: expected a ttnn or emulator device tensor, got NoneType"):
+        wrapper.run(None, k, v, cur_pos=[9, 99])
 
 
 def test_wrapper_needs_a_device():

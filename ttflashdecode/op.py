@@ -40,7 +40,8 @@ from ttflashdecode.device_cache import (cache_stats, clear_program_cache, close_
 from ttflashdecode.fast_path import NotSignable, compute_config_value, flag, plain, program_config_value, tensors_signature
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import DecodeCall, check_bool, check_call, check_device_tensor, check_mesh_call
+from ttflashdecode.validate import (DecodeCall, check_bool, check_call, check_device_tensor, check_mesh_call,
+                                   require_head_dim_v, require_page_table)
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
 
 last_run: DecodeResult | None = None  # the last call's result, for the demo and tests (a view of its wrapper's)
@@ -185,6 +186,7 @@ def paged_scaled_dot_product_attention_decode(
     Every other argument is as in :func:`scaled_dot_product_attention_decode`; kv_len is
     ``max_blocks_per_user * block_size``.
     """
+    require_page_table(page_table_tensor)
     return _decode(
         q, k, v, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
@@ -223,6 +225,7 @@ def flash_multi_latent_attention_decode(
     head-dim blocks. Every other argument is as in :func:`scaled_dot_product_attention_decode`; the output is
     ``[q_len, b, n_q_heads, head_dim_v]``.
     """
+    require_head_dim_v(head_dim_v)
     return _decode(
         q, k, None, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
         scale=scale, sliding_window_size=sliding_window_size, attention_sink=attention_sink, share_cache=share_cache,
@@ -255,6 +258,8 @@ def paged_flash_multi_latent_attention_decode(
 ):
     """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
     head_dim]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
+    require_page_table(page_table_tensor)
+    require_head_dim_v(head_dim_v)
     return _decode(
         q, k, None, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,

@@ -30,6 +30,16 @@ KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
 OUT_DTYPES = ("bfloat16", "float32", "bfloat8_b")
 BLOCK_FLOAT_OUT_DTYPES = ("bfloat8_b",)  # written through a staging tensor and the tile convert program
 MAX_Q_LEN = 8  # speculative decoding: a few draft tokens per user
+# The softmax scales the kernels compute right with both exps. Hidden positions carry the finite score MASKED_SCORE
+# (-1e30, device_kernels/flash_decode_common.hpp). The approximate exp takes scores unscaled (q . k units) and fuses
+# the scale into its multiplier, so a hidden position weighs exp(-1e30 * scale): exactly 0 only while that argument
+# is below the exp's underflow (-88); from scale 8.8e-29 down it leaks (scale 1e-30: every output 10% off).
+# 1e-27 keeps it at -1000. The exact exp scales the scores first, so a hidden position stays hidden only while
+# |q . k| * scale is far below 1e30 (scale 1e30 with one visible position: PCC 0.87); 1e20 allows |q . k| up to 1e8
+# with room. (Past about 9.2e35 the approximate exp's fp32 multiplier 369.3 * scale overflows and the kernel does not
+# compile; below 1.2e-38 the scale is an fp32 denormal, which the SFPU reads as zero.)
+SCALE_MIN, SCALE_MAX = 1e-27, 1e20
+MAX_SLIDING_WINDOW = 2**32 - 1  # a uint32, as ttnn's sliding_window_size (std::optional<uint32_t>)
 
 
 @dataclass(frozen=True)
@@ -76,10 +86,12 @@ def same_device(a, b) -> bool:
 
 
 def check_device_tensor(
-    name: str, tensor, rank: int, dtypes: tuple[str, ...], layout: str | None = "TILE", dram: bool = True, device=None
+    name: str, tensor, rank: int, dtypes: tuple[str, ...], layout: str | None = "TILE", dram: bool = True, device=None,
+    device_name: str = "q's",
 ) -> tuple[int, ...]:
-    """Shape of ``tensor`` after checking that it is a live device tensor on ``device`` (q's; None: not checked) of
-    rank ``rank``, one of ``dtypes``, in ``layout`` (None: TILE or ROW_MAJOR) and (``dram``) DRAM interleaved."""
+    """Shape of ``tensor`` after checking that it is a live device tensor on ``device`` (``device_name``: whose it
+    is, q's by default; None: not checked) of rank ``rank``, one of ``dtypes``, in ``layout`` (None: TILE or
+    ROW_MAJOR) and (``dram``) DRAM interleaved."""
     ttnn = import_ttnn()
     if isinstance(tensor, torch.Tensor) or not hasattr(tensor, "layout"):
         raise TypeError(f"{name}: expected a ttnn or emulator device tensor, got {type(tensor).__name__}")
@@ -87,8 +99,10 @@ def check_device_tensor(
     if not tensor.is_allocated():
         raise ValueError(f"{name}: the tensor was deallocated (is_allocated() is False); expected a live device tensor")
     if device is not None and not same_device(tensor.device(), device):
+        owner = device_name.removesuffix("'s")
         raise ValueError(
-            f"{name}: lives on a different device than q (got a tensor on {tensor.device()!r}, expected q's {device!r})"
+            f"{name}: lives on a different device than {owner} (got a tensor on {tensor.device()!r}, expected "
+            f"{device_name} {device!r})"
         )
     shape = shape_of(tensor)
     if len(shape) != rank:
@@ -134,7 +148,8 @@ def check_bool(name: str, value) -> bool:
 
 
 def check_scale(scale) -> float | None:
-    """The softmax scale as a Python float: a finite positive number (Python, numpy or 0-dim torch), or None."""
+    """The softmax scale as a Python float: a number in ``[SCALE_MIN, SCALE_MAX]`` (Python, numpy or 0-dim torch),
+    or None."""
     if scale is None:
         return None
     value = plain_scalar(scale)
@@ -144,9 +159,12 @@ def check_scale(scale) -> float | None:
         value = float(value)
     except OverflowError:  # an int too large for a float
         value = math.inf
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"scale={value!r}: expected a positive finite number")
-    return float(value)
+    if not (math.isfinite(value) and SCALE_MIN <= value <= SCALE_MAX):
+        raise ValueError(
+            f"scale={value!r}: expected a positive finite number in [{SCALE_MIN:g}, {SCALE_MAX:g}] (the range where "
+            "the kernels keep hidden positions hidden with either exp; see ttflashdecode.validate.SCALE_MIN)"
+        )
+    return value
 
 
 def check_sliding_window(sliding_window_size, is_causal: bool) -> int:
@@ -159,8 +177,10 @@ def check_sliding_window(sliding_window_size, is_causal: bool) -> int:
             f"sliding_window_size={sliding_window_size!r} ({type(sliding_window_size).__name__}): expected a positive "
             "int or None"
         )
-    if window <= 0:
-        raise ValueError(f"sliding_window_size={window!r}: expected a positive int or None")
+    if not 0 < window <= MAX_SLIDING_WINDOW:
+        raise ValueError(
+            f"sliding_window_size={window!r}: expected a positive int or None (at most 2**32 - 1: a uint32, as ttnn's)"
+        )
     if not is_causal:
         raise ValueError("sliding_window_size: only supported with is_causal=True")
     return window

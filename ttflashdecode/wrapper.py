@@ -51,8 +51,10 @@ from ttflashdecode.validate import (
     check_mesh_heads_divide,
     check_device_positions,
     check_head_dim_v,
+    check_device_tensor,
     check_out_dtype,
     check_output_memory_config,
+    check_q_len,
     check_scale,
     check_sliding_window,
     decode_dtype,
@@ -187,6 +189,8 @@ class FlashDecodeWrapper:
             )
         is_causal = check_bool("is_causal", is_causal)
         window = check_sliding_window(sliding_window_size, is_causal)
+        q_len = check_q_len(q_len)
+        scale = check_scale(scale)
         paged = block_size is not None or max_blocks_per_user is not None
         logical_kv_len = kv_len
         if paged:
@@ -222,7 +226,7 @@ class FlashDecodeWrapper:
         memory_config = check_output_memory_config(memory_config, out_shape, self._grid, out_dtype, out_layout)
         call = DecodeCall(
             shapes, out_shape, out_dtype, memory_config, positions=None, page_table_rows=None,
-            scale=check_scale(scale), num_blocks=None, out_layout=out_layout,
+            scale=scale, num_blocks=None, out_layout=out_layout,
         )  # fmt: skip
         decode_plan = self._plan_call(call, new_output=True, max_cur_pos=max_cur_pos)
         # What runs reuse is made now, so a run makes no upload (a run inside a trace capture must not).
@@ -300,6 +304,9 @@ class FlashDecodeWrapper:
                    attention_sink, output_tensor) -> DecodeCall:  # fmt: skip
         """Every argument checked as the op checks it, with the plan's options; then against the plan."""
         fixed, s = planned.call, planned.call.shapes
+        # The call's tensors must live on the wrapper's device (check_call then holds every other tensor to q's).
+        check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False, device=self.device,
+                            device_name="the wrapper's")  # fmt: skip
         check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=self._num_chips,
                         mesh_shape=self._backend.mesh_shape())  # fmt: skip
         if s.v_from_k and v is not None:

@@ -104,8 +104,8 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
     k = torch.randn(kv_rows, hkv, seq, d, generator=g)
     v = torch.randn(kv_rows, hkv, seq, d, generator=g)
     kv_dtype = getattr(ttnn, case.kv_dtype)
-    tq = emu_device.from_torch(q, dtype=ttnn.bfloat16)
-    tk, tv = emu_device.from_torch(k, dtype=kv_dtype), emu_device.from_torch(v, dtype=kv_dtype)
+    tq = emu_device.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    tk, tv = (emu_device.from_torch(x, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
     out = emu_device.allocate([1, b, hq, d], ttnn.bfloat16, ttnn.TILE_LAYOUT, fill=NAN_POISON)
     config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
                                     k_chunk_size=case.k_chunk_size, max_cores_per_head_batch=case.max_cores_per_head)
@@ -123,7 +123,7 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
         mask = torch.zeros(b, 1, hq, case.kv_len)
         for user, n in enumerate(lengths.tolist()):
             mask[user, :, :, n:] = float("-inf")
-        kwargs["attn_mask"] = emu_device.from_torch(mask, dtype=ttnn.bfloat16)
+        kwargs["attn_mask"] = emu_device.from_torch(mask, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
         golden_extra["attn_mask"] = mask.permute(0, 2, 1, 3)  # golden form [b, n_q_heads, q_len, s]
     if case.sliding_window_size:
         kwargs["sliding_window_size"] = golden_extra["sliding_window_size"] = case.sliding_window_size
@@ -133,7 +133,7 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
         logits = torch.randn(hq, generator=g) * 2 + 3
         sink = torch.zeros(32 * -(-hq // 32), 32)
         sink[:hq, 0] = logits
-        tsink = emu_device.from_torch(sink, dtype=ttnn.bfloat16)
+        tsink = emu_device.from_torch(sink, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
         kwargs["attention_sink"] = tsink
         golden_extra["attention_sink"] = emu_device.to_torch(tsink).float()[:hq, 0].reshape(1, hq) / math.sqrt(d)
     page_table = None
@@ -186,7 +186,7 @@ def test_skipped_user_output_untouched(emu_device, ttnn):
     seed = _seed(Case("skip", 2, 8, 1, 64, "bfloat16", True, 2, 64))
     g = torch.Generator().manual_seed(seed)
     q, k, v = torch.randn(1, 2, 8, 64, generator=g), torch.randn(2, 1, 256, 64, generator=g), torch.randn(2, 1, 256, 64, generator=g)
-    tq, tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat16) for x in (q, k, v))
+    tq, tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, k, v))
     out = emu_device.allocate([1, 2, 8, 64], ttnn.bfloat16, ttnn.TILE_LAYOUT, fill=NAN_POISON)
     config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0, k_chunk_size=64,
                                     max_cores_per_head_batch=2)  # fmt: skip
@@ -233,15 +233,15 @@ def test_tree_reduction_reaches_the_root_once_per_core(n):
 
 
 def test_bad_inputs_raise_before_anything_runs(emu_device, ttnn):
-    q = emu_device.from_torch(torch.randn(1, 2, 8, 64), dtype=ttnn.bfloat16)
-    k = emu_device.from_torch(torch.randn(2, 1, 128, 64), dtype=ttnn.bfloat16)
-    v = emu_device.from_torch(torch.randn(2, 1, 128, 64), dtype=ttnn.bfloat16)
+    q = emu_device.from_torch(torch.randn(1, 2, 8, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    k = emu_device.from_torch(torch.randn(2, 1, 128, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    v = emu_device.from_torch(torch.randn(2, 1, 128, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     before = upstream.last_run
     with pytest.raises(ValueError, match="cur_pos, cur_pos_tensor: exactly one"):
         upstream.scaled_dot_product_attention_decode(q, k, v)
     with pytest.raises(ValueError, match=r"cur_pos\[1\]=128"):
         upstream.scaled_dot_product_attention_decode(q, k, v, cur_pos=[3, 128])
-    q2 = emu_device.from_torch(torch.randn(2, 2, 8, 64), dtype=ttnn.bfloat16)
+    q2 = emu_device.from_torch(torch.randn(2, 2, 8, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     with pytest.raises(ValueError, match="one token per user"):
         upstream.scaled_dot_product_attention_decode(q2, k, v, cur_pos=[3, 4])
     with pytest.raises(ValueError, match="page_table_tensor"):

@@ -87,7 +87,7 @@ def _copy_program(src, dst, dtype, use_accessor, cores):
 def test_dram_l1_dram_copy(dev, dtype, use_accessor):
     torch.manual_seed(2 + use_accessor)
     x = torch.randn(2, 96, 200)  # 2 x 3 x 7 = 42 tiles, width padded 200 -> 224
-    src = dev.from_torch(x, dtype=dtype)
+    src = dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)
     dst = dev.allocate(x.shape, dtype)  # poisoned with 0xDEADBEEF
     cores = [(0, 0), (3, 1), (7, 7)]
     stats = dev.generic_op([src, dst], _copy_program(src, dst, dtype, use_accessor, cores))
@@ -106,7 +106,7 @@ def test_multicore_exchange(dev):
     torch.manual_seed(3)
     n_workers = 6
     x = torch.randn(32, 32 * n_workers)
-    src = dev.from_torch(x, dtype=ttnn.bfloat16)
+    src = dev.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     out = dev.allocate(x.shape, ttnn.bfloat16)
     reducer = (4, 4)
     workers = [(0, 0), (1, 0), (2, 3), (5, 6), (7, 0), (6, 7)]
@@ -137,7 +137,7 @@ def test_multicore_exchange(dev):
 def test_multicast_and_semaphore_multicast(dev):
     torch.manual_seed(4)
     x = torch.randn(32, 32)
-    src = dev.from_torch(x, dtype=ttnn.float32)
+    src = dev.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE_LAYOUT)
     receivers = [(x_, y_) for y_ in range(2, 4) for x_ in range(1, 4)]  # 3 x 2 rectangle
     out = dev.allocate((32, 32 * len(receivers)), ttnn.float32)
     sender = (0, 2)
@@ -186,7 +186,7 @@ def test_counters_read_twice(dev):
 def test_compile_cache_hits(dev):
     torch.manual_seed(6)
     x = torch.randn(32, 64)
-    src = dev.from_torch(x, dtype=ttnn.bfloat16)
+    src = dev.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     dst = dev.allocate(x.shape, ttnn.bfloat16)
     pd = _copy_program(src, dst, ttnn.bfloat16, 1, [(0, 0)])
     dev.generic_op([src, dst], pd)

@@ -80,7 +80,7 @@ def to_dram(stats, core):
 def test_copy_through_circular_buffer(dev, dtype, use_trid):
     torch.manual_seed(11 + use_trid)
     x = torch.randn(1, 64, 224)  # 2 x 7 = 14 tiles
-    src = dev.from_torch(x, dtype=dtype)
+    src = dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)
     dst = dev.allocate(x.shape, dtype)
     n, page = src.buffer_num_pages(), src.buffer_page_size()
     cores = [(0, 0), (6, 5)]
@@ -106,7 +106,7 @@ def test_copy_through_circular_buffer(dev, dtype, use_trid):
 
 # ------------------------------------------------------------------------------------------------ semaphore handshake
 def _handshake(dev, x, signal):
-    src = dev.from_torch(x, dtype=ttnn.bfloat16)
+    src = dev.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     dst = dev.allocate(x.shape, ttnn.bfloat16)
     n, page = src.buffer_num_pages(), src.buffer_page_size()
     snd, rcv = (1, 1), (5, 3)
@@ -150,7 +150,7 @@ def test_semaphore_never_raised_is_reported_as_a_hang(dev):
 
 # ------------------------------------------------------------------------------------------------ multicast
 def _mcast(dev, x, signal):
-    src = dev.from_torch(x, dtype=ttnn.bfloat16)
+    src = dev.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     n, page = src.buffer_num_pages(), src.buffer_page_size()
     receivers = [(cx, cy) for cy in (1, 2) for cx in (2, 3, 4)]
     out = dev.allocate((len(receivers) * x.shape[0], x.shape[1]), ttnn.bfloat16)
@@ -301,7 +301,7 @@ def test_generated_headers():
 def test_accessor_tuples_endpoints_and_cb_interface(dev):
     torch.manual_seed(14)
     a, b = torch.randn(32, 96), torch.randn(32, 96)  # 3 tiles each
-    ta, tb = dev.from_torch(a, dtype=ttnn.bfloat16), dev.from_torch(b, dtype=ttnn.bfloat16)
+    ta, tb = (dev.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (a, b))
     out = dev.allocate((32, 192), ttnn.bfloat16)
     info = dev.allocate((1, 1024), ttnn.uint32, layout=ttnn.ROW_MAJOR_LAYOUT)
     core = (4, 0)

@@ -79,7 +79,7 @@ def test_out_of_bounds_l1_pointer_write(dev):
     (2, "past the end of L1"),
 ])
 def test_bad_noc_addresses(dev, mode, expect):
-    src = dev.from_torch(torch.randn(32, 64), dtype=ttnn.bfloat16)
+    src = dev.from_torch(torch.randn(32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     pd = ttnn.ProgramDescriptor(
         kernels=[kernel("oob_noc.cpp", crs((7, 1)), [mode], {(7, 1): [src.buffer_address(), src.buffer_num_pages()]})],
         semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs((7, 1)))])

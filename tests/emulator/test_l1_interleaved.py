@@ -172,7 +172,8 @@ def test_bank_placement(board, layout):
         # 2 * banks + 7 pages: tiles, or rows of 80 B
         shape = (1, 1, 32, 32 * (2 * nb + 7)) if layout == ttnn.TILE_LAYOUT else (2 * nb + 7, 40)
         x = random_input(shape, dtype)
-        above = d.from_torch(torch.zeros(4, 32, 32), dtype=dtype, memory_config=L1)  # one 2 KiB row per bank
+        # one 2 KiB row per bank
+        above = d.from_torch(torch.zeros(4, 32, 32), dtype=dtype, memory_config=L1, layout=ttnn.TILE_LAYOUT)
         t = d.from_torch(x, dtype=dtype, layout=layout, memory_config=L1)
         n, page, aligned = t.buffer_num_pages(), t.buffer_page_size(), t.buffer_aligned_page_size()
         assert n == 2 * nb + 7 and aligned == align(page, 16)
@@ -289,7 +290,7 @@ def test_copy_dram_l1_dram(dev, mode, dtype, layout, shape):
 def test_l1_to_l1_copy(dev):
     torch.manual_seed(24)
     x = torch.randn(4, 70, 64)
-    a = dev.from_torch(x, dtype=ttnn.bfloat16, memory_config=L1)
+    a = dev.from_torch(x, dtype=ttnn.bfloat16, memory_config=L1, layout=ttnn.TILE_LAYOUT)
     b = dev.allocate(x.shape, ttnn.bfloat16, memory_config=L1)
     stats = dev.generic_op([a, b], _copy_pd(a, b, 0, [(4, 4)]))
     assert torch.equal(dev.to_torch(b), host_ref(x, ttnn.bfloat16, ttnn.TILE_LAYOUT))
@@ -300,7 +301,7 @@ def test_l1_to_l1_copy(dev):
 # ---------------------------------------------------------------------------------------------------- faults
 def test_out_of_bounds_pages_fault(dev):
     x = torch.randn(1, 1, 32 * 7, 320)  # 70 tiles: banks 0..5 hold two pages, banks 6..63 one
-    t = dev.from_torch(x, dtype=ttnn.bfloat16, memory_config=L1)
+    t = dev.from_torch(x, dtype=ttnn.bfloat16, memory_config=L1, layout=ttnn.TILE_LAYOUT)
     big = dev.allocate((1, 1, 32 * 8, 32 * 64), ttnn.bfloat16)  # DRAM, 512 pages
     assert t.buffer_num_pages() == 70
     core = (5, 2)

@@ -46,14 +46,14 @@ def test_round_trip_matches_dram(dev, dtype):
     torch.manual_seed(11)
     x = torch.randn(2, 3, 40, 96) * 3  # padded height 2*3*64 = 384 rows; 96 rows per shard -> 4 shards
     mc = height_sharded(rect(0, 0, 2, 1), 96, 96)
-    t = dev.from_torch(x, dtype=dtype, memory_config=mc)
+    t = dev.from_torch(x, dtype=dtype, memory_config=mc, layout=ttnn.TILE_LAYOUT)
     assert t.is_sharded() and t.memory_config() == mc
     assert t.memory_config().shard_spec.shape == [96, 96]
     assert t.shard_cores() == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
     tile = t.buffer_page_size()
     assert t.buffer_num_pages() == 2 * 3 * 2 * 3 and t.buffer_aligned_page_size() == tile
     assert t.buffer_address() == (arch.L1_SIZE - 9 * tile) // 32 * 32  # top-down from the end of L1
-    d = dev.from_torch(x, dtype=dtype)
+    d = dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)
     y = dev.to_torch(t)
     assert torch.equal(y, dev.to_torch(d))
     assert torch.equal(y, host_ref(x, dtype))
@@ -71,7 +71,7 @@ def test_host_constructors_and_col_major(dev):
     mc = ttnn.create_sharded_memory_config((64, 64), core_grid=rect(3, 4, 4, 5), strategy=ttnn.ShardStrategy.HEIGHT,
                                            orientation=ttnn.ShardOrientation.COL_MAJOR,
                                            use_height_and_width_as_shard_shape=True)
-    t = dev.from_torch(x, dtype=ttnn.float32, memory_config=mc)
+    t = dev.from_torch(x, dtype=ttnn.float32, memory_config=mc, layout=ttnn.TILE_LAYOUT)
     # COL_MAJOR takes the grid column by column, as ttnn.corerange_to_cores(row_wise=False)
     assert t.shard_cores() == [(3, 4), (3, 5), (4, 4), (4, 5)]
     assert torch.equal(dev.to_torch(t), x)
@@ -130,7 +130,8 @@ def test_rejected_memory_configs(dev, mc, layout, match):
     with pytest.raises(EmulatorError, match=match):
         dev.allocate((1, 1, 128, 128), ttnn.bfloat16, layout=layout, memory_config=mc())
     with pytest.raises(EmulatorError, match=match):
-        dev.from_torch(torch.zeros(1, 1, 128, 128), dtype=ttnn.bfloat16, layout=layout, memory_config=mc())
+        dev.from_torch(torch.zeros(1, 1, 128, 128), dtype=ttnn.bfloat16, layout=layout or ttnn.TILE_LAYOUT,
+                       memory_config=mc())
 
 
 def _copy_pd(dev, dram, shard, direction, writers, *, n=None, per=None, stride=None):
@@ -159,7 +160,7 @@ def _copy_pd(dev, dram, shard, direction, writers, *, n=None, per=None, stride=N
 def test_noc_writes_into_shards_on_other_cores(dev, dtype):
     torch.manual_seed(13)
     x = torch.randn(1, 4, 64, 64)  # 16 pages; shards of 96 rows = 6 pages -> shards 0..2, shard 2 partial
-    src = dev.from_torch(x, dtype=dtype)
+    src = dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)
     shard_grid = crs((1, 1), (4, 2), (6, 6), (0, 7))  # one core more than shards: (0,7) holds no pages
     out = dev.allocate(x.shape, dtype, memory_config=height_sharded(shard_grid, 96, 64))  # poisoned 0xDEADBEEF
     assert out._shard.num_shards == 3 and out.shard_cores() == [(1, 1), (4, 2), (6, 6), (0, 7)]
@@ -183,7 +184,7 @@ def test_local_plain_offset_transfers_and_poison_outside_pages(dev):
     torch.manual_seed(14)
     x = torch.randn(3, 64, 32)  # padded height 192, shards of 64 rows = 2 pages each on 3 cores
     dtype = ttnn.bfloat16
-    src = dev.from_torch(x, dtype=dtype)
+    src = dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)
     out = dev.allocate(x.shape, dtype, memory_config=height_sharded(crs((5, 0), (5, 1), (2, 2)), 64, 32))
     shard_cores = out.shard_cores()
     assert shard_cores == [(5, 0), (5, 1), (2, 2)]

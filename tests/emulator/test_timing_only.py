@@ -43,7 +43,7 @@ def _run(dev, ttnn, op: str, case: dict, seed: int, timing_only: bool):
     module, last_stats = OPS[op]
     g = torch.Generator().manual_seed(seed)
     b, hq, hkv, d, s = (case[k] for k in ("batch", "hq", "hkv", "d", "s"))
-    q = dev.from_torch(torch.randn(1, b, hq, d, generator=g), dtype=ttnn.bfloat16)
+    q = dev.from_torch(torch.randn(1, b, hq, d, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     block = 32
     kv_shape = (b * s // block, hkv, block, d) if case["paged"] else (b, hkv, s, d)
     if timing_only:
@@ -100,10 +100,10 @@ def test_timing_only_moves_no_bytes_of_undefined_tensors(timing_only_device, ttn
 def test_timing_only_needs_the_timing_model(ttnn, monkeypatch):
     monkeypatch.setenv("TTFD_EMU_TIMING", "0")
     with emulator.open_device("n150", timing_only=True) as dev:
-        x = dev.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16)
+        x = dev.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
         with pytest.raises(emulator.EmulatorError, match="timing_only=True needs the timing model"):
             ttflashdecode.scaled_dot_product_attention_decode(
-                dev.from_torch(torch.ones(1, 1, 8, 64), dtype=ttnn.bfloat16),
+                dev.from_torch(torch.ones(1, 1, 8, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT),
                 dev.from_torch(torch.ones(1, 1, 64, 64), dtype=ttnn.bfloat8_b),
                 dev.from_torch(torch.ones(1, 1, 64, 64), dtype=ttnn.bfloat8_b), cur_pos=[3])
         x.deallocate()

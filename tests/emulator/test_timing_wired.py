@@ -46,7 +46,7 @@ def _dram_read_cycles(dev, ttnn, src, nbytes: int, count: int):
 def dram_src(emu_device, ttnn):
     # 48 bf16 tiles: bank 0 holds pages 0, 12, 24, 36 back to back, so an 8 KB read from its start stays inside them.
     torch.manual_seed(5)
-    t = emu_device.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16)
+    t = emu_device.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     yield t
     t.deallocate()
 
@@ -101,7 +101,7 @@ def _decode_inputs(emu_device, ttnn, seed: int):
     q = torch.randn(1, b, hq, d, generator=g)
     k = torch.randn(b, hkv, s, d, generator=g)
     v = torch.randn(b, hkv, s, d, generator=g)
-    tq = emu_device.from_torch(q, dtype=ttnn.bfloat16)
+    tq = emu_device.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat8_b) for x in (k, v))
     config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
                                     k_chunk_size=64, max_cores_per_head_batch=2)

@@ -36,8 +36,8 @@ from .errors import EmulatorError
 from .program import build_plan
 from .runtime import run_program
 from .stats import EmulatorStats
-from .tensor import (TILE, EmuTensor, L1InterleavedLayout, ShardLayout, dtype_info, host_to_pages, padded_shape_of,
-                     page_geometry, pages_to_host)
+from .tensor import (TILE, EmuTensor, L1InterleavedLayout, ShardLayout, default_dtype, default_layout, dtype_info,
+                     host_to_pages, padded_shape_of, page_geometry, pages_to_host)
 
 ttnn = import_ttnn()
 
@@ -364,14 +364,15 @@ class EmuDevice:
 
     def from_torch(self, x: torch.Tensor, dtype=None, layout=None, memory_config=None) -> EmuTensor:
         """Upload a torch tensor (DRAM interleaved, or L1 interleaved / height-sharded per `memory_config`; TILE
-        layout padded to tiles like ttnn)."""
+        layout padded to tiles like ttnn). Defaults as ``ttnn.from_torch``'s: the dtype follows the torch tensor's
+        (:func:`default_dtype`), the layout is ROW_MAJOR (TILE for the block floats, which exist only as tiles),
+        the memory config DRAM interleaved."""
         self._check_open()
         if self.trace_capture is not None:
             self.trace_capture.refuse("from_torch")
-        layout = ttnn.TILE_LAYOUT if layout is None else layout
         if dtype is None:
-            dtype = {torch.float32: ttnn.float32, torch.bfloat16: ttnn.bfloat16, torch.int32: ttnn.int32,
-                     torch.uint32: ttnn.uint32}.get(x.dtype, ttnn.bfloat16)
+            dtype = default_dtype(x)
+        layout = default_layout(dtype) if layout is None else layout
         raw, _ = host_to_pages(x.detach().cpu(), dtype, layout)
         t = self.allocate(tuple(x.shape), dtype, layout, fill=None, memory_config=memory_config)
         self._write_pages(t, raw)

@@ -241,7 +241,7 @@ class EmuMeshTensor:
     def is_allocated(self) -> bool:
         return all(s.is_allocated() for s in self._shards)
 
-    def deallocate(self) -> None:
+    def deallocate(self, force: bool = False) -> None:
         for s in self._shards:
             s.deallocate()
 

@@ -54,6 +54,37 @@ def dtype_info(dtype) -> DtypeInfo:
                             f"{', '.join(d.name for d in DTYPES.values())})") from None
 
 
+# ttnn.from_torch's dtype for a torch tensor given without one (ttnn 0.81.1, measured on its host tensors):
+# float16 becomes bfloat16, int64 uint32, int16 uint16, bool uint8. float64 has none (ttnn aborts the process).
+TORCH_DEFAULT_DTYPES = {
+    torch.float32: ttnn.float32,
+    torch.bfloat16: ttnn.bfloat16,
+    torch.float16: ttnn.bfloat16,
+    torch.int32: ttnn.int32,
+    torch.int64: ttnn.uint32,
+    torch.uint32: ttnn.uint32,
+    torch.int16: ttnn.uint16,
+    torch.uint8: ttnn.uint8,
+    torch.bool: ttnn.uint8,
+    torch.int8: ttnn.int8,
+}
+
+
+def default_dtype(x: torch.Tensor):
+    """The ttnn dtype ``ttnn.from_torch(x)`` gives a tensor passed without ``dtype=``."""
+    try:
+        return TORCH_DEFAULT_DTYPES[x.dtype]
+    except KeyError:
+        raise EmulatorError(f"from_torch: a {x.dtype} tensor has no ttnn dtype of its own; pass dtype= (e.g. "
+                            "ttnn.bfloat16 or ttnn.float32)") from None
+
+
+def default_layout(dtype):
+    """``ttnn.from_torch``'s layout when none is given: ROW_MAJOR, except for the block floats, which only exist as
+    tiles (``ttnn.from_torch(x, dtype=ttnn.bfloat8_b)`` is a TILE tensor)."""
+    return ttnn.TILE_LAYOUT if dtype_info(dtype).elem_bytes == 0 else ttnn.ROW_MAJOR_LAYOUT
+
+
 def tile_size_bytes(dtype) -> int:
     return int(host_lib().ttfd_tile_size_bytes(dtype_info(dtype).data_format))
 
@@ -312,7 +343,9 @@ class EmuTensor:
         """L1-interleaved tensor: logical core of L1 bank b at element b (page i is in bank i % len); else []."""
         return list(self._shard.cores) if self.is_l1_interleaved() else []
 
-    def deallocate(self) -> None:
+    def deallocate(self, force: bool = False) -> None:
+        """Free the tensor's buffer, as ``ttnn.Tensor.deallocate(force=False)``. ``force`` (ttnn: free even when
+        other tensors share the buffer) changes nothing here: an emulator tensor is its buffer's only owner."""
         if not self._deallocated:
             self._device._free(self)
             self._deallocated = True

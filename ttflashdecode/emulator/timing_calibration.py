@@ -372,7 +372,8 @@ def upstream_decode(dev, *, batch: int, n_q_heads: int, n_kv_heads: int, head_di
 
     ttnn = _ttnn()
     g = torch.Generator().manual_seed(12)
-    q = dev.from_torch(torch.randn(1, batch, n_q_heads, head_dim, generator=g), dtype=ttnn.bfloat16)
+    q = dev.from_torch(torch.randn(1, batch, n_q_heads, head_dim, generator=g), dtype=ttnn.bfloat16,
+                       layout=ttnn.TILE_LAYOUT)
     config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(*grid), q_chunk_size=0,
                                     k_chunk_size=k_chunk_size, max_cores_per_head_batch=max_cores)
     pos = [kv_len - 1 if position is None else position] * batch

@@ -177,8 +177,11 @@ def l1_bytes(cbs: tuple[CBPlan, ...]) -> int:
     return sum(cb.total_bytes for cb in cbs)
 
 
-def check_l1(cbs: tuple[CBPlan, ...], k_chunk_size: int, budget: int = L1_BUDGET_BYTES) -> int:
-    """Total CB bytes per core; L1OverflowError naming the largest buffers if over ``budget``."""
+def check_l1(
+    cbs: tuple[CBPlan, ...], k_chunk_size: int, budget: int = L1_BUDGET_BYTES, advice: str | None = None
+) -> int:
+    """Total CB bytes per core; L1OverflowError naming the largest buffers if over ``budget`` and ``advice`` (what
+    would make them fit; default: a smaller k_chunk_size)."""
     needed = l1_bytes(cbs)
     if needed <= budget:
         return needed
@@ -189,7 +192,7 @@ def check_l1(cbs: tuple[CBPlan, ...], k_chunk_size: int, budget: int = L1_BUDGET
     )
     raise L1OverflowError(
         f"circular buffers need {needed:,} B of L1 per core, {needed - budget:,} B over the budget of "
-        f"{budget:,} B; largest: {names}; try a smaller k_chunk_size (now {k_chunk_size})",
+        f"{budget:,} B; largest: {names}; {advice or f'try a smaller k_chunk_size (now {k_chunk_size})'}",
         needed=needed,
         budget=budget,
         largest=largest,

@@ -255,6 +255,23 @@ def _assign_cores(
     return tuple(cores)
 
 
+def _l1_advice(shapes: DecodeShapes, k_chunk_size: int, fp32_dest_acc: bool) -> str:
+    """What would make a plan fit once the planner has run out of ways: its head dims are tiled and its group is one
+    core, so what is left grows with the group's query rows (q, q_scaled, o, out, scores: PNHt tiles each) and, for
+    an explicit k_chunk_size above the minimum, with the chunk."""
+    rows = shapes.q_len * shapes.q_heads_per_kv
+    fewer_tokens = ", or decode fewer tokens per call (q_len)" if shapes.q_len > 1 else ""
+    hints = [
+        f"fewer query rows per kv head (q_len x n_q_heads / n_kv_heads = {rows} rows, {shapes.PNHt} tiles, size the "
+        f"q, q_scaled, o and out buffers): split the q heads over several calls or a mesh's chips{fewer_tokens}"
+    ]
+    if k_chunk_size > MIN_K_CHUNK_SIZE:
+        hints.insert(0, f"a smaller k_chunk_size (now {k_chunk_size})")
+    if fp32_dest_acc:
+        hints.append("fp32_dest_acc_en=False (halves the intermediate buffers)")
+    return "try " + "; or ".join(hints)
+
+
 def plan(
     shapes: DecodeShapes,
     program_config=None,
@@ -348,7 +365,8 @@ def plan(
             num_cores_per_head //= 2
             rounds = tree_rounds(num_cores_per_head)
             continue
-        check_l1(cbs_for(*narrowest), k_chunk_size, l1_budget)  # raises, naming the largest buffers
+        # raises, naming the largest buffers and what would shrink them
+        check_l1(cbs_for(*narrowest), k_chunk_size, l1_budget, _l1_advice(shapes, k_chunk_size, fp32_dest_acc))
     cbs = cbs_for(*head_blocks)
     total = check_l1(cbs, k_chunk_size, l1_budget)
     k_head_block, v_head_block = head_blocks
