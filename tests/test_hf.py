@@ -2,8 +2,9 @@
 
 Tiny random-weight models (nothing downloaded; ttflashdecode/integrations/hf_parity.py): Llama, Qwen3, Mistral (a
 sliding window shorter than the context) and gpt-oss (attention sinks, alternating sliding / full layers). Batches of
-two users with different prompt lengths (left-padded, as generate pads them). The prefill runs in torch; every
-decode step writes K/V into the device cache with the update ops and attends on the device.
+two users with different prompt lengths (left-padded, as generate pads them). The prefill runs in torch and fills the
+device cache (paged_fill_cache); every decode step writes K/V into it with the update ops and attends on the device.
+Prompt lengths 1..16, right padding and batches below the cache's size: tests/test_hf_padding.py.
 
 Every family runs with a bfloat16 and a bfloat8_b cache, paged and unpaged alternating. Thresholds (worst over the
 decode steps): logits PCC >= 0.999, and max |logits - eager| <= 5% (bfloat16 cache) / 7.5% (bfloat8_b) of max |eager
@@ -84,7 +85,7 @@ TIE_REL = 0.02
 
 
 def test_greedy_generation_matches_eager(dev):
-    """model.generate(..., past_key_values=DeviceKVCache(...)) with a bfloat16 cache: 32 greedy tokens for two users
+    """model.generate(..., cache=DeviceKVCache(...)) with a bfloat16 cache: 32 greedy tokens for two users
     of different prompt lengths, token for token the eager model's. Random-weight models have near ties (two logits
     within bfloat16 rounding of each other); a user may part from eager only at such a tie, where the device's token
     is within TIE_REL of eager's best logit. A wrong kernel parts at a decisive step (e.g. one that ignores a window or a

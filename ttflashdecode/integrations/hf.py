@@ -1,22 +1,37 @@
 """transformers integration: decode attention and the KV cache on a Tenstorrent device (or the host emulator).
 
-    import ttflashdecode.integrations.hf as tthf          # registers the "ttflashdecode" attention implementation
-    model.set_attn_implementation("ttflashdecode")
+    import ttflashdecode.integrations.hf as tthf          # registers the "ttdecode" attention implementation
+    model.set_attn_implementation(tthf.ATTENTION_NAME)
     cache = tthf.DeviceKVCache(model.config, device=dev, max_batch_size=2, max_cache_len=256, dtype=ttnn.bfloat8_b)
-    out = model.generate(ids, attention_mask=mask, past_key_values=cache, max_new_tokens=32, do_sample=False)
+    out = model.generate(ids, attention_mask=mask, cache=cache, max_new_tokens=32, do_sample=False)
+
+``cache=`` is the name transformers 5 gives the cache argument of ``forward`` and ``generate`` (``past_key_values=``
+still works there but raises a FutureWarning and leaves ``forward`` in 5.40); :func:`cache_argument` picks whichever
+name the installed version takes.
 
 What runs where. Every layer's K and V live on the device (``[max_batch_size, n_kv_heads, max_cache_len, head_dim]``,
-or paged ``[num_blocks, n_kv_heads, block_size, head_dim]`` with a page table when ``block_size`` is given). A decode
-step (1 to 8 new tokens per user) writes each new K/V row into the device cache with
-:func:`ttflashdecode.paged_fused_update_cache` (K and V in one launch per token, positions in a device tensor rewritten
-in place) and runs :func:`ttflashdecode.scaled_dot_product_attention_decode`
-(or the paged op) over the device cache: the cache itself never leaves the device. The query and the new K/V come
-from the model on the host and the attention output goes back to it (the model's projections run in torch).
-Prefill (more than 8 new tokens) runs the model's own eager attention in torch and writes its K/V into the device
-cache (one host-to-device write per layer tensor).
+or paged ``[num_blocks, n_kv_heads, block_size, head_dim]`` with a page table when ``block_size`` is given).
 
-Positions are the model's own ``position_ids`` (each user's, so left-padded batches decode at each user's real
-position: a padded prompt's tokens are stored from position 0 of the user's cache, pads are not stored). Sliding
+- Prefill: the first forward after the cache is made (or ``reset()``), whatever its length. It runs the model's own
+  eager attention in torch (padded users have fewer real tokens than the batch's width, which the decode kernels'
+  contiguous-positions rule cannot express) and writes each user's real K/V rows into the device cache with
+  :func:`ttflashdecode.paged_fill_cache` (one launch for K and one for V per layer, every user at once), so nothing
+  but the prompt's rows crosses to the device.
+- Decode step (every later forward, 1 to 8 new tokens per user, appended at each user's next positions): the new K/V
+  rows go into the device cache with :func:`ttflashdecode.paged_fused_update_cache` (K and V in one launch per
+  token, positions in a device tensor rewritten in place) and
+  :func:`ttflashdecode.scaled_dot_product_attention_decode` (or the
+  paged op) attends over it: the cache itself never leaves the device. The query and the new K/V come from the model
+  on the host and the attention output goes back to it (the model's projections run in torch).
+
+A batch may be smaller than ``max_batch_size``: it uses the cache's first users (the rest are skipped by the kernels:
+position -1). Starting new prompts on a used cache needs ``cache.reset()`` (a later forward must append to every
+user's cached tokens; chunked prefill is not supported).
+
+Each user's real tokens are stored at positions 0, 1, .. of its cache in the order they come (pads are not stored;
+which tokens are real comes from the attention mask, so left and right padding both work). The model's
+``position_ids`` rotate Q and K in torch before the attention sees them, so the device needs only this order: a query
+sees its user's stored tokens and itself, as eager's mask lets it. Sliding
 windows come from each attention module (``sliding_window``: Mistral's, Qwen3's and gpt-oss's sliding layers) and
 attention sinks from gpt-oss's ``s_aux`` (``module.sinks``), both from the model's config.
 
@@ -27,13 +42,14 @@ emulator's counters; None on a card).
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 
 import torch
 
 try:
     import transformers
-    from transformers import AttentionInterface, PreTrainedModel
+    from transformers import AttentionInterface
     from transformers.cache_utils import Cache, CacheLayerMixin
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 except ImportError as error:  # pragma: no cover - exercised only without the extra
@@ -43,14 +59,17 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 import ttflashdecode
+from ttflashdecode import fill_cache_op, update_cache_op
 from ttflashdecode import op as decode_op
-from ttflashdecode import update_cache_op
 from ttflashdecode.backend import backend_for
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.update_cache_op import read_host, write_host
-from ttflashdecode.validate import KV_DTYPES, MAX_Q_LEN, dtype_name_of
+from ttflashdecode.validate import KV_DTYPES, MAX_Q_LEN, dtype_name_of, padded_rows
 
-ATTENTION_NAME = "ttflashdecode"
+# transformers treats every implementation whose name contains "flash" as a FlashAttention kernel
+# (utils.generic.is_flash_attention_requested: set_attn_implementation then loads it from the hub, generate and the
+# masks take FlashAttention's paths), so the registered name must not contain it.
+ATTENTION_NAME = "ttdecode"
 
 if int(transformers.__version__.split(".")[0]) != 5:  # pragma: no cover
     raise ImportError(f"ttflashdecode.integrations.hf needs transformers 5.x, found {transformers.__version__}")
@@ -68,8 +87,12 @@ class DeviceStats:
     dram_write_bytes: int = 0
     update_read_bytes: int = 0  # of dram_read_bytes, what the cache updates read (the rest: attention)
     per_step_read_bytes: list[int] = field(default_factory=list)
+    prefill_launches: int = 0  # cache fills of prefills (not counted above: those are the decode steps')
 
     def add(self, stats, kind: str) -> None:
+        if kind == "prefill":
+            self.prefill_launches += 1
+            return
         self.launches += 1
         setattr(self, f"{kind}_launches", getattr(self, f"{kind}_launches") + 1)
         if stats is not None:
@@ -83,7 +106,8 @@ class DeviceStats:
 
 class DeviceKVLayer(CacheLayerMixin):
     """One layer's K and V on the device. ``update`` hands the new states to the attention function (which writes
-    them on the device at the model's positions); it keeps HF's token count for masks and cache positions."""
+    them on the device); it keeps HF's token count for masks and cache positions, and each user's count of stored
+    tokens (``lengths``: where its next token goes)."""
 
     is_sliding = False
     is_compileable = False
@@ -95,6 +119,7 @@ class DeviceKVLayer(CacheLayerMixin):
         self.layer_idx = layer_idx
         self.k = self.v = None  # device tensors, allocated on first use (shapes from the first states)
         self.seen = 0  # tokens HF has sent through this layer (pads included): its cache positions
+        self.lengths = torch.zeros(cache.max_batch_size, dtype=torch.long)  # real tokens stored, per cache user
         self.is_initialized = False
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
@@ -117,7 +142,10 @@ class DeviceKVLayer(CacheLayerMixin):
         return self.cache.max_cache_len
 
     def reset(self) -> None:
+        """Forgets the layer's tokens: the next forward is a prefill. The device rows stay as they are (positions past
+        a user's length are never read)."""
         self.seen = 0
+        self.lengths.zero_()
 
     def reorder_cache(self, beam_idx) -> None:
         raise NotImplementedError("DeviceKVCache: beam search (reorder_cache) is not supported")
@@ -150,29 +178,29 @@ class DeviceKVCache(Cache):
                  compute_kernel_config=None):
         ttnn = import_ttnn()
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
-        dtype = ttnn.bfloat16 if dtype is None else dtype
-        if dtype_name_of(dtype) not in KV_DTYPES:
-            raise ValueError(f"dtype={dtype}: expected one of {', '.join('ttnn.' + d for d in KV_DTYPES)}")
+        dtype = cache_dtype(dtype)
         for name, value in (("max_batch_size", max_batch_size), ("max_cache_len", max_cache_len)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name}={value!r}: expected a positive int")
         if block_size is not None and (not isinstance(block_size, int) or block_size <= 0 or block_size % 32):
             raise ValueError(f"block_size={block_size!r}: expected None or a positive multiple of 32")
-        num_layers = config.num_hidden_layers
-        super().__init__(layers=[DeviceKVLayer(self, i) for i in range(num_layers)])
-        for layer, kind in zip(self.layers, getattr(config, "layer_types", None) or ["full_attention"] * num_layers):
-            layer.is_sliding = kind == "sliding_attention"
         self.device = device
         self.backend = backend_for(device)
         self.max_batch_size = max_batch_size
         self.max_cache_len = max_cache_len
         self.dtype = dtype
+        num_layers = config.num_hidden_layers
+        super().__init__(layers=[DeviceKVLayer(self, i) for i in range(num_layers)])
+        for layer, kind in zip(self.layers, getattr(config, "layer_types", None) or ["full_attention"] * num_layers):
+            layer.is_sliding = kind == "sliding_attention"
         self.block_size = block_size
         self.stats = DeviceStats()
         # Decode attention's compute settings; with fp32_dest_acc_en the attention output is float32 as well.
         self.compute_kernel_config = compute_kernel_config
         self.page_table = None
-        if block_size is not None:
+        if block_size is None:
+            self.max_cache_len = padded_rows(max_cache_len)  # whole tiles: the cache's size in memory anyway
+        else:
             blocks_per_user = -(-max_cache_len // block_size)
             self.max_cache_len = blocks_per_user * block_size
             self.num_blocks = max_batch_size * blocks_per_user
@@ -180,6 +208,13 @@ class DeviceKVCache(Cache):
             order = torch.randperm(self.num_blocks, generator=torch.Generator().manual_seed(self.num_blocks))
             self.page_table_host = order.reshape(max_batch_size, blocks_per_user).to(torch.int32)
             self.page_table = self.backend.from_torch(self.page_table_host, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+        # The page table prefill fills go through. An unpaged cache [max_batch_size, n_kv, S, d] is laid out as a
+        # paged one of max_batch_size blocks of S positions (S a whole number of tiles), block u = user u.
+        self._fill_page_table = self.page_table
+        if block_size is None:
+            identity = torch.arange(max_batch_size, dtype=torch.int32).reshape(max_batch_size, 1)
+            self._fill_page_table = self.backend.from_torch(identity, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+        self._fill_user_tensors = {}
         # Positions the kernels read: rewritten in place every call (so their programs are built once).
         zeros = torch.zeros(max_batch_size, dtype=torch.int32)
         self._write_pos = self.backend.from_torch(zeros, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
@@ -215,42 +250,66 @@ class DeviceKVCache(Cache):
             b, blocks.shape[1], per_user * self.block_size, blocks.shape[-1])  # fmt: skip
 
     # ---- what the attention function calls
-    def write_prefill(self, layer: DeviceKVLayer, keys: torch.Tensor, values: torch.Tensor, lengths: list[int]):
-        """Stores user u's last ``lengths[u]`` prompt tokens (its real ones: left padding comes first) at positions
-        0 .. lengths[u] - 1 of its device cache: one host-to-device write of each layer tensor."""
-        for tensor, states in ((layer.k, keys), (layer.v, values)):
-            host = torch.zeros(tuple(int(d) for d in tensor.shape))
-            if self.block_size is None:
-                for u, n in enumerate(lengths):
-                    host[u, :, :n] = states[u, :, states.shape[2] - n:].float()
-            else:
-                for u, n in enumerate(lengths):
-                    rows = states[u, :, states.shape[2] - n:].float()
-                    for start in range(0, n, self.block_size):
-                        block = int(self.page_table_host[u, start // self.block_size])
-                        chunk = rows[:, start : start + self.block_size]
-                        host[block, :, : chunk.shape[1]] = chunk
-            write_host(self.backend, tensor, host)
+    def _padded(self, states: torch.Tensor) -> torch.Tensor:
+        """``states`` ``[b, ...]`` with zero rows for cache users b .. max_batch_size - 1 (their position is -1: the
+        kernels write and read nothing for them), so every batch size runs the programs of max_batch_size."""
+        missing = self.max_batch_size - states.shape[0]
+        return states if missing == 0 else torch.cat([states, states.new_zeros(missing, *states.shape[1:])])
+
+    def _user_positions(self, positions: torch.Tensor) -> torch.Tensor:
+        """One position per cache user (int32 ``[max_batch_size]``): ``positions`` for the batch's users, -1 after."""
+        out = torch.full((self.max_batch_size,), -1, dtype=torch.int32)
+        out[: positions.shape[0]] = positions.to(torch.int32)
+        return out
 
     def write_rows(self, layer: DeviceKVLayer, keys: torch.Tensor, values: torch.Tensor, positions: torch.Tensor):
-        """Writes token t of every user (``keys[:, :, t]``, ``values[:, :, t]``) at ``positions[:, t]``: one fused K/V
-        update launch per token (:func:`ttflashdecode.paged_fused_update_cache`)."""
+        """Writes token t of every user (``keys[:, :, t]``, ``values[:, :, t]``) at ``positions[:, t]`` (-1: that user
+        writes nothing): one fused K/V update launch per token (:func:`ttflashdecode.paged_fused_update_cache`)."""
         ttnn = import_ttnn()
         for t in range(keys.shape[2]):
-            write_host(self.backend, self._write_pos, positions[:, t].to(torch.int32).contiguous())
-            new_k, new_v = (self.backend.from_torch(states[:, :, t].unsqueeze(0).float(), ttnn.bfloat16,
+            write_host(self.backend, self._write_pos, self._user_positions(positions[:, t]))
+            new_k, new_v = (self.backend.from_torch(self._padded(states[:, :, t]).unsqueeze(0).float(), ttnn.bfloat16,
                                                     ttnn.TILE_LAYOUT) for states in (keys, values))  # fmt: skip
             ttflashdecode.paged_fused_update_cache(layer.k, new_k, layer.v, new_v, update_idxs_tensor=self._write_pos,
                                                    page_table=self.page_table)  # fmt: skip
             self.stats.add(update_cache_op.last_run.stats, "update")
+
+    def write_prefill(self, layer: DeviceKVLayer, keys: torch.Tensor, values: torch.Tensor, real: torch.Tensor):
+        """Stores user u's real prompt tokens (the columns where ``real[u]`` is True, in order) at positions
+        0 .. n_u - 1 of its device cache with :func:`ttflashdecode.paged_fill_cache`: one launch for K and one for V
+        (input row u to cache user u); only the prompt's tiles cross to the device. Positions n_u .. of the last
+        tile get zeros: past the user's length, never read, and the next decode step writes n_u."""
+        ttnn = import_ttnn()
+        batch, n_kv, _, head_dim = keys.shape
+        counts = real.sum(1)
+        width = int(counts.max())
+        for cache_tensor, states in ((layer.k, keys), (layer.v, values)):
+            rows = states.new_zeros(batch, n_kv, width, head_dim)
+            for u in range(batch):
+                rows[u, :, : int(counts[u])] = states[u][:, real[u]]
+            new = self.backend.from_torch(rows.float(), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+            ttflashdecode.paged_fill_cache(cache_tensor, new, self._fill_page_table,
+                                           batch_idx_tensor=self._fill_users(batch))  # fmt: skip
+            self.stats.add(fill_cache_op.last_run.stats, "prefill")
+        layer.lengths.zero_()
+        layer.lengths[:batch] = counts
+
+    def _fill_users(self, batch: int):
+        """The device tensor ``[0, 1, .., batch - 1]`` (input row u fills cache user u), one per batch size."""
+        if batch not in self._fill_user_tensors:
+            ttnn = import_ttnn()
+            users = torch.arange(batch, dtype=torch.int32)
+            self._fill_user_tensors[batch] = self.backend.from_torch(users, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+        return self._fill_user_tensors[batch]
 
     def attend(self, layer: DeviceKVLayer, query: torch.Tensor, cur_pos: torch.Tensor, *, scale: float,
                sliding_window: int | None, sinks: torch.Tensor | None) -> torch.Tensor:  # fmt: skip
         """Decode attention of ``query`` ``[b, n_q_heads, q_len, head_dim]`` over the layer's device cache, the last
         query token of user u at ``cur_pos[u]``; returns ``[b, q_len, n_q_heads, head_dim]`` (float32)."""
         ttnn = import_ttnn()
-        write_host(self.backend, self._cur_pos, cur_pos.to(torch.int32).contiguous())
-        q = self.backend.from_torch(query.permute(2, 0, 1, 3).float(), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+        batch = query.shape[0]
+        write_host(self.backend, self._cur_pos, self._user_positions(cur_pos))
+        q = self.backend.from_torch(self._padded(query).permute(2, 0, 1, 3).float(), ttnn.bfloat16, ttnn.TILE_LAYOUT)
         sink = None
         if sinks is not None:
             sink = self.backend.from_torch(sinks.detach().float().reshape(1, -1), ttnn.bfloat16, ttnn.TILE_LAYOUT)
@@ -264,82 +323,127 @@ class DeviceKVCache(Cache):
             out = ttflashdecode.paged_scaled_dot_product_attention_decode(q, layer.k, layer.v, self.page_table,
                                                                           **options)  # fmt: skip
         self.stats.add(decode_op.last_run.stats if decode_op.last_run is not None else None, "attention")
-        return read_host(self.backend, out).float().permute(1, 0, 2, 3)
+        return read_host(self.backend, out).float().permute(1, 0, 2, 3)[:batch]
+
+
+def cache_dtype(dtype):
+    """The ttnn dtype a :class:`DeviceKVCache` stores for its ``dtype`` argument: None -> ``ttnn.bfloat16``; a ttnn
+    dtype of ``KV_DTYPES`` as it is; ``torch.bfloat16`` -> ``ttnn.bfloat16`` (the one torch dtype a device cache can
+    hold: block-float caches have no torch counterpart). Anything else is refused naming ``dtype``."""
+    ttnn = import_ttnn()
+    expected = f"expected one of {', '.join('ttnn.' + d for d in KV_DTYPES)} or torch.bfloat16"
+    if dtype is None or dtype == torch.bfloat16:
+        return ttnn.bfloat16
+    if isinstance(dtype, torch.dtype) or dtype_name_of(dtype) not in KV_DTYPES:
+        raise ValueError(f"dtype={dtype}: {expected}")
+    return getattr(ttnn, dtype_name_of(dtype))
+
+
+def cache_argument(model, cache) -> dict:
+    """The keyword that hands ``cache`` to ``model(...)`` / ``model.generate(...)``: ``{"cache": cache}`` where the
+    installed transformers names it so (``past_key_values`` is deprecated there, with a FutureWarning, and leaves
+    ``forward`` in 5.40), else ``{"past_key_values": cache}`` (earlier 5.x)."""
+    takes_cache = "cache" in inspect.signature(model.forward).parameters
+    return {"cache" if takes_cache else "past_key_values": cache}
 
 
 # ---- the attention function ---------------------------------------------------------------------------------------
 
 
 def ttflashdecode_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """transformers attention function "ttflashdecode": decode steps on the device, prefill in torch (the model's own
-    eager attention) with its K/V stored in the device cache. ``key`` / ``value`` are what
-    :class:`DeviceKVCache` handed back from ``update``."""
+    """transformers attention function "ttdecode": the first forward on a cache is the prefill (the model's own eager
+    attention in torch, its real K/V rows written into the device cache), every later one a decode step on the
+    device. ``key`` / ``value`` are what :class:`DeviceKVCache` handed back from ``update``."""
     if not isinstance(key, NewStates):
         raise TypeError(
-            "attention 'ttflashdecode' needs past_key_values=ttflashdecode.integrations.hf.DeviceKVCache(...) "
+            f"attention {ATTENTION_NAME!r} needs cache=ttflashdecode.integrations.hf.DeviceKVCache(...) "
             f"(the model passed key of type {type(key).__name__}); use_cache must be on"
         )
     layer, cache = key.layer, key.layer.cache
     batch, _, new_tokens, _ = query.shape
-    if batch != cache.max_batch_size:
-        raise ValueError(f"input batch {batch} does not match DeviceKVCache(max_batch_size={cache.max_batch_size})")
-    positions = kwargs.get("position_ids")
-    if positions is None:
-        start = layer.seen - new_tokens
-        positions = torch.arange(start, start + new_tokens).unsqueeze(0)
-    positions = positions.expand(batch, -1).cpu()
+    cached = layer.seen - new_tokens  # HF's tokens before this forward (update already counted the new ones)
+    try:
+        if batch > cache.max_batch_size:
+            raise ValueError(f"input batch {batch} is larger than DeviceKVCache(max_batch_size={cache.max_batch_size})")
+        real = _real_tokens(attention_mask, batch, new_tokens)
+        if cached == 0:
+            return _prefill(module, query, key, value, attention_mask, real, scaling, **kwargs)
+        positions = _decode_positions(layer, real, cached)
+    except (ValueError, NotImplementedError):
+        layer.seen -= new_tokens  # a refused forward leaves the layer as it was
+        raise
+    return _decode(module, query, key, value, positions, scaling, **kwargs)
+
+
+def _real_tokens(attention_mask, batch: int, new_tokens: int) -> torch.Tensor:
+    """``[batch, new_tokens]`` bool: which new tokens are real (not padding). A padding token's key is hidden from
+    every query, so its own query row does not see it: the diagonal of the new tokens' block of the mask tells."""
+    if attention_mask is None:
+        return torch.ones(batch, new_tokens, dtype=torch.bool)
+    diagonal = torch.diagonal(attention_mask[:, 0, :, -new_tokens:], dim1=-2, dim2=-1).cpu()
+    if diagonal.dtype != torch.bool:  # additive mask: 0 where visible, the dtype's minimum where hidden
+        diagonal = diagonal > torch.finfo(diagonal.dtype).min / 2
+    return diagonal.expand(batch, -1)
+
+
+def _prefill(module, query, key, value, attention_mask, real, scaling=None, **kwargs):
+    layer, cache = key.layer, key.layer.cache
+    longest = int(real.sum(1).max())
+    if longest > cache.max_cache_len:
+        raise ValueError(f"a prompt of {longest} tokens is longer than DeviceKVCache(max_cache_len={cache.max_cache_len})")
     scale = module.scaling if scaling is None else scaling
-    sinks = kwargs.get("s_aux")
-    sliding_window = kwargs.get("sliding_window")
+    eager = importlib.import_module(type(module).__module__).eager_attention_forward
+    out, weights = eager(module, query, key.states, value.states, attention_mask, scaling=scale, dropout=0.0,
+                         **kwargs)  # fmt: skip
+    cache.write_prefill(layer, key.states, value.states, real)
+    return out, weights
+
+
+def _decode_positions(layer: DeviceKVLayer, real: torch.Tensor, cached: int) -> torch.Tensor:
+    """Where a decode step's tokens go: user u's at its next slots, lengths[u] .. lengths[u] + q - 1. The slots are
+    the cache's own (the model's position_ids only rotate Q and K, in torch, before the attention sees them), so
+    what a query sees on the device is what eager's mask lets it see: the user's real tokens so far and itself,
+    whichever positions the model gave them (generate's right-padded users continue from a pad's position)."""
+    batch, new_tokens = real.shape
     if new_tokens > MAX_Q_LEN:
-        if layer.seen != new_tokens:
-            raise NotImplementedError(
-                f"DeviceKVCache: a prefill of {new_tokens} tokens after {layer.seen - new_tokens} cached ones "
-                f"(chunked prefill) is not supported; decode steps take 1 to {MAX_Q_LEN} tokens"
-            )
-        eager = importlib.import_module(type(module).__module__).eager_attention_forward
-        out, weights = eager(module, query, key.states, value.states, attention_mask, scaling=scale, dropout=0.0,
-                             **kwargs)  # fmt: skip
-        # Left padding first: user u's real tokens are the last (its last position + 1).
-        lengths = [int(p) + 1 for p in positions[:, -1]]
-        cache.write_prefill(layer, key.states, value.states, lengths)
-        return out, weights
+        raise NotImplementedError(
+            f"DeviceKVCache: a forward of {new_tokens} new tokens after {cached} cached ones (chunked prefill) is not "
+            f"supported: decode steps take 1 to {MAX_Q_LEN} tokens per user. To start new prompts on this cache, call "
+            "cache.reset() first"
+        )
+    if not bool(real.all()):
+        raise ValueError(
+            f"attention_mask: a decode step appends every new token to its user's cache, but tokens "
+            f"{[[t for t in range(new_tokens) if not real[u, t]] for u in range(batch)]} of the users' new ones are "
+            "padding. To start new prompts on this cache, call cache.reset() first"
+        )
+    positions = layer.lengths[:batch].unsqueeze(1) + torch.arange(new_tokens)
+    if int(positions.max()) >= layer.cache.max_cache_len:
+        raise ValueError(f"position {int(positions.max())} is past DeviceKVCache(max_cache_len={layer.cache.max_cache_len})")
+    return positions
+
+
+def _decode(module, query, key, value, positions, scaling=None, **kwargs):
+    layer, cache = key.layer, key.layer.cache
     if layer.layer_idx == 0:
         cache.stats.decode_steps += 1
         cache.stats.per_step_read_bytes.append(0)
-    if int(positions.max()) >= cache.max_cache_len:
-        raise ValueError(f"position {int(positions.max())} is past DeviceKVCache(max_cache_len={cache.max_cache_len})")
+    scale = module.scaling if scaling is None else scaling
     cache.write_rows(layer, key.states, value.states, positions)
-    out = cache.attend(layer, query, positions[:, -1], scale=scale, sliding_window=sliding_window, sinks=sinks)
+    out = cache.attend(layer, query, positions[:, -1], scale=scale, sliding_window=kwargs.get("sliding_window"),
+                       sinks=kwargs.get("s_aux"))  # fmt: skip
+    layer.lengths[: query.shape[0]] += query.shape[2]
     return out.to(query.dtype), None
 
 
 def register() -> None:
-    """Registers the "ttflashdecode" attention implementation (and its mask: eager's additive mask, used by prefill)."""
+    """Registers the "ttdecode" attention implementation (and its mask: eager's additive mask, which the prefill uses
+    and from which it tells padding apart)."""
     AttentionInterface.register(ATTENTION_NAME, ttflashdecode_attention_forward)
     ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION_NAME, eager_mask)
-    _accept_name_in_set_attn_implementation()
-
-
-def _accept_name_in_set_attn_implementation() -> None:
-    """transformers takes every implementation whose name contains "flash" for a FlashAttention kernel
-    (``utils.generic.is_flash_attention_requested``): ``set_attn_implementation`` then tries to load it from the hub,
-    or, for models that list ``_compatible_flash_implementations`` (gpt-oss), swaps it for one of those. "ttflashdecode"
-    is a registered attention function, not such a kernel, so for this one name the check returns it as it is;
-    every other name goes through transformers' own check unchanged."""
-    check = PreTrainedModel._check_and_adjust_attn_implementation
-    if getattr(check, "_ttflashdecode", False):
-        return
-
-    def checked(self, attn_implementation, *args, **kwargs):
-        if attn_implementation == ATTENTION_NAME:
-            return ATTENTION_NAME
-        return check(self, attn_implementation, *args, **kwargs)
-
-    checked._ttflashdecode = True
-    PreTrainedModel._check_and_adjust_attn_implementation = checked
 
 
 register()
 
-__all__ = ["DeviceKVCache", "DeviceStats", "ATTENTION_NAME", "ttflashdecode_attention_forward", "register"]
+__all__ = ["DeviceKVCache", "DeviceStats", "ATTENTION_NAME", "ttflashdecode_attention_forward", "register",
+           "cache_argument", "cache_dtype"]  # fmt: skip

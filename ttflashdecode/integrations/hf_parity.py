@@ -10,8 +10,9 @@ Small random-weight models (no weights are downloaded) of four families, each ex
 
 :func:`teacher_forced` feeds the same tokens to the eager model (one full forward) and to the device model (torch
 prefill, then decode steps through ttflashdecode with the cache on the device) and compares the logits of every decode
-step. :func:`greedy` generates with both through ``model.generate`` and compares the tokens. Batches are left-padded
-(users of different prompt lengths), as ``generate`` pads them.
+step. :func:`greedy` generates with both through ``model.generate`` and compares the tokens. Batches are padded (users
+of different prompt lengths) on the left, as ``generate`` expects them, or on the right (``padding="right"``); the
+cache may hold more users than the batch (``max_batch_size``).
 """
 
 from __future__ import annotations
@@ -86,14 +87,18 @@ def without_windows_and_sinks(model):
     return plain
 
 
-def left_padded(prompt_lengths: list[int], gen: torch.Generator, pad_id: int = 0):
-    """(input_ids, attention_mask) of random prompts of the given lengths, left-padded to the longest."""
+def padded_prompts(prompt_lengths: list[int], gen: torch.Generator, padding: str = "left", pad_id: int = 0):
+    """(input_ids, attention_mask) of random prompts of the given lengths, padded to the longest on the ``padding``
+    side ("left" or "right")."""
+    if padding not in ("left", "right"):
+        raise ValueError(f"padding={padding!r}: expected 'left' or 'right'")
     width = max(prompt_lengths)
     ids = torch.full((len(prompt_lengths), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for u, n in enumerate(prompt_lengths):
-        ids[u, width - n :] = torch.randint(1, VOCAB, (n,), generator=gen)
-        mask[u, width - n :] = 1
+        columns = slice(width - n, width) if padding == "left" else slice(0, n)
+        ids[u, columns] = torch.randint(1, VOCAB, (n,), generator=gen)
+        mask[u, columns] = 1
     return ids, mask
 
 
@@ -115,6 +120,7 @@ class ParityResult:
     steps: int
     worst_pcc: float = 1.0
     worst_max_abs: float = 0.0  # max |logits - eager logits| over the steps
+    prefill_max_abs: float = 0.0  # teacher_forced: the same at each user's last real prompt token (the prefill's)
     logits_scale: float = 0.0  # max |eager logits|, for reading worst_max_abs
     greedy_agree: int | None = None  # tokens equal to eager's, of greedy_total
     greedy_total: int | None = None
@@ -141,12 +147,14 @@ def _cache(model, device, batch: int, dtype: str, block_size, max_cache_len: int
 
 def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=None, prompt_lengths=(20, 13),
                    steps: int = 4, seed: int = 0, layers: int = 2, fp32_dest: bool = False,
-                   tokens_per_step: int = 1) -> ParityResult:  # fmt: skip
+                   tokens_per_step: int = 1, padding: str = "left", max_batch_size: int | None = None,
+                   models=None) -> ParityResult:  # fmt: skip
     """Logits of ``steps`` decode steps (``tokens_per_step`` tokens per user each, 1 to 8: the same random tokens fed
-    to both models) on the device against the eager model's full forward over the same sequence."""
+    to both models) on the device against the eager model's full forward over the same sequence. ``models``: an
+    (eager, device) pair from :func:`build` to reuse (else built from ``family``, ``seed``, ``layers``)."""
     gen = torch.Generator().manual_seed(seed)
-    eager, model = build(family, seed, layers)
-    ids, mask = left_padded(list(prompt_lengths), gen)
+    eager, model = models or build(family, seed, layers)
+    ids, mask = padded_prompts(list(prompt_lengths), gen, padding)
     batch, width = ids.shape
     fed = torch.randint(1, VOCAB, (batch, steps * tokens_per_step), generator=gen)
     full_ids = torch.cat([ids, fed], dim=1)
@@ -158,13 +166,19 @@ def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=N
             plain = without_windows_and_sinks(eager)
             ablated = plain(input_ids=full_ids, attention_mask=full_mask, position_ids=position_ids_of(full_mask)).logits
             result.feature_gap = float((ablated - want)[:, width:].abs().max())
-        cache = _cache(model, device, batch, dtype, block_size, max_cache_len=128, fp32_dest=fp32_dest)
-        model(input_ids=ids, attention_mask=mask, position_ids=position_ids_of(mask), past_key_values=cache)
+        cache = _cache(model, device, max_batch_size or batch, dtype, block_size, max_cache_len=128,
+                       fp32_dest=fp32_dest)  # fmt: skip
+        with_cache = tthf.cache_argument(model, cache)
+        prefill = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_of(mask), **with_cache).logits
+        # each user's last real prompt token: what the model predicts from the whole prompt
+        last = (mask * torch.arange(width)).argmax(1)
+        users = torch.arange(batch)
+        result.prefill_max_abs = float((prefill[users, last] - want[users, last]).abs().max())
         n = tokens_per_step
         for step in range(steps):
             seen = full_mask[:, : width + (step + 1) * n]
             out = model(input_ids=fed[:, step * n : (step + 1) * n], attention_mask=seen,
-                        position_ids=position_ids_of(seen)[:, -n:], past_key_values=cache).logits  # fmt: skip
+                        position_ids=position_ids_of(seen)[:, -n:], **with_cache).logits  # fmt: skip
             expected = want[:, width + step * n : width + (step + 1) * n]
             result.per_step.append((pcc(out, expected), float((out - expected).abs().max())))
             result.logits_scale = max(result.logits_scale, float(expected.abs().max()))
@@ -175,22 +189,23 @@ def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=N
 
 
 def greedy(family: str, device, *, dtype: str = "bfloat16", block_size=None, prompt_lengths=(12,),
-           new_tokens: int = 32, seed: int = 0, layers: int = 2) -> ParityResult:  # fmt: skip
+           new_tokens: int = 32, seed: int = 0, layers: int = 2, padding: str = "left",
+           max_batch_size: int | None = None, models=None) -> ParityResult:  # fmt: skip
     """``model.generate`` greedily, eager and on the device. ``greedy_agree`` counts each user's tokens up to its
     first difference (every later token depends on that one); ``first_differences`` says, for each user that differs,
     the step and by how much the device's token trails the eager model's best logit there (a tie within the logits'
     error is a difference of rounding, not of attention)."""
     gen = torch.Generator().manual_seed(seed)
-    eager, model = build(family, seed, layers)
-    ids, mask = left_padded(list(prompt_lengths), gen)
+    eager, model = models or build(family, seed, layers)
+    ids, mask = padded_prompts(list(prompt_lengths), gen, padding)
     batch, width = ids.shape
     result = ParityResult(family, dtype, block_size is not None, new_tokens - 1)
     options = dict(max_new_tokens=new_tokens, do_sample=False, pad_token_id=0, eos_token_id=None)
     with torch.no_grad():
         ran = eager.generate(ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True, **options)
         want, scores = ran.sequences[:, width:], torch.stack(ran.scores, 1)  # scores [b, new_tokens, vocab]
-        cache = _cache(model, device, batch, dtype, block_size, max_cache_len=width + new_tokens + 32)
-        got = model.generate(ids, attention_mask=mask, past_key_values=cache, **options)[:, width:]
+        cache = _cache(model, device, max_batch_size or batch, dtype, block_size, max_cache_len=width + new_tokens + 32)
+        got = model.generate(ids, attention_mask=mask, **tthf.cache_argument(model, cache), **options)[:, width:]
     result.greedy_agree, result.greedy_total = 0, batch * new_tokens
     result.first_differences = []
     result.logits_scale = float(scores.abs().max())
