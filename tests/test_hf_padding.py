@@ -124,6 +124,9 @@ def test_reuse_needs_reset(dev, models):
             ids, mask = hf_parity.padded_prompts([width, 2], gen)
             with pytest.raises((ValueError, NotImplementedError), match=r"cache\.reset\(\)"):
                 model(input_ids=ids, attention_mask=mask, position_ids=hf_parity.position_ids_of(mask), **with_cache)
+        # one token whose mask says both users' 3 earlier tokens are real (user 1 has 2 in the cache)
+        with pytest.raises(ValueError, match=r"see \[3, 3\] earlier tokens .* holds \[3, 2\].*cache\.reset\(\)"):
+            model(input_ids=first[:, :1], attention_mask=torch.ones(2, 4, dtype=torch.long), **with_cache)
         cache.reset()
     seed = seed_for("test_reuse_needs_reset.after")
     eager, _ = models

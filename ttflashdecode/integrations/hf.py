@@ -133,6 +133,11 @@ class DeviceKVLayer(CacheLayerMixin):
         return NewStates(self, key_states), NewStates(self, value_states)
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        if query_length == 0:  # generate on a used cache whose prompt is no longer than what the cache holds
+            raise ValueError(
+                f"DeviceKVCache: a forward with no new tokens (the cache already holds {self.seen} tokens per user, as "
+                "many as the input or more). To start new prompts on this cache, call cache.reset() first"
+            )
         return self.seen + query_length, 0
 
     def get_seq_length(self) -> int:
@@ -369,6 +374,8 @@ def ttflashdecode_attention_forward(module, query, key, value, attention_mask, s
         if cached == 0:
             return _prefill(module, query, key, value, attention_mask, real, scaling, **kwargs)
         positions = _decode_positions(layer, real, cached)
+        if kwargs.get("sliding_window") is None:  # a sliding layer's mask hides old tokens: nothing to count there
+            _check_cached_tokens(layer, attention_mask, batch, cached)
     except (ValueError, NotImplementedError):
         layer.seen -= new_tokens  # a refused forward leaves the layer as it was
         raise
@@ -421,6 +428,23 @@ def _decode_positions(layer: DeviceKVLayer, real: torch.Tensor, cached: int) -> 
     if int(positions.max()) >= layer.cache.max_cache_len:
         raise ValueError(f"position {int(positions.max())} is past DeviceKVCache(max_cache_len={layer.cache.max_cache_len})")
     return positions
+
+
+def _check_cached_tokens(layer: DeviceKVLayer, attention_mask, batch: int, cached: int) -> None:
+    """The mask's view of the past must be the cache's: the first new token of user u sees as many earlier tokens as
+    the cache holds for u. A new prompt handed to a used cache (generate again without reset) fails here."""
+    if attention_mask is None:
+        seen = torch.full((batch,), cached)
+    else:
+        row = attention_mask[:, 0, 0, :cached].cpu()
+        visible = row if row.dtype == torch.bool else row > torch.finfo(row.dtype).min / 2
+        seen = visible.sum(-1).expand(batch)
+    if not torch.equal(seen, layer.lengths[:batch]):
+        raise ValueError(
+            f"attention_mask: the new tokens see {seen.tolist()} earlier tokens per user, but the cache holds "
+            f"{layer.lengths[:batch].tolist()} (the mask is not this cache's sequence). To start new prompts on this "
+            "cache, call cache.reset() first"
+        )
 
 
 def _decode(module, query, key, value, positions, scaling=None, **kwargs):
