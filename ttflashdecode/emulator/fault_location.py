@@ -57,6 +57,11 @@ def _addr2line(library: str, offsets: list[int]) -> list[list[SourceFrame]]:
     return chains[: len(offsets)]
 
 
+def frames_at(library: str, offset: int) -> list[SourceFrame]:
+    """The inline chain (innermost first) at `offset` of `library`, as the line tables give it."""
+    return _addr2line(library, [offset])[0]
+
+
 def _kernel_source(library: str) -> str | None:
     """The kernel source a cached library was built from, named as its line tables name it (compiler.py keeps it
     next to the library as a stable path, "<repo>/device_kernels/x.cpp")."""

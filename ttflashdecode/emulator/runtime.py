@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -105,7 +106,7 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
         except subprocess.TimeoutExpired:
             raise EmulatorHang(f"emulator child did not finish within {deadline_s + 30:.0f} s (killed)") from None
         wall = time.monotonic() - t0
-        report = _sanitizer_report(tmp) if sanitize else ""
+        report = _sanitizer_report(tmp, plan) if sanitize else ""
         res = None
         if result.exists():
             try:
@@ -153,9 +154,26 @@ def _sanitizer_env(sanitize: str, tmp: str) -> dict | None:
         env["ASAN_OPTIONS"] = f"{log}:detect_leaks=0:abort_on_error=0:allow_user_segv_handler=1:" + env.get(
             "ASAN_OPTIONS", "")
     else:
-        env["TSAN_OPTIONS"] = f"{log}:halt_on_error=0:second_deadlock_stack=1:" + env.get("TSAN_OPTIONS", "")
+        env["TSAN_OPTIONS"] = (f"{log}:halt_on_error=0:second_deadlock_stack=1:suppressions={TSAN_SUPPRESSIONS}:"
+                               + env.get("TSAN_OPTIONS", ""))
     return env
 
 
-def _sanitizer_report(tmp: str) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("sanitizer*")))
+TSAN_SUPPRESSIONS = Path(__file__).resolve().parent / "csrc" / "tsan.supp"
+# A report's frame in a kernel: the per-core copy the runtime loaded (k<kernel id>_c<core index>.so, deleted once
+# loaded, so the sanitizer cannot read its symbols) and the offset.
+_KERNEL_FRAME = re.compile(r"<null> <null> \(k(\d+)_c\d+\.so\+0x([0-9a-f]+)\)")
+
+
+def _sanitizer_report(tmp: str, plan: ProgramPlan) -> str:
+    """The sanitizer's reports of the run, kernel frames resolved to function and source line in the kernel's
+    cached library."""
+    text = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("sanitizer*")))
+    libraries = {k.id: str(k.library) for k in plan.kernels}
+
+    def resolve(m: re.Match) -> str:
+        library = libraries.get(int(m.group(1)))
+        chain = fault_location.frames_at(library, int(m.group(2), 16)) if library else []
+        return " <- ".join(f"{f.function} {f.file}:{f.line}" for f in chain) or m.group(0)
+
+    return _KERNEL_FRAME.sub(resolve, text)

@@ -46,6 +46,20 @@
 #include "emu/runtime.h"
 #include "emu/timing.h"
 
+// ThreadSanitizer builds (TTFD_EMU_SANITIZE=thread): every write the NOC delivers to a core releases the core, and
+// invalidate_l1_cache() acquires it (then and at the RISC's next API call, which comes after the kernel's own plain
+// volatile read of its semaphore word): the happens-before edge silicon gets from the L1 cache invalidation a kernel
+// does before reading what other cores wrote.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define EMU_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#define EMU_TSAN_RELEASE(p) __tsan_release(p)
+#else
+#define EMU_TSAN_ACQUIRE(p) ((void)(p))
+#define EMU_TSAN_RELEASE(p) ((void)(p))
+#endif
+
 namespace rt {
 
 using emu::DataFormat;
@@ -167,6 +181,7 @@ struct KThread {
     std::vector<PendingWrite> writes;  // issued but not flushed (sources may not be reused yet)
     BlockInfo block;
     std::atomic<bool> done{false};
+    bool invalidated = false;  // invalidate_l1_cache() called; ThreadSanitizer builds acquire again at the next API call
     void* so = nullptr;
     void (*entry)() = nullptr;
     timing::Risc* tr = nullptr;  // this RISC's timing trace (owned by M.engine), nullptr when timing is off
@@ -385,6 +400,14 @@ std::string fmt(const char* f, ...) {
 // ------------------------------------------------------------------------------------------------ L1 helpers
 KThread& cur() {
     if (!tls) setup_error("emulator API called outside a kernel thread");
+#if defined(__SANITIZE_THREAD__)
+    // The kernel read its semaphore word after invalidate_l1_cache() and before this call: acquire what was delivered
+    // up to that read too (the acquire in l1_cache_invalidated came before it).
+    if (tls->invalidated) {
+        tls->invalidated = false;
+        EMU_TSAN_ACQUIRE(tls->core);
+    }
+#endif
     return *tls;
 }
 
@@ -423,6 +446,7 @@ uint32_t local_off(uint32_t addr, uint32_t size, const char* what) {
 }
 
 void notify_core(Core& c) {
+    EMU_TSAN_RELEASE(&c);
     M.progress.fetch_add(1, std::memory_order_relaxed);
     if (c.waiters.load(std::memory_order_seq_cst) > 0) {
         std::lock_guard<std::mutex> g(c.mu);
@@ -1146,6 +1170,12 @@ void sem_set(volatile uint32_t* p, uint32_t val) {
     KThread& t = cur();
     notify_core(*t.core);
     if (t.tr) t.tr->sem_set(off, val);
+}
+
+void l1_cache_invalidated() {
+    KThread& t = cur();
+    EMU_TSAN_ACQUIRE(t.core);
+    t.invalidated = true;
 }
 
 timing::Risc* timing_risc() { return tls ? tls->tr : nullptr; }

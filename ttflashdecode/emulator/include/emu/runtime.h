@@ -156,6 +156,9 @@ constexpr uint32_t kMemZerosSize = 512;
 // Semaphores / flags in the calling core's L1 (blocking waits report hangs like CB waits).
 void sem_wait(volatile uint32_t* addr, uint32_t value, bool at_least);
 void sem_set(volatile uint32_t* addr, uint32_t value);
+// invalidate_l1_cache(): the host's memory is coherent, so only sanitizer builds act on it (ThreadSanitizer learns
+// that the writes delivered to this core so far happen before what the calling RISC does next).
+void l1_cache_invalidated();
 
 // The calling thread's timing trace (docs/TIMING.md, section 5), nullptr when the timing model is off. Hooks only
 // append events to it (no locks, nothing shared); the runtime replays every trace after the kernels finished.

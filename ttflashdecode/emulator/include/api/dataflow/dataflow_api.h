@@ -81,7 +81,9 @@ constexpr uint8_t noc_index = NOC_INDEX;
 constexpr uint8_t noc_mode = NOC_MODE;
 
 
-inline void invalidate_l1_cache() {}
+// What the NOC delivered to this core is visible to it afterwards (a kernel polling a semaphore word itself, as
+// upstream's sdpa_decode writer does, calls this before each read).
+inline void invalidate_l1_cache() { emu::l1_cache_invalidated(); }
 inline void RISC_POST_HEARTBEAT(uint32_t& heartbeat) { ++heartbeat; }
 
 // This core's NOC coordinates, as firmware's my_x[noc] / my_y[noc] (translated coordinates on both NOCs).
