@@ -11,10 +11,19 @@ B  ``test_masked_rows``: non-causal calls with an additive mask holding -inf (pa
 C  ``test_bad_device_cur_pos`` / ``test_bad_device_page_table``: a device cur_pos out of range (< -1, >= kv_len, or
    below q_len - 1) or a needed device page-table entry outside [0, num_blocks) zeroes exactly that user's rows;
    every other user still matches the golden.
-D  ``test_bad_calls_raise_before_anything_runs``: one argument of a valid call mutated at random; the call raises
+D  ``test_bad_calls_raise_before_anything_runs``: one argument of a valid call mutated at random (out-of-range
+   scales and windows, q / v / the page table / MLA's head_dim_v missing among them); the call raises
    TypeError or ValueError naming that argument, and never uploads, allocates or launches (the device's methods
    are patched, as in test_op_validation.py). Unmutated control calls must get through validation.
 E  Everywhere: an ``EmulatorHang`` / ``KernelFault`` (or any other emulator error) is a failure of the case.
+F  ``test_scale_range``: a scale at either end of ``[SCALE_MIN, SCALE_MAX]`` runs right with either exp (golden,
+   random positions, a planted winner at SCALE_MAX); a positive finite one outside is refused naming scale by the op
+   and by ``FlashDecodeWrapper.plan``, before anything runs.
+G  ``test_plan_refuses_what_run_refuses``: plan() arguments, valid or with one made bad (q_len, head_dim, heads,
+   window, scale, dtypes); plan() accepts exactly when the op's validation of the matching call does (then
+   wrapper.run() reaches the launch too), and both errors name the argument.
+H  ``test_garbage_behind_masks``: NaN / Inf / huge K or V at positions a user mask hides from every row of their
+   (user, kv head) group; the output equals the golden on a clean copy, rows that see nothing are 0.
 
 Knobs (environment): ``TTFD_FUZZ_SECONDS`` time budget per test (default 10 s; every shape's first case runs
 whatever the clock says, since on a cold cache it compiles the kernels, and at least ``MIN_CASES`` run),
@@ -28,6 +37,7 @@ garbage and masks are random.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -44,6 +54,7 @@ from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.emulator import EmulatorError
 from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.validate import SCALE_MAX, SCALE_MIN
 
 _SEED_ENV = os.environ.get("TTFD_FUZZ_SEED")
 SEED = int(_SEED_ENV) if _SEED_ENV else random.SystemRandom().randrange(1 << 32)
@@ -640,6 +651,10 @@ def test_bad_device_page_table(device):
 # ---- D: bad calls raise before anything runs -------------------------------------------------------------------
 
 DB, DNQ, DNKV, DD, DS, DBS, DNB = 2, 8, 2, 64, 256, 32, 20  # a valid call: 2 users, GQA 8/2, 256 positions
+# Positive finite scales outside [SCALE_MIN, SCALE_MAX]: fp32 denormals and zeros, the approximate exp's leaking
+# masks, the exact exp's losing ones, its multiplier's fp32 overflow, no fp32 at all, a Python int past float.
+OUT_OF_RANGE_SCALES = (SCALE_MIN * 0.999, 1e-30, 1e-38, 1e-40, 1e-46, 5e-324, SCALE_MAX * 1.001, 1e28, 9e35, 3.4e38,
+                       3.5e38, 1.7e308, 10**400)  # fmt: skip
 D_CONFIG = ProgramConfig((8, 8), k_chunk_size=64, max_cores_per_head_batch=2)
 
 
@@ -741,7 +756,13 @@ class _BadCallCase:
         first = max(0, p - self.q_len + 1 - w + 1) // DBS if w else 0  # the window's first block
         return u, self.rng.randint(first, p // DBS)
 
+    mla_head_dim_v = "no MLA"  # a mutation may call the MLA op instead, with this head_dim_v
+
     def call(self):
+        if self.mla_head_dim_v != "no MLA":
+            mla = (op_module.paged_flash_multi_latent_attention_decode, self.page_table) if self.paged else (
+                op_module.flash_multi_latent_attention_decode,)
+            return mla[0](self.q, self.k, *mla[1:], head_dim_v=self.mla_head_dim_v, **self.kwargs)
         if self.paged:
             return op_module.paged_scaled_dot_product_attention_decode(self.q, self.k, self.v, self.page_table,
                                                                        **self.kwargs)  # fmt: skip
@@ -802,6 +823,17 @@ def _mutations(c: _BadCallCase):
         m.append((f"share_cache={value!r}", {"share_cache"}, arg("share_cache", value)))
     for value in (0, 0.0, -1, -0.5, INF, -INF, NAN, "x", "0.1", [0.1]):
         m.append((f"scale={value!r}", {"scale"}, arg("scale", value)))
+    for value in OUT_OF_RANGE_SCALES:  # positive and finite, outside [SCALE_MIN, SCALE_MAX]
+        m.append((f"scale={value!r} (out of range)", {"scale"}, arg("scale", value)))
+    for value in (2**32, 2**32 + 5, 2**40):
+        if c.causal:
+            m.append((f"sliding_window_size={value!r}", {"sliding_window_size"}, arg("sliding_window_size", value)))
+    m.append(("q None", {"q"}, setattr_("q", lambda: None)))
+    m.append(("v None", {"v", "head_dim_v"}, setattr_("v", lambda: None)))
+    if c.paged:
+        m.append(("page_table_tensor None", {"page_table_tensor"}, setattr_("page_table", lambda: None)))
+    for value in (None, "512", 32.0):
+        m.append((f"MLA head_dim_v={value!r}", {"head_dim_v"}, setattr_("mla_head_dim_v", lambda value=value: value)))
     for value in (0, -3, "x", 2.5, "64"):
         if c.causal:
             m.append((f"sliding_window_size={value!r}", {"sliding_window_size"}, arg("sliding_window_size", value)))
@@ -975,3 +1007,274 @@ def test_bad_calls_raise_before_anything_runs(device, other_emu_device, monkeypa
         counts["bad calls rejected correctly"] += 1
 
     fuzz("test_bad_calls_raise_before_anything_runs", ["mutated call"], one, min_cases=60, max_cases=2000)
+
+
+# ---- F: the scale's range: right at both ends with either exp, refused past them ------------------------------
+
+SCALE_SHAPE = Shape("scale-ends", 2, 8, 2, 64, 256, k_chunk_size=64, cores=16)  # test_op_validation's scale shape
+
+
+def _raise_reached(method: str):
+    def reached(*args, **kwargs):
+        raise _Reached(method)
+
+    return reached
+
+
+def _out_of_range_scale(rng: random.Random):
+    kind = rng.choice(("listed", "below", "above"))
+    if kind == "listed":
+        return rng.choice(OUT_OF_RANGE_SCALES)
+    if kind == "below":
+        return 10 ** rng.uniform(-60, math.log10(SCALE_MIN) - 1e-6)
+    return 10 ** rng.uniform(math.log10(SCALE_MAX) + 1e-6, 300)
+
+
+def test_scale_range(device, monkeypatch):
+    """An in-range scale at either end (or the default) runs right with either exp against the golden: at SCALE_MIN
+    every visible position weighs the same and hidden ones nothing; at SCALE_MAX the winner takes all (each live user
+    gets a planted winner per kv head, so bfloat16 scores cannot swap it), including a user that sees one position
+    (kernels per (scale, exp): 4 variants, the ones test_op_validation's scale test builds).
+    An out-of-range one is refused naming scale by the op and by FlashDecodeWrapper.plan, before anything runs."""
+    from ttflashdecode.wrapper import FlashDecodeWrapper
+
+    shape = SCALE_SHAPE
+
+    def one(kind, rng, counts, desc):
+        if kind == "out of range":
+            scale = _out_of_range_scale(rng)
+            desc["scale"] = scale
+            counts["out-of-range scales"] += 1
+            q, k = _put(device, torch.randn(1, 2, 8, 64)), _put(device, torch.randn(2, 2, 256, 64))
+            try:
+                with monkeypatch.context() as mp:
+                    for method in ("allocate", "from_torch", "generic_op"):
+                        mp.setattr(device, method, _raise_reached(method))
+                    for what, call in (
+                        ("op", lambda: op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos=[5, 6],
+                                                                                     scale=scale)),
+                        ("plan", lambda: FlashDecodeWrapper(device).plan(batch=2, n_q_heads=8, n_kv_heads=2,
+                                                                         head_dim=64, kv_len=256, scale=scale)),
+                    ):  # fmt: skip
+                        try:
+                            call()
+                            raised = None
+                        except (_Reached, ValueError) as e:
+                            raised = e
+                        assert isinstance(raised, ValueError), f"{what}: scale={scale!r} not refused: {raised!r}"
+                        assert re.match(r"scale=\S+: expected a positive finite number in", str(raised)), (
+                            f"{what}: scale={scale!r} refused without naming scale and its range: {raised}")
+                        counts[f"refused by {what}"] += 1
+            finally:
+                _free(q, k)
+            return
+        g = _generator(rng)
+        scale = rng.choice((SCALE_MIN, SCALE_MAX))  # (mid-range scales: every other test)
+        approx = rng.random() < 0.5
+        pos = [rng.choice((-1, 0, 0, 31, 32, 63, 64, 137, 255, rng.randrange(256))) for _ in range(shape.batch)]
+        desc.update(scale=scale, exp_approx=approx, cur_pos=pos)
+        counts[f"scale {scale!r} exp_approx={approx}"] += 1
+        q = torch.randn(1, shape.batch, shape.n_q, shape.head_dim, generator=g)
+        k = torch.randn(shape.batch, shape.n_kv, shape.kv_len, shape.head_dim, generator=g)
+        v = torch.randn(shape.batch, shape.n_kv, shape.kv_len, shape.head_dim, generator=g)
+        group = shape.n_q // shape.n_kv
+        for u, p in enumerate(pos):
+            if p >= 0 and scale == SCALE_MAX:
+                w = rng.randint(0, p)
+                for h in range(shape.n_kv):  # q_i . 3 sum_j q_j ~ 3 |q_i|^2 = 192, every other score ~N(0, 8)
+                    k[u, h, w] = 3 * q[0, u, h * group : (h + 1) * group].sum(0)
+        stored = [golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)]
+        expected = golden.sdpa_decode(*stored, cur_pos=pos, scale=scale)
+        tensors = [_put(device, x) for x in (q, k, v)] + [_poisoned_output(device, shape)]
+        try:
+            config = ProgramConfig((8, 8), k_chunk_size=shape.k_chunk_size, exp_approx_mode=approx)
+            _call_op(op_module.scaled_dot_product_attention_decode, *tensors[:3], cur_pos=pos, scale=scale,
+                     program_config=config, output_tensor=tensors[3])  # fmt: skip
+            got = device.to_torch(tensors[3]).float()
+        finally:
+            _free(*tensors)
+        _check_output(got, expected, shape, pos, zero_users=[u for u, p in enumerate(pos) if p == -1])
+
+    fuzz("test_scale_range", ["in range", "out of range"], one, min_cases=6, max_cases=300)
+
+
+# ---- G: plan() refuses what run() refuses, and runs what it plans --------------------------------------------
+
+# plan()'s argument -> the op arguments (tensors) that carry it
+_PLAN_TO_RUN = {"q_len": {"q"}, "head_dim": {"q", "k"}, "n_q_heads": {"q", "n_q_heads"}, "kv_dtype": {"k"},
+                "v_dtype": {"v"}, "dtype": {"dtype"}, "attn_mask_dtype": {"attn_mask"}, "scale": {"scale"},
+                "sliding_window_size": {"sliding_window_size"}, "attention_sink": {"attention_sink"}}  # fmt: skip
+_PLAN_MUTATIONS = {
+    "q_len": (0, 9, 10, 100),
+    "head_dim": (48, 100),
+    "n_q_heads": (5, 7),  # not a multiple of n_kv_heads
+    "sliding_window_size": (0, -1, 2**32, 2**32 + 5),
+    "scale": (0.0, -1.0, INF, NAN) + OUT_OF_RANGE_SCALES,
+    "kv_dtype": ("float32",),
+    "v_dtype": ("float32",),
+    "dtype": ("bfloat4_b", "int32"),
+    "attn_mask_dtype": ("float32",),
+}
+PV_CONFIG = ProgramConfig((8, 8), k_chunk_size=64, max_cores_per_head_batch=2)
+
+
+def _plan_spec(rng: random.Random) -> dict:
+    """A valid plan's arguments (the shape of test D's calls), as ttnn dtype names."""
+    spec = dict(batch=DB, n_q_heads=DNQ, n_kv_heads=DNKV, head_dim=DD, kv_len=DS, q_len=rng.choice((1, 1, 2)),
+                kv_dtype=rng.choice(("bfloat16", "bfloat8_b")), is_causal=rng.random() < 0.75)  # fmt: skip
+    spec["v_dtype"] = spec["kv_dtype"] if rng.random() < 0.7 else rng.choice(("bfloat16", "bfloat8_b"))
+    if spec["is_causal"]:
+        if rng.random() < 0.3:
+            spec["sliding_window_size"] = rng.choice((32, 100, 2**32 - 1))
+    elif rng.random() < 0.7:
+        spec["attn_mask_heads"] = rng.choice((1, DNQ))
+        spec["attn_mask_dtype"] = rng.choice(("bfloat16", "bfloat8_b"))
+    if rng.random() < 0.3:
+        spec["scale"] = rng.choice((SCALE_MIN, 0.125, SCALE_MAX))
+    if rng.random() < 0.3:
+        spec["attention_sink"] = True
+    if rng.random() < 0.3:
+        spec["dtype"] = rng.choice(("bfloat16", "float32", "bfloat8_b"))
+    return spec
+
+
+def test_plan_refuses_what_run_refuses(device, monkeypatch):
+    """A plan's arguments, valid or with one made bad; the matching call of the op is checked as run() checks it.
+    plan() accepts exactly when the op's validation does (it then reaches the launch, and so does wrapper.run() with
+    the same tensors); when both refuse, each error names the argument (plan's name, or the tensor carrying it)."""
+    from ttflashdecode.wrapper import FlashDecodeWrapper
+
+    ttnn = _ttnn()
+
+    def one(_kind, rng, counts, desc):
+        spec = _plan_spec(rng)
+        bad = None
+        if rng.random() < 0.8:
+            bad = rng.choice(sorted(k for k in _PLAN_MUTATIONS if k != "attn_mask_dtype" or "attn_mask_heads" in spec))
+            spec[bad] = rng.choice(_PLAN_MUTATIONS[bad])
+            if bad == "n_q_heads" and spec.get("attn_mask_heads") == DNQ:
+                spec["attn_mask_heads"] = 1  # a per-head mask would be the first error of both
+        desc["spec"] = dict(spec)
+        counts[f"bad {bad}" if bad else "valid plan"] += 1
+        dtypes = {k: getattr(ttnn, spec[k]) for k in ("kv_dtype", "v_dtype", "dtype", "attn_mask_dtype") if k in spec}
+        wrapper = FlashDecodeWrapper(device, program_config=PV_CONFIG)
+        try:
+            wrapper.plan(**(spec | dtypes))
+            plan_error = None
+        except (TypeError, ValueError) as e:
+            plan_error = e
+        if plan_error is not None:
+            assert bad is not None, f"plan() refused a valid plan: {plan_error}"
+            assert _names(str(plan_error), {bad}), f"plan() refused bad {bad} without naming it: {plan_error}"
+        ql, nq, d = spec["q_len"], spec["n_q_heads"], spec["head_dim"]
+        if ql < 1:
+            counts["plan only (no tensors of that shape)"] += 1
+            assert plan_error is not None, f"plan() accepted {bad}={spec[bad]!r}"
+            return
+        pos = [rng.randrange(ql - 1, DS) for _ in range(DB)]
+        tensors = [_put(device, torch.randn(ql, DB, nq, d)),
+                   _put(device, torch.randn(DB, DNKV, DS, d), spec["kv_dtype"]),
+                   _put(device, torch.randn(DB, DNKV, DS, d), spec["v_dtype"])]  # fmt: skip
+        kwargs = dict(is_causal=spec["is_causal"], scale=spec.get("scale"), program_config=PV_CONFIG,
+                      sliding_window_size=spec.get("sliding_window_size"), dtype=dtypes.get("dtype"))  # fmt: skip
+        if spec["is_causal"]:
+            kwargs["cur_pos"] = pos
+        if spec.get("attn_mask_heads"):
+            kwargs["attn_mask"] = _put(device, torch.zeros(DB, spec["attn_mask_heads"], ql, DS),
+                                       spec["attn_mask_dtype"])  # fmt: skip
+            tensors.append(kwargs["attn_mask"])
+        if spec.get("attention_sink"):
+            kwargs["attention_sink"] = _put(device, torch.zeros(1, nq))
+            tensors.append(kwargs["attention_sink"])
+        try:
+            with monkeypatch.context() as mp:
+                mp.setattr(device, "generic_op", _raise_reached("generic_op"))
+                try:
+                    op_module.scaled_dot_product_attention_decode(*tensors[:3], **kwargs)
+                    run_error = AssertionError("the op returned without launching")
+                except (_Reached, TypeError, ValueError, AssertionError) as e:
+                    run_error = None if isinstance(e, _Reached) else e
+                if plan_error is None and run_error is None:
+                    run_kwargs = {k: kwargs[k] for k in ("cur_pos", "attn_mask", "attention_sink") if k in kwargs}
+                    with pytest.raises(_Reached):
+                        wrapper.run(*tensors[:3], **run_kwargs)
+                    counts["planned and run (reached the launch)"] += 1
+        finally:
+            _free(*tensors)
+        assert (plan_error is None) == (run_error is None), (
+            f"plan() {'accepted' if plan_error is None else 'refused'} but the op's validation "
+            f"{'accepted' if run_error is None else 'refused'} (bad {bad}): plan: {plan_error}; run: {run_error}")
+        if run_error is not None:
+            names = _PLAN_TO_RUN[bad]
+            assert _names(str(run_error), names), f"the op refused bad {bad} without naming {names}: {run_error}"
+            counts["both refused, naming the argument"] += 1
+
+    fuzz("test_plan_refuses_what_run_refuses", ["plan"], one, min_cases=40, max_cases=2000)
+
+
+# ---- H: NaN / Inf in K and V behind -inf masks -----------------------------------------------------------------
+
+
+def test_garbage_behind_masks(device):
+    """Positions a user mask hides from every query row of a (user, kv head) group (-inf for each of its heads and
+    tokens) hold NaN / Inf / huge K or V; the output equals the golden on a clean copy, rows that see nothing are
+    exactly 0 (the reader zeroes those K/V rows: DESIGN's position contract; a position only some rows of a group see
+    must hold finite values, so none is dirtied here)."""
+
+    def one(shape, rng, counts, desc):
+        g = _generator(rng)
+        b, S, ql, mh, group = shape.batch, shape.kv_len, shape.q_len, shape.mask_heads, shape.n_q // shape.n_kv
+        q = torch.randn(ql, b, shape.n_q, shape.head_dim, generator=g)
+        k_clean = torch.randn(b, shape.n_kv, S, shape.head_dim, generator=g)
+        v_clean = torch.randn(b, shape.n_kv, S, shape.head_dim, generator=g)
+        mask = torch.empty(b, mh, ql, S)
+        patterns = []
+        for bi in range(b):
+            for h in range(mh):
+                shared = h % group and rng.random() < 0.6  # a head repeats its group's first row: hidden for all
+                for t in range(ql):
+                    if shared:
+                        mask[bi, h, t] = mask[bi, h - h % group, t]
+                        continue
+                    pattern = rng.choice(MASK_PATTERNS[1:])  # every pattern but "finite" hides something
+                    patterns.append(pattern)
+                    counts[f"mask row {pattern}"] += 1
+                    mask[bi, h, t] = _mask_row(pattern, rng, g, S, shape.k_chunk_size)
+        desc["mask_rows"] = patterns
+        stored_mask = golden.quantize_like_device(mask, shape.mask_dtype)
+        hidden = stored_mask == -INF  # [b, mh, ql, S]
+        if mh == 1:
+            group_hidden = hidden.all(2).expand(b, shape.n_kv, S)
+        else:
+            group_hidden = hidden.reshape(b, shape.n_kv, group, ql, S).all(3).all(2)  # [b, n_kv, S]
+        density = rng.choice((0.3, 1.0))  # of the hidden positions, those that get garbage
+        rows = group_hidden & (torch.rand(b, shape.n_kv, S, generator=g) < density)
+        row_mask = rows[..., None].expand_as(k_clean)
+        if rng.random() < 0.5:
+            k_clean, v_clean = k_clean.masked_fill(row_mask, 0.0), v_clean.masked_fill(row_mask, 0.0)
+        target, kind = rng.choice(("K", "V", "KV")), rng.choice(GARBAGE_VALUES)
+        k_garbage, v_garbage = row_mask & ("K" in target), row_mask & ("V" in target)
+        k_dirty = torch.where(k_garbage, _garbage_values(k_clean.shape, kind, g), k_clean)
+        v_dirty = torch.where(v_garbage, _garbage_values(v_clean.shape, kind, g), v_clean)
+        n_rows = int(rows.sum())
+        desc["garbage"] = f"{kind} in {target}, {n_rows} (user, kv head, position) rows"
+        counts["garbage rows behind masks"] += n_rows
+        counts[f"garbage value {kind} in {target}"] += 1
+        stored = [golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k_clean, shape.kv_dtype),
+                                                                 (v_clean, shape.kv_dtype))]  # fmt: skip
+        expected = golden.sdpa_decode(*stored, is_causal=False, attn_mask=stored_mask)
+        zero_rows = hidden.all(-1).permute(2, 0, 1).expand(ql, b, shape.n_q)  # [q_len, b, n_q]
+        expected[zero_rows] = 0.0
+        tt = [_put(device, q), _put(device, k_dirty, shape.kv_dtype), _put(device, v_dirty, shape.kv_dtype),
+              _put(device, mask, shape.mask_dtype), _poisoned_output(device, shape)]  # fmt: skip
+        try:
+            _check_stored(device, tt[1], stored[1], k_garbage, "k", counts)
+            _check_stored(device, tt[2], stored[2], v_garbage, "v", counts)
+            _call_op(op_module.scaled_dot_product_attention_decode, tt[0], tt[1], tt[2], is_causal=False,
+                     attn_mask=tt[3], program_config=shape.program_config(), output_tensor=tt[4])  # fmt: skip
+            got = device.to_torch(tt[4]).float()
+        finally:
+            _free(*tt)
+        _check_output(got, expected, shape, None, zero_rows=zero_rows)
+
+    fuzz("test_garbage_behind_masks", [MASK1, MASK8], one, min_cases=6, max_cases=300)

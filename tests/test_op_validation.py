@@ -198,6 +198,8 @@ CASES = [
     (dict(sliding_window_size=2**32), ValueError, r"sliding_window_size=4294967296: .*at most 2\*\*32 - 1"),
     (dict(sliding_window_size=2**32 + 5), ValueError, r"sliding_window_size=4294967301: expected a positive int"),
     (dict(q=None), TypeError, "q: expected a ttnn or emulator device tensor, got NoneType"),
+    # (no host positions: the call is signed for the fast path first, which must leave q=None to validation)
+    (dict(q=None, is_causal=False, cur_pos=None), TypeError, "q: expected a ttnn or emulator device tensor, got None"),
     (dict(v=None), TypeError, "v: expected a ttnn or emulator device tensor, got NoneType"),
     (dict(k="kp", v="kp", page_table=_PAGED_WITHOUT_TABLE), TypeError, "page_table_tensor=None: the paged op needs a "
      "page table"),

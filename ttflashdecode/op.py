@@ -341,6 +341,8 @@ def _signature(q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tenso
         )  # fmt: skip
         config = None if named is program_config else program_config_value(program_config)
         check = (specs, dtype, memory_config, config, compute_config_value(compute_kernel_config))
+        if specs[0] is None:  # no q tensor: the full path refuses it by name
+            return None
         return key, check, specs[0][0]  # q's device: where the entry lives
     except NotSignable:
         return None
