@@ -97,6 +97,42 @@ def test_rows_written_over_steps(dev, dtype, paged):
     assert device_cache(dev).stats()["programs"] - programs == 1, f"{tag(seed)}: expected one program for 3 steps"
 
 
+def test_ring_positions_wrap_before_the_page_table(dev):
+    """cache_position_modulo (upstream's ring): a device position p lands at ring row p % ring of the user's table
+    (positions far past the table's reach, 2**31 - 1 among them), host update_idxs wrap the same way, -1 and any
+    other negative entry write nothing, and table columns past the ring are never written through."""
+    seed = seed_for("test_ring_positions_wrap_before_the_page_table")
+    gen = generator(seed)
+    b, n_kv, d, block, ring = 4, 2, 64, 32, 64
+    num_blocks = 2 * b + 2
+    ring_table = torch.randperm(num_blocks, generator=gen)[: 2 * b].reshape(b, 2)
+    # Two more columns per user naming blocks no ring uses: a write through them would show.
+    spare = torch.tensor([num_blocks - 2, num_blocks - 1]).expand(b, -1)
+    table = torch.cat([ring_table, spare], dim=1).to(torch.int32)
+    cache = tiles(dev, torch.randn(num_blocks, n_kv, block, d, generator=gen), "bfloat8_b")
+    page_table = dev.from_torch(table, **RM)
+    for step, positions in enumerate([[70, 2**31 - 1, -1, 4157], [127, 64, -5, 33]]):
+        new = torch.randn(1, b, n_kv, d, generator=gen)
+        before = dev.to_torch(cache).float()
+        if step == 0:
+            pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
+            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos,
+                                             page_table=page_table, cache_position_modulo=ring)  # fmt: skip
+        else:
+            positions[2] = -1  # host positions: -1 is the only negative accepted
+            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs=positions,
+                                             page_table=table, cache_position_modulo=ring)  # fmt: skip
+        rows = [(u, int(table[u, p % ring // block]), p % ring % block) for u, p in enumerate(positions) if p >= 0]
+        expected = expected_after(dev, before, new, rows, "bfloat8_b")
+        after = dev.to_torch(cache).float()
+        bad = (after != expected).nonzero().tolist()
+        assert not bad, f"{tag(seed)} positions {positions}: {len(bad)} values differ, first at {bad[:3]}"
+        assert uc.last_run.stats.bytes_written_to(cache) == len(rows) * n_kv * (d // 32) * cache.buffer_page_size()
+    with pytest.raises(ValueError, match=r"update_idxs\[2\]=-5"):
+        ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs=[1, 2, -5, 3],
+                                         page_table=table, cache_position_modulo=ring)  # fmt: skip
+
+
 def test_host_positions_and_upstream_int_form(dev):
     """update_cache(cache, input, update_idx) with an int (upstream's form: every user) and with a list."""
     seed = seed_for("test_host_positions_and_upstream_int_form")
@@ -157,6 +193,7 @@ def test_bad_calls_raise_before_anything_runs(dev):
     cache = tiles(dev, torch.randn(2, 2, 64, 64, generator=gen), "bfloat8_b")
     new = tiles(dev, torch.randn(1, 2, 2, 64, generator=gen), "bfloat16")
     before = dev.to_torch(cache)
+    table = torch.tensor([[0], [1]], dtype=torch.int32)
     uc.last_run = None
     cases = [
         (lambda: ttflashdecode.update_cache(cache, new, 64), ValueError, r"update_idx\[0\]=64: expected an int in \[-1, 64\)"),
@@ -182,7 +219,22 @@ def test_bad_calls_raise_before_anything_runs(dev):
         (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], share_cache=True), ValueError,
          r"share_cache=True: not supported"),
         (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], cache_position_modulo=64),
-         ValueError, r"cache_position_modulo=64: not supported"),
+         ValueError, r"cache_position_modulo=64: only supported in paged mode \(when page_table is provided\)"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
+                                                  cache_position_modulo=32),
+         ValueError, r"cache_position_modulo=32: expected a positive multiple of block_size=64"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
+                                                  cache_position_modulo=0),
+         ValueError, r"cache_position_modulo=0: expected a positive multiple"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
+                                                  cache_position_modulo=128),
+         ValueError, r"cache_position_modulo=128: expected at most max_blocks_per_user \* block_size = 1 \* 64"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
+                                                  cache_position_modulo=64.0),
+         TypeError, r"cache_position_modulo=64.0 \(float\): expected a positive int or None"),
+        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[2**31, 2], page_table=table,
+                                                  cache_position_modulo=64),
+         ValueError, r"update_idxs\[0\]=2147483648: expected an int in \[-1, 2147483648\) \(a ring position"),
     ]  # fmt: skip
     for call, error, message in cases:
         with pytest.raises(error, match=message):

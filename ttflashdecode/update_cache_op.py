@@ -75,6 +75,8 @@ DOCS = {
     "input_num_shards": "height-sharded input: shards of one input (a fused update's second input's follow them)",
     "input_page_bytes": "an input page (a bfloat16 tile)",
     "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * block_size)",
+    "cache_position_modulo": "paged ring cache: a read position p >= 0 is written at p % cache_position_modulo "
+    "(upstream's, before the page-table lookup; 0: no ring)",
     "is_paged": "1: the position's block is found through the user's page-table row",
     "block_size": "paged: positions per block; unpaged: the cache's tile-padded positions per user",
     "max_blocks_per_user": "paged: page-table columns",
@@ -92,7 +94,7 @@ DOCS = {
 }
 READER_ARGS = (
     "Wt", "batch", "n_kv_heads", "input_row_tiles", "input_heads_major", "input_row_offset", "input_placement",
-    "input_shard_pages", "input_num_shards", "input_page_bytes", "kv_len", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
+    "input_shard_pages", "input_num_shards", "input_page_bytes", "kv_len", "cache_position_modulo", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
     "index_page_bytes", "page_table_page_bytes", "cache_cta_offset", "input_cta_offset", "index_cta_offset",
     "page_table_cta_offset", "cb_cache", "cb_new_row", "cb_index", "cb_page_table", "cb_target",
 )  # fmt: skip
@@ -161,6 +163,7 @@ class UpdateShapes:
     input_row_tiles: int = 1  # tile rows of one entry of the input's dim 1
     input_heads_major: bool = False  # upstream update_cache's input [1, n_kv_heads, b (padded), d]
     input_row_offset: int = 0  # heads-major: the first user's row (batch_offset)
+    cache_position_modulo: int = 0  # paged ring cache of this many positions (0: none)
 
     @property
     def Wt(self) -> int:
@@ -236,14 +239,22 @@ def paged_update_cache(
     ``[num_blocks, n_kv_heads, block_size, head_dim]``, and position p of user u lives in block
     ``page_table[u, p // block_size]``; without it the cache is ``[b_cache >= b, n_kv_heads, S, head_dim]``.
 
-    At run time a position outside the user's cache, or a page-table entry outside ``[0, num_blocks)``, writes nothing
-    for that user. Not supported (ValueError naming the argument unless left at upstream's default): ``share_cache``,
-    ``batch_offset``, ``mesh_coords``, ``block_size``, ``num_kv_heads``, ``cache_position_modulo``. Returns
+    ``cache_position_modulo`` (upstream's; paged only, None: off): the cache is a ring of that many positions (a
+    sliding-window layer's cache, smaller than the sequence): position p is written where position
+    ``p % cache_position_modulo`` lives, the kernels wrapping each position they read (so a device tensor's positions
+    may grow without bound). A positive multiple of the cache's block_size, at most ``max_blocks_per_user *
+    block_size``; host positions then lie in ``[-1, 2**31)``.
+
+    At run time a position outside the user's cache (after the wrap), or a page-table entry outside ``[0,
+    num_blocks)``, writes nothing for that user. Not supported (ValueError naming the argument unless left at
+    upstream's default): ``share_cache``, ``batch_offset``, ``mesh_coords``, ``block_size``, ``num_kv_heads``. Returns
     ``cache_tensor``."""
     _check_defaults("paged_update_cache", share_cache=share_cache, mesh_coords=mesh_coords, block_size=block_size,
-                    num_kv_heads=num_kv_heads, cache_position_modulo=cache_position_modulo, batch_offset=batch_offset)
+                    num_kv_heads=num_kv_heads, batch_offset=batch_offset)  # fmt: skip
     name, positions = _positions_argument(update_idxs, update_idxs_tensor)
-    return _update([(cache_tensor, input_tensor)], positions, page_table, compute_kernel_config, index_name=name)[0]
+    call = check_update([(cache_tensor, input_tensor)], positions, page_table, compute_kernel_config,
+                        index_name=name, cache_position_modulo=cache_position_modulo)  # fmt: skip
+    return _run_update(call)[0]
 
 
 def paged_fused_update_cache(
@@ -271,7 +282,7 @@ def paged_fused_update_cache(
 
 
 _DEFAULTS = {"share_cache": (None, False), "mesh_coords": (None,), "block_size": (None,), "num_kv_heads": (None,),
-             "cache_position_modulo": (None, 0), "batch_offset": (0,)}  # fmt: skip
+             "batch_offset": (0,)}  # fmt: skip
 
 
 def _check_defaults(op: str, **arguments) -> None:
@@ -315,11 +326,12 @@ class UpdateCall:
 
 
 def check_update(pairs, positions, page_table, compute_kernel_config, *, index_name: str, names=None,
-                 heads_major: bool = False, batch_offset: int = 0) -> UpdateCall:  # fmt: skip
+                 heads_major: bool = False, batch_offset: int = 0, cache_position_modulo=None) -> UpdateCall:  # fmt: skip
     """Checks an update of each (cache, input) of ``pairs`` (one, or K and V) on the host; nothing runs or is
     uploaded. Errors name the argument (``names``: the caller's (cache, input) names of each pair). ``heads_major``:
     the input is upstream update_cache's ``[1, n_kv_heads, >= batch_offset + b, head_dim]`` and every user of the
-    (unpaged) cache is updated from rows ``batch_offset ..``; else it is ``[1, b, n_kv_heads, head_dim]``."""
+    (unpaged) cache is updated from rows ``batch_offset ..``; else it is ``[1, b, n_kv_heads, head_dim]``.
+    ``cache_position_modulo``: a paged ring cache (:func:`check_ring`)."""
     # ---- check everything before any device work
     if names is None:
         names = [("cache", "input")] if len(pairs) == 1 else [("cache_tensor1", "input_tensor1"), ("cache_tensor2", "input_tensor2")]
@@ -358,9 +370,16 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
         if block % TILE:
             raise ValueError(f"{names[0][0]}: block_size={block} (dim 2 of a paged cache) must be a multiple of {TILE}")
         max_blocks, table_rows = _check_page_table(page_table, batch, cache_shape[0], device)
+        ring = check_ring(cache_position_modulo, block, max_blocks)
         shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), max_blocks * block, block, True,
-                              max_blocks, cache_shape[0], num_caches=len(pairs), **form)  # fmt: skip
-    host_positions = _check_positions(index_name, positions, batch, shapes.kv_len, device)
+                              max_blocks, cache_shape[0], num_caches=len(pairs), cache_position_modulo=ring,
+                              **form)  # fmt: skip
+    if page_table is None and cache_position_modulo is not None:
+        raise ValueError(f"cache_position_modulo={cache_position_modulo!r}: only supported in paged mode (when "
+                         "page_table is provided)")  # fmt: skip
+    # A ring takes any int32 position (wrapped by the kernels); else a position must lie in the cache.
+    position_end = RING_POSITION_END if shapes.cache_position_modulo else shapes.kv_len
+    host_positions = _check_positions(index_name, positions, batch, position_end, device)
     return UpdateCall(
         shapes, tuple(pairs), positions if host_positions is None else None,
         None if host_positions is None else tuple(host_positions), page_table if table_rows is None else None,
@@ -433,6 +452,28 @@ def _check_pair(cache, new, cache_name: str, input_name: str, heads_major: bool 
     return cache_shape, new_shape
 
 
+RING_POSITION_END = 2**31  # a ring's positions: int32 (the index tensor's type), -1 skipping the user
+
+
+def check_ring(modulo, block_size: int, max_blocks: int) -> int:
+    """``cache_position_modulo`` of a paged update as an int (None: 0, no ring), with upstream's rules: a positive
+    multiple of the block size (a wrapped position then keeps its place in its block) and at most the page table's
+    reach ``max_blocks_per_user * block_size``."""
+    if modulo is None:
+        return 0
+    name = "cache_position_modulo"
+    value = as_int(modulo)
+    if value is None:
+        raise TypeError(f"{name}={modulo!r} ({type(modulo).__name__}): expected a positive int or None")
+    if value <= 0 or value % block_size:
+        raise ValueError(f"{name}={value}: expected a positive multiple of block_size={block_size} (dim 2 of the "
+                         "paged cache)")  # fmt: skip
+    if value > max_blocks * block_size:
+        raise ValueError(f"{name}={value}: expected at most max_blocks_per_user * block_size = {max_blocks} * "
+                         f"{block_size} = {max_blocks * block_size} (the page table's reach)")  # fmt: skip
+    return value
+
+
 def _check_page_table(page_table, batch: int, num_blocks: int, device):
     """(max_blocks_per_user, host rows or None). A torch table is checked entry by entry; a device table's entries
     are the kernels' to check at run time."""
@@ -450,13 +491,16 @@ def _check_page_table(page_table, batch: int, num_blocks: int, device):
 
 
 def _check_positions(name: str, positions, batch: int, kv_len: int, device) -> list[int] | None:
-    """Host positions as a list (each in [-1, kv_len)), or None for a device tensor (checked for its form only)."""
+    """Host positions as a list (each in [-1, kv_len); a ring's kv_len is RING_POSITION_END), or None for a device
+    tensor (checked for its form only)."""
     if isinstance(positions, torch.Tensor) or isinstance(positions, (list, tuple)) or as_int(positions) is not None:
         if as_int(positions) is not None:
             positions = [as_int(positions)] * batch
         if isinstance(positions, torch.Tensor):
             positions = positions.flatten()
-        return int_list(name, positions, batch, -1, kv_len, f"a position of the cache's {kv_len}, or -1 to skip")
+        ring = kv_len == RING_POSITION_END
+        what = "a ring position, or -1 to skip" if ring else f"a position of the cache's {kv_len}, or -1 to skip"
+        return int_list(name, positions, batch, -1, kv_len, what)
     if not hasattr(positions, "layout"):
         host_int_values(name, positions, batch, "positions")  # raises the TypeError naming the argument
     shape = check_device_tensor(name, positions, 1, ("int32", "uint32"), layout="ROW_MAJOR", device=device)
@@ -542,6 +586,7 @@ def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32
         "input_num_shards": len(input_at.shard_cores),
         "input_page_bytes": input_at.page_bytes,
         "kv_len": shapes.kv_len,
+        "cache_position_modulo": shapes.cache_position_modulo,
         "is_paged": int(shapes.is_paged),
         "block_size": shapes.block_size,
         "max_blocks_per_user": shapes.max_blocks_per_user,

@@ -13,6 +13,9 @@
 //      core: shard s on the core whose NOC coordinates are common runtime args 2s, 2s + 1; the second input of a
 //      fused update follows the first one's input_num_shards shards).
 // The index tensor and page table are read at run time (one page each), so the same program serves every step.
+// A ring cache (cache_position_modulo > 0, upstream's: a sliding-window layer's cache smaller than the sequence)
+// wraps every non-negative position it reads, p % cache_position_modulo, before the page-table lookup, as upstream's
+// reader and writer do; a modulo that is a multiple of block_size keeps the position's place in its block.
 // A unit whose position is outside the cache still streams through compute (the CBs stay in step), but its tiles
 // are not read (the writer writes nothing for it).
 //
@@ -51,6 +54,7 @@ constexpr uint32_t input_shard_pages = get_named_compile_time_arg_val("input_sha
 constexpr uint32_t input_num_shards = get_named_compile_time_arg_val("input_num_shards");
 constexpr uint32_t input_page_bytes = get_named_compile_time_arg_val("input_page_bytes");
 constexpr uint32_t kv_len = get_named_compile_time_arg_val("kv_len");            // positions a user may write
+constexpr uint32_t cache_position_modulo = get_named_compile_time_arg_val("cache_position_modulo");  // 0: no ring
 constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
 constexpr uint32_t block_size = get_named_compile_time_arg_val("block_size");
 constexpr uint32_t max_blocks_per_user = get_named_compile_time_arg_val("max_blocks_per_user");
@@ -65,6 +69,15 @@ constexpr auto page_table_args = TensorAccessorArgs<get_named_compile_time_arg_v
 
 constexpr uint32_t cache_tile_bytes = get_tile_size(cb_cache);
 constexpr uint32_t FACE_ROW_BYTES = FACE_HW * 2;  // 16 bfloat16 datums
+
+// The position a read entry addresses. Upstream wraps every entry but -1 as uint32; here a negative entry stays
+// negative (>= kv_len as uint32: nothing written, as without a ring) instead of landing on an arbitrary ring row.
+inline uint32_t ring_position(uint32_t raw) {
+    if constexpr (cache_position_modulo > 0) {
+        return static_cast<int32_t>(raw) >= 0 ? raw % cache_position_modulo : raw;
+    }
+    return raw;
+}
 
 }  // namespace
 
@@ -111,7 +124,7 @@ void kernel_main() {
         const uint32_t head = unit % n_kv_heads;
         const auto& cache = caches[which];
         const auto& input = inputs[which];
-        const uint32_t position = positions[user];
+        const uint32_t position = ring_position(positions[user]);
         if constexpr (is_paged) {
             // Only a position inside the cache needs the table; its row is read once per user.
             if (position < kv_len && user != table_user) {
