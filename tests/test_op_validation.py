@@ -255,6 +255,7 @@ ACCEPTED = [
     dict(cur_pos=None, cur_pos_tensor=np.array([100, 200], dtype=np.int64)),
     dict(cur_pos=None, cur_pos_tensor="pos_good", validate_device_tensors=True),
     dict(validate_device_tensors=np.bool_(True)),  # host positions: nothing to read back
+    dict(sliding_window_size=2**32 - 1),  # the largest window (a uint32): the same as none
 ]  # fmt: skip
 
 
