@@ -18,7 +18,8 @@ import torch
 
 from tests_support_paths import REPO
 from ttflashdecode import emulator
-from ttflashdecode.emulator import EmulatorError, KernelFault
+from ttflashdecode.emulator import EmulatorError, KernelFault, SanitizerReport
+from ttflashdecode.emulator import arch
 from ttflashdecode.emulator.build import sanitizer
 from ttflashdecode.ttnn_env import import_ttnn
 
@@ -98,3 +99,20 @@ def test_sanitizer_setting_is_checked(monkeypatch):
         sanitizer()
     monkeypatch.setenv("TTFD_EMU_SANITIZE", "thread")
     assert sanitizer() == "thread"
+
+
+@pytest.mark.slow  # builds the ThreadSanitizer runtime (about a minute); perf/stress_emulator.py --sanitize runs it on
+# the real programs
+def test_thread_sanitizer_reports_a_kernel_race(dev, monkeypatch):
+    """A kernel reading L1 that another core's NOC writes without a semaphore: the TSan build reports the race and
+    names the kernel line."""
+    monkeypatch.setenv("TTFD_EMU_SANITIZE", "thread")
+    peer = (arch.TRANSLATED_X0 + 1, arch.TRANSLATED_Y0)  # NOC coordinates of logical core (1, 0)
+    pd = ttnn.ProgramDescriptor(
+        kernels=[kernel("racy_peek.cpp", crs((0, 0)), [0], {(0, 0): list(peer)}, config=ttnn.WriterConfigDescriptor()),
+                 kernel("racy_peek.cpp", crs((1, 0)), [1], {(1, 0): [0, 0]})],
+        semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs((0, 0), (1, 0)))])  # fmt: skip
+    with pytest.raises(SanitizerReport) as ei:
+        dev.generic_op([], pd)
+    assert "ThreadSanitizer: data race" in str(ei.value)
+    assert "racy_peek.cpp:16" in ei.value.report, ei.value.report[:3000]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ADDR2LINE = "addr2line"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ def _addr2line(library: str, offsets: list[int]) -> list[list[SourceFrame]]:
             break
         function, where = lines[i], lines[i + 1]
         file, _, line = where.rpartition(":")
+        # Kernels name their files from the repository or site-packages (-fdebug-prefix-map), which addr2line joins
+        # to the compiling process's directory again: show them as the kernel build named them.
+        file = file.removeprefix(f"{REPO_ROOT}/")
         line = line.split(" ")[0]
         chains[-1].append(SourceFrame(function, file, int(line) if line.isdigit() else 0, library))
         i += 2
