@@ -81,7 +81,7 @@ def test_rows_written_over_steps(dev, dtype, paged):
                                              page_table=page_table)  # fmt: skip
             rows = [(u, int(table[u, p // block]), p % block) for u, p in enumerate(positions) if p >= 0]
         else:
-            ttflashdecode.update_cache(cache, tiles(dev, new, "bfloat16"), pos)
+            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos)
             rows = [(u, u, p) for u, p in enumerate(positions) if p >= 0]
         after = dev.to_torch(cache).float()
         expected = expected_after(dev, before, new, rows, dtype)
@@ -134,15 +134,18 @@ def test_ring_positions_wrap_before_the_page_table(dev):
 
 
 def test_host_positions_and_upstream_int_form(dev):
-    """update_cache(cache, input, update_idx) with an int (upstream's form: every user) and with a list."""
+    """update_cache(cache, input, update_idx) takes upstream's heads-major input [1, n_kv_heads, b padded to 32, d]
+    (user u's row of head h at [0, h, u]; two kv heads and two users, so a transposed read would pass the shape
+    checks and fail the values), update_idx an int (upstream's form: every user) or a list."""
     seed = seed_for("test_host_positions_and_upstream_int_form")
     gen = generator(seed)
-    b, n_kv, S, d = 2, 1, 64, 64
+    b, n_kv, S, d = 2, 2, 64, 64
     cache = tiles(dev, torch.randn(b, n_kv, S, d, generator=gen), "bfloat8_b")
     for update_idx, positions in ((37, [37, 37]), ([3, 63], [3, 63])):
         new = torch.randn(1, b, n_kv, d, generator=gen)
+        heads_major = torch.nn.functional.pad(new.permute(0, 2, 1, 3), (0, 0, 0, 32 - b))  # [1, n_kv, 32, d]
         before = dev.to_torch(cache).float()
-        out = ttflashdecode.update_cache(cache, tiles(dev, new, "bfloat16"), update_idx)
+        out = ttflashdecode.update_cache(cache, tiles(dev, heads_major, "bfloat16"), update_idx)
         assert out is cache
         expected = expected_after(dev, before, new, [(u, u, p) for u, p in enumerate(positions)], "bfloat8_b")
         assert torch.equal(dev.to_torch(cache).float(), expected), f"{tag(seed)} update_idx={update_idx}"
@@ -173,7 +176,7 @@ def test_positions_outside_the_cache_write_nothing(dev, dtype):
     before = dev.to_torch(cache).float()
     new = tiles(dev, torch.randn(1, b, n_kv, d, generator=gen), "bfloat16")
     pos = dev.from_torch(torch.tensor([100, 127, -7, 1 << 30], dtype=torch.int32), **RM)
-    ttflashdecode.update_cache(cache, new, pos)
+    ttflashdecode.paged_update_cache(cache, new, update_idxs_tensor=pos)
     assert torch.equal(dev.to_torch(cache).float(), before), f"{tag(seed)}: a position outside the cache wrote"
     assert uc.last_run.stats.bytes_written_to(cache) == 0, tag(seed)
 
@@ -199,15 +202,17 @@ def test_bad_calls_raise_before_anything_runs(dev):
         (lambda: ttflashdecode.update_cache(cache, new, 64), ValueError, r"update_idx\[0\]=64: expected an int in \[-1, 64\)"),
         (lambda: ttflashdecode.update_cache(cache, new, [1, 2, 3]), ValueError, r"update_idx: expected 2 entries, got 3"),
         (lambda: ttflashdecode.update_cache(cache, new, 1.5), TypeError, r"update_idx"),
-        (lambda: ttflashdecode.update_cache(cache, new, 3, batch_offset=1), ValueError, r"batch_offset=1"),
+        (lambda: ttflashdecode.update_cache(cache, new, 3, batch_offset=31), ValueError,
+         r"batch_offset=31: the 2 users of cache take input rows batch_offset .. batch_offset \+ 1, past input's 32"),
         (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], batch_offset=2), ValueError,
          r"batch_offset=2: not supported by ttflashdecode.paged_update_cache"),
         (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 2, 64), "bfloat8_b"), 3), TypeError,
          r"input: dtype bfloat8_b not supported; expected one of bfloat16"),
-        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 4, 64), "bfloat16"), 3), ValueError,
-         r"input: shape \[1, 2, 4, 64\] does not match cache \[2, 2, 64, 64\]: expected n_kv_heads=2"),
-        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 3, 2, 64), "bfloat16"), 3), ValueError,
-         r"cache: has 2 users but input has b=3"),
+        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 4, 2, 64), "bfloat16"), 3), ValueError,
+         r"input: shape \[1, 4, 2, 64\] does not match cache \[2, 2, 64, 64\]: expected n_kv_heads=2"),
+        (lambda: ttflashdecode.paged_update_cache(cache, tiles(dev, torch.randn(1, 3, 2, 64), "bfloat16"),
+                                                  update_idxs=[1, 2, 3]),
+         ValueError, r"cache: has 2 users but input has b=3"),
         (lambda: ttflashdecode.update_cache(torch.zeros(2, 2, 64, 64), new, 3), TypeError, r"cache: expected a ttnn"),
         (lambda: ttflashdecode.update_cache(cache, new, dev.from_torch(torch.zeros(3, dtype=torch.int32), **RM)),
          ValueError, r"update_idx: expected 2 entries \(one position per user\), got shape \[3\]"),

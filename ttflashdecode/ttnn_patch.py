@@ -50,8 +50,8 @@ block_size, num_kv_heads, cache_position_modulo)``
 input_tensor1, cache_tensor2, input_tensor2, *, ...)``
 ``ttnn.experimental.paged_fill_cache(cache_tensor,               ``paged_fill_cache`` (same arguments)
 input_tensor, page_table, *, batch_idx_tensor, batch_idx, ...)``
-``ttnn.update_cache(cache, input, update_idx, *, batch_offset,   ``update_cache_op.update_cache_heads_major``
-compute_kernel_config)``                                         (upstream's input ``[1, n_kv_heads, b, d]``)
+``ttnn.update_cache(cache, input, update_idx, *, batch_offset,   ``update_cache`` (same arguments; upstream's input
+compute_kernel_config)``                                         ``[1, n_kv_heads, b padded to 32, d]``)
 ``ttnn.fill_cache(cache_tensor, input_tensor, batch_idx, *,      ``fill_cache`` (same arguments)
 update_idx)``
 ===============================================================  ==================================================
@@ -295,12 +295,10 @@ def paged_fill_cache(
 
 
 def update_cache(cache, input, update_idx, *, batch_offset=0, compute_kernel_config=None):  # noqa: A002 - upstream's name
-    """``ttnn.update_cache`` -> :func:`ttflashdecode.update_cache_op.update_cache_heads_major`: upstream's input form
-    ``[1, n_kv_heads, b (padded to 32), head_dim]``, every cache user from input row ``batch_offset + u``."""
-    from ttflashdecode.update_cache_op import update_cache_heads_major  # noqa: PLC0415
-
-    return update_cache_heads_major(cache, input, update_idx, batch_offset=batch_offset,
-                                    compute_kernel_config=compute_kernel_config)  # fmt: skip
+    """``ttnn.update_cache`` -> :func:`ttflashdecode.update_cache` (the same arguments and upstream's input form
+    ``[1, n_kv_heads, b (padded to 32), head_dim]``, every cache user from input row ``batch_offset + u``)."""
+    return _package().update_cache(cache, input, update_idx, batch_offset=batch_offset,
+                                   compute_kernel_config=compute_kernel_config)  # fmt: skip
 
 
 def fill_cache(cache_tensor, input_tensor, batch_idx, *, update_idx=0):

@@ -1,15 +1,17 @@
 """KV cache updates on the device: write each user's new K or V row into the cache at the user's position.
 
-    ttflashdecode.update_cache(k_cache, k_new, pos)                                # [b, n_kv, S, d] cache
     ttflashdecode.paged_update_cache(k_cache, k_new, update_idxs_tensor=pos_dev,   # [blocks, n_kv, block, d] cache
-                                     page_table=page_table)
+                                     page_table=page_table)                      # (no page_table: [b, n_kv, S, d])
     ttflashdecode.paged_fused_update_cache(k_cache, k_new, v_cache, v_new,        # K and V in one launch
                                            update_idxs_tensor=pos_dev, page_table=page_table)
+    ttflashdecode.update_cache(k_cache, k_new_heads_major, pos)                    # ttnn.update_cache's form
 
-``input`` (upstream's name; "new" in the docs) is ``[1, b, n_kv_heads, head_dim]``: row ``(u, h)`` goes to position
-``update_idx[u]`` of head ``h`` of user ``u``'s cache (through ``page_table[u]`` for a paged cache). A model calls
-this once per layer per token before decode attention (upstream: ``ttnn.experimental.paged_update_cache`` and
-``ttnn.update_cache``; the argument names and forms are theirs).
+Each function is its upstream namesake, with its argument names and tensor forms (a drop-in, and what patch_ttnn()
+routes ttnn's calls to). The paged ops' ``input`` (upstream's name; "new" in the docs) is ``[1, b, n_kv_heads,
+head_dim]`` (nlp_create_qkv_heads_decode's output): row ``(u, h)`` goes to position ``update_idx[u]`` of head ``h``
+of user ``u``'s cache (through ``page_table[u]`` for a paged cache). ``update_cache``'s ``input`` is upstream's
+heads-major ``[1, n_kv_heads, b padded to 32, head_dim]``: user ``u``'s row of head ``h`` is ``input[0, h,
+batch_offset + u]``. A model calls one of them once per layer per token before decode attention.
 
 The program (``device_kernels/update_cache/``) is its own: the work units are (cache, user, kv head) triples (one
 cache, or K and V for the fused op) split over the grid; for each, the reader finds the tile row holding the position (positions and page tables are device tensors it
@@ -189,26 +191,16 @@ last_run: UpdateResult | None = None
 
 
 def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_kernel_config=None):
-    """Writes ``input`` (``[1, b, n_kv_heads, head_dim]`` bfloat16, TILE, DRAM or L1 interleaved) into ``cache``
-    (``[b_cache >= b, n_kv_heads, S, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, TILE, DRAM) in place: head ``h``
-    of user ``u`` at position ``update_idx`` (an int: every user, as upstream's ``ttnn.update_cache``) or
-    ``update_idx[u]`` (a list of ints, or an int32 ``[b]`` tensor: a torch tensor is checked and uploaded, a device
-    tensor is read by the kernels at run time). Returns ``cache``.
+    """``ttnn.update_cache``: ``input`` is upstream's heads-major ``[1, n_kv_heads, rows, head_dim]`` (bfloat16, TILE;
+    rows = the users padded to 32; DRAM or L1 interleaved or L1 height-sharded) and every user u of ``cache``
+    (``[b, n_kv_heads, S, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, TILE, DRAM) gets input row ``batch_offset +
+    u`` of each head, in place, at position ``update_idx`` (an int, as upstream; a list of ints or an int32 ``[b]``
+    tensor per user also works: a torch tensor is checked and uploaded, a device tensor is read by the kernels at run
+    time). ``batch_offset + b`` must fit the input's padded rows. Returns ``cache``.
 
     Host positions must lie in ``[-1, S)`` (-1 skips the user); a device tensor's entries outside ``[0, S)`` write
-    nothing for that user. ``batch_offset`` must be 0 (the input's users are the cache's first b users)."""
-    offset = as_int(batch_offset)
-    if offset != 0:
-        raise ValueError(f"batch_offset={batch_offset!r}: only 0 is supported (input user u updates cache user u)")
-    return _update([(cache, input)], update_idx, None, compute_kernel_config, index_name="update_idx")[0]
-
-
-def update_cache_heads_major(cache, input, update_idx, *, batch_offset: int = 0, compute_kernel_config=None):
-    """``ttnn.update_cache`` as upstream defines it: ``input`` is ``[1, n_kv_heads, rows, head_dim]`` (bfloat16, TILE;
-    rows = the users padded to 32, DRAM or L1 interleaved or L1 height-sharded) and every user u of ``cache``
-    (``[b, n_kv_heads, S, head_dim]``) gets input row ``batch_offset + u`` of each head at position ``update_idx`` (an
-    int, as upstream; a list or an int32 ``[b]`` tensor per user also works). ``batch_offset + b`` must fit the
-    input's padded rows. Returns ``cache``. (:func:`update_cache` takes ``[1, b, n_kv_heads, head_dim]`` instead.)"""
+    nothing for that user. Rows in ``[1, b, n_kv_heads, head_dim]`` (nlp_create_qkv_heads_decode's form) go through
+    :func:`paged_update_cache` instead, with or without a page table."""
     offset = as_int(batch_offset)
     if offset is None:
         raise TypeError(f"batch_offset={batch_offset!r} ({type(batch_offset).__name__}): expected an int")
@@ -686,5 +678,5 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
-__all__ = ["update_cache", "update_cache_heads_major", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program",
+__all__ = ["update_cache", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program",
            "split_units", "check_update", "update_tensors", "CacheUpdateSignal"]
