@@ -53,7 +53,9 @@ WINDOW = "tests/test_features.py::test_sliding_window_reads_only_the_window"
 MULTI_TOKEN = "tests/test_features.py::test_multi_token"
 GARBAGE = "tests/test_position_contract.py::test_garbage_outside_the_visible_positions_never_reaches_the_output"
 OUT_OF_RANGE = "tests/test_position_contract.py::test_out_of_range_device_positions_skip_their_user"
-HIDDEN_VALUES = "tests/test_hidden_values.py"
+HIDDEN_MASKS = "tests/test_hidden_values.py::test_garbage_behind_minus_inf_masks_contributes_nothing"
+HIDDEN_WINDOW = "tests/test_hidden_values.py::test_garbage_outside_window_and_past_cur_pos_contributes_nothing"
+HIDDEN_LIMIT = "tests/test_hidden_values.py::test_non_finite_value_some_rows_of_a_group_see_stays_in_that_group"
 
 
 @dataclass(frozen=True)
@@ -303,28 +305,28 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         "return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];",
         "return masked_rows[seq_tile % Sk_t];",
         "reader: K/V rows outside [window_start, cur_pos] in the first and last live tiles keep what the cache holds",
-        (GARBAGE, HIDDEN_VALUES),
+        (GARBAGE, HIDDEN_WINDOW),
     ),
     Mutation(
         "masked_rows_not_zeroed", READER,
         "return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];",
         "return live_rows(seq_tile, first_live_pos, cur_pos).outside();",
         "reader: K/V rows a user mask hides from every row of the group keep what the cache holds",
-        (HIDDEN_VALUES,),
+        (HIDDEN_MASKS,),
     ),
     Mutation(
         "v_zeroing_skipped", READER,
         "const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);",
         "const uint32_t rows = 0;",
         "reader: V rows past cur_pos, before the window or behind a -inf mask keep what the cache holds",
-        (GARBAGE, HIDDEN_VALUES),
+        (HIDDEN_MASKS, GARBAGE),
     ),
     Mutation(
         "masked_rows_one_row_decides", READER,
         "for (uint32_t row = 0; row < q_rows && hidden; ++row) {",
         "for (uint32_t row = 0; row < 1 && hidden; ++row) {",
         "reader: a position the mask hides from the group's first row is zeroed though other rows see it",
-        (HIDDEN_VALUES,),
+        (HIDDEN_MASKS, HIDDEN_LIMIT),
     ),
     Mutation(
         "paged_head_stride", READER,
@@ -485,13 +487,14 @@ def main() -> int:
     def tests_for(m: Mutation) -> list[str]:
         tests = ordered_tests(m.tests, collected)
         if args.targeted_only:
-            tests = [t for t in tests if any(t == x or t.startswith(x + "[") for x in m.tests)]
+            tests = [t for t in tests if any(t == x or t.startswith((x + "[", x + "::")) for x in m.tests)]
         return tests
 
     if not args.no_baseline:
         # The targeted tests must pass unmutated (this also builds the unmutated kernels once, in the copy's cache).
         targets = ordered_tests([t for m in mutations for t in m.tests], collected)
-        targets = [t for t in targets if any(t == x or t.startswith(x + "[") for m in mutations for x in m.tests)]
+        targets = [t for t in targets
+                   if any(t == x or t.startswith((x + "[", x + "::")) for m in mutations for x in m.tests)]
         start = time.monotonic()
         failed, why, tail = run_tests(copy, env, targets, args.timeout)
         print(f"baseline: {len(targets)} targeted tests, {time.monotonic() - start:.0f} s: "
