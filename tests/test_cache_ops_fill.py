@@ -8,6 +8,8 @@ user or block, cannot pass). Failures print the seed.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -109,6 +111,34 @@ def test_paged_fill_skips_targets_outside_the_cache_at_run_time(dev):
     assert torch.equal(dev.to_torch(cache).float(), before), tag(seed)
 
 
+@pytest.mark.parametrize("valid_len", [None, 200], ids=["padded_end", "valid_seq_len"])
+def test_paged_fill_into_a_ring_keeps_the_last_positions(dev, valid_len):
+    """cache_position_modulo (a sliding-window layer's ring of 128 positions: two blocks of 64, in 3-column page-table
+    rows whose third column names a block no ring uses): a 320-position prefill keeps only its last 128 positions,
+    position p at ring row p % 128; with valid_seq_len_tensor = 200 the ring ends at 200 rounded up to whole blocks
+    (256), not at the padded 320, and keeps 128..255. The input is longer than the page table reaches."""
+    seed = seed_for(f"test_paged_fill_into_a_ring_keeps_the_last_positions[{valid_len}]")
+    gen = generator(seed)
+    n_kv, block, d, ring, users, seq = 2, 64, 32, 128, 2, 320
+    num_blocks = users * 3
+    table = torch.randperm(num_blocks, generator=gen).reshape(users, 3)
+    cache = tiles(dev, torch.randn(num_blocks, n_kv, block, d, generator=gen), "bfloat8_b")
+    expected = dev.to_torch(cache).float()
+    prefill = torch.randn(1, n_kv, seq, d, generator=gen)
+    valid = None if valid_len is None else dev.from_torch(torch.tensor([valid_len], dtype=torch.int32), **RM)
+    user = 1
+    ttflashdecode.paged_fill_cache(cache, tiles(dev, prefill, "bfloat16"), dev.from_torch(table.to(torch.int32), **RM),
+                                   batch_idx=user, cache_position_modulo=ring, valid_seq_len_tensor=valid)  # fmt: skip
+    end = seq if valid_len is None else -(-valid_len // block) * block
+    values = stored(prefill[0], "bfloat8_b")
+    for p in range(end - ring, end):
+        r = p % ring
+        expected[int(table[user, r // block]), :, r % block] = values[:, p]
+    bad = (dev.to_torch(cache).float() != expected).nonzero().tolist()
+    assert not bad, f"{tag(seed)}: {len(bad)} values differ, first at {bad[:3]}"
+    assert fc.last_run.stats.bytes_written_to(cache) == n_kv * (ring // 32) * cache.buffer_page_size(), tag(seed)
+
+
 @pytest.mark.parametrize(
     "call, named",
     [
@@ -117,13 +147,23 @@ def test_paged_fill_skips_targets_outside_the_cache_at_run_time(dev):
         (lambda c, x, t: ttflashdecode.fill_cache(c, x, 0, update_idx=96), "update_idx=96"),
         (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, batch_idx=2), "batch_idx=2"),
         (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, torch.tensor([[7, 0]]), batch_idx=0), "page_table[0]"),
-        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=64), "cache_position_modulo"),
+        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=64),
+         "cache_position_modulo=64: expected a positive multiple of block_size=128"),
+        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=384),
+         "cache_position_modulo=384: expected at most max_blocks_per_user * block_size = 2 * 128"),
+        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, valid_seq_len_tensor=t),
+         "valid_seq_len_tensor: only supported when cache_position_modulo is set"),
+        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=128, valid_seq_len_tensor=t),
+         "valid_seq_len_tensor: expected a rank-1 tensor, got shape [1, 2]"),
     ],
-    ids=["batch_idx", "update_idx_unaligned", "update_idx_past_end", "paged_batch_idx", "host_table_entry", "modulo"],
+    ids=["batch_idx", "update_idx_unaligned", "update_idx_past_end", "paged_batch_idx", "host_table_entry", "modulo",
+         "modulo_past_table", "valid_len_without_ring", "valid_len_shape"],
 )
 def test_bad_calls_raise_naming_the_argument(dev, call, named):
     cache = tiles(dev, torch.zeros(2, 1, 128, 32), "bfloat16")
     prefill = tiles(dev, torch.zeros(1, 1, 64, 32), "bfloat16")
     table = dev.from_torch(torch.tensor([[0, 1]], dtype=torch.int32), **RM)
-    with pytest.raises(ValueError, match=named.replace("[", r"\[")):
+    fc.last_run = None
+    with pytest.raises(ValueError, match=re.escape(named)):
         call(cache, prefill, table)
+    assert fc.last_run is None, "a bad call launched a fill"

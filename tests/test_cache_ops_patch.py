@@ -75,9 +75,8 @@ def test_unsupported_cache_op_arguments_raise_naming_them(emu_device):
     with ttflashdecode.patch_ttnn():
         with pytest.raises(ValueError, match="num_kv_heads=2"):
             ttnn.experimental.paged_update_cache(cache, rows, update_idxs=[0, 1], num_kv_heads=2)
-        with pytest.raises(ValueError, match="valid_seq_len_tensor"):
-            ttnn.experimental.paged_fill_cache(cache, rows, torch.zeros(1, 2, dtype=torch.int32),
-                                               valid_seq_len_tensor=rows)  # fmt: skip
+        with pytest.raises(ValueError, match="block_size=64: not supported by ttflashdecode.paged_fill_cache"):
+            ttnn.experimental.paged_fill_cache(cache, rows, torch.zeros(1, 2, dtype=torch.int32), block_size=64)
 
 
 def test_patch_routes_the_cache_ops_and_restores_them():

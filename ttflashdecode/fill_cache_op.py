@@ -4,6 +4,8 @@ the cache ops; :mod:`ttflashdecode.update_cache_op` is the decode half).
     ttflashdecode.fill_cache(k_cache, k_prefill, batch_idx)                          # [b, n_kv, S, d] cache
     ttflashdecode.paged_fill_cache(k_cache, k_prefill, page_table, batch_idx=user)   # [blocks, n_kv, block, d]
     ttflashdecode.paged_fill_cache(k_cache, k_prefill, page_table, batch_idx_tensor=users_dev)
+    ttflashdecode.paged_fill_cache(k_ring, k_prefill, page_table, batch_idx=user,    # a sliding-window layer's ring
+                                   cache_position_modulo=ring, valid_seq_len_tensor=valid_len_dev)
 
 ``input_tensor`` is ``[input_batch, n_kv_heads, seq_len, head_dim]`` (TILE, DRAM or L1 interleaved; bfloat16,
 float32, bfloat8_b or bfloat4_b): positions ``0 .. seq_len - 1`` (tile-padded) of head ``h`` of user ``batch_idx``
@@ -22,6 +24,12 @@ At run time a batch index past the page table's rows, or a page-table entry past
 for those tiles; host values (``batch_idx``, a torch page table or batch index tensor) are checked before anything
 runs.
 
+A ring cache (upstream's ``cache_position_modulo = M``, M / 32 = ``ring_tiles``): only the prefill's last M positions
+survive, so the reader keeps the tile rows ``[end - ring_tiles, end)`` and writes tile row t at ring tile row ``t %
+ring_tiles`` (before the page-table lookup, as upstream's writer); ``end`` is the input's tile rows or, with
+upstream's ``valid_seq_len_tensor`` (one int read at run time: the real prompt length), that length in tiles rounded
+up to whole blocks when shorter, so the padding tail never wraps over the real recent positions.
+
 This module is the one Python definition of the fill kernels' arguments.
 """
 
@@ -38,7 +46,7 @@ from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import AccessorArgs, select, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, split_units
+from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, check_ring, split_units
 from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, dtype_name, int_list, shape_of
 
 READER = KERNEL_DIR / "reader_fill_cache.cpp"
@@ -46,14 +54,15 @@ COMPUTE = CONVERT_DIR / "compute_copy.cpp"
 WRITER = KERNEL_DIR / "writer_fill_cache.cpp"
 
 INPUT_DTYPES = ("bfloat16", "float32", "bfloat8_b", "bfloat4_b")
-CB_INDEX = {"in": 0, "index": 2, "page_table": 3, "target": 4, "out": 16}
+CB_INDEX = {"in": 0, "index": 2, "page_table": 3, "target": 4, "valid_len": 5, "out": 16}
 TARGET_RECORD_BYTES = 16  # write flag, first tile (two words padded to the L1 alignment of a record)
 PAGES_PER_CB = 2  # double-buffered tiles: the reader fetches tile i+1 while compute packs tile i
 
 READER_ARGS = (
     "Wt", "n_kv_heads", "seq_tiles", "cache_users", "first_seq_tile", "is_paged", "block_size", "max_blocks_per_user",
-    "num_blocks", "batch_from_tensor", "index_page_bytes", "page_table_page_bytes", "input_cta_offset",
-    "index_cta_offset", "page_table_cta_offset", "cb_in", "cb_index", "cb_page_table", "cb_target",
+    "num_blocks", "batch_from_tensor", "ring_tiles", "valid_from_tensor", "index_page_bytes", "page_table_page_bytes",
+    "valid_page_bytes", "input_cta_offset", "index_cta_offset", "page_table_cta_offset", "valid_cta_offset", "cb_in",
+    "cb_index", "cb_page_table", "cb_valid_len", "cb_target",
 )  # fmt: skip
 COMPUTE_ARGS = ("cb_in", "cb_out")
 WRITER_ARGS = ("Wt", "cache_cta_offset", "cb_out", "cb_target")
@@ -64,6 +73,7 @@ class ReaderRuntimeArgs:
     input_addr: int
     index_addr: int  # the batch index tensor (0 without one)
     page_table_addr: int  # 0 unless paged
+    valid_len_addr: int  # the valid_seq_len tensor (0 without one)
     batch_idx: int  # the user, without a batch index tensor
     first_unit: int  # units are the input's tile rows: unit = (b * n_kv_heads + h) * seq_tiles + t
     num_units: int
@@ -92,6 +102,8 @@ class FillShapes:
     max_blocks_per_user: int = 0
     num_blocks: int = 0
     batch_from_tensor: bool = False
+    ring_tiles: int = 0  # paged ring cache: cache_position_modulo / 32 (0: none)
+    valid_from_tensor: bool = False  # a ring's end read from valid_seq_len_tensor at run time
 
     @property
     def Wt(self) -> int:
@@ -148,10 +160,16 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
     of user ``batch_idx_tensor[i]`` for input row i (an int32 ``[input_batch]`` device tensor read at run time, or a
     torch tensor checked and uploaded) or, without it, of user ``batch_idx`` (then input_batch must be 1), through
     ``page_table`` (int32 ``[users, max_blocks_per_user]``, ROW_MAJOR; device or torch), converting to the cache's
-    dtype. Not supported (ValueError naming the argument unless left at upstream's default): ``mesh_coords``,
-    ``block_size``, ``cache_position_modulo``, ``valid_seq_len_tensor``. Returns ``cache_tensor``."""
-    for name, value in (("mesh_coords", mesh_coords), ("block_size", block_size),
-                        ("cache_position_modulo", cache_position_modulo), ("valid_seq_len_tensor", valid_seq_len_tensor)):  # fmt: skip
+    dtype.
+
+    ``cache_position_modulo`` (upstream's; None: off): the cache is a ring of that many positions (a multiple of the
+    block size, at most ``max_blocks_per_user * block_size``); only the prefill's last ring positions are written,
+    position p at ``p % cache_position_modulo`` (the input may be longer than the page table reaches).
+    ``valid_seq_len_tensor`` (ring only): a one-entry int32 DRAM device tensor, read at run time, holding the prompt's
+    real length; the ring then keeps the positions before it (that length rounded up to whole blocks) instead of the
+    padded input's end. Not supported (ValueError naming the argument unless left at upstream's default):
+    ``mesh_coords``, ``block_size``. Returns ``cache_tensor``."""
+    for name, value in (("mesh_coords", mesh_coords), ("block_size", block_size)):
         if value is not None:
             raise ValueError(f"{name}={value!r}: not supported by ttflashdecode.paged_fill_cache (leave it at None)")
     cache_shape, input_shape = _check_tensors(cache_tensor, input_tensor)
@@ -161,7 +179,9 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
     device = cache_tensor.device()
     table_rows, users, max_blocks = _page_table(page_table, num_blocks, device)
     input_batch, seq_tiles = input_shape[0], -(-input_shape[2] // TILE)
-    if seq_tiles * TILE > max_blocks * block:
+    ring = check_ring(cache_position_modulo, block, max_blocks)
+    _check_valid_seq_len(valid_seq_len_tensor, ring, device)
+    if not ring and seq_tiles * TILE > max_blocks * block:
         raise ValueError(f"input_tensor: seq_len={input_shape[2]} (tile-padded {seq_tiles * TILE}) does not fit a "
                          f"user's {max_blocks} blocks of {block} positions (page_table columns x block_size)")  # fmt: skip
     index_values = None
@@ -185,13 +205,14 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
             raise ValueError(f"batch_idx={batch_idx!r}: expected a row of page_table's {users}, in [0, {users})")
         index_values = None
     if table_rows is not None:  # a host table: every block the fill reaches must be in the cache
-        needed = -(-seq_tiles * TILE // block)
+        needed = -(-min(seq_tiles * TILE, ring or seq_tiles * TILE) // block)
         for user in sorted(set(index_values if index_values is not None else [batch])):
             int_list(f"page_table[{user}]", table_rows[user][:needed], needed, 0, num_blocks,
                      f"a block of cache_tensor's {num_blocks}")  # fmt: skip
     shapes = FillShapes(input_batch, cache_shape[1], cache_shape[3], seq_tiles, dtype_name(cache_tensor),
                         dtype_name(input_tensor), users, block, True, max_blocks_per_user=max_blocks,
-                        num_blocks=num_blocks, batch_from_tensor=batch_idx_tensor is not None)  # fmt: skip
+                        num_blocks=num_blocks, batch_from_tensor=batch_idx_tensor is not None, ring_tiles=ring // TILE,
+                        valid_from_tensor=valid_seq_len_tensor is not None)  # fmt: skip
     backend = backend_for(device)
     ttnn = import_ttnn()
     if table_rows is not None:
@@ -199,7 +220,7 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
     index = batch_idx_tensor
     if index_values is not None:
         index = backend.from_torch(torch.tensor(index_values, dtype=torch.int32), ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
-    _fill(cache_tensor, input_tensor, shapes, batch, page_table, index, compute_kernel_config)
+    _fill(cache_tensor, input_tensor, shapes, batch, page_table, index, compute_kernel_config, valid_seq_len_tensor)
     return cache_tensor
 
 
@@ -230,6 +251,20 @@ def _check_tensors(cache, new):
     return cache_shape, new_shape
 
 
+def _check_valid_seq_len(valid, ring: int, device) -> None:
+    """upstream's rules for ``valid_seq_len_tensor``: a bounded (ring) fill only; one int entry, in DRAM."""
+    if valid is None:
+        return
+    if not ring:
+        raise ValueError(f"valid_seq_len_tensor: only supported when cache_position_modulo is set (a bounded fill), "
+                         f"got cache_position_modulo=None")  # fmt: skip
+    shape = check_device_tensor("valid_seq_len_tensor", valid, 1, ("int32", "uint32"), layout="ROW_MAJOR",
+                                device=device)  # fmt: skip
+    if shape[0] != 1:
+        raise ValueError(f"valid_seq_len_tensor: expected exactly 1 entry (the prompt's real length), got shape "
+                         f"{list(shape)}")  # fmt: skip
+
+
 def _page_table(page_table, num_blocks: int, device):
     """(host rows or None, rows, columns). A torch table's entries are checked where a fill reads them."""
     if isinstance(page_table, torch.Tensor):
@@ -245,18 +280,20 @@ def _page_table(page_table, num_blocks: int, device):
 # ---- the program ------------------------------------------------------------------------------------------------
 
 
-def _fill(cache, new, shapes: FillShapes, batch: int, page_table, index, compute_kernel_config=None) -> None:
+def _fill(cache, new, shapes: FillShapes, batch: int, page_table, index, compute_kernel_config=None,
+          valid_len=None) -> None:  # fmt: skip
     global last_run
     backend = backend_for(cache.device())
     compute = ComputeSettings.coerce(compute_kernel_config)
     if shapes.input_dtype == "float32" and not compute.fp32_dest_acc_en:
         # float32 input keeps its bits through DST only with 32-bit DST registers
         compute = ComputeSettings(compute.math_fidelity, compute.math_approx_mode, True)
-    io = [cache, new] + [t for t in (index, page_table) if t is not None]
+    io = [cache, new] + [t for t in (index, page_table, valid_len) if t is not None]
     key = ("fill_cache", shapes, compute, batch, tuple((t.buffer_address(), str(t.memory_config())) for t in io))
     program = device_cache(backend.device).lookup(
-        "programs", key, lambda: build_fill_program(shapes, cache, new, batch, index, page_table, backend.grid(), compute)
-    )
+        "programs", key,
+        lambda: build_fill_program(shapes, cache, new, batch, index, page_table, backend.grid(), compute, valid_len),
+    )  # fmt: skip
     last_run = FillResult(shapes, backend.launch(io, program))
 
 
@@ -264,8 +301,10 @@ def _aligned(n: int) -> int:
     return -(-n // L1_ALIGNMENT) * L1_ALIGNMENT
 
 
-def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_table, grid, compute: ComputeSettings):
-    """The fill ``ttnn.ProgramDescriptor``: the input's tile rows split over the grid's first cores."""
+def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_table, grid, compute: ComputeSettings,
+                       valid_len=None):  # fmt: skip
+    """The fill ``ttnn.ProgramDescriptor``: the input's tile rows split over the grid's first cores (``valid_len``:
+    a ring fill's valid_seq_len tensor)."""
     ttnn = import_ttnn()
     split = split_units(shapes.num_units, grid)
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
@@ -280,23 +319,27 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
         "max_blocks_per_user": shapes.max_blocks_per_user,
         "num_blocks": shapes.num_blocks,
         "batch_from_tensor": int(shapes.batch_from_tensor),
+        "ring_tiles": shapes.ring_tiles,
+        "valid_from_tensor": int(shapes.valid_from_tensor),
         "index_page_bytes": index.buffer_page_size() if index is not None else 0,
         "page_table_page_bytes": page_table.buffer_page_size() if page_table is not None else 0,
+        "valid_page_bytes": valid_len.buffer_page_size() if valid_len is not None else 0,
         **{f"cb_{name}": i for name, i in CB_INDEX.items()},
     }
     reader = AccessorArgs()
     reader.add("input", new)
     reader.add("index", index, absent_like="input")
     reader.add("page_table", page_table, absent_like="input")
+    reader.add("valid", valid_len, absent_like="input")
     writer = AccessorArgs()
     writer.add("cache", cache)
     reader_args, compute_args, writer_args = (select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS),
                                               select(values, WRITER_ARGS, writer))  # fmt: skip
     per_core = list(zip(split.cores, split.first_unit, split.num_units))
-    address = {"index": index.buffer_address() if index is not None else 0,
-               "page_table": page_table.buffer_address() if page_table is not None else 0}  # fmt: skip
+    address = {name: t.buffer_address() if t is not None else 0
+               for name, t in (("index", index), ("page_table", page_table), ("valid", valid_len))}  # fmt: skip
     reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(new.buffer_address(), address["index"],
-                  address["page_table"], batch, first, count))) for c, first, count in per_core]  # fmt: skip
+                  address["page_table"], address["valid"], batch, first, count))) for c, first, count in per_core]  # fmt: skip
     compute_rt = [(ttnn.CoreCoord(*c), [count * shapes.Wt]) for c, _, count in per_core]  # tiles, as compute_copy takes
     writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core]
 
@@ -332,6 +375,7 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
         # Scratch pages the reader always names (one aligned page even when there is no such tensor).
         cb("index", ttnn.int32, _aligned(index.buffer_page_size() if index is not None else 1), 1),
         cb("page_table", ttnn.int32, _aligned(page_table.buffer_page_size() if page_table is not None else 1), 1),
+        cb("valid_len", ttnn.int32, _aligned(valid_len.buffer_page_size() if valid_len is not None else 1), 1),
     ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 

@@ -56,10 +56,10 @@ compute_kernel_config)``                                         ``[1, n_kv_head
 update_idx)``
 ===============================================================  ==================================================
 
-``paged_update_cache``'s ``cache_position_modulo`` (a ring cache: each position wrapped by the kernels before the
-page-table lookup) is upstream's. Arguments the package does not implement (``share_cache``, ``mesh_coords``,
-``block_size``, ``num_kv_heads``; ``paged_fill_cache``'s ``cache_position_modulo`` and ``valid_seq_len_tensor``) must
-keep upstream's default: ValueError naming them otherwise.
+``cache_position_modulo`` (a ring cache: positions wrapped by the kernels before the page-table lookup) and
+``paged_fill_cache``'s ``valid_seq_len_tensor`` are upstream's. Arguments the package does not implement
+(``share_cache``, ``mesh_coords``, ``block_size``, ``num_kv_heads``) must keep upstream's default: ValueError naming
+them otherwise.
 
 While patched, ttnn's own functions also meet emulator tensors sensibly (:mod:`ttflashdecode.emulator_calls`):
 ``ttnn.from_torch(..., device=<emulator device>)``, ``ttnn.to_torch``, ``ttnn.deallocate``, ``ttnn.to_memory_config``,

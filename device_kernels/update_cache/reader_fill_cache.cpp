@@ -12,6 +12,12 @@
 // user(b) is `batch_idx` (a runtime arg: upstream's scalar batch_idx) or, with batch_from_tensor, entry b of the
 // batch index tensor, read at run time (upstream's batch_idx_tensor), as is the page table, so one program serves
 // every user of a paged fill with a device batch index.
+// A ring cache (ring_tiles > 0: upstream's cache_position_modulo / 32, a multiple of the block's tiles) keeps only
+// the prefill's last ring_tiles tile rows ending at `end`: tile row t in [end - ring_tiles, end) goes to ring tile row
+// t % ring_tiles (before the page-table lookup, as upstream's writer wraps seq_tile_id), every other one writes
+// nothing. `end` is seq_tiles or, with valid_from_tensor, upstream's valid_seq_len read at run time: that many
+// positions in tiles, rounded up to whole blocks, when that is above 0 and below seq_tiles (so the padding tail
+// never wraps over the prompt's last real positions).
 // A tile row whose target is outside the cache (a batch index past the page table's rows, a table entry past the
 // cache's blocks, a position past the user's blocks) still streams through compute (the CBs stay in step); the
 // writer writes nothing for it.
@@ -48,12 +54,17 @@ constexpr uint32_t block_size = get_named_compile_time_arg_val("block_size");
 constexpr uint32_t max_blocks_per_user = get_named_compile_time_arg_val("max_blocks_per_user");
 constexpr uint32_t num_blocks = get_named_compile_time_arg_val("num_blocks");
 constexpr bool batch_from_tensor = get_named_compile_time_arg_val("batch_from_tensor") == 1;
+constexpr uint32_t ring_tiles = get_named_compile_time_arg_val("ring_tiles");  // 0: no ring
+constexpr bool valid_from_tensor = get_named_compile_time_arg_val("valid_from_tensor") == 1;
 constexpr uint32_t index_page_bytes = get_named_compile_time_arg_val("index_page_bytes");
 constexpr uint32_t page_table_page_bytes = get_named_compile_time_arg_val("page_table_page_bytes");
+constexpr uint32_t valid_page_bytes = get_named_compile_time_arg_val("valid_page_bytes");
+constexpr uint32_t cb_valid_len = get_named_compile_time_arg_val("cb_valid_len");
 
 constexpr auto input_args = TensorAccessorArgs<get_named_compile_time_arg_val("input_cta_offset")>();
 constexpr auto index_args = TensorAccessorArgs<get_named_compile_time_arg_val("index_cta_offset")>();
 constexpr auto page_table_args = TensorAccessorArgs<get_named_compile_time_arg_val("page_table_cta_offset")>();
+constexpr auto valid_args = TensorAccessorArgs<get_named_compile_time_arg_val("valid_cta_offset")>();
 
 constexpr uint32_t input_tile_bytes = get_tile_size(cb_in);
 
@@ -64,6 +75,7 @@ void kernel_main() {
     const uint32_t input_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t index_addr = get_arg_val<uint32_t>(arg++);       // batch_from_tensor only
     const uint32_t page_table_addr = get_arg_val<uint32_t>(arg++);  // paged only
+    const uint32_t valid_len_addr = get_arg_val<uint32_t>(arg++);   // valid_from_tensor only
     const uint32_t batch_idx = get_arg_val<uint32_t>(arg++);        // the user, without a batch index tensor
     const uint32_t first_unit = get_arg_val<uint32_t>(arg++);       // unit = (b * n_kv_heads + h) * seq_tiles + t
     const uint32_t num_units = get_arg_val<uint32_t>(arg++);
@@ -89,6 +101,23 @@ void kernel_main() {
     }
     const CoreLocalMem<volatile uint32_t> table_row(page_table_buf.get_write_ptr());
 
+    // A ring's surviving tile rows [first_kept, end).
+    uint32_t end = seq_tiles;
+    if constexpr (valid_from_tensor) {
+        CircularBuffer valid_buf(cb_valid_len);
+        valid_buf.reserve_back(1);  // scratch
+        noc.async_read(TensorAccessor(valid_args, valid_len_addr), valid_buf, valid_page_bytes, {.page_id = 0}, {});
+        noc.async_read_barrier();
+        const uint32_t valid_len = CoreLocalMem<volatile uint32_t>(valid_buf.get_write_ptr())[0];
+        constexpr uint32_t tiles_per_block = block_size / TILE_HW;
+        const uint32_t valid_tiles = valid_len / TILE_HW + (valid_len % TILE_HW != 0);
+        const uint32_t valid_blocks = valid_tiles / tiles_per_block + (valid_tiles % tiles_per_block != 0);
+        if (valid_blocks > 0 && valid_blocks * tiles_per_block < seq_tiles) {
+            end = valid_blocks * tiles_per_block;
+        }
+    }
+    const uint32_t first_kept = ring_tiles > 0 && end > ring_tiles ? end - ring_tiles : 0;
+
     uint32_t table_user = 0xFFFFFFFF;
     for (uint32_t unit = first_unit; unit < first_unit + num_units; ++unit) {
         const uint32_t b = unit / (n_kv_heads * seq_tiles);
@@ -102,9 +131,12 @@ void kernel_main() {
                 table_user = user;
             }
         }
-        const FillTarget target = locate_fill_row(user, head, first_seq_tile + seq_tile, cache_users, n_kv_heads, Wt,
-                                                  is_paged, block_size, max_blocks_per_user, num_blocks,
-                                                  table_row.get_unsafe_ptr());
+        const bool kept = ring_tiles == 0 || (seq_tile >= first_kept && seq_tile < end);
+        const uint32_t cache_tile = ring_tiles > 0 ? seq_tile % ring_tiles : first_seq_tile + seq_tile;
+        const FillTarget target = kept ? locate_fill_row(user, head, cache_tile, cache_users, n_kv_heads, Wt, is_paged,
+                                                         block_size, max_blocks_per_user, num_blocks,
+                                                         table_row.get_unsafe_ptr())
+                                       : FillTarget{0, 0};
         target_buf.reserve_back(1);
         const CoreLocalMem<volatile uint32_t> record(target_buf.get_write_ptr());
         record[0] = target.write;
