@@ -11,7 +11,8 @@ step. Steps alternate between ``patch_ttnn()`` (ttnn's names) and this package's
 the ring's length, across wraps. Expected: torch attention over each user's whole history (every row ever written,
 packed as the packer packs it into the cache), not over the ring, so a wrong wrap in either the update or the
 attention reads a stale or never-written row and fails. The cache starts as garbage (NaN, Inf, 3e38) everywhere no
-history was written, and the direct path's output is poisoned with NaN.
+history was written, and the direct path's output is poisoned with NaN. One user's history comes from a ring prefill
+(``paged_fill_cache`` with ``cache_position_modulo`` and ``valid_seq_len_tensor``, direct for K, patched for V).
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ def test_sliding_window_decode_loop_on_a_ring_cache(emu_device):
     """gpt-oss-like sliding layer on one chip: 8 q heads / 1 kv head x 64, bfloat8_b caches, window W = 40 (not a
     multiple of the block) over a ring of 64 positions (two blocks of 32) at the head of 4-column page-table rows
     (the spare columns name garbage blocks: a write or read past the ring would show). Eight steps, each user crossing
-    a wrap: user 0 from 60 (the first wrap, at 64), user 1 from 188 (the third, at 192), user 2 from 1019 (the
-    sixteenth, at 1024); user 3 from 0, a young ring before any wrap."""
+    a wrap: user 0 from 60 (the first wrap, at 64), user 1 from 188 (the third, at 192), user 2 from 1019 right
+    after its ring prefill (the sixteenth, at 1024); user 3 from 0, a young ring before any wrap."""
     seed = seed_for("test_sliding_window_decode_loop_on_a_ring_cache")
     gen = torch.Generator().manual_seed(seed)
     batch, n_q, n_kv, d, block, ring, window, steps = 4, 8, 1, 64, 32, 64, 40, 8
@@ -62,24 +63,33 @@ def test_sliding_window_decode_loop_on_a_ring_cache(emu_device):
     spare = order[batch * ring_blocks :].reshape(batch, columns - ring_blocks)
     table = torch.cat([table, spare], dim=1).to(torch.int32)
 
-    # The history already decoded: its last ring positions in the ring, garbage everywhere else (older rows are
-    # never in a window again, so the full history leaves them 0).
+    # The history before the loop: users 0 and 1 have their last ring positions in the ring (as earlier steps left
+    # them); user 2's 1019-token prompt is prefilled by paged_fill_cache into the ring, from a traced prefill's
+    # padded input of 1088 positions with valid_seq_len_tensor = 1019 (so the ring keeps 960..1023, not the padding
+    # 1024..1087). Garbage everywhere else; older rows are never in a window again (the full history leaves them 0).
+    prefilled, padded_len = 2, 1088
     history_len = max(start) + steps
     full = [torch.zeros(batch, n_kv, history_len, d) for _ in range(2)]  # every row ever written, as stored
+    prompts = [torch.randn(1, n_kv, padded_len, d, generator=gen) for _ in range(2)]
     stored = []
     for which in range(2):
         cache = torch.tensor(GARBAGE)[torch.randint(len(GARBAGE), (num_blocks, n_kv, block, d), generator=gen)]
         for u, first in enumerate(start):
             for p in range(max(0, first - ring), first):
-                row = packed_by_the_packer(golden.quantize_like_device(torch.randn(n_kv, d, generator=gen), "bfloat16"),
-                                           "bfloat8_b")  # fmt: skip
-                full[which][u, :, p] = row
-                r = p % ring
-                cache[table[u, r // block], :, r % block] = row
+                row = prompts[which][0, :, p] if u == prefilled else torch.randn(n_kv, d, generator=gen)
+                full[which][u, :, p] = packed_by_the_packer(row, "bfloat8_b")
+                if u != prefilled:
+                    r = p % ring
+                    cache[table[u, r // block], :, r % block] = full[which][u, :, p]
         stored.append(_tile(emu_device, cache, "bfloat8_b"))
     k_cache, v_cache = stored
     spare_before = [torch.nan_to_num(emu_device.to_torch(c).float()[spare.flatten().long()]) for c in stored]
     page_table = _int32(emu_device, table)
+    valid_len = _int32(emu_device, torch.tensor([start[prefilled]]))
+    fill = dict(batch_idx=prefilled, cache_position_modulo=ring, valid_seq_len_tensor=valid_len)
+    ttflashdecode.paged_fill_cache(k_cache, _tile(emu_device, prompts[0]), page_table, **fill)
+    with ttflashdecode.patch_ttnn():
+        ttnn.experimental.paged_fill_cache(v_cache, _tile(emu_device, prompts[1]), page_table, **fill)
     position = _int32(emu_device, torch.tensor(start))
     rows = _height_sharded(batch, [32, d])
     program_config, compute_kernel_config = _sdpa_config(64), _hifi4()

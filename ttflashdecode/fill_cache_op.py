@@ -339,7 +339,8 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
     address = {name: t.buffer_address() if t is not None else 0
                for name, t in (("index", index), ("page_table", page_table), ("valid", valid_len))}  # fmt: skip
     reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(new.buffer_address(), address["index"],
-                  address["page_table"], address["valid"], batch, first, count))) for c, first, count in per_core]  # fmt: skip
+                  address["page_table"], address["valid"], batch, first, count)))
+                 for c, first, count in per_core]  # fmt: skip
     compute_rt = [(ttnn.CoreCoord(*c), [count * shapes.Wt]) for c, _, count in per_core]  # tiles, as compute_copy takes
     writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core]
 
