@@ -1282,11 +1282,16 @@ void install_signal_handlers() {
 void* thread_main(void* arg) {
     KThread* t = static_cast<KThread*>(arg);
     tls = t;
-    stack_t ss;
-    ss.ss_sp = malloc(1 << 16);
-    ss.ss_size = 1 << 16;
-    ss.ss_flags = 0;
-    sigaltstack(&ss, nullptr);
+    // The fault handler runs on an alternate stack (a kernel's stack overflow still reports). A thread may already
+    // have one: AddressSanitizer builds install theirs and unmap it at thread exit, so it must stay the one in place.
+    stack_t cur_ss;
+    if (sigaltstack(nullptr, &cur_ss) != 0 || (cur_ss.ss_flags & SS_DISABLE)) {
+        stack_t ss;
+        ss.ss_sp = malloc(1 << 16);
+        ss.ss_size = 1 << 16;
+        ss.ss_flags = 0;
+        sigaltstack(&ss, nullptr);
+    }
     for (int i = 0; i < kNumCbs; ++i) t->rd_ptr[i] = t->wr_ptr[i] = t->core->cbs[i].addr;
     t->entry();
     flush_reads(*t);
