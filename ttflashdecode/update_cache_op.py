@@ -23,7 +23,9 @@ own values, so the new row's exponents come from the new values and every other 
 
 A position outside the cache at run time (negative, -1 among them, or at / past the cache's length; or, paged, a
 page-table column past the table or a block past the cache) writes nothing for that user. Host positions and host
-page tables are checked before anything runs.
+page tables are checked before anything runs. A paged ring cache (``cache_position_modulo = M``, upstream's for
+sliding-window layers) is wrapped first: the reader writes a non-negative position p at ``p % M``, so positions grow
+without bound.
 
 This module is the one Python definition of the kernels' arguments (named compile-time args, TensorAccessorArgs
 offsets, runtime args in wire order), as :mod:`ttflashdecode.kernel_args` is for the decode kernels.
