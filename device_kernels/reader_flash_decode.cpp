@@ -263,6 +263,17 @@ void unpack_bfp8_row(uint32_t stage_l1, uint32_t src_row, uint32_t dst_tile_l1, 
     }
 }
 
+// Smallest bfloat16 magnitude (bits) at or above |MASKED_SCORE|: the float32 bits rounded up to bfloat16.
+constexpr uint32_t MASKED_MAGNITUDE_BF16 = (__builtin_bit_cast(uint32_t, -MASKED_SCORE) + 0xFFFFu) >> 16;
+
+// Whether a bfloat16 mask value is at or below MASKED_SCORE (-inf, a dtype's lowest finite value; not NaN), as
+// compute's threshold selects it. Integer compares: the reader's RISC-V has no full float unit, and this runs for every
+// position of a masked chunk.
+inline bool hides_position(uint16_t bits) {
+    const uint32_t magnitude = bits & 0x7FFFu;
+    return (bits & 0x8000u) != 0 && magnitude >= MASKED_MAGNITUDE_BF16 && magnitude <= 0x7F80u;
+}
+
 // The user mask rows of this group for one chunk: row (token t, head g) of the group's tiles comes from
 // attn_mask[b, mask head, t, chunk positions] (mask head = 0 when the mask is shared by all heads).
 // A bfloat16 mask is gathered by 32-byte face-row reads; a bfloat8_b row has no such contiguous bytes (its
@@ -329,7 +340,7 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
             bool hidden = true;
             for (uint32_t row = 0; row < q_rows && hidden; ++row) {
                 Bf16Tile tile(mask_l1 + ((row / q_tile_rows) * Sk_t + kt) * ROW_TILE_BYTES);
-                hidden = bfloat16_to_float(tile[tile_datum_offset(row % q_tile_rows, c, 1)]) <= MASKED_SCORE;
+                hidden = hides_position(tile[tile_datum_offset(row % q_tile_rows, c, 1)]);
             }
             hidden_rows[kt] |= uint32_t(hidden) << c;
         }

@@ -130,7 +130,8 @@ def test_garbage_behind_minus_inf_masks_contributes_nothing(emu_device, kv_dtype
 
 def test_garbage_behind_a_shared_mask_with_two_query_tokens(emu_device):
     """A mask [b, 1, q_len, S] shared by every head (the usual padding mask), q_len 2: a position both tokens hide
-    holds garbage (bfloat8_b); one that only token 0 hides stays clean and is seen by token 1."""
+    holds garbage (bfloat8_b), whether the mask says -inf or bfloat16's lowest finite value; one that only token 0
+    hides stays clean and is seen by token 1."""
     seed = 520
     gen = torch.Generator().manual_seed(seed)
     b, nq, nkv, d, S, q_len = 2, 8, 2, 64, 256, 2
@@ -140,7 +141,9 @@ def test_garbage_behind_a_shared_mask_with_two_query_tokens(emu_device):
     mask[0, :, :, 100:] = float("-inf")
     mask[0, :, 0, 90:100] = float("-inf")  # token 0 only
     mask[1, :, :, torch.rand(S, generator=gen) < 0.5] = float("-inf")
-    hidden = torch.isneginf(mask[:, 0]).all(dim=1)[:, None, :].expand(b, nkv, S)
+    mask[1, :, :, 200:220] = torch.finfo(torch.bfloat16).min  # a model's finite "minus infinity" hides as well
+    mask[1, :, :, 220:224] = -1.0e29  # finite, above MASKED_SCORE: weighs 0 but is no hidden position (V clean)
+    hidden = (mask[:, 0] <= -1.0e30).all(dim=1)[:, None, :].expand(b, nkv, S)
 
     out = _decode(emu_device, q, k, v, "bfloat8_b", gen, hidden, is_causal=False, attn_mask=_tile(emu_device, mask))
     expected = _expected(q, k, v, "bfloat8_b", is_causal=False, attn_mask=golden.quantize_like_device(mask, "bfloat16"))
