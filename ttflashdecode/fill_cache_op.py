@@ -46,8 +46,8 @@ from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import AccessorArgs, select, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, check_ring, split_units
-from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, dtype_name, int_list, shape_of
+from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, split_units
+from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_ring, dtype_name, int_list, shape_of
 
 READER = KERNEL_DIR / "reader_fill_cache.cpp"
 COMPUTE = CONVERT_DIR / "compute_copy.cpp"

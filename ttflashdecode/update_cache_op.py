@@ -48,6 +48,7 @@ from ttflashdecode.validate import (
     _check_height_shards,
     as_int,
     check_device_tensor,
+    check_ring,
     dtype_name,
     host_int_values,
     int_list,
@@ -447,25 +448,6 @@ def _check_pair(cache, new, cache_name: str, input_name: str, heads_major: bool 
 
 
 RING_POSITION_END = 2**31  # a ring's positions: int32 (the index tensor's type), -1 skipping the user
-
-
-def check_ring(modulo, block_size: int, max_blocks: int) -> int:
-    """``cache_position_modulo`` of a paged update as an int (None: 0, no ring), with upstream's rules: a positive
-    multiple of the block size (a wrapped position then keeps its place in its block) and at most the page table's
-    reach ``max_blocks_per_user * block_size``."""
-    if modulo is None:
-        return 0
-    name = "cache_position_modulo"
-    value = as_int(modulo)
-    if value is None:
-        raise TypeError(f"{name}={modulo!r} ({type(modulo).__name__}): expected a positive int or None")
-    if value <= 0 or value % block_size:
-        raise ValueError(f"{name}={value}: expected a positive multiple of block_size={block_size} (dim 2 of the "
-                         "paged cache)")  # fmt: skip
-    if value > max_blocks * block_size:
-        raise ValueError(f"{name}={value}: expected at most max_blocks_per_user * block_size = {max_blocks} * "
-                         f"{block_size} = {max_blocks * block_size} (the page table's reach)")  # fmt: skip
-    return value
 
 
 def _check_page_table(page_table, batch: int, num_blocks: int, device):

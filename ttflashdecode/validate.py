@@ -324,7 +324,7 @@ def check_call(
         # Any cache length: a TILE cache of 1000 positions stores 1024 rows, and the kernels never attend the padding.
         logical_kv_len, kv_len = kv_rows, padded_rows(kv_rows)
 
-    ring_len = check_cache_position_modulo(cache_position_modulo, paged, is_causal, block_size, kv_len, window)
+    ring_len = check_cache_position_modulo(cache_position_modulo, paged, is_causal, block_size, max_blocks, window)
     # THE position contract's upper bound (DecodeShapes.position_limit): a ring lets positions grow past the cache.
     position_limit = logical_kv_len if not ring_len else (2**31 - 1 if window else ring_len)
     positions = _check_positions(
@@ -776,12 +776,11 @@ def check_paged_cache_geometry(geometry, paged: bool, head_dim_v, k_shape, v_sha
     return num_kv_heads, block_size
 
 
-def check_cache_position_modulo(modulo, paged: bool, is_causal: bool, block_size, kv_len: int, window: int) -> int:
-    """``cache_position_modulo`` (None: 0, no ring): the paged cache is a ring of that many positions and logical
-    position p lives where position ``p % modulo`` would. As upstream: paged only, a positive multiple of the
-    (effective) block_size, at most the page table's reach (``max_blocks_per_user * block_size``) and at least the
-    sliding window (a query's window then never meets a ring row twice). Causal only: a non-causal call attends the
-    whole cache, which a ring does not hold in logical order."""
+def check_ring(modulo, block_size, max_blocks, paged: bool = True, is_causal: bool = True) -> int:
+    """``cache_position_modulo`` as an int (None: 0, no ring) with upstream's rules, shared by the decode op and the
+    cache ops: paged only, a positive multiple of the block size (a wrapped position then keeps its place in its
+    block) and at most the page table's reach ``max_blocks_per_user * block_size``. Causal only for the decode op: a
+    non-causal call attends the whole cache, which a ring does not hold in logical order."""
     if modulo is None:
         return 0
     name = "cache_position_modulo"
@@ -793,13 +792,22 @@ def check_cache_position_modulo(modulo, paged: bool, is_causal: bool, block_size
     if not is_causal:
         raise ValueError(f"{name}={value}: only supported with is_causal=True (positions index the ring)")
     if value <= 0 or value % block_size:
-        raise ValueError(f"{name}={value}: expected a positive multiple of block_size={block_size}")
-    if value > kv_len:
-        raise ValueError(f"{name}={value}: expected at most max_blocks_per_user * block_size = {kv_len} (the page "
-                         "table's reach)")  # fmt: skip
-    if window and value < window:
-        raise ValueError(f"{name}={value}: expected at least sliding_window_size={window} (a smaller ring would "
-                         "let a query's window wrap onto itself)")  # fmt: skip
+        raise ValueError(f"{name}={value}: expected a positive multiple of block_size={block_size} (dim 2 of the "
+                         "paged cache)")  # fmt: skip
+    if value > max_blocks * block_size:
+        raise ValueError(f"{name}={value}: expected at most max_blocks_per_user * block_size = {max_blocks} * "
+                         f"{block_size} = {max_blocks * block_size} (the page table's reach)")  # fmt: skip
+    return value
+
+
+def check_cache_position_modulo(modulo, paged: bool, is_causal: bool, block_size, max_blocks, window: int) -> int:
+    """The decode op's ``cache_position_modulo`` (:func:`check_ring`; None: 0, no ring): the paged cache is a ring of
+    that many positions and logical position p lives where position ``p % modulo`` would. As upstream it must also
+    be at least the sliding window (a query's window then never meets a ring row twice)."""
+    value = check_ring(modulo, block_size, max_blocks, paged, is_causal)
+    if window and value and value < window:
+        raise ValueError(f"cache_position_modulo={value}: expected at least sliding_window_size={window} (a smaller "
+                         "ring would let a query's window wrap onto itself)")  # fmt: skip
     return value
 
 
