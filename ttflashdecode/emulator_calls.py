@@ -94,20 +94,16 @@ def guarded(name: str, original):
 
 
 def _routed(name: str, original, emulated):
-    """``original`` unless ``emulated(*args, **kwargs)`` takes the call (it returns NotImplemented otherwise)."""
+    """``original`` (:func:`guarded`) unless ``emulated(*args, **kwargs)`` takes the call (it returns NotImplemented
+    otherwise)."""
+    fallback = guarded(name, original)
 
     @functools.wraps(original)
     def call(*args, **kwargs):
         result = emulated(*args, **kwargs)
         if result is not NotImplemented:
             return result
-        try:
-            return original(*args, **kwargs)
-        except Exception as error:
-            found = emulator_object(args, kwargs)
-            if found is None:
-                raise
-            raise refusal(name, found) from error
+        return fallback(*args, **kwargs)
 
     call.__wrapped_ttnn__ = original
     return call
