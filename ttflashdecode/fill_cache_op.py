@@ -46,7 +46,7 @@ from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import AccessorArgs, select, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, split_units
+from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, CacheOpRun, HeadTiles, split_units
 from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_ring, dtype_name, int_list, shape_of
 
 READER = KERNEL_DIR / "reader_fill_cache.cpp"
@@ -86,7 +86,7 @@ class WriterRuntimeArgs:
 
 
 @dataclass(frozen=True)
-class FillShapes:
+class FillShapes(HeadTiles):
     """A fill call as the program sees it."""
 
     input_batch: int
@@ -106,23 +106,11 @@ class FillShapes:
     valid_from_tensor: bool = False  # a ring's end read from valid_seq_len_tensor at run time
 
     @property
-    def Wt(self) -> int:
-        return self.head_dim // TILE
-
-    @property
     def num_units(self) -> int:
         return self.input_batch * self.n_kv_heads * self.seq_tiles
 
 
-@dataclass
-class FillResult:
-    """What the last fill launched: its shapes and, on the emulator, the run's statistics."""
-
-    shapes: FillShapes
-    stats: object | None
-
-
-last_run: FillResult | None = None
+last_run: CacheOpRun | None = None
 
 
 # ---- the ops ----------------------------------------------------------------------------------------------------
@@ -294,7 +282,7 @@ def _fill(cache, new, shapes: FillShapes, batch: int, page_table, index, compute
         "programs", key,
         lambda: build_fill_program(shapes, cache, new, batch, index, page_table, backend.grid(), compute, valid_len),
     )  # fmt: skip
-    last_run = FillResult(shapes, backend.launch(io, program))
+    last_run = CacheOpRun(shapes, backend.launch(io, program))
 
 
 def _aligned(n: int) -> int:

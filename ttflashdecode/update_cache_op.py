@@ -151,8 +151,16 @@ class CacheUpdateSignal:
         return [v for (x, y), n in counts.items() for v in (x, y, n)]
 
 
+class HeadTiles:
+    """``Wt``: a head's width in tiles (head_dim / 32), the tile rows the cache ops' kernels move."""
+
+    @property
+    def Wt(self) -> int:
+        return self.head_dim // TILE
+
+
 @dataclass(frozen=True)
-class UpdateShapes:
+class UpdateShapes(HeadTiles):
     """An update call as the program sees it."""
 
     batch: int
@@ -171,23 +179,19 @@ class UpdateShapes:
     cache_position_modulo: int = 0  # paged ring cache of this many positions (0: none)
 
     @property
-    def Wt(self) -> int:
-        return self.head_dim // TILE
-
-    @property
     def num_units(self) -> int:
         return self.num_caches * self.batch * self.n_kv_heads
 
 
 @dataclass
-class UpdateResult:
-    """What the last update launched: its shapes and, on the emulator, the run's statistics."""
+class CacheOpRun:
+    """What a cache op (update or fill) last launched: its shapes and, on the emulator, the run's statistics."""
 
-    shapes: UpdateShapes
+    shapes: object
     stats: object | None
 
 
-last_run: UpdateResult | None = None
+last_run: CacheOpRun | None = None
 
 
 # ---- the ops ----------------------------------------------------------------------------------------------------
@@ -413,7 +417,7 @@ def _run_update(call: UpdateCall) -> list:
         "programs", key, lambda: build_update_program(shapes, pairs, index, page_table, backend.grid(), compute)
     )
     stats = backend.launch(io, program)
-    last_run = UpdateResult(shapes, stats)
+    last_run = CacheOpRun(shapes, stats)
     return [c for c, _ in pairs]
 
 
