@@ -368,3 +368,63 @@ def assert_matches_golden(outcome: DecodeOutcome, case: DecodeCase) -> None:
             f"{t}: the sinks moved the output by only {moved:.5f} (<= 2 x bound {bound:.5f}): "
             "the test cannot tell merged sinks from ignored ones"
         )
+
+
+# ---- ttnn arguments as model code builds them (shared by the tests that replay model and upstream calls) -----------
+
+
+def tile(device, x: torch.Tensor, dtype="bfloat16", memory_config=None):
+    """``x`` as a TILE-layout device tensor of ``dtype`` (a name such as "bfloat8_b", or a ttnn dtype)."""
+    ttnn = import_ttnn()
+    dtype = getattr(ttnn, dtype) if isinstance(dtype, str) else dtype
+    return device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, memory_config=memory_config)
+
+
+def int32(device, values):
+    """``values`` (a list or a tensor) as a row-major int32 device tensor: positions, page tables, indices."""
+    ttnn = import_ttnn()
+    return device.from_torch(torch.as_tensor(values).to(torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+
+
+def height_sharded(num_shards: int, shard_shape, grid_x: int = 8):
+    """What nlp_create_qkv_heads_decode / create_sharded_memory_config give: L1 height-sharded, shard i on logical
+    core (i % grid_x, i // grid_x), ROW_MAJOR orientation."""
+    ttnn = import_ttnn()
+    cores = ttnn.CoreRangeSet(
+        [ttnn.CoreRange(ttnn.CoreCoord(i % grid_x, i // grid_x), ttnn.CoreCoord(i % grid_x, i // grid_x))
+         for i in range(num_shards)]
+    )  # fmt: skip
+    spec = ttnn.ShardSpec(cores, list(shard_shape), ttnn.ShardOrientation.ROW_MAJOR)
+    return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
+
+
+def hifi4():
+    """tt_transformers' sdpa_decode_compute_kernel_cfg (and the other models' decode configs)."""
+    ttnn = import_ttnn()
+    return ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False,
+                                            fp32_dest_acc_en=False, packer_l1_acc=False)  # fmt: skip
+
+
+def sdpa_config(k_chunk_size: int, q_chunk_size: int = 0):
+    """upstream's SDPAProgramConfig on the 8x8 grid with the exact exp."""
+    ttnn = import_ttnn()
+    return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=q_chunk_size,
+                                  k_chunk_size=k_chunk_size, exp_approx_mode=False)  # fmt: skip
+
+
+def decode_config(k_chunk_size: int = 64, cores: int = 4) -> ProgramConfig:
+    """The package's ProgramConfig on the 8x8 grid with ``cores`` cores per (head, batch)."""
+    return ProgramConfig(compute_with_storage_grid_size=(8, 8), k_chunk_size=k_chunk_size,
+                         max_cores_per_head_batch=cores)  # fmt: skip
+
+
+def emulated_n150(*, min_hang_ms: int = 0):
+    """Fixture body: an emulated N150, closed afterwards. ``min_hang_ms``: a decode step launches several programs of
+    many threads, and on a loaded machine a runnable thread can wait longer than the emulator's 200 ms no-progress
+    window for a CPU, which it would report as a hang."""
+    from ttflashdecode import emulator  # noqa: PLC0415
+
+    device = emulator.open_device("n150")
+    device.default_hang_ms = max(device.default_hang_ms, min_hang_ms)
+    yield device
+    device.close()

@@ -20,6 +20,9 @@ import time
 import pytest
 import torch
 
+from decode_harness import height_sharded as _height_sharded
+from decode_harness import int32 as _int32
+from decode_harness import tile as _tile
 from output_checks import check_output
 
 import ttflashdecode
@@ -60,24 +63,6 @@ def _qkv(seed: int, b=B, nq=NQ, nkv=NKV, d=D, s=S, q_len=1):
 
 def _stored(x: torch.Tensor, dtype: str = "bfloat16") -> torch.Tensor:
     return golden.quantize_like_device(x, dtype)
-
-
-def _tile(dev, x, dtype="bfloat16", memory_config=None):
-    return dev.from_torch(x, dtype=getattr(ttnn, dtype), layout=ttnn.TILE_LAYOUT, memory_config=memory_config)
-
-
-def _int32(dev, values):
-    return dev.from_torch(torch.tensor(values, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
-
-
-def _height_sharded(num_shards: int, shard_shape, grid_x: int = 8):
-    """L1 height-sharded config: shard i on logical core (i % grid_x, i // grid_x), ROW_MAJOR orientation."""
-    cores = ttnn.CoreRangeSet(
-        [ttnn.CoreRange(ttnn.CoreCoord(i % grid_x, i // grid_x), ttnn.CoreCoord(i % grid_x, i // grid_x))
-         for i in range(num_shards)]
-    )  # fmt: skip
-    spec = ttnn.ShardSpec(cores, list(shard_shape), ttnn.ShardOrientation.ROW_MAJOR)
-    return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
 
 
 def _poison(dev, shape, layout=ttnn.TILE_LAYOUT, memory_config=None):

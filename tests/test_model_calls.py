@@ -29,6 +29,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from decode_harness import height_sharded as _height_sharded
+from decode_harness import hifi4 as _hifi4
+from decode_harness import int32 as _int32
+from decode_harness import sdpa_config as _sdpa_config
+from decode_harness import tile as _tile
 from output_checks import check_output
 
 import ttflashdecode
@@ -49,35 +54,6 @@ def no_leaked_patch():
 
 
 # ---- helpers --------------------------------------------------------------------------------------------------
-
-
-def _hifi4():
-    """tt_transformers' sdpa_decode_compute_kernel_cfg (and the other models' decode configs)."""
-    return ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False,
-                                            fp32_dest_acc_en=False, packer_l1_acc=False)  # fmt: skip
-
-
-def _sdpa_config(k_chunk_size: int, q_chunk_size: int = 0):
-    return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=q_chunk_size,
-                                  k_chunk_size=k_chunk_size, exp_approx_mode=False)  # fmt: skip
-
-
-def _height_sharded(num_shards: int, shard_shape, grid_x: int = 8):
-    """What nlp_create_qkv_heads_decode / create_sharded_memory_config give: shard i on core (i % 8, i // 8)."""
-    cores = ttnn.CoreRangeSet(
-        [ttnn.CoreRange(ttnn.CoreCoord(i % grid_x, i // grid_x), ttnn.CoreCoord(i % grid_x, i // grid_x))
-         for i in range(num_shards)]
-    )  # fmt: skip
-    spec = ttnn.ShardSpec(cores, list(shard_shape), ttnn.ShardOrientation.ROW_MAJOR)
-    return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
-
-
-def _tile(dev, x, dtype="bfloat16", memory_config=None):
-    return dev.from_torch(x, dtype=getattr(ttnn, dtype), layout=ttnn.TILE_LAYOUT, memory_config=memory_config)
-
-
-def _int32(dev, x: torch.Tensor):
-    return dev.from_torch(x.to(torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
 
 def _stored(x, dtype="bfloat16"):
