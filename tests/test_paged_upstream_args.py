@@ -15,29 +15,16 @@ import torch
 
 import ttflashdecode
 from decode_harness import seed_for
+from decode_harness import decode_config as _config
+from decode_harness import int32 as _int32
+from decode_harness import tile as _tile
 from output_checks import check_output
 from ttflashdecode import golden
 from ttflashdecode import op as op_module
-from ttflashdecode.config import ProgramConfig
 from ttflashdecode.ttnn_env import import_ttnn
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 BLOCK = 32
-
-
-def _config(k_chunk_size=64, cores=4):
-    return ProgramConfig(compute_with_storage_grid_size=(8, 8), k_chunk_size=k_chunk_size,
-                         max_cores_per_head_batch=cores)  # fmt: skip
-
-
-def _tile(device, x, dtype="bfloat16"):
-    ttnn = import_ttnn()
-    return device.from_torch(x, dtype=getattr(ttnn, dtype), layout=ttnn.TILE_LAYOUT)
-
-
-def _int32(device, values):
-    ttnn = import_ttnn()
-    return device.from_torch(torch.tensor(values, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
 
 def _poisoned(device, shape):
