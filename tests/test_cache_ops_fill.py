@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import ttflashdecode
-from decode_harness import generator, seed_for, tag
+from decode_harness import emulated_n150, generator, seed_for, tag
+from decode_harness import tile as tiles
 from packer_model import packed_by_the_packer
-from ttflashdecode import emulator
 from ttflashdecode import fill_cache_op as fc
 from ttflashdecode.ttnn_env import import_ttnn
 
@@ -26,13 +26,7 @@ RM = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
 @pytest.fixture(scope="module")
 def dev():
-    d = emulator.open_device("n150")
-    yield d
-    d.close()
-
-
-def tiles(dev, x, dtype):
-    return dev.from_torch(x, dtype=getattr(ttnn, dtype), layout=ttnn.TILE_LAYOUT)
+    yield from emulated_n150()
 
 
 def stored(values: torch.Tensor, dtype: str) -> torch.Tensor:

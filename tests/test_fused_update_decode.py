@@ -13,9 +13,10 @@ import pytest
 import torch
 
 import ttflashdecode
-from decode_harness import generator, seed_for, tag
+from decode_harness import emulated_n150, generator, seed_for, tag
+from decode_harness import tile as tiles
 from output_checks import check_output
-from ttflashdecode import emulator, golden
+from ttflashdecode import golden
 from ttflashdecode import fused_update_decode as fused
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
@@ -28,13 +29,7 @@ POISON = 30.0  # a K row of 30s dominates the softmax; a V row of -30s then domi
 
 @pytest.fixture(scope="module")
 def dev():
-    d = emulator.open_device("n150")
-    yield d
-    d.close()
-
-
-def tiles(dev, x, dtype):
-    return dev.from_torch(x, dtype=getattr(ttnn, dtype), layout=ttnn.TILE_LAYOUT)
+    yield from emulated_n150()
 
 
 def _case(dev, gen, dtype: str, paged: bool, positions: list[int]):

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 import ttflashdecode
-from decode_harness import generator, seed_for, tag
-from ttflashdecode import emulator
+from decode_harness import emulated_n150, generator, seed_for, tag
+from decode_harness import tile as tiles
 from ttflashdecode import update_cache_op as uc
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.ttnn_env import import_ttnn
@@ -27,13 +27,7 @@ RM = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
 @pytest.fixture(scope="module")
 def dev():
-    d = emulator.open_device("n150")
-    yield d
-    d.close()
-
-
-def tiles(dev, x, dtype):
-    return dev.from_torch(x, dtype=getattr(ttnn, dtype) if isinstance(dtype, str) else dtype, layout=ttnn.TILE_LAYOUT)
+    yield from emulated_n150()
 
 
 def expected_after(dev, before: torch.Tensor, new: torch.Tensor, rows, dtype: str) -> torch.Tensor:
