@@ -20,8 +20,7 @@ import pytest
 
 pytest.importorskip("transformers", minversion="5.0", reason="transformers 5.x not installed: pip install '.[hf]'")
 
-from tests.decode_harness import APPROX_EXP_FACTOR, seed_for, tag  # noqa: E402
-from ttflashdecode import emulator  # noqa: E402
+from tests.decode_harness import APPROX_EXP_FACTOR, emulated_n150, seed_for, tag  # noqa: E402
 from ttflashdecode.integrations import hf_parity  # noqa: E402
 
 # x APPROX_EXP_FACTOR: the integration runs the default (upstream's approximate) exp; worst seen under it 4.4%
@@ -31,12 +30,7 @@ MAX_ABS_REL = {"bfloat16": 0.04 * APPROX_EXP_FACTOR, "bfloat8_b": 0.06 * APPROX_
 
 @pytest.fixture(scope="module")
 def dev():
-    d = emulator.open_device("n150")
-    # A decode step launches several programs of many threads; on a loaded machine a runnable thread can wait longer
-    # than the emulator's 200 ms no-progress window for a CPU, which it would report as a hang.
-    d.default_hang_ms = max(d.default_hang_ms, 5000)
-    yield d
-    d.close()
+    yield from emulated_n150(min_hang_ms=5000)
 
 
 @pytest.mark.parametrize(

@@ -25,9 +25,8 @@ pytest.importorskip("transformers", minversion="5.0", reason="transformers 5.x n
 
 import transformers  # noqa: E402
 
-from tests.decode_harness import seed_for, tag  # noqa: E402
+from tests.decode_harness import emulated_n150, seed_for, tag  # noqa: E402
 from tests.test_hf import MAX_ABS_REL, TIE_REL  # noqa: E402
-from ttflashdecode import emulator  # noqa: E402
 from ttflashdecode.integrations import hf as tthf  # noqa: E402
 from ttflashdecode.integrations import hf_parity  # noqa: E402
 from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
@@ -35,11 +34,7 @@ from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
 @pytest.fixture(scope="module")
 def dev():
-    d = emulator.open_device("n150")
-    # a loaded machine can keep a runnable emulator thread off the CPU longer than the default no-progress window
-    d.default_hang_ms = max(d.default_hang_ms, 5000)
-    yield d
-    d.close()
+    yield from emulated_n150(min_hang_ms=5000)
 
 
 @pytest.fixture(scope="module")
