@@ -15,6 +15,7 @@ from ttflashdecode import op as op_module
 from ttflashdecode.config import AutoProgramConfig, ProgramConfig, load_program_config
 from ttflashdecode.plan import DecodeShapes, L1OverflowError, plan
 from ttflashdecode.plan import auto
+from ttflashdecode.ttnn_env import import_ttnn
 
 GRID = (8, 8)
 
@@ -51,7 +52,7 @@ def test_auto_plan_matches_golden_and_is_the_fastest_candidate(monkeypatch):
     monkeypatch.setattr(auto, "MAX_CANDIDATES", 3)  # the rule's plan and two others: few kernel variants to compile
     dev = emulator.open_device("n150")  # its own: no plan of this shape cached from another test
     try:
-        outcome = run_case(dev, CASE, to_device=lambda x, dtype, **kw: dev.from_torch(x, dtype=dtype, **kw),
+        outcome = run_case(dev, CASE, to_device=lambda x, dtype, **kw: dev.from_torch(x, dtype=dtype, layout=import_ttnn().TILE_LAYOUT, **kw),
                            to_torch=dev.to_torch)  # fmt: skip
     finally:
         dev.close()
