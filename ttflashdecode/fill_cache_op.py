@@ -43,7 +43,7 @@ import torch
 from ttflashdecode.backend import backend_for
 from ttflashdecode.convert_factory import CONVERT_DIR
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.kernel_args import AccessorArgs, select, wire
+from ttflashdecode.kernel_args import AccessorArgs, kernel_descriptor, select, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, CacheOpRun, HeadTiles, split_units
@@ -333,15 +333,7 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
     writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core]
 
     def kernel(source: Path, args, runtime_args, config):
-        return ttnn.KernelDescriptor(
-            kernel_source=str(source),
-            core_ranges=cores,
-            compile_time_args=list(args.positional),
-            named_compile_time_args=list(args.named),
-            runtime_args=runtime_args,
-            config=config,
-            compiler_include_paths=[str(KERNEL_DIR)],
-        )
+        return kernel_descriptor(source, cores, args, runtime_args, config, [KERNEL_DIR])
 
     kernels = [
         kernel(READER, reader_args, reader_rt, ttnn.ReaderConfigDescriptor()),

@@ -218,6 +218,22 @@ class KernelArgs:
     positional: tuple[int, ...]  # TensorAccessorArgs only
 
 
+def kernel_descriptor(source, cores, kernel_args: KernelArgs, runtime_args, config, include_paths,
+                      common_runtime_args=()):
+    """The ``ttnn.KernelDescriptor`` of one of our kernels on ``cores``: every factory builds its kernels here."""
+    ttnn = import_ttnn()
+    return ttnn.KernelDescriptor(
+        kernel_source=str(source),
+        core_ranges=cores,
+        compile_time_args=list(kernel_args.positional),
+        named_compile_time_args=list(kernel_args.named),
+        runtime_args=runtime_args,
+        common_runtime_args=list(common_runtime_args),
+        config=config,
+        compiler_include_paths=[str(path) for path in include_paths],
+    )
+
+
 def select(values: dict[str, int], names: tuple[str, ...], accessors: AccessorArgs | None = None) -> KernelArgs:
     """The named args ``names`` (from ``values`` and the accessor offsets) and the accessors' positional args."""
     offsets = accessors.offsets if accessors is not None else {}

@@ -22,6 +22,7 @@ from ttflashdecode.kernel_args import (
     ReaderRuntimeArgs,
     WriterRuntimeArgs,
     decode_kernel_args,
+    kernel_descriptor,
     wire,
 )
 from ttflashdecode.plan import CoreAssignment, DecodePlan
@@ -150,19 +151,8 @@ def build_program(
         writer_args.append((coord, wire(WriterRuntimeArgs(
             out_addr=buffers.out.buffer_address(), **work, parent_noc_x=parent_x, parent_noc_y=parent_y))))  # fmt: skip
 
-    include_paths = [str(KERNEL_DIR)]
-
     def kernel(source: Path, kernel_args: KernelArgs, runtime_args, config, common_runtime_args=()):
-        return ttnn.KernelDescriptor(
-            kernel_source=str(source),
-            core_ranges=cores,
-            compile_time_args=list(kernel_args.positional),
-            named_compile_time_args=list(kernel_args.named),
-            runtime_args=runtime_args,
-            common_runtime_args=list(common_runtime_args),
-            config=config,
-            compiler_include_paths=include_paths,
-        )
+        return kernel_descriptor(source, cores, kernel_args, runtime_args, config, [KERNEL_DIR], common_runtime_args)
 
     kernels = [
         kernel(READER, args.reader, reader_args, ttnn.ReaderConfigDescriptor(), reader_common),

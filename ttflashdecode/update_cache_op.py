@@ -40,7 +40,7 @@ import torch
 
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.kernel_args import PLACEMENTS, AccessorArgs, KernelArgs, select, tensor_placement, wire
+from ttflashdecode.kernel_args import PLACEMENTS, AccessorArgs, KernelArgs, kernel_descriptor, select, tensor_placement, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import (
@@ -622,16 +622,8 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     reader_common = [v for core in input_cores for v in noc_coord(core)]
 
     def kernel(source: Path, args: KernelArgs, runtime_args, config, common_runtime_args=()):
-        return ttnn.KernelDescriptor(
-            kernel_source=str(source),
-            core_ranges=cores,
-            compile_time_args=list(args.positional),
-            named_compile_time_args=list(args.named),
-            runtime_args=runtime_args,
-            common_runtime_args=list(common_runtime_args),
-            config=config,
-            compiler_include_paths=[str(KERNEL_DIR), str(KERNEL_DIR.parent)],
-        )
+        return kernel_descriptor(source, cores, args, runtime_args, config, [KERNEL_DIR, KERNEL_DIR.parent],
+                                 common_runtime_args)
 
     kernels = [
         kernel(READER, reader_args, reader_rt, ttnn.ReaderConfigDescriptor(), reader_common),
