@@ -3,7 +3,7 @@
 Copies the repository (the working tree, without .venv and .git) to a scratch directory, then plants one bug at a
 time in a copy of a kernel source by an exact string replacement, and runs a subset of the tests there (``pytest -x``,
 the most relevant and fastest first, then the rest of the emulator decode tests) with the copy first on PYTHONPATH,
-so ``ttflashdecode.program_factory.KERNEL_DIR`` is the copy's ``device_kernels/``. The first failing test is the one
+so ``ttflashdecode.program_factory.KERNEL_DIR`` is the copy's ``ttflashdecode/ops/decode/kernels/``. The first failing test is the one
 that catches the bug. Every replaced string must occur exactly once in its file, checked for every mutation before
 anything runs: a refactor that moves the code fails this script loudly instead of silently neutralising a mutation.
 
@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-KERNELS = "device_kernels"
-READER = f"{KERNELS}/reader_flash_decode.cpp"
-COMPUTE = f"{KERNELS}/compute_flash_decode.cpp"
+KERNELS = "ttflashdecode/ops/decode/kernels"
+READER = f"{KERNELS}/dataflow/reader_flash_decode.cpp"
+COMPUTE = f"{KERNELS}/compute/compute_flash_decode.cpp"
 COMMON = f"{KERNELS}/flash_decode_common.hpp"
-WRITER = f"{KERNELS}/writer_flash_decode.cpp"
+WRITER = f"{KERNELS}/dataflow/writer_flash_decode.cpp"
 
 # Tests run after a mutation's own (targeted) tests, in this order: every emulator decode test of the op.
 FALLBACK = [

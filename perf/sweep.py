@@ -351,7 +351,7 @@ IDENT = ("GROUP", "CHIPS", "BATCH", "Q LEN", "Q HEADS", "KV HEADS", "HEAD DIM", 
 GROUP_ORDER = ("grid", "llama", "mla", "qlen4")
 # What decides a modelled duration: the package (planner, factories, emulator and its timing model), the kernels and
 # the named configs. A row is "at a commit" only if these matched that commit when it ran.
-SOURCE_PATHS = ("ttflashdecode", "device_kernels", "program_configs")
+SOURCE_PATHS = ("ttflashdecode", "program_configs")
 
 
 def row_key(r: dict) -> tuple[str, ...]:

@@ -125,13 +125,12 @@ def test_disk_key_changes_with_the_kernels(monkeypatch, tmp_path):
     assert (auto.auto_cache_dir() / f"{old_key}.json").is_file()
     # A copy of the sources the hash reads, with one kernel edited.
     repo = tmp_path / "repo"
-    shutil.copytree(auto._REPO / "device_kernels", repo / "device_kernels")
     shutil.copytree(auto._PACKAGE, repo / "ttflashdecode", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     monkeypatch.setattr(auto, "_REPO", repo)
     monkeypatch.setattr(auto, "_PACKAGE", repo / "ttflashdecode")
     monkeypatch.setattr(auto, "_HASHES", {})
     assert auto.disk_key(s, GRID, False, auto.L1_BUDGET_BYTES) == old_key  # same sources, same key
-    reader = repo / "device_kernels" / "reader_flash_decode.cpp"
+    reader = repo / "ttflashdecode" / "ops" / "decode" / "kernels" / "dataflow" / "reader_flash_decode.cpp"
     reader.write_text(reader.read_text() + "\n// edited\n")
     monkeypatch.setattr(auto, "_HASHES", {})
     assert auto.disk_key(s, GRID, False, auto.L1_BUDGET_BYTES) != old_key

@@ -6,7 +6,7 @@ face row across heads of different groups, so no group can write its rows alone.
 bfloat16 (or float32) staging tensor and this program packs whole tiles into the block-float output, spread over
 the grid: a read and a write of the (small) output, never of the KV cache.
 
-Kernels: ``device_kernels/convert/`` (reader -> compute copy_tile/pack_tile -> writer); the packer converts. Their
+Kernels: ``ops/convert/kernels/`` (reader -> compute copy_tile/pack_tile -> writer); the packer converts. Their
 arguments: named compile-time args ``cb_in`` / ``cb_out`` (this module's CB table) and ``src_cta_offset`` /
 ``dst_cta_offset`` (the offset of the tensor's TensorAccessorArgs, the only positional compile-time args); runtime
 args ``[address, first_tile, num_tiles]`` (reader and writer) and ``[num_tiles]`` (compute).
@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttflashdecode.kernel_args import tensor_accessor_args
+from ttflashdecode.kernel_sources import CONVERT_KERNELS
 from ttflashdecode.plan import TILE
 from ttflashdecode.ttnn_env import import_ttnn
 
-CONVERT_DIR = Path(__file__).resolve().parent.parent / "device_kernels" / "convert"
+CONVERT_DIR = CONVERT_KERNELS
 CB_IN, CB_OUT = 0, 16
 PAGES_PER_CB = 2  # double-buffered: the reader fetches tile i+1 while compute packs tile i
 
@@ -88,10 +89,10 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         ]
 
     kernels = [
-        kernel("reader_tiles.cpp", ttnn.ReaderConfigDescriptor(), tile_range_args(src.buffer_address()),
+        kernel("dataflow/reader_tiles.cpp", ttnn.ReaderConfigDescriptor(), tile_range_args(src.buffer_address()),
                {"cb_in": CB_IN, "src_cta_offset": 0}, src),
-        kernel("compute_copy.cpp", compute_config, compute_args, {"cb_in": CB_IN, "cb_out": CB_OUT}),
-        kernel("writer_tiles.cpp", ttnn.WriterConfigDescriptor(), tile_range_args(dst.buffer_address()),
+        kernel("compute/compute_copy.cpp", compute_config, compute_args, {"cb_in": CB_IN, "cb_out": CB_OUT}),
+        kernel("dataflow/writer_tiles.cpp", ttnn.WriterConfigDescriptor(), tile_range_args(dst.buffer_address()),
                {"cb_out": CB_OUT, "dst_cta_offset": 0}, dst),
     ]
     cbs = [

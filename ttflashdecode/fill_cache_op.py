@@ -16,8 +16,8 @@ tiles raw and so requires the cache's dtype, the input may be in any of those fo
 packed again in the cache's format by the packer (a bfloat8_b cache gets shared exponents per 16-datum face row, as
 any op producing bfloat8_b), so a model can pass its bfloat16 prefill K/V as they are.
 
-The program (``device_kernels/update_cache/reader_fill_cache.cpp``, ``device_kernels/convert/compute_copy.cpp``,
-``device_kernels/update_cache/writer_fill_cache.cpp``) splits the input's tile rows (user, head, 32 positions) over
+The program (``ops/update_cache/kernels/dataflow/reader_fill_cache.cpp``, ``ops/convert/kernels/compute/compute_copy.cpp``,
+``ops/update_cache/kernels/dataflow/writer_fill_cache.cpp``) splits the input's tile rows (user, head, 32 positions) over
 the grid; the reader finds each one's place in the cache (through the page table, and the batch index tensor, both
 read at run time: ``update_cache_common.hpp: locate_fill_row``), compute converts the tiles and the writer writes them.
 At run time a batch index past the page table's rows, or a page-table entry past the cache's blocks, writes nothing
@@ -49,9 +49,9 @@ from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, CacheOpRun, HeadTiles, split_units
 from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_ring, dtype_name, int_list, shape_of
 
-READER = KERNEL_DIR / "reader_fill_cache.cpp"
-COMPUTE = CONVERT_DIR / "compute_copy.cpp"
-WRITER = KERNEL_DIR / "writer_fill_cache.cpp"
+READER = KERNEL_DIR / "dataflow" / "reader_fill_cache.cpp"
+COMPUTE = CONVERT_DIR / "compute" / "compute_copy.cpp"
+WRITER = KERNEL_DIR / "dataflow" / "writer_fill_cache.cpp"
 
 INPUT_DTYPES = ("bfloat16", "float32", "bfloat8_b", "bfloat4_b")
 CB_INDEX = {"in": 0, "index": 2, "page_table": 3, "target": 4, "valid_len": 5, "out": 16}

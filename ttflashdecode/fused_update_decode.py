@@ -13,7 +13,7 @@ with the same arguments: the new K/V rows (``[1, b, n_kv_heads, head_dim]`` bflo
 
 The program is the two programs' descriptors side by side, each built by its own factory (nothing is described
 twice): the attention's kernels on the cores of its plan, the cache update's kernels
-(``device_kernels/update_cache/``) on cores that plan leaves free, or, when it leaves too few, on the grid's last
+(``ops/update_cache/kernels/``) on cores that plan leaves free, or, when it leaves too few, on the grid's last
 row, which the attention is then planned without. Ordering is one semaphore (``sem_cache_updated``, the program's
 semaphore table, on every core of both): when an update core has written its rows (write barrier), its writer adds
 one count per row on every attention core serving that row's (user, kv head) group; an attention reader waits for

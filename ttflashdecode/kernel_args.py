@@ -1,4 +1,4 @@
-"""The arguments of the FlashDecode kernels (``device_kernels/``): the one Python definition that produces them.
+"""The arguments of the FlashDecode kernels (``ops/decode/kernels/``): the one Python definition that produces them.
 
 Compile-time arguments are named (``ttnn.KernelDescriptor(named_compile_time_args=...)``; a kernel reads one with
 ``get_named_compile_time_arg_val("name")``). :func:`compile_time_values` computes every name's value once, so a name
@@ -29,7 +29,7 @@ from ttflashdecode.config import TILE
 from ttflashdecode.plan.cbs import CB_INDEX
 from ttflashdecode.ttnn_env import import_ttnn
 
-# Where a tensor's pages live: device_kernels/flash_decode_common.hpp, enum class Placement.
+# Where a tensor's pages live: ops/decode/kernels/flash_decode_common.hpp, enum class Placement.
 PLACEMENTS = {"DRAM": 0, "L1": 1, "L1_HEIGHT_SHARDED": 2}
 
 CB_ARGS = tuple(f"cb_{name}" for name in CB_INDEX)

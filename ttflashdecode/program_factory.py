@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttflashdecode.config import TILE
+from ttflashdecode.kernel_sources import DECODE_KERNELS
 from ttflashdecode.kernel_args import (
     ComputeRuntimeArgs,
     KernelArgs,
@@ -28,10 +29,10 @@ from ttflashdecode.kernel_args import (
 from ttflashdecode.plan import CoreAssignment, DecodePlan
 from ttflashdecode.ttnn_env import import_ttnn
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "device_kernels"
-READER = KERNEL_DIR / "reader_flash_decode.cpp"
-COMPUTE = KERNEL_DIR / "compute_flash_decode.cpp"
-WRITER = KERNEL_DIR / "writer_flash_decode.cpp"
+KERNEL_DIR = DECODE_KERNELS  # on the include path: the kernels share flash_decode_common.hpp
+READER = KERNEL_DIR / "dataflow" / "reader_flash_decode.cpp"
+COMPUTE = KERNEL_DIR / "compute" / "compute_flash_decode.cpp"
+WRITER = KERNEL_DIR / "dataflow" / "writer_flash_decode.cpp"
 
 DATUM_BYTES = {"bfloat16": 2, "float32": 4}
 

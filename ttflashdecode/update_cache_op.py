@@ -13,7 +13,7 @@ of user ``u``'s cache (through ``page_table[u]`` for a paged cache). ``update_ca
 heads-major ``[1, n_kv_heads, b padded to 32, head_dim]``: user ``u``'s row of head ``h`` is ``input[0, h,
 batch_offset + u]``. A model calls one of them once per layer per token before decode attention.
 
-The program (``device_kernels/update_cache/``) is its own: the work units are (cache, user, kv head) triples (one
+The program (``ops/update_cache/kernels/``) is its own: the work units are (cache, user, kv head) triples (one
 cache, or K and V for the fused op) split over the grid; for each, the reader finds the tile row holding the position (positions and page tables are device tensors it
 reads at run time, so one program serves every step), compute unpacks the tile row to bfloat16 rows, the writer
 replaces the unit's row and compute packs the rows back into the cache's format, which the writer writes over the
@@ -40,6 +40,7 @@ import torch
 
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.kernel_sources import DECODE_KERNELS, UPDATE_CACHE_KERNELS
 from ttflashdecode.kernel_args import PLACEMENTS, AccessorArgs, KernelArgs, kernel_descriptor, select, tensor_placement, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
@@ -55,10 +56,10 @@ from ttflashdecode.validate import (
     shape_of,
 )
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "device_kernels" / "update_cache"
-READER = KERNEL_DIR / "reader_update_cache.cpp"
-COMPUTE = KERNEL_DIR / "compute_update_cache.cpp"
-WRITER = KERNEL_DIR / "writer_update_cache.cpp"
+KERNEL_DIR = UPDATE_CACHE_KERNELS  # on the include path with DECODE_KERNELS (update_cache_common.hpp, TensorPages)
+READER = KERNEL_DIR / "dataflow" / "reader_update_cache.cpp"
+COMPUTE = KERNEL_DIR / "compute" / "compute_update_cache.cpp"
+WRITER = KERNEL_DIR / "dataflow" / "writer_update_cache.cpp"
 
 TILE = 32
 INPUT_DTYPES = ("bfloat16",)  # upstream: "Input tensors must be FLOAT32 or BFLOAT16"; bf16 is what models pass
@@ -622,7 +623,7 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     reader_common = [v for core in input_cores for v in noc_coord(core)]
 
     def kernel(source: Path, args: KernelArgs, runtime_args, config, common_runtime_args=()):
-        return kernel_descriptor(source, cores, args, runtime_args, config, [KERNEL_DIR, KERNEL_DIR.parent],
+        return kernel_descriptor(source, cores, args, runtime_args, config, [KERNEL_DIR, DECODE_KERNELS],
                                  common_runtime_args)
 
     kernels = [

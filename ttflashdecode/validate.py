@@ -31,7 +31,7 @@ OUT_DTYPES = ("bfloat16", "float32", "bfloat8_b")
 BLOCK_FLOAT_OUT_DTYPES = ("bfloat8_b",)  # written through a staging tensor and the tile convert program
 MAX_Q_LEN = 8  # speculative decoding: a few draft tokens per user
 # The softmax scales the kernels compute right with both exps. Hidden positions carry the finite score MASKED_SCORE
-# (-1e30, device_kernels/flash_decode_common.hpp). The approximate exp takes scores unscaled (q . k units) and fuses
+# (-1e30, ops/decode/kernels/flash_decode_common.hpp). The approximate exp takes scores unscaled (q . k units) and fuses
 # the scale into its multiplier, so a hidden position weighs exp(-1e30 * scale): exactly 0 only while that argument
 # is below the exp's underflow (-88); from scale 8.8e-29 down it leaks (scale 1e-30: every output 10% off).
 # 1e-27 keeps it at -1000. The exact exp scales the scores first, so a hidden position stays hidden only while

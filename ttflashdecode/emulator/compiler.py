@@ -3,7 +3,7 @@
 Each KernelDescriptor becomes one shared library: ``g++ -std=c++20 -O2 -fPIC -shared`` with the emulator's API
 headers first on the include path (``include/`` mirrors the wheel's include roots, so ``#include
 "api/dataflow/dataflow_api.h"`` resolves to the emulator's implementation), then the kernel's generated-files
-directory, the kernel's directory, the repo root (``device_kernels/...``) and the descriptor's
+directory, the kernel's directory, the repo root (``ttflashdecode/ops/decode/kernels/...``) and the descriptor's
 ``compiler_include_paths``.
 
 The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_env.py describes the generated files):
@@ -30,7 +30,7 @@ every header the kernel includes (from ``g++ -MM``), with every path written rel
 repository, the installed wheel's site-packages, the cache, the kernel's own directory. So the same kernel built from
 two checkouts (a fresh clone at /tmp/x and /work/main, each with its own .venv) is one entry, while an edit to any
 header it includes is a new one. ``-fmacro-prefix-map`` writes those roots out of ``__FILE__`` as well (an ASSERT's
-message names ``device_kernels/...`` or ``ttnn/tt_metal/...``, a kernel outside the repository by its file name), so
+message names ``ttflashdecode/ops/decode/kernels/...`` or ``ttnn/tt_metal/...``, a kernel outside the repository by its file name), so
 nothing a library does or prints depends on the checkout that compiled it (only its symbol table's source-file entry
 names that checkout's path; nothing reads it). Libraries and their metadata are written to a temporary name and
 renamed into place, so processes compiling the same kernel at once each publish a whole file.
@@ -337,14 +337,14 @@ def _cached_warnings(library: Path, build: KernelBuild, roots: list[tuple[str, s
 
 def macro_prefix_maps(source: Path) -> list[str]:
     """``-fmacro-prefix-map`` flags that make ``__FILE__`` independent of the checkout: a repository file is named
-    from the repository (``device_kernels/...``), a wheel file from site-packages (``ttnn/tt_metal/...``), a cache
+    from the repository (``ttflashdecode/ops/decode/kernels/...``), a wheel file from site-packages (``ttnn/tt_metal/...``), a cache
     file from the cache, a kernel elsewhere by its file name. g++ uses the last matching map: the longest goes last."""
     return [f"-fmacro-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
 
 def debug_prefix_maps(source: Path) -> list[str]:
     """``-fdebug-prefix-map`` flags naming files in the line tables as macro_prefix_maps names them in ``__FILE__``, so
-    a fault resolves to ``device_kernels/...`` whichever checkout compiled the (shared) cached library."""
+    a fault resolves to ``ttflashdecode/ops/decode/kernels/...`` whichever checkout compiled the (shared) cached library."""
     return [f"-fdebug-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
 

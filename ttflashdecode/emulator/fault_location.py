@@ -3,7 +3,7 @@ into source lines: ``addr2line`` over each library (kernel libraries carry line 
 the runtime executable is built with ``-g``).
 
 The fault's *location* is the innermost line in the faulting kernel's own source file (what the kernel was doing when
-an API rule broke or a pointer went bad, e.g. ``device_kernels/compute_flash_decode.cpp:412``); the backtrace lists
+an API rule broke or a pointer went bad, e.g. ``ops/decode/kernels/compute/compute_flash_decode.cpp:412``); the backtrace lists
 every resolved frame, inlined callers included, so a crash inside a header (the emulator's API, the STL) shows the
 path down from the kernel line.
 """
@@ -25,7 +25,7 @@ class SourceFrame:
     """One resolved stack entry (an inlined call is an entry of its own)."""
 
     function: str
-    file: str  # as the line tables name it: device_kernels/..., ttnn/..., or an absolute path
+    file: str  # as the line tables name it: ttflashdecode/ops/decode/kernels/..., ttnn/..., or an absolute path
     line: int
     library: str
 
@@ -68,7 +68,7 @@ def frames_at(library: str, offset: int) -> list[SourceFrame]:
 
 def _kernel_source(library: str) -> str | None:
     """The kernel source a cached library was built from, named as its line tables name it (compiler.py keeps it
-    next to the library as a stable path, "<repo>/device_kernels/x.cpp")."""
+    next to the library as a stable path, "<repo>/ttflashdecode/ops/decode/kernels/x.cpp")."""
     try:
         meta = json.loads(Path(library).with_suffix(".json").read_text())
     except (OSError, ValueError):

@@ -5,7 +5,7 @@ One module per job:
 
 * :mod:`~ttflashdecode.plan.shapes` -- :class:`DecodeShapes`, the call's tensors as the plan sees them.
 * :mod:`~ttflashdecode.plan.rules` -- THE chunk rule and the reduction tree, the contract the kernels' shared
-  header (``device_kernels/flash_decode_common.hpp``) mirrors name for name and argument for argument.
+  header (``ops/decode/kernels/flash_decode_common.hpp``) mirrors name for name and argument for argument.
 * :mod:`~ttflashdecode.plan.cbs` -- the circular-buffer table and the L1 budget.
 * :mod:`~ttflashdecode.plan.search` -- core assignment and the search for a plan that fits (:func:`plan`).
 

@@ -393,7 +393,7 @@ def kernel_source_hash() -> str:
     """Hash of what decides a config's program: the FlashDecode device kernels, the program factory, the kernel
     arguments and the planner. Any edit gives new disk keys."""
     if "kernels" not in _HASHES:
-        kernels = [p for p in (_REPO / "device_kernels").iterdir() if p.is_file()]
+        kernels = [p for p in (_PACKAGE / "ops" / "decode" / "kernels").rglob("*") if p.is_file()]
         python = [_PACKAGE / "program_factory.py", _PACKAGE / "kernel_args.py",
                   *(p for p in (_PACKAGE / "plan").glob("*.py") if p.name != "auto.py")]  # fmt: skip
         _HASHES["kernels"] = _hash_files([p for p in kernels + python if p.is_file()])

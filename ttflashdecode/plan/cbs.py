@@ -97,7 +97,7 @@ def circular_buffers(
     k_head_block: int | None = None,
     v_head_block: int | None = None,
 ) -> tuple[CBPlan, ...]:
-    """The CBs of the FlashDecode kernels (``device_kernels/``), one entry per CB index they use.
+    """The CBs of the FlashDecode kernels (``ops/decode/kernels/``), one entry per CB index they use.
 
     ``k_head_block`` / ``v_head_block`` (head-dim tiles, default the whole head): the reader streams K one
     position tile at a time in blocks of ``k_head_block`` head-dim tiles, and V one column block of

@@ -1,7 +1,7 @@
 """THE chunk rule and the reduction tree: which KV chunks each core of a group reads, and how the group's
 partials merge.
 
-This module and the kernels' shared header (``device_kernels/flash_decode_common.hpp``, namespace
+This module and the kernels' shared header (``ops/decode/kernels/flash_decode_common.hpp``, namespace
 ``flash_decode``) implement the same rules, function for function, under the same names and with the same
 argument order, so one can be read against the other::
 
