@@ -1,5 +1,6 @@
-"""The README's usage examples run as written, on the emulator, and every op call they make matches the golden model
-(a README that drifts from the API, or shows an example that computes the wrong thing, fails here)."""
+"""The usage examples of the README and the user guide run as written, on the emulator, and every op call they make
+matches the golden model (a page that drifts from the API, or shows an example that computes the wrong thing, fails
+here)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import ttflashdecode
 from decode_harness import check_close, seed_for, tag
 from ttflashdecode import golden
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+PAGES = (README, REPO / "docs" / "USER_GUIDE.md")  # the pages whose examples run
 OPS = ("scaled_dot_product_attention_decode", "paged_scaled_dot_product_attention_decode",
        "flash_multi_latent_attention_decode", "paged_flash_multi_latent_attention_decode")  # fmt: skip
 
@@ -22,15 +25,16 @@ OPS = ("scaled_dot_product_attention_decode", "paged_scaled_dot_product_attentio
 CARD_ONLY = "# on a card"  # the first line of an example that needs a Wormhole card
 
 
-def _python_blocks() -> list[str]:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    return [block for block in blocks if not block.startswith(CARD_ONLY)]
+def _python_blocks() -> list[tuple[Path, str]]:
+    """Every runnable example: (page, code), the README's first."""
+    blocks = [(page, block) for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)]
+    return [(page, block) for page, block in blocks if not block.startswith(CARD_ONLY)]
 
 
 def test_readme_has_runnable_examples():
     blocks = _python_blocks()
-    # the first block is the one-line teaser (needs the user's tensors); the rest must run as they are
-    assert len(blocks) >= 2, "README lost its usage examples"
+    assert sum(page == README for page, _ in blocks) >= 2, "README lost its usage examples"
+    assert sum(page != README for page, _ in blocks) >= 4, "the user guide lost its usage examples"
 
 
 def _host(x):
@@ -68,7 +72,7 @@ def _called_from_readme(frame) -> bool:
     ``ttflashdecode.patch_ttnn()``) rather than made by a library the example uses (the transformers integration)."""
     while frame is not None and frame.f_code.co_filename.endswith("ttnn_patch.py"):
         frame = frame.f_back
-    return frame is not None and frame.f_code.co_filename == str(README)
+    return frame is not None and frame.f_code.co_filename in {str(page) for page in PAGES}
 
 
 def _recording(op, calls: list):
@@ -159,12 +163,13 @@ def test_readme_examples_run_and_match_golden(capsys, monkeypatch):
         monkeypatch.setattr(ttflashdecode, name, _recording(getattr(ttflashdecode, name), calls))
     wrapper = ttflashdecode.FlashDecodeWrapper
     monkeypatch.setattr(wrapper, "run", _recording_wrapper_run(wrapper.run, calls))
-    blocks = _python_blocks()[1:]
+    pages_and_blocks = _python_blocks()
+    blocks = [block for _, block in pages_and_blocks]
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        for block in blocks:
+        for page, block in pages_and_blocks:
             namespace: dict = {}
-            exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - our own README
+            exec(compile(block, str(page), "exec"), namespace)  # noqa: S102 - our own docs
             assert "out" in namespace, f"{tag(seed)} a README example must produce `out`"
     printed = capsys.readouterr().out
     assert printed.strip(), f"{tag(seed)} the README example prints the output shape"
