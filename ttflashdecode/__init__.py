@@ -15,21 +15,50 @@ Tensors may live on a Wormhole device (the op launches with ``ttnn.generic_op``)
 
 __version__ = "0.1.0"
 
-from ttflashdecode.config import ProgramConfig, load_program_config  # noqa: E402
-from ttflashdecode.fill_cache_op import fill_cache, paged_fill_cache  # noqa: E402
-from ttflashdecode.fused_update_decode import paged_update_cache_and_decode, update_cache_and_decode  # noqa: E402
-from ttflashdecode.op import (  # noqa: E402
-    cache_stats,
-    clear_program_cache,
-    flash_multi_latent_attention_decode,
-    paged_flash_multi_latent_attention_decode,
-    paged_scaled_dot_product_attention_decode,
-    program_cache_stats,
-    scaled_dot_product_attention_decode,
-)
-from ttflashdecode.ttnn_patch import patch_ttnn  # noqa: E402
-from ttflashdecode.update_cache_op import paged_fused_update_cache, paged_update_cache, update_cache  # noqa: E402
-from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper  # noqa: E402
+from importlib import import_module as _import_module, util as _importlib_util
+
+# The public names and the module each comes from. They are imported on first use (module __getattr__, PEP 562), so
+# ``import ttflashdecode`` costs milliseconds and imports neither torch nor ttnn (importing ttnn sets up its
+# environment first, ttnn_env.import_ttnn); the first call of an op pays for them.
+_EXPORTS = {
+    "ProgramConfig": "config",
+    "load_program_config": "config",
+    "fill_cache": "fill_cache_op",
+    "paged_fill_cache": "fill_cache_op",
+    "paged_update_cache_and_decode": "fused_update_decode",
+    "update_cache_and_decode": "fused_update_decode",
+    "cache_stats": "op",
+    "clear_program_cache": "op",
+    "flash_multi_latent_attention_decode": "op",
+    "paged_flash_multi_latent_attention_decode": "op",
+    "paged_scaled_dot_product_attention_decode": "op",
+    "program_cache_stats": "op",
+    "scaled_dot_product_attention_decode": "op",
+    "patch_ttnn": "ttnn_patch",
+    "paged_fused_update_cache": "update_cache_op",
+    "paged_update_cache": "update_cache_op",
+    "update_cache": "update_cache_op",
+    "DecodeResult": "wrapper",
+    "FlashDecodeWrapper": "wrapper",
+}
+
+
+def __getattr__(name: str):
+    """A public name (imported from its module on first use) or a submodule (``ttflashdecode.op`` after a bare
+    ``import ttflashdecode``, as when the package imported its modules eagerly)."""
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(_import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_") and _importlib_util.find_spec(f"{__name__}.{name}") is not None:
+        return _import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "scaled_dot_product_attention_decode",
