@@ -380,6 +380,6 @@ def test_recording_from_concurrent_threads_gives_the_same_replay():
 def test_docs_table_lists_the_codes_constants():
     doc = (REPO / "docs" / "TIMING.md").read_text()
     rows = {m.group(1): (float(m.group(2)), m.group(3)) for m in
-            re.finditer(r"^\| `(k\w+)` \| ([0-9.]+) \| [^|]+ \| ([MNCD]) \|", doc, re.M)}
+            re.finditer(r"^\| `(k\w+)` \| ([0-9.]+) \| [^|]+ \| ([MNCDA]) \|", doc, re.M)}
     code = {c.name: (c.value, c.kind) for c in constants()}
     assert rows == code

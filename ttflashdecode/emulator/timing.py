@@ -12,6 +12,11 @@ published data-movement micro-benchmarks without kernels.
     m.barrier(r, Barrier.READ)        # noc_async_read_barrier
     m.run()
     m.risc_result(r).end - m.risc_result(r).start   # cycles, modelled
+
+Variants (docs/TIMING.md, section 3b): the constants with no public figure (kind "A") are each varied over a range,
+and flow control can be switched off. ``variant_names()`` lists them; ``TTFD_TIMING_VARIANT=<name>`` selects one for
+the emulator (every program run in that environment) and for ``TimingModel`` (unless it is given ``variant=``).
+Unset means "nominal": every constant at its nominal value, flow control on.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import fcntl
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
@@ -33,6 +39,8 @@ HERE = Path(__file__).resolve().parent
 HEADER = HERE / "include" / "emu" / "timing.h"
 CAPI = HERE / "csrc" / "timing_capi.cpp"
 NO_TRID = 0xFFFFFFFF
+VARIANT_ENV = "TTFD_TIMING_VARIANT"
+NOMINAL = "nominal"
 
 
 class Proc(IntEnum):  # emu::Processor / timing::Proc
@@ -119,7 +127,7 @@ class Constant:
     name: str
     value: float
     unit: str
-    kind: str  # M measured, N nominal, C a public tool's constant, D derived
+    kind: str  # M measured, N nominal, C a public tool's constant, D derived, A assumed (varied by the variants)
     source: str
 
 
@@ -148,6 +156,7 @@ class TimingStats:
     cores: dict[str, dict[str, RiscTiming]]  # "x,y" -> "BRISC" / "NCRISC" / "TRISC" -> timing
     dram_bank_busy_ns: list[float]
     busiest_links: list[Link]
+    variant: str = NOMINAL  # the timing model's variant that produced these figures
 
     @classmethod
     def from_json(cls, d: dict) -> "TimingStats":
@@ -159,7 +168,7 @@ class TimingStats:
         }
         links = [Link(Noc(n), (x, y), axis, busy) for n, x, y, axis, busy in d["busiest_links"]]
         return cls(d["ok"], d["error"], d["duration_ns"], d["first_start_ns"], d["last_end_ns"], d["trace_digest"],
-                   cores, list(d["dram_bank_busy"]), links)
+                   cores, list(d["dram_bank_busy"]), links, d.get("variant", NOMINAL))
 
 
 def _digest() -> str:
@@ -185,7 +194,11 @@ def library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(out))
     vp, i, u, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_double
     sigs = {
-        "ttfd_tm_new": ([i, i, ctypes.POINTER(i), i], vp),
+        "ttfd_tm_new": ([i, i, ctypes.POINTER(i), i, ctypes.c_char_p], vp),
+        "ttfd_tm_num_variants": ([], i),
+        "ttfd_tm_variant_name": ([i], ctypes.c_char_p),
+        "ttfd_tm_assumed": ([i, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
+                             ctypes.POINTER(d), ctypes.POINTER(d), ctypes.POINTER(ctypes.c_char_p)], i),
         "ttfd_tm_free": ([vp], None),
         "ttfd_tm_add_risc": ([vp, i, i, i], i),
         "ttfd_tm_configure_cb": ([vp, i, u, u], None),
@@ -237,6 +250,68 @@ def constants() -> list[Constant]:
     return out
 
 
+def variant_names() -> list[str]:
+    """The timing model's variants: "nominal" (the default: every constant nominal, flow control on),
+    "no_flow_control", and "<stem>_low" / "<stem>_high" for each assumed constant (``assumed_constants()``)."""
+    lib = library()
+    return [lib.ttfd_tm_variant_name(k).decode() for k in range(lib.ttfd_tm_num_variants())]
+
+
+@dataclass(frozen=True)
+class AssumedConstant:
+    """A constant with no public figure (kind "A"), the range the variants vary it over, and why that range."""
+
+    name: str  # the k:: name, as in constants()
+    stem: str  # its variants are "<stem>_low" and "<stem>_high"
+    nominal: float
+    low: float
+    high: float
+    why: str
+
+
+def assumed_constants() -> list[AssumedConstant]:
+    lib = library()
+    nominal = {c.name: c.value for c in constants()}
+    out, k = [], 0
+    name, stem, why = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
+    lo, hi = ctypes.c_double(), ctypes.c_double()
+    while lib.ttfd_tm_assumed(k, ctypes.byref(name), ctypes.byref(stem), ctypes.byref(lo), ctypes.byref(hi),
+                              ctypes.byref(why)):
+        n = name.value.decode()
+        out.append(AssumedConstant(n, stem.value.decode(), nominal[n], lo.value, hi.value, why.value.decode()))
+        k += 1
+    return out
+
+
+def check_variant(name: str) -> str:
+    """`name` if it is a variant; a ValueError naming it and listing the variants otherwise."""
+    names = variant_names()
+    if name not in names:
+        raise ValueError(f"timing variant {name!r} (from {VARIANT_ENV} or variant=) is not one of the timing "
+                         f"model's variants: {', '.join(names)}")
+    return name
+
+
+def current_variant() -> str:
+    """The variant ``TTFD_TIMING_VARIANT`` selects ("nominal" when unset or empty), checked."""
+    return check_variant(os.environ.get(VARIANT_ENV, "").strip() or NOMINAL)
+
+
+@contextmanager
+def variant_env(name: str):
+    """Run the body with ``TTFD_TIMING_VARIANT=name`` (emulator programs and TimingModels it creates use it)."""
+    check_variant(name)
+    old = os.environ.get(VARIANT_ENV)
+    os.environ[VARIANT_ENV] = name
+    try:
+        yield name
+    finally:
+        if old is None:
+            os.environ.pop(VARIANT_ENV, None)
+        else:
+            os.environ[VARIANT_ENV] = old
+
+
 def hops(a: tuple[int, int], b: tuple[int, int], noc: int) -> int:
     """Router hops of the unicast route a -> b (physical NoC 0 coordinates) on `noc`."""
     return library().ttfd_tm_hops(a[0], a[1], b[0], b[1], int(noc))
@@ -256,13 +331,16 @@ class TimingReplayError(EmulatorError):
 class TimingModel:
     """One timing::Engine: add RISCs, record their events in program order, then run() the replay once."""
 
-    def __init__(self, grid: tuple[int, int] = (8, 8), dram_banks: list[tuple[int, int]] | None = None):
+    def __init__(self, grid: tuple[int, int] = (8, 8), dram_banks: list[tuple[int, int]] | None = None,
+                 variant: str | None = None):
+        """variant: one of variant_names(); None: the one TTFD_TIMING_VARIANT selects (nominal when unset)."""
         self._lib = library()
+        self.variant = current_variant() if variant is None else check_variant(variant)
         arr = None
         if dram_banks:
             flat = [v for xy in dram_banks for v in xy]
             arr = (ctypes.c_int * len(flat))(*flat)
-        self._h = self._lib.ttfd_tm_new(grid[0], grid[1], arr, len(dram_banks or []))
+        self._h = self._lib.ttfd_tm_new(grid[0], grid[1], arr, len(dram_banks or []), self.variant.encode())
         self.grid = grid
 
     def __del__(self):

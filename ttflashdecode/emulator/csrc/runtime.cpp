@@ -1769,7 +1769,12 @@ void setup_timing() {
     }
     std::vector<timing::Xy> banks;
     for (auto& b : M.banks) banks.push_back({int(b.x), int(b.y)});
-    M.engine = std::make_unique<timing::Engine>(timing::Topology::wormhole_b0(M.grid_w, M.grid_h, banks));
+    // The model's variant (docs/TIMING.md, section 3b): TTFD_TIMING_VARIANT, nominal when unset.
+    timing::Params params;
+    std::string err;
+    if (!timing::variant_params(getenv("TTFD_TIMING_VARIANT"), params, err)) setup_error(err.c_str());
+    M.engine = std::make_unique<timing::Engine>(timing::Topology::wormhole_b0(M.grid_w, M.grid_h, banks),
+                                                std::move(params));
     for (auto& t : M.threads)
         t->tr = &M.engine->add_risc(t->core->idx, timing::Proc(t->k->proc), t->k->cfg.dst_full_sync_en ? 1 : 2);
     for (auto& cp : M.cores) {

@@ -16,18 +16,40 @@ struct Handle {
     timing::Result result;
     std::string json;
     bool ran = false;
-    explicit Handle(timing::Topology t) : engine(std::move(t)) {}
+    Handle(timing::Topology t, timing::Params p) : engine(std::move(t), std::move(p)) {}
 };
 timing::Risc& R(Handle* h, int risc) { return h->engine.risc(size_t(risc)); }
 }  // namespace
 
 extern "C" {
 
-// banks_xy: 2 * num_banks ints (x, y of each bank's NoC 0 endpoint), or null for the built-in table.
-void* ttfd_tm_new(int grid_w, int grid_h, const int* banks_xy, int num_banks) {
+// banks_xy: 2 * num_banks ints (x, y of each bank's NoC 0 endpoint), or null for the built-in table. variant: a name
+// from ttfd_tm_variant_name (null or "": nominal); an unknown name returns null (the Python side checks first).
+void* ttfd_tm_new(int grid_w, int grid_h, const int* banks_xy, int num_banks, const char* variant) {
     std::vector<timing::Xy> banks;
     for (int b = 0; banks_xy && b < num_banks; ++b) banks.push_back({banks_xy[2 * b], banks_xy[2 * b + 1]});
-    return new Handle(timing::Topology::wormhole_b0(grid_w, grid_h, banks));
+    timing::Params p;
+    std::string err;
+    if (!timing::variant_params(variant, p, err)) return nullptr;
+    return new Handle(timing::Topology::wormhole_b0(grid_w, grid_h, banks), std::move(p));
+}
+
+// The model's variants (timing::variant_names()): how many, and the i-th name.
+int ttfd_tm_num_variants() { return int(timing::variant_names().size()); }
+const char* ttfd_tm_variant_name(int i) {
+    static const std::vector<std::string> names = timing::variant_names();
+    return names.at(size_t(i)).c_str();
+}
+// The assumed constants' ranges: row i's k:: name, variant stem, low and high ends (returns 0 past the end).
+int ttfd_tm_assumed(int i, const char** constant, const char** stem, double* low, double* high, const char** why) {
+    const auto& t = timing::assumed_table();
+    if (i < 0 || size_t(i) >= t.size()) return 0;
+    *constant = t[size_t(i)].constant;
+    *stem = t[size_t(i)].stem;
+    *low = t[size_t(i)].low;
+    *high = t[size_t(i)].high;
+    *why = t[size_t(i)].why;
+    return 1;
 }
 void ttfd_tm_free(void* h) { delete static_cast<Handle*>(h); }
 

@@ -99,9 +99,11 @@ constexpr double kMcastHoldOffset = 34.4;        //   injection, H(n) = 42.7 log
                                                  //   182.2 (5x5, 24) cycles each; 256 x 8 KB then give 25.8 and
                                                  //   18.4 B/cycle (measured 25.9 and 18.2)
 constexpr double kAtomicCycles = 10;             // D [npe]: write model 40 + 10/hop; L1 atomic at the receiver
-constexpr double kLocalPollCycles = 10;          // D: a RISC's poll of a local counter/semaphore (a few loads)
-constexpr double kCbApiCycles = 10;              // D: cb_* bookkeeping on the calling RISC (a few loads/stores)
-constexpr double kCbHandoffCycles = 5;           // D: tiles_received/acked register update seen by the other RISC
+// The next three, kTileOpOverhead, kRecipApproxTile, kUnpackBpc and kPackBpc have no public figure: kind A
+// (assumed), nominal values here, the range each is varied over in assumed_table() (the model's variants).
+constexpr double kLocalPollCycles = 10;          // A: a RISC's poll of a local counter/semaphore (a few loads)
+constexpr double kCbApiCycles = 10;              // A: cb_* bookkeeping on the calling RISC (a few loads/stores)
+constexpr double kCbHandoffCycles = 5;           // A: tiles_received/acked register update seen by the other RISC
 // ---- compute (cycles per 32x32 tile)
 constexpr double kMatmulTileLoFi = 16;           // N [me]/[gemm]: 8x16x16 per cycle = 4096 MAC; x fidelity phases
                                                  //   (LoFi 1, HiFi2 2, HiFi3 3, HiFi4 4 -> 16/32/48/64)
@@ -115,27 +117,48 @@ constexpr double kExpApproxTile = 189;           // M [exp] PR #32968: exp+fast+
 constexpr double kRecipTile = 1059;              // M [sfpu-wh] PR #54938: reciprocal_compat 135610 cycles for
                                                  //   8 tiles x 16 loops (MATH_ISOLATE, Float16_b); the wheel's
                                                  //   rewritten recip is not measured publicly: an upper bound
-constexpr double kRecipApproxTile = 1059;        // D: no public Wormhole figure for approximate recip: as exact
+constexpr double kRecipApproxTile = 1059;        // A: no public Wormhole figure for approximate recip: as exact
 constexpr double kSfpuSimpleTile = 298;          // M [sfpu-wh] PR #54938: relu_max (load, min, max, store a step)
                                                  //   38205 cycles for 8 tiles x 16 loops (MATH_ISOLATE, Float16_b)
 constexpr double kSfpuBinaryTile = 298 + 32;     // D [sfpu-wh] [vec]: a simple op plus a second load a step
-constexpr double kUnpackBpc = 64;                // D [gemm]: unpacker L1 read rate assumed 64 B/cycle (a bf16 tile
+constexpr double kUnpackBpc = 64;                // A [gemm]: unpacker L1 read rate assumed 64 B/cycle (a bf16 tile
                                                  //   in 32 cycles, bfp8 in 17) so that LoFi/HiFi2 matmul stays
                                                  //   math-bound, as the measured ~93% peak utilisation requires
-constexpr double kPackBpc = 64;                  // D [gemm]: packer L1 write rate, same assumption
-constexpr double kTileOpOverhead = 4;            // D: per-call LLK setup (MOP/replay launch) on the issuing lane
+constexpr double kPackBpc = 64;                  // A [gemm]: packer L1 write rate, same assumption
+constexpr double kTileOpOverhead = 4;            // A: per-call LLK setup (MOP/replay launch) on the issuing lane
 // ---- program level
 constexpr double kLaunchSkewPerHop = 9;          // D [isa-noc]: the go signal is a NoC multicast from the dispatch
                                                  //   core; a core starts one router hop later per hop of distance
 constexpr double kOpDispatchNs = 750;            // M [disp]: 600-900 ns op-to-op in traced Galaxy decode (~4k
                                                  //   cycles per op in traced T3K decode, #12074); NOT in duration_ns
+// ---- flow control (on in every variant but "no_flow_control"; docs/TIMING.md section 3b)
+constexpr double kTridReadThrottle = 128;        // C [noc-api]: ncrisc_noc_fast_read_with_transaction_id spins while
+                                                 //   NIU_MST_REQS_OUTSTANDING_ID(trid) > (NOC_MAX_TRANSACTION_ID_COUNT
+                                                 //   + 1) / 2: at most 128 reads of one transaction id in flight
+constexpr double kMaxReadsInFlight = 32;         // A: read requests one NIU (one core, one NoC) tracks at once; no
+                                                 //   public figure. Lower end 20: [dm-dram]'s 256 x 32 B reads stay
+                                                 //   issue bound (5469 cycles), which needs 384 / 20 ~ 19 in flight
+constexpr double kRouterBufferFlits = 8;         // A: flits a router input buffers per virtual channel; no public
+                                                 //   figure ([isa-noc] gives 16 VCs, not their depth)
+constexpr double kDramQueueDepth = 16;           // A: requests a DRAM channel's controller queues before the NoC
+                                                 //   backs up into the routers; no public figure
+constexpr double kHolShare = 0.5;                // A: share of a link's capacity a packet stalled downstream denies
+                                                 //   to others (head-of-line blocking, [hol] #23294): 1 if every flow
+                                                 //   on the link waits behind it, 1/4 if only its VC class does
+                                                 //   ([isa-noc]: two of the four VC classes carry unicast requests)
+constexpr double kComputeInitCycles = 40;        // A: an op's *_init (unpack/math/pack MOP and address-mode
+                                                 //   programming: tens of config register writes) on each lane
+constexpr double kReconfigCycles = 30;           // A: reconfig_data_format / pack_reconfig_data_format on the lane
+                                                 //   whose format registers change (writes plus a config stall)
+constexpr double kTilizeUnpackFactor = 2;        // A: tilize / untilize unpack or pack a tile at this many times the
+                                                 //   plain L1 cost (row-major strides instead of whole faces)
 }  // namespace k
 
 struct ConstantRow {
     const char* name;
     double value;
     const char* unit;
-    char kind;  // 'M', 'N', 'C', 'D'
+    char kind;  // 'M', 'N', 'C', 'D', 'A' (assumed: no public figure; varied over a range by the variants)
     const char* source;
 };
 
@@ -164,9 +187,9 @@ inline const std::vector<ConstantRow>& constant_table() {
         {"kMcastHoldPerDoubling", k::kMcastHoldPerDoubling, "cycles", 'D', "[dm-mc]"},
         {"kMcastHoldOffset", k::kMcastHoldOffset, "cycles", 'D', "[dm-mc]"},
         {"kAtomicCycles", k::kAtomicCycles, "cycles", 'D', "[npe]"},
-        {"kLocalPollCycles", k::kLocalPollCycles, "cycles", 'D', "-"},
-        {"kCbApiCycles", k::kCbApiCycles, "cycles", 'D', "-"},
-        {"kCbHandoffCycles", k::kCbHandoffCycles, "cycles", 'D', "-"},
+        {"kLocalPollCycles", k::kLocalPollCycles, "cycles", 'A', "assumed"},
+        {"kCbApiCycles", k::kCbApiCycles, "cycles", 'A', "assumed"},
+        {"kCbHandoffCycles", k::kCbHandoffCycles, "cycles", 'A', "assumed"},
         {"kMatmulTileLoFi", k::kMatmulTileLoFi, "cycles/tile", 'N', "[me] [gemm]"},
         {"kEltwiseTile", k::kEltwiseTile, "cycles/tile", 'N', "[me]"},
         {"kReduceTile", k::kReduceTile, "cycles/tile", 'N', "[me]"},
@@ -176,16 +199,118 @@ inline const std::vector<ConstantRow>& constant_table() {
         {"kExpAccurateTile", k::kExpAccurateTile, "cycles/tile", 'M', "[exp] #43973"},
         {"kExpApproxTile", k::kExpApproxTile, "cycles/tile", 'M', "[exp] #32968"},
         {"kRecipTile", k::kRecipTile, "cycles/tile", 'M', "[sfpu-wh] #54938"},
-        {"kRecipApproxTile", k::kRecipApproxTile, "cycles/tile", 'D', "-"},
+        {"kRecipApproxTile", k::kRecipApproxTile, "cycles/tile", 'A', "assumed"},
         {"kSfpuSimpleTile", k::kSfpuSimpleTile, "cycles/tile", 'M', "[sfpu-wh] #54938"},
         {"kSfpuBinaryTile", k::kSfpuBinaryTile, "cycles/tile", 'D', "[sfpu-wh] [vec]"},
-        {"kUnpackBpc", k::kUnpackBpc, "B/cycle", 'D', "[gemm]"},
-        {"kPackBpc", k::kPackBpc, "B/cycle", 'D', "[gemm]"},
-        {"kTileOpOverhead", k::kTileOpOverhead, "cycles", 'D', "-"},
+        {"kUnpackBpc", k::kUnpackBpc, "B/cycle", 'A', "[gemm]"},
+        {"kPackBpc", k::kPackBpc, "B/cycle", 'A', "[gemm]"},
+        {"kTileOpOverhead", k::kTileOpOverhead, "cycles", 'A', "assumed"},
         {"kLaunchSkewPerHop", k::kLaunchSkewPerHop, "cycles", 'D', "[isa-noc]"},
         {"kOpDispatchNs", k::kOpDispatchNs, "ns", 'M', "[disp]"},
+        {"kTridReadThrottle", k::kTridReadThrottle, "reads", 'C', "[noc-api]"},
+        {"kMaxReadsInFlight", k::kMaxReadsInFlight, "reads", 'A', "assumed"},
+        {"kRouterBufferFlits", k::kRouterBufferFlits, "flits", 'A', "assumed"},
+        {"kDramQueueDepth", k::kDramQueueDepth, "requests", 'A', "assumed"},
+        {"kHolShare", k::kHolShare, "fraction", 'A', "[hol] assumed"},
+        {"kComputeInitCycles", k::kComputeInitCycles, "cycles", 'A', "assumed"},
+        {"kReconfigCycles", k::kReconfigCycles, "cycles", 'A', "assumed"},
+        {"kTilizeUnpackFactor", k::kTilizeUnpackFactor, "x", 'A', "assumed"},
     };
     return rows;
+}
+
+// =====================================================================================================================
+// Variants. The constants of kind A have no public figure; the model's variants vary each over the range below (one
+// at a time, the others nominal), and "no_flow_control" turns the flow-control mechanisms off (the model as it was
+// before them: unlimited outstanding requests, unbounded router buffers and DRAM queues). A variant is selected by
+// name: TTFD_TIMING_VARIANT=<name> for the emulator runtime, TimingModel(variant=...) from Python.
+// =====================================================================================================================
+struct Params {
+    std::string variant = "nominal";
+    bool flow_control = true;
+    double local_poll_cycles = k::kLocalPollCycles;
+    double cb_api_cycles = k::kCbApiCycles;
+    double cb_handoff_cycles = k::kCbHandoffCycles;
+    double tile_op_overhead = k::kTileOpOverhead;
+    double recip_approx_tile = k::kRecipApproxTile;
+    double unpack_bpc = k::kUnpackBpc;
+    double pack_bpc = k::kPackBpc;
+    double max_reads_in_flight = k::kMaxReadsInFlight;
+    double router_buffer_flits = k::kRouterBufferFlits;
+    double dram_queue_depth = k::kDramQueueDepth;
+    double hol_share = k::kHolShare;
+    double compute_init_cycles = k::kComputeInitCycles;
+    double reconfig_cycles = k::kReconfigCycles;
+    double tilize_factor = k::kTilizeUnpackFactor;
+};
+
+struct AssumedRow {
+    const char* constant;  // the k:: name
+    const char* stem;      // variant names: <stem>_low, <stem>_high
+    double Params::*field;
+    double low, high;      // the range the variants take it over
+    const char* why;       // why this range
+};
+
+inline const std::vector<AssumedRow>& assumed_table() {
+    static const std::vector<AssumedRow> rows = {
+        {"kLocalPollCycles", "local_poll", &Params::local_poll_cycles, 4, 30,
+         "a local L1 load is a few cycles; 30 allows a poll loop of several iterations"},
+        {"kCbApiCycles", "cb_api", &Params::cb_api_cycles, 4, 30, "a few loads/stores up to a short loop"},
+        {"kCbHandoffCycles", "cb_handoff", &Params::cb_handoff_cycles, 1, 20,
+         "one register write seen by the other RISC, up to a memory-ordering fence"},
+        {"kTileOpOverhead", "tile_op_overhead", &Params::tile_op_overhead, 1, 20,
+         "a MOP launch, up to a replay-buffer reload"},
+        {"kRecipApproxTile", "recip_approx", &Params::recip_approx_tile, 300, 1059,
+         "a simple SFPU op's cost up to the exact reciprocal's measured one"},
+        {"kUnpackBpc", "unpack_bpc", &Params::unpack_bpc, 32, 128,
+         "half and twice the rate that keeps LoFi matmul math-bound"},
+        {"kPackBpc", "pack_bpc", &Params::pack_bpc, 32, 128, "as the unpacker"},
+        {"kMaxReadsInFlight", "max_reads_in_flight", &Params::max_reads_in_flight, 20, 128,
+         "the least that keeps 256 x 32 B DRAM reads issue bound, up to the software throttle of one trid"},
+        {"kRouterBufferFlits", "router_buffer", &Params::router_buffer_flits, 4, 32,
+         "a few flits per VC up to an eighth of a maximum packet"},
+        {"kDramQueueDepth", "dram_queue", &Params::dram_queue_depth, 4, 64, "a shallow to a deep controller queue"},
+        {"kHolShare", "hol_share", &Params::hol_share, 0.25, 1.0,
+         "one of the four VC classes blocked, up to the whole link"},
+        {"kComputeInitCycles", "compute_init", &Params::compute_init_cycles, 10, 150,
+         "a handful of register writes up to a full MOP and address-mode reprogramming"},
+        {"kReconfigCycles", "reconfig", &Params::reconfig_cycles, 10, 100,
+         "a few register writes up to a stall for the unpacker/packer to go idle"},
+        {"kTilizeUnpackFactor", "tilize", &Params::tilize_factor, 1, 4, "as fast as a tile copy, up to four times slower"},
+    };
+    return rows;
+}
+
+inline std::vector<std::string> variant_names() {
+    std::vector<std::string> out = {"nominal", "no_flow_control"};
+    for (const auto& r : assumed_table()) {
+        out.push_back(std::string(r.stem) + "_low");
+        out.push_back(std::string(r.stem) + "_high");
+    }
+    return out;
+}
+
+// The parameters of variant `name` ("" or null: nominal). False (and `err` says why) for an unknown name.
+inline bool variant_params(const char* name, Params& out, std::string& err) {
+    out = Params{};
+    std::string n = name ? name : "";
+    if (n.empty() || n == "nominal") return true;
+    out.variant = n;
+    if (n == "no_flow_control") {
+        out.flow_control = false;
+        return true;
+    }
+    for (const auto& r : assumed_table()) {
+        std::string stem = r.stem;
+        if (n == stem + "_low" || n == stem + "_high") {
+            out.*(r.field) = n == stem + "_low" ? r.low : r.high;
+            return true;
+        }
+    }
+    err = "TTFD_TIMING_VARIANT='" + n + "' is not a variant of the timing model; variants:";
+    for (const auto& v : variant_names()) err += " " + v;
+    return false;
 }
 
 // =====================================================================================================================
@@ -310,7 +435,7 @@ struct Flow {
 
 class Fabric {
    public:
-    explicit Fabric(const Topology& topo) : topo_(topo) {
+    Fabric(const Topology& topo, const Params& p) : topo_(topo), p_(p) {
         size_t nodes = size_t(k::kNocCols) * k::kNocRows;
         for (auto& v : link_) v.assign(nodes * 2, Resource{});
         for (auto& v : niu_out_) v.assign(nodes, Resource{});
@@ -462,6 +587,7 @@ class Fabric {
     Resource& niu_in(int noc, Xy c) { return niu_in_[noc][node(c)]; }
 
     Topology topo_;
+    Params p_;
     Cycle floor_time_ = 0;
     std::vector<Resource> link_[2], niu_out_[2], niu_in_[2];
     std::vector<Resource> dram_;
@@ -491,7 +617,7 @@ inline int fidelity_phases(uint8_t fidelity) { return fidelity <= 1 ? 1 : int(fi
 inline bool is_sfpu(Op op) { return op >= Op::SfpuExp; }
 
 // Math-lane cycles for one tile of `op`.
-inline Cycle math_cycles(Op op, uint8_t fidelity, bool approx) {
+inline Cycle math_cycles(Op op, uint8_t fidelity, bool approx, const Params& p) {
     int ph = fidelity_phases(fidelity);
     switch (op) {
         case Op::Matmul: return k::kMatmulTileLoFi * ph;
@@ -502,15 +628,15 @@ inline Cycle math_cycles(Op op, uint8_t fidelity, bool approx) {
         case Op::Copy: return k::kCopyTile;
         case Op::Transpose: return k::kTransposeTile;
         case Op::SfpuExp: return approx ? k::kExpApproxTile : k::kExpAccurateTile;
-        case Op::SfpuRecip: return approx ? k::kRecipApproxTile : k::kRecipTile;
+        case Op::SfpuRecip: return approx ? p.recip_approx_tile : k::kRecipTile;
         case Op::SfpuBinary: return k::kSfpuBinaryTile;
         case Op::SfpuSimple: return k::kSfpuSimpleTile;
         default: return 0;
     }
 }
 
-inline Cycle unpack_cycles(uint32_t tile_bytes) { return tile_bytes / k::kUnpackBpc; }
-inline Cycle pack_cycles(uint32_t tile_bytes) { return tile_bytes / k::kPackBpc; }
+inline Cycle unpack_cycles(uint32_t tile_bytes, const Params& p) { return tile_bytes / p.unpack_bpc; }
+inline Cycle pack_cycles(uint32_t tile_bytes, const Params& p) { return tile_bytes / p.pack_bpc; }
 
 // =====================================================================================================================
 // Recording: one `Risc` per emulator thread. Hooks append events; nothing is shared while kernels run.
@@ -647,9 +773,11 @@ struct Result {
 
 class Engine {
    public:
-    explicit Engine(Topology topo) : topo_(std::move(topo)), fabric_(topo_) {}
+    explicit Engine(Topology topo, Params params = Params{})
+        : topo_(std::move(topo)), p_(std::move(params)), fabric_(topo_, p_) {}
 
     const Topology& topology() const { return topo_; }
+    const Params& params() const { return p_; }
     const Fabric& fabric() const { return fabric_; }
 
     // Setup (single-threaded, before kernels run).
@@ -772,7 +900,8 @@ class Engine {
             return out;
         };
         auto ns = [](Cycle c) { return c / k::kClockGHz; };
-        snprintf(b, sizeof b, "{\"ok\": %s, \"duration_ns\": %.3f, \"first_start_ns\": %.3f, \"last_end_ns\": %.3f, ",
+        o += "{\"variant\": \"" + esc(p_.variant) + "\", ";
+        snprintf(b, sizeof b, "\"ok\": %s, \"duration_ns\": %.3f, \"first_start_ns\": %.3f, \"last_end_ns\": %.3f, ",
                  r.ok ? "true" : "false", ns(r.duration()), ns(r.first_start), ns(r.last_end));
         o += b;
         o += "\"error\": \"" + esc(r.error) + "\", ";
@@ -1036,30 +1165,30 @@ class Engine {
                               : e.kind == Ev::WriteBarrierTrid ? s.trid_write[e.a]
                               : e.kind == Ev::WritesFlushed    ? s.write_flushed
                                                                : s.atomic_acked;
-                charge(i, clk, k::kLocalPollCycles, lane);
+                charge(i, clk, p_.local_poll_cycles, lane);
                 wait_until(i, clk, until);
                 break;
             }
             case Ev::Compute: {
                 Op op = Op(e.op);
-                Cycle math = math_cycles(op, uint8_t(e.target), e.flags & 1) * e.a * (e.d > 0 ? e.d : 1.0);
+                Cycle math = math_cycles(op, uint8_t(e.target), e.flags & 1, p_) * e.a * (e.d > 0 ? e.d : 1.0);
                 if (is_sfpu(op)) {
-                    charge(i, s.lane[1], k::kTileOpOverhead + math, 1);
+                    charge(i, s.lane[1], p_.tile_op_overhead + math, 1);
                     break;
                 }
                 // The unpacker runs at most one call ahead of math (srcA/srcB are double-buffered).
                 wait_until(i, s.lane[0], s.math_started);
-                Cycle one = unpack_cycles(e.c);
-                charge(i, s.lane[0], k::kTileOpOverhead + one * e.b, 0);
+                Cycle one = unpack_cycles(e.c, p_);
+                charge(i, s.lane[0], p_.tile_op_overhead + one * e.b, 0);
                 // Math starts once the first operands are in and cannot end before the unpacker does.
                 wait_until(i, s.lane[1], s.lane[0] - (e.b ? one * (e.b - 1) : 0));
                 s.math_started = s.lane[1];
-                charge(i, s.lane[1], k::kTileOpOverhead + math, 1);
+                charge(i, s.lane[1], p_.tile_op_overhead + math, 1);
                 wait_until(i, s.lane[1], s.lane[0]);
                 break;
             }
             case Ev::Pack:
-                charge(i, s.lane[2], k::kTileOpOverhead + pack_cycles(e.b) * e.a, 2);
+                charge(i, s.lane[2], p_.tile_op_overhead + pack_cycles(e.b, p_) * e.a, 2);
                 break;
             case Ev::RegsAcquire: {  // math gets a DST half once pack released it (double buffer, or one if full)
                 uint64_t nb = uint64_t(std::max(1, r.dst_buffers()));
@@ -1081,15 +1210,15 @@ class Engine {
                 uint64_t need = c.acked + e.a;
                 if (need > c.received) return block(i, c.waiters);
                 auto it = std::lower_bound(c.pushes.begin(), c.pushes.end(), std::make_pair(need, Cycle(-1e300)));
-                charge(i, clk, k::kCbApiCycles, lane);
+                charge(i, clk, p_.cb_api_cycles, lane);
                 if (it != c.pushes.end()) wait_until(i, clk, it->second);
                 break;
             }
             case Ev::CbPopFront: {
                 CbState& c = cbs_[key(core, uint32_t(e.target))];
-                charge(i, clk, k::kCbApiCycles, lane);
+                charge(i, clk, p_.cb_api_cycles, lane);
                 c.acked += e.a;
-                c.pops.push_back({c.acked, clk + k::kCbHandoffCycles});
+                c.pops.push_back({c.acked, clk + p_.cb_handoff_cycles});
                 wake(c.waiters);
                 break;
             }
@@ -1103,15 +1232,15 @@ class Engine {
                                                std::make_pair(uint64_t(need), Cycle(-1e300)));
                     if (it != c.pops.end()) ready = it->second;
                 }
-                charge(i, clk, k::kCbApiCycles, lane);
+                charge(i, clk, p_.cb_api_cycles, lane);
                 wait_until(i, clk, ready);
                 break;
             }
             case Ev::CbPushBack: {
                 CbState& c = cbs_[key(core, uint32_t(e.target))];
-                charge(i, clk, k::kCbApiCycles, lane);
+                charge(i, clk, p_.cb_api_cycles, lane);
                 c.received += e.a;
-                c.pushes.push_back({c.received, clk + k::kCbHandoffCycles});
+                c.pushes.push_back({c.received, clk + p_.cb_handoff_cycles});
                 wake(c.waiters);
                 break;
             }
@@ -1119,12 +1248,12 @@ class Engine {
                 Sem& m = sem(core, e.a);
                 Cycle ready = sem_ready(m, e.b, e.flags & 1);
                 if (ready < 0) return block(i, m.waiters);
-                charge(i, clk, k::kLocalPollCycles, lane);
+                charge(i, clk, p_.local_poll_cycles, lane);
                 wait_until(i, clk, ready);
                 break;
             }
             case Ev::SemSet:
-                charge(i, clk, k::kLocalPollCycles, lane);
+                charge(i, clk, p_.local_poll_cycles, lane);
                 set_sem(sem(core, e.a), e.b, clk);
                 break;
             case Ev::Delay:
@@ -1149,6 +1278,7 @@ class Engine {
     }
 
     Topology topo_;
+    Params p_;
     Fabric fabric_;
     std::vector<std::unique_ptr<Risc>> riscs_;
     std::map<uint64_t, CbState> cbs_;
