@@ -12,7 +12,8 @@ Shapes (bfloat8_b K/V, one query token, causal):
 Configs: "rule" (the fixed default rule: whole grid, k_chunk_size from plan.default_k_chunk_size,
 max_cores_per_head_batch 16), the named configs llama-3.1-8b/n150 and llama-3.1-8b/t3k from program_configs/ (their
 fields are the rule's; listed so the table says so), "k512 N64" (k_chunk_size 512, up to 64 cores per group) and
-"k128 N16", and "auto" (plan.auto's choice; its candidates' durations come from its own runs).
+"k128 N16", and "auto" (the tuner's choice, program_config="tune", ttflashdecode/tuning.py; its candidates'
+durations come from its own runs).
 
     .venv/bin/python perf/auto_config_gain.py            # the table above: CSV, PNG, markdown (~30 min cold)
     .venv/bin/python perf/auto_config_gain.py --quick    # Llama-3.1-8B N150 at 4K and 8K only
@@ -45,6 +46,7 @@ os.environ.setdefault("TTFLASHDECODE_AUTO_CACHE", str(OUT / "auto_cache"))
 
 from ttflashdecode.config import ProgramConfig, load_program_config  # noqa: E402
 from ttflashdecode.plan import DecodeShapes, plan  # noqa: E402
+from ttflashdecode import tuning  # noqa: E402
 from ttflashdecode.plan import auto  # noqa: E402
 
 GRID = (8, 8)  # N150's compute grid (a T3K chip's too)
@@ -97,8 +99,8 @@ def run(cases_: list[Case], configs: dict[str, ProgramConfig], force_model: bool
         s = case.shapes()
         t0 = time.monotonic()
         if force_model:
-            auto.RULE_MAX_KV_BYTES_PER_CORE = 0
-        choice = auto.choose(s, GRID)
+            tuning.RULE_MAX_KV_BYTES_PER_CORE = 0
+        choice = tuning.choose(s, GRID)
         auto_s = time.monotonic() - t0
         timed = {(sk, n): ns for _, sk, n, ns in choice.durations}  # by plan: (k_chunk_size, cores per group)
         row = {"shape": case.label(), "KV MB": f"{auto.kv_cache_bytes(s) / 2**20:.1f}",
@@ -108,7 +110,7 @@ def run(cases_: list[Case], configs: dict[str, ProgramConfig], force_model: bool
             p = plan(s, config, GRID)
             ns = timed.get((p.k_chunk_size, p.num_cores_per_head))
             if ns is None:
-                ns = timed[(p.k_chunk_size, p.num_cores_per_head)] = auto.evaluate(p)
+                ns = timed[(p.k_chunk_size, p.num_cores_per_head)] = tuning.evaluate(p)
             row[f"{name} [ns]"] = f"{ns:.0f}"
             row[f"{name} plan"] = f"k{p.k_chunk_size} N{p.num_cores_per_head}"
         if choice.config is None:  # the rule decided (small shape): auto's plan is the rule's
@@ -201,7 +203,7 @@ def main() -> None:
     footer = _provenance(t0)
     write(rows, stem, configs, footer)
     print(f"wrote {stem}.csv/.md/.png (all durations modelled); {footer}"
-          + ("" if args.jobs > 1 else f" auto: {auto.stats()}"))
+          + ("" if args.jobs > 1 else f" auto: {tuning.stats()}"))
 
 
 if __name__ == "__main__":

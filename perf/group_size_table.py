@@ -4,7 +4,7 @@ group size N (cores per (batch, kv head) group) and k_chunk_size, per shape, nex
 
 Every duration is MODELLED by the emulator's timing model (docs/TIMING.md), not measured on silicon: the real
 program (``program_factory.build_program`` of the plan, the descriptor the op launches) runs on the emulator's
-timing-only chip (``plan.auto.evaluate``) with every user at the case's position.
+timing-only chip (``tuning.evaluate``) with every user at the case's position.
 
     .venv/bin/python perf/group_size_table.py              # all cases below (~2 min with kernels compiled)
     .venv/bin/python perf/group_size_table.py --quick      # the T3K chip at 4K and the Llama-70B point
@@ -41,7 +41,7 @@ OUT = REPO / "perf" / "out"
 
 from ttflashdecode.config import ProgramConfig  # noqa: E402
 from ttflashdecode.plan import DecodeShapes, L1OverflowError, plan  # noqa: E402
-from ttflashdecode.plan import auto  # noqa: E402
+from ttflashdecode import tuning  # noqa: E402
 
 GRID = (8, 8)  # N150's compute grid (a T3K chip's too)
 
@@ -99,7 +99,7 @@ def measure(case: Case, exp_approx: bool | None) -> dict:
                 p = plan(case.shapes, config, GRID)
             except L1OverflowError:
                 continue
-            timed[(p.num_cores_per_head, p.k_chunk_size)] = auto.evaluate(p, cur_pos=pos)
+            timed[(p.num_cores_per_head, p.k_chunk_size)] = tuning.evaluate(p, cur_pos=pos)
     # The op plans host positions with the batch's largest position + 1 rounded up to a power of two (op.py,
     # _positions_bound), so a decode loop meets a handful of plans; the derived plan here sees the same bound.
     bound = None if pos is None else min(case.shapes.kv_len, 1 << pos.bit_length()) - 1
@@ -107,7 +107,7 @@ def measure(case: Case, exp_approx: bool | None) -> dict:
                    GRID, max_cur_pos=bound)  # fmt: skip
     key = (derived.num_cores_per_head, derived.k_chunk_size)
     if key not in timed:
-        timed[key] = auto.evaluate(derived, cur_pos=pos)
+        timed[key] = tuning.evaluate(derived, cur_pos=pos)
     best = min(timed, key=timed.get)
     row = {"shape": case.label, "max cores": case.max_cores, "cur_pos": "kv_len-1" if pos is None else pos}
     for n in group_sizes(case):

@@ -454,7 +454,7 @@ def _upstream_cache_path(s: Shape, seed: int, uhash: str) -> Path:
 def measure(runner: Runner, s: Shape, use_upstream_cache: bool = True, ours: bool = True) -> dict:
     """One shape, both ops: the CSV rows, the wall seconds, what program_config='auto' did (model runs or disk) and
     whether upstream's row was run or read from the upstream cache (only durations are cached, never a failure)."""
-    from ttflashdecode.plan import auto as plan_auto
+    from ttflashdecode import tuning as plan_auto
 
     before, t0 = plan_auto.stats(), time.monotonic()
     uhash = upstream_hash()

@@ -17,10 +17,6 @@ from ttflashdecode import op as op_module
 from ttflashdecode.ttnn_env import import_ttnn
 
 NAMES = tuple(ttnn_patch.REPLACEMENTS)
-HAS_MLA = hasattr(ttflashdecode, "flash_multi_latent_attention_decode") and hasattr(
-    ttflashdecode, "paged_flash_multi_latent_attention_decode"
-)
-needs_mla = pytest.mark.skipif(not HAS_MLA, reason="ttflashdecode's MLA functions have not landed yet")
 
 # The decode harness's bfloat16 thresholds against the golden on the same stored inputs.
 PCC_MIN, MAX_ABS_ERR = 0.999, 0.08
@@ -396,7 +392,6 @@ def test_paged_op_upstream_forms_match_golden(emu_device, transformer, form):
 MLA_D, MLA_DV = 128, 64
 
 
-@needs_mla
 @pytest.mark.parametrize("form", ["keywords", "positional"])
 def test_mla_upstream_forms_match_golden(emu_device, transformer, form):
     ttnn, seed = import_ttnn(), 2024
@@ -417,7 +412,6 @@ def test_mla_upstream_forms_match_golden(emu_device, transformer, form):
     _check(emu_device.to_torch(out).float(), expected, f"MLA, {form}", seed)
 
 
-@needs_mla
 @pytest.mark.parametrize("form", ["keywords", "positional"])
 def test_paged_mla_upstream_forms_match_golden(emu_device, transformer, form):
     ttnn, seed = import_ttnn(), 2025

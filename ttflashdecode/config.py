@@ -5,10 +5,13 @@ config written for upstream ``ttnn.transformer.scaled_dot_product_attention_deco
 back. Named configs live as YAML under the repository's top-level ``program_configs/`` directory
 (``load_program_config("llama-3.1-8b/n150")``); each file says in a comment what it was tuned for.
 
-``"auto"`` (:data:`AUTO`, :class:`AutoProgramConfig`) asks for the grid use, k_chunk_size and
-max_cores_per_head_batch to be chosen per shape by the emulator's timing model (:mod:`ttflashdecode.plan.auto`); the
-op and :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` use it when no program_config is given. Explicit configs
-(ProgramConfig, ``ttnn.SDPAProgramConfig``, named configs) are planned exactly as written.
+``"auto"`` (:data:`AUTO`, :class:`AutoProgramConfig`) is the default (what the op and
+:class:`~ttflashdecode.wrapper.FlashDecodeWrapper` use when no program_config is given): the grid use, k_chunk_size
+and max_cores_per_head_batch come from the tuned table shipped in the package when it holds the call's shape, else
+from the fixed rule (:mod:`ttflashdecode.plan.auto`; a lookup, nothing compiled or run). ``"tune"`` (:data:`TUNE`)
+or a function (:class:`ChosenProgramConfig`) opt in to choosing per shape at the first call: ``"tune"`` runs the
+candidates through the emulator's timing model (:mod:`ttflashdecode.tuning`), a function decides itself. Explicit
+configs (ProgramConfig, ``ttnn.SDPAProgramConfig``, named configs) are planned exactly as written.
 
 ttnn is imported only inside the functions that convert to or from ttnn, so planning and config
 loading stay usable (and fast) without it.
@@ -17,9 +20,9 @@ loading stay usable (and fast) without it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -148,10 +151,12 @@ class ProgramConfig:
 
     @classmethod
     def coerce(cls, value, default_grid: tuple[int, int] = DEFAULT_GRID) -> ProgramConfig:
-        """Accept a ProgramConfig, a ``ttnn.SDPAProgramConfig``, a named config, ``"auto"`` or None.
+        """Accept a ProgramConfig, a ``ttnn.SDPAProgramConfig``, a named config, ``"auto"``, ``"tune"``, a function
+        or None.
 
         None gives the fixed default rule on ``default_grid`` (planner-chosen k_chunk_size): what the planner alone
-        (:func:`ttflashdecode.plan.plan`) uses. ``"auto"`` gives :class:`AutoProgramConfig` on ``default_grid``.
+        (:func:`ttflashdecode.plan.plan`) uses. ``"auto"`` gives :class:`AutoProgramConfig` on ``default_grid``;
+        ``"tune"`` and a function give :class:`ChosenProgramConfig` on ``default_grid``.
         """
         if isinstance(value, ProgramConfig):
             return value
@@ -159,6 +164,8 @@ class ProgramConfig:
             return cls(compute_with_storage_grid_size=tuple(default_grid))
         if isinstance(value, str) and value == AUTO:
             return AutoProgramConfig(compute_with_storage_grid_size=tuple(default_grid))
+        if isinstance(value, str) and value == TUNE:
+            return ChosenProgramConfig(compute_with_storage_grid_size=tuple(default_grid), chooser=TUNE)
         if isinstance(value, (str, Path)):
             return load_program_config(value)
         # Check the name first so an obviously wrong argument does not cost a ttnn import.
@@ -167,29 +174,59 @@ class ProgramConfig:
 
             if isinstance(value, import_ttnn().SDPAProgramConfig):
                 return cls.from_ttnn(value)
+        if callable(value) and not isinstance(value, type):
+            return ChosenProgramConfig(compute_with_storage_grid_size=tuple(default_grid), chooser=value)
         raise TypeError(
             f"program_config={value!r} ({type(value).__name__}): expected ProgramConfig, "
-            "ttnn.SDPAProgramConfig, a program config name, 'auto', or None"
+            "ttnn.SDPAProgramConfig, a program config name, 'auto', 'tune', a function, or None"
         )
 
 
 AUTO = "auto"
 
 
+TUNE = "tune"
+
+
 @dataclass(frozen=True)
 class AutoProgramConfig(ProgramConfig):
-    """``program_config="auto"``: choose grid use, k_chunk_size and max_cores_per_head_batch per call shape from the
-    timing model (:mod:`ttflashdecode.plan.auto`, which resolves it before planning).
+    """``program_config="auto"`` or None at the op: grid use, k_chunk_size and max_cores_per_head_batch from the tuned
+    table shipped in the package for the call's shape, else the fixed rule (:mod:`ttflashdecode.plan.auto`, which
+    resolves it before planning; a lookup, never a model run).
 
     Its fields are the fixed default rule's on the device grid (k_chunk_size 0, max_cores_per_head_batch 16), which
-    is what auto falls back to for trivially small shapes; it never equals a ProgramConfig with the same fields, so
+    is what auto is for a shape the table does not hold; it never equals a ProgramConfig with the same fields, so
     plan keys of auto and explicit configs stay apart.
     """
 
 
+@dataclass(frozen=True)
+class ChosenProgramConfig(ProgramConfig):
+    """``program_config="tune"`` or a function: the config is chosen per call shape at its first call.
+
+    ``chooser`` is :data:`TUNE` (the timing model's choice, :func:`ttflashdecode.tuning.tune`, with its disk cache)
+    or a function taking a :class:`ttflashdecode.plan.auto.PlanRequest` (the call's shapes, device grid, fp32
+    accumulation and L1 budget) and returning the ProgramConfig to plan with, or None for auto's choice. The other
+    fields are the rule's on the device grid, as :class:`AutoProgramConfig`'s. Two configs are equal when their
+    choosers are the same object.
+    """
+
+    chooser: Callable | str = field(default=TUNE, compare=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (self.chooser == TUNE or callable(self.chooser)):
+            raise ValueError(f"chooser={self.chooser!r}: expected {TUNE!r} or a function of a PlanRequest")
+
+
 def is_auto(config) -> bool:
-    """Whether ``config`` asks for the model's choice."""
+    """Whether ``config`` is the default's table-or-rule choice."""
     return isinstance(config, AutoProgramConfig)
+
+
+def is_chosen(config) -> bool:
+    """Whether ``config`` is chosen at the first call of a shape (``"tune"`` or a function)."""
+    return isinstance(config, ChosenProgramConfig)
 
 
 # ---- named configs on disk -------------------------------------------------------------------

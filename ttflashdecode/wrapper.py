@@ -35,10 +35,10 @@ from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.convert_factory import build_convert_program
 from ttflashdecode.device_cache import TABLE_SIZE, DeviceCache, device_cache
 from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch, tensors_signature
-from ttflashdecode.plan.auto import plan_for
 from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.tuning import plan_for
 from ttflashdecode.validate import (
     BLOCK_FLOAT_OUT_DTYPES,
     KV_DTYPES,
@@ -101,7 +101,10 @@ class FlashDecodeWrapper:
         ``n_kv_heads / N`` kv heads: one plan, the same for every chip) and :meth:`run` takes mesh tensors whose heads
         are sharded over the chips (q on dim 2, K/V on dim 1), each chip running the program for its shard.
     program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` (read once,
-        here), ``"auto"`` or None (the same: chosen per shape by the timing model, :mod:`ttflashdecode.plan.auto`).
+        here), ``"auto"`` or None (the same: the tuned table shipped in the package, else the fixed rule; a lookup,
+        :mod:`ttflashdecode.plan.auto`), ``"tune"`` (chosen at a shape's first call by the emulator's timing model,
+        :mod:`ttflashdecode.tuning`) or a function of a :class:`~ttflashdecode.plan.auto.PlanRequest` returning a
+        config (or None: the default's).
     compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
     """
 

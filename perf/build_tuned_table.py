@@ -1,0 +1,155 @@
+"""Build the tuned table the default program config reads (``ttflashdecode/tuned/decode.json``, shipped in the
+package): for each model in ``program_configs/`` on the boards it runs on, the per-chip decode shapes of its decode
+loop, each with the config the emulator's timing model ranks fastest among the planner's candidates
+(``ttflashdecode.tuning.choose``, the same as ``program_config="tune"``). Every duration in the file is MODELLED by
+the emulator's timing model (docs/TIMING.md), not measured on silicon.
+
+    nice -n 5 .venv/bin/python perf/build_tuned_table.py            # build (reuses the tuner's disk cache)
+    .venv/bin/python perf/build_tuned_table.py --list               # the shapes, nothing run
+    .venv/bin/python perf/build_tuned_table.py --check              # is the shipped table current for this tree?
+
+Shapes (per chip, bfloat8_b K/V cache, bfloat16 Q and output, one query token, causal; heads split over the board's
+chips as the op splits them on a mesh). The batch sizes and cache lengths are ASSUMED, a small set a decode loop
+commonly allocates (batch 1 and 32; caches of 4K-32K positions); a shape the table does not hold takes the rule:
+
+* Llama-3.1-8B (32 q / 8 kv heads, head_dim 128) on N150 (1 chip, 8x8 grid), N300 (2 chips, 16 q / 4 kv heads each,
+  8x7 grid) and T3K (8 chips, 4 q / 1 kv head each, 8x7 grid);
+* Llama-3.1-70B (64 q / 8 kv heads, head_dim 128) on T3K (8 q / 1 kv head per chip); its weights do not fit the
+  memory of an N150 or N300, so it has no entry there.
+
+Shapes under the tuner's line (``tuning.RULE_MAX_KV_BYTES_PER_CORE`` of K/V per core) are recorded as the rule's
+without runs. The tuner's disk cache (``$TTFLASHDECODE_AUTO_CACHE``, default ``~/.cache/ttflashdecode/auto``) keys
+every choice by the kernels' and timing model's sources, so a re-run on an unchanged tree runs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ttflashdecode import tuning  # noqa: E402
+from ttflashdecode.plan import auto as plan_auto  # noqa: E402
+from ttflashdecode.plan import DecodeShapes, L1_BUDGET_BYTES, plan  # noqa: E402
+
+# Per-chip compute grids of the emulated boards (ttflashdecode.emulator.arch.GRIDS; a T3K chip is an N300 card's).
+BOARDS = {"n150": (1, (8, 8)), "n300": (2, (8, 7)), "t3k": (8, (8, 7))}
+MODELS = {  # name: (q heads, kv heads, head_dim, boards it runs on)
+    "llama-3.1-8b": (32, 8, 128, ("n150", "n300", "t3k")),
+    "llama-3.1-70b": (64, 8, 128, ("t3k",)),
+}
+BATCHES = (1, 32)
+KV_LENS = {1: (8192, 32768), 32: (4096,)}  # ASSUMED decode-loop cache lengths per batch size
+
+
+@dataclass(frozen=True)
+class Entry:
+    model: str
+    board: str
+    shapes: DecodeShapes
+    grid: tuple[int, int]
+
+    @property
+    def label(self) -> str:
+        s = self.shapes
+        return (f"{self.model} {self.board} b{s.batch} {s.n_q_heads}q/{s.n_kv_heads}kv d{s.head_dim} "
+                f"{s.kv_len // 1024}K {s.k_dtype}")  # fmt: skip
+
+
+def entries(quick: bool = False) -> list[Entry]:
+    out = []
+    for model, (n_q, n_kv, d, boards) in MODELS.items():
+        for board in boards:
+            chips, grid = BOARDS[board]
+            # One kv head (fewer than the chips) is replicated on every chip; else each chip takes 1/chips of them.
+            chip_q, chip_kv = n_q // chips, max(1, n_kv // chips)
+            for batch in BATCHES:
+                for kv_len in KV_LENS[batch]:
+                    s = DecodeShapes(batch=batch, n_q_heads=chip_q, n_kv_heads=chip_kv, head_dim=d, kv_len=kv_len,
+                                     k_dtype="bfloat8_b", v_dtype="bfloat8_b")  # fmt: skip
+                    out.append(Entry(model, board, s, grid))
+    if quick:
+        out = [e for e in out if e.shapes.batch == 1 and e.shapes.kv_len == 8192]
+    return out
+
+
+def build(rows: list[Entry]) -> dict:
+    started = time.monotonic()
+    table = []
+    for i, e in enumerate(rows, 1):
+        t0 = time.monotonic()
+        choice = tuning.choose(e.shapes, e.grid)
+        rule = plan(e.shapes, plan_auto.rule_config(e.grid), e.grid)
+        rule_ns = next((ns for g, sk, n, ns in choice.durations
+                        if (tuple(g), sk, n) == (e.grid, rule.k_chunk_size, rule.num_cores_per_head)), None)  # fmt: skip
+        chosen_ns = choice.durations[0][3] if choice.durations else None
+        table.append({
+            "label": e.label, "model": e.model, "board": e.board, "shapes": asdict(e.shapes), "grid": list(e.grid),
+            "fp32_dest_acc": False, "l1_budget": L1_BUDGET_BYTES,
+            "config": None if choice.config is None else asdict(choice.config),
+            "decided_by": "rule (under the tuner's line)" if choice.source == "rule" else "timing model",
+            "kv_bytes_per_core": plan_auto.kv_bytes_per_core(rule),
+            "modelled_ns": {"chosen": chosen_ns, "rule": rule_ns},
+            "candidates_modelled_ns": [[list(g), sk, n, ns] for g, sk, n, ns in choice.durations],
+        })  # fmt: skip
+        gain = f", {rule_ns / chosen_ns:.3f}x the rule (modelled)" if rule_ns and chosen_ns else ""
+        print(f"[{i}/{len(rows)}] {e.label}: {table[-1]['decided_by']}, "
+              f"{plan_auto.describe(choice.config) if choice.config else 'the rule'}{gain} "
+              f"({choice.source}, {time.monotonic() - t0:.0f} s)", flush=True)  # fmt: skip
+    return {
+        "format": plan_auto.TABLE_FORMAT,
+        "what": "per-chip decode shapes -> program config chosen by the emulator's timing model (MODELLED durations)",
+        "command": "perf/build_tuned_table.py",
+        "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "build_seconds": round(time.monotonic() - started, 1),
+        "tuner_stats": tuning.stats(),
+        "kernel_source_hash": tuning.kernel_source_hash(),
+        "model_hash": tuning.model_hash(),
+        "entries": table,
+    }
+
+
+def check() -> int:
+    """0 when the shipped table was built from this tree's kernels and timing model, 1 (and why) otherwise."""
+    data = plan_auto.load_table()
+    now = {"kernel_source_hash": tuning.kernel_source_hash(), "model_hash": tuning.model_hash()}
+    stale = {k: (data.get(k), v) for k, v in now.items() if data.get(k) != v}
+    for k, (was, is_) in stale.items():
+        print(f"{k}: table built with {was}, tree has {is_}")
+    missing = [e.label for e in entries() if plan_auto.table_entry(e.shapes, e.grid) is None]
+    for label in missing:
+        print(f"not in the table: {label}")
+    print("current" if not stale and not missing else "stale: re-run perf/build_tuned_table.py")
+    return 1 if stale or missing else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--list", action="store_true", help="print the shapes and exit")
+    ap.add_argument("--check", action="store_true", help="is the shipped table current for this tree?")
+    ap.add_argument("--quick", action="store_true", help="batch 1 at 8K only (a smoke run)")
+    ap.add_argument("--out", type=Path, default=plan_auto.TUNED_TABLE_PATH)
+    args = ap.parse_args()
+    if args.check:
+        return check()
+    rows = entries(args.quick)
+    if args.list:
+        for e in rows:
+            print(e.label)
+        return 0
+    data = build(rows)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {args.out}: {len(rows)} shapes in {data['build_seconds']:.0f} s; tuner: {data['tuner_stats']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
