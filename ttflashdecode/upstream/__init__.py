@@ -1,7 +1,9 @@
 """Upstream sdpa_decode as the baseline: Tenstorrent's own kernels, laid out by a faithful copy of their factory.
 
-:func:`scaled_dot_product_attention_decode` and :func:`paged_scaled_dot_product_attention_decode` run the installed ttnn
-wheel's sdpa_decode kernels (``reader_decode_all.cpp``, ``writer_decode_all.cpp``, ``sdpa_flash_decode.cpp``, found
+:func:`scaled_dot_product_attention_decode`, :func:`paged_scaled_dot_product_attention_decode` (with upstream's
+``spec_multi_pos_tiles``: speculative candidates folded onto a batch row, its K/V read once), and the MLA entry points
+:func:`flash_multi_latent_attention_decode` / :func:`paged_flash_multi_latent_attention_decode` (V is K's first
+``head_dim_v`` columns, read out of K's L1 chunk) run the installed ttnn wheel's sdpa_decode kernels (``reader_decode_all.cpp``, ``writer_decode_all.cpp``, ``sdpa_flash_decode.cpp``, found
 through ``ttnn.__file__``) with the ``ttnn.ProgramDescriptor`` upstream's program factory would build for the call
 (:mod:`.plan` holds its decisions, :mod:`.program` the descriptor): same grid, k_chunk_size rule (``min(512, largest
 power-of-two divisor of s)``, or dynamic per user for paged causal decode), cores per (batch, kv head) group and tree
@@ -12,8 +14,8 @@ comparison of :mod:`ttflashdecode.op` uses; on a card the same descriptor goes t
 The argument names are :mod:`ttflashdecode.op`'s (and ttnn's). Inputs are checked on the host before anything is
 uploaded, allocated or launched. What the baseline takes is what upstream's factory handles for a DRAM-interleaved,
 tiled Q: ``q`` ``[1, b, n_q_heads, d]`` bfloat16; K/V bfloat16 / bfloat8_b / bfloat4_b in DRAM; a DRAM output. Forms
-only our op takes (multi-token queries, sharded or row-major Q, L1 outputs, a 1-row page table) are refused with an
-error naming the argument.
+it does not reproduce (sharded or row-major Q, which bring upstream's Q-head split and K multicast for MLA; L1 outputs;
+q_len > 1 other than through spec_multi_pos_tiles) are refused with an error naming the argument.
 
 ``last_run`` holds the last call's plan and, on the emulator, the run's statistics, as ``ttflashdecode.op.last_run``.
 """
@@ -81,18 +83,65 @@ def paged_scaled_dot_product_attention_decode(
     q, k, v, page_table_tensor, *, is_causal: bool = True, attn_mask=None, cur_pos=None, cur_pos_tensor=None,
     scale: float | None = None, sliding_window_size: int | None = None, attention_sink=None, share_cache: bool = False,
     program_config=None, compute_kernel_config=None, memory_config=None, output_tensor=None, dtype=None,
-    validate_device_tensors: bool = False,
+    validate_device_tensors: bool = False, spec_multi_pos_tiles: int = 0,
 ):  # fmt: skip
     """Upstream's paged decode: k/v ``[num_blocks, n_kv_heads, block_size, d]`` (block_size a multiple of 32),
     ``page_table_tensor`` int32 ``[b, max_blocks_per_user]`` (device ROW_MAJOR DRAM, or torch: checked against
-    num_blocks and uploaded). Every other argument as in :func:`scaled_dot_product_attention_decode`."""
+    num_blocks and uploaded). ``spec_multi_pos_tiles = Tg > 0``: q ``[1, b, Tg * 32, d]``, candidate j of batch row r
+    in q rows ``32 j .. 32 j + 31`` bounded by ``cur_pos_tensor[r * Tg + j]`` (``b * Tg`` entries, non-decreasing
+    within a row; a row whose entries are all -1 is skipped), one kv head, causal; the row's K/V is read once for
+    all its candidates. Every other argument as in :func:`scaled_dot_product_attention_decode`."""
     if page_table_tensor is None:
         raise ValueError("page_table_tensor: required for paged decode (int32 [b, max_blocks_per_user])")
     return _decode(q, k, v, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
                    cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
                    attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
                    compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors)  # fmt: skip
+                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
+                   spec_multi_pos_tiles=spec_multi_pos_tiles)  # fmt: skip
+
+
+def flash_multi_latent_attention_decode(
+    q, k, head_dim_v: int | None = None, *, is_causal: bool = True, attn_mask=None, cur_pos=None, cur_pos_tensor=None,
+    scale: float | None = None, sliding_window_size: int | None = None, attention_sink=None,
+    share_cache: bool = False, program_config=None, compute_kernel_config=None, memory_config=None,
+    output_tensor=None, dtype=None, validate_device_tensors: bool = False,
+):  # fmt: skip
+    """Upstream's ``ttnn.transformer.flash_multi_latent_attention_decode``: k is the latent cache ``[b, n_kv_heads,
+    s, d]`` and V its first ``head_dim_v`` columns (a multiple of 32, at most d), read out of each K chunk already in
+    L1 (the reader's ``reuse_k``), so the cache is read once. Output ``[1, b, n_q_heads, head_dim_v]``. Every other
+    argument as in :func:`scaled_dot_product_attention_decode`."""
+    return _decode(q, k, None, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
+                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
+                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
+                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
+                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
+                   head_dim_v=_require_head_dim_v(head_dim_v))  # fmt: skip
+
+
+def paged_flash_multi_latent_attention_decode(
+    q, k, page_table_tensor=None, head_dim_v: int | None = None, *, is_causal: bool = True, attn_mask=None,
+    cur_pos=None, cur_pos_tensor=None, scale: float | None = None, sliding_window_size: int | None = None,
+    attention_sink=None, share_cache: bool = False, program_config=None, compute_kernel_config=None,
+    memory_config=None, output_tensor=None, dtype=None, validate_device_tensors: bool = False,
+):  # fmt: skip
+    """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
+    d]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
+    if page_table_tensor is None:
+        raise ValueError("page_table_tensor: required for paged decode (int32 [b, max_blocks_per_user])")
+    return _decode(q, k, None, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
+                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
+                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
+                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
+                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
+                   head_dim_v=_require_head_dim_v(head_dim_v))  # fmt: skip
+
+
+def _require_head_dim_v(head_dim_v) -> int:
+    if isinstance(head_dim_v, bool) or not isinstance(head_dim_v, int) or head_dim_v <= 0 or head_dim_v % 32:
+        raise ValueError(f"head_dim_v={head_dim_v!r}: multi-latent attention needs V's head dim, a positive multiple "
+                         "of 32 (upstream: 'Must provide head_dim_v for multi-latent attention decode')")  # fmt: skip
+    return head_dim_v
 
 
 # ---- arguments ----------------------------------------------------------------------------------------------
@@ -165,7 +214,7 @@ def _upload_int32(backend: Backend, values, shape: list[int]):
 
 def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
             attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
-            validate_device_tensors):  # fmt: skip
+            validate_device_tensors, head_dim_v: int | None = None, spec_multi_pos_tiles: int = 0):  # fmt: skip
     global last_run
     ttnn = import_ttnn()
     q_shape = check_device_tensor("q", q, 4, ("bfloat16",))
@@ -181,8 +230,19 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
         raise ValueError(f"q: upstream decodes one token per user, expected shape [1, b, n_q_heads, d], got "
                          f"{list(q_shape)}")  # fmt: skip
     _, batch, n_q_heads, head_dim = q_shape
+    tg = spec_multi_pos_tiles
+    if isinstance(tg, bool) or not isinstance(tg, int) or tg < 0:
+        raise ValueError(f"spec_multi_pos_tiles={tg!r}: expected an int >= 0 (0: off)")
+    if tg and n_q_heads != 32 * tg:
+        raise ValueError(f"q: spec_multi_pos_tiles={tg} needs {32 * tg} rows per batch row (one 32-row tile per "
+                         f"candidate), got shape {list(q_shape)}")  # fmt: skip
     k_shape = check_device_tensor("k", k, 4, KV_DTYPES, device=device)
-    v_shape = check_device_tensor("v", v, 4, KV_DTYPES, device=device)
+    if head_dim_v is not None:  # MLA: V is K's first head_dim_v columns
+        if head_dim_v > k_shape[3]:
+            raise ValueError(f"head_dim_v={head_dim_v}: must be at most k's head dim {k_shape[3]}")
+        v_shape = (*k_shape[:3], head_dim_v)
+    else:
+        v_shape = check_device_tensor("v", v, 4, KV_DTYPES, device=device)
     if k_shape[3] != head_dim:
         raise ValueError(f"k: head dim {k_shape[3]} != q's {head_dim}")
     if v_shape[:3] != k_shape[:3]:
@@ -222,7 +282,15 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
         if kv_batch != batch and not (share_cache and batch % kv_batch == 0):
             raise ValueError(f"k: batch {kv_batch} != q's {batch} (with share_cache=True q's batch must be a "
                              "multiple of k's)")  # fmt: skip
-    positions = _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, device)
+    n_positions = batch * tg if tg else batch
+    positions = _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, n_positions, kv_len, device)
+    if tg and positions is not None:
+        for r in range(batch):
+            group = positions[r * tg:(r + 1) * tg]
+            if group != sorted(group) or (-1 in group and set(group) != {-1}):
+                raise ValueError(f"cur_pos_tensor[{r * tg}:{(r + 1) * tg}]={group}: spec_multi_pos_tiles={tg} needs "
+                                 "each batch row's candidate bounds non-decreasing (the reader scans up to the last "
+                                 "one), and -1 only for a whole row")  # fmt: skip
     window = check_sliding_window(sliding_window_size, is_causal)
     scale = check_scale(scale)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
@@ -268,15 +336,16 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
         max_cores_per_head=grid[0] * grid[1] if config.max_cores_per_head is None else config.max_cores_per_head,
         q_is_bfloat16=True, math_fidelity=compute.math_fidelity, math_approx_mode=compute.math_approx_mode,
         fp32_dest_acc_en=compute.fp32_dest_acc_en, dst_full_sync_en=compute.dst_full_sync_en,
-        exp_approx_mode=config.exp_approx_mode,
+        exp_approx_mode=config.exp_approx_mode, use_mla=head_dim_v is not None, spec_multi_pos_tiles=tg,
     )  # fmt: skip
     if validate_device_tensors:
-        _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, kv_batch)
+        _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, kv_batch,
+                             tg)  # fmt: skip
 
     # Checked and planned: now upload and allocate.
     if is_causal and cur_pos_tensor is not None:
         if isinstance(cur_pos_tensor, torch.Tensor):  # checked values: upload them, the kernels read a tensor
-            cur_pos_tensor = _upload_int32(backend, positions, [batch])
+            cur_pos_tensor = _upload_int32(backend, positions, [n_positions])
         positions = None
     if rows is not None:
         page_table = _upload_int32(backend, rows, [batch, len(rows[0])])
@@ -318,15 +387,19 @@ def _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, dev
     return int_list("cur_pos_tensor", values, batch, -1, kv_len, f"kv_len={kv_len}; -1 skips a user")
 
 
-def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, num_blocks):
+def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, num_blocks,
+                         tg: int = 0):  # fmt: skip
     """validate_device_tensors=True: read a device cur_pos_tensor / page table back; upstream's kernels would read
-    outside the cache for an out-of-range value."""
+    outside the cache for an out-of-range value. With spec_multi_pos_tiles = tg a page-table row serves tg
+    candidates and is read up to the last one's bound."""
     if positions is None and cur_pos_tensor is not None and not isinstance(cur_pos_tensor, torch.Tensor):
         positions = [as_int32(v) for v in backend.to_torch(cur_pos_tensor).flatten().tolist()]
         for b, p in enumerate(positions):
             if p != -1 and not 0 <= p < kv_len:
                 raise ValueError(f"cur_pos_tensor[{b}]={p} (read back from the device): expected -1 or a position "
                                  f"in [0, {kv_len})")  # fmt: skip
+    if tg and positions is not None:
+        positions = [positions[r * tg + tg - 1] for r in range(len(positions) // tg)]
     if page_table is not None and rows is None:
         table = backend.to_torch(page_table).tolist()
         for b, row in enumerate(table):
@@ -340,6 +413,8 @@ def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, k
 __all__ = [
     "scaled_dot_product_attention_decode",
     "paged_scaled_dot_product_attention_decode",
+    "flash_multi_latent_attention_decode",
+    "paged_flash_multi_latent_attention_decode",
     "UpstreamResult",
     "SdpaDecodePlan",
     "last_run",

@@ -8,8 +8,18 @@ group, which core does what, the reduction tree, the matmul sub-blocking, the ti
 
 The wheel's kernels are the ground truth for argument layouts; the rules below are the factory's as tt-metal's public
 repository shows them (newest stored versions), and where the wheel's kernels read an argument no stored factory
-version passes (``Bmask``, ``capacity_t``, ``spec_multi_pos_T``) the value is the one for the feature being off, as
-the kernels document (0 = unbounded cache, 0 = no speculative multi-position mode).
+version passes (``Bmask``, ``capacity_t``) the value is the one for the feature being off, as the kernels document
+(0 = unbounded cache). Two paths model code takes have no stored factory source; their arguments follow the wheel's
+kernels and the checks compiled into the wheel's ``_ttnncpp.so`` (its error strings):
+
+* ``spec_multi_pos_tiles = Tg`` (paged speculative verify): q ``[1, b, Tg * 32, d]``, ``PNHt == Tg``, full 32x32 tiles
+  (no half tiles), one kv head, causal, a cur_pos tensor of ``b * Tg`` entries, no sliding window, no attn_mask, a
+  DRAM-interleaved Q; the kernels read ``spec_multi_pos_T`` (reader 35, writer 22, compute 27) and the writer builds
+  each row tile's causal mask from its candidate's bound, so a batch row's K/V is read once for all its candidates.
+* MLA (``flash_multi_latent_attention_decode``): V is K (the factory's ``input_tensor_v = use_mla ? k : v``),
+  ``vDHt = head_dim_v / 32`` and the reader's ``reuse_k`` copies each chunk's V tiles out of the K tiles it already
+  holds in L1 (the older stored factories pass ``use_mla`` in that slot). Q heads are split over cores
+  (``q_heads_parallel_factor``) only for a height-sharded Q, which this baseline does not take: it is 1 here.
 """
 
 from __future__ import annotations
@@ -133,7 +143,8 @@ class SdpaDecodePlan:
     use_attention_mask: bool
     use_attention_sink: bool
     sliding_window_size: int
-    reuse_k: bool
+    reuse_k: bool  # MLA: V read out of K's L1 chunk
+    spec_multi_pos_T: int  # spec_multi_pos_tiles (0: off)
     # chunking
     k_chunk_size: int  # 0: dynamic (sized per user in the kernels)
     max_dynamic_chunk_size: int
@@ -215,7 +226,8 @@ class SdpaDecodePlan:
 
     def summary(self) -> str:
         chunk = f"k_chunk_size={self.k_chunk_size}" if self.k_chunk_size else "k_chunk_size=dynamic"
-        return (f"upstream sdpa_decode: B={self.B} kv_heads={self.num_kv_heads} {chunk} grid={self.grid} "
+        mode = " mla" if self.reuse_k else (f" spec_multi_pos_T={self.spec_multi_pos_T}" if self.spec_multi_pos_T else "")
+        return (f"upstream sdpa_decode{mode}: B={self.B} kv_heads={self.num_kv_heads} {chunk} grid={self.grid} "
                 f"active={self.num_active_cores} cores_per_head={self.num_cores_per_head} "
                 f"heads_per_core={self.num_heads_per_core} tree_rounds={self.num_tree_reduction_rounds} "
                 f"half_tile_q={self.use_half_tile}")
@@ -226,13 +238,16 @@ def plan_sdpa_decode(
     mask_batch: int, is_paged: bool, block_size: int, is_causal: bool, use_cur_pos_tensor: bool,
     use_attention_mask: bool, use_attention_sink: bool, sliding_window_size: int, k_chunk_size: int,
     grid: tuple[int, int], max_cores_per_head: int, q_is_bfloat16: bool, math_fidelity: str, math_approx_mode: bool,
-    fp32_dest_acc_en: bool, dst_full_sync_en: bool, exp_approx_mode: bool,
+    fp32_dest_acc_en: bool, dst_full_sync_en: bool, exp_approx_mode: bool, use_mla: bool = False,
+    spec_multi_pos_tiles: int = 0,
 ) -> SdpaDecodePlan:  # fmt: skip
     """The factory's arithmetic for a DRAM-interleaved Q and output (no Q head parallelism, no sub-core grids).
 
     ``kv_len`` is the cache length the kernels see (paged: blocks per user x block size); ``k_chunk_size`` is what the
     entry point passes (see :func:`default_k_chunk_size`); ``max_cores_per_head`` the program config's
-    ``max_cores_per_head_batch`` or, without a config, the number of cores of the grid."""
+    ``max_cores_per_head_batch`` or, without a config, the number of cores of the grid. ``num_q_heads`` is Q's row
+    count: with ``spec_multi_pos_tiles = Tg`` that is ``Tg * 32`` (one 32-row tile per candidate); ``use_mla`` reads V
+    out of K (``head_dim_v`` columns)."""
     gx, gy = grid
     num_cores_available = gx * gy
     if num_cores_available < batch:
@@ -242,6 +257,23 @@ def plan_sdpa_decode(
         raise ValueError(f"max_cores_per_head_batch={max_cores_per_head}: expected a positive int")
     if k_chunk_size and (k_chunk_size % TILE or k_chunk_size & (k_chunk_size - 1)):
         raise ValueError(f"k_chunk_size={k_chunk_size}: upstream needs a power of two and a multiple of 32")
+    if spec_multi_pos_tiles:
+        # The wheel's checks (its _ttnncpp.so error strings): PNHt == spec_multi_pos_tiles, num_kv_heads == 1, paged,
+        # causal, no sliding window, no attention mask, no MLA.
+        problems = [why for bad, why in (
+            (num_q_heads != TILE * spec_multi_pos_tiles, f"Q must have {TILE * spec_multi_pos_tiles} rows per batch "
+                                                         f"(one 32-row tile per candidate), got {num_q_heads}"),
+            (num_kv_heads != 1, f"requires num_kv_heads == 1, got {num_kv_heads}"),
+            (not is_paged, "requires paged attention"), (not is_causal, "requires is_causal"),
+            (sliding_window_size > 0, "is not supported with a sliding window"),
+            (use_attention_mask, "is not supported with an explicit attention mask"),
+            (use_mla, "is not supported with multi-latent attention")) if bad]  # fmt: skip
+        if problems:
+            raise ValueError(f"spec_multi_pos_tiles={spec_multi_pos_tiles}: {problems[0]}")
+        if not use_cur_pos_tensor:
+            raise ValueError(f"cur_pos_tensor: spec_multi_pos_tiles={spec_multi_pos_tiles} reads its {batch} x "
+                             f"{spec_multi_pos_tiles} candidate bounds from a cur_pos tensor (the kernels never take "
+                             "them as a list)")  # fmt: skip
 
     # Core allocation: the whole grid is shared evenly between the users, then between their kv heads.
     max_num_cores_for_compute = max_cores_per_head * batch * num_kv_heads
@@ -275,13 +307,15 @@ def plan_sdpa_decode(
         is_paged=is_paged, page_block_size_t=block_size // TILE if is_paged else 0,
         original_block_size=block_size if is_paged else 0, is_causal=is_causal,
         use_cur_pos_tensor=use_cur_pos_tensor, use_attention_mask=use_attention_mask,
-        use_attention_sink=use_attention_sink, sliding_window_size=sliding_window_size, reuse_k=False,
+        use_attention_sink=use_attention_sink, sliding_window_size=sliding_window_size, reuse_k=use_mla,
+        spec_multi_pos_T=spec_multi_pos_tiles,
         k_chunk_size=k_chunk_size, max_dynamic_chunk_size=dst_size, grid=(gx, gy),
         num_cores_per_batch=num_cores_per_batch, num_cores_per_head=num_cores_per_head,
         num_heads_per_core=num_heads_per_core, num_reducer_cores=num_reducer_cores, num_output_cores=batch,
         num_active_cores=num_active_cores, cores=tuple(cores), idle_cores=idle, math_fidelity=math_fidelity,
         math_approx_mode=math_approx_mode, fp32_dest_acc_en=fp32_dest_acc_en, dst_full_sync_en=dst_full_sync_en,
         exp_approx_mode=exp_approx_mode,
-        # 16x32 half tiles for Q, mask and statistics when every head fits in the top 16 rows of a tile.
+        # 16x32 half tiles for Q, mask and statistics when every head fits in the top 16 rows of a tile (never in
+        # spec mode: num_q_heads is then Tg * 32 rows).
         use_half_tile=is_causal and num_q_heads <= 16 and q_is_bfloat16,
     )  # fmt: skip

@@ -17,10 +17,57 @@ from dataclasses import dataclass
 
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.upstream import wheel
-from ttflashdecode.upstream.plan import IDLE_COMPUTE_MARKER, UINT32_MAX, SdpaDecodePlan
+from ttflashdecode.upstream.plan import IDLE_COMPUTE_MARKER, MAX_TREE_REDUCTION_ROUNDS, UINT32_MAX, SdpaDecodePlan
 
 # Semaphore ids, in the factory's CreateSemaphore order.
 REDUCER_SEMAPHORE, OUTPUT_SEMAPHORE, K_MCAST_SEMAPHORE = 0, 1, 2
+
+# The kernels' compile-time args in index order, named as each kernel's ``constexpr ... = get_compile_time_arg_val(i)``
+# names them, and the reader's TensorAccessorArgs in offset order (``<name>_args``). tests/test_upstream_args.py parses
+# the installed wheel's kernels and checks these lists (and the runtime-arg lists below) against them.
+READER_CT_NAMES = (
+    "B", "PNHt", "St", "DHt", "vDHt", "Sk_chunk_t", "num_cores", "is_q_sharded", "index_stick_size_B",
+    "is_paged_attention", "num_kv_heads", "block_size_t", "Bkv", "q_heads_parallel_factor", "num_cores_per_head",
+    "num_heads_per_core", "num_output_cores", "is_causal", "use_attention_mask", "use_attention_sink",
+    "max_dynamic_chunk_size", "tilize_q", "reuse_k", "use_half_tile", "q_chunk_size_bytes",
+    "is_cur_pos_tensor_sharded", "is_page_table_sharded", "q_page_size_bytes", "sliding_window_size",
+    "original_block_size", "k_mcast_semaphore_id", "q_locally_available", "use_k_mcast", "Bmask", "capacity_t",
+    "spec_multi_pos_T",
+)  # fmt: skip
+READER_ACCESSOR_NAMES = ("q", "k", "v", "mask", "pos", "page_table", "attention_sink")
+WRITER_CT_NAMES = (
+    "PNHt", "St", "vDHt", "Sk_chunk_t", "identity_scalar_packed", "num_cores_per_batch", "num_cores",
+    "reducer_semaphore_id", "output_semaphore_id", "is_out_sharded", "num_q_heads", "num_kv_heads",
+    "num_cores_per_head", "num_heads_per_core", "num_reducer_cores", "num_output_cores", "ELEMENT_SIZE", "is_causal",
+    "max_dynamic_chunk_size", "q_heads_parallel_factor", "sliding_window_size", "original_block_size",
+    "spec_multi_pos_T",
+)  # fmt: skip
+COMPUTE_CT_NAMES = (
+    "St", "DHt", "vDHt", "Sq_chunk_t", "Sk_chunk_t", "qk_in0_block_w", "qk_subblock_w", "qk_subblock_h",
+    "qk_in0_num_subblocks", "qk_in1_num_subblocks", "out_in0_block_w", "out_subblock_w", "out_subblock_h",
+    "out_in0_num_subblocks", "out_in1_num_subblocks", "num_cores_per_head", "num_heads_per_core", "is_causal",
+    "use_attention_mask", "use_attention_sink", "max_dynamic_chunk_size", "tilize_q", "q_heads_parallel_factor",
+    "use_half_tile", "scale_fp32", "sliding_window_size", "original_block_size", "spec_multi_pos_T",
+)  # fmt: skip
+# Runtime args before the per-core coordinate arrays, in get_arg_val order (the writer's and compute's
+# children_per_round[r] entries follow their fixed part, MAX_TREE_REDUCTION_ROUNDS of them).
+READER_RT_NAMES = (
+    "q_addr", "k_addr", "v_addr", "pos_addr", "page_table_addr", "mask_addr", "attention_sink_addr",
+    "page_table_page_size", "is_output_core", "cur_head_group", "cur_batch", "core_num_in_reduce", "cur_pos_arg",
+    "do_k_mcast", "mcast_x", "mcast_y0", "mcast_y1", "num_dests",
+)  # fmt: skip
+WRITER_RT_NAMES = ("out_addr", "do_output", "cur_head_group", "cur_batch", "core_num_in_reduce", "cur_pos_arg",
+                   "is_tree_root", "parent_core_in_group", "send_at_round")  # fmt: skip
+COMPUTE_RT_NAMES = ("do_reduce", "cur_batch", "core_num_in_reduce", "cur_pos_arg", "is_tree_root",
+                    "parent_core_in_group")  # fmt: skip
+
+
+def named_args(names: tuple[str, ...], values: dict[str, int]) -> list[int]:
+    """``values`` in the order of ``names``; a name missing or extra is a bug in this module, raised at once."""
+    if set(values) != set(names):
+        raise AssertionError(f"upstream args: missing {sorted(set(names) - set(values))}, "
+                             f"unknown {sorted(set(values) - set(names))}")  # fmt: skip
+    return [int(values[n]) for n in names]
 
 
 @dataclass(frozen=True)
@@ -79,7 +126,9 @@ def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *
     gx, gy = p.grid
     grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(gx - 1, gy - 1))])
 
-    q_dtype, k_dtype, v_dtype, out_dtype = (t.dtype for t in (tensors.q, tensors.k, tensors.v, tensors.out))
+    # MLA: V is K (the factory's input_tensor_v = use_mla ? k : v), so V's format, accessor args and address are K's.
+    v_tensor = tensors.k if p.reuse_k else tensors.v
+    q_dtype, k_dtype, v_dtype, out_dtype = (t.dtype for t in (tensors.q, tensors.k, v_tensor, tensors.out))
     mask_dtype = tensors.attn_mask.dtype if tensors.attn_mask is not None else ttnn.bfloat16
     scalar_dtype = stats_dtype = im_dtype = ttnn.bfloat16
     full, half = ttnn.Tile((32, 32)), ttnn.Tile((16, 32))
@@ -147,56 +196,62 @@ def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *
     semaphores = [ttnn.SemaphoreDescriptor(id=i, core_type=ttnn.CoreType.WORKER, core_ranges=grid, initial_value=0)
                   for i in (REDUCER_SEMAPHORE, OUTPUT_SEMAPHORE, K_MCAST_SEMAPHORE)]  # fmt: skip
 
-    # ---- compile-time args (reader_decode_all.cpp 0..35, writer_decode_all.cpp 0..22, sdpa_flash_decode.cpp 0..27)
+    # ---- compile-time args (reader_decode_all.cpp 0..35, writer_decode_all.cpp 0..22, sdpa_flash_decode.cpp 0..27),
+    # each under the name the wheel's kernel gives it (tests/test_upstream_args.py parses the kernels and compares).
     q_chunk_size_bytes = q_tiles * q_tile_size  # Q is tiled: read as q_tile_size pages
-    reader_ct = [
-        p.B, p.PNHt, p.St, p.DHt, p.vDHt, p.Sk_chunk_t, p.num_active_cores,
-        0,  # is_q_sharded
-        cur_pos_stick,  # index_stick_size_B
-        int(p.is_paged), p.num_kv_heads, p.page_block_size_t, p.Bkv,
-        1,  # q_heads_parallel_factor
-        p.num_cores_per_head, p.num_heads_per_core, p.num_output_cores, int(p.is_causal),
-        int(p.use_attention_mask), int(p.use_attention_sink), p.max_dynamic_chunk_size,
-        0,  # tilize_q (Q is TILE)
-        int(p.reuse_k), int(p.use_half_tile), q_chunk_size_bytes,
-        0, 0,  # is_cur_pos_tensor_sharded, is_page_table_sharded
-        tile_bytes(full, q_dtype),  # q_page_size_bytes: Q's DRAM page is a full tile
-        p.sliding_window_size, p.original_block_size, K_MCAST_SEMAPHORE,
-        0, 0,  # q_locally_available, use_k_mcast (column-major groups: MLA with sharded Q only)
-        p.Bmask,
-        0,  # capacity_t: unbounded cache
-        0,  # spec_multi_pos_T: off
-    ]  # fmt: skip
-    for t in (tensors.q, tensors.k, tensors.v, tensors.attn_mask, tensors.cur_pos, tensors.page_table,
-              tensors.attention_sink):  # fmt: skip
-        reader_ct += accessor_args(t)
-    writer_ct = [
-        p.PNHt, p.St, p.vDHt, p.Sk_chunk_t,
-        bf16_pair(1.0),  # identity_scalar_packed
-        p.num_cores_per_batch, p.num_active_cores, REDUCER_SEMAPHORE, OUTPUT_SEMAPHORE,
-        0,  # is_out_sharded
-        p.num_q_heads, p.num_kv_heads, p.num_cores_per_head, p.num_heads_per_core, p.num_reducer_cores,
-        p.num_output_cores, int(tensors.out.element_size()), int(p.is_causal), p.max_dynamic_chunk_size,
-        1,  # q_heads_parallel_factor
-        p.sliding_window_size, p.original_block_size,
-        0,  # spec_multi_pos_T
-    ] + accessor_args(tensors.out)  # fmt: skip
+    reader_ct = named_args(READER_CT_NAMES, {
+        "B": p.B, "PNHt": p.PNHt, "St": p.St, "DHt": p.DHt, "vDHt": p.vDHt, "Sk_chunk_t": p.Sk_chunk_t,
+        "num_cores": p.num_active_cores, "is_q_sharded": 0, "index_stick_size_B": cur_pos_stick,
+        "is_paged_attention": int(p.is_paged), "num_kv_heads": p.num_kv_heads, "block_size_t": p.page_block_size_t,
+        "Bkv": p.Bkv, "q_heads_parallel_factor": 1, "num_cores_per_head": p.num_cores_per_head,
+        "num_heads_per_core": p.num_heads_per_core, "num_output_cores": p.num_output_cores,
+        "is_causal": int(p.is_causal), "use_attention_mask": int(p.use_attention_mask),
+        "use_attention_sink": int(p.use_attention_sink), "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
+        "tilize_q": 0,  # Q is TILE
+        "reuse_k": int(p.reuse_k), "use_half_tile": int(p.use_half_tile), "q_chunk_size_bytes": q_chunk_size_bytes,
+        "is_cur_pos_tensor_sharded": 0, "is_page_table_sharded": 0,
+        "q_page_size_bytes": tile_bytes(full, q_dtype),  # Q's DRAM page is a full tile
+        "sliding_window_size": p.sliding_window_size, "original_block_size": p.original_block_size,
+        "k_mcast_semaphore_id": K_MCAST_SEMAPHORE,
+        # Q read from DRAM and no K multicast: both come with a height-sharded MLA Q (column-major groups) only.
+        "q_locally_available": 0, "use_k_mcast": 0,
+        "Bmask": p.Bmask, "capacity_t": 0,  # 0: unbounded cache
+        "spec_multi_pos_T": p.spec_multi_pos_T,
+    })  # fmt: skip
+    accessors = {"q": tensors.q, "k": tensors.k, "v": v_tensor, "mask": tensors.attn_mask, "pos": tensors.cur_pos,
+                 "page_table": tensors.page_table, "attention_sink": tensors.attention_sink}  # fmt: skip
+    for name in READER_ACCESSOR_NAMES:
+        reader_ct += accessor_args(accessors[name])
+    writer_ct = named_args(WRITER_CT_NAMES, {
+        "PNHt": p.PNHt, "St": p.St, "vDHt": p.vDHt, "Sk_chunk_t": p.Sk_chunk_t,
+        "identity_scalar_packed": bf16_pair(1.0), "num_cores_per_batch": p.num_cores_per_batch,
+        "num_cores": p.num_active_cores, "reducer_semaphore_id": REDUCER_SEMAPHORE,
+        "output_semaphore_id": OUTPUT_SEMAPHORE, "is_out_sharded": 0, "num_q_heads": p.num_q_heads,
+        "num_kv_heads": p.num_kv_heads, "num_cores_per_head": p.num_cores_per_head,
+        "num_heads_per_core": p.num_heads_per_core, "num_reducer_cores": p.num_reducer_cores,
+        "num_output_cores": p.num_output_cores, "ELEMENT_SIZE": int(tensors.out.element_size()),
+        "is_causal": int(p.is_causal), "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
+        "q_heads_parallel_factor": 1, "sliding_window_size": p.sliding_window_size,
+        "original_block_size": p.original_block_size, "spec_multi_pos_T": p.spec_multi_pos_T,
+    }) + accessor_args(tensors.out)  # fmt: skip
     qk_in0_block_w, qk_w, qk_h, qk_n0, qk_n1 = p.qk_subblocks()
     out_in0_block_w, out_w, out_h, out_n0, out_n1 = p.out_subblocks()
-    compute_ct = [
-        p.St, p.DHt, p.vDHt, p.PNHt, p.Sk_chunk_t,
-        qk_in0_block_w, qk_w, qk_h, qk_n0, qk_n1,
-        out_in0_block_w, out_w, out_h, out_n0, out_n1,
-        p.num_cores_per_head, p.num_heads_per_core, int(p.is_causal), int(p.use_attention_mask),
-        int(p.use_attention_sink), p.max_dynamic_chunk_size,
-        0,  # tilize_q
-        1,  # q_heads_parallel_factor
-        int(p.use_half_tile), float_bits(scale), p.sliding_window_size, p.original_block_size,
-        0,  # spec_multi_pos_T
-    ]  # fmt: skip
+    compute_ct = named_args(COMPUTE_CT_NAMES, {
+        "St": p.St, "DHt": p.DHt, "vDHt": p.vDHt, "Sq_chunk_t": p.PNHt, "Sk_chunk_t": p.Sk_chunk_t,
+        "qk_in0_block_w": qk_in0_block_w, "qk_subblock_w": qk_w, "qk_subblock_h": qk_h,
+        "qk_in0_num_subblocks": qk_n0, "qk_in1_num_subblocks": qk_n1,
+        "out_in0_block_w": out_in0_block_w, "out_subblock_w": out_w, "out_subblock_h": out_h,
+        "out_in0_num_subblocks": out_n0, "out_in1_num_subblocks": out_n1,
+        "num_cores_per_head": p.num_cores_per_head, "num_heads_per_core": p.num_heads_per_core,
+        "is_causal": int(p.is_causal), "use_attention_mask": int(p.use_attention_mask),
+        "use_attention_sink": int(p.use_attention_sink), "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
+        "tilize_q": 0, "q_heads_parallel_factor": 1, "use_half_tile": int(p.use_half_tile),
+        "scale_fp32": float_bits(scale), "sliding_window_size": p.sliding_window_size,
+        "original_block_size": p.original_block_size, "spec_multi_pos_T": p.spec_multi_pos_T,
+    })  # fmt: skip
 
     # ---- runtime args
-    addresses = [_address(t) for t in (tensors.q, tensors.k, tensors.v, tensors.cur_pos, tensors.page_table,
+    addresses = [_address(t) for t in (tensors.q, tensors.k, v_tensor, tensors.cur_pos, tensors.page_table,
                                        tensors.attn_mask, tensors.attention_sink)]  # fmt: skip
     phys = {c.index: noc_coord(c.core) for c in p.cores}
     reducer_xy = [phys[c.index] for c in p.cores if c.do_reduce]
@@ -209,26 +264,30 @@ def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *
         pos = UINT32_MAX if (p.use_cur_pos_tensor or not p.is_causal) else cur_pos[c.cur_batch] & UINT32_MAX
         group_base = c.cur_batch * p.num_cores_per_batch + c.cur_head * p.num_cores_per_head
         group_xy = [phys[group_base + j] for j in range(p.num_cores_per_head)]
-        reader_args.append((coord, [
-            *addresses, page_table_stick, int(c.do_output), c.cur_head, c.cur_batch, c.core_num_in_reduce, pos,
-            0, 0, 0, 0, 0,  # do_k_mcast, mcast_x, mcast_y0, mcast_y1, num_dests
-            *output_xs, *output_ys,
-        ]))  # fmt: skip
-        writer_args.append((coord, [
-            _address(tensors.out), int(c.do_output), c.cur_head, c.cur_batch, c.core_num_in_reduce, pos,
-            int(c.tree.is_root), c.tree.parent, c.tree.send_at_round, *c.tree.children_per_round,
-            *[x for x, _ in group_xy], *[y for _, y in group_xy],
-            *reducer_xs, *reducer_ys, *output_xs, *output_ys,
-        ]))  # fmt: skip
-        compute_args.append((coord, [
-            int(c.do_reduce), c.cur_batch, c.core_num_in_reduce, pos, int(c.tree.is_root), c.tree.parent,
-            *c.tree.children_per_round,
-        ]))  # fmt: skip
+        reader_args.append((coord, named_args(READER_RT_NAMES, {
+            **dict(zip(READER_RT_NAMES[:7], addresses)), "page_table_page_size": page_table_stick,
+            "is_output_core": int(c.do_output), "cur_head_group": c.cur_head, "cur_batch": c.cur_batch,
+            "core_num_in_reduce": c.core_num_in_reduce, "cur_pos_arg": pos,
+            "do_k_mcast": 0, "mcast_x": 0, "mcast_y0": 0, "mcast_y1": 0, "num_dests": 0,  # no K multicast
+        }) + [*output_xs, *output_ys]))  # fmt: skip
+        writer_args.append((coord, named_args(WRITER_RT_NAMES, {
+            "out_addr": _address(tensors.out), "do_output": int(c.do_output), "cur_head_group": c.cur_head,
+            "cur_batch": c.cur_batch, "core_num_in_reduce": c.core_num_in_reduce, "cur_pos_arg": pos,
+            "is_tree_root": int(c.tree.is_root), "parent_core_in_group": c.tree.parent,
+            "send_at_round": c.tree.send_at_round,
+        }) + [*c.tree.children_per_round, *[x for x, _ in group_xy], *[y for _, y in group_xy],
+              *reducer_xs, *reducer_ys, *output_xs, *output_ys]))  # fmt: skip
+        compute_args.append((coord, named_args(COMPUTE_RT_NAMES, {
+            "do_reduce": int(c.do_reduce), "cur_batch": c.cur_batch, "core_num_in_reduce": c.core_num_in_reduce,
+            "cur_pos_arg": pos, "is_tree_root": int(c.tree.is_root), "parent_core_in_group": c.tree.parent,
+        }) + list(c.tree.children_per_round)))  # fmt: skip
     for xy in p.idle_cores:
         coord = ttnn.CoreCoord(*xy)
-        reader_args.append((coord, [0] * 18))  # q_addr 0: idle
-        writer_args.append((coord, [0] * (9 + 6 + 2 * p.num_cores_per_head)))  # out_addr 0: idle
-        compute_args.append((coord, [IDLE_COMPUTE_MARKER] + [0] * (5 + 6)))
+        reader_args.append((coord, [0] * len(READER_RT_NAMES)))  # q_addr 0: idle
+        writer_args.append((coord, [0] * (len(WRITER_RT_NAMES) + MAX_TREE_REDUCTION_ROUNDS
+                                          + 2 * p.num_cores_per_head)))  # out_addr 0: idle  # fmt: skip
+        compute_args.append((coord, [IDLE_COMPUTE_MARKER] + [0] * (len(COMPUTE_RT_NAMES) - 1
+                                                                   + MAX_TREE_REDUCTION_ROUNDS)))  # fmt: skip
 
     kernels = [
         ttnn.KernelDescriptor(
