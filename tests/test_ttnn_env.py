@@ -64,3 +64,59 @@ def test_ttnn_builds_host_tensors_with_each_descriptor(board):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
+
+
+def _child(code: str, **env_changes: str) -> subprocess.CompletedProcess:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TTFD_LOG_LEVEL", "LOGURU_LEVEL")}
+    env.update(env_changes)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+
+
+IMPORT_AND_LOG = (
+    "from loguru import logger\n"
+    "from ttflashdecode.ttnn_env import import_ttnn\n"
+    "ttnn = import_ttnn()\n"
+    # A message from a ttnn module after the import still reaches the handlers (the silence covers the import
+    # alone): loguru names a record by its caller's module, here one called ttnn.probe.
+    "exec(\"from loguru import logger\\nlogger.warning('ttnn still logs')\", {'__name__': 'ttnn.probe'})\n"
+    "print('ok')\n"
+)
+
+
+def test_ttnn_import_does_not_dump_its_config():
+    out = _child(IMPORT_AND_LOG)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Initial ttnn.CONFIG" not in out.stderr, out.stderr[:1000]
+    assert "ttnn still logs" in out.stderr
+
+
+@pytest.mark.parametrize("var", ["TTFD_LOG_LEVEL", "LOGURU_LEVEL"])
+def test_ttnn_config_dump_when_debug_is_asked_for(var):
+    out = _child(IMPORT_AND_LOG, **{var: "DEBUG"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Initial ttnn.CONFIG" in out.stderr
+
+
+def test_package_import_is_light():
+    """``import ttflashdecode`` imports neither torch nor ttnn (they come with the first op call), and every public
+    name still resolves."""
+    code = (
+        "import sys, time\n"
+        "t = time.perf_counter()\n"
+        "import ttflashdecode\n"
+        "dt = time.perf_counter() - t\n"
+        "heavy = sorted(m for m in ('torch', 'ttnn', 'numpy', 'loguru') if m in sys.modules)\n"
+        "print(heavy, dt)\n"
+        "for name in ttflashdecode.__all__:\n"
+        "    assert getattr(ttflashdecode, name) is not None, name\n"
+        "assert ttflashdecode.op.scaled_dot_product_attention_decode is ttflashdecode.scaled_dot_product_attention_decode\n"
+        "print('ok')\n"
+    )
+    out = _child(code)
+    assert out.returncode == 0, out.stderr[-2000:]
+    heavy, seconds = out.stdout.splitlines()[0].rsplit(" ", 1)
+    assert heavy == "[]", f"import ttflashdecode imported {heavy}"
+    assert float(seconds) < 1.0, f"import ttflashdecode took {seconds} s"
+    assert out.stdout.strip().endswith("ok")

@@ -6,11 +6,17 @@ UMD discovers the cluster itself; without one, ttnn reads a mock descriptor name
 package ships (N150, N300, T3K), but only when no card is present and the user has not set it.
 It must run before the first ``import ttnn``: every module in the package gets ttnn through
 :func:`import_ttnn`.
+
+It also keeps ttnn's import quiet: ttnn logs its whole configuration (a ~600-character "Initial ttnn.CONFIG" line)
+at DEBUG through loguru when imported, and loguru's default handler prints DEBUG. :func:`import_ttnn` silences ttnn's
+loguru messages for the import alone, unless debug output was asked for (``TTFD_LOG_LEVEL`` or ``LOGURU_LEVEL`` set
+to DEBUG or TRACE).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -19,6 +25,8 @@ BOARD_ENV_VAR = "TTFLASHDECODE_BOARD"
 DEVICE_NODE = Path("/dev/tenstorrent")
 BOARDS = ("n150", "n300", "t3k")
 DEFAULT_BOARD = "n150"
+LOG_LEVEL_ENV_VAR = "TTFD_LOG_LEVEL"
+DEBUG_LEVELS = ("DEBUG", "TRACE")
 
 _ttnn = None
 
@@ -53,12 +61,27 @@ def configure(board: str | None = None) -> str | None:
     return path
 
 
+def debug_output_requested() -> bool:
+    """True when ``TTFD_LOG_LEVEL`` or ``LOGURU_LEVEL`` asks for DEBUG or TRACE output."""
+    return any(os.environ.get(var, "").strip().upper() in DEBUG_LEVELS for var in (LOG_LEVEL_ENV_VAR, "LOGURU_LEVEL"))
+
+
 def import_ttnn():
-    """Configure the environment (once) and return the ttnn module."""
+    """Configure the environment (once) and return the ttnn module, imported without its DEBUG config dump unless
+    debug output was asked for (:func:`debug_output_requested`)."""
     global _ttnn
     if _ttnn is None:
         configure()
-        import ttnn  # noqa: PLC0415 - deliberately deferred until the environment is set
+        if "ttnn" in sys.modules or debug_output_requested():
+            import ttnn  # noqa: PLC0415 - deliberately deferred until the environment is set
+        else:
+            from loguru import logger  # noqa: PLC0415
 
+            # For the import alone: ttnn's later messages (warnings, fallbacks) keep reaching the user's handlers.
+            logger.disable("ttnn")
+            try:
+                import ttnn  # noqa: PLC0415
+            finally:
+                logger.enable("ttnn")
         _ttnn = ttnn
     return _ttnn
