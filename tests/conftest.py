@@ -34,6 +34,14 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--backend", choices=("emulator", "ttsim"), default="emulator",
+        help="ttsim: also run the op's golden cases on Tenstorrent's simulator through the real ttnn runtime "
+        "(tests/runtime/test_ttsim.py; needs ./run sim-setup and Tenstorrent's sfpi compiler)",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     if ttnn_env.has_tenstorrent_card():
         return
