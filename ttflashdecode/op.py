@@ -98,7 +98,10 @@ def scaled_dot_product_attention_decode(
     attention_sink: bfloat16 ``[1, n_q_heads]`` tile tensor: one logit per q head that joins the softmax
         denominator (gpt-oss); it is in the scaled-score space (not multiplied by ``scale``).
     share_cache: every user reads user 0's K/V (batched sampling of one prompt); k/v batch may then be 1.
-    program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/`` or None.
+    program_config: ``ProgramConfig``, ``ttnn.SDPAProgramConfig``, a name from ``program_configs/``, None or
+        ``"auto"`` (the default: the package's tuned table for the shape, else the fixed rule; a lookup), ``"tune"``
+        (chosen at the shape's first call by the emulator's timing model, :mod:`ttflashdecode.tuning`) or a function
+        of a :class:`~ttflashdecode.plan.auto.PlanRequest` returning a config.
     compute_kernel_config: ``ttnn.WormholeComputeKernelConfig`` or None (HiFi4, exact exp, bfloat16 DST).
     memory_config: output memory config: ``ttnn.DRAM_MEMORY_CONFIG`` (the default) or L1 height-sharded (ROW_MAJOR
         shards of whole tile rows and the full head dim, e.g. one user's ``[32, v_head_dim]`` rows per core).
@@ -308,7 +311,8 @@ def _decode(
         cache_position_modulo=paged_args[1], spec_multi_pos_tiles=paged_args[2],
     )  # fmt: skip
     wrapper = _wrapper(backend.device, program_config, compute)
-    # The config's own plan hook (program_config="auto" chooses per shape) runs inside _plan_call, on this path only.
+    # The config's choice (the default's table or rule; "tune" or a function at a shape's first call) is made inside
+    # _plan_call, on this path only.
     wrapper._plan_call(call, new_output=output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config))
     out, entry = wrapper._execute(
         wrapper._planned, call, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink, output_tensor,
