@@ -100,8 +100,8 @@ def update_cache_and_decode(
     (ints) or ``cur_pos_tensor`` (int32 ``[b]``; a device tensor is read by the kernels at run time); -1 skips a user
     (nothing written, output rows zero). The other arguments are :func:`ttflashdecode.scaled_dot_product_attention_decode`'s
     (causal, one query token per user; no mask, shared cache or block-float output), except that
-    ``program_config=None`` is the planner's fixed rule on the device grid (the op's default is the tuned table, else that rule). Returns
-    the output; the caches are updated in place, exactly as :func:`ttflashdecode.paged_fused_update_cache` updates
+    ``program_config=None`` is the planner's fixed rule on the device grid (the op's default is the tuned table, else
+    that rule). Returns the output; the caches are updated in place, exactly as :func:`ttflashdecode.paged_fused_update_cache` updates
     them."""
     return _fused(q, k, v, k_new, v_new, None, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor, scale=scale,
                   sliding_window_size=sliding_window_size, attention_sink=attention_sink, program_config=program_config,
