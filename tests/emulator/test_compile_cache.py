@@ -84,12 +84,12 @@ def test_key_names_checkout_paths_by_stable_roots(tmp_path):
     build = _checkout(tmp_path / "k", "unused")
     roots = compiler.location_roots(build.source)
     tokens = dict(roots)
-    assert tokens[str(compiler.REPO_ROOT)] == "<repo>" and tokens[str(tmp_path / "k")] == "<kernel-dir>"
-    repo = str(compiler.REPO_ROOT)
-    assert compiler.stable_paths(f"-I{repo}/device_kernels", roots) == "-I<repo>/device_kernels"
+    assert tokens[str(compiler.PACKAGE_PARENT)] == "<package-parent>" and tokens[str(tmp_path / "k")] == "<kernel-dir>"
+    repo = str(compiler.PACKAGE_PARENT)
+    assert compiler.stable_paths(f"-I{repo}/device_kernels", roots) == "-I<package-parent>/device_kernels"
     assert compiler.stable_paths(f"-I{repo}_other/x", roots) == f"-I{repo}_other/x"
     text = f"{tmp_path}/k/cache_reader.cpp:9:5: warning: unused"
     assert compiler.local_paths(compiler.stable_paths(text, roots), roots) == text
     # A kernel inside the repository is keyed by its place in the repository (no separate kernel-dir root).
-    inside = compiler.location_roots(compiler.REPO_ROOT / "device_kernels" / "x.cpp")
+    inside = compiler.location_roots(compiler.PACKAGE_PARENT / "device_kernels" / "x.cpp")
     assert "<kernel-dir>" not in dict(inside).values()

@@ -18,6 +18,8 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+from loguru import logger
+
 from .errors import EmulatorError
 
 HERE = Path(__file__).resolve().parent
@@ -78,6 +80,9 @@ def runtime_dir(sanitize: str = "") -> Path:
     with open(out / ".lock", "w") as lk:
         fcntl.flock(lk, fcntl.LOCK_EX)
         if not all(p.exists() for p in wanted):
+            # A minute or more on a loaded machine: say what is happening rather than look hung.
+            logger.info("building the emulator runtime{} (first use of these sources; cached in {})",
+                        f" with -fsanitize={sanitize}" if sanitize else "", out)
             common = ["-std=c++17", "-O2", "-g", "-pthread", f"-I{INCLUDE}"]
             tmp = exe.with_suffix(f".{os.getpid()}")
             _run([CXX, *common, *sanitizer_flags(sanitize), "-rdynamic", str(CSRC / "runtime.cpp"), "-o", str(tmp),

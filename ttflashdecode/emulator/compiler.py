@@ -3,8 +3,8 @@
 Each KernelDescriptor becomes one shared library: ``g++ -std=c++20 -O2 -fPIC -shared`` with the emulator's API
 headers first on the include path (``include/`` mirrors the wheel's include roots, so ``#include
 "api/dataflow/dataflow_api.h"`` resolves to the emulator's implementation), then the kernel's generated-files
-directory, the kernel's directory, the repo root (``ttflashdecode/ops/decode/kernels/...``) and the descriptor's
-``compiler_include_paths``.
+directory, the kernel's directory and the descriptor's ``compiler_include_paths`` (the package's factories name their
+kernel folders there, so nothing depends on where the package lies: a checkout or an installed wheel).
 
 The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_env.py describes the generated files):
 
@@ -27,14 +27,16 @@ The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_en
 Libraries are cached in ~/.cache/ttflashdecode/kernels by a hash of what the compiler reads, not of where it lies
 (:func:`cache_key`): the compiler's identity, the kernel source's name and text, the flags and the name and content of
 every header the kernel includes (from ``g++ -MM``), with every path written relative to a stable root -- the
-repository, the installed wheel's site-packages, the cache, the kernel's own directory. So the same kernel built from
+directory holding the ttflashdecode package (the checkout, or site-packages for an installed wheel), ttnn's
+site-packages, the cache, the kernel's own directory. So the same kernel built from
 two checkouts (a fresh clone at /tmp/x and /work/main, each with its own .venv) is one entry, while an edit to any
 header it includes is a new one. ``-fmacro-prefix-map`` writes those roots out of ``__FILE__`` as well (an ASSERT's
 message names ``ttflashdecode/ops/decode/kernels/...`` or ``ttnn/tt_metal/...``, a kernel outside the repository by its file name), so
 nothing a library does or prints depends on the checkout that compiled it (only its symbol table's source-file entry
 names that checkout's path; nothing reads it). Libraries and their metadata are written to a temporary name and
 renamed into place, so processes compiling the same kernel at once each publish a whole file.
-:func:`compile_cache_stats` counts hits and misses.
+:func:`compile_cache_stats` counts hits and misses. A program whose kernels are not all in the cache says so in one
+INFO line before compiling (:func:`compile_kernels`): a first use compiles for seconds to minutes.
 
 Warnings are on (``-Wall``), and reported rather than fatal: each library's compiler warnings are kept next to it (so a
 cache hit reports them too), logged once per process (a use of API the wheel marks ``[[deprecated]]`` -- the
@@ -52,6 +54,7 @@ import re
 import shlex
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -62,7 +65,9 @@ from .build import CACHE_ROOT, CXX, INCLUDE, sanitizer, sanitizer_flags
 from .errors import KernelCompileError
 from . import jit_env
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# The directory holding the ttflashdecode package: the checkout for an editable install, site-packages for a wheel.
+# Kernel and header paths are named from it ("ttflashdecode/ops/decode/kernels/..."), in cache keys and in __FILE__.
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 KERNEL_CACHE = CACHE_ROOT / "kernels"
 GENERATED = KERNEL_CACHE / "generated"
 # -Wall as tt-metal's JIT build; -Wno-unknown-pragmas: "#pragma GCC unroll" and friends are meant for the RISC-V
@@ -208,9 +213,9 @@ def compiler_identity(cxx: str = CXX) -> str:
 
 def location_roots(source: Path | None = None) -> list[tuple[str, str]]:
     """(absolute directory, stable token) for every location a kernel build names, longest directory first: the
-    repository, the installed wheel's site-packages, the cache (generated headers, inline sources) and, for a kernel
+    package's parent directory, ttnn's site-packages, the cache (generated headers, inline sources) and, for a kernel
     ``source`` outside all of those, the kernel's own directory."""
-    roots = {str(REPO_ROOT): "<repo>", str(CACHE_ROOT): "<cache>"}
+    roots = {str(PACKAGE_PARENT): "<package-parent>", str(CACHE_ROOT): "<cache>"}
     wheel = jit_env.wheel_root()
     if wheel is not None:
         roots[str(wheel.parent)] = "<site-packages>"
@@ -262,31 +267,61 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.rename(path)
 
 
-def compile_kernel(build: KernelBuild) -> Path:
-    """Return the path of the compiled library for `build`, compiling it if the cache has no current copy."""
-    src_bytes = build.source.read_bytes()
+def _library_path(build: KernelBuild, roots: list[tuple[str, str]]) -> Path:
+    """Where the cache keeps (or will keep) the library of `build`."""
     # Memo key of the header list: this process, this source file at this path with these flags.
-    key0 = hashlib.sha256(src_bytes + "\0".join(build.flags).encode() + str(build.source).encode()).hexdigest()
-    roots = location_roots(build.source)
-
-    def cached(deps: list) -> tuple[Path, bool]:
-        """The library's path for these header dependencies, and whether the cache already holds it."""
-        out = KERNEL_CACHE / f"{build.name}-{cache_key(build, deps, roots)}.so"
-        if out.exists():
-            with _lock:
-                _stats["hits"] += 1
-        return out, out.exists()
-
+    key0 = hashlib.sha256(build.source.read_bytes() + "\0".join(build.flags).encode()
+                          + str(build.source).encode()).hexdigest()
     # The header list of a known source is memoised, so a warm cache costs no preprocessor run; the headers'
     # contents are always re-hashed, so an edited header still rebuilds.
     if key0 in _deps_memo:
-        out, hit = cached(_deps_memo[key0])
-        if hit:
-            _report(out, build.source, _cached_warnings(out, build, roots))
+        out = KERNEL_CACHE / f"{build.name}-{cache_key(build, _deps_memo[key0], roots)}.so"
+        if out.exists():
             return out
     _deps_memo[key0] = _headers(build)
-    out, hit = cached(_deps_memo[key0])
-    if hit:
+    return KERNEL_CACHE / f"{build.name}-{cache_key(build, _deps_memo[key0], roots)}.so"
+
+
+def _display_path(path: Path) -> str:
+    """`path` with the home directory written as ~ (as a user would type it)."""
+    home = str(Path.home())
+    return "~" + str(path)[len(home):] if str(path).startswith(home + "/") else str(path)
+
+
+def compile_kernels(builds: list[KernelBuild], program: str, compile=None) -> list[Path]:
+    """The libraries of one program's kernels (`program` names it in the log), compiling those the cache lacks. When
+    any must be compiled, one INFO line says so first: each compile takes seconds (a compute kernel tens of seconds on
+    a loaded machine), and a silent first call looks hung. ``compile``: the per-kernel step (default
+    :func:`compile_kernel`; a caller may pass its own, e.g. one that records the builds instead)."""
+    found = []
+    for build in builds:
+        roots = location_roots(build.source)
+        found.append((build, _library_path(build, roots), roots))
+    missing = [build.name for build, out, _ in found if not out.exists()]
+    start = time.monotonic()
+    if missing:
+        logger.info("compiling {} kernel{} for {} (first use; cached in {})", len(missing),
+                    "" if len(missing) == 1 else "s", program, _display_path(KERNEL_CACHE))
+    if compile is None or compile is compile_kernel:
+        libraries = [_compile_or_reuse(*entry) for entry in found]
+    else:
+        libraries = [compile(build) for build in builds]
+    if missing:
+        logger.debug("compiled {} ({}) in {:.1f} s", program, ", ".join(missing), time.monotonic() - start)
+    return libraries
+
+
+def compile_kernel(build: KernelBuild) -> Path:
+    """Return the path of the compiled library for `build`, compiling it if the cache has no current copy."""
+    roots = location_roots(build.source)
+    return _compile_or_reuse(build, _library_path(build, roots), roots)
+
+
+def _compile_or_reuse(build: KernelBuild, out: Path, roots: list[tuple[str, str]]) -> Path:
+    """`out` (the library of `build`, _library_path), compiled unless the cache holds it."""
+    if out.exists():
+        with _lock:
+            _stats["hits"] += 1
         _report(out, build.source, _cached_warnings(out, build, roots))
         return out
     KERNEL_CACHE.mkdir(parents=True, exist_ok=True)
@@ -336,8 +371,8 @@ def _cached_warnings(library: Path, build: KernelBuild, roots: list[tuple[str, s
 
 
 def macro_prefix_maps(source: Path) -> list[str]:
-    """``-fmacro-prefix-map`` flags that make ``__FILE__`` independent of the checkout: a repository file is named
-    from the repository (``ttflashdecode/ops/decode/kernels/...``), a wheel file from site-packages (``ttnn/tt_metal/...``), a cache
+    """``-fmacro-prefix-map`` flags that make ``__FILE__`` independent of the checkout: a package file is named
+    from the package's parent (``ttflashdecode/ops/decode/kernels/...``), a wheel file from site-packages (``ttnn/tt_metal/...``), a cache
     file from the cache, a kernel elsewhere by its file name. g++ uses the last matching map: the longest goes last."""
     return [f"-fmacro-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
@@ -370,7 +405,8 @@ def kernel_flags(
     files = {}
     if cbs is not None:
         files[jit_env.DESCRIPTORS_HEADER] = jit_env.chlkc_descriptors(
-            cbs, compute=compute, fp32_dest_acc_en=bool(cc.get("fp32_dest_acc_en", 0)))
+            cbs, compute=compute, fp32_dest_acc_en=bool(cc.get("fp32_dest_acc_en", 0)),
+            bfp8_pack_precise=bool(cc.get("bfp8_pack_precise", 0)))
     if named_compile_time_args:
         files[jit_env.NAMED_CT_ARG_MAP_HEADER] = jit_env.named_ct_arg_map_header(named_compile_time_args)
     gen = jit_env.write_generated(GENERATED, files) if files else None
@@ -382,7 +418,7 @@ def kernel_flags(
         flags.append(f"-I{jit_env.LLK_INCLUDE}")
     if gen is not None:
         flags.append(f"-I{gen}")
-    flags += [f"-I{source.parent}", f"-I{REPO_ROOT}"]
+    flags.append(f"-I{source.parent}")
     flags += [f"-I{p}" for p in include_paths]
     # tt-metal's JIT include roots (jit_env.py): the LLK trees for compute, the ttnn source roots for every kernel
     if compute:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ADDR2LINE = "addr2line"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# The directory holding the ttflashdecode package (compiler.PACKAGE_PARENT): kernel line tables name files from it.
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,9 @@ def _addr2line(library: str, offsets: list[int]) -> list[list[SourceFrame]]:
             break
         function, where = lines[i], lines[i + 1]
         file, _, line = where.rpartition(":")
-        # Kernels name their files from the repository or site-packages (-fdebug-prefix-map), which addr2line joins
-        # to the compiling process's directory again: show them as the kernel build named them.
-        file = file.removeprefix(f"{REPO_ROOT}/")
+        # Kernels name their files from the package's parent or site-packages (-fdebug-prefix-map), which addr2line
+        # joins to the compiling process's directory again: show them as the kernel build named them.
+        file = file.removeprefix(f"{PACKAGE_PARENT}/")
         line = line.split(" ")[0]
         chains[-1].append(SourceFrame(function, file, int(line) if line.isdigit() else 0, library))
         i += 2
@@ -68,7 +69,7 @@ def frames_at(library: str, offset: int) -> list[SourceFrame]:
 
 def _kernel_source(library: str) -> str | None:
     """The kernel source a cached library was built from, named as its line tables name it (compiler.py keeps it
-    next to the library as a stable path, "<repo>/ttflashdecode/ops/decode/kernels/x.cpp")."""
+    next to the library as a stable path, "<package-parent>/ttflashdecode/ops/decode/kernels/x.cpp")."""
     try:
         meta = json.loads(Path(library).with_suffix(".json").read_text())
     except (OSError, ValueError):

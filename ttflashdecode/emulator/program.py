@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..ttnn_env import import_ttnn
 from . import arch, jit_env
-from .compiler import REPO_ROOT, KERNEL_CACHE, KernelBuild, compile_kernel, kernel_flags
+from .compiler import KERNEL_CACHE, KernelBuild, compile_kernel, compile_kernels, kernel_flags
 from .errors import EmulatorError
 
 ttnn = import_ttnn()
@@ -109,11 +109,15 @@ def _kernel_source(k) -> tuple[Path, str]:
             tmp.write_text(src)
             tmp.rename(p)
         return p, f"inline_{digest[:8]}"
+    # As tt-metal resolves a kernel path: as given (absolute, or from the working directory), then from its root
+    # directory, which for the ttnn wheel is the installed ttnn package (upstream kernels as "ttnn/cpp/ttnn/...").
     p = Path(src)
-    for cand in (p, Path.cwd() / p, REPO_ROOT / p):
+    root = jit_env.wheel_root()
+    for cand in (p, *([root / p] if root is not None and not p.is_absolute() else [])):
         if cand.is_file():
             return cand.resolve(), cand.stem
-    raise EmulatorError(f"kernel source file not found: {src} (tried as given, cwd and {REPO_ROOT})")
+    raise EmulatorError(f"kernel source file not found: {src} (tried as given from {Path.cwd()}"
+                        + (f" and from ttnn's root {root})" if root is not None else ")"))
 
 
 def _runtime_args(k, cores: list[tuple[int, int]], name: str, grid: tuple[int, int]) -> dict:
@@ -205,6 +209,8 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
 
     # ---- kernels
     owner: dict[tuple[tuple[int, int], int], str] = {}
+    builds: list[KernelBuild] = []
+    kernels = []  # per kernel, what its KernelPlan takes besides the library
     for kid, k in enumerate(pd.kernels):
         source, name = _kernel_source(k)
         proc, ccfg, noc_index, noc_mode = _config_processor(k.config)
@@ -243,6 +249,12 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
             noc_mode=noc_mode,
             cbs=[kcbs[i] for i in sorted(kcbs)],
         )
-        lib = compile_kernel(KernelBuild(source, name, flags))
-        plan.kernels.append(KernelPlan(kid, name, proc, lib, cores, rtas, crta, ccfg, noc_index=int(noc_index or 0)))
+        builds.append(KernelBuild(source, name, flags))
+        kernels.append((kid, name, proc, cores, rtas, crta, ccfg, int(noc_index or 0)))
+    # One batch per program, so a first use says once what it compiles; each kernel through this module's
+    # compile_kernel (a test may replace it with a recorder of the builds).
+    names = ", ".join(dict.fromkeys(b.name for b in builds))
+    libraries = compile_kernels(builds, f"program [{names}]", compile=compile_kernel)
+    for (kid, name, proc, cores, rtas, crta, ccfg, noc), lib in zip(kernels, libraries):
+        plan.kernels.append(KernelPlan(kid, name, proc, lib, cores, rtas, crta, ccfg, noc_index=noc))
     return plan
