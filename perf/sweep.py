@@ -28,7 +28,8 @@ a row counts as "ours faster" only where the minimum is above 1. ``--variants`` 
 Outputs (perf/out/ unless ``--out``): ``sweep.csv``, one line per (shape, variant, side), readable unchanged by
 tt-perf-report (the ops perf report's columns, DEVICE ID included: ``tt-perf-report perf/out/sweep.csv``), plus the
 shape, side, variant, config, DRAM bytes, GB/s and SOURCE=modelled; ``sweep_summary.md`` (both tables and the
-issue's goals, perf/goals.py); ``sweep_runs/<shape>.json`` (the raw records, so ``--append`` resumes and ``--table``
+issue's goals, perf/goals.py); ``sweep_ratio.png`` (each row's ratios with their min-max over the variants);
+``sweep_runs/<shape>.json`` (the raw records, so ``--append`` resumes and ``--table``
 redraws without running). ``--readme-table`` prints the fair table's markdown for the README.
 
 Cost (measured on the shared 2-core machine at load ~8): a timing-only call takes 10-70 s (4K-32K positions); a shape
@@ -433,14 +434,56 @@ def source_tag() -> str:
         return "unknown"
 
 
+def plot_ratios(shapes: list[Shape], records: list[dict], path: Path) -> None:
+    """sweep_ratio.png: per row, upstream / ours at the nominal model with the min-max over variants as an error bar,
+    against upstream as called and at its best (fair table), and each op's defaults."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import goals
+
+    rows = [goals.Row(s, records) for s in shapes]
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.3 * len(rows)), 5.0))
+    pairs = (("upstream as called", "ours", "vs upstream as called"), ("upstream best", "ours", "vs upstream at its best"),
+             ("upstream default", "ours default", "defaults vs defaults"))  # fmt: skip
+    width = 0.8 / len(pairs)
+    for k, (up_side, ours_side, label) in enumerate(pairs):
+        xs, ys, lo, hi = [], [], [], []
+        for i, r in enumerate(rows):
+            ratios = r.ratios(up_side, ours_side)
+            if not ratios:
+                continue
+            mid = ratios.get(goals.NOMINAL, sum(ratios.values()) / len(ratios))
+            xs.append(i + (k - 1) * width)
+            ys.append(mid)
+            lo.append(mid - min(ratios.values()))
+            hi.append(max(ratios.values()) - mid)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=label, color=f"C{k}")
+    ax.axhline(1.0, color="k", linewidth=0.8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r.shape.label.replace(" b", "\nb", 1) for r in rows], fontsize=7, rotation=20, ha="right")
+    ax.set_ylabel("upstream duration / ours (above 1: ours faster)")
+    ax.set_title("ttflashdecode vs upstream sdpa_decode, MODELLED\n(bars: nominal model; whiskers: min-max over the "
+                 "timing model's variants)", fontsize=9)  # fmt: skip
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_outputs(out: Path) -> Path:
-    """sweep.csv and sweep_summary.md from sweep_runs/."""
+    """sweep.csv, sweep_summary.md and sweep_ratio.png from sweep_runs/."""
     import goals
 
     shapes, records, metas = load_records(out)
     write_csv(out / "sweep.csv", csv_rows(shapes, records))
     summary = out / "sweep_summary.md"
     summary.write_text(goals.summary(shapes, records, metas) + "\n")
+    if records:
+        plot_ratios(shapes, records, out / "sweep_ratio.png")
     return summary
 
 
