@@ -7,6 +7,8 @@ the emulator's timing model (docs/TIMING.md), not measured on silicon.
     nice -n 5 .venv/bin/python perf/build_tuned_table.py            # build (reuses the tuner's disk cache)
     .venv/bin/python perf/build_tuned_table.py --list               # the shapes, nothing run
     .venv/bin/python perf/build_tuned_table.py --check              # is the shipped table current for this tree?
+    .venv/bin/python perf/build_tuned_table.py --plan-time          # host planning time of a first call (default)
+    .venv/bin/python perf/build_tuned_table.py --summary            # the shipped table as markdown (docs/TUNING.md)
 
 Shapes (per chip, bfloat8_b K/V cache, bfloat16 Q and output, one query token, causal; heads split over the board's
 chips as the op splits them on a mesh). The batch sizes and cache lengths are ASSUMED, a small set a decode loop
@@ -116,6 +118,26 @@ def build(rows: list[Entry]) -> dict:
     }
 
 
+def summary() -> int:
+    """The shipped table as a markdown table (every duration MODELLED)."""
+    data = plan_auto.load_table()
+    print("| shape (per chip) | grid | chosen | chosen (us) | rule (us) | rule / chosen |")
+    print("|---|---|---|---|---|---|")
+    for e in data["entries"]:
+        c, ns = e["config"], e["modelled_ns"]
+        chosen = "the rule" if c is None else (f"k{c['k_chunk_size']} N{c['max_cores_per_head_batch']} grid "
+                                               f"{c['compute_with_storage_grid_size'][0]}x"
+                                               f"{c['compute_with_storage_grid_size'][1]}")  # fmt: skip
+        us = lambda v: "-" if v is None else f"{v / 1000:.1f}"  # noqa: E731
+        gain = f"{ns['rule'] / ns['chosen']:.3f}x" if ns["rule"] and ns["chosen"] else "-"
+        print(f"| {e['label']} | {e['grid'][0]}x{e['grid'][1]} | {chosen} | {us(ns['chosen'])} | {us(ns['rule'])} "
+              f"| {gain} |")  # fmt: skip
+    print(f"\nModelled (emulator timing model, timing-only), built {data.get('built')} in "
+          f"{data.get('build_seconds', 0) / 60:.0f} min; kernels {data.get('kernel_source_hash')}, model "
+          f"{data.get('model_hash')}.")  # fmt: skip
+    return 0
+
+
 def check() -> int:
     """0 when the shipped table was built from this tree's kernels and timing model, 1 (and why) otherwise."""
     data = plan_auto.load_table()
@@ -130,15 +152,68 @@ def check() -> int:
     return 1 if stale or missing else 0
 
 
+PLAN_TIME_SCRIPT = """
+import json, sys, time
+from ttflashdecode import emulator
+from ttflashdecode.wrapper import FlashDecodeWrapper
+from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.plan import DecodeShapes, auto
+ttnn = import_ttnn()
+dev = emulator.open_device("n150")
+shape = json.loads(sys.argv[1])
+s = DecodeShapes(**shape)
+wrapper = FlashDecodeWrapper(dev)  # program_config=None: the default
+kw = dict(batch=s.batch, n_q_heads=s.n_q_heads, n_kv_heads=s.n_kv_heads, head_dim=s.head_dim, kv_len=s.kv_len,
+          kv_dtype=getattr(ttnn, s.k_dtype))
+t0 = time.perf_counter(); first = wrapper.plan(**kw); t1 = time.perf_counter()
+wrapper.plan(**kw); t2 = time.perf_counter()
+hit = auto.table_entry(s, (8, 8)) is not None
+print(json.dumps({"hit": hit, "first_ms": (t1 - t0) * 1e3, "again_ms": (t2 - t1) * 1e3,
+                  "k_chunk_size": first.k_chunk_size, "cores_per_group": first.num_cores_per_head}))
+dev.close()
+"""
+
+
+def plan_time(repeats: int = 3) -> int:
+    """Host time of ``FlashDecodeWrapper(device).plan(...)`` with the default config (no program_config) on an
+    emulated N150, each in a fresh process (so the first call pays the table's load): a shape the table holds and
+    one it does not; and the same call again (the device's plan table)."""
+    import subprocess
+
+    hit = next(e for e in entries() if e.board == "n150")
+    unseen = DecodeShapes(batch=3, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=8192 + 96, k_dtype="bfloat8_b",
+                          v_dtype="bfloat8_b")  # fmt: skip
+    for label, s in (("table hit", hit.shapes), ("unseen shape", unseen)):
+        runs = []
+        for _ in range(repeats):
+            done = subprocess.run([sys.executable, "-c", PLAN_TIME_SCRIPT, json.dumps(asdict(s))], capture_output=True,
+                                  text=True, cwd=REPO)  # fmt: skip
+            if done.returncode:
+                raise RuntimeError(f"the timing process failed:\n{done.stderr[-3000:]}")
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        first = sorted(r["first_ms"] for r in runs)
+        again = sorted(r["again_ms"] for r in runs)
+        print(f"{label} ({'in' if runs[0]['hit'] else 'not in'} the table; plan k_chunk_size {runs[0]['k_chunk_size']}, "
+              f"{runs[0]['cores_per_group']} cores per group): first call {first[0]:.1f}-{first[-1]:.1f} ms, "
+              f"again {again[0]:.2f}-{again[-1]:.2f} ms ({repeats} fresh processes, host wall time)")  # fmt: skip
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="print the shapes and exit")
     ap.add_argument("--check", action="store_true", help="is the shipped table current for this tree?")
     ap.add_argument("--quick", action="store_true", help="batch 1 at 8K only (a smoke run)")
+    ap.add_argument("--plan-time", action="store_true", help="host planning time of a first call (default config)")
+    ap.add_argument("--summary", action="store_true", help="print the shipped table as markdown")
     ap.add_argument("--out", type=Path, default=plan_auto.TUNED_TABLE_PATH)
     args = ap.parse_args()
     if args.check:
         return check()
+    if args.plan_time:
+        return plan_time()
+    if args.summary:
+        return summary()
     rows = entries(args.quick)
     if args.list:
         for e in rows:

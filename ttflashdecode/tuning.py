@@ -111,8 +111,8 @@ def plan_for(
         if chosen is not None and is_chosen(chosen):
             raise TypeError(f"program_config function returned {chosen!r}: expected an explicit config or None")
     if chosen is None:  # the rule, refined by the batch's largest host position as the default is
-        return plan_auto.plan_with_rule(shapes, grid, exp_approx_mode=config.exp_approx_mode,
-                                        max_cur_pos=max_cur_pos, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)  # fmt: skip
+        return plan_auto.plan_with_rule(shapes, grid, exp_approx_mode=config.exp_approx_mode, max_cur_pos=max_cur_pos,
+                                        fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)  # fmt: skip
     if config.chooser == TUNE:  # ranked with the default exp; the exp asked for is kept
         chosen = replace(chosen, exp_approx_mode=config.exp_approx_mode)
     return plan(shapes, chosen, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
