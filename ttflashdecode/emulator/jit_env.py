@@ -182,11 +182,11 @@ def _conditional_dst_format(formats: list[int], fp32_dest_acc_en: bool) -> int:
 
 
 def _unpack_dst(fmt: int, cond: int) -> int:
-    """get_single_unpack_dst_format."""
+    """get_single_unpack_dst_format as the 0.81.1 wheel's JIT applies it: Float32 unpacks to the conditional format,
+    every other format (block floats included: a Bfp4_b CB's entry is Bfp4_b, not Bfp8_b) to itself. Seen in the
+    headers the wheel's JIT generates for our programs on a mock device (tests/runtime, docs/RUNTIME.md)."""
     if fmt == FLOAT32:
         return cond
-    if fmt in _BFP:
-        return BFP8_B if _exp_b(fmt) else BFP8
     return fmt
 
 
@@ -219,8 +219,12 @@ def _array(ctype: str, name: str, values: list[int]) -> str:
     return f"{ctype} {name}[{len(values)}] = {{\n    {','.join(str(int(v)) for v in values)}\n}};\n"
 
 
-def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en: bool = False) -> str:
-    """Text of chlkc_descriptors.h for a kernel whose cores hold the CBs `entries`."""
+def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en: bool = False,
+                      bfp8_pack_precise: bool = False) -> str:
+    """Text of chlkc_descriptors.h for a kernel whose cores hold the CBs `entries`. ``bfp8_pack_precise`` (a compute
+    kernel's ComputeConfigDescriptor field): the packer converts to block floats from 16-bit floats, so a block-float
+    CB's pack source is Float16_b (Float16 for A-exponent formats), as the wheel's JIT writes it for a Bfp8_b output
+    (tests/runtime)."""
     fmt = [INVALID] * MAX_CBS
     tiles = [TileGeometry()] * MAX_CBS
     faces = [TILE_HEIGHT * TILE_WIDTH // (FACE_HEIGHT * FACE_WIDTH)] * MAX_CBS
@@ -233,6 +237,8 @@ def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en
     cond = _conditional_dst_format(fmt, acc)
     unpack_dst = [_unpack_dst(f, cond) for f in fmt]
     pack_src = [_pack_src(f, cond, acc) for f in fmt]
+    if compute and bfp8_pack_precise:
+        pack_src = [(FLOAT16_B if _exp_b(f) else FLOAT16) if f in _BFP else p for f, p in zip(fmt, pack_src)]
     if not acc and FP8_E4M3 in fmt:  # generate_pack_data_formats: Fp8 inputs make non-Fp8 outputs A-family
         to_a = {FLOAT16_B: FLOAT16, BFP8_B: BFP8, BFP4_B: BFP4, BFP2_B: BFP2}
         pack_src = [p if f == FP8_E4M3 else to_a.get(p, p) for f, p in zip(fmt, pack_src)]
