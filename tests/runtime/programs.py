@@ -1,0 +1,238 @@
+"""Every program the package builds, called as a user on a card calls it: ttnn tensors on a ttnn device.
+
+Each entry runs one public op (or a few, for a decode step's update + attention) on a real ttnn device or MeshDevice,
+so the op takes the card path: its descriptors go through ``ttnn.generic_op`` (a ``ttnn.MeshProgramDescriptor`` on a
+mesh). On a mock cluster nothing executes, so outputs are not checked here (the emulator tests check values); what
+is checked is that ttnn accepts the program (tests/runtime/test_mock_runtime.py). Inputs are seeded.
+
+``CATALOGUE`` maps a name to (board, function(ctx)); ``ctx`` is a :class:`Ctx`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+import decode_harness as H
+import ttflashdecode
+from ttflashdecode.config import ProgramConfig
+from ttflashdecode.ttnn_env import import_ttnn
+
+ttnn = import_ttnn()
+
+
+@dataclass
+class Ctx:
+    device: Any  # a ttnn device, or a MeshDevice for the mesh entries
+    grid: tuple[int, int]
+    gen: torch.Generator
+
+    def _mapper(self, mesh_dim: int | None) -> dict:
+        if mesh_dim is not None:
+            return {"mesh_mapper": ttnn.ShardTensorToMesh(self.device, dim=mesh_dim)}
+        if isinstance(self.device, ttnn.MeshDevice):
+            return {"mesh_mapper": ttnn.ReplicateTensorToMesh(self.device)}
+        return {}
+
+    def _upload(self, host, memory_config):
+        # Tiled and converted on the host, then written: from_torch(device=...) would run ttnn's own tilize /
+        # typecast programs on the device, whose grid on the mock N300 / T3K chips (8x8) is larger than the
+        # chips' worker grid (8x7), and whose JIT builds would mix with ours in the stand-in's log.
+        mc = ttnn.DRAM_MEMORY_CONFIG if memory_config is None else memory_config
+        return ttnn.to_device(host, self.device, memory_config=mc)
+
+    def tile(self, x, dtype="bfloat16", memory_config=None, mesh_dim: int | None = None):
+        dtype = getattr(ttnn, dtype) if isinstance(dtype, str) else dtype
+        host = ttnn.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **self._mapper(mesh_dim))
+        return self._upload(host, memory_config)
+
+    def int32(self, values, mesh_dim: int | None = None):
+        host = ttnn.from_torch(torch.as_tensor(values).to(torch.int32), dtype=ttnn.int32,
+                               layout=ttnn.ROW_MAJOR_LAYOUT, **self._mapper(mesh_dim))  # fmt: skip
+        return self._upload(host, None)
+
+    def randn(self, *shape):
+        return torch.randn(*shape, generator=self.gen)
+
+
+def _case(**kw) -> Callable[[Ctx], None]:
+    """A decode_harness case through the op (its golden is computed but not compared: nothing runs on a mock)."""
+
+    def run(ctx: Ctx) -> None:
+        case = H.DecodeCase(grid=ctx.grid, **kw)
+
+        def to_device(x, dtype, **mem):
+            return ctx.tile(x, dtype, **mem)
+
+        H.run_case(ctx.device, case, to_device=to_device, to_torch=lambda t: torch.zeros(tuple(t.shape)))
+
+    return run
+
+
+BASE = dict(batch=2, n_q_heads=8, n_kv_heads=2, head_dim=64, kv_len=256, cur_pos=(100, 200), k_chunk_size=64)
+
+
+def _with(**kw):
+    return _case(**{**BASE, **kw})
+
+
+def _device_positions(ctx: Ctx) -> None:
+    """cur_pos as a device tensor (one program for every step), bfloat8_b cache, exact exp."""
+    q, k, v = ctx.randn(1, 2, 8, 64), ctx.randn(2, 2, 256, 64), ctx.randn(2, 2, 256, 64)
+    ttflashdecode.scaled_dot_product_attention_decode(
+        ctx.tile(q), ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), cur_pos_tensor=ctx.int32([17, 255]),
+        program_config=H.decode_config(64, cores=4), compute_kernel_config=H.hifi4())  # fmt: skip
+
+
+def _tt_transformers_paged(ctx: Ctx) -> None:
+    """Llama-3.1-8B as tt_transformers calls it: Q height-sharded one user per core, paged cache with device page
+    table and positions, ttnn.SDPAProgramConfig, height-sharded output."""
+    batch, n_q, n_kv, d, block, per_user = 2, 32, 8, 128, 64, 4
+    blocks = batch * per_user + 2
+    table = torch.randperm(blocks, generator=ctx.gen)[: batch * per_user].reshape(batch, per_user)
+    k, v = ctx.randn(blocks, n_kv, block, d), ctx.randn(blocks, n_kv, block, d)
+    q = ctx.tile(ctx.randn(1, batch, n_q, d), memory_config=H.height_sharded(batch, [32, d]))
+    ttflashdecode.paged_scaled_dot_product_attention_decode(
+        q, ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), ctx.int32(table), cur_pos_tensor=ctx.int32([70, 200]),
+        scale=d**-0.5, program_config=H.sdpa_config(64), compute_kernel_config=H.hifi4(),
+        memory_config=H.height_sharded(batch, [32, d]))  # fmt: skip
+
+
+def _mla(ctx: Ctx) -> None:
+    """DeepSeek-V3 MLA: Q [1, b, 128, 576] height-sharded, paged latent cache (bfloat8_b), V = first 512 columns,
+    height-sharded output."""
+    batch, n_q, d, dv, block, per_user = 2, 128, 576, 512, 32, 4
+    blocks = batch * per_user + 1
+    table = torch.randperm(blocks, generator=ctx.gen)[: batch * per_user].reshape(batch, per_user)
+    shards = batch * n_q // 32
+    q = ctx.tile(ctx.randn(1, batch, n_q, d), memory_config=H.height_sharded(shards, [32, d]))
+    ttflashdecode.paged_flash_multi_latent_attention_decode(
+        q, ctx.tile(ctx.randn(blocks, 1, block, d), "bfloat8_b"), ctx.int32(table),
+        cur_pos_tensor=ctx.int32([100, 30]), head_dim_v=dv, scale=d**-0.5, program_config=H.sdpa_config(32),
+        compute_kernel_config=H.hifi4(), memory_config=H.height_sharded(shards, [32, dv]))  # fmt: skip
+
+
+def _update_cache_heads_major(ctx: Ctx) -> None:
+    cache = ctx.tile(ctx.randn(4, 2, 128, 64), "bfloat8_b")
+    ttflashdecode.update_cache(cache, ctx.tile(ctx.randn(1, 2, 32, 64)), 37)
+
+
+def _paged_update_cache(ctx: Ctx) -> None:
+    """K rows of a decode step into a paged cache: device positions and page table."""
+    table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
+    cache = ctx.tile(ctx.randn(10, 2, 32, 64))
+    ttflashdecode.paged_update_cache(cache, ctx.tile(ctx.randn(1, 2, 2, 64)), update_idxs_tensor=ctx.int32([5, 90]),
+                                     page_table=ctx.int32(table))  # fmt: skip
+
+
+def _paged_update_cache_sharded_ring(ctx: Ctx) -> None:
+    """Height-sharded new rows (one user per core, as nlp_create_qkv_heads_decode gives them) into a ring cache."""
+    table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
+    cache = ctx.tile(ctx.randn(10, 2, 32, 64), "bfloat8_b")
+    rows = ctx.tile(ctx.randn(1, 2, 2, 64), memory_config=H.height_sharded(2, [32, 64]))
+    ttflashdecode.paged_update_cache(cache, rows, update_idxs=[130, 7], page_table=ctx.int32(table),
+                                     cache_position_modulo=64)  # fmt: skip
+
+
+def _paged_fused_update_cache(ctx: Ctx) -> None:
+    table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
+    k, v = ctx.tile(ctx.randn(10, 2, 32, 64)), ctx.tile(ctx.randn(10, 2, 32, 64))
+    ttflashdecode.paged_fused_update_cache(k, ctx.tile(ctx.randn(1, 2, 2, 64)), v, ctx.tile(ctx.randn(1, 2, 2, 64)),
+                                           update_idxs_tensor=ctx.int32([3, 100]), page_table=ctx.int32(table))
+
+
+def _fill_cache(ctx: Ctx) -> None:
+    cache = ctx.tile(ctx.randn(2, 2, 256, 64), "bfloat8_b")
+    ttflashdecode.fill_cache(cache, ctx.tile(ctx.randn(1, 2, 96, 64)), 1, update_idx=32)
+
+
+def _paged_fill_cache(ctx: Ctx) -> None:
+    table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
+    cache = ctx.tile(ctx.randn(10, 2, 32, 64))
+    ttflashdecode.paged_fill_cache(cache, ctx.tile(ctx.randn(1, 2, 100, 64)), ctx.int32(table),
+                                   batch_idx_tensor=ctx.int32([1]))  # fmt: skip
+
+
+def _fused_update_decode(ctx: Ctx) -> None:
+    """The cache update and the attention of one step as one program (contiguous cache, host positions)."""
+    q, k, v = ctx.randn(1, 2, 8, 64), ctx.randn(2, 2, 256, 64), ctx.randn(2, 2, 256, 64)
+    ttflashdecode.update_cache_and_decode(
+        ctx.tile(q), ctx.tile(k), ctx.tile(v), ctx.tile(ctx.randn(1, 2, 2, 64)), ctx.tile(ctx.randn(1, 2, 2, 64)),
+        cur_pos=[40, 130], program_config=H.decode_config(64, cores=4))  # fmt: skip
+
+
+def _paged_fused_update_decode(ctx: Ctx) -> None:
+    table = torch.randperm(18, generator=ctx.gen)[:16].reshape(2, 8)
+    k, v = ctx.tile(ctx.randn(18, 2, 32, 64), "bfloat8_b"), ctx.tile(ctx.randn(18, 2, 32, 64), "bfloat8_b")
+    ttflashdecode.paged_update_cache_and_decode(
+        ctx.tile(ctx.randn(1, 2, 8, 64)), k, v, ctx.tile(ctx.randn(1, 2, 2, 64)), ctx.tile(ctx.randn(1, 2, 2, 64)),
+        ctx.int32(table), cur_pos_tensor=ctx.int32([31, 200]), program_config=H.decode_config(64, cores=4))
+
+
+# ---- meshes: heads over the chips, one MeshProgramDescriptor -------------------------------------------------
+
+
+def _mesh_decode(ctx: Ctx) -> None:
+    """Llama-3.1-8B's heads over the mesh's chips (q on dim 2, K/V on dim 1), bfloat8_b cache, device positions."""
+    chips = ctx.device.get_num_devices()
+    n_q, n_kv, d = 4 * chips, chips, 128
+    q, k, v = ctx.randn(1, 2, n_q, d), ctx.randn(2, n_kv, 512, d), ctx.randn(2, n_kv, 512, d)
+    ttflashdecode.scaled_dot_product_attention_decode(
+        ctx.tile(q, mesh_dim=2), ctx.tile(k, "bfloat8_b", mesh_dim=1), ctx.tile(v, "bfloat8_b", mesh_dim=1),
+        cur_pos_tensor=ctx.int32([300, 511]), program_config=ProgramConfig(compute_with_storage_grid_size=ctx.grid,
+                                                                          k_chunk_size=128))  # fmt: skip
+
+
+def _mesh_paged_bf8_out(ctx: Ctx) -> None:
+    """Paged, host positions, a bfloat8_b output (the decode program and the convert program, both over the mesh)."""
+    chips = ctx.device.get_num_devices()
+    n_q, n_kv, d, block, per_user = 8 * chips, chips, 64, 32, 4
+    table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
+    k, v = ctx.randn(10, n_kv, block, d), ctx.randn(10, n_kv, block, d)
+    ttflashdecode.paged_scaled_dot_product_attention_decode(
+        ctx.tile(ctx.randn(1, 2, n_q, d), mesh_dim=2), ctx.tile(k, mesh_dim=1), ctx.tile(v, mesh_dim=1), table,
+        cur_pos=[100, 20], dtype=ttnn.bfloat8_b,
+        program_config=ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=32))  # fmt: skip
+
+
+SINGLE = {
+    "decode": _with(),
+    "decode_bfloat8_b_kv": _with(kv_dtype="bfloat8_b"),
+    "decode_bfloat4_b_kv": _with(kv_dtype="bfloat4_b"),
+    "decode_device_positions": _device_positions,
+    "decode_skipped_user": _with(cur_pos=(-1, 255)),
+    "decode_paged": _with(block_size=64, kv_dtype="bfloat8_b"),
+    "decode_paged_tt_transformers": _tt_transformers_paged,
+    "decode_mla_paged": _mla,
+    "decode_q_len_2": _with(q_len=2),
+    "decode_mask_shared": _with(cur_pos=None, mask_heads=1),
+    "decode_mask_per_head": _with(cur_pos=None, mask_heads=8),
+    "decode_sinks": _with(attention_sink=True),
+    "decode_sinks_upstream_form": _with(attention_sink=True, sink_upstream_form=True),
+    "decode_window": _with(sliding_window_size=64),
+    "decode_out_sharded": _with(out_sharded=True),
+    "decode_out_bfloat8_b": _with(out_dtype="bfloat8_b"),
+    "decode_fp32_dest_acc": _with(fp32_dest_acc_en=True, exp_approx_mode=False),
+    "decode_share_cache": _with(share_cache=True),
+    "decode_v_head_dim": _with(head_dim=96, v_head_dim=64, kv_len=128, cur_pos=(100, 127), k_chunk_size=32),
+    "decode_groups_serial": _case(batch=16, n_q_heads=8, n_kv_heads=8, head_dim=64, kv_len=64, cur_pos=tuple(range(0, 64, 4)),
+                                  k_chunk_size=32),
+    "update_cache": _update_cache_heads_major,
+    "paged_update_cache": _paged_update_cache,
+    "paged_update_cache_sharded_ring": _paged_update_cache_sharded_ring,
+    "paged_fused_update_cache": _paged_fused_update_cache,
+    "fill_cache": _fill_cache,
+    "paged_fill_cache": _paged_fill_cache,
+    "fused_update_decode": _fused_update_decode,
+    "paged_fused_update_decode": _paged_fused_update_decode,
+}  # fmt: skip
+# The cache-update ops take one chip's tensors (they refuse a mesh tensor, naming it): no mesh update program.
+MESH = {"mesh_decode": _mesh_decode, "mesh_paged_bfloat8_b_out": _mesh_paged_bf8_out}
+
+CATALOGUE: dict[str, tuple[str, Callable[[Ctx], None]]] = {
+    **{name: ("n150", fn) for name, fn in SINGLE.items()},
+    **{f"n300_{name}": ("n300", fn) for name, fn in MESH.items()},
+    **{f"t3k_{name}": ("t3k", fn) for name, fn in MESH.items()},
+}
