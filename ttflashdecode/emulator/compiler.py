@@ -307,7 +307,8 @@ def compile_kernels(builds: list[KernelBuild], program: str, compile=None) -> li
     else:
         libraries = [compile(build) for build in builds]
     if missing:
-        logger.debug("compiled {} ({}) in {:.1f} s", program, ", ".join(missing), time.monotonic() - start)
+        logger.debug("compiled {} kernel{} for {} in {:.1f} s", len(missing), "" if len(missing) == 1 else "s", program,
+                     time.monotonic() - start)
     return libraries
 
 
