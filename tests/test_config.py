@@ -4,7 +4,7 @@ import pytest
 
 from ttflashdecode.config import (
     PROGRAM_CONFIGS_ENV_VAR,
-    REPO_PROGRAM_CONFIGS_DIR,
+    PROGRAM_CONFIGS_DIR,
     ProgramConfig,
     list_program_configs,
     load_program_config,
@@ -145,9 +145,9 @@ def test_required_configs_ship():
 def test_every_shipped_config_loads_and_says_why(name):
     cfg = load_program_config(name)
     assert isinstance(cfg, ProgramConfig)
-    text = (REPO_PROGRAM_CONFIGS_DIR / f"{name}.yaml").read_text()
+    text = (PROGRAM_CONFIGS_DIR / f"{name}.yaml").read_text()
     assert "Tuned for" in text and "Why" in text
-    assert load_program_config(REPO_PROGRAM_CONFIGS_DIR / f"{name}.yaml") == cfg  # by path too
+    assert load_program_config(PROGRAM_CONFIGS_DIR / f"{name}.yaml") == cfg  # by path too
 
 
 GOOD = "compute_with_storage_grid_size: [8, 8]\n"
@@ -181,7 +181,7 @@ def test_broken_yaml_names_file_and_field(tmp_path, body, needles):
 def test_unknown_name_says_where_it_looked():
     with pytest.raises(FileNotFoundError) as e:
         load_program_config("llama-9/n999")
-    assert str(REPO_PROGRAM_CONFIGS_DIR) in str(e.value) and "llama-3.1-8b/n150" in str(e.value)
+    assert str(PROGRAM_CONFIGS_DIR) in str(e.value) and "llama-3.1-8b/n150" in str(e.value)
 
 
 def test_extra_config_directory_from_environment(tmp_path, monkeypatch):

@@ -2,8 +2,9 @@
 
 :class:`ProgramConfig` mirrors the fields of ``ttnn.SDPAProgramConfig`` that FlashDecode uses, so a
 config written for upstream ``ttnn.transformer.scaled_dot_product_attention_decode`` works here and
-back. Named configs live as YAML under the repository's top-level ``program_configs/`` directory
-(``load_program_config("llama-3.1-8b/n150")``); each file says in a comment what it was tuned for.
+back. Named configs live as YAML in the package's ``program_configs/`` directory, shipped in the wheel (the checkout's
+top-level ``program_configs`` is a link to it) (``load_program_config("llama-3.1-8b/n150")``); each file says in a
+comment what it was tuned for.
 
 ``"auto"`` (:data:`AUTO`, :class:`AutoProgramConfig`) is the default (what the op and
 :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` use when no program_config is given): the grid use, k_chunk_size
@@ -35,10 +36,10 @@ DEFAULT_GRID: tuple[int, int] = (8, 8)
 # 64 cores (6 rounds) so the partial-in buffer and the kernels' round loop have a fixed bound.
 MAX_CORES_PER_HEAD_BATCH = 64
 
-# Where named configs are looked up: $TTFLASHDECODE_PROGRAM_CONFIGS first (for installs that do not
-# keep the source tree), then the repository's top-level program_configs/.
+# Where named configs are looked up: $TTFLASHDECODE_PROGRAM_CONFIGS first (a user's own configs), then the
+# package's program_configs/ (package data: an installed wheel has them too).
 PROGRAM_CONFIGS_ENV_VAR = "TTFLASHDECODE_PROGRAM_CONFIGS"
-REPO_PROGRAM_CONFIGS_DIR = Path(__file__).resolve().parent.parent / "program_configs"
+PROGRAM_CONFIGS_DIR = Path(__file__).resolve().parent / "program_configs"
 
 
 def _is_int(value: Any) -> bool:
@@ -237,7 +238,7 @@ def program_configs_dirs() -> list[Path]:
     dirs = []
     if os.environ.get(PROGRAM_CONFIGS_ENV_VAR):
         dirs.append(Path(os.environ[PROGRAM_CONFIGS_ENV_VAR]))
-    dirs.append(REPO_PROGRAM_CONFIGS_DIR)
+    dirs.append(PROGRAM_CONFIGS_DIR)
     return dirs
 
 
