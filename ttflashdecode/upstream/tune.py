@@ -12,9 +12,10 @@ the real program (the wheel's kernels, :mod:`ttflashdecode.upstream`'s descripto
 * the grid (``compute_with_storage_grid_size``): the whole grid, or the smallest full-width grid holding the
   ``groups x N`` working cores (the rest stay free for other work, and idle cores cost launch time in the model).
 
-The search is coordinate descent, to keep a shape at about ten runs: N over the four largest powers of two the grid
-allows (at the chunk size the call would use), then every k_chunk_size at the best N, then the grid at the best
-(N, k_chunk_size). A candidate the factory or the emulator refuses (L1 overflow, a chunk longer than the cache)
+The search is coordinate descent, to keep a shape at about nine runs (a timing-only run of a 32K shape takes minutes
+on a loaded machine): N over the three largest powers of two the grid allows (at the chunk size the call would use),
+then every k_chunk_size at the best N, then the grid at the best (N, k_chunk_size). Smaller N were slower at every
+shape of the tech report's 16-vs-64-cores study and of our own tuning, so the search does not spend runs there. A candidate the factory or the emulator refuses (L1 overflow, a chunk longer than the cache)
 counts as not run. Within 0.5% the candidate with fewer working cores, then the smaller grid, then the larger chunk
 wins (as ours' tuning breaks ties), so a near-tie does not flip between runs of the same model.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 K_CHUNK_SIZES = (32, 64, 128, 256, 512)
-N_CHOICES = 4  # the largest powers of two the grid allows, at most this many
+N_CHOICES = 3  # the largest powers of two the grid allows, at most this many
 TIE = 0.005
 
 
@@ -76,6 +77,13 @@ def _better(a: tuple[Candidate, float], b: tuple[Candidate, float] | None, group
         return _cores(c, groups), c.grid[0] * c.grid[1], -c.k_chunk_size
 
     return key(ca) < key(cb)
+
+
+def effective(c: Candidate, groups: int) -> Candidate:
+    """The candidate with max_cores_per_head_batch as upstream's factory applies it: at most the grid's cores per
+    group (``min(cores, N * groups) // groups``), so two configs that build the same program compare equal."""
+    cores = c.grid[0] * c.grid[1]
+    return Candidate(c.grid, c.k_chunk_size, max(1, min(cores, c.max_cores_per_head * groups) // groups))
 
 
 def min_grid(grid: tuple[int, int], working_cores: int) -> tuple[int, int]:
