@@ -81,3 +81,86 @@ def test_an_unknown_variant_in_the_environment_stops_an_emulator_run(emu_device,
     monkeypatch.setenv(timing.VARIANT_ENV, "fast_silicon")
     with pytest.raises(Exception, match=r"TTFD_TIMING_VARIANT='fast_silicon' is not a variant"):
         _dram_read_cycles(emu_device, ttnn, dram_src, 32, 1)
+
+
+# ---- flow control (nominal variant) against the model without it; all durations MODELLED
+def _model(variant: str) -> TimingModel:
+    from ttflashdecode.emulator import timing_calibration as cal
+
+    return TimingModel(cal.GRID, cal._bank_xy(), variant=variant)
+
+
+def _dram_writer(variant: str, count: int = 256) -> tuple[float, float]:
+    # One core writes `count` x 8 KB to DRAM bank 0; returns (cycles until its data has left L1: the writes-flushed
+    # barrier, cycles until the acks are back). Its NIU injects 31.1 B/cycle, the channel takes 22.0: the
+    # controller's queue fills.
+    out = []
+    for barrier in (Barrier.WRITES_FLUSHED, Barrier.WRITE):
+        m = _model(variant)
+        r = m.add_risc(0, Proc.BRISC)
+        for _ in range(count):
+            m.write(r, dram(0), 8192)
+        m.barrier(r, barrier)
+        m.run()
+        res = m.risc_result(r)
+        out.append(res.busy + res.wait if barrier == Barrier.WRITES_FLUSHED else res.cycles)
+    return out[0], out[1]
+
+
+def test_a_full_dram_write_queue_back_pressures_the_writer():
+    free_ns, free_total = _dram_writer("no_flow_control")
+    fc_ns, fc_total = _dram_writer("nominal")
+    rate_ns = 256 * 8192 / 22.0  # the channel's rate: what the writer is held to once the queue is full
+    # Without flow control the data leaves L1 at the NIU's rate and waits in the network; with it the writer is
+    # held back to within the controller queue's worth of the channel's rate.
+    assert free_ns < 0.8 * rate_ns < fc_ns
+    # The channel is the bottleneck either way: the acks come back at about the same time.
+    assert fc_total == pytest.approx(free_total, rel=0.03)
+
+
+def _writers_sharing_links(variant: str) -> float:
+    # Core (0,0) fills DRAM bank 0's write queue (its NIU injects 31.1 B/cycle, the channel takes 22.0); once it has
+    # (after 30,000 cycles), core (1,0) writes 64 x 8 KB to core (7,0)'s L1 over links both routes use on NoC 0 (+x
+    # along row 0 of the worker grid). Returns core (1,0)'s time from its first write to its last ack.
+    m = _model(variant)
+    hog = m.add_risc(0, Proc.BRISC)
+    victim = m.add_risc(1, Proc.BRISC)
+    for _ in range(512):
+        m.write(hog, dram(0), 8192)
+    m.barrier(hog, Barrier.WRITE)
+    m.delay(victim, 30000)
+    for _ in range(64):
+        m.write(victim, 7, 8192)
+    m.barrier(victim, Barrier.WRITE)
+    m.run()
+    return m.risc_result(victim).cycles - 30000
+
+
+def test_reads_in_flight_limit_orders_the_variants():
+    def spread_reads(variant: str) -> float:
+        m = _model(variant)
+        r = m.add_risc(0, Proc.NCRISC)
+        for k in range(512):
+            m.read(r, dram(k % 12), 64)
+        m.barrier(r, Barrier.READ)
+        m.run()
+        return m.duration_cycles
+
+    free, low, nominal, high = (spread_reads(v) for v in
+                                ("no_flow_control", "max_reads_in_flight_low", "nominal", "max_reads_in_flight_high"))
+    assert free <= high <= nominal <= low
+    # 64 B reads issue every ~20 cycles and take ~385: about 19 in flight keep the issue rate, so even the low end
+    # of the range (20) costs little here: [dm-dram]'s issue-bound figure (5469 cycles for 256 x 32 B) holds.
+    assert low <= 1.1 * free
+
+
+def test_a_stalled_writer_blocks_traffic_sharing_its_links():
+    # Without flow control the DRAM-bound writer books all its packets onto the row at its NIU's rate (unbounded
+    # buffers) and the other writer gets what is left; with it, the full queue holds the DRAM-bound writer to the
+    # channel's rate, and its stalled packets block the row for kHolShare (assumed, 0.25-1) of their stall
+    # (head-of-line blocking, [hol] tt-metal #23294).
+    free, low, nominal, high = (_writers_sharing_links(v) for v in
+                                ("no_flow_control", "hol_share_low", "nominal", "hol_share_high"))
+    assert low < nominal < high < 0.5 * free
+    alone = 64 * 8192 / 31.1  # the second writer's NIU rate
+    assert high > 1.5 * alone

@@ -389,6 +389,7 @@ class Resource {
     Span take(Cycle t, Cycle occ, Cycle floor_time) {
         trim(floor_time);
         busy += occ;
+        if (t >= block_from_ && t < block_end_) t += block_share_ * (block_end_ - t);
         int64_t b = int64_t(std::floor(t / kBinCycles));
         if (b < base_) {
             b = base_;
@@ -414,6 +415,16 @@ class Resource {
         }
     }
 
+    // A packet stalled in this resource's buffer from t0 to t1 (flow control): a packet that arrives meanwhile waits
+    // behind it for `share` of the rest of the stall (head-of-line blocking: it waits whenever it needs the stalled
+    // packet's virtual channel). Only the latest stall is kept: stalls that overlap do not add up.
+    void hold(Cycle t0, Cycle t1, double share) {
+        if (t1 <= block_end_) return;
+        block_from_ = std::max(t0, block_end_);
+        block_end_ = t1;
+        block_share_ = share;
+    }
+
    private:
     void trim(Cycle floor_time) {
         int64_t keep = int64_t(std::floor(floor_time / kBinCycles));
@@ -424,13 +435,20 @@ class Resource {
         base_ = keep;
     }
     int64_t base_ = 0;
+    Cycle block_from_ = 0, block_end_ = 0;  // the latest stall (hold)
+    double block_share_ = 0;
     size_t full_ = 0;  // index of the first bin with capacity left
     std::deque<double> used_;
 };
 
-// A packet in flight: when its head and tail passed the last stage.
+// A packet in flight: when its head and tail passed the last stage, and (flow control on) the resources it has
+// passed, so that a stall further on can back-pressure them.
 struct Flow {
     Cycle head, tail;
+    Cycle flits = 1;        // the packet's length: how many upstream buffers it spans when its head stalls
+    Cycle src_stall = 0;    // time the stalls added at the source NIU (the packet had not left it yet)
+    int n = 0;              // resources passed (path[0] is where the packet comes from)
+    Resource* path[48];     // a route has at most 9 + 11 hops, plus NIUs and a DRAM channel
 };
 
 class Fabric {
@@ -444,16 +462,46 @@ class Fabric {
     }
 
     // Pipelined cut-through: the head reaches `r` `lat` after it left the previous stage, waits for `r` to be free,
-    // and `r` stays busy for `occ`; the tail can never pass the previous stage's tail.
-    void stage(Flow& f, Resource& r, Cycle occ, Cycle lat) {
-        auto span = r.take(f.head + lat, occ, floor_time_);
-        f = {span.start, std::max(span.end, f.tail + lat)};
+    // and `r` stays busy for `occ`; the tail can never pass the previous stage's tail. A `sink` stage (the NIU that
+    // takes the packet in, a DRAM channel) that holds the packet back more than `slack` (what it can queue: a DRAM
+    // controller's queue) backs up the network behind it; see backpressure(). On links, sharing is the bins' fluid
+    // sharing: a packet slowed there still moves, and moving flits deny nothing beyond the capacity they take.
+    void stage(Flow& f, Resource& r, Cycle occ, Cycle lat, Cycle slack = 0, bool sink = false) {
+        Cycle arrive = f.head + lat, free_end = std::max(arrive + occ, f.tail + lat);
+        auto span = r.take(arrive, occ, floor_time_);
+        f.head = span.start;
+        f.tail = std::max(span.end, f.tail + lat);
+        if (sink) backpressure(f, f.tail - free_end - slack, arrive);
+        if (f.n < int(sizeof f.path / sizeof f.path[0])) f.path[f.n++] = &r;
     }
     // A stage that keeps `r` busy for `occ` but lets the packet through in `pass` (pass < occ): the resource needs
     // time after the packet has gone (a small DRAM write: accepted at once, its channel busy for longer).
-    void stage_pass(Flow& f, Resource& r, Cycle occ, Cycle pass, Cycle lat) {
-        auto span = r.take(f.head + lat, occ, floor_time_);
-        f = {span.start, std::max(span.start + pass, f.tail + lat)};
+    void stage_pass(Flow& f, Resource& r, Cycle occ, Cycle pass, Cycle lat, Cycle slack = 0) {
+        Cycle arrive = f.head + lat, free_end = std::max(arrive + pass, f.tail + lat);
+        auto span = r.take(arrive, occ, floor_time_);
+        f.head = span.start;
+        f.tail = std::max(span.start + pass, f.tail + lat);
+        backpressure(f, f.tail - free_end - slack, arrive);  // a DRAM channel: always a sink
+        if (f.n < int(sizeof f.path / sizeof f.path[0])) f.path[f.n++] = &r;
+    }
+
+    // Finite router buffers (flow control on): a packet whose tail is held back `stall` cycles at a stage beyond
+    // what that stage can queue keeps its flits in the buffers behind it: they span ceil(flits / buffer) stages
+    // upstream, and each of those is denied to other traffic for kHolShare of the stall (head-of-line blocking,
+    // [hol]). A packet longer than the buffers between it and its source also holds its source NIU: the source
+    // injects later (src_stall) and its next packet waits (the NIU's command buffer, see Engine).
+    void backpressure(Flow& f, Cycle stall, Cycle at) {
+        if (!p_.flow_control || stall <= 1 || f.n == 0) return;
+        int span = int(std::ceil(f.flits / std::max(1.0, p_.router_buffer_flits)));
+        int first = std::max(0, f.n - span);
+        for (int j = f.n - 1; j >= first; --j) f.path[j]->hold(at, at + stall, p_.hol_share);
+        if (first == 0) f.src_stall += stall;
+    }
+    // A new packet's flow leaving `at` (the response of a read starts one: the request's path no longer matters).
+    static Flow start(Cycle at, Cycle flits) {
+        Flow f{at, at};
+        f.flits = flits;
+        return f;
     }
 
     // Bookings never start before this (the replay's current time minus a margin): older bins can be dropped.
@@ -474,35 +522,50 @@ class Fabric {
         }
     }
 
-    // One read packet (<= kMaxPacketBytes) issued at `t` by core `req` from `src`: time the data is in req's L1.
-    Cycle read_packet(Cycle t, int req, Endpoint src, uint32_t bytes, Noc noc) {
+    struct ReadTimes {
+        Cycle accepted;  // the request's head left the requester's NIU (its command buffer is free again)
+        Cycle done;      // the data is in the requester's L1
+    };
+
+    // One read packet (<= kMaxPacketBytes) issued at `t` by core `req` from `src`.
+    ReadTimes read_packet(Cycle t, int req, Endpoint src, uint32_t bytes, Noc noc) {
         int n = int(noc);
         Xy a = topo_.workers.at(size_t(req)), b = topo_.xy(src);
-        Flow f{t, t};
+        Flow f = start(t, 1);
         if (!src.is_dram() && src.id == req) {  // loopback: through the NIU only
             stage(f, niu_out(n, a), bytes / k::kWorkerReadInjectBpc, k::kNiuCycles);
-            return f.tail + k::kNiuCycles + k::kReadServiceCycles;
+            return {f.head, f.tail + k::kNiuCycles + k::kReadServiceCycles};
         }
         // Request: a header flit from req to src.
         stage(f, niu_out(n, a), 1, 0);
+        Cycle accepted = f.head;
         route(f, a, b, noc, 1);
         // A DRAM endpoint takes one request per kDramRequestCycles on each NoC; a worker's NIU one flit a cycle.
-        stage(f, niu_in(n, b), src.is_dram() ? k::kDramRequestCycles : 1, 2 * k::kNiuCycles);
+        stage(f, niu_in(n, b), src.is_dram() ? k::kDramRequestCycles : 1, 2 * k::kNiuCycles, 0, true);
         f.tail = f.head;  // the response starts once the request header is in
-        if (src.is_dram()) stage(f, dram_.at(size_t(src.bank())), bytes / k::kDramReadBpc, k::kDramAccessCycles);
+        Cycle occ = bytes / k::kDramReadBpc;
+        // The DRAM controller queues kDramQueueDepth requests of this size; a request waiting longer holds the
+        // endpoint and the routers behind it (flow control on).
+        if (src.is_dram())
+            stage(f, dram_.at(size_t(src.bank())), occ, k::kDramAccessCycles, p_.dram_queue_depth * occ, true);
+        // The response starts once the request is served. A held-up response backs up to the responder's NIU, not
+        // into the DRAM channel (its controller buffers read data and serves other NIUs meanwhile).
+        Flow r = start(f.head, flits(bytes));
+        r.tail = f.tail;
         // Response: a worker's NIU injects at the measured read rate; a DRAM tile's NIU at one flit a cycle (the
         // GDDR channel above is the limit there).
         Cycle inject = src.is_dram() ? flits(bytes) : bytes / k::kWorkerReadInjectBpc;
-        stage(f, niu_out(n, b), inject, 0);
-        route(f, b, a, noc, flits(bytes));
-        stage(f, niu_in(n, a), flits(bytes), 2 * k::kNiuCycles);
-        return f.tail + k::kReadServiceCycles;
+        stage(r, niu_out(n, b), inject, 0);
+        route(r, b, a, noc, flits(bytes));
+        stage(r, niu_in(n, a), flits(bytes), 2 * k::kNiuCycles, 0, true);
+        return {accepted, r.tail + k::kReadServiceCycles};
     }
 
     struct WriteTimes {
         Cycle flushed;  // source bytes have left L1 (noc_async_writes_flushed)
         Cycle arrived;  // data in the destination (a waiter on it may proceed)
         Cycle acked;    // acknowledgement back at the writer (noc_async_write_barrier)
+        Cycle accepted = 0;  // the packet's head left the writer's NIU (its command buffer is free again)
     };
 
     // One write packet from core `src` to `dst`. `inline_data`: an inline/atomic op (one flit, no L1 read).
@@ -512,21 +575,24 @@ class Fabric {
         bool loopback = !dst.is_dram() && dst.id == src;
         Cycle occ_inj = inline_data ? 1 : bytes / k::kWorkerWriteInjectBpc;
         Cycle occ_link = inline_data ? 1 : flits(bytes);
-        Flow f{t, t};
+        Flow f = start(t, occ_link);
         stage(f, niu_out(n, a), occ_inj, 0);
-        Cycle flushed = f.tail;
+        Cycle accepted = f.head, left = f.tail;
         if (!loopback) route(f, a, b, noc, occ_link);
-        stage(f, niu_in(n, b), occ_link, 2 * k::kNiuCycles);
+        stage(f, niu_in(n, b), occ_link, 2 * k::kNiuCycles, 0, true);
         if (dst.is_dram()) {
+            // The controller queues kDramQueueDepth writes of this size before the packet backs up (flow control).
             Cycle pass = bytes / k::kDramWriteBpc;
             Cycle occ = bytes < k::kDramSmallWriteBytes ? std::max(pass, k::kDramSmallWriteCycles) : pass;
-            stage_pass(f, dram_.at(size_t(dst.bank())), occ, pass, k::kDramAccessCycles);
+            stage_pass(f, dram_.at(size_t(dst.bank())), occ, pass, k::kDramAccessCycles, p_.dram_queue_depth * occ);
         }
+        // A packet held up all the way back to its source leaves L1 later by as much.
+        Cycle flushed = left + f.src_stall;
         Cycle arrived = f.tail + (inline_data ? k::kAtomicCycles : 0);
         // The ack is a one-flit response on the same (unidirectional) NoC: the rest of the ring back to the writer.
         int back = loopback ? 0 : Topology::hops(b, a, noc);
         Cycle acked = arrived + 2 * k::kNiuCycles + back * k::kHopCycles + k::kWriteAckCycles;
-        return {flushed, arrived, acked};
+        return {flushed, arrived, acked, accepted};
     }
 
     // Cycles a multicast to `n` destinations holds its sender beyond the injection ([dm-mc] fit, see k::).
@@ -544,7 +610,7 @@ class Fabric {
         int n = int(noc);
         Cycle occ_inj = (inline_data ? 1 : bytes / k::kWorkerWriteInjectBpc) + multicast_hold(dsts.size());
         Cycle occ_link = inline_data ? 1 : flits(bytes);
-        Flow f0{t, t};
+        Flow f0 = start(t, occ_link);
         stage(f0, niu_out(n, a), occ_inj, 0);
         std::map<const Resource*, Flow> seen;
         for (int d : dsts) {
@@ -567,10 +633,10 @@ class Fabric {
                 for (; c.y != b.y; c.y = Topology::wrap(c.y - 1, k::kNocRows)) hop(link(n, c, 1));
                 for (; c.x != b.x; c.x = Topology::wrap(c.x - 1, k::kNocCols)) hop(link(n, c, 0));
             }
-            stage(f, niu_in(n, b), occ_link, 2 * k::kNiuCycles);
+            stage(f, niu_in(n, b), occ_link, 2 * k::kNiuCycles, 0, true);
             Cycle arrived = f.tail + (inline_data ? k::kAtomicCycles : 0);
             Cycle acked = arrived + 2 * k::kNiuCycles + Topology::hops(b, a, noc) * k::kHopCycles + k::kWriteAckCycles;
-            out.push_back({f0.tail, arrived, acked});
+            out.push_back({f0.tail, arrived, acked, f0.head});
         }
         return out;
     }
@@ -824,6 +890,7 @@ class Engine {
     Result run() {
         size_t n = riscs_.size();
         st_.assign(n, State{});
+        niu_reads_.clear();
         for (size_t i = 0; i < n; ++i) {
             Xy me = topo_.workers.at(size_t(riscs_[i]->core()));
             Cycle t0 = Topology::hops(topo_.dispatch, me, Noc::Noc0) * k::kLaunchSkewPerHop;
@@ -971,6 +1038,10 @@ class Engine {
         Cycle start = 0, busy = 0, wait = 0, lane_busy[3] = {0, 0, 0};
         Cycle read_done = 0, write_acked = 0, write_flushed = 0, atomic_acked = 0;
         std::map<uint32_t, Cycle> trid_read, trid_write;
+        // Flow control: when each command buffer (per NoC: read, write, atomic / inline) is free again, and the
+        // completion times of this RISC's reads in flight per transaction id (the software throttle, [noc-api]).
+        Cycle cmd_free[2][3] = {{0, 0, 0}, {0, 0, 0}};
+        std::map<uint32_t, std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> trid_inflight;
         uint64_t acquires = 0, commits = 0, waits = 0, releases = 0;
         Cycle commit_time[2] = {0, 0}, release_time[2] = {0, 0};
         Cycle math_started = 0;
@@ -1068,16 +1139,46 @@ class Engine {
         wake(m.waiters);
     }
 
-    // Issue a transfer of `bytes` as packets of at most kMaxPacketBytes, each costing issue time on the RISC.
+    // Issue a transfer of `bytes` as packets of at most kMaxPacketBytes, each costing issue time on the RISC. With
+    // flow control, a packet is issued once command buffer `buf` of its NoC is free (tt-metal spins on
+    // noc_cmd_buf_ready before writing a command: [noc-api]; the buffer frees when the previous packet's head got
+    // its first hop, [isa-niu]); `one` returns when that was.
     template <class F>
-    void packets(size_t i, Cycle& clk, int lane, uint32_t bytes, F&& one) {
+    void packets(size_t i, Cycle& clk, int lane, uint32_t bytes, Noc noc, int buf, F&& one) {
         uint32_t left = bytes;
+        Cycle& free = st_[i].cmd_free[int(noc)][buf];
         while (left > 0) {
             uint32_t pkt = std::min(left, k::kMaxPacketBytes);
+            if (p_.flow_control) wait_until(i, clk, free);
             charge(i, clk, k::kNocIssueCycles, lane);
-            one(pkt);
+            Cycle accepted = one(pkt);
+            if (p_.flow_control) free = std::max(free, accepted);
             left -= pkt;
         }
+    }
+
+    // Flow control for one read packet about to be issued at `clk`: the NIU tracks at most kMaxReadsInFlight reads
+    // (both RISCs of the core share it), a transaction id at most kTridReadThrottle (tt-metal's reader spins).
+    void read_slot(size_t i, Cycle& clk, int core, Noc noc, uint32_t trid) {
+        if (!p_.flow_control) return;
+        auto& q = niu_reads_[size_t(core) * 2 + size_t(noc)];
+        while (!q.empty() && q.top() <= clk) q.pop();
+        while (double(q.size()) >= p_.max_reads_in_flight) {
+            wait_until(i, clk, q.top());
+            q.pop();
+        }
+        if (trid == kNoTrid) return;
+        auto& t = st_[i].trid_inflight[trid];
+        while (!t.empty() && t.top() <= clk) t.pop();
+        while (double(t.size()) >= k::kTridReadThrottle) {
+            wait_until(i, clk, t.top());
+            t.pop();
+        }
+    }
+    void read_issued(size_t i, int core, Noc noc, uint32_t trid, Cycle done) {
+        if (!p_.flow_control) return;
+        niu_reads_[size_t(core) * 2 + size_t(noc)].push(done);
+        if (trid != kNoTrid) st_[i].trid_inflight[trid].push(done);
     }
 
     void step(size_t i) {
@@ -1090,37 +1191,45 @@ class Engine {
         Noc noc = Noc(e.noc);
         switch (e.kind) {
             case Ev::Read:
-                packets(i, clk, lane, e.a, [&](uint32_t pkt) {
-                    Cycle done = fabric_.read_packet(clk, core, Endpoint{e.target}, pkt, noc);
-                    s.read_done = std::max(s.read_done, done);
-                    if (e.b != kNoTrid) s.trid_read[e.b] = std::max(s.trid_read[e.b], done);
+                packets(i, clk, lane, e.a, noc, 0, [&](uint32_t pkt) {
+                    read_slot(i, clk, core, noc, e.b);
+                    auto r = fabric_.read_packet(clk, core, Endpoint{e.target}, pkt, noc);
+                    read_issued(i, core, noc, e.b, r.done);
+                    s.read_done = std::max(s.read_done, r.done);
+                    if (e.b != kNoTrid) s.trid_read[e.b] = std::max(s.trid_read[e.b], r.done);
+                    return r.accepted;
                 });
                 break;
             case Ev::Write:
-                packets(i, clk, lane, e.a, [&](uint32_t pkt) {
+                packets(i, clk, lane, e.a, noc, 1, [&](uint32_t pkt) {
                     auto w = fabric_.write_packet(clk, core, Endpoint{e.target}, pkt, noc);
                     s.write_acked = std::max(s.write_acked, w.acked);
                     s.write_flushed = std::max(s.write_flushed, w.flushed);
                     if (e.b != kNoTrid) s.trid_write[e.b] = std::max(s.trid_write[e.b], w.acked);
+                    return w.accepted;
                 });
                 break;
             case Ev::Mcast: {
                 auto dsts = rect(e.target, int(e.b), core, e.flags & 1);
-                packets(i, clk, lane, e.a, [&](uint32_t pkt) {
-                    Cycle left = clk;
+                packets(i, clk, lane, e.a, noc, 1, [&](uint32_t pkt) {
+                    Cycle left = clk, accepted = clk;
                     for (auto& w : fabric_.multicast_packet(clk, core, dsts, pkt, noc)) {
                         s.write_acked = std::max(s.write_acked, w.acked);
                         s.write_flushed = std::max(s.write_flushed, w.flushed);
                         left = std::max(left, w.flushed);
+                        accepted = std::max(accepted, w.accepted);
                     }
                     // [dm-mc]: multicasts do not overlap: the next one issues once this one has left the sender.
                     wait_until(i, clk, left);
+                    return accepted;
                 });
                 break;
             }
             case Ev::AtomicInc: {
+                if (p_.flow_control) wait_until(i, clk, s.cmd_free[int(noc)][2]);
                 charge(i, clk, k::kNocIssueCycles, lane);
                 auto w = fabric_.write_packet(clk, core, Endpoint::core(e.target), 4, noc, true);
+                if (p_.flow_control) s.cmd_free[int(noc)][2] = std::max(s.cmd_free[int(noc)][2], w.accepted);
                 s.atomic_acked = std::max(s.atomic_acked, w.acked);
                 Sem& m = sem(e.target, e.a);
                 m.incs.push_back({w.arrived, e.b});
@@ -1147,8 +1256,10 @@ class Engine {
                 break;
             }
             case Ev::SemWriteRemote: {
+                if (p_.flow_control) wait_until(i, clk, s.cmd_free[int(noc)][2]);
                 charge(i, clk, k::kNocIssueCycles, lane);
                 auto w = fabric_.write_packet(clk, core, Endpoint::core(e.target), 4, noc, true);
+                if (p_.flow_control) s.cmd_free[int(noc)][2] = std::max(s.cmd_free[int(noc)][2], w.accepted);
                 s.write_acked = std::max(s.write_acked, w.acked);
                 set_sem(sem(e.target, e.a), e.b, w.arrived);
                 break;
@@ -1284,6 +1395,8 @@ class Engine {
     std::map<uint64_t, CbState> cbs_;
     std::map<uint64_t, Sem> sems_;
     std::vector<State> st_;
+    // Flow control: completion times of the reads each NIU (core * 2 + NoC) has in flight.
+    std::map<size_t, std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> niu_reads_;
     std::priority_queue<std::pair<Cycle, size_t>, std::vector<std::pair<Cycle, size_t>>, std::greater<>> heap_;
 };
 
