@@ -25,6 +25,7 @@ import site
 import subprocess
 import sys
 import tarfile
+import time
 import venv
 import zipfile
 from pathlib import Path
@@ -114,8 +115,11 @@ out = dev.to_torch(ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv,
 dev.close()
 expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
                               golden.quantize_like_device(v, "bfloat8_b"), cur_pos=cur_pos)
+from ttflashdecode import config
+named = ttflashdecode.load_program_config("llama-3.1-8b/n150")  # a named config, from the installed package data
 print(json.dumps({
     "package": ttflashdecode.__file__,
+    "program_configs": [str(config.PROGRAM_CONFIGS_DIR), config.list_program_configs(), named.k_chunk_size],
     "sys_path": sys.path,
     "pcc": golden.pcc(out[:, :1], expected[:, :1]),
     "max_abs_error": golden.max_abs_error(out[:, :1], expected[:, :1]),
@@ -128,7 +132,9 @@ print(json.dumps({
 def test_wheel_installs_and_decodes_outside_the_checkout(tmp_path):
     files = _checkout_files()
     shipped = sorted(f for f in files if f.startswith(f"{PACKAGE}/"))
+    start = time.monotonic()
     sdist, wheel = _build_sdist_and_wheel(tmp_path, files)
+    phases = {"sdist and wheel": time.monotonic() - start}
 
     with tarfile.open(sdist) as tar:
         in_sdist = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
@@ -142,16 +148,23 @@ def test_wheel_installs_and_decodes_outside_the_checkout(tmp_path):
     kernels = [str(p.relative_to(REPO)) for p in kernel_sources.all_kernel_files()]
     assert kernels and set(kernels) <= in_wheel
 
+    start = time.monotonic()
     python, purelib = _fresh_venv(tmp_path, wheel)
+    phases["venv and install"] = time.monotonic() - start
     run_dir = tmp_path / "elsewhere"
     run_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    start = time.monotonic()
     res = _run([str(python), "-I", "-c", CHILD], cwd=run_dir, env=env, timeout=1800)
+    phases["decode from the venv"] = time.monotonic() - start
+    print("wheel test phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))  # pytest -s / -rP shows it
     got = json.loads(res.stdout.strip().splitlines()[-1])
 
     installed = purelib / PACKAGE
     assert Path(got["package"]).parent == installed, got["package"]
     assert not any(p and Path(p).resolve() == REPO for p in got["sys_path"]), "the checkout is on the child's sys.path"
+    configs_dir, names, _ = got["program_configs"]
+    assert Path(configs_dir).parent == installed and "llama-3.1-8b/n150" in names, got["program_configs"]
     # The kernels the decode compiled (or took from the cache) are the wheel's copies.
     assert got["kernels"] and all(Path(k).is_relative_to(installed) for k in got["kernels"]), got["kernels"]
     # A wrong kernel cannot pass: PCC on seeded random inputs, the error bound of a bfloat8_b cache, the skipped user
