@@ -102,3 +102,42 @@ def test_card_path_host_cost_per_cached_call(mock_session, record_property):
     assert m["generic_op_alone"] > 0 and m["op_device_positions_output_given"] >= m["generic_op_alone"] * 0.5
     assert m["op_device_positions"] < 5000, f"a cached call took {m['op_device_positions']:.0f} us: not a cache hit"
     record_property("goal_us", GOAL_US)
+    assert r["l1_line"]["backend"] == r["l1_line"]["reports"], r["l1_line"]
+
+
+def test_the_comparison_sees_each_kind_of_difference():
+    """jit_parity.compare_kernel on a hand-made pair of builds (no runtime): each planted difference is reported in
+    its category, and identical builds report none, so the parity test above cannot pass vacuously."""
+    from types import SimpleNamespace
+
+    from runtime import jit_parity
+
+    arrays = ("constexpr uint8_t unpack_src_format[4] = {\n 5,6,255,255\n};\n"
+              "constexpr uint8_t unpack_dst_format[4] = {\n 5,6,255,255\n};\n")
+    math = ("constexpr ckernel::MathFidelity MATH_FIDELITY = static_cast<ckernel::MathFidelity>(4);\n"
+            "constexpr bool APPROX = false;\nconstexpr bool DST_ACCUM_MODE = false;\n"
+            "#define DST_SYNC_MODE DstSync::SyncHalf\n")
+    named = '#define KERNEL_COMPILE_TIME_ARG_MAP {"a",1},{"b",2}\n'
+    kernel = SimpleNamespace(defines=[("MY_DEFINE", "3")], compiler_include_paths=["/k/inc"])
+
+    def jit(arrays=arrays, named=named, define="3"):
+        risc = {"defines": {"KERNEL_COMPILE_TIME_ARGS": "7"}, "includes": ["/k", "/k/inc"], "forced_includes": []}
+        return {"name": "k", "build": "k/1", "riscs": {"trisc0": risc, "trisc1": risc, "trisc2": risc},
+                "files": {"chlkc_descriptors.h": arrays + math, "named_ct_arg_map_generated.h": named,
+                          "defines_generated.h": f"#define MY_DEFINE {define}\n"}}
+
+    def emu(arrays=arrays, named=named, fidelity="4"):
+        return {"name": "k", "source": "/k/k.cpp", "includes": ["/k", "/k/inc"],
+                "defines": {"MY_DEFINE": "3", "KERNEL_COMPILE_TIME_ARGS": "7", "EMU_MATH_FIDELITY": fidelity,
+                            "EMU_MATH_APPROX_MODE": "0", "EMU_DST_ACCUM_MODE": "0", "EMU_DST_FULL_SYNC_EN": "0"},
+                "files": {"chlkc_descriptors.h": arrays, "named_ct_arg_map_generated.h": named}}
+
+    assert jit_parity.compare_kernel(jit(), emu(), kernel)["differs"] == {}
+    planted = {
+        "cb_descriptors": (jit(), emu(arrays=arrays.replace("5,6,255", "5,7,255"))),
+        "named_compile_time_args": (jit(), emu(named=named.replace('"b",2', '"b",3'))),
+        "descriptor_defines": (jit(define="4"), emu()),
+        "math_settings": (jit(), emu(fidelity="2")),
+    }
+    for category, (j, e) in planted.items():
+        assert category in jit_parity.compare_kernel(j, e, kernel)["differs"], category
