@@ -285,13 +285,6 @@ def test_mla_with_an_explicit_v_routes_to_the_plain_ops(transformer, spies):
     assert not spies.flash_multi_latent_attention_decode.calls
 
 
-def test_mla_without_the_packages_mla_function_raises(transformer, monkeypatch):
-    monkeypatch.delattr(ttflashdecode, "flash_multi_latent_attention_decode", raising=False)
-    with ttflashdecode.patch_ttnn():
-        with pytest.raises(NotImplementedError, match="flash_multi_latent_attention_decode"):
-            transformer.flash_multi_latent_attention_decode(Q, K, head_dim_v=64, cur_pos=[1])
-
-
 # ---- upstream's call forms on the emulator, against the golden -------------------------------------------------
 
 B, N_Q, N_KV, D, S, BLOCK = 2, 8, 2, 64, 256, 64

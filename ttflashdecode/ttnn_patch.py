@@ -149,13 +149,8 @@ def _mla_v_route(op: str, input_tensor_v, head_dim_v) -> None:
 
 
 def _mla_function(name: str):
-    fn = getattr(_package(), name, None)
-    if fn is None:
-        raise NotImplementedError(
-            f"ttnn.transformer.{name} (patched by ttflashdecode): this ttflashdecode has no {name} yet; pass "
-            "input_tensor_v explicitly (routed to the plain op) or restore upstream's op"
-        )
-    return fn
+    """The package's MLA entry point, looked up at call time (the package imports this module)."""
+    return getattr(_package(), name)
 
 
 def _require(op: str, **arguments) -> None:
