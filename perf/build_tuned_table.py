@@ -82,21 +82,27 @@ def entries(quick: bool = False) -> list[Entry]:
     return out
 
 
-def build(rows: list[Entry]) -> dict:
+def build(rows: list[Entry], keep: list[dict] = ()) -> dict:
+    """The table of ``rows`` (each run through the tuner), with the entries ``keep`` of other shapes kept as they
+    are. An entry records the kernel and model hashes it was chosen with and whether every candidate ran."""
     started = time.monotonic()
     table = []
     for i, e in enumerate(rows, 1):
         t0 = time.monotonic()
+        tuning._HASHES.clear()  # the kernels may change between entries (a long build): each records its own
+        before = tuning.stats()
         choice = tuning.choose(e.shapes, e.grid)
+        after = tuning.stats()
         rule = plan(e.shapes, plan_auto.rule_config(e.grid), e.grid)
-        rule_ns = next((ns for g, sk, n, ns in choice.durations
-                        if (tuple(g), sk, n) == (e.grid, rule.k_chunk_size, rule.num_cores_per_head)), None)  # fmt: skip
+        rule_key = (e.grid, rule.k_chunk_size, rule.num_cores_per_head)
+        rule_ns = next((ns for g, sk, n, ns in choice.durations if (tuple(g), sk, n) == rule_key), None)
         chosen_ns = choice.durations[0][3] if choice.durations else None
         table.append({
             "label": e.label, "model": e.model, "board": e.board, "shapes": asdict(e.shapes), "grid": list(e.grid),
             "fp32_dest_acc": False, "l1_budget": L1_BUDGET_BYTES,
             "config": None if choice.config is None else asdict(choice.config),
-            "decided_by": "rule (under the tuner's line)" if choice.source == "rule" else "timing model",
+            "decided_by": _decided_by(choice, rule, before, after),
+            "kernel_source_hash": tuning.kernel_source_hash(), "model_hash": tuning.model_hash(),
             "kv_bytes_per_core": plan_auto.kv_bytes_per_core(rule),
             "modelled_ns": {"chosen": chosen_ns, "rule": rule_ns},
             "candidates_modelled_ns": [[list(g), sk, n, ns] for g, sk, n, ns in choice.durations],
@@ -105,6 +111,13 @@ def build(rows: list[Entry]) -> dict:
         print(f"[{i}/{len(rows)}] {e.label}: {table[-1]['decided_by']}, "
               f"{plan_auto.describe(choice.config) if choice.config else 'the rule'}{gain} "
               f"({choice.source}, {time.monotonic() - t0:.0f} s)", flush=True)  # fmt: skip
+    def key(t: dict) -> str:
+        return plan_auto.table_key(DecodeShapes(**t["shapes"]), t["grid"], t["fp32_dest_acc"])
+
+    ran = {key(t) for t in table}
+    table += [t for t in keep if key(t) not in ran]
+    order = {e.label: i for i, e in enumerate(entries())}
+    table.sort(key=lambda t: order.get(t["label"], len(order)))
     return {
         "format": plan_auto.TABLE_FORMAT,
         "what": "per-chip decode shapes -> program config chosen by the emulator's timing model (MODELLED durations)",
@@ -116,6 +129,19 @@ def build(rows: list[Entry]) -> dict:
         "model_hash": tuning.model_hash(),
         "entries": table,
     }
+
+
+def _decided_by(choice, rule_plan, before: dict, after: dict) -> str:
+    """How an entry was decided: the tuner's line, every candidate modelled, or some candidates failing to run (the
+    rule, or the fastest of those that ran: a build to repeat)."""
+    if choice.source == "rule" and after["evaluations"] == before["evaluations"]:
+        return "rule (under the tuner's line)"
+    if choice.source == "rule":
+        return "rule (no candidate ran: rebuild)"
+    listed = len(plan_auto.candidates(rule_plan.shapes, rule_plan.grid))
+    if len(choice.durations) < listed:
+        return f"timing model, {len(choice.durations)} of {listed} candidates ran: rebuild"
+    return "timing model"
 
 
 def summary() -> int:
@@ -193,7 +219,8 @@ def plan_time(repeats: int = 3) -> int:
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         first = sorted(r["first_ms"] for r in runs)
         again = sorted(r["again_ms"] for r in runs)
-        print(f"{label} ({'in' if runs[0]['hit'] else 'not in'} the table; plan k_chunk_size {runs[0]['k_chunk_size']}, "
+        where = "in" if runs[0]["hit"] else "not in"
+        print(f"{label} ({where} the table; plan k_chunk_size {runs[0]['k_chunk_size']}, "
               f"{runs[0]['cores_per_group']} cores per group): first call {first[0]:.1f}-{first[-1]:.1f} ms, "
               f"again {again[0]:.2f}-{again[-1]:.2f} ms ({repeats} fresh processes, host wall time)")  # fmt: skip
     return 0
@@ -206,6 +233,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="batch 1 at 8K only (a smoke run)")
     ap.add_argument("--plan-time", action="store_true", help="host planning time of a first call (default config)")
     ap.add_argument("--summary", action="store_true", help="print the shipped table as markdown")
+    ap.add_argument("--only", default="", help="rebuild only the shapes whose label contains this; keep the rest")
     ap.add_argument("--out", type=Path, default=plan_auto.TUNED_TABLE_PATH)
     args = ap.parse_args()
     if args.check:
@@ -219,7 +247,13 @@ def main() -> int:
         for e in rows:
             print(e.label)
         return 0
-    data = build(rows)
+    keep = []
+    if args.only:
+        rows = [e for e in rows if args.only in e.label]
+        keep = plan_auto.load_table(args.out)["entries"] if args.out.exists() else []
+        for t in keep:
+            t.pop("index", None)
+    data = build(rows, keep)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {args.out}: {len(rows)} shapes in {data['build_seconds']:.0f} s; tuner: {data['tuner_stats']}")

@@ -463,3 +463,47 @@ def test_large_head_dim_gives_up_cores_before_failing():
     too_big = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=1, head_dim=4096, kv_len=8192)
     with pytest.raises(L1OverflowError, match="over the budget"):
         plan(too_big, ProgramConfig(compute_with_storage_grid_size=(8, 8)), (8, 8), fp32_dest_acc=True)
+
+
+# ---- the planner is pure -----------------------------------------------------------------------------------------
+
+# What the planner must never load: ttnn and its devices, the emulator, the program factory and everything that
+# launches, and the tuner (the layer above the factory that runs candidates).
+FORBIDDEN = ("ttnn", "torch", "ttflashdecode.emulator", "ttflashdecode.program_factory", "ttflashdecode.tuning",
+             "ttflashdecode.wrapper", "ttflashdecode.op", "ttflashdecode.backend", "ttflashdecode.ttnn_env",
+             "ttflashdecode.kernel_args", "ttflashdecode.upstream")  # fmt: skip
+
+PURE_PLANNER_SCRIPT = """
+import importlib.util, json, sys, types
+# The package's own __init__ imports the op; the planner is loaded on its own, as a package's subpackage.
+spec = importlib.util.find_spec("ttflashdecode")
+package = types.ModuleType("ttflashdecode")
+package.__path__ = list(spec.submodule_search_locations)
+sys.modules["ttflashdecode"] = package
+from ttflashdecode.config import AutoProgramConfig
+from ttflashdecode.plan import DecodeShapes, plan
+from ttflashdecode.plan import auto
+# Every path of the default: a table hit, a miss (the rule), a position-refined rule, and the candidates.
+hit = auto.load_table()["entries"][0]
+s, grid = DecodeShapes(**hit["shapes"]), tuple(hit["grid"])
+auto.plan_for(s, AutoProgramConfig(grid), grid)
+miss = DecodeShapes(batch=3, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=8192 + 96)
+auto.plan_for(miss, AutoProgramConfig((8, 8)), (8, 8), max_cur_pos=100)
+auto.candidates(miss, (8, 8))
+plan(miss, None, (8, 7))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_planner_imports_no_device_emulator_factory_or_tuner():
+    """ttflashdecode.plan (and the default's table-or-rule choice in plan.auto) runs with none of FORBIDDEN loaded."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PURE_PLANNER_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    bad = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    assert not bad, f"the planner loaded {bad}"
+    assert "ttflashdecode.plan.auto" in loaded
