@@ -294,7 +294,10 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
                     + (f" (the factory applies {n_eff})" if n_eff != s.model_cores else "") + ", 8x8, exact exp, HiFi4")
                 if variant == timing.NOMINAL:
                     def run(c: tune.Candidate):
-                        return up("search", c, False, fair, "fair").get("ns")
+                        ns = up("search", c, False, fair, "fair").get("ns")
+                        log(f"  {s.name} [{variant}] upstream search {c.label()}: "
+                            + (f"{ns / 1e3:.1f} us modelled" if ns else "refused"))
+                        return ns
 
                     result = tune.search(run, grid=GRID, batch=s.batch, n_kv_heads=s.n_kv_heads, kv_len=s.kv_len,
                                          paged=True, start_k_chunk_size=0)  # fmt: skip
