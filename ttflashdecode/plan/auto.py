@@ -2,8 +2,10 @@
 max_cores_per_head_batch for a call's shapes from the tuned table shipped in the package, else the fixed rule.
 
 Pure planning: a dictionary lookup in a JSON file read once per process and one :func:`~ttflashdecode.plan.plan`.
-Nothing here compiles or runs a program, opens a device or imports ttnn, the emulator or the program factory, so the
-default costs the same on a card as on the emulator (``tests/test_auto_config.py`` checks both).
+Nothing here compiles or runs a program, opens a device or imports ttnn, the emulator or the program factory, and the
+choice depends on the device only through its compute grid, so the default costs the same on a card as on the
+emulator (``tests/test_plan.py`` checks the imports, ``tests/test_auto_config.py`` that planning tunes, runs and
+compiles nothing).
 
 * **The table** (``ttflashdecode/tuned/decode.json``, written by ``perf/build_tuned_table.py``): the per-chip decode
   shapes of the models in ``program_configs/`` on the boards they run on (N150, N300, T3K), each with the config the
