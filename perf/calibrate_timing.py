@@ -17,6 +17,15 @@ reproduce:
 
     .venv/bin/python perf/calibrate_timing.py [--skip-table] [--skip-report]
     .venv/bin/python perf/calibrate_timing.py --markdown [--out perf/out/calibration.md]   # the resolving note's table
+    .venv/bin/python perf/calibrate_timing.py --heldout [--variants] [--skip-report] [--out docs/...]
+    .venv/bin/python perf/calibrate_timing.py --cost        # what flow control costs the replay (CPU s, host)
+
+``--heldout`` prints the held-out validation table of docs/TIMING.md (section 4c): every published figure, whether a
+constant was fitted to it (``timing_calibration.IN_SAMPLE``: in-sample) or not (held out), and the modelled value and
+error without flow control (variant ``no_flow_control``, the model before it) and with it (``nominal``); with
+``--variants`` also the smallest and largest modelled value over every variant of the model
+(``ttflashdecode.emulator.timing.variant_names()``). Results are cached per (variant, figure) in
+``perf/out/heldout_cache.json`` keyed by the model's sources, so an interrupted run resumes.
 
 ``--markdown`` prints ONE table instead of the sections: every figure (the standalone model's data-movement and matmul
 figures, the one-core DRAM reads again through the wired emulator, and upstream's sdpa_decode points of
@@ -245,6 +254,147 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines + ["", "Sources (ttflashdecode/emulator/timing_calibration.py):", "", "```", sources, "```"])
 
 
+# ---- held-out validation (--heldout) ----------------------------------------------------------------------------
+HELDOUT_CACHE = REPO / "perf" / "out" / "heldout_cache.json"
+
+
+def _model_key() -> str:
+    """Digest of everything a modelled figure depends on: the timing model and the calibration's benchmarks."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for rel in ("ttflashdecode/emulator/include/emu/timing.h", "ttflashdecode/emulator/timing_calibration.py"):
+        h.update((REPO / rel).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _heldout_figures(report: bool, peak_shapes, contexts):
+    """(key, what, published text, unit, source, measure(fast) -> float, error(m) -> float) of every figure."""
+    out = []
+    for f in timing_calibration.FIGURES:
+        out.append((f.key, f.what, f"{f.published:g} {f.unit}", f.source, (lambda fast, f=f: f.modelled()), f.error))
+    points = {p.key: p for p in timing_calibration.OP_POINTS}
+    measures = {"sdpa_llama70b_galaxy": lambda fast: timing_calibration.llama70b_galaxy_us(fast)}
+    if report:
+        measures["sdpa_report_peak_gbs"] = lambda fast: timing_calibration.report_peak_gbs(fast, peak_shapes)
+        measures["sdpa_t3k_16_beats_64"] = lambda fast: min(timing_calibration.t3k_64_over_16(fast, c)
+                                                            for c in contexts)
+    for key, m in measures.items():
+        p = points[key]
+        what = p.what + (f" (smallest over {', '.join(f'{c // 1024}K' for c in contexts)})"
+                         if key == "sdpa_t3k_16_beats_64" else "")
+        out.append((key, what, f"{p.published_text()} {p.unit}", p.source, m, p.error))
+    return out
+
+
+def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fast) -> dict:
+    """{variant: {figure key: modelled}} for every figure, from the cache where the model has not changed."""
+    import json
+
+    from ttflashdecode.emulator import timing
+
+    key = _model_key()
+    cache = json.loads(HELDOUT_CACHE.read_text()) if HELDOUT_CACHE.exists() else {}
+    if cache.get("model") != key:
+        cache = {"model": key, "values": {}}
+    figs = _heldout_figures(report, peak_shapes, contexts)
+    for v in variants:
+        vals = cache["values"].setdefault(v, {})
+        with timing.variant_env(v):
+            for fkey, _, _, _, measure, _ in figs:
+                ck = fkey + (f"@{','.join(map(str, contexts))}" if fkey == "sdpa_t3k_16_beats_64" else "") + (
+                    f"@{','.join(str(d) for _, d, _ in peak_shapes)}" if fkey == "sdpa_report_peak_gbs" else "")
+                if ck not in vals:
+                    t0 = time.monotonic()
+                    vals[ck] = measure(fast)
+                    print(f"  [{v}] {fkey}: {vals[ck]:.5g} ({time.monotonic() - t0:.1f} s)", file=sys.stderr,
+                          flush=True)
+                    HELDOUT_CACHE.parent.mkdir(parents=True, exist_ok=True)
+                    HELDOUT_CACHE.write_text(json.dumps(cache, indent=1))
+    out = {}
+    for v in variants:
+        vals = cache["values"][v]
+        out[v] = {}
+        for fkey, *_ in figs:
+            for ck, val in vals.items():
+                if ck.split("@")[0] == fkey:
+                    out[v][fkey] = val
+    return out
+
+
+def heldout_markdown(values: dict, report: bool, peak_shapes, contexts) -> str:
+    from ttflashdecode.emulator.timing import NOMINAL
+
+    figs = _heldout_figures(report, peak_shapes, contexts)
+    spread = [v for v in values if v not in ("no_flow_control",)]
+    with_variants = len(values) > 2
+    head = "| figure | published | source | fitted to it | no flow control | error | flow control (nominal) | error |"
+    rule = "|---|---|---|---|---:|---:|---:|---:|"
+    if with_variants:
+        head += " min-max over the variants |"
+        rule += "---|"
+    lines = [head, rule]
+    errs = {"in": {"no_flow_control": [], NOMINAL: []}, "out": {"no_flow_control": [], NOMINAL: []}}
+    for fkey, what, published, source, _, error in figs:
+        fitted = timing_calibration.IN_SAMPLE.get(fkey, "")
+        role = "in" if fitted else "out"
+        cells = []
+        for v in ("no_flow_control", NOMINAL):
+            m = values[v][fkey]
+            errs[role][v].append(abs(error(m)))
+            cells += [_num(m), f"{error(m):+.1%}"]
+        row = f"| {what} | {published} | {source} | {fitted or '**held out**'} | " + " | ".join(cells) + " |"
+        if with_variants:
+            ms = [values[v][fkey] for v in values]
+            row += f" {_num(min(ms))}-{_num(max(ms))} |"
+        lines.append(row)
+    lines.append("")
+    for role, name in (("in", "in-sample"), ("out", "held out")):
+        for v in ("no_flow_control", NOMINAL):
+            e = errs[role][v]
+            if e:
+                lines.append(f"- {name}, {v}: {len(e)} figures, median |error| {100 * sorted(e)[len(e) // 2]:.1f}%, "
+                             f"largest {100 * max(e):.1f}%")
+    if with_variants:
+        lines.append(f"- variants: {', '.join(values)}")
+    return "\n".join(lines)
+
+
+def measure_cost() -> None:
+    """What flow control costs the replay: a FlashDecode-like trace (64 cores: a reader of 512 bfloat8_b tiles from
+    the 12 banks, 8 in flight per barrier; a compute stream; a writer merging to a neighbour) recorded once per
+    variant, replay CPU time (host) measured three times, best kept."""
+    from ttflashdecode.emulator.timing import Barrier, Cb, Op, Proc, TimingModel, dram
+
+    def build(variant):
+        m = TimingModel((8, 8), variant=variant)
+        for core in range(64):
+            rd, cp, wr = (m.add_risc(core, p) for p in (Proc.NCRISC, Proc.COMPUTE, Proc.BRISC))
+            m.configure_cb(core, 0, 16)
+            for blk in range(64):
+                m.cb(rd, Cb.RESERVE_BACK, 0, 8)
+                for t in range(8):
+                    m.read(rd, dram((core + blk * 8 + t) % 12), 1088)
+                m.barrier(rd, Barrier.READ)
+                m.cb(rd, Cb.PUSH_BACK, 0, 8)
+                m.cb(cp, Cb.WAIT_FRONT, 0, 8)
+                m.compute(cp, Op.MATMUL, 8, 9, 1088)
+                m.cb(cp, Cb.POP_FRONT, 0, 8)
+            m.write(wr, (core + 1) % 64, 8192)
+            m.barrier(wr, Barrier.WRITE)
+        return m
+
+    for v in ("no_flow_control", "nominal"):
+        best, dur = float("inf"), 0.0
+        for _ in range(3):
+            m = build(v)
+            t0 = time.process_time()
+            m.run()
+            best = min(best, time.process_time() - t0)
+            dur = m.duration_cycles
+        print(f"{v:16s} replay {best:.3f} s CPU (64 cores x 3 RISCs, 32768 reads), modelled {dur / 1000:.1f} us")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip-table", action="store_true", help="skip the data-movement table")
@@ -255,8 +405,34 @@ def main() -> None:
     ap.add_argument("--t3k-contexts", type=int, nargs="+", default=list(timing_calibration.T3K_CONTEXTS))
     ap.add_argument("--markdown", action="store_true",
                     help="print one table (figure, published and source, modelled, error, tolerance, pass) instead")
-    ap.add_argument("--out", type=Path, help="with --markdown: also write the table here")
+    ap.add_argument("--out", type=Path, help="with --markdown / --heldout: also write the table here")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the held-out validation table: each figure's role, error without and with flow control")
+    ap.add_argument("--variants", action="store_true", help="with --heldout: also the spread over every variant")
+    ap.add_argument("--cost", action="store_true", help="replay CPU time without and with flow control")
     args = ap.parse_args()
+    if args.cost:
+        measure_cost()
+        return
+    if args.heldout:
+        from ttflashdecode.emulator.timing import variant_names
+
+        t0 = time.monotonic()
+        shapes = [(32, d, 131072) for d in args.peak_head_dims]
+        variants = variant_names() if args.variants else ["no_flow_control", "nominal"]
+        variants = ["no_flow_control", "nominal"] + [v for v in variants if v not in ("no_flow_control", "nominal")]
+        with emulator.open_device("n150", timing_only=True) as fast:
+            fast.default_deadline_s = 3600.0
+            fast.default_hang_ms = 2000
+            values = heldout_values(variants, not args.skip_report, shapes, args.t3k_contexts, fast)
+        text = heldout_markdown(values, not args.skip_report, shapes, args.t3k_contexts)
+        text += (f"\n\nModelled by `perf/calibrate_timing.py --heldout{' --variants' if args.variants else ''}"
+                 f"{' --skip-report' if args.skip_report else ''}`, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
+                 f"UTC, {time.monotonic() - t0:.0f} s wall (cached figures excluded).")
+        print(text)
+        if args.out:
+            args.out.write_text(text + "\n")
+        return
     if args.markdown:
         t0 = time.monotonic()
         with emulator.open_device("n150") as dev, emulator.open_device("n150", timing_only=True) as fast:

@@ -164,3 +164,28 @@ def test_a_stalled_writer_blocks_traffic_sharing_its_links():
     assert low < nominal < high < 0.5 * free
     alone = 64 * 8192 / 31.1  # the second writer's NIU rate
     assert high > 1.5 * alone
+
+
+def test_inits_and_reconfigs_are_charged_on_their_lanes():
+    def run(variant: str, lanes: int, reconfig: bool) -> tuple[float, float, float]:
+        m = TimingModel(variant=variant)
+        r = m.add_risc(0, Proc.COMPUTE)
+        for _ in range(10):
+            m.config(r, lanes, reconfig)
+        m.run()
+        return m.risc_result(r).lane_busy
+
+    a = {x.name: x for x in assumed_constants()}
+    assert run("nominal", 0b011, False) == (10 * a["kComputeInitCycles"].nominal,) * 2 + (0.0,)
+    assert run("reconfig_high", 0b100, True) == (0.0, 0.0, 10 * a["kReconfigCycles"].high)
+    assert run("compute_init_low", 0b010, False) == (0.0, 10 * a["kComputeInitCycles"].low, 0.0)
+
+
+def test_docs_list_every_assumed_constant_with_the_codes_range():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "TIMING.md").read_text()
+    rows = {m.group(1): tuple(float(m.group(i)) for i in (2, 3, 4)) for m in re.finditer(
+        r"^\| `(k\w+)` \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| `\w+_low`, `\w+_high` \|", doc, re.M)}
+    assert rows == {a.name: (a.nominal, a.low, a.high) for a in assumed_constants()}

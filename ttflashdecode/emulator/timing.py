@@ -217,6 +217,7 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_tile_regs": ([vp, i, i], None),
         "ttfd_tm_cb": ([vp, i, i, u, u], None),
         "ttfd_tm_delay": ([vp, i, d], None),
+        "ttfd_tm_config": ([vp, i, i, i], None),
         "ttfd_tm_run": ([vp], i),
         "ttfd_tm_trace_digest": ([vp], ctypes.c_ulonglong),
         "ttfd_tm_error": ([vp], ctypes.c_char_p),
@@ -407,6 +408,11 @@ class TimingModel:
 
     def delay(self, risc: int, cycles: float) -> None:
         self._lib.ttfd_tm_delay(self._h, risc, float(cycles))
+
+    def config(self, risc: int, lanes: int, reconfig: bool = False) -> None:
+        """An op's *_init (kComputeInitCycles) or a format reconfig (kReconfigCycles) on each compute lane in
+        `lanes` (bit 0 unpack, 1 math, 2 pack)."""
+        self._lib.ttfd_tm_config(self._h, risc, int(lanes), int(bool(reconfig)))
 
     # ---- replay and results
     def trace_digest(self) -> int:

@@ -446,6 +446,26 @@ OP_POINTS: list[OpPoint] = [
 ]
 
 
+# Held-out validation (docs/TIMING.md, section 4c): the figures a constant was fitted to (in-sample), with the
+# constants they fixed. Every other figure of FIGURES and OP_POINTS was never used to set a constant (held out).
+IN_SAMPLE: dict[str, str] = {
+    "dram_read_latency_32B": "kDramAccessCycles",
+    "dram_read_latency_64B": "kDramAccessCycles",
+    "dram_read_latency_128B": "kDramAccessCycles",
+    "dram_read_issue_bound": "kNocIssueCycles",
+    "dram_read_bw_one_core": "kDramReadBpc (the same quantity as [isa-dram]'s per-channel figure)",
+    "dram_write_small_rate": "kDramSmallWriteCycles",
+    "dram_write_bw_one_core": "kDramWriteBpc (the same quantity as [isa-dram]'s per-channel figure)",
+    "l1_read_latency_32B": "kReadServiceCycles",
+    "l1_read_bw_one_to_one": "kWorkerReadInjectBpc",
+    "l1_write_latency_32B": "kWriteAckCycles",
+    "l1_write_bw_one_to_one": "kWorkerWriteInjectBpc",
+    "mcast_2x2_rate_32B": "kMcastHoldPerDoubling, kMcastHoldOffset",
+    "mcast_5x5_rate_32B": "kMcastHoldPerDoubling, kMcastHoldOffset",
+    "matmul_peak_utilization": "kUnpackBpc, kPackBpc (lower bound)",
+}
+
+
 def calibration_table() -> list[dict]:
     """Every figure with its modelled value and error (what perf/calibrate_timing.py prints)."""
     rows = []

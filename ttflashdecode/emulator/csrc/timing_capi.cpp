@@ -129,6 +129,10 @@ void ttfd_tm_cb(void* h, int risc, int kind, unsigned cb, unsigned pages) {
     }
 }
 void ttfd_tm_delay(void* h, int risc, double cycles) { R(static_cast<Handle*>(h), risc).delay(cycles); }
+// lanes: bit 0 unpack, 1 math, 2 pack; reconfig: 0 an op's *_init, 1 a format reconfig.
+void ttfd_tm_config(void* h, int risc, int lanes, int reconfig) {
+    R(static_cast<Handle*>(h), risc).config(uint8_t(lanes), reconfig != 0);
+}
 
 unsigned long long ttfd_tm_trace_digest(void* h) { return static_cast<Handle*>(h)->engine.trace_digest(); }
 

@@ -19,6 +19,7 @@ inline void eltwise_binary_sfpu_configure_addrmod() {
 
 template <SfpuType sfpu_op>
 inline void _llk_math_eltwise_binary_sfpu_init_() {
+    emu::timing_config(emu::kLaneMath);
     ckernel::sfpu::_init_sfpu_config_reg();
     eltwise_binary_sfpu_configure_addrmod<sfpu_op>();
     ckernel::math::reset_counters(ckernel::p_setrwc::SET_ABD_F);

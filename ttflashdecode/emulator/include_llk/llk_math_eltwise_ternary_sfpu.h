@@ -6,6 +6,7 @@
 
 template <SfpuType sfpu_op>
 inline void _llk_math_eltwise_ternary_sfpu_init_() {
+    emu::timing_config(emu::kLaneMath);
     ckernel::sfpu::_init_sfpu_config_reg();
     ckernel::addr_mod_t{.srca = {.incr = 0}, .srcb = {.incr = 0}, .dest = {.incr = 0}}.set(ckernel::ADDR_MOD_7);
     if constexpr (sfpu_op == SfpuType::where)

@@ -28,6 +28,7 @@ inline void eltwise_unary_sfpu_configure_addrmod() {
 
 template <SfpuType sfpu_op>
 inline void _llk_math_eltwise_unary_sfpu_init_() {
+    emu::timing_config(emu::kLaneMath);
     ckernel::sfpu::_init_sfpu_config_reg();
     eltwise_unary_sfpu_configure_addrmod<sfpu_op>();
     ckernel::math::reset_counters(ckernel::p_setrwc::SET_ABD_F);

@@ -121,6 +121,13 @@ inline TileGeom cb_tile_geom(uint32_t cb, bool pack_side) {
     return TileGeom{};
 }
 
+// Timing (docs/TIMING.md, section 3b): an op's *_init programs MOPs and address modifiers, a reconfig the format
+// registers, on the compute lanes `lanes` (bit 0 unpack, 1 math, 2 pack): kComputeInitCycles / kReconfigCycles a lane.
+enum : unsigned { kLaneUnpack = 1, kLaneMath = 2, kLanePack = 4 };
+inline void timing_config(unsigned lanes, bool reconfig = false) {
+    if (auto* tr = timing_risc()) tr->config(uint8_t(lanes), reconfig);
+}
+
 // Unpacker / packer format configuration (compute_kernel_hw_startup, reconfig_data_format*).
 inline void configure_srca(uint32_t cb) {
     cstate().srca_cb = cb;

@@ -61,6 +61,10 @@ inline void tilize_block(uint32_t icb, uint32_t block, uint32_t ocb, uint32_t in
         fault("%s: tilizes %u pages from page %u of cb %u but fewer are at its front (missing cb_wait_front?)", who,
               block, in_index, icb);
     const uint8_t* base = l1(cb_read_addr(icb) + in_index * page, rows * width * es);
+    // Timing: the unpacker reads each tile's rows out of the row-major block (kTilizeUnpackFactor times a plain
+    // unpack), the math copies it to DST; the pack is recorded by pack_values.
+    if (auto* tr = timing_risc())
+        tr->compute(timing::Op::Copy, block, block, rows * cols * es, compute_config().math_fidelity, false, 1.0, true);
     for (uint32_t t = 0; t < block; ++t) {
         float v[kTileHW] = {};
         for (uint32_t r = 0; r < rows; ++r)
@@ -88,6 +92,8 @@ inline void untilize_write(const float* tiles, uint32_t ntiles, uint32_t ocb, ui
               full_ct, ocb);
     uint32_t width = full_ct * cols;
     uint8_t* base = l1(cb_write_addr(ocb) + row * full_ct * page, rows * width * es);
+    // Timing: the packer writes each tile's rows into the row-major block (kTilizeUnpackFactor times a plain pack).
+    if (auto* tr = timing_risc()) tr->pack(ntiles, rows * cols * es, true);
     for (uint32_t t = 0; t < ntiles; ++t)
         for (uint32_t r = 0; r < rows; ++r)
             for (uint32_t c = 0; c < cols; ++c)
@@ -102,6 +108,10 @@ inline void pack_untilize_block(uint32_t icb, uint32_t block_rt, uint32_t ocb, u
     std::unique_ptr<float[]> tiles(new float[block_ct * kTileHW]);
     uint32_t blocks_per_row = full_ct / block_ct;
     for (uint32_t r = 0; r < block_rt; ++r) {
+        // Timing: each tile comes through the unpacker and math (a copy into DST) before the untilizing pack.
+        if (auto* tr = timing_risc())
+            tr->compute(timing::Op::Copy, block_ct, block_ct, timing_tile_bytes(icb, false),
+                        compute_config().math_fidelity);
         for (uint32_t c = 0; c < block_ct; ++c) {
             float* t = &tiles[c * kTileHW];
             unpack_cb_tile(icb, r * block_ct + c, Src::A, t, who);

@@ -715,6 +715,7 @@ enum class Ev : uint8_t {
     Compute, Pack, RegsAcquire, RegsCommit, RegsWait, RegsRelease,
     CbWaitFront, CbPopFront, CbReserveBack, CbPushBack,
     SemWait, SemSet, Delay,
+    Config,  // an op's *_init or a format reconfig on the compute lanes in `flags` (op: 1 reconfig, 0 init)
 };
 
 struct Event {
@@ -771,14 +772,21 @@ class Risc {
     // SFPU ops, which work on DST). fidelity: ttnn MathFidelity value. `tile_fraction`: the share of a 32x32 tile the
     // math touches: a matmul whose in0 tiles have 16 rows (half / tiny tiles: the engine takes 8 rows a cycle) is
     // 0.5; an SFPU op on two of the four faces (VectorMode R or C) is 0.5.
+    // `tilize`: the unpacker reads row-major data (tilize_block): kTilizeUnpackFactor times the plain cost.
     void compute(Op op, uint32_t math_tiles, uint32_t unpack_tiles, uint32_t unpack_tile_bytes, uint8_t fidelity,
-                 bool approx = false, double tile_fraction = 1.0) {
-        Event e{Ev::Compute, 0, uint8_t(op), uint8_t(approx), int32_t(fidelity), math_tiles, unpack_tiles,
-                unpack_tile_bytes};
+                 bool approx = false, double tile_fraction = 1.0, bool tilize = false) {
+        Event e{Ev::Compute, 0, uint8_t(op), uint8_t(uint8_t(approx) | uint8_t(tilize) << 1), int32_t(fidelity),
+                math_tiles, unpack_tiles, unpack_tile_bytes};
         e.d = tile_fraction;
         add(e);
     }
-    void pack(uint32_t tiles, uint32_t tile_bytes) { add({Ev::Pack, 0, 0, 0, 0, tiles, tile_bytes}); }
+    // `untilize`: the packer writes row-major rows (pack_untilize): kTilizeUnpackFactor times the plain cost.
+    void pack(uint32_t tiles, uint32_t tile_bytes, bool untilize = false) {
+        add({Ev::Pack, 0, 0, uint8_t(untilize), 0, tiles, tile_bytes});
+    }
+    // An op's *_init (reconfig false) or a format reconfig on the compute lanes `lanes` (bit 0 unpack, 1 math,
+    // 2 pack).
+    void config(uint8_t lanes, bool reconfig) { add({Ev::Config, 0, uint8_t(reconfig), lanes}); }
     void tile_regs_acquire() { add({Ev::RegsAcquire}); }
     void tile_regs_commit() { add({Ev::RegsCommit}); }
     void tile_regs_wait() { add({Ev::RegsWait}); }
@@ -1289,7 +1297,7 @@ class Engine {
                 }
                 // The unpacker runs at most one call ahead of math (srcA/srcB are double-buffered).
                 wait_until(i, s.lane[0], s.math_started);
-                Cycle one = unpack_cycles(e.c, p_);
+                Cycle one = unpack_cycles(e.c, p_) * ((e.flags & 2) ? p_.tilize_factor : 1.0);
                 charge(i, s.lane[0], p_.tile_op_overhead + one * e.b, 0);
                 // Math starts once the first operands are in and cannot end before the unpacker does.
                 wait_until(i, s.lane[1], s.lane[0] - (e.b ? one * (e.b - 1) : 0));
@@ -1299,7 +1307,8 @@ class Engine {
                 break;
             }
             case Ev::Pack:
-                charge(i, s.lane[2], p_.tile_op_overhead + pack_cycles(e.b, p_) * e.a, 2);
+                charge(i, s.lane[2],
+                       p_.tile_op_overhead + pack_cycles(e.b, p_) * e.a * ((e.flags & 1) ? p_.tilize_factor : 1.0), 2);
                 break;
             case Ev::RegsAcquire: {  // math gets a DST half once pack released it (double buffer, or one if full)
                 uint64_t nb = uint64_t(std::max(1, r.dst_buffers()));
@@ -1370,6 +1379,17 @@ class Engine {
             case Ev::Delay:
                 charge(i, clk, e.d, lane);
                 break;
+            case Ev::Config: {
+                Cycle c = e.op ? p_.reconfig_cycles : p_.compute_init_cycles;
+                for (int l = 0; l < 3; ++l)
+                    if (e.flags & (1 << l)) {
+                        if (is_compute(i))
+                            charge(i, s.lane[l], c, l);
+                        else
+                            charge(i, clk, c, lane);
+                    }
+                break;
+            }
         }
         s.pc++;
         push(i);

@@ -40,6 +40,7 @@ inline void bcast_tiles(EltwiseBinaryType op, BroadcastType dim, uint32_t icb0, 
 // ---- unary broadcast: DST[dst_tile_index] = bcast(in tile). 32-bit formats are unpacked straight to DST.
 template <BroadcastType bcast_type, bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void unary_bcast_init(uint32_t icb) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)icb;
 }
 
@@ -115,6 +116,7 @@ EMU_BCAST_ROW_FN(mul_tiles_bcast_rows, ELWMUL)
 // ---- inits (operand formats come from compute_kernel_hw_startup / reconfig_data_format)
 template <EltwiseBinaryType tBcastOp, BroadcastType tBcastDim>
 ALWI void bcast_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)icb0;
     (void)icb1;
     (void)call_line;

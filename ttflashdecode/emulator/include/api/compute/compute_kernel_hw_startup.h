@@ -30,6 +30,7 @@ namespace ckernel {
 // SrcA/SrcB formats from (icb0, icb1) per src_order, and the packer from ocb.
 template <SrcOrder src_order = SrcOrder::Regular>
 ALWI void compute_kernel_hw_startup(uint32_t icb0, uint32_t icb1, uint32_t ocb) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath | emu::kLanePack);
     emu::check_compile_time_config();
     emu::compute_state_reset();
     constexpr bool reverse = src_order == SrcOrder::Reverse;

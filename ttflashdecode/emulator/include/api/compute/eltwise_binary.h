@@ -25,6 +25,7 @@ inline emu::BinaryOp to_emu(EltwiseBinaryType t, const char* who) {
 template <bool full_init, EltwiseBinaryType eltwise_binary_type>
 ALWI void binary_tiles_init(std::uint32_t icb0, std::uint32_t icb1, bool acc_to_dest = false,
                             std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)icb0;
     (void)icb1;
     (void)call_line;
@@ -47,18 +48,21 @@ ALWI void mul_init(std::uint32_t icb0, std::uint32_t icb1, bool acc_to_dest = tr
 
 template <EltwiseBinaryReuseDestType reuse_dest>
 ALWI void add_reuse_dest_init(std::uint32_t icb, std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     static_assert(reuse_dest != EltwiseBinaryReuseDestType::NONE, "reuse_dest must be DEST_TO_SRCA or DEST_TO_SRCB");
     (void)icb;
     (void)call_line;
 }
 template <EltwiseBinaryReuseDestType reuse_dest>
 ALWI void sub_reuse_dest_init(std::uint32_t icb, std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     static_assert(reuse_dest != EltwiseBinaryReuseDestType::NONE, "reuse_dest must be DEST_TO_SRCA or DEST_TO_SRCB");
     (void)icb;
     (void)call_line;
 }
 template <EltwiseBinaryReuseDestType reuse_dest>
 ALWI void mul_reuse_dest_init(std::uint32_t icb, std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     static_assert(reuse_dest != EltwiseBinaryReuseDestType::NONE, "reuse_dest must be DEST_TO_SRCA or DEST_TO_SRCB");
     (void)icb;
     (void)call_line;

@@ -14,6 +14,7 @@ namespace ckernel {
 // Short init for matmul_tiles; transpose != 0 transposes each in1 tile (faces and within faces).
 ALWI void matmul_init(std::uint32_t in0_cb_id, std::uint32_t in1_cb_id, const std::uint32_t transpose = 0,
                       std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)in0_cb_id;
     (void)in1_cb_id;
     (void)call_line;
@@ -36,6 +37,7 @@ ALWI void matmul_tiles(std::uint32_t in0_cb_id, std::uint32_t in1_cb_id, std::ui
 ALWI void matmul_block_init(std::uint32_t in0_cb_id, std::uint32_t in1_cb_id, const std::uint32_t transpose = 0,
                             std::uint32_t ct_dim = 1, std::uint32_t rt_dim = 1, std::uint32_t kt_dim = 1,
                             std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)in0_cb_id;
     (void)in1_cb_id;
     (void)ct_dim;

@@ -11,6 +11,7 @@ namespace ckernel {
 
 // Packer init for ocb without an op init: programs the output format and clears reduce edge masks.
 ALWI void pack_init(std::uint32_t ocb, std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLanePack);
     (void)call_line;
     emu::configure_pack(ocb);
     emu::cstate().reduce_mask = emu::ReduceMask::None;

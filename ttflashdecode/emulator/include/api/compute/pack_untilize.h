@@ -14,6 +14,7 @@ namespace ckernel {
 
 template <uint32_t block_ct_dim = 8, uint32_t full_ct_dim = block_ct_dim, bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void pack_untilize_init(uint32_t icb, uint32_t ocb, uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLanePack);
     static_assert(full_ct_dim % block_ct_dim == 0, "full_ct_dim must be a multiple of block_ct_dim");
     (void)icb, (void)ocb, (void)call_line;
 }
@@ -36,6 +37,7 @@ template <uint32_t block_ct_dim = 8, uint32_t full_ct_dim = block_ct_dim, bool n
           std::uint32_t row_num_datums = TILE_C_DIM, bool dense = false, bool configure_remap = true,
           bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void pack_untilize_dest_init(uint32_t ocb, uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLanePack);
     static_assert(!narrow_row && row_num_datums == TILE_C_DIM && !dense,
                   "pack_untilize_dest_init: narrow / dense rows are not modelled by the emulator");
     (void)ocb, (void)call_line;

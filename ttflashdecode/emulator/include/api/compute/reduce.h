@@ -26,6 +26,7 @@ constexpr emu::ReduceAxis to_emu_reduce_axis(ReduceDim d) {
 template <PoolType reduce_type, ReduceDim reduce_dim, bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void reduce_init(std::uint32_t icb, std::uint32_t icb_scaler, std::uint32_t ocb,
                       std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath | emu::kLanePack);
     static_assert(reduce_type != PoolType::MIN, "PoolType::MIN reduce is not modelled by the emulator");
     (void)icb;
     (void)icb_scaler;

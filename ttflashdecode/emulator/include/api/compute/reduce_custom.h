@@ -16,11 +16,13 @@ inline void block_max_row_init() { emu::cstate().reduce_mask = emu::ReduceMask::
 
 template <std::uint32_t block_ct_dim, bool respect_trigger = false, bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void reduce_block_max_row_init(const ckernel::TensorShape& tensor_shape, std::uint32_t ocb) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)tensor_shape, (void)ocb;
     detail::block_max_row_init();
 }
 template <std::uint32_t block_ct_dim, bool respect_trigger = false, std::uint32_t num_faces = 4>
 ALWI void reduce_block_max_row_init(std::uint32_t ocb) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)ocb;
     detail::block_max_row_init();
 }
@@ -53,6 +55,7 @@ ALWI void reduce_block_max_row_uninit(std::uint32_t icb) {
 ALWI void reduce_block_max_row_init_runtime(std::uint32_t ocb, std::uint32_t block_ct_dim, std::uint32_t icb,
                                             std::uint32_t icb_scaler, bool respect_trigger = false,
                                             std::uint32_t num_faces = 4) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)ocb, (void)block_ct_dim, (void)icb, (void)icb_scaler, (void)respect_trigger, (void)num_faces;
     detail::block_max_row_init();
 }

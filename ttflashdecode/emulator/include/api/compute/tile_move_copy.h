@@ -16,6 +16,7 @@ namespace ckernel {
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void copy_init(std::uint32_t cbid, std::uint32_t transpose = 0, std::uint32_t transpose_within_16x16_face = false,
                     std::uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)cbid;
     (void)call_line;
     emu::cstate().copy_transpose = (transpose ? 1u : 0u) | (transpose_within_16x16_face ? 2u : 0u);

@@ -11,10 +11,12 @@ namespace ckernel {
 
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void tilize_init(uint32_t icb, uint32_t block, uint32_t ocb, uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath | emu::kLanePack);
     (void)icb, (void)block, (void)ocb, (void)call_line;
 }
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void tilize_init_short_with_dt(uint32_t old_icb, uint32_t new_icb, uint32_t block, uint32_t ocb) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath, true);
     (void)old_icb, (void)block, (void)ocb;
     emu::configure_srca(new_icb);
 }
@@ -25,21 +27,25 @@ ALWI void tilize_block(uint32_t icb, uint32_t block, uint32_t ocb, uint32_t inpu
 }
 ALWI void tilize_uninit(uint32_t icb, uint32_t ocb) { (void)icb, (void)ocb; }
 ALWI void tilize_uninit_with_dt(uint32_t old_icb, uint32_t new_icb, uint32_t ocb) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath, true);
     (void)old_icb, (void)ocb;
     emu::configure_srca(new_icb);
 }
 
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void fast_tilize_init(uint32_t icb, uint32_t full_dim, uint32_t ocb, uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath | emu::kLanePack);
     (void)icb, (void)full_dim, (void)ocb, (void)call_line;
 }
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void fast_tilize_init_skip_remap(uint32_t icb, uint32_t full_dim, uint32_t ocb,
                                       uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath | emu::kLanePack);
     (void)icb, (void)full_dim, (void)ocb, (void)call_line;
 }
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void fast_tilize_init_with_dt(uint32_t icb, uint32_t full_dim, uint32_t ocb) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath | emu::kLanePack);
     (void)full_dim, (void)ocb;
     emu::configure_srca(icb);
 }

@@ -10,6 +10,7 @@ namespace ckernel {
 
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void transpose_init(uint32_t icb, uint32_t call_line = __builtin_LINE()) {
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath);
     (void)icb;
     (void)call_line;
 }
