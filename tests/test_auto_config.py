@@ -240,6 +240,9 @@ def test_nothing_fits_raises_the_planners_error():
 def test_the_planner_refuses_a_chosen_config():
     with pytest.raises(TypeError, match="resolved by ttflashdecode.tuning.plan_for"):
         auto.plan_for(_shapes(CASE), ProgramConfig.coerce("tune"), GRID)
+    for given in ("tune", lambda request: None):
+        with pytest.raises(TypeError, match="resolved at the op's first call"):
+            plan(_shapes(CASE), given, GRID)
 
 
 # ---- "tune": the timing model at the first call -------------------------------------------------------------------

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ttflashdecode.config import DEFAULT_GRID, ProgramConfig
+from ttflashdecode.config import DEFAULT_GRID, ProgramConfig, is_chosen
 from ttflashdecode.plan.cbs import L1_BUDGET_BYTES, CBPlan, check_l1, circular_buffers, l1_bytes
 from ttflashdecode.plan.rules import (
     MIN_K_CHUNK_SIZE,
@@ -302,6 +302,11 @@ def plan(
         raise TypeError(f"shapes={shapes!r}: expected DecodeShapes")
     device_grid = _check_grid("grid", DEFAULT_GRID if grid is None else grid)
     config = ProgramConfig.coerce(program_config, default_grid=device_grid)
+    if is_chosen(config):  # a chooser's config is only a request: planning it as the rule would hide that
+        raise TypeError(
+            f"program_config={program_config!r}: 'tune' and functions are resolved at the op's first call "
+            "(ttflashdecode.tuning.plan_for), not by plan()"
+        )
     gx, gy = config.compute_with_storage_grid_size
     if gx > device_grid[0] or gy > device_grid[1]:
         raise ValueError(
