@@ -235,8 +235,14 @@ def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
                                         "UCK_CHLKC_* defined); tt-metal builds trisc0/1/2 separately")
     else:
         (risc,) = jit["riscs"].values()
-        d = _diff_dict({k: risc["defines"].get(k) for k in DM_MUST_MATCH},
-                       {k: emu["defines"].get(k) for k in DM_MUST_MATCH})  # fmt: skip
+        jd = {k: risc["defines"].get(k) for k in DM_MUST_MATCH}
+        ed = {k: emu["defines"].get(k) for k in DM_MUST_MATCH}
+        if jd["KERNEL_COMPILE_TIME_ARGS"] is None and ed["KERNEL_COMPILE_TIME_ARGS"] == "":
+            # no positional args: the JIT leaves the define out, the emulator defines it empty (its
+            # api/compile_time_args.h reads it unconditionally); the same empty list either way
+            jd["KERNEL_COMPILE_TIME_ARGS"] = ""
+            by_design["empty_compile_time_args"] = "JIT: not defined; emulator: defined empty"
+        d = _diff_dict(jd, ed)
         if d:
             differs["dm_defines"] = d
         jtext, etext = files.get("chlkc_descriptors.h", ""), emu["files"].get("chlkc_descriptors.h", "")

@@ -11,6 +11,7 @@ is checked is that ttnn accepts the program (tests/runtime/test_mock_runtime.py)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -197,6 +198,59 @@ def _mesh_paged_bf8_out(ctx: Ctx) -> None:
         program_config=ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=32))  # fmt: skip
 
 
+# ---- the format probe: how tt-metal's JIT describes every CB format, tile shape and compute setting ------------
+
+PROBE_KERNELS = Path(__file__).resolve().parent / "probe_kernels"
+# ttnn DataType -> tt::DataFormat (the wheel's CBFormatDescriptor conversion; jit_env's values)
+_FORMAT = {"float32": 0, "bfloat16": 5, "bfloat8_b": 6, "bfloat4_b": 7, "int32": 8, "uint16": 9, "int8": 14,
+           "uint32": 24, "uint8": 30}  # fmt: skip
+
+
+def _format_probe(cbs, *, fp32: bool = False, precise: bool = False) -> Callable[[Ctx], None]:
+    """A program of two do-nothing kernels (compute and reader, probe_kernels/) on core (0, 0) over CBs of the given
+    (dtype name, tile shape or None) at indices 0, 1, ...: the JIT's chlkc_descriptors.h for every format, tile shape
+    and setting a program of ours could use, compared with the emulator's like any program's."""
+    from ttflashdecode.emulator import jit_env  # noqa: PLC0415
+
+    def run(ctx: Ctx) -> None:
+        core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
+        descs = []
+        for index, (dtype, tile) in enumerate(cbs):
+            geometry = jit_env.TileGeometry.of(*(tile or (32, 32)))
+            page = geometry.tile_size(_FORMAT[dtype])
+            fmt = ttnn.CBFormatDescriptor(buffer_index=index, data_format=getattr(ttnn, dtype), page_size=page,
+                                          tile=None if tile is None else ttnn.TileDescriptor(*tile))  # fmt: skip
+            descs.append(ttnn.CBDescriptor(total_size=2 * page, core_ranges=core, format_descriptors=[fmt]))
+        compute = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi2, math_approx_mode=True,
+                                               fp32_dest_acc_en=fp32, bfp8_pack_precise=precise)  # fmt: skip
+        kernels = [
+            ttnn.KernelDescriptor(kernel_source=str(PROBE_KERNELS / "compute_format_probe.cpp"), core_ranges=core,
+                                  compile_time_args=[], runtime_args=[(ttnn.CoreCoord(0, 0), [])], config=compute),
+            ttnn.KernelDescriptor(kernel_source=str(PROBE_KERNELS / "reader_format_probe.cpp"), core_ranges=core,
+                                  compile_time_args=[], runtime_args=[(ttnn.CoreCoord(0, 0), [])], config=ttnn.ReaderConfigDescriptor()),
+        ]  # fmt: skip
+        program = ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=descs)
+        ttnn.generic_op([ctx.tile(torch.zeros(32, 32)), ctx.tile(torch.zeros(32, 32))], program)  # input, output
+
+    return run
+
+
+_ALL_FORMATS = [(d, None) for d in ("float32", "bfloat16", "bfloat8_b", "bfloat4_b", "int32", "uint32", "uint16",
+                                     "uint8")]  # fmt: skip
+_TILES = [("bfloat16", t) for t in ((16, 32), (32, 16), (16, 16), (8, 32), (4, 32), (2, 32), (1, 32))]
+PROBES = {
+    "probe_each_format": _format_probe(_ALL_FORMATS[1:]),  # Float32 with others: see the fp32 probes
+    "probe_each_format_fp32_dest": _format_probe(_ALL_FORMATS, fp32=True),
+    "probe_float32_alone": _format_probe([("float32", None)]),
+    "probe_float32_with_bfloat16": _format_probe([("float32", None), ("bfloat16", None)]),
+    "probe_block_floats_precise": _format_probe([("bfloat16", None), ("bfloat8_b", None), ("bfloat4_b", None)],
+                                                precise=True),
+    "probe_block_floats_precise_fp32_dest": _format_probe([("float32", None), ("bfloat8_b", None),
+                                                           ("bfloat4_b", None)], fp32=True, precise=True),
+    "probe_tile_shapes": _format_probe(_TILES + [("bfloat8_b", (16, 32)), ("float32", (32, 16))]),
+}  # fmt: skip
+
+
 SINGLE = {
     "decode": _with(),
     "decode_bfloat8_b_kv": _with(kv_dtype="bfloat8_b"),
@@ -233,6 +287,7 @@ MESH = {"mesh_decode": _mesh_decode, "mesh_paged_bfloat8_b_out": _mesh_paged_bf8
 
 CATALOGUE: dict[str, tuple[str, Callable[[Ctx], None]]] = {
     **{name: ("n150", fn) for name, fn in SINGLE.items()},
+    **{name: ("n150", fn) for name, fn in PROBES.items()},
     **{f"n300_{name}": ("n300", fn) for name, fn in MESH.items()},
     **{f"t3k_{name}": ("t3k", fn) for name, fn in MESH.items()},
 }

@@ -162,13 +162,14 @@ def _exp_b(fmt: int) -> bool:
 
 def _data_exp_precision_b(formats: list[int]) -> bool:
     """get_data_exp_precision: the exponent width of the last valid format, skipping Float32 and integer formats
-    (which pair with either width); B when that format is a -b format."""
+    (which pair with either width); B when that format is a -b format, and B when no format decides (a kernel whose
+    CBs are all Float32 unpacks them to Float16_b in the wheel's JIT: tests/runtime format probe)."""
     last = INVALID
     for f in formats:
         if f in (FLOAT32, UINT32, UINT16, UINT8, INT32) or f == INVALID:
             continue
         last = f
-    return _exp_b(last)
+    return True if last == INVALID else _exp_b(last)
 
 
 def _conditional_dst_format(formats: list[int], fp32_dest_acc_en: bool) -> int:
@@ -199,8 +200,8 @@ def _pack_src(fmt: int, cond: int, fp32_dest_acc_en: bool) -> int:
     if fmt == FP8_E4M3:
         return FLOAT16
     if fp32_dest_acc_en:
-        if fmt in _BFP:
-            return FLOAT16_B if _exp_b(fmt) else FLOAT16
+        if fmt in _BFP:  # the wheel's JIT: Bfp8_b for a Bfp8_b or Bfp4_b CB (tests/runtime format probe)
+            return BFP8_B if _exp_b(fmt) else BFP8
         if fmt == FLOAT16:
             return FLOAT16_B
         return fmt
@@ -222,9 +223,9 @@ def _array(ctype: str, name: str, values: list[int]) -> str:
 def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en: bool = False,
                       bfp8_pack_precise: bool = False) -> str:
     """Text of chlkc_descriptors.h for a kernel whose cores hold the CBs `entries`. ``bfp8_pack_precise`` (a compute
-    kernel's ComputeConfigDescriptor field): the packer converts to block floats from 16-bit floats, so a block-float
-    CB's pack source is Float16_b (Float16 for A-exponent formats), as the wheel's JIT writes it for a Bfp8_b output
-    (tests/runtime)."""
+    kernel's ComputeConfigDescriptor field): the packer converts to block floats from full floats, so a block-float
+    CB's pack source is Float32 with an fp32 DST, else Float16_b (Float16 for A-exponent formats), as the wheel's JIT
+    writes it for Bfp8_b and Bfp4_b CBs (tests/runtime format probe)."""
     fmt = [INVALID] * MAX_CBS
     tiles = [TileGeometry()] * MAX_CBS
     faces = [TILE_HEIGHT * TILE_WIDTH // (FACE_HEIGHT * FACE_WIDTH)] * MAX_CBS
@@ -237,8 +238,9 @@ def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en
     cond = _conditional_dst_format(fmt, acc)
     unpack_dst = [_unpack_dst(f, cond) for f in fmt]
     pack_src = [_pack_src(f, cond, acc) for f in fmt]
-    if compute and bfp8_pack_precise:
-        pack_src = [(FLOAT16_B if _exp_b(f) else FLOAT16) if f in _BFP else p for f, p in zip(fmt, pack_src)]
+    if compute and bfp8_pack_precise:  # Float32 with an fp32 DST (tests/runtime format probe)
+        precise = (lambda f: FLOAT32) if acc else (lambda f: FLOAT16_B if _exp_b(f) else FLOAT16)
+        pack_src = [precise(f) if f in _BFP else p for f, p in zip(fmt, pack_src)]
     if not acc and FP8_E4M3 in fmt:  # generate_pack_data_formats: Fp8 inputs make non-Fp8 outputs A-family
         to_a = {FLOAT16_B: FLOAT16, BFP8_B: BFP8, BFP4_B: BFP4, BFP2_B: BFP2}
         pack_src = [p if f == FP8_E4M3 else to_a.get(p, p) for f, p in zip(fmt, pack_src)]
