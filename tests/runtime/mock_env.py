@@ -53,7 +53,8 @@ def run_worker(env: dict[str, str], board: str, out: Path, names: list[str] = ()
     env = dict(env, **{ttnn_env.BOARD_ENV_VAR: board})
     cmd = [sys.executable, str(WORKER), "--board", board, "--out", str(out), *(["--host-cost"] if host_cost else []),
            *names]  # fmt: skip
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    # cwd: tt-metal writes generated/ (fabric mapping, watcher) into the working directory
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=out.parent)
     if r.returncode != 0 or not out.is_file():
         raise RuntimeError(f"mock worker for {board} failed (exit {r.returncode}):\n{r.stdout[-3000:]}\n"
                            f"{r.stderr[-6000:]}")  # fmt: skip

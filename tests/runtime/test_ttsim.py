@@ -57,7 +57,7 @@ def _run(mode: str, tmp_path: Path, names=(), env_extra=None, timeout=600) -> tu
     env = {k: v for k, v in os.environ.items() if k != ttnn_env.MOCK_ENV_VAR}
     env.update({"TT_LOGGER_LEVEL": "info", **(env_extra or {})})
     r = subprocess.run([sys.executable, str(WORKER), mode, "--out", str(out), *names], env=env,
-                       capture_output=True, text=True, timeout=timeout)  # fmt: skip
+                       capture_output=True, text=True, timeout=timeout, cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0 and out.is_file(), f"ttsim worker failed ({r.returncode}):\n{r.stderr[-5000:]}"
     return json.loads(out.read_text()), r.stdout + r.stderr
 
