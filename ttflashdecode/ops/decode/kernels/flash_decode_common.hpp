@@ -152,6 +152,37 @@ inline uint32_t tree_rounds(uint32_t num_cores) {
     return rounds;
 }
 
+// A chunk's V (each V column block of it) arrives in v_fetch_parts(Sk_t) parts of consecutive position tiles, each read
+// behind its own transaction id and pushed as soon as it lands, so compute's P . V starts on the first positions while
+// the rest are in flight (the part count divides Sk_t, at most MAX_V_PARTS). The reader and compute take it from here.
+constexpr uint32_t MAX_V_PARTS = 4;
+constexpr uint32_t v_fetch_parts(uint32_t Sk_t) {
+    for (uint32_t parts = MAX_V_PARTS; parts > 1; --parts) {
+        if (Sk_t % parts == 0) {
+            return parts;
+        }
+    }
+    return 1;
+}
+
+// Rows from `row` on that one NOC transfer can move per face column: consecutive query rows of one token land on
+// consecutive rows of the tensor (Q or the output), and inside one 16-row face of both the group's tile (row
+// `row % tile_rows`) and the tensor's tile (row `tensor_row`, tile layout) consecutive rows are consecutive 16-datum
+// face rows in memory. So a run ends at the token's last head, at a face edge on either side, or at q_rows.
+inline uint32_t face_row_run(uint32_t row, uint32_t q_rows, uint32_t heads_per_group, uint32_t tile_rows,
+                             uint32_t tensor_row, bool tensor_tiled) {
+    uint32_t n = heads_per_group - row % heads_per_group;
+    const uint32_t left = q_rows - row;
+    n = n < left ? n : left;
+    const uint32_t src_face_left = FACE_HW - (row % tile_rows) % FACE_HW;
+    n = n < src_face_left ? n : src_face_left;
+    if (!tensor_tiled) {
+        return 1;  // row-major pages: one row a page
+    }
+    const uint32_t dst_face_left = FACE_HW - (tensor_row % TILE_HW) % FACE_HW;
+    return n < dst_face_left ? n : dst_face_left;
+}
+
 // Byte offset of datum (row, col) inside a 32 x 32 tile of `datum_bytes`-wide values stored as four
 // row-major 16 x 16 faces (the tile layout of bfloat16 / float32 tiles in L1 and DRAM).
 inline uint32_t tile_datum_offset(uint32_t row, uint32_t col, uint32_t datum_bytes) {
@@ -226,15 +257,16 @@ struct TensorPages {
     uint32_t page_bytes;  // one page
     uint32_t first_core_arg = 0;
 
-    // Reads `size` bytes at `at` into L1 at `dst`.
-    template <typename Dst>
-    void read(const Noc& noc, const Dst& dst, uint32_t dst_offset, uint32_t size, PageOffset at) const {
+    // Reads `size` bytes at `at` into L1 at `dst` (tagged with transaction id `trid` when opts is TXN_ID).
+    template <NocOptions opts = NocOptions::DEFAULT, typename Dst>
+    void read(const Noc& noc, const Dst& dst, uint32_t dst_offset, uint32_t size, PageOffset at,
+              uint32_t trid = 0) const {
         if constexpr (placement == Placement::L1_HEIGHT_SHARDED) {
-            noc.async_read(UnicastEndpoint{}, dst, size, shard_endpoint<Unicast::src_args_type>(at),
-                           {.offset_bytes = dst_offset});
+            noc.async_read<opts>(UnicastEndpoint{}, dst, size, shard_endpoint<Unicast::src_args_type>(at),
+                                 {.offset_bytes = dst_offset}, {.trid = trid});
         } else {
-            noc.async_read(pages, dst, size, {.page_id = at.page, .offset_bytes = at.offset},
-                           {.offset_bytes = dst_offset});
+            noc.async_read<opts>(pages, dst, size, {.page_id = at.page, .offset_bytes = at.offset},
+                                 {.offset_bytes = dst_offset}, {.trid = trid});
         }
     }
 

@@ -554,8 +554,10 @@ void process_chunk(bool first, bool masked) {
         CircularBuffer(cb_alpha).wait_front(PNHt);
     }
     CircularBuffer(cb_o).reserve_back(o_tiles);
+    // V arrives in v_fetch_parts(Sk_t) pushes (flash_decode_common.hpp): the first DST section waits for each part
+    // just before its first position tile, so the matmuls of the parts that landed run while the rest arrive.
+    constexpr uint32_t v_part_tiles = Sk_t / v_fetch_parts(Sk_t);
     for (uint32_t block = 0; block < v_blocks; ++block) {
-        CircularBuffer(cb_v).wait_front(Sk_t * v_head_block);
         for (uint32_t r = 0; r < PNHt; ++r) {
             for (uint32_t c0 = 0; c0 < v_head_block; c0 += o_block) {
                 const uint32_t c = block * v_head_block + c0;
@@ -570,6 +572,9 @@ void process_chunk(bool first, bool masked) {
                 configure(cb_v, cb_probs, cb_o);  // matmul unpacks in1 to SrcA, in0 to SrcB
                 matmul_block_init(cb_probs, cb_v, /*transpose=*/0, o_block, /*rt_dim=*/1, Sk_t);
                 for (uint32_t j = 0; j < Sk_t; ++j) {
+                    if (r == 0 && c0 == 0 && j % v_part_tiles == 0) {
+                        CircularBuffer(cb_v).wait_front((j + v_part_tiles) * v_head_block);
+                    }
                     matmul_block(cb_probs, cb_v, r * Sk_t + j, j * v_head_block + c0, 0, /*transpose=*/0, o_block,
                                  /*rt_dim=*/1, Sk_t);
                 }

@@ -183,7 +183,14 @@ void zero_rows(uint32_t tile_l1, uint32_t rows) {
 // Transaction ids of the K and V fetches: a barrier on one waits for that buffer's reads only, so the other
 // buffer's next fetch stays in flight (noc_async_read_barrier_with_trid). Any id but 0, which untagged reads use.
 constexpr uint32_t K_TRID = 1;
-constexpr uint32_t V_TRID = 2;
+// Q's reads, issued with cur_pos's and waited for only once a group's Q is needed.
+constexpr uint32_t Q_TRID = 2;
+// Part p of a V fetch (v_fetch_parts: Sk_t / parts position tiles each) reads with id V_TRID + p. MLA's V, copied from
+// K's rows in L1, is one part.
+constexpr uint32_t V_TRID = 3;
+static_assert(V_TRID + MAX_V_PARTS - 1 <= NOC_MAX_TRANSACTION_ID, "transaction ids 0..15");
+constexpr uint32_t v_parts = v_from_k ? 1 : v_fetch_parts(Sk_t);
+constexpr uint32_t v_part_tiles = Sk_t / v_parts;  // position tiles a V part
 
 // One fetch of the K/V stream: K fetch `block` (Sk_t blocks of k_head_block head-dim tiles) or V column block `block`
 // (v_head_block head-dim tiles of every position tile) of `chunk`, in the order compute consumes them.
@@ -489,7 +496,72 @@ void kernel_main() {
     const auto mask_pages = TensorAccessor(mask_args, mask_addr);
     const auto sink_pages = TensorAccessor(sink_args, sink_addr);
 
-    // ---- constants for compute: the softmax scale (broadcast as a scalar) and the reduce scaler (all ones)
+    // Q of group `group` (token-major rows gathered from the user's rows into rows 0..q_rows-1 of the Q tiles), read
+    // into the Q slot tagged Q_TRID; pushed by the caller once the reads landed.
+    auto read_q = [&](uint32_t group) {
+        const uint32_t b = group / num_kv_heads;
+        const uint32_t kv_head = group % num_kv_heads;
+        q_buf.reserve_back(PNHt * DHt);
+        const uint32_t q_l1 = q_buf.get_write_ptr();
+        if constexpr (q_whole_tiles) {
+            // Padding rows come along: compute keeps every row to itself (row-wise softmax, P . V by rows), so
+            // whatever they hold never reaches a real row.
+            for (uint32_t t = 0; t < PNHt * DHt; ++t) {
+                q_pages.template read<NocOptions::TXN_ID>(noc, q_buf, t * q_tile_bytes, q_tile_bytes,
+                                                          {.page = b * NQt * DHt + t, .offset = 0}, Q_TRID);
+            }
+            return;
+        }
+        zero_bytes(q_l1, PNHt * DHt * q_tile_bytes);
+        // A run of rows (face_row_run: consecutive heads of one token inside one face on both sides) is one read per
+        // face column.
+        for (uint32_t row = 0; row < q_rows;) {
+            const uint32_t token = row / heads_per_group;
+            const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
+            // Row of Q's [q_len * b * heads, head_dim] view: tile layout pads each user's heads to whole tiles.
+            const uint32_t src_row = (token * batch + b) * (q_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
+            const uint32_t run = face_row_run(row, q_rows, heads_per_group, q_tile_rows, src_row, q_tiled);
+            for (uint32_t d = 0; d < DHt; ++d) {
+                const uint32_t dst_tile = ((row / q_tile_rows) * DHt + d) * q_tile_bytes;
+                for (uint32_t col = d * TILE_HW; col < (d + 1) * TILE_HW; col += FACE_HW) {
+                    const PageOffset at = datum_page<q_tiled>(src_row, col, DHt * TILE_HW, BF16_BYTES);
+                    q_pages.template read<NocOptions::TXN_ID>(
+                        noc, q_buf, dst_tile + tile_datum_offset(row % q_tile_rows, col % TILE_HW, BF16_BYTES),
+                        run * FACE_ROW_BYTES, at, Q_TRID);
+                }
+            }
+            row += run;
+        }
+    };
+
+    // ---- The first round trip: cur_pos of every user (one row-major int32 page), the page-table row of this core's
+    // first user (paged) and the first group's Q are read together, since none depends on another: a core's first
+    // K read then waits for one DRAM round trip instead of three in a row (cur_pos, page table, Q). The Q slot is
+    // only pushed if the group has chunks for this core; otherwise the next group's Q overwrites it.
+    cur_pos_buf.reserve_back(1);
+    noc.async_read(cur_pos_pages, cur_pos_buf, cur_pos_pages.get_aligned_page_size(), {.page_id = 0}, {});
+    uint32_t page_table_l1 = 0;  // paged: the page-table row of the user being read
+    uint32_t loaded_page_row = SKIPPED_USER;  // the page-table row in page_table_l1 (none yet)
+    auto load_page_row = [&](uint32_t b) {
+        if (page_table_row(b) != loaded_page_row) {
+            noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
+                           {.page_id = page_table_row(b)}, {});
+            noc.async_read_barrier();
+            loaded_page_row = page_table_row(b);
+        }
+    };
+    if constexpr (is_paged) {
+        page_table_buf.reserve_back(1);  // scratch: reserved, never pushed
+        page_table_l1 = page_table_buf.get_write_ptr();
+        loaded_page_row = page_table_row(first_group / num_kv_heads);
+        noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
+                       {.page_id = loaded_page_row}, {});
+    }
+    if (num_groups > 0) {
+        read_q(first_group);
+    }
+    // ---- constants for compute, filled while the first reads are in flight: the softmax scale (broadcast as a
+    // scalar) and the reduce scaler (all ones)
     CircularBuffer scale_buf(cb_scale);
     scale_buf.reserve_back(1);
     fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), float_to_bfloat16(softmax_scale()));
@@ -499,30 +571,21 @@ void kernel_main() {
     fill_tile_bf16(Bf16Tile(ones_buf.get_write_ptr()), float_to_bfloat16(1.0f));
     ones_buf.push_back(1);
 
-    // ---- cur_pos of every user: one row-major int32 page, checked here, then shared with compute (cb_cur_pos) and
-    // the writer (cb_writer_cur_pos) so that all three RISCs act on the same checked positions.
-    cur_pos_buf.reserve_back(1);
-    noc.async_read(cur_pos_pages, cur_pos_buf, cur_pos_pages.get_aligned_page_size(), {.page_id = 0}, {});
-    noc.async_read_barrier();
+    noc.async_read_barrier();  // cur_pos and the page-table row (untagged); Q is waited for by its id below
     CoreLocalMem<volatile uint32_t> cur_pos_of_user(cur_pos_buf.get_write_ptr());
     for (uint32_t b = 0; b < batch; ++b) {
         cur_pos_of_user[b] = checked_cur_pos(cur_pos_of_user[b], kv_len, q_len);
     }
-    uint32_t page_table_l1 = 0;  // paged: the page-table row of the user being read
     if constexpr (is_paged) {
         // A user whose page table names a block that does not exist is skipped rather than read out of bounds.
         // Every core of a group reads the same row, so the group agrees. Entries past cur_pos are never looked at.
-        page_table_buf.reserve_back(1);  // scratch: reserved, never pushed
-        page_table_l1 = page_table_buf.get_write_ptr();
         for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
             const uint32_t b = group / num_kv_heads;
             const uint32_t cur_pos = cur_pos_of_user[b];
             if (cur_pos == SKIPPED_USER) {
                 continue;
             }
-            noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
-                           {.page_id = page_table_row(b)}, {});
-            noc.async_read_barrier();
+            load_page_row(b);
             const uint32_t first_tile = window_start(cur_pos, q_len, sliding_window) / TILE_HW;
             if (!blocks_exist(CoreLocalMem<volatile uint32_t>(page_table_l1), first_tile, cur_pos / TILE_HW)) {
                 cur_pos_of_user[b] = SKIPPED_USER;
@@ -548,33 +611,10 @@ void kernel_main() {
             continue;  // skipped user, or no chunk left for this core: compute does nothing either
         }
 
-        // Q: gather this group's rows (token-major) from the user's rows into rows 0..q_rows-1 of the Q tiles.
-        q_buf.reserve_back(PNHt * DHt);
-        const uint32_t q_l1 = q_buf.get_write_ptr();
-        if constexpr (q_whole_tiles) {
-            // Padding rows come along: compute keeps every row to itself (row-wise softmax, P . V by rows), so
-            // whatever they hold never reaches a real row.
-            for (uint32_t t = 0; t < PNHt * DHt; ++t) {
-                q_pages.read(noc, q_buf, t * q_tile_bytes, q_tile_bytes, {.page = b * NQt * DHt + t, .offset = 0});
-            }
-        } else {
-            zero_bytes(q_l1, PNHt * DHt * q_tile_bytes);
+        if (group != first_group) {
+            read_q(group);  // the first group's Q was read with cur_pos
         }
-        for (uint32_t row = 0; row < (q_whole_tiles ? 0 : q_rows); ++row) {
-            const uint32_t token = row / heads_per_group;
-            const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
-            // Row of Q's [q_len * b * heads, head_dim] view: tile layout pads each user's heads to whole tiles.
-            const uint32_t src_row = (token * batch + b) * (q_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
-            for (uint32_t d = 0; d < DHt; ++d) {
-                const uint32_t dst_tile = ((row / q_tile_rows) * DHt + d) * q_tile_bytes;
-                for (uint32_t col = d * TILE_HW; col < (d + 1) * TILE_HW; col += FACE_HW) {
-                    const PageOffset at = datum_page<q_tiled>(src_row, col, DHt * TILE_HW, BF16_BYTES);
-                    q_pages.read(noc, q_buf, dst_tile + tile_datum_offset(row % q_tile_rows, col % TILE_HW, BF16_BYTES),
-                                 FACE_ROW_BYTES, at);
-                }
-            }
-        }
-        noc.async_read_barrier();
+        noc.async_read_barrier<NocOptions::TXN_ID>({.trid = Q_TRID});
         q_buf.push_back(PNHt * DHt);
 
         if constexpr (use_sink || use_attn_mask) {
@@ -590,9 +630,7 @@ void kernel_main() {
         const uint32_t last_live_tile = cur_pos / TILE_HW;
         const uint32_t kv_user = share_cache ? 0 : b;
         if constexpr (is_paged) {  // the user's page-table row (scratch reserved above, never pushed)
-            noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
-                           {.page_id = page_table_row(b)}, {});
-            noc.async_read_barrier();
+            load_page_row(b);
         }
         // DRAM page (tile row of heads x head-dim tiles) of sequence tile `seq_tile` of this group's K or V.
         auto kv_tile_row = [&](uint32_t seq_tile) -> uint32_t {
@@ -661,7 +699,7 @@ void kernel_main() {
                 const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                 const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;
                 v_offset = read_tiles_or_zero(noc, v_pages, v_buf, live, row_page + c0, v_head_block, v_offset,
-                                              v_tile_bytes, V_TRID);
+                                              v_tile_bytes, V_TRID + kt / v_part_tiles);
             }
         };
 
@@ -701,19 +739,23 @@ void kernel_main() {
                 k_buf.push_back(Sk_t * k_head_block);
                 return;
             }
-            noc.async_read_barrier<NocOptions::TXN_ID>({.trid = V_TRID});
-            if constexpr (!v_from_k) {  // MLA's V rows come from K's, zeroed already
-                for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                    const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);
-                    if (rows != 0) {
-                        const uint32_t tile_l1 = v_buf.get_write_ptr() + kt * v_head_block * v_tile_bytes;
-                        for (uint32_t c = 0; c < v_head_block; ++c) {
-                            zero_rows<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows);
+            // Part by part (v_fetch_parts): compute's P . V starts on a part as soon as it is pushed.
+            for (uint32_t part = 0; part < v_parts; ++part) {
+                noc.async_read_barrier<NocOptions::TXN_ID>({.trid = V_TRID + part});
+                const uint32_t part_l1 = v_buf.get_write_ptr();  // the earlier parts are pushed already
+                if constexpr (!v_from_k) {  // MLA's V rows come from K's, zeroed already
+                    for (uint32_t kt = part * v_part_tiles; kt < (part + 1) * v_part_tiles; ++kt) {
+                        const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);
+                        if (rows != 0) {
+                            const uint32_t tile_l1 = part_l1 + (kt % v_part_tiles) * v_head_block * v_tile_bytes;
+                            for (uint32_t c = 0; c < v_head_block; ++c) {
+                                zero_rows<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows);
+                            }
                         }
                     }
                 }
+                v_buf.push_back(v_part_tiles * v_head_block);
             }
-            v_buf.push_back(Sk_t * v_head_block);
         };
 
         const uint32_t end_chunk = chunks.start + chunks.count;
