@@ -62,6 +62,21 @@ def test_deadline(dev):
             semaphores=[], cbs=[]), deadline_s=1.0)
 
 
+def test_deadline_counts_cpu_time_not_a_starved_wall_clock(dev):
+    """A run the host starves is slow, not hung: the deadline counts the CPU time the run received (a stress run at
+    load average 90 once passed a 120 s wall-clock deadline with every kernel still making progress). Stand-in for
+    starvation: a kernel that sleeps for three times the deadline without using CPU finishes; the spinning kernel of
+    test_deadline, which burns CPU, still passes it."""
+    t0 = time.monotonic()
+    dev.generic_op([], ttnn.ProgramDescriptor(
+        kernels=[ttnn.KernelDescriptor(
+            kernel_source='#include <unistd.h>\n#include "api/dataflow/dataflow_api.h"\nvoid kernel_main() { usleep(1500000); }',
+            source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE, core_ranges=crs((0, 0)),
+            config=ttnn.ReaderConfigDescriptor())],
+        semaphores=[], cbs=[]), deadline_s=0.5)  # fmt: skip
+    assert time.monotonic() - t0 >= 1.5
+
+
 def test_out_of_bounds_l1_pointer_write(dev):
     pd = ttnn.ProgramDescriptor(
         kernels=[kernel("oob_l1.cpp", crs((2, 3)), rt={(2, 3): [4096]})], semaphores=[],

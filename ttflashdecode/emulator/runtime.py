@@ -33,6 +33,9 @@ def _tmp_root() -> str:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 
 
+WALL_BACKSTOP_FACTOR = 10  # the wall-clock limit, in multiples of the deadline (which counts CPU time)
+
+
 def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, so_dir, deadline_ms, hang_ms, dprint,
                   l1_fd=-1, l1_buffers=(), l1i_buffers=(), timing=True, timing_only=False, nodata_buffers=()):
     w = f.write
@@ -98,13 +101,16 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
                           l1_buffers=l1_buffers, l1i_buffers=l1i_buffers, timing=timing, timing_only=timing_only,
                           nodata_buffers=nodata_buffers)
         t0 = time.monotonic()
+        # The child's own deadline counts the CPU time it received; this wall-clock backstop only ends a child the host
+        # never schedules (or one wedged outside its watchdog), so it leaves room for a heavily loaded machine.
+        backstop_s = WALL_BACKSTOP_FACTOR * deadline_s + 30
         try:
             fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)
-            proc = subprocess.run([str(exe), str(prog)], pass_fds=fds, timeout=deadline_s + 30,
+            proc = subprocess.run([str(exe), str(prog)], pass_fds=fds, timeout=backstop_s,
                                   stdout=subprocess.DEVNULL, env=_sanitizer_env(sanitize, tmp))
             code = proc.returncode
         except subprocess.TimeoutExpired:
-            raise EmulatorHang(f"emulator child did not finish within {deadline_s + 30:.0f} s (killed)") from None
+            raise EmulatorHang(f"emulator child did not finish within {backstop_s:.0f} s of wall time (killed)") from None
         wall = time.monotonic() - t0
         report = _sanitizer_report(tmp, plan) if sanitize else ""
         res = None

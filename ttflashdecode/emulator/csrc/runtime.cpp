@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -1305,16 +1306,29 @@ void* thread_main(void* arg) {
     return nullptr;
 }
 
+// CPU time this process's threads have received, divided by the host's cores: never more than the wall time.
+double cpu_seconds_per_core() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    return (ts.tv_sec + ts.tv_nsec * 1e-9) / cores;
+}
+
 void watchdog_loop(std::atomic<bool>* finished) {
     using clk = std::chrono::steady_clock;
     auto start = clk::now();
+    // The deadline counts the CPU time the run received (per host core), not the wall clock: on a loaded host every
+    // CB or semaphore handoff between kernel threads waits in the scheduler's queue, so a correct run can take
+    // minutes of wall time while receiving seconds of CPU (a stress run at load average 90 passed a 120 s wall-clock
+    // deadline that way). A kernel that spins forever burns CPU and still passes it.
+    const double cpu_start = cpu_seconds_per_core();
     uint64_t last_progress = M.progress.load();
     auto stuck_since = clk::now();
     bool stuck = false;
     while (!finished->load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         auto now = clk::now();
-        bool deadline = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count() > M.deadline_ms;
+        bool deadline = (cpu_seconds_per_core() - cpu_start) * 1000.0 > M.deadline_ms;
         bool all_blocked = true;
         int live = 0;
         for (auto& t : M.threads) {
@@ -1342,7 +1356,9 @@ void watchdog_loop(std::atomic<bool>* finished) {
         if (!hang && !deadline) continue;
         std::string msg = hang ? "deadlock: every live kernel thread is blocked and nothing has progressed for " +
                                      std::to_string(M.hang_ms) + " ms"
-                               : "deadline of " + std::to_string(M.deadline_ms) + " ms passed with kernels still running";
+                               : "deadline of " + std::to_string(M.deadline_ms) + " ms (CPU time per host core) passed after " +
+                                     std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()) +
+                                     " ms wall with kernels still running";
         std::string first_core, first_kernel;
         for (auto& t : M.threads) {
             if (t->done.load()) continue;
