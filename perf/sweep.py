@@ -242,9 +242,10 @@ class UpstreamCache:
 # ---- measuring a shape -----------------------------------------------------------------------------------------
 
 
-def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print) -> list[dict]:
+def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print, save=None) -> list[dict]:
     """Every side of ``s`` under every variant (nominal first: its upstream search ranks the candidates the other
-    variants re-run). Returns the records."""
+    variants re-run). Returns the records; ``save(records, variants_done)`` is called after each variant, so an
+    interrupted run keeps what it measured."""
     from ttflashdecode import emulator, upstream
     import ttflashdecode
     from ttflashdecode.config import AutoProgramConfig
@@ -255,6 +256,7 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
     dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
     dev.default_deadline_s = max(dev.default_deadline_s, 3600.0)
     records: list[dict] = []
+    done: list[str] = []
     ranking: list[tune.Candidate] = []
     runner = Runner(dev, s)
     ttnn = runner.ttnn
@@ -318,6 +320,9 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
                 add("upstream default", up("default", None, None, None, "default"),
                     "no program config, no compute config")
                 log(f"  {s.name} [{variant}] done in {time.monotonic() - t0:.0f} s")
+                done.append(variant)
+                if save is not None:
+                    save(records, list(done))
     finally:
         runner.close()
         dev.close()
@@ -502,12 +507,16 @@ def write_outputs(out: Path) -> Path:
 def _worker(args) -> None:
     s = SHAPE_BY_NAME[args.worker]
     t0 = time.monotonic()
-    records = measure_shape(s, args.variants, UpstreamCache(not args.no_upstream_cache),
-                            log=lambda m: print(m, flush=True))  # fmt: skip
-    meta = {"commit": source_tag(), "upstream_hash": upstream_hash(), "variants": args.variants,
-            "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-            "seconds": round(time.monotonic() - t0), "source": "modelled (emulator timing model, timing-only)"}
-    save_records(args.out, s, records, meta)
+    tag, uhash = source_tag(), upstream_hash()
+
+    def save(records: list[dict], variants_done: list[str]) -> None:
+        meta = {"commit": tag, "upstream_hash": uhash, "variants": variants_done, "variants_asked": args.variants,
+                "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+                "seconds": round(time.monotonic() - t0), "source": "modelled (emulator timing model, timing-only)"}
+        save_records(args.out, s, records, meta)
+
+    measure_shape(s, args.variants, UpstreamCache(not args.no_upstream_cache), log=lambda m: print(m, flush=True),
+                  save=save)  # fmt: skip
 
 
 def main() -> None:
