@@ -5,9 +5,8 @@ program, and sfpi is published only as a GitHub release binary (../shared/TTSIM.
 side run to the end without it. It compiles NOTHING: it
 
 - answers ``--version`` as sfpi 7.89.0 answers (tt-metal checks the toolchain once);
-- for a compile (``-c``) writes a genuine RISC-V object assembled by Debian's ``riscv64-unknown-elf-as`` from a
-  two-symbol stub (``_start``, weak, and ``kernel_launch``), and the ``-MF`` depfile naming the source and the
-  ``-include``d headers;
+- for a compile (``-c``) writes a genuine RISC-V object, a two-symbol stub (``_start``, weak, and ``kernel_launch``)
+  assembled once by Debian's ``riscv64-unknown-elf-as``, and the ``-MF`` depfile naming the source;
 - for a link writes a genuine RISC-V ELF linked by Debian's ``riscv64-unknown-elf-ld`` with tt-metal's own linker
   script, firmware symbols (``--just-symbols``) and objects, so the runtime maps it as it maps a real kernel;
 - for a precompiled header (``-x c++-header``) writes an empty file (no later step reads it: the compiles here are
@@ -34,6 +33,7 @@ import sys
 from pathlib import Path
 
 LOG_ENV = "TTFD_STANDIN_LOG"
+STUB_ENV = "TTFD_STANDIN_STUB"
 SFPI_VERSION_LINE = "riscv-tt-elf-g++ (tenstorrent/sfpi:7.89.0[1050]) 15.1.0"
 AS, LD = "riscv64-unknown-elf-as", "riscv64-unknown-elf-ld"
 # Debian package binutils-riscv64-unknown-elf provides both.
@@ -82,8 +82,13 @@ def make_runtime_root(dest: Path, wheel: Path, python: str | None = None) -> Pat
         hw.symlink_to(wheel / "runtime" / "hw")
     bin_dir = runtime / "sfpi" / "compiler" / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
+    # The stub object every compile hands back, assembled once (a copy per compile instead of an assembler run).
+    stub = runtime / "sfpi" / "stub.o"
+    if not stub.is_file():
+        _assemble(str(stub), use_cached=False)
     gxx = bin_dir / "riscv-tt-elf-g++"
-    gxx.write_text(f'#!/bin/sh\nexec "{python or sys.executable}" -S -E "{Path(__file__).resolve()}" "$@"\n')
+    gxx.write_text(f'#!/bin/sh\n{STUB_ENV}="{stub}" exec "{python or sys.executable}" -S -E "{Path(__file__).resolve()}" '
+                   f'"$@"\n')
     gxx.chmod(0o755)
     return dest
 
@@ -139,7 +144,11 @@ def _run(cmd: list[str]) -> None:
         sys.exit(r.returncode)
 
 
-def _assemble(obj: str) -> None:
+def _assemble(obj: str, use_cached: bool = True) -> None:
+    stub = os.environ.get(STUB_ENV)
+    if use_cached and stub and os.path.isfile(stub):
+        shutil.copyfile(stub, obj)
+        return
     src = obj + ".stub.s"
     Path(src).write_text(STUB_ASM)
     try:
