@@ -46,16 +46,33 @@ def prepare(work: Path) -> dict[str, str]:
     return env
 
 
-def run_worker(env: dict[str, str], board: str, out: Path, names: list[str] = (), *, host_cost: bool = False,
-               timeout: float = 900) -> dict:  # fmt: skip
-    """Runs the worker for ``board`` (its own mock cluster descriptor) and returns its JSON result; raises with the
-    worker's output when it fails."""
-    env = dict(env, **{ttnn_env.BOARD_ENV_VAR: board})
-    cmd = [sys.executable, str(WORKER), "--board", board, "--out", str(out), *(["--host-cost"] if host_cost else []),
-           *names]  # fmt: skip
-    # cwd: tt-metal writes generated/ (fabric mapping, watcher) into the working directory
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=out.parent)
-    if r.returncode != 0 or not out.is_file():
-        raise RuntimeError(f"mock worker for {board} failed (exit {r.returncode}):\n{r.stdout[-3000:]}\n"
-                           f"{r.stderr[-6000:]}")  # fmt: skip
-    return json.loads(out.read_text())
+class Worker:
+    """The worker for ``board`` (its own mock cluster descriptor), started in the background."""
+
+    def __init__(self, env: dict[str, str], board: str, out: Path, names=(), *, host_cost: bool = False):
+        self.board, self.out = board, out
+        # Each worker its own JIT cache and stand-in log: workers run at once, and a program's builds are the log
+        # lines its own process wrote while it ran.
+        self.log = Path(env[standin_compiler.LOG_ENV]).with_name(f"{out.stem}.jsonl")
+        env = dict(env, **{ttnn_env.BOARD_ENV_VAR: board, standin_compiler.LOG_ENV: str(self.log),
+                           "TT_METAL_CACHE": str(Path(env["TT_METAL_CACHE"]) / out.stem)})  # fmt: skip
+        cmd = [sys.executable, str(WORKER), "--board", board, "--out", str(out),
+               *(["--host-cost"] if host_cost else []), *names]  # fmt: skip
+        self._log = open(out.with_suffix(".log"), "w+")
+        # cwd: tt-metal writes generated/ (fabric mapping, watcher) into the working directory
+        self._proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT, text=True,
+                                      cwd=out.parent)  # fmt: skip
+
+    def result(self, timeout: float = 1800) -> dict:
+        """Its JSON result; raises with the worker's output when it failed."""
+        code = self._proc.wait(timeout=timeout)
+        self._log.seek(0)
+        output = self._log.read()
+        if code != 0 or not self.out.is_file():
+            raise RuntimeError(f"mock worker for {self.board} failed (exit {code}):\n{output[-8000:]}")
+        return json.loads(self.out.read_text())
+
+
+def run_worker(env: dict[str, str], board: str, out: Path, names=(), *, host_cost: bool = False) -> dict:
+    """Runs the worker for ``board`` to the end and returns its JSON result."""
+    return Worker(env, board, out, names, host_cost=host_cost).result()
