@@ -20,7 +20,7 @@ reproduce:
     .venv/bin/python perf/calibrate_timing.py --heldout [--variants] [--skip-report] [--out docs/...]
     .venv/bin/python perf/calibrate_timing.py --cost        # what flow control costs the replay (CPU s, host)
 
-``--heldout`` prints the held-out validation table of docs/TIMING.md (section 4c): every published figure, whether a
+``--heldout`` prints the held-out validation table of docs/TIMING.md (section 4): every published figure, whether a
 constant was fitted to it (``timing_calibration.IN_SAMPLE``: in-sample) or not (held out), and the modelled value and
 error without flow control (variant ``no_flow_control``, the model before it) and with it (``nominal``); with
 ``--variants`` also the smallest and largest modelled value over every variant of the model
@@ -268,11 +268,14 @@ def _model_key() -> str:
     return h.hexdigest()[:16]
 
 
-def _heldout_figures(report: bool, peak_shapes, contexts):
-    """(key, what, published text, unit, source, measure(fast) -> float, error(m) -> float) of every figure."""
+def _heldout_figures(report: bool, peak_shapes, contexts, sdpa: bool = True):
+    """(key, what, published text, unit, source, measure(fast) -> float, error(m) -> float) of every figure;
+    sdpa False: the data-movement and matmul figures only."""
     out = []
     for f in timing_calibration.FIGURES:
         out.append((f.key, f.what, f"{f.published:g} {f.unit}", f.source, (lambda fast, f=f: f.modelled()), f.error))
+    if not sdpa:
+        return out
     points = {p.key: p for p in timing_calibration.OP_POINTS}
     measures = {"sdpa_llama70b_galaxy": lambda fast: timing_calibration.llama70b_galaxy_us(fast)}
     if report:
@@ -287,7 +290,7 @@ def _heldout_figures(report: bool, peak_shapes, contexts):
     return out
 
 
-def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fast) -> dict:
+def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fast, sdpa: bool = True) -> dict:
     """{variant: {figure key: modelled}} for every figure, from the cache where the model has not changed."""
     import json
 
@@ -297,13 +300,17 @@ def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fas
     cache = json.loads(HELDOUT_CACHE.read_text()) if HELDOUT_CACHE.exists() else {}
     if cache.get("model") != key:
         cache = {"model": key, "values": {}}
-    figs = _heldout_figures(report, peak_shapes, contexts)
+    figs = _heldout_figures(report, peak_shapes, contexts, sdpa)
+
+    def cache_key(fkey: str) -> str:  # the sdpa points depend on the contexts / head dims they were run at
+        return fkey + (f"@{','.join(map(str, contexts))}" if fkey == "sdpa_t3k_16_beats_64" else "") + (
+            f"@{','.join(str(d) for _, d, _ in peak_shapes)}" if fkey == "sdpa_report_peak_gbs" else "")
+
     for v in variants:
         vals = cache["values"].setdefault(v, {})
         with timing.variant_env(v):
             for fkey, _, _, _, measure, _ in figs:
-                ck = fkey + (f"@{','.join(map(str, contexts))}" if fkey == "sdpa_t3k_16_beats_64" else "") + (
-                    f"@{','.join(str(d) for _, d, _ in peak_shapes)}" if fkey == "sdpa_report_peak_gbs" else "")
+                ck = cache_key(fkey)
                 if ck not in vals:
                     t0 = time.monotonic()
                     vals[ck] = measure(fast)
@@ -311,21 +318,13 @@ def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fas
                           flush=True)
                     HELDOUT_CACHE.parent.mkdir(parents=True, exist_ok=True)
                     HELDOUT_CACHE.write_text(json.dumps(cache, indent=1))
-    out = {}
-    for v in variants:
-        vals = cache["values"][v]
-        out[v] = {}
-        for fkey, *_ in figs:
-            for ck, val in vals.items():
-                if ck.split("@")[0] == fkey:
-                    out[v][fkey] = val
-    return out
+    return {v: {fkey: cache["values"][v][cache_key(fkey)] for fkey, *_ in figs} for v in variants}
 
 
-def heldout_markdown(values: dict, report: bool, peak_shapes, contexts) -> str:
+def heldout_markdown(values: dict, report: bool, peak_shapes, contexts, sdpa: bool = True) -> str:
     from ttflashdecode.emulator.timing import NOMINAL
 
-    figs = _heldout_figures(report, peak_shapes, contexts)
+    figs = _heldout_figures(report, peak_shapes, contexts, sdpa)
     spread = [v for v in values if v not in ("no_flow_control",)]
     with_variants = len(values) > 2
     head = "| figure | published | source | fitted to it | no flow control | error | flow control (nominal) | error |"
@@ -409,6 +408,8 @@ def main() -> None:
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out validation table: each figure's role, error without and with flow control")
     ap.add_argument("--variants", action="store_true", help="with --heldout: also the spread over every variant")
+    ap.add_argument("--no-sdpa", action="store_true",
+                    help="with --heldout: the data-movement and matmul figures only (seconds a variant)")
     ap.add_argument("--cost", action="store_true", help="replay CPU time without and with flow control")
     args = ap.parse_args()
     if args.cost:
@@ -424,10 +425,11 @@ def main() -> None:
         with emulator.open_device("n150", timing_only=True) as fast:
             fast.default_deadline_s = 3600.0
             fast.default_hang_ms = 2000
-            values = heldout_values(variants, not args.skip_report, shapes, args.t3k_contexts, fast)
-        text = heldout_markdown(values, not args.skip_report, shapes, args.t3k_contexts)
-        text += (f"\n\nModelled by `perf/calibrate_timing.py --heldout{' --variants' if args.variants else ''}"
-                 f"{' --skip-report' if args.skip_report else ''}`, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
+            values = heldout_values(variants, not args.skip_report, shapes, args.t3k_contexts, fast,
+                                    not args.no_sdpa)
+        text = heldout_markdown(values, not args.skip_report, shapes, args.t3k_contexts, not args.no_sdpa)
+        flags = " ".join(a for a in sys.argv[1:] if a not in ("--out",) and not a.endswith(".md"))
+        text += (f"\n\nModelled by `perf/calibrate_timing.py {flags}`, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
                  f"UTC, {time.monotonic() - t0:.0f} s wall (cached figures excluded).")
         print(text)
         if args.out:
