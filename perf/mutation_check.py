@@ -98,33 +98,24 @@ MUTATIONS = [
     pack_reconfig_data_format(cb_l);
     copy_init(cb_l);
     copy_tile(cb_l, r, 0);""",
-        "rescaled_l_in_dst: l = l + sum(P) (chunks and merges), l not rescaled",
+        "rescaled_l_in_dst: l = l + sum(P) in a chunk, the running l not rescaled",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
         "merge_partner_rescale_dropped", COMPUTE,
-        """    if (has_o) {
-        push_rows_scaled(in, 0, vDHt, cb_alpha, cb_scratch);
-    }""",
-        """    if (has_o) {
-        reconfig_data_format_srca(in);
-        pack_reconfig_data_format(cb_scratch);
-        copy_init(in);
-        CircularBuffer(cb_scratch).reserve_back(o_tiles);
-        for (uint32_t i = 0; i < o_tiles; ++i) {
-            tile_regs_acquire();
-            copy_tile(in, i, 0);
-            pack_result(cb_scratch);
-        }
-        CircularBuffer(cb_scratch).push_back(o_tiles);
-    }""",
-        "merge_partial: a partner's O_i added without its rescale exp(m_i - m_new)",
+        """                    if (has_o) {
+                        mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, r, j - j0);
+                    }""",
+        """                    if (has_o) {
+                        mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, PNHt + r, j - j0);
+                    }""",
+        "merge_partial: a partner's O_i rescaled by this core's factor exp(m - m_new) instead of its own exp(m_i - m_new)",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
         "merge_partner_uses_own_max", COMPUTE,
-        "    push_rescale(in, m_in);           // alpha = a_i",
-        "    push_rescale(cb_m_cur, 0);        // alpha = a_i (mutated: exp(m - m_new))",
+        "        sub_tiles(in, cb_m_next, m_in + r, r, 0);  // m_i - m_new",
+        "        sub_tiles(cb_m_cur, cb_m_next, r, r, 0);  // m_i - m_new (mutated: m - m_new)",
         "merge_partial: the partner's factor computed from this core's max instead of the partner's",
         (CORES, CHUNK_EDGES),
     ),

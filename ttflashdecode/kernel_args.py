@@ -113,7 +113,7 @@ COMPUTE_ARGS = (
     "use_attn_mask", "use_sink", "is_causal", "k_head_block", "v_head_block",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_partial_in", "cb_partial_out",
     "cb_out", "cb_q_scaled", "cb_scores", "cb_probs", "cb_o", "cb_m", "cb_m_next", "cb_l", "cb_row_stat", "cb_alpha",
-    "cb_scratch", "cb_sink",
+    "cb_merge_factors", "cb_sink",
 )  # fmt: skip
 WRITER_ARGS = (
     "vDHt", "PNHt", "q_tile_rows", "Sk_t", "q_len", "heads_per_group", "NQt", "num_kv_heads", "n_q_heads", "batch",

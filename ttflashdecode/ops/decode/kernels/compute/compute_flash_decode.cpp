@@ -88,8 +88,8 @@ constexpr uint32_t cb_l = get_named_compile_time_arg_val("cb_l");  // running su
 constexpr uint32_t cb_row_stat = get_named_compile_time_arg_val("cb_row_stat");  // rowmax / rowsum of one chunk
 // rescale factors exp(m - m_new), one block at a time
 constexpr uint32_t cb_alpha = get_named_compile_time_arg_val("cb_alpha");
-// partner contribution O_i * a_i, l_i * a_i
-constexpr uint32_t cb_scratch = get_named_compile_time_arg_val("cb_scratch");
+// a merge's two row factors [a_i = exp(m_i - m_new), a = exp(m - m_new)], pushed and popped as one block
+constexpr uint32_t cb_merge_factors = get_named_compile_time_arg_val("cb_merge_factors");
 // attention sinks as a partial: m tiles, then l tiles
 constexpr uint32_t cb_sink = get_named_compile_time_arg_val("cb_sink");
 
@@ -213,9 +213,11 @@ void probs_exp(uint32_t dst) {
     }
 }
 
-// A row factor exp((m_a - m_b) [* scale]) on column 0 of DST tile `dst`: always the accurate exp.
+// A row factor exp((m_a - m_b) [* scale]) on column 0 of DST tile `dst`: always the accurate exp, programmed by
+// factor_exp_init() for a run of factors.
+void factor_exp_init() { exp_tile_init<false>(); }
+
 void factor_exp(uint32_t dst) {
-    exp_tile_init<false>();
     if constexpr (scale_in_exp) {
         exp_tile<false, true>(dst, col0_vector_mode, factor_exp_scale_bf16);
     } else {
@@ -395,13 +397,14 @@ void push_rescale(uint32_t in, uint32_t in_first) {
         tile_regs_acquire();
         sub_init(in, cb_m_next);
         sub_tiles(in, cb_m_next, in_first + r, r, 0);
+        factor_exp_init();
         factor_exp(0);
         pack_result(cb_alpha);
     }
     CircularBuffer(cb_alpha).push_back(PNHt);
 }
 
-// DST tile 0 = l[r] * alpha[alpha_index] (bcast cols): the running sum rescaled, in a chunk and in a merge.
+// DST tile 0 = l[r] * alpha[alpha_index] (bcast cols): the running sum rescaled in a chunk.
 void rescaled_l_in_dst(uint32_t r, uint32_t alpha_index) {
     configure(cb_l, cb_alpha, cb_l);
     mul_bcast_cols_init(cb_l, cb_alpha);
@@ -467,25 +470,6 @@ void chunk_probs_and_sum(bool first) {
     if (!first) {
         CircularBuffer(cb_l).pop_front(PNHt);
     }
-    CircularBuffer(cb_l).wait_front(PNHt);
-}
-
-// Pushes a new l behind the old one: l * alpha[alpha_first + r] (bcast cols) + addend[addend_first + r].
-void push_rescaled_sum(uint32_t alpha_first, uint32_t addend, uint32_t addend_first) {
-    CircularBuffer(cb_l).wait_front(PNHt);
-    CircularBuffer(cb_alpha).wait_front(alpha_first + PNHt);
-    CircularBuffer(addend).wait_front(addend_first + PNHt);
-    CircularBuffer(cb_l).reserve_back(PNHt);
-    for (uint32_t r = 0; r < PNHt; ++r) {
-        tile_regs_acquire();
-        rescaled_l_in_dst(r, alpha_first + r);
-        reconfig_data_format_srcb(addend);
-        add_reuse_dest_init<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(addend);
-        add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(addend, addend_first + r, 0);
-        pack_result(cb_l);
-    }
-    CircularBuffer(cb_l).push_back(PNHt);
-    CircularBuffer(cb_l).pop_front(PNHt);
     CircularBuffer(cb_l).wait_front(PNHt);
 }
 
@@ -598,62 +582,105 @@ void process_chunk(bool first, bool masked) {
 
 // Merges one partial (O_i, m_i, l_i) from the front of `in` into the running (O, m, l): a partner's slot of
 // cb_partial_in ([O_i, m_i, l_i]), or the attention sinks (cb_sink: [m_i, l_i], O_i = 0).
-// The partner's side is rescaled first (a_i = exp(m_i - m_new)) into cb_scratch, then ours (a = exp(m - m_new)),
-// so cb_alpha only ever holds one block.
+//   m_new = max(m, m_i);  cb_merge_factors = [a_i = exp(m_i - m_new), a = exp(m - m_new)] (one DST section)
+//   O = O * a + O_i * a_i,  l = l * a + l_i * a_i
+// O and l are one row of vDHt + 1 tiles scaled by the same row factors, so each DST section takes a block of that row:
+// ours times a, packed in place, then the partner's times a_i, accumulated onto it by the packer (L1 accumulation,
+// as l's sums in a chunk). One multiply init serves the whole merge, and no partial is staged in a CB first.
 void merge_partial(uint32_t in, bool has_o) {
     const uint32_t m_in = has_o ? o_tiles : 0;
     const uint32_t l_in = m_in + PNHt;
     const uint32_t in_tiles = l_in + PNHt;
     CircularBuffer(in).wait_front(in_tiles);
-
     push_max(cb_m_cur, 0, in, m_in);  // m_next = max(m, m_i)
-    push_rescale(in, m_in);           // alpha = a_i
-
-    // scratch = [O_i * a_i] (when there is an O_i), then [l_i * a_i]: two pushes, so each block is read from
-    // the front. (A sinks merge pushes only the second block; it is the last merge of a group and a core in a
-    // tree serves one group, so an O block never follows it in this CB.)
-    CircularBuffer(cb_alpha).wait_front(PNHt);
-    if (has_o) {
-        push_rows_scaled(in, 0, vDHt, cb_alpha, cb_scratch);
-    }
-    push_rows_scaled(in, l_in, 1, cb_alpha, cb_scratch);
-    CircularBuffer(cb_alpha).pop_front(PNHt);
-    CircularBuffer(in).pop_front(in_tiles);
-
-    push_rescale(cb_m_cur, 0);  // alpha = a
-    advance_max();
-    CircularBuffer(cb_alpha).wait_front(PNHt);
-
-    // O = O * a [+ O_i * a_i]
-    if (has_o) {
-        CircularBuffer(cb_scratch).wait_front(o_tiles);
-    }
-    CircularBuffer(cb_o).reserve_back(o_tiles);
+    CircularBuffer(cb_m_next).wait_front(PNHt);
+    CircularBuffer(cb_merge_factors).reserve_back(2 * PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
-        for (uint32_t c = 0; c < vDHt; ++c) {
+        tile_regs_acquire();
+        configure(in, cb_m_next, cb_merge_factors);
+        sub_init(in, cb_m_next);
+        sub_tiles(in, cb_m_next, m_in + r, r, 0);  // m_i - m_new
+        configure(cb_m_cur, cb_m_next, cb_merge_factors);
+        sub_init(cb_m_cur, cb_m_next);
+        sub_tiles(cb_m_cur, cb_m_next, r, r, 1);  // m - m_new
+        factor_exp_init();
+        factor_exp(0);
+        factor_exp(1);
+        tile_regs_commit();
+        tile_regs_wait();
+        pack_tile<true>(0, cb_merge_factors, r);         // a_i
+        pack_tile<true>(1, cb_merge_factors, PNHt + r);  // a
+        tile_regs_release();
+    }
+    CircularBuffer(cb_merge_factors).push_back(2 * PNHt);
+    CircularBuffer(cb_merge_factors).wait_front(2 * PNHt);
+    advance_max();
+
+    // Tile j of row r: O's column j for j < vDHt, l for j == vDHt; a sinks partial has no O_i.
+    constexpr uint32_t row_tiles = vDHt + 1;
+    CircularBuffer(cb_o).wait_front(o_tiles);
+    CircularBuffer(cb_l).wait_front(PNHt);
+    CircularBuffer(cb_o).reserve_back(o_tiles);
+    CircularBuffer(cb_l).reserve_back(PNHt);
+    configure(cb_o, cb_merge_factors, cb_o);  // cb_l has cb_o's format (plan/cbs.py): one unpack and pack config
+    mul_bcast_cols_init(cb_o, cb_merge_factors);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        for (uint32_t j0 = 0; j0 < row_tiles; j0 += dst_tiles) {
+            const uint32_t j_end = j0 + dst_tiles < row_tiles ? j0 + dst_tiles : row_tiles;
+            // ours: O * a, l * a, packed to the new block
             tile_regs_acquire();
-            configure(cb_o, cb_alpha, cb_o);
-            mul_bcast_cols_init(cb_o, cb_alpha);
-            mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c, r, 0);
-            if (has_o) {
-                reconfig_data_format_srcb(cb_scratch);
-                add_reuse_dest_init<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch);
-                add_reuse_dest_tiles<EltwiseBinaryReuseDestType::DEST_TO_SRCA>(cb_scratch, r * vDHt + c, 0);
+            for (uint32_t j = j0; j < j_end; ++j) {
+                if (j < vDHt) {
+                    mul_tiles_bcast_cols(cb_o, cb_merge_factors, r * vDHt + j, PNHt + r, j - j0);
+                } else {
+                    mul_tiles_bcast_cols(cb_l, cb_merge_factors, r, PNHt + r, j - j0);
+                }
             }
-            pack_result(cb_o);
+            tile_regs_commit();
+            tile_regs_wait();
+            for (uint32_t j = j0; j < j_end; ++j) {
+                if (j < vDHt) {
+                    pack_tile<true>(j - j0, cb_o, r * vDHt + j);
+                } else {
+                    pack_tile<true>(j - j0, cb_l, r);
+                }
+            }
+            tile_regs_release();
+            // the partner's: O_i * a_i, l_i * a_i, accumulated onto them
+            reconfig_data_format_srca(cb_o, in);
+            tile_regs_acquire();
+            for (uint32_t j = j0; j < j_end; ++j) {
+                if (j < vDHt) {
+                    if (has_o) {
+                        mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, r, j - j0);
+                    }
+                } else {
+                    mul_tiles_bcast_cols(in, cb_merge_factors, l_in + r, r, j - j0);
+                }
+            }
+            tile_regs_commit();
+            tile_regs_wait();
+            pack_reconfig_l1_acc(1);
+            for (uint32_t j = j0; j < j_end; ++j) {
+                if (j < vDHt) {
+                    if (has_o) {
+                        pack_tile<true>(j - j0, cb_o, r * vDHt + j);
+                    }
+                } else {
+                    pack_tile<true>(j - j0, cb_l, r);
+                }
+            }
+            pack_reconfig_l1_acc(0);
+            tile_regs_release();
+            reconfig_data_format_srca(in, cb_o);
         }
     }
     CircularBuffer(cb_o).push_back(o_tiles);
+    CircularBuffer(cb_l).push_back(PNHt);
     CircularBuffer(cb_o).pop_front(o_tiles);
-    if (has_o) {
-        CircularBuffer(cb_scratch).pop_front(o_tiles);
-    }
-
-    // l = l * a + l_i * a_i
-    CircularBuffer(cb_scratch).wait_front(PNHt);
-    push_rescaled_sum(0, cb_scratch, 0);
-    CircularBuffer(cb_scratch).pop_front(PNHt);
-    CircularBuffer(cb_alpha).pop_front(PNHt);
+    CircularBuffer(cb_l).pop_front(PNHt);
+    CircularBuffer(in).pop_front(in_tiles);
+    CircularBuffer(cb_merge_factors).pop_front(2 * PNHt);
 }
 
 // out = O / l, consuming the running state.
