@@ -452,10 +452,11 @@ def test_head_blocks_stay_whole_when_they_fit():
 
 
 def test_large_head_dim_gives_up_cores_before_failing():
-    """head_dim 1024 with fp32 accumulation: 16 cores' tree slots overflow L1, so the plan uses a smaller group
+    """head_dim 1536 with fp32 accumulation: 16 cores' tree slots overflow L1, so the plan uses a smaller group
     (max_cores_per_head_batch is a ceiling) and fits; a head dim that cannot fit even on one core still raises.
-    32 q heads: full 32-row tiles (8 would take 16-row tiles, whose smaller slots fit 16 cores)."""
-    fits = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=1, head_dim=1024, kv_len=8192)
+    32 q heads: full 32-row tiles (8 would take 16-row tiles, whose smaller slots fit more cores). Since the merge
+    stages only two statistics tiles (merge_factors), head_dim 1024 fits all 16 cores."""
+    fits = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=1, head_dim=1536, kv_len=8192)
     p = plan(fits, ProgramConfig(compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=16), (8, 8),
              fp32_dest_acc=True)  # fmt: skip
     assert 1 <= p.num_cores_per_head < 16
