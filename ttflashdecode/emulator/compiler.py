@@ -55,6 +55,7 @@ import shlex
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -303,7 +304,14 @@ def compile_kernels(builds: list[KernelBuild], program: str, compile=None) -> li
         logger.info("compiling {} kernel{} for {} (first use; cached in {})", len(missing),
                     "" if len(missing) == 1 else "s", program, _display_path(KERNEL_CACHE))
     if compile is None or compile is compile_kernel:
-        libraries = [_compile_or_reuse(*entry) for entry in found]
+        # Each compile is its own g++ process: a program's kernels (a compute kernel takes several seconds, its
+        # reader and writer a few) build side by side on the host's cores; cached ones cost a file check.
+        workers = min(len(missing), os.cpu_count() or 1)
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ttfd-compile") as pool:
+                libraries = list(pool.map(lambda entry: _compile_or_reuse(*entry), found))
+        else:
+            libraries = [_compile_or_reuse(*entry) for entry in found]
     else:
         libraries = [compile(build) for build in builds]
     if missing:
