@@ -8,8 +8,9 @@ kernel folders there, so nothing depends on where the package lies: a checkout o
 
 The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_env.py describes the generated files):
 
-- compile-time args as ``-DKERNEL_COMPILE_TIME_ARGS=a,b,c``; named compile-time args in the force-included
-  ``named_ct_arg_map_generated.h`` (``#define KERNEL_COMPILE_TIME_ARG_MAP {"name",v},...``, names ascending);
+- compile-time args as ``-DKERNEL_COMPILE_TIME_ARGS=a,b,c`` (not defined when there are none); named compile-time
+  args in the force-included ``named_ct_arg_map_generated.h`` (``#define KERNEL_COMPILE_TIME_ARG_MAP
+  {"name",v},...``, names ascending);
 - ``chlkc_descriptors.h`` (per-CB data formats, tile shapes and tile sizes) in the generated-files directory, so
   ``get_tile_size(cb)`` / ``get_dataformat(cb)`` are compile-time constants as on silicon;
 - per-RISC defines as hal_1xx_common.cpp ``HalJitBuildQueryBase::defines`` sets them: data movement
@@ -18,8 +19,9 @@ The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_en
   ``NUM_L1_BANKS`` with ``LOG_BASE_2_OF_NUM_L1_BANKS`` or ``IS_NOT_POW2_NUM_L1_BANKS``; compute ``COMPILE_FOR_TRISC``
   with all of ``UCK_CHLKC_UNPACK`` / ``UCK_CHLKC_MATH`` / ``UCK_CHLKC_PACK`` and ``TRISC_UNPACK`` / ``TRISC_MATH`` /
   ``TRISC_PACK`` (one host thread runs the three TRISC programs as one; silicon builds each with one of them) plus
-  the ``EMU_*`` compute-config defines from which the emulator's compute API derives ``DST_ACCUM_MODE``,
-  ``DST_SYNC_MODE``, ``MATH_FIDELITY`` and ``APPROX`` (genfiles.cpp emits those into chlkc_descriptors.h);
+  ``NOC_MODE=0`` (ComputeKernel::process_defines' DM_DEDICATED_NOC) and the ``EMU_*`` compute-config defines from
+  which the emulator's compute API derives ``DST_ACCUM_MODE``, ``DST_SYNC_MODE``, ``MATH_FIDELITY`` and ``APPROX``
+  (genfiles.cpp emits those into chlkc_descriptors.h);
 - ``KERNEL_BUILD``, ``ARCH_WORMHOLE``, ``TENSIX_FIRMWARE`` and the descriptor's defines;
 - what the firmware wrapper includes ahead of the kernel source (ncrisck.cc / brisck.cc: api/dataflow/dataflow_api.h;
   trisck.cc: api/compile_time_args.h and, through chlkc_list.h, chlkc_descriptors.h), force-included.
@@ -433,7 +435,9 @@ def kernel_flags(
     if compute:
         flags += [f"-I{p}" for p in jit_env.compute_llk_include_paths()]
     flags += [f"-I{p}" for p in jit_env.source_include_paths()]
-    flags.append("-DKERNEL_COMPILE_TIME_ARGS=" + ",".join(str(int(v) & 0xFFFFFFFF) for v in compile_time_args))
+    # JitBuildState::compile_one adds no define for an empty list (api/compile_time_args.h then defines it empty)
+    if compile_time_args:
+        flags.append("-DKERNEL_COMPILE_TIME_ARGS=" + ",".join(str(int(v) & 0xFFFFFFFF) for v in compile_time_args))
     if named_compile_time_args:
         flags += ["-include", str(gen / jit_env.NAMED_CT_ARG_MAP_HEADER)]
     # What the firmware wrapper includes before the kernel source: ncrisck.cc / brisck.cc include
@@ -460,6 +464,8 @@ def kernel_flags(
     else:
         flags += ["-DCOMPILE_FOR_TRISC", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH", "-DUCK_CHLKC_PACK",
                   "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0", *jit_env.COMPUTE_DEFINES]
+        # ComputeKernel::process_defines: NOC_MODE = DM_DEDICATED_NOC (0) for every compute kernel
+        flags.append("-DNOC_MODE=0")
         flags += [
             f"-DEMU_DST_ACCUM_MODE={int(cc.get('fp32_dest_acc_en', 0))}",
             f"-DEMU_MATH_APPROX_MODE={int(cc.get('math_approx_mode', 0))}",
