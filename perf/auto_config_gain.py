@@ -44,10 +44,9 @@ sys.path.insert(0, str(REPO))
 OUT = REPO / "perf" / "out"
 os.environ.setdefault("TTFLASHDECODE_AUTO_CACHE", str(OUT / "auto_cache"))
 
-from ttflashdecode.config import ProgramConfig, load_program_config  # noqa: E402
-from ttflashdecode.plan import DecodeShapes, plan  # noqa: E402
 from ttflashdecode import tuning  # noqa: E402
-from ttflashdecode.plan import auto  # noqa: E402
+from ttflashdecode.config import ProgramConfig, load_program_config  # noqa: E402
+from ttflashdecode.plan import DecodeShapes, auto, plan  # noqa: E402
 
 GRID = (8, 8)  # N150's compute grid (a T3K chip's too)
 FIXED = {

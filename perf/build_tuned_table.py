@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ttflashdecode import tuning  # noqa: E402
+from ttflashdecode.plan import L1_BUDGET_BYTES, DecodeShapes, plan  # noqa: E402
 from ttflashdecode.plan import auto as plan_auto  # noqa: E402
-from ttflashdecode.plan import DecodeShapes, L1_BUDGET_BYTES, plan  # noqa: E402
 
 # Per-chip compute grids of the emulated boards (ttflashdecode.emulator.arch.GRIDS; a T3K chip is an N300 card's).
 BOARDS = {"n150": (1, (8, 8)), "n300": (2, (8, 7)), "t3k": (8, (8, 7))}

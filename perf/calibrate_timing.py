@@ -325,7 +325,6 @@ def heldout_markdown(values: dict, report: bool, peak_shapes, contexts, sdpa: bo
     from ttflashdecode.emulator.timing import NOMINAL
 
     figs = _heldout_figures(report, peak_shapes, contexts, sdpa)
-    spread = [v for v in values if v not in ("no_flow_control",)]
     with_variants = len(values) > 2
     head = "| figure | published | source | fitted to it | no flow control | error | flow control (nominal) | error |"
     rule = "|---|---|---|---|---:|---:|---:|---:|"

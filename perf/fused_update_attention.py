@@ -27,9 +27,8 @@ import time
 import torch
 
 import ttflashdecode
-from ttflashdecode import emulator
+from ttflashdecode import emulator, op
 from ttflashdecode import fused_update_decode as fused
-from ttflashdecode import op
 from ttflashdecode import update_cache_op as uc
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.emulator import timing

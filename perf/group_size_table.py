@@ -39,9 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 OUT = REPO / "perf" / "out"
 
+from ttflashdecode import tuning  # noqa: E402
 from ttflashdecode.config import ProgramConfig  # noqa: E402
 from ttflashdecode.plan import DecodeShapes, L1OverflowError, plan  # noqa: E402
-from ttflashdecode import tuning  # noqa: E402
 
 GRID = (8, 8)  # N150's compute grid (a T3K chip's too)
 

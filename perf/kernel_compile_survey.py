@@ -241,12 +241,12 @@ def main() -> int:
         n = kinds[(kind, True)] + kinds[(kind, False)]
         print(f"  {kind:9s} {kinds[(kind, True)]:5d} of {n}")
     missing = collections.Counter(sym for r in results for sym in r[3])
-    print(f"\ntop missing symbols / headers (number of sources whose errors name them):")
+    print("\ntop missing symbols / headers (number of sources whose errors name them):")
     for sym, n in missing.most_common(args.top):
         print(f"  {n:5d}  {sym}")
     if args.list_failures:
         ops = root / "ttnn" / "cpp" / "ttnn" / "operations"
-        for src, compute, good, errs, stderr in sorted(results):
+        for src, _compute, good, errs, stderr in sorted(results):
             if not good:
                 print(f"FAIL {src.relative_to(ops)}: {'; '.join(errs[:4])}")
                 if args.show_errors:

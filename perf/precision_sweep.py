@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import torch  # noqa: E402
-from decode_harness import DecodeCase, assert_matches_golden, run_case  # noqa: E402
 
 import ttflashdecode  # noqa: E402
+from decode_harness import DecodeCase, assert_matches_golden, run_case  # noqa: E402
 from ttflashdecode import emulator, golden, upstream  # noqa: E402
 from ttflashdecode.plan import L1OverflowError  # noqa: E402
 from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402

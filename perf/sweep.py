@@ -246,8 +246,8 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
     """Every side of ``s`` under every variant (nominal first: its upstream search ranks the candidates the other
     variants re-run). Returns the records; ``save(records, variants_done)`` is called after each variant, so an
     interrupted run keeps what it measured."""
-    from ttflashdecode import emulator, upstream
     import ttflashdecode
+    from ttflashdecode import emulator, upstream
     from ttflashdecode.config import AutoProgramConfig
     from ttflashdecode.emulator import timing
     from ttflashdecode.upstream import tune
@@ -454,9 +454,8 @@ def plot_ratios(shapes: list[Shape], records: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     import goals
+    import matplotlib.pyplot as plt
 
     rows = [goals.Row(s, records) for s in shapes]
     fig, ax = plt.subplots(figsize=(max(8.0, 1.3 * len(rows)), 5.0))

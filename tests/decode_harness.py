@@ -63,7 +63,7 @@ def seed_for(key: str) -> int:
     return zlib.crc32(key.encode()) & 0x7FFFFFFF
 
 
-def case_seed(case: "DecodeCase") -> int:
+def case_seed(case: DecodeCase) -> int:
     """``TTFD_SEED`` when set, else ``case.seed`` when the test set one, else derived from the case."""
     if os.environ.get(SEED_ENV, "").strip() or case.seed is None:
         return seed_for(str(case))

@@ -26,8 +26,7 @@ from decode_harness import DecodeCase, assert_matches_golden, run_case
 from ttflashdecode import emulator, tuning
 from ttflashdecode import op as op_module
 from ttflashdecode.config import AutoProgramConfig, ChosenProgramConfig, ProgramConfig, load_program_config
-from ttflashdecode.plan import DecodeShapes, L1OverflowError, plan
-from ttflashdecode.plan import auto
+from ttflashdecode.plan import DecodeShapes, L1OverflowError, auto, plan
 from ttflashdecode.ttnn_env import import_ttnn
 
 GRID = (8, 8)

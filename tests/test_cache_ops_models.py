@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+import ttflashdecode
 from decode_harness import height_sharded as _height_sharded
 from decode_harness import hifi4 as _hifi4
 from decode_harness import int32 as _int32
@@ -30,8 +31,6 @@ from decode_harness import sdpa_config as _sdpa_config
 from decode_harness import tile as _tile
 from output_checks import check_output
 from packer_model import packed_by_the_packer
-
-import ttflashdecode
 from ttflashdecode import golden, ttnn_patch
 from ttflashdecode.ttnn_env import import_ttnn
 

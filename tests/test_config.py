@@ -3,8 +3,8 @@
 import pytest
 
 from ttflashdecode.config import (
-    PROGRAM_CONFIGS_ENV_VAR,
     PROGRAM_CONFIGS_DIR,
+    PROGRAM_CONFIGS_ENV_VAR,
     ProgramConfig,
     list_program_configs,
     load_program_config,

@@ -8,8 +8,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from packer_model import packed_by_the_packer
 from decode_harness import DecodeCase, assert_matches_golden, check_close, generator, run_case, seed_for, tag
+from packer_model import packed_by_the_packer
 from ttflashdecode import op as op_module
 from ttflashdecode.ttnn_env import import_ttnn
 
@@ -297,10 +297,9 @@ def _l1_hog_and_decode_inputs(emu_device):
 
 def test_cbs_are_planned_below_live_l1_buffers(emu_device):
     """The user's L1 tensors and the new sharded output both sit at the top of L1: the plan fits below them."""
+    from decode_harness import dst_factor
     from ttflashdecode import golden
     from ttflashdecode.plan import L1_RESERVED_BYTES
-
-    from decode_harness import dst_factor
 
     seed, hog, qkv, tt_qkv, out_config = _l1_hog_and_decode_inputs(emu_device)
     out = op_module.scaled_dot_product_attention_decode(*tt_qkv, cur_pos=[500], memory_config=out_config,

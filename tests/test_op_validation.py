@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from ttflashdecode import op as op_module
-from ttflashdecode.device_cache import device_cache
 from ttflashdecode import validate
 from ttflashdecode.config import ProgramConfig
+from ttflashdecode.device_cache import device_cache
 from ttflashdecode.plan import L1OverflowError
 from ttflashdecode.ttnn_env import import_ttnn
 
@@ -284,7 +284,6 @@ def test_scale_range_ends_match_the_golden(emu_device, scale, exp_approx):
     sees one position (its tile's 31 hidden ones must lose even where q . k < 0: at 1e30 the exact exp gave PCC
     0.87), user 1's position 137 of each kv head beats every other by a margin bfloat16 scores keep."""
     from decode_harness import check_close, exp_factor
-
     from ttflashdecode import golden
 
     ttnn = import_ttnn()

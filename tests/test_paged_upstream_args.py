@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import ttflashdecode
-from decode_harness import seed_for
 from decode_harness import decode_config as _config
 from decode_harness import int32 as _int32
+from decode_harness import seed_for
 from decode_harness import tile as _tile
 from output_checks import check_output
 from ttflashdecode import golden

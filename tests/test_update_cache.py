@@ -15,10 +15,10 @@ import torch
 import ttflashdecode
 from decode_harness import emulated_n150, generator, seed_for, tag
 from decode_harness import tile as tiles
+from packer_model import packed_by_the_packer
 from ttflashdecode import update_cache_op as uc
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.ttnn_env import import_ttnn
-from packer_model import packed_by_the_packer
 
 ttnn = import_ttnn()
 DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")

@@ -15,7 +15,8 @@ Tensors may live on a Wormhole device (the op launches with ``ttnn.generic_op``)
 
 __version__ = "0.1.0"
 
-from importlib import import_module as _import_module, util as _importlib_util
+from importlib import import_module as _import_module
+from importlib import util as _importlib_util
 
 # The public names and the module each comes from. They are imported on first use (module __getattr__, PEP 562), so
 # ``import ttflashdecode`` costs milliseconds and imports neither torch nor ttnn (importing ttnn sets up its

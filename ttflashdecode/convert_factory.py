@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from ttflashdecode.kernel_args import tensor_accessor_args
 from ttflashdecode.kernel_sources import CONVERT_KERNELS

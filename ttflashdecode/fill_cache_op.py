@@ -47,7 +47,7 @@ from ttflashdecode.kernel_args import AccessorArgs, kernel_descriptor, select, w
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, CacheOpRun, HeadTiles, split_units
-from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_ring, dtype_name, int_list, shape_of
+from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_ring, dtype_name, int_list
 
 READER = KERNEL_DIR / "dataflow" / "reader_fill_cache.cpp"
 COMPUTE = CONVERT_DIR / "compute" / "compute_copy.cpp"
@@ -244,8 +244,8 @@ def _check_valid_seq_len(valid, ring: int, device) -> None:
     if valid is None:
         return
     if not ring:
-        raise ValueError(f"valid_seq_len_tensor: only supported when cache_position_modulo is set (a bounded fill), "
-                         f"got cache_position_modulo=None")  # fmt: skip
+        raise ValueError("valid_seq_len_tensor: only supported when cache_position_modulo is set (a bounded fill), "
+                         "got cache_position_modulo=None")  # fmt: skip
     shape = check_device_tensor("valid_seq_len_tensor", valid, 1, ("int32", "uint32"), layout="ROW_MAJOR",
                                 device=device)  # fmt: skip
     if shape[0] != 1:

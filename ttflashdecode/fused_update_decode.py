@@ -143,7 +143,6 @@ def paged_update_cache_and_decode(
 def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale, sliding_window_size, attention_sink,
            program_config, compute_kernel_config, memory_config, output_tensor, dtype):  # fmt: skip
     global last_run
-    ttnn = import_ttnn()
     # ---- check both halves on the host before any device work
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)
     backend = backend_of(q)

@@ -40,8 +40,16 @@ import torch
 
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.kernel_args import (
+    PLACEMENTS,
+    AccessorArgs,
+    KernelArgs,
+    kernel_descriptor,
+    select,
+    tensor_placement,
+    wire,
+)
 from ttflashdecode.kernel_sources import DECODE_KERNELS, UPDATE_CACHE_KERNELS
-from ttflashdecode.kernel_args import PLACEMENTS, AccessorArgs, KernelArgs, kernel_descriptor, select, tensor_placement, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import (
@@ -143,7 +151,7 @@ class CacheUpdateSignal:
     sem_id: int
     group_cores: tuple[tuple[tuple[int, int], ...], ...]
 
-    def targets(self, shapes: "UpdateShapes", first_unit: int, num_units: int) -> list[int]:
+    def targets(self, shapes: UpdateShapes, first_unit: int, num_units: int) -> list[int]:
         """The (noc_x, noc_y, count) triples of one update core, flattened as its writer reads them."""
         counts: dict[tuple[int, int], int] = {}
         for unit in range(first_unit, first_unit + num_units):
@@ -342,7 +350,7 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
         for name, tensor, first in ((cache_name, other_cache, cache), (input_name, other_new, new)):
             got = (shape_of(tensor), dtype_name(tensor), str(tensor.memory_config()))
             want = (shape_of(first), dtype_name(first), str(first.memory_config()))
-            if got != want or not tensor.device() is cache.device():
+            if got != want or tensor.device() is not cache.device():
                 raise ValueError(f"{name}: shape, dtype and placement {got} must be the first one's {want}, on its device")
     device = cache.device()
     _, batch, n_kv, head_dim = new_shape

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from ttflashdecode import golden, upstream
-from ttflashdecode.upstream.plan import default_k_chunk_size, tree_reduction, UINT32_MAX
+from ttflashdecode.upstream.plan import UINT32_MAX, default_k_chunk_size, tree_reduction
 
 NAN_POISON = 0x7FC07FC0  # two bfloat16 quiet NaNs
 PCC_MIN = 0.999

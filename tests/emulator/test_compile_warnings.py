@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
-from ttflashdecode.emulator import KernelCompileError
-from ttflashdecode.emulator import compiler
+from ttflashdecode.emulator import KernelCompileError, compiler
 
 WHEEL_MESSAGE = "Use <typename AddrGen> noc_async_read_page instead."
 

@@ -12,7 +12,7 @@ import torch
 
 from ttflashdecode.emulator import jit_env
 
-from .cxx import HERE, INCLUDE, LLK_INCLUDE, build_shared
+from .cxx import HERE, LLK_INCLUDE, build_shared
 
 FMT = {"float32": 0, "bfloat16": 5, "bfloat8_b": 6, "bfloat4_b": 7}
 CB_IN0, CB_IN1, CB_SCALER, CB_OUT, CB_OUT2 = 0, 1, 2, 16, 17
@@ -171,7 +171,9 @@ def test_matmul(transpose, use_block, fp32):
     A = bf16(torch.randn(Mt * 32, Kt * 32, generator=torch.Generator().manual_seed(7)))
     B = bf16(torch.randn(Kt * 32, Nt * 32, generator=torch.Generator().manual_seed(8)))
     Bin = B.T.contiguous() if transpose else B
-    to_tiles = lambda X: X.reshape(X.shape[0] // 32, 32, X.shape[1] // 32, 32).permute(0, 2, 1, 3).reshape(-1, 32, 32)
+    def to_tiles(X):
+        return X.reshape(X.shape[0] // 32, 32, X.shape[1] // 32, 32).permute(0, 2, 1, 3).reshape(-1, 32, 32)
+
     push(lib, CB_IN0, to_tiles(A))
     push(lib, CB_IN1, to_tiles(Bin))
     run_ok(lib)

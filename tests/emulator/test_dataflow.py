@@ -128,7 +128,7 @@ def test_multicore_exchange(dev):
     xb = x.to(torch.bfloat16)
     for i in range(n_workers):
         assert torch.equal(y[:, 32 * i: 32 * i + 32], xb[:, 32 * (n_workers - 1 - i): 32 * (n_workers - i)])
-    for i, w in enumerate(workers):
+    for w in workers:
         assert stats.noc_bytes[(f"{w[0]},{w[1]}", "4,4")] == 2048 + 4  # tile + semaphore increment
     src.deallocate()
     out.deallocate()

@@ -226,6 +226,11 @@ def _copy_pd(src, dst, mode, cores, *, log2=0, ranges=None):
                                   cbs=[cb(0, src.dtype, align(page, 32), 1, core_set)])
 
 
+def _xy(core) -> str:
+    """A core as the emulator's NoC statistics name it: "x,y"."""
+    return f"{core[0]},{core[1]}"
+
+
 def _core_traffic(stats):
     return {k: v for k, v in stats.noc_bytes.items() if not (k[0].startswith("dram") or k[1].startswith("dram"))}
 
@@ -270,8 +275,7 @@ def test_copy_dram_l1_dram(dev, mode, dtype, layout, shape):
     step = -(-n // len(writers))
     want = Counter()
     for i in range(n):
-        bank = "%d,%d" % table[i % 64]
-        want[("%d,%d" % writers[i // step], bank)] += page
+        want[(_xy(writers[i // step]), _xy(table[i % 64]))] += page
     assert _core_traffic(s1) == dict(want)
 
     back = dev.allocate(shape, dtype, layout)
@@ -283,7 +287,7 @@ def test_copy_dram_l1_dram(dev, mode, dtype, layout, shape):
     step = -(-n // len(readers))
     want = Counter()
     for i in range(n):
-        want[("%d,%d" % table[i % 64], "%d,%d" % readers[i // step])] += page
+        want[(_xy(table[i % 64]), _xy(readers[i // step]))] += page
     assert _core_traffic(s2) == dict(want)
 
 

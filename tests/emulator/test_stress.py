@@ -14,12 +14,10 @@ import importlib.util
 import sys
 
 import pytest
-import torch
 
 from tests_support_paths import REPO
 from ttflashdecode import emulator
-from ttflashdecode.emulator import EmulatorError, KernelFault, SanitizerReport
-from ttflashdecode.emulator import arch
+from ttflashdecode.emulator import EmulatorError, KernelFault, SanitizerReport, arch
 from ttflashdecode.emulator.build import sanitizer
 from ttflashdecode.ttnn_env import import_ttnn
 

@@ -19,10 +19,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests.conformance import factories
 from ttflashdecode import emulator
 from ttflashdecode.emulator.timing import constants
-
-from tests.conformance import factories
 
 K = SimpleNamespace(**{c.name: c.value for c in constants()})
 TILES = 4

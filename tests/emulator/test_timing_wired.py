@@ -18,11 +18,11 @@ import pytest
 import torch
 
 import ttflashdecode
+from tests.conformance.factories import eltwise_unary_program
 from ttflashdecode import upstream
 from ttflashdecode.emulator import timing_calibration
 from ttflashdecode.emulator.timing import constants
 
-from tests.conformance.factories import eltwise_unary_program
 from .emu_helpers import cb, crs, kernel
 
 FIGURES = {f.key: f for f in timing_calibration.FIGURES}

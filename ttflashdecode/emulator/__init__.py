@@ -29,11 +29,25 @@ ttnn's call shapes; captured programs are recorded (not run) and replayed over t
 from .compiler import compile_cache_stats, reset_compile_cache_stats
 from .device import EmuDevice, open_device
 from .errors import EmulatorError, EmulatorHang, KernelCompileError, KernelFault, SanitizerReport
-from .mesh import (ConcatMeshToTensor, EmuMeshDevice, EmuMeshTensor, MeshStats, ReplicateTensorToMesh,
-                   ShardTensorToMesh, open_mesh_device)
+from .mesh import (
+    ConcatMeshToTensor,
+    EmuMeshDevice,
+    EmuMeshTensor,
+    MeshStats,
+    ReplicateTensorToMesh,
+    ShardTensorToMesh,
+    open_mesh_device,
+)
 from .stats import EmulatorStats
 from .tensor import EmuTensor
-from .trace import begin_trace_capture, end_trace_capture, execute_trace, get_trace, is_trace_capture_active, release_trace
+from .trace import (
+    begin_trace_capture,
+    end_trace_capture,
+    execute_trace,
+    get_trace,
+    is_trace_capture_active,
+    release_trace,
+)
 
 __all__ = [
     "ConcatMeshToTensor",

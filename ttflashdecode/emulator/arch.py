@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 L1_SIZE = 1464 * 1024
@@ -140,7 +140,7 @@ def _libstdcxx_shuffle_minstd0(n: int) -> list[int]:
     return v
 
 
-@lru_cache(maxsize=None)
+@cache
 def l1_bank_cores(grid: tuple[int, int]) -> tuple[tuple[int, int], ...]:
     """Logical core of each L1 bank (element b = bank b) of a device whose compute grid is `grid` (w, h).
 

@@ -15,7 +15,7 @@ import fcntl
 import hashlib
 import os
 import subprocess
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from loguru import logger
@@ -67,7 +67,7 @@ def _run(cmd: list[str]) -> None:
         raise EmulatorError(f"building the emulator runtime failed: {' '.join(cmd)}", details=res.stderr[-8000:])
 
 
-@lru_cache(maxsize=None)
+@cache
 def runtime_dir(sanitize: str = "") -> Path:
     """Directory holding the built runtime for the current sources (built if missing); ``sanitize``: a sanitizer
     build of the executable alone (no host library)."""

@@ -36,8 +36,19 @@ from .errors import EmulatorError
 from .program import build_plan
 from .runtime import run_program
 from .stats import EmulatorStats
-from .tensor import (TILE, EmuTensor, L1InterleavedLayout, ShardLayout, default_dtype, default_layout, dtype_info,
-                     host_to_pages, padded_shape_of, page_geometry, pages_to_host)
+from .tensor import (
+    TILE,
+    EmuTensor,
+    L1InterleavedLayout,
+    ShardLayout,
+    default_dtype,
+    default_layout,
+    dtype_info,
+    host_to_pages,
+    padded_shape_of,
+    page_geometry,
+    pages_to_host,
+)
 
 ttnn = import_ttnn()
 

@@ -52,7 +52,7 @@ CHIP_BOARD = "n300"  # every chip of an N300 or a T3K is an N300 card's chip (8x
 # ---- mappers and composers ----------------------------------------------------------------------------------------
 
 
-def _check_mesh(mesh_device, what: str) -> "EmuMeshDevice":
+def _check_mesh(mesh_device, what: str) -> EmuMeshDevice:
     if not isinstance(mesh_device, EmuMeshDevice):
         raise TypeError(f"{what}: mesh_device={mesh_device!r} ({type(mesh_device).__name__}): expected an emulated "
                         "mesh (emulator.open_mesh_device(...))")
@@ -73,7 +73,7 @@ class ShardTensorToMesh:
     ``ttnn.ShardTensorToMesh(mesh_device, dim)``. A ``dim`` whose size the chips do not divide is refused, naming the
     size and the chips: uneven shards would give the chips tensors of different shapes."""
 
-    mesh_device: "EmuMeshDevice"
+    mesh_device: EmuMeshDevice
     dim: int
 
     def __post_init__(self):
@@ -101,7 +101,7 @@ class ShardTensorToMesh:
 class ReplicateTensorToMesh:
     """The whole host tensor on every chip, as ``ttnn.ReplicateTensorToMesh(mesh_device)``."""
 
-    mesh_device: "EmuMeshDevice"
+    mesh_device: EmuMeshDevice
 
     def __post_init__(self):
         _check_mesh(self.mesh_device, "ReplicateTensorToMesh")
@@ -118,7 +118,7 @@ class ConcatMeshToTensor:
     """Joins the chips' shards along ``dim`` in row-major chip order, as ``ttnn.ConcatMeshToTensor(mesh_device,
     dim)``."""
 
-    mesh_device: "EmuMeshDevice"
+    mesh_device: EmuMeshDevice
     dim: int
 
     def __post_init__(self):
@@ -134,7 +134,7 @@ class ConcatMeshToTensor:
 # ---- mesh tensors -------------------------------------------------------------------------------------------------
 
 
-def _topology(mesh: "EmuMeshDevice", placement):
+def _topology(mesh: EmuMeshDevice, placement):
     """ttnn's topology of a tensor mapped by a 1-D mapper over every chip of ``mesh``."""
     coords = [ttnn.MeshCoordinate(r, c) for r, c in mesh.coordinates()]
     return ttnn.TensorTopology(ttnn.MeshShape([mesh.get_num_devices()]), [placement], coords)
@@ -145,7 +145,7 @@ class EmuMeshTensor:
     shape, dtype, layout and memory config. Its accessors are those of a ``ttnn.Tensor`` on a ``MeshDevice``: the
     shape is a chip's shard, ``device()`` the mesh, ``tensor_topology()`` how the shards relate to the host tensor."""
 
-    def __init__(self, mesh: "EmuMeshDevice", shards: list[EmuTensor], topology):
+    def __init__(self, mesh: EmuMeshDevice, shards: list[EmuTensor], topology):
         first = shards[0]
         for i, s in enumerate(shards):
             if s._shape != first._shape or s._dtype != first._dtype or s._layout != first._layout:

@@ -76,7 +76,7 @@ class EmulatorStats:
         return list(self.buffer_page_read_bytes.get(tensor.buffer_id, []))
 
     @classmethod
-    def from_result(cls, s: dict, page_sizes: dict[int, int], wall: float) -> "EmulatorStats":
+    def from_result(cls, s: dict, page_sizes: dict[int, int], wall: float) -> EmulatorStats:
         cores = s.get("cores", {})
         return cls(
             dram_bank_read_bytes=list(s.get("dram_bank_read", [])),

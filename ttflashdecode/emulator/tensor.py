@@ -12,7 +12,6 @@ from ``include/emu/formats.h`` (the project's one implementation of each format)
 
 from __future__ import annotations
 
-import ctypes
 import math
 from dataclasses import dataclass, field
 

@@ -159,7 +159,7 @@ class TimingStats:
     variant: str = NOMINAL  # the timing model's variant that produced these figures
 
     @classmethod
-    def from_json(cls, d: dict) -> "TimingStats":
+    def from_json(cls, d: dict) -> TimingStats:
         cores = {
             core: {risc: RiscTiming(v["start"], v["end"], v["busy"], v["wait"],
                                     {k: v[k] for k in ("unpack", "math", "pack")} if "math" in v else None)

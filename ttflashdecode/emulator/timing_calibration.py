@@ -32,9 +32,9 @@ figure says so in `note` and the tolerance states the error it has, so the table
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Callable
+from functools import cache
 
 from .timing import Barrier, Fidelity, Noc, Op, Proc, Regs, TimingModel, current_variant, dram, worker_xy
 
@@ -144,7 +144,7 @@ def best_placement(readers_per_bank: int, noc: Noc, write: bool = False) -> list
 
     for _ in range(readers_per_bank):
         for b, bxy in enumerate(banks):
-            def cost(c: int) -> tuple:
+            def cost(c: int, bxy: tuple[int, int] = bxy) -> tuple:
                 links = data_route(bxy, c)
                 return (sum(used.get(lk, 0) for lk in links), len(links), c)
 
@@ -194,7 +194,7 @@ def chip_dram_random_draws(readers_per_bank: int, noc: Noc, write: bool = False)
     return _random_draws(readers_per_bank, noc, write, current_variant())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _random_draws(readers_per_bank: int, noc: Noc, write: bool, variant: str) -> tuple[float, ...]:
     run = chip_dram_write_bandwidth if write else chip_dram_read_bandwidth
     return tuple(run(random_placement(readers_per_bank, s), noc) for s in range(RANDOM_PLACEMENT_SEEDS))

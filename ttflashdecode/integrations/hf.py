@@ -113,7 +113,7 @@ class DeviceKVLayer(CacheLayerMixin):
     is_compileable = False
     is_croppable = False
 
-    def __init__(self, cache: "DeviceKVCache", layer_idx: int):
+    def __init__(self, cache: DeviceKVCache, layer_idx: int):
         super().__init__()
         self.cache = cache
         self.layer_idx = layer_idx

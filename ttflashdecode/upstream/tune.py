@@ -22,8 +22,8 @@ wins (as ours' tuning breaks ties), so a near-tie does not flip between runs of 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 K_CHUNK_SIZES = (32, 64, 128, 256, 512)
 N_CHOICES = 3  # the largest powers of two the grid allows, at most this many
