@@ -140,7 +140,10 @@ class Backend:
 
     def launchable(self, programs: list):
         """What ``generic_op`` takes for ``programs`` (one per list of :meth:`chip_tensors`): the program itself on one
-        chip, else a ``ttnn.MeshProgramDescriptor``. Made once per set of programs: the op's fast path keeps it."""
+        chip, else a ``ttnn.MeshProgramDescriptor``. Made once per set of programs: the op's fast path keeps it.
+        Each program gets its program-cache key first (:func:`seal_program_hash`)."""
+        for program in programs:
+            seal_program_hash(program)
         if self.kind == EMULATOR:
             (program,) = programs
             return program
@@ -186,6 +189,23 @@ class Backend:
             coord = ttnn.MeshCoordinate(i // cols, i % cols)
             ranges[ttnn.MeshCoordinateRange(coord, coord)] = program
         return ttnn.MeshProgramDescriptor(ranges)
+
+
+def seal_program_hash(program) -> None:
+    """Set ``program.custom_program_hash`` to ttnn's own structural hash of the descriptor, once.
+
+    ``ttnn.generic_op`` keys its program cache by ``compute_program_descriptor_hash`` of each descriptor: the kernel
+    sources, core ranges, compile-time and named compile-time args, defines, configs, runtime-arg counts, CB sizes,
+    formats and page sizes, semaphores -- everything but runtime-arg values and buffer addresses, which it copies from
+    the caller's descriptor into the cached program on every hit (tt-metal: generic_op_device_operation.cpp,
+    ``apply_descriptor_runtime_args`` in program_descriptors.hpp). Without a custom hash it walks the whole descriptor
+    on every call (16-20 us on a mock N150 for the Llama-3.1-8B decode descriptor: docs/RUNTIME.md); with one it
+    takes the value as the key. The value set here is that same walk, done once when the descriptor is made (the op
+    keeps and relaunches the descriptor), so the key is the one ttnn would compute per call, never a key of our own
+    that could name a stale program. A descriptor must not change after it is sealed except in runtime-arg values
+    (the emulator refuses a launch whose descriptor no longer has the structure its hash was first seen with)."""
+    if program.custom_program_hash is None:
+        program.custom_program_hash = import_ttnn().compute_program_descriptor_hash(program)
 
 
 def backend_of(tensor) -> Backend:
