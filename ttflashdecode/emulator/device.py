@@ -139,6 +139,9 @@ class EmuDevice:
         self.default_hang_ms = 200
         self._closed = False
         self._close_callbacks: list = []  # see on_close
+        # ttnn's program cache key (custom_program_hash) -> the structure of the descriptor first launched with it
+        # (see _check_program_hash)
+        self._program_keys: dict[int, int] = {}
 
     # ---- ttnn.MeshDevice-like queries
     def arch(self):
@@ -435,6 +438,7 @@ class EmuDevice:
             if not isinstance(t, EmuTensor) or t._device is not self:
                 raise EmulatorError(f"generic_op: {t!r} is not a tensor of this emulated device")
             t._check_live()
+        self._check_program_hash(program_descriptor)
         plan = build_plan(program_descriptor, self.grid)
         live = list(self._live.values())
         l1_live = [t for t in live if t._shard is not None]
@@ -460,6 +464,35 @@ class EmuDevice:
             deadline_s=self.default_deadline_s if deadline_s is None else deadline_s,
             hang_ms=self.default_hang_ms if hang_ms is None else hang_ms, dprint=dprint,
             timing_only=self.timing_only, nodata_buffers=nodata)
+
+    def _check_program_hash(self, pd) -> None:
+        """Refuse a descriptor whose ``custom_program_hash`` ttnn would answer with a program built from another one.
+
+        ``ttnn.generic_op`` keys its program cache by ``compute_program_descriptor_hash``, which returns a descriptor's
+        ``custom_program_hash`` when set; on a hit it builds nothing and copies only the new descriptor's runtime-arg
+        values and buffer addresses into the program cached under that key (tt-metal: generic_op_device_operation.cpp,
+        ``apply_descriptor_runtime_args`` in program_descriptors.hpp). A custom hash shared by two descriptors that
+        differ in what ttnn's own hash covers (kernel sources, core ranges, compile-time args, defines, configs,
+        runtime-arg counts, CBs, semaphores) therefore runs the first one's kernels and CBs on silicon, silently. The
+        emulator builds every launch from its own descriptor, so it keeps, per device as ttnn's cache is, the
+        structural hash of the descriptor each custom hash was first seen with, and raises where ttnn would run the
+        stale program."""
+        key = pd.custom_program_hash
+        if key is None:
+            return
+        pd.custom_program_hash = None  # ttnn's structural hash of this descriptor (the function returns a set one)
+        try:
+            structure = ttnn.compute_program_descriptor_hash(pd)
+        finally:
+            pd.custom_program_hash = key
+        first = self._program_keys.setdefault(key, structure)
+        if first != structure:
+            raise EmulatorError(
+                f"custom_program_hash {key:#x}: this device already ran a program under that key built from a "
+                f"descriptor of another structure (ttnn's compute_program_descriptor_hash {first:#x}, this one's "
+                f"{structure:#x}); ttnn.generic_op would run the cached program (its kernels, compile-time args, CBs) "
+                f"with this descriptor's runtime args. A custom hash must change whenever anything but runtime-arg "
+                f"values and buffer addresses changes")
 
     @staticmethod
     def _check_cb_clash(plan, l1_live: list[EmuTensor]) -> None:
