@@ -15,25 +15,16 @@ args ``[address, first_tile, num_tiles]`` (reader and writer) and ``[num_tiles]`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ttflashdecode.kernel_args import tensor_accessor_args
 from ttflashdecode.kernel_sources import CONVERT_KERNELS
 from ttflashdecode.plan import TILE
 from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.work_split import split_units
 
 CONVERT_DIR = CONVERT_KERNELS
 CB_IN, CB_OUT = 0, 16
 PAGES_PER_CB = 2  # double-buffered: the reader fetches tile i+1 while compute packs tile i
-
-
-@dataclass(frozen=True)
-class ConvertSplit:
-    """Tiles ``[first_tile, first_tile + num_tiles)`` of the tensor for each core, in core order."""
-
-    cores: tuple[tuple[int, int], ...]
-    first_tile: tuple[int, ...]
-    num_tiles: tuple[int, ...]
 
 
 def num_tiles_of(tensor) -> int:
@@ -41,26 +32,16 @@ def num_tiles_of(tensor) -> int:
     return math.prod(padded[:-2]) * (padded[-2] // TILE) * (padded[-1] // TILE)
 
 
-def split_tiles(num_tiles: int, grid: tuple[int, int]) -> ConvertSplit:
-    """Contiguous, balanced tile ranges over the first cores of the grid (row-major); no core gets zero tiles."""
-    num_cores = max(1, min(num_tiles, grid[0] * grid[1]))
-    base, extra = divmod(num_tiles, num_cores)
-    counts = [base + (1 if i < extra else 0) for i in range(num_cores)]
-    firsts = [sum(counts[:i]) for i in range(num_cores)]
-    cores = tuple((i % grid[0], i // grid[0]) for i in range(num_cores))
-    return ConvertSplit(cores=cores, first_tile=tuple(firsts), num_tiles=tuple(counts))
-
-
 def build_convert_program(src, dst, grid: tuple[int, int]):
     """Program that converts DRAM-interleaved tile tensor ``src`` into ``dst`` (same shape, dst's dtype)."""
     ttnn = import_ttnn()
     if [int(d) for d in src.padded_shape] != [int(d) for d in dst.padded_shape]:
         raise ValueError(f"convert: src shape {list(src.padded_shape)} != dst shape {list(dst.padded_shape)}")
-    split = split_tiles(num_tiles_of(dst), grid)
+    split = split_units(num_tiles_of(dst), grid)
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
     src_page, dst_page = src.buffer_page_size(), dst.buffer_page_size()
 
-    compute_args = [(ttnn.CoreCoord(*core), [count]) for core, count in zip(split.cores, split.num_tiles)]
+    compute_args = [(ttnn.CoreCoord(*core), [count]) for core, count in zip(split.cores, split.num_units)]
     # A float32 source keeps its precision through DST only with 32-bit DST registers. bfp8_pack_precise makes
     # the packer round once to the block's shared exponent (as ttnn.typecast does) instead of rounding to 7
     # bits first and again when aligning mantissas (tt-metal #14032, #52155).
@@ -84,7 +65,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         """Runtime args of the reader and the writer: the tensor's address, then the core's tile range."""
         return [
             (ttnn.CoreCoord(*core), [address, first, count])
-            for core, first, count in zip(split.cores, split.first_tile, split.num_tiles)
+            for core, first, count in zip(split.cores, split.first_unit, split.num_units)
         ]
 
     kernels = [

@@ -16,13 +16,13 @@ tiles raw and so requires the cache's dtype, the input may be in any of those fo
 packed again in the cache's format by the packer (a bfloat8_b cache gets shared exponents per 16-datum face row, as
 any op producing bfloat8_b), so a model can pass its bfloat16 prefill K/V as they are.
 
-The program (``ops/update_cache/kernels/dataflow/reader_fill_cache.cpp``, ``ops/convert/kernels/compute/compute_copy.cpp``,
-``ops/update_cache/kernels/dataflow/writer_fill_cache.cpp``) splits the input's tile rows (user, head, 32 positions) over
-the grid; the reader finds each one's place in the cache (through the page table, and the batch index tensor, both
-read at run time: ``update_cache_common.hpp: locate_fill_row``), compute converts the tiles and the writer writes them.
-At run time a batch index past the page table's rows, or a page-table entry past the cache's blocks, writes nothing
-for those tiles; host values (``batch_idx``, a torch page table or batch index tensor) are checked before anything
-runs.
+The program (``ops/update_cache/kernels/dataflow/reader_fill_cache.cpp``,
+``ops/convert/kernels/compute/compute_copy.cpp``, ``ops/update_cache/kernels/dataflow/writer_fill_cache.cpp``) splits
+the input's tile rows (user, head, 32 positions) over the grid; the reader finds each one's place in the cache (through
+the page table, and the batch index tensor, both read at run time: ``update_cache_common.hpp: locate_fill_row``),
+compute converts the tiles and the writer writes them. At run time a batch index past the page table's rows, or a
+page-table entry past the cache's blocks, writes nothing for those tiles; host values (``batch_idx``, a torch page table
+or batch index tensor) are checked before anything runs.
 
 A ring cache (upstream's ``cache_position_modulo = M``, M / 32 = ``ring_tiles``): only the prefill's last M positions
 survive, so the reader keeps the tile rows ``[end - ring_tiles, end)`` and writes tile row t at ring tile row ``t %
@@ -46,8 +46,9 @@ from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import AccessorArgs, kernel_descriptor, select, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, CacheOpRun, HeadTiles, split_units
+from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, CacheOpRun, HeadTiles
 from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_ring, dtype_name, int_list
+from ttflashdecode.work_split import split_units
 
 READER = KERNEL_DIR / "dataflow" / "reader_fill_cache.cpp"
 COMPUTE = CONVERT_DIR / "compute" / "compute_copy.cpp"
@@ -171,7 +172,7 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
     _check_valid_seq_len(valid_seq_len_tensor, ring, device)
     if not ring and seq_tiles * TILE > max_blocks * block:
         raise ValueError(f"input_tensor: seq_len={input_shape[2]} (tile-padded {seq_tiles * TILE}) does not fit a "
-                         f"user's {max_blocks} blocks of {block} positions (page_table columns x block_size)")  # fmt: skip
+                         f"user's {max_blocks} blocks of {block} positions (page_table columns x block_size)")
     index_values = None
     if batch_idx_tensor is not None:
         if isinstance(batch_idx_tensor, torch.Tensor):
@@ -230,7 +231,7 @@ def _check_tensors(cache, new):
                          "(ttnn.to_memory_config(input_tensor, ttnn.DRAM_MEMORY_CONFIG) first)")  # fmt: skip
     if new_shape[1] != cache_shape[1] or new_shape[3] != cache_shape[3]:
         raise ValueError(f"input_tensor: shape {list(new_shape)} does not match cache_tensor {list(cache_shape)}: "
-                         f"expected n_kv_heads={cache_shape[1]} (dim 1) and head_dim={cache_shape[3]} (dim 3)")  # fmt: skip
+                         f"expected n_kv_heads={cache_shape[1]} (dim 1) and head_dim={cache_shape[3]} (dim 3)")
     if new_shape[3] % TILE:
         raise ValueError(f"input_tensor: head_dim={new_shape[3]} must be a multiple of {TILE}")
     backend = backend_for(cache.device())

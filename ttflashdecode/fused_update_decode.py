@@ -39,9 +39,9 @@ from ttflashdecode.update_cache_op import (
     UpdateShapes,
     build_update_program,
     check_update,
-    split_units,
 )
 from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call, check_device_tensor
+from ttflashdecode.work_split import split_units
 from ttflashdecode.wrapper import _check_cbs_end_below, _tensor_key
 
 ROWS_PER_GROUP = 2  # the update writes a K row and a V row of every (user, kv head) group
@@ -94,15 +94,15 @@ def update_cache_and_decode(
     output_tensor=None,
     dtype=None,
 ):
-    """Writes ``k_new`` / ``v_new`` (``[1, b, n_kv_heads, head_dim]`` bfloat16, DRAM or L1 interleaved) into the
-    caches ``k`` / ``v`` (``[b, n_kv_heads, kv_len, head_dim]``) at each user's position, then attends with ``q``
+    """Writes ``k_new`` / ``v_new`` (``[1, b, n_kv_heads, head_dim]`` bfloat16, DRAM or L1 interleaved) into the caches
+    ``k`` / ``v`` (``[b, n_kv_heads, kv_len, head_dim]``) at each user's position, then attends with ``q``
     (``[1, b, n_q_heads, head_dim]``) over positions up to it, in one program. Positions: exactly one of ``cur_pos``
     (ints) or ``cur_pos_tensor`` (int32 ``[b]``; a device tensor is read by the kernels at run time); -1 skips a user
-    (nothing written, output rows zero). The other arguments are :func:`ttflashdecode.scaled_dot_product_attention_decode`'s
-    (causal, one query token per user; no mask, shared cache or block-float output), except that
-    ``program_config=None`` is the planner's fixed rule on the device grid (the op's default is the tuned table, else
-    that rule). Returns the output; the caches are updated in place, exactly as :func:`ttflashdecode.paged_fused_update_cache` updates
-    them."""
+    (nothing written, output rows zero). The other arguments are
+    :func:`ttflashdecode.scaled_dot_product_attention_decode`'s (causal, one query token per user; no mask, shared cache
+    or block-float output), except that ``program_config=None`` is the planner's fixed rule on the device grid (the op's
+    default is the tuned table, else that rule). Returns the output; the caches are updated in place, exactly as
+    :func:`ttflashdecode.paged_fused_update_cache` updates them."""
     return _fused(q, k, v, k_new, v_new, None, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor, scale=scale,
                   sliding_window_size=sliding_window_size, attention_sink=attention_sink, program_config=program_config,
                   compute_kernel_config=compute_kernel_config, memory_config=memory_config, output_tensor=output_tensor,
@@ -156,8 +156,8 @@ def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale,
         fp32_dest_acc_en=compute.fp32_dest_acc_en, device=backend.device, grid=backend.grid(),
     )  # fmt: skip
     if call.shapes.q_len != 1:
-        raise ValueError(f"q: q_len={call.shapes.q_len}; the fused call writes one new row per user, so q_len must be 1 "
-                         "(several tokens: paged_fused_update_cache per token, then the decode op)")  # fmt: skip
+        raise ValueError(f"q: q_len={call.shapes.q_len}; the fused call writes one new row per user, so q_len must be "
+                         "1 (several tokens: paged_fused_update_cache per token, then the decode op)")  # fmt: skip
     if call.out_dtype in BLOCK_FLOAT_OUT_DTYPES:
         raise ValueError(f"dtype={call.out_dtype}: the fused call writes bfloat16 or float32 (a block-float output "
                          "needs a second program: use the separate calls)")  # fmt: skip
@@ -236,7 +236,7 @@ def build_fused_program(fused: FusedPlan, buffers: DecodeBuffers, pairs, update_
     ttnn = import_ttnn()
     decode = fused.decode
     attention = build_program(decode, buffers, backend.noc_coord, compute, scale=scale,
-                              wait_for_cache_update=ROWS_PER_GROUP, sem_cache_updated=fused.sem_cache_updated)  # fmt: skip
+                              wait_for_cache_update=ROWS_PER_GROUP, sem_cache_updated=fused.sem_cache_updated)
     n_kv = decode.shapes.n_kv_heads
     group_cores: list[list[tuple[int, int]]] = [[] for _ in range(decode.shapes.batch * n_kv)]
     for core in decode.cores:

@@ -13,13 +13,13 @@ of user ``u``'s cache (through ``page_table[u]`` for a paged cache). ``update_ca
 heads-major ``[1, n_kv_heads, b padded to 32, head_dim]``: user ``u``'s row of head ``h`` is ``input[0, h,
 batch_offset + u]``. A model calls one of them once per layer per token before decode attention.
 
-The program (``ops/update_cache/kernels/``) is its own: the work units are (cache, user, kv head) triples (one
-cache, or K and V for the fused op) split over the grid; for each, the reader finds the tile row holding the position (positions and page tables are device tensors it
-reads at run time, so one program serves every step), compute unpacks the tile row to bfloat16 rows, the writer
-replaces the unit's row and compute packs the rows back into the cache's format, which the writer writes over the
-tile row. That is upstream's untilize / replace / tilize, so a bfloat8_b or bfloat4_b tile is re-packed exactly as
-upstream re-packs it: each 16-datum face row (one position, half a tile's columns) gets its shared exponent from its
-own values, so the new row's exponents come from the new values and every other row keeps its values.
+The program (``ops/update_cache/kernels/``) is its own: the work units are (cache, user, kv head) triples (one cache, or
+K and V for the fused op) split over the grid; for each, the reader finds the tile row holding the position (positions
+and page tables are device tensors it reads at run time, so one program serves every step), compute unpacks the tile row
+to bfloat16 rows, the writer replaces the unit's row and compute packs the rows back into the cache's format, which the
+writer writes over the tile row. That is upstream's untilize / replace / tilize, so a bfloat8_b or bfloat4_b tile is
+re-packed exactly as upstream re-packs it: each 16-datum face row (one position, half a tile's columns) gets its shared
+exponent from its own values, so the new row's exponents come from the new values and every other row keeps its values.
 
 A position outside the cache at run time (negative, -1 among them, or at / past the cache's length; or, paged, a
 page-table column past the table or a block past the cache) writes nothing for that user. Host positions and host
@@ -57,12 +57,14 @@ from ttflashdecode.validate import (
     _check_height_shards,
     as_int,
     check_device_tensor,
+    check_page_table,
     check_ring,
     dtype_name,
     host_int_values,
     int_list,
     shape_of,
 )
+from ttflashdecode.work_split import split_units
 
 KERNEL_DIR = UPDATE_CACHE_KERNELS  # on the include path with DECODE_KERNELS (update_cache_common.hpp, TensorPages)
 READER = KERNEL_DIR / "dataflow" / "reader_update_cache.cpp"
@@ -88,7 +90,8 @@ DOCS = {
     "input_shard_pages": "height-sharded input: pages per shard (0 otherwise)",
     "input_num_shards": "height-sharded input: shards of one input (a fused update's second input's follow them)",
     "input_page_bytes": "an input page (a bfloat16 tile)",
-    "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * block_size)",
+    "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * "
+    "block_size)",
     "cache_position_modulo": "paged ring cache: a read position p >= 0 is written at p % cache_position_modulo "
     "(upstream's, before the page-table lookup; 0: no ring)",
     "is_paged": "1: the position's block is found through the user's page-table row",
@@ -108,7 +111,8 @@ DOCS = {
 }
 READER_ARGS = (
     "Wt", "batch", "n_kv_heads", "input_row_tiles", "input_heads_major", "input_row_offset", "input_placement",
-    "input_shard_pages", "input_num_shards", "input_page_bytes", "kv_len", "cache_position_modulo", "is_paged", "block_size", "max_blocks_per_user", "num_blocks",
+    "input_shard_pages", "input_num_shards", "input_page_bytes", "kv_len", "cache_position_modulo", "is_paged",
+    "block_size", "max_blocks_per_user", "num_blocks",
     "index_page_bytes", "page_table_page_bytes", "cache_cta_offset", "input_cta_offset", "index_cta_offset",
     "page_table_cta_offset", "cb_cache", "cb_new_row", "cb_index", "cb_page_table", "cb_target",
 )  # fmt: skip
@@ -334,7 +338,7 @@ class UpdateCall:
 
 
 def check_update(pairs, positions, page_table, compute_kernel_config, *, index_name: str, names=None,
-                 heads_major: bool = False, batch_offset: int = 0, cache_position_modulo=None) -> UpdateCall:  # fmt: skip
+                 heads_major: bool = False, batch_offset: int = 0, cache_position_modulo=None) -> UpdateCall:
     """Checks an update of each (cache, input) of ``pairs`` (one, or K and V) on the host; nothing runs or is
     uploaded. Errors name the argument (``names``: the caller's (cache, input) names of each pair). ``heads_major``:
     the input is upstream update_cache's ``[1, n_kv_heads, >= batch_offset + b, head_dim]`` and every user of the
@@ -377,7 +381,7 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
         block = cache_shape[2]
         if block % TILE:
             raise ValueError(f"{names[0][0]}: block_size={block} (dim 2 of a paged cache) must be a multiple of {TILE}")
-        max_blocks, table_rows = _check_page_table(page_table, batch, cache_shape[0], device)
+        max_blocks, table_rows = check_page_table("page_table", page_table, batch, cache_shape[0], device)
         ring = check_ring(cache_position_modulo, block, max_blocks)
         shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), max_blocks * block, block, True,
                               max_blocks, cache_shape[0], num_caches=len(pairs), cache_position_modulo=ring,
@@ -463,22 +467,6 @@ def _check_pair(cache, new, cache_name: str, input_name: str, heads_major: bool 
 RING_POSITION_END = 2**31  # a ring's positions: int32 (the index tensor's type), -1 skipping the user
 
 
-def _check_page_table(page_table, batch: int, num_blocks: int, device):
-    """(max_blocks_per_user, host rows or None). A torch table is checked entry by entry; a device table's entries
-    are the kernels' to check at run time."""
-    if isinstance(page_table, torch.Tensor):
-        if page_table.dim() != 2 or page_table.shape[0] != batch:
-            raise ValueError(
-                f"page_table: expected shape [{batch}, max_blocks_per_user], got {list(page_table.shape)}"
-            )
-        int_list("page_table", page_table, page_table.numel(), 0, num_blocks, f"num_blocks={num_blocks}")
-        return int(page_table.shape[1]), page_table.tolist()
-    shape = check_device_tensor("page_table", page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR", device=device)
-    if shape[0] != batch:
-        raise ValueError(f"page_table: expected {batch} rows (one per user), got shape {list(shape)}")
-    return shape[1], None
-
-
 def _check_positions(name: str, positions, batch: int, kv_len: int, device) -> list[int] | None:
     """Host positions as a list (each in [-1, kv_len); a ring's kv_len is RING_POSITION_END), or None for a device
     tensor (checked for its form only)."""
@@ -526,27 +514,6 @@ def read_host(backend: Backend, tensor) -> torch.Tensor:
 
 
 # ---- the program ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UnitSplit:
-    """Units ``[first_unit, first_unit + num_units)`` for each core, in core order (row-major over the grid)."""
-
-    cores: tuple[tuple[int, int], ...]
-    first_unit: tuple[int, ...]
-    num_units: tuple[int, ...]
-
-
-def split_units(num_units: int, grid: tuple[int, int], cores: list[tuple[int, int]] | None = None) -> UnitSplit:
-    """Contiguous, balanced unit ranges over the first cores of the grid (row-major), or of ``cores`` when given (the
-    cores an attention plan leaves free, in a fused program); no core gets none."""
-    if cores is None:
-        cores = [(i % grid[0], i // grid[0]) for i in range(grid[0] * grid[1])]
-    num_cores = max(1, min(num_units, len(cores)))
-    base, extra = divmod(num_units, num_cores)
-    counts = [base + (1 if i < extra else 0) for i in range(num_cores)]
-    firsts = [sum(counts[:i]) for i in range(num_cores)]
-    return UnitSplit(tuple(tuple(c) for c in cores[:num_cores]), tuple(firsts), tuple(counts))
 
 
 def untilize_block_tiles(Wt: int, fp32_dest_acc_en: bool) -> int:
@@ -616,7 +583,7 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     table_addr = page_table.buffer_address() if page_table is not None else 0
     per_core = list(zip(split.cores, split.first_unit, split.num_units))
     reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(cache.buffer_address(), new.buffer_address(), cache2_addr,
-                  new2_addr, index.buffer_address(), table_addr, first, count))) for c, first, count in per_core]  # fmt: skip
+                  new2_addr, index.buffer_address(), table_addr, first, count))) for c, first, count in per_core]
     compute_rt = [(ttnn.CoreCoord(*c), wire(ComputeRuntimeArgs(count))) for c, _, count in per_core]
     writer_rt = []
     for c, first, count in per_core:
@@ -668,4 +635,4 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
 
 
 __all__ = ["update_cache", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program",
-           "split_units", "check_update", "update_tensors", "CacheUpdateSignal"]
+           "check_update", "update_tensors", "CacheUpdateSignal"]

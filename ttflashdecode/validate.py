@@ -318,7 +318,9 @@ def check_call(
         if block_size % 32:
             raise ValueError(f"k: block_size (dim 2) = {block_size}: expected a multiple of 32")
         table_rows = batch // max(spec_tiles, 1)  # spec_multi_pos_tiles: one row per batch row of Q
-        max_blocks, page_table_rows = _check_page_table(page_table, table_rows, share_cache, num_blocks, device)
+        max_blocks, page_table_rows = check_page_table(
+            "page_table_tensor", page_table, table_rows, num_blocks, device, share_cache=share_cache
+        )
         kv_len = logical_kv_len = block_size * max_blocks
     else:
         # Any cache length: a TILE cache of 1000 positions stores 1024 rows, and the kernels never attend the padding.
@@ -428,7 +430,8 @@ def _check_height_shards(name: str, spec, shape: tuple[int, ...], tiled: bool, g
     num_shards = -(-height // shard_h)
     if num_shards > len(cores):
         raise ValueError(
-            f"{name}: {num_shards} shards of {shard_h} rows for {height} rows, but the shard grid has {len(cores)} cores"
+            f"{name}: {num_shards} shards of {shard_h} rows for {height} rows, but the shard grid has "
+            f"{len(cores)} cores"
         )
     outside = [(c.x, c.y) for c in cores if not (c.x < grid[0] and c.y < grid[1])]
     if outside:
@@ -481,8 +484,9 @@ def check_head_dim_v(head_dim_v, head_dim: int) -> int:
 
 def _check_attn_mask(attn_mask, batch, n_q_heads, q_len, logical_kv_len, kv_len, device) -> int:
     """The mask's heads (0: no mask). Ours is ``[b, 1 or n_q_heads, q_len, kv_len]``; upstream's decode mask
-    ``[1, b, n_q_heads, kv_len]`` or ``[b, 1, n_q_heads, kv_len]`` (q_len 1: its rows are the heads) is taken too. kv_len may be the cache's logical
-    length or its tile-padded one; positions past the logical length are hidden whatever the mask holds."""
+    ``[1, b, n_q_heads, kv_len]`` or ``[b, 1, n_q_heads, kv_len]`` (q_len 1: its rows are the heads) is taken too.
+    kv_len may be the cache's logical length or its tile-padded one; positions past the logical length are hidden
+    whatever the mask holds."""
     if attn_mask is None:
         return 0
     m_shape = check_device_tensor("attn_mask", attn_mask, 4, ("bfloat16", "bfloat8_b"), device=device)
@@ -509,35 +513,38 @@ def _check_attention_sink(attention_sink, n_q_heads: int, device) -> None:
     if s_shape != (1, n_q_heads) and not (s_shape[0] in (n_q_heads, padded_rows(n_q_heads)) and s_shape[1] == 32):
         raise ValueError(
             f"attention_sink: expected shape [1, {n_q_heads}], got {list(s_shape)} (one scaled logit per q head; "
-            f"upstream's [{n_q_heads} or {padded_rows(n_q_heads)}, 32], head h's unscaled value at (h, 0), is taken too)"
+            f"upstream's [{n_q_heads} or {padded_rows(n_q_heads)}, 32], head h's unscaled value at (h, 0), is taken "
+            "too)"
         )
 
 
-def _page_table_rows_expected(batch: int, share_cache: bool) -> str:
-    # The reader reads row b for user b, or row 0 for every user with share_cache.
+def _page_table_rows_expected(batch: int, share_cache: bool | None) -> str:
+    # The reader reads row b for user b, or row 0 for every user with share_cache (None: the op has no share_cache).
+    if share_cache is None:
+        return f"{batch} rows, one per user"
     if share_cache:
         return f"{batch} rows, or 1 (share_cache=True: every user reads row 0)"
     return f"{batch} rows, one per user (1 row only with share_cache=True)"
 
 
-def _check_page_table(page_table, batch: int, share_cache: bool, num_blocks: int, device):
-    """(max_blocks_per_user, host rows to upload or None). A torch table is checked entry by entry; a device table's
-    entries are the kernels' to read (see :func:`check_device_page_table`)."""
+def check_page_table(name: str, page_table, batch: int, num_blocks: int, device, share_cache: bool | None = None):
+    """(max_blocks_per_user, host rows to upload or None) of the page table passed as argument ``name`` (decode,
+    cache update). A torch table is checked entry by entry; a device table's entries are the kernels' to read (see
+    :func:`check_device_page_table`). ``share_cache``: the decode's flag (row 0 may serve every user); None for an op
+    without it."""
     rows_ok = (batch, 1) if share_cache else (batch,)
     if isinstance(page_table, torch.Tensor):
         if page_table.dim() != 2 or page_table.shape[0] not in rows_ok:
             raise ValueError(
-                f"page_table_tensor: expected shape [{batch}, max_blocks_per_user] "
+                f"{name}: expected shape [{batch}, max_blocks_per_user] "
                 f"({_page_table_rows_expected(batch, share_cache)}), got {list(page_table.shape)}"
             )
-        int_list("page_table_tensor", page_table, page_table.numel(), 0, num_blocks, f"num_blocks={num_blocks}")
+        int_list(name, page_table, page_table.numel(), 0, num_blocks, f"num_blocks={num_blocks}")
         return int(page_table.shape[1]), page_table.tolist()
-    pt_shape = check_device_tensor(
-        "page_table_tensor", page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR", device=device
-    )
+    pt_shape = check_device_tensor(name, page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR", device=device)
     if pt_shape[0] not in rows_ok:
         raise ValueError(
-            f"page_table_tensor: expected {_page_table_rows_expected(batch, share_cache)}, got shape {list(pt_shape)}"
+            f"{name}: expected {_page_table_rows_expected(batch, share_cache)}, got shape {list(pt_shape)}"
         )
     return pt_shape[1], None
 
@@ -680,8 +687,8 @@ def _check_heads_split(name: str, tensor, heads_dim: int, heads_name: str, num_c
     total = per_chip * split.get(heads_dim, 1)
     divides = "" if total % num_chips == 0 else f", which needs {heads_name} a multiple of {num_chips}; {total} is not"
     raise ValueError(
-        f"{name}: {_describe_split(split)} of the mesh {tuple(mesh_shape)} ({heads_name}={total}, {per_chip} per chip); "
-        f"expected its heads (dim {heads_dim}) sharded over all {num_chips} chips: "
+        f"{name}: {_describe_split(split)} of the mesh {tuple(mesh_shape)} ({heads_name}={total}, {per_chip} per "
+        f"chip); expected its heads (dim {heads_dim}) sharded over all {num_chips} chips: "
         f"mesh_mapper=ShardTensorToMesh(mesh, dim={heads_dim}){divides}"
     )
 
