@@ -113,8 +113,8 @@ def main() -> int:
     finally:
         dev.close()
 
-    header = (f"{'case':30} {'heads q/kv':>10} {'kv_len':>6} {'cores/grp':>9} {'rounds':>6} {'k_chunk':>7} {'K/V blk':>7} "
-              f"{'K/V read MB':>11} {'read/live':>9} {'busiest core MB':>15} {'partials NoC KB':>15} "
+    header = (f"{'case':30} {'heads q/kv':>10} {'kv_len':>6} {'cores/grp':>9} {'rounds':>6} {'k_chunk':>7} "
+              f"{'K/V blk':>7} {'K/V read MB':>11} {'read/live':>9} {'busiest core MB':>15} {'partials NoC KB':>15} "
               f"{'model us':>8} {'model GB/s':>10} {'PCC':>8} {'emu s':>6}")  # fmt: skip
     print(header)
     print("-" * len(header))
@@ -122,7 +122,8 @@ def main() -> int:
         p = r["plan"]
         s = p.shapes
         print(f"{r['case']:30} {f'{s.n_q_heads}/{s.n_kv_heads}':>10} {s.kv_len:>6} {p.num_cores_per_head:>9} "
-              f"{p.rounds:>6} {p.k_chunk_size:>7} {f'{p.k_head_block}/{p.v_head_block}':>7} {r['kv_read'] / 1e6:>11.2f} {r['kv_read'] / r['live']:>9.3f} "
+              f"{p.rounds:>6} {p.k_chunk_size:>7} {f'{p.k_head_block}/{p.v_head_block}':>7} "
+              f"{r['kv_read'] / 1e6:>11.2f} {r['kv_read'] / r['live']:>9.3f} "
               f"{r['busiest'] / 1e6:>15.3f} {r['partial_noc'] / 1e3:>15.1f} {r['model_us']:>8.1f} "
               f"{r['gbs']:>10.1f} {r['pcc']:>8.5f} {r['wall']:>6.1f}")  # fmt: skip
     print("\nread/live: K/V bytes read / bytes of K/V tiles holding positions <= cur_pos (1.000 = each read once).")

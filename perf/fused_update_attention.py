@@ -92,8 +92,8 @@ def main() -> None:
     dispatch = dispatch_ns()
     rows = []
     started = time.time()
-    header = ("| heads q/kv | batch | kv_len | cache | update | attention | separate (2 launches) | fused (1 launch) | saved | "
-              "attention cores separate / fused | update on |")  # fmt: skip
+    header = ("| heads q/kv | batch | kv_len | cache | update | attention | separate (2 launches) | fused (1 launch) "
+              "| saved | attention cores separate / fused | update on |")  # fmt: skip
     print(f"modelled; kOpDispatchNs = {dispatch:.0f} ns per launch; durations in us\n")
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
@@ -108,14 +108,16 @@ def main() -> None:
         one = m["fused_ns"] + dispatch
         where = "last row (reserved)" if m["reserved_row"] else "free cores"
         rows.append((batch, kv_len, dtype, separate, one))
-        print(f"| {heads[0]}/{heads[1]} | {batch} | {kv_len} | {dtype} | {m['update_ns'] / 1e3:.2f} | {m['attention_ns'] / 1e3:.2f} | "
+        print(f"| {heads[0]}/{heads[1]} | {batch} | {kv_len} | {dtype} | {m['update_ns'] / 1e3:.2f} "
+              f"| {m['attention_ns'] / 1e3:.2f} | "
               f"{separate / 1e3:.2f} | {one / 1e3:.2f} | {100 * (separate - one) / separate:+.1f}% | "
               f"{m['attention_cores']} / {m['fused_attention_cores']} | {m['update_cores']} cores, {where} |",
               flush=True)  # fmt: skip
     dev.close()
     wins = [r for r in rows if r[4] < r[3]]
-    print(f"\nfused faster in {len(wins)} of {len(rows)} shapes; best {max((r[3] - r[4]) / r[3] for r in rows):+.1%}, "
-          f"worst {min((r[3] - r[4]) / r[3] for r in rows):+.1%} (modelled; {time.time() - started:.0f} s)")  # fmt: skip
+    gains = [(r[3] - r[4]) / r[3] for r in rows]
+    print(f"\nfused faster in {len(wins)} of {len(rows)} shapes; best {max(gains):+.1%}, worst {min(gains):+.1%} "
+          f"(modelled; {time.time() - started:.0f} s)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -142,8 +142,8 @@ def main() -> None:
         w.writeheader()
         w.writerows({**r, "SOURCE": "modelled"} for r in rows)
     exp = "config default" if args.exp_approx is None else ("approximate" if args.exp_approx else "exact")
-    lines = [f"Modelled duration, us (emulator timing model; exp: {exp}); N=n: best k_chunk_size with n cores per group",
-             "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]  # fmt: skip
+    title = f"Modelled duration, us (emulator timing model; exp: {exp}); N=n: best k_chunk_size with n cores per group"
+    lines = [title, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {stem}.md/.csv (modelled) in {time.monotonic() - t0:.0f} s")

@@ -268,20 +268,21 @@ def main() -> int:
     rule = f"{'Sk':>4} {'act':>3} {'rnd':>3} {'DRAM KB':>7} {'KV tiles':>9} {'NoC KB':>7} {'model us':>8} {'check':>5}"
     head = f"{'shape':<18} {'kv_len':>6} {'cur_pos':>7} | {rule} | {rule} | {'ratio':>5} {'DRAM+tree':>9}"
     print()
-    print(f"{'q/kv heads, batch':<33} | {'kv_len rule (op.py today)':^53} | {'max-cur_pos rule (README)':^53} | kv/max model")
+    print(f"{'q/kv heads, batch':<33} | {'kv_len rule (op.py today)':^53} | {'max-cur_pos rule (README)':^53} "
+          "| kv/max model")  # fmt: skip
     print(head)
     print("-" * len(head))
     for shape, cur_pos, a, b in rows:
         same = " (same Sk)" if a is b else ""
-        print(f"{shape.name:<18} {shape.kv_len:>6} {cur_pos:>7} | {fmt_rule(a)} | {fmt_rule(b)} | "
-              f"{a['model_us'] / b['model_us']:>5.2f} {a['model_dram_us'] / b['model_dram_us']:>9.2f}{same}")  # fmt: skip
+        ratios = f"{a['model_us'] / b['model_us']:>5.2f} {a['model_dram_us'] / b['model_dram_us']:>9.2f}{same}"
+        print(f"{shape.name:<18} {shape.kv_len:>6} {cur_pos:>7} | {fmt_rule(a)} | {fmt_rule(b)} | {ratios}")
     print("\nKV tiles: live+zero-filled K/V tiles the busiest core multiplies. model us: MODELLED critical path (see the")
     print("docstring): max over cores of pipelined DRAM || compute, plus one NoC write per tree round. ratio > 1: the")
     print("max-cur_pos rule is faster. DRAM+tree: the same ratio with compute left out of the model.")
     print("\nModel terms of the critical core, us (DRAM / compute / tree), kv_len rule -> max-cur_pos rule:")
     for shape, cur_pos, a, b in rows:
-        print(f"  {shape.name:<18} {shape.kv_len:>6} {cur_pos:>6}: {a['D_us']:6.2f} / {a['C_us']:6.2f} / {a['tree_us']:5.2f}"
-              f"  ->  {b['D_us']:6.2f} / {b['C_us']:6.2f} / {b['tree_us']:5.2f}")  # fmt: skip
+        terms = [f"{r['D_us']:6.2f} / {r['C_us']:6.2f} / {r['tree_us']:5.2f}" for r in (a, b)]
+        print(f"  {shape.name:<18} {shape.kv_len:>6} {cur_pos:>6}: {terms[0]}  ->  {terms[1]}")
     print()
     runs = [r for _, _, a, b in rows for r in ((a,) if a is b else (a, b))]
     bad = [r for r in runs if not r["ok"]]

@@ -1,17 +1,17 @@
 """How many of the ttnn wheel's kernel sources compile against the emulator's kernel API headers.
 
 Runs ``g++ -std=c++20 -fsyntax-only`` (as ttflashdecode.emulator.compiler: the host form of tt-metal's ``-std=c++17
--ftt-nttp -ftt-consteval -ftt-constinit``) on every kernel source under the wheel's ``ttnn/cpp/ttnn/operations/**/kernels``
-(1,495 files in ttnn 0.81.1) with the emulator's ``include/`` first on the include path and a plausible tt-metal JIT
-build environment:
+-ftt-nttp -ftt-consteval -ftt-constinit``) on every kernel source under the wheel's
+``ttnn/cpp/ttnn/operations/**/kernels`` (1,495 files in ttnn 0.81.1) with the emulator's ``include/`` first on the
+include path and a plausible tt-metal JIT build environment:
 
 - the per-RISC defines of ttflashdecode.emulator.compiler (data movement: NCRISC, NOC 0; compute: the fused TRISC
   build), ``KERNEL_COMPILE_TIME_ARGS`` = 128 x 2 (2 = ArgConfig::IsDram, so every TensorAccessorArgs is a DRAM
   interleaved tensor of page size 2, every CB index / count is 2), every name the source passes to
   ``get_named_compile_time_arg_val`` in the force-included named-args header (value 2);
 - chlkc_descriptors.h for bf16 CBs at every index;
-- for Metal 2.0 kernels (``args::``, ``dfb::``, ``tensor::``, ``sem::``, ``scratch::`` names), kernel_args_generated.h and
-  kernel_bindings_generated.h with one binding per name the source uses (an ``args::`` name read into a constexpr
+- for Metal 2.0 kernels (``args::``, ``dfb::``, ``tensor::``, ``sem::``, ``scratch::`` names), kernel_args_generated.h
+  and kernel_bindings_generated.h with one binding per name the source uses (an ``args::`` name read into a constexpr
   variable is a compile-time arg, any other a runtime arg), as tt-metal's genfiles.cpp lays them out;
 - after the emulator's headers, the wheel's ttnn sources (kernel_lib, shared kernel headers, fabric helpers) and
   hostdevcommon; for compute kernels also the emulator's LLK layer (include_llk/) after its API and, last, the wheel's

@@ -58,9 +58,9 @@ def main() -> None:
     paged = f"paged, block {block}" if block else "unpaged"
     print(f"\nteacher-forced: batch 2 (prompts 20 and 13 tokens), {args.steps} decode steps, {paged}; greedy: "
           f"{args.tokens} tokens for 2 users (prompts 12 and 7)\n")  # fmt: skip
-    print("| family | cache | steps | worst logits PCC | worst max \\|err\\| / max \\|logits\\| | greedy tokens agreeing "
-          "(eager's lead at the first difference) | device bytes read / token | launches / step | update share of "
-          "bytes |")  # fmt: skip
+    print("| family | cache | steps | worst logits PCC | worst max \\|err\\| / max \\|logits\\| "
+          "| greedy tokens agreeing (eager's lead at the first difference) | device bytes read / token "
+          "| launches / step | update share of bytes |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(_row(*row))

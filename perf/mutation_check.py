@@ -1,12 +1,12 @@
 """Mutation check: do the tests catch plausible kernel bugs? (Run on demand, not in CI.)
 
-Copies the repository (the working tree, without .venv and .git) to a scratch directory, then plants one bug at a
-time in a copy of a kernel source by an exact string replacement, and runs a subset of the tests there (``pytest -x``,
-the most relevant and fastest first, then the rest of the emulator decode tests) with the copy first on PYTHONPATH,
-so ``ttflashdecode.program_factory.KERNEL_DIR`` is the copy's ``ttflashdecode/ops/decode/kernels/``. The first failing test is the one
-that catches the bug. Every replaced string must occur exactly once in its file, checked for every mutation before
-anything runs: a refactor that moves the code fails this script loudly instead of silently neutralising a mutation.
-
+Copies the repository (the working tree, without .venv and .git) to a scratch directory, then plants one bug at a time
+in a copy of a kernel source by an exact string replacement, and runs a subset of the tests there (``pytest -x``, the
+most relevant and fastest first, then the rest of the emulator decode tests) with the copy first on PYTHONPATH, so
+``ttflashdecode.program_factory.KERNEL_DIR`` is the copy's ``ttflashdecode/ops/decode/kernels/``. The first failing test
+is the one that catches the bug. Every replaced string must occur exactly once in its file, checked for every mutation
+before anything runs: a refactor that moves the code fails this script loudly instead of silently neutralising a
+mutation.
     .venv/bin/python perf/mutation_check.py                  # every mutation (long: each compiles its kernel per case)
     .venv/bin/python perf/mutation_check.py --list           # the mutations
     .venv/bin/python perf/mutation_check.py --only sinks_not_merged,mask_bound_lt
@@ -109,7 +109,8 @@ MUTATIONS = [
         """                    if (has_o) {
                         mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, PNHt + r, j - j0);
                     }""",
-        "merge_partial: a partner's O_i rescaled by this core's factor exp(m - m_new) instead of its own exp(m_i - m_new)",
+        "merge_partial: a partner's O_i rescaled by this core's factor exp(m - m_new) instead of its own "
+        "exp(m_i - m_new)",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
@@ -122,7 +123,8 @@ MUTATIONS = [
     Mutation(
         "scale_squared", READER,
         "    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), float_to_bfloat16(softmax_scale()));",
-        "    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), float_to_bfloat16(softmax_scale() * softmax_scale()));",
+        "    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), "
+        "float_to_bfloat16(softmax_scale() * softmax_scale()));",
         "reader: the softmax scale tile holds scale^2",
         (CHUNK_EDGES,),
     ),
@@ -157,7 +159,7 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "k_tile_dropped", READER,
         """                    k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
-                                                  k_tile_bytes, K_TRID);""",
+                                                  k_tile_bytes, K_TRID);""",  # noqa: E501 (the kernel's lines verbatim)
         """                    k_offset = k_tile_bytes + read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0,
                                                                  k_head_block - 1, k_offset, k_tile_bytes, K_TRID);""",
         "reader: the last head-dim tile of every K block is never read (its slot keeps a stale tile)",
@@ -229,7 +231,8 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     ),
     Mutation(
         "upstream_sink_not_scaled", READER,
-        "            logit = float_to_bfloat16(bfloat16_to_float(logit) * softmax_scale());  // upstream's sinks are unscaled",
+        "            logit = float_to_bfloat16(bfloat16_to_float(logit) * softmax_scale());"
+        "  // upstream's sinks are unscaled",
         "            logit = float_to_bfloat16(bfloat16_to_float(logit));  // mutated: not multiplied by the scale",
         "reader: upstream's [32k, 32] sink values used as logits without the softmax scale",
         (SINK,),

@@ -12,8 +12,8 @@ unset with ours's compute config (HiFi4) to separate the exp from the fidelity. 
 each against a float64 reference on the values the device stores (:func:`ttflashdecode.golden.sdpa_decode`).
 
 Draws shapes (head_dim up to 2048, q_len up to 8, GQA/MQA/MHA), positions and features (paged, sliding window,
-sinks, masks, output dtype and placement, bfloat16 or fp32 DST) at random, runs each on the emulator through the same harness
-as the tests, and prints one row per case (PCC and max |error| against the golden on the same stored inputs, and
+sinks, masks, output dtype and placement, bfloat16 or fp32 DST) at random, runs each on the emulator through the same
+harness as the tests, and prints one row per case (PCC and max |error| against the golden on the same stored inputs, and
 whether the test thresholds would pass), then the worst PCC per DST mode and head-dim range. Cases whose buffers
 cannot fit L1 are counted, not run. This is an exploration, not a test: the thresholds of the test suite apply to
 its own cases.

@@ -61,14 +61,18 @@ def run_both(dev, args):
         v = torch.randn(num_blocks, hkv, args.block_size, d, generator=g)
         pt = torch.randperm(num_blocks, generator=g).reshape(b, blocks_per_user).to(torch.int32)
         tk, tv = (dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
-        calls = [("upstream sdpa_decode", lambda: upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs)),
-                 ("ttflashdecode", lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs))]  # fmt: skip
+        calls = [
+            ("upstream sdpa_decode", lambda: upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs)),
+            ("ttflashdecode", lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs)),
+        ]
     else:
         k = torch.randn(b, hkv, kv, d, generator=g)
         v = torch.randn(b, hkv, kv, d, generator=g)
         tk, tv = (dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
-        calls = [("upstream sdpa_decode", lambda: upstream.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs)),
-                 ("ttflashdecode", lambda: ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs))]  # fmt: skip
+        calls = [
+            ("upstream sdpa_decode", lambda: upstream.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs)),
+            ("ttflashdecode", lambda: ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs)),
+        ]
     reference = None
     if not args.block_size:
         # float64 attention over the values the device holds (Q as bfloat16, K/V as stored), positions 0..pos

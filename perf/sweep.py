@@ -393,7 +393,8 @@ def csv_rows(shapes: list[Shape], records: list[dict]) -> list[dict]:
             "MATH FIDELITY": fidelity, "CORE COUNT": rec.get("cores", ""), "AVAILABLE WORKER CORE COUNT": 64,
             "PARALLELIZATION STRATEGY": "", "HOST START TS": i, "HOST END TS": i, "HOST DURATION [ns]": 0,
             "DEVICE FW START CYCLE": 0, "DEVICE FW END CYCLE": 0, "OP TO OP LATENCY [ns]": 0,
-            "DEVICE FW DURATION [ns]": f"{ns:.0f}" if ns else "", "DEVICE KERNEL DURATION [ns]": f"{ns:.0f}" if ns else "",
+            "DEVICE FW DURATION [ns]": f"{ns:.0f}" if ns else "",
+            "DEVICE KERNEL DURATION [ns]": f"{ns:.0f}" if ns else "",
             "DEVICE ARCH": "wormhole_b0",
             "INPUT_0_W": 1, "INPUT_0_Z": s.batch, "INPUT_0_Y": s.q_rows, "INPUT_0_X": s.head_dim,
             "INPUT_0_LAYOUT": "TILE", "INPUT_0_DATATYPE": "BFLOAT16", "INPUT_0_MEMORY": "DEV_0_DRAM_INTERLEAVED",
@@ -459,7 +460,8 @@ def plot_ratios(shapes: list[Shape], records: list[dict], path: Path) -> None:
 
     rows = [goals.Row(s, records) for s in shapes]
     fig, ax = plt.subplots(figsize=(max(8.0, 1.3 * len(rows)), 5.0))
-    pairs = (("upstream as called", "ours", "vs upstream as called"), ("upstream best", "ours", "vs upstream at its best"),
+    pairs = (("upstream as called", "ours", "vs upstream as called"),
+             ("upstream best", "ours", "vs upstream at its best"),
              ("upstream default", "ours default", "defaults vs defaults"))  # fmt: skip
     width = 0.8 / len(pairs)
     for k, (up_side, ours_side, label) in enumerate(pairs):

@@ -190,7 +190,7 @@ def test_deepseek_v3_mla_update_then_flash_mla(emu_device):
     position_idxs = _int32(emu_device, torch.tensor(positions[0]))
     shards = batch * n_q // 32
     flash_mla = dict(head_dim_v=kv_lora_rank, scale=head_dim**-0.5 * 1.2, program_config=_sdpa_config(128),
-                     compute_kernel_config=_hifi4(), memory_config=_height_sharded(shards, [32, kv_lora_rank]))  # fmt: skip
+                     compute_kernel_config=_hifi4(), memory_config=_height_sharded(shards, [32, kv_lora_rank]))
     for step, pos in enumerate(positions):
         emu_device.write(position_idxs, torch.tensor(pos, dtype=torch.int32))
         kvpe = torch.randn(1, batch, 1, head_dim, generator=gen)

@@ -64,7 +64,7 @@ def test_llama_3_1_8b_heads_over_mesh_on_card(ttnn, tt_mesh):
     out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out)
     got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
     expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
-                                  golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions)  # fmt: skip
+                                  golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions)
     check_close(got, expected, "bfloat8_b", seed, f"Llama-3.1-8B over {chips} chips")
     assert torch.count_nonzero(got[:, 2]) == 0, f"{tag(seed)} user 2 at -1 must get zero rows"
 
@@ -95,7 +95,7 @@ def test_llama_3_1_70b_paged_on_t3k(ttnn, tt_mesh):
     got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
     expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
                                   golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions.tolist(),
-                                  page_table=table)  # fmt: skip
+                                  page_table=table)
     check_close(got, expected, "bfloat8_b", seed, "Llama-3.1-70B on T3K")
 
 

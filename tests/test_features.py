@@ -86,7 +86,7 @@ def test_position_tensor_reuses_one_program(emu_device):
             tt_q, tt_k, tt_v, cur_pos_tensor=pos, program_config=cfg, output_tensor=out
         )
         expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat16"),
-                                      golden.quantize_like_device(v, "bfloat16"), cur_pos=positions)  # fmt: skip
+                                      golden.quantize_like_device(v, "bfloat16"), cur_pos=positions)
         check_close(emu_device.to_torch(out).float(), expected, "bfloat16", seed, f"step {step}, cur_pos {positions}")
     assert op_module.program_cache_stats() == {"hits": 15, "misses": 1, "entries": 1}, tag(seed)
     assert op_module.cache_stats()["plans"] == 1  # planned once (plan-then-run)
@@ -366,7 +366,8 @@ def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(dtype="uint16"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32, ttnn.bfloat8_b"),
-    (dict(dtype="bfloat8_b", memory_config="sharded"), "memory_config=.*a bfloat8_b output must be TILE and DRAM interleaved"),
+    (dict(dtype="bfloat8_b", memory_config="sharded"),
+     "memory_config=.*a bfloat8_b output must be TILE and DRAM interleaved"),
     (dict(memory_config="width sharded"),
      "memory_config=.*expected ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config"),
     (dict(memory_config="narrow shards"), r"memory_config: shard shape \[32, 32\]: expected \[a multiple of 32, 64\]"),

@@ -8,10 +8,10 @@ Prompt lengths 1..16, right padding and batches below the cache's size: tests/te
 
 Every family runs with a bfloat16 and a bfloat8_b cache, paged and unpaged alternating. Thresholds (worst over the
 decode steps): logits PCC >= 0.999, and max |logits - eager| <= 5% (bfloat16 cache) / 7.5% (bfloat8_b) of max |eager
-logits| (4% / 6% x APPROX_EXP_FACTOR for the default approximate exp); measured at worst (perf/model_parity.py --steps 4): PCC 0.99984 and 1.8% (gpt-oss, bfloat8_b). For the
-families with windows and sinks, the eager model without them must differ from the eager model by more than twice the
-bound, so a device that ignored the window or the sinks would fail. Greedy generation must agree token for token up
-to a near tie (see test_greedy_generation_matches_eager).
+logits| (4% / 6% x APPROX_EXP_FACTOR for the default approximate exp); measured at worst (perf/model_parity.py
+--steps 4): PCC 0.99984 and 1.8% (gpt-oss, bfloat8_b). For the families with windows and sinks, the eager model without
+them must differ from the eager model by more than twice the bound, so a device that ignored the window or the sinks
+would fail. Greedy generation must agree token for token up to a near tie (see test_greedy_generation_matches_eager).
 """
 
 from __future__ import annotations
@@ -79,11 +79,11 @@ TIE_REL = 0.02
 
 
 def test_greedy_generation_matches_eager(dev):
-    """model.generate(..., cache=DeviceKVCache(...)) with a bfloat16 cache: 32 greedy tokens for two users
-    of different prompt lengths, token for token the eager model's. Random-weight models have near ties (two logits
-    within bfloat16 rounding of each other); a user may part from eager only at such a tie, where the device's token
-    is within TIE_REL of eager's best logit. A wrong kernel parts at a decisive step (e.g. one that ignores a window or a
-    sink, whose teacher-forced error is more than twice the logits bound)."""
+    """model.generate(..., cache=DeviceKVCache(...)) with a bfloat16 cache: 32 greedy tokens for two users of different
+    prompt lengths, token for token the eager model's. Random-weight models have near ties (two logits within bfloat16
+    rounding of each other); a user may part from eager only at such a tie, where the device's token is within TIE_REL
+    of eager's best logit. A wrong kernel parts at a decisive step (e.g. one that ignores a window or a sink, whose
+    teacher-forced error is more than twice the logits bound)."""
     seed = seed_for("test_greedy_generation_matches_eager")
     r = hf_parity.greedy("llama", dev, dtype="bfloat16", prompt_lengths=(12, 7), new_tokens=32, seed=seed)
     want, got = r.tokens

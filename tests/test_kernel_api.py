@@ -95,7 +95,7 @@ def test_emulator_api_headers_mirror_wheel_paths(header):
     assert (_wheel_inc() / header).is_file(), f"emulator header {header} has no counterpart in the wheel's hw/inc"
 
 
-# ---- Device 2.0 style --------------------------------------------------------------------------------------------------
+# ---- Device 2.0 style -------------------------------------------------------------------------------------------
 DEVICE2_TYPES = ("Noc", "CircularBuffer", "CoreLocalMem", "Semaphore", "TensorAccessor", "TensorAccessorArgs",
                  "UnicastEndpoint")  # fmt: skip
 # The legacy free functions the Device 2.0 objects replace (api/dataflow/dataflow_api.h); compute kernels still call
@@ -168,7 +168,7 @@ def test_cb_args_cover_the_planners_table():
     assert cb_names <= {f"cb_{n}" for n in CB_INDEX}, sorted(cb_names - {f"cb_{n}" for n in CB_INDEX})
 
 
-# ---- compiled with warnings on: no deprecated API ----------------------------------------------------------------------
+# ---- compiled with warnings on: no deprecated API ---------------------------------------------------------------
 def test_our_kernels_compile_without_deprecation_warnings(emu_device):
     """A decode with a bfloat8_b output builds every kernel of ours (reader, compute, writer and the three convert
     kernels); the emulator compiles them with -Wall against headers that carry the wheel's [[deprecated]] markings, and
@@ -182,7 +182,7 @@ def test_our_kernels_compile_without_deprecation_warnings(emu_device):
     case = DecodeCase(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=256, cur_pos=(200,), k_chunk_size=64,
                       max_cores_per_head_batch=4, out_dtype="bfloat8_b")  # fmt: skip
     outcome = run_case(emu_device, case, to_torch=emu_device.to_torch,
-                       to_device=lambda x, dtype, **kw: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw))  # fmt: skip
+                       to_device=lambda x, dtype, **kw: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw))
     assert_matches_golden(outcome, case)
     ours = sorted(str(p) for p in KERNEL_SOURCES if p.suffix == ".cpp" and
                   (KERNEL_ROOT / "convert" in p.parents or p.name.endswith("_flash_decode.cpp")))  # fmt: skip

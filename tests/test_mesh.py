@@ -215,7 +215,7 @@ def test_llama_3_1_70b_t3k_paged_batch32_per_chip_page_tables():
                             block_size=block, max_blocks_per_user=blocks_per_user)  # fmt: skip
         assert (plan.shapes.n_q_heads, plan.shapes.n_kv_heads) == (8, 1)
         tt_out, run = wrapper.run(tq, tk, tv, cur_pos_tensor=pos, page_table_tensor=table, return_stats=True,
-                                  output_tensor=poisoned_output(mesh, 1, batch, nq, d), validate_device_tensors=True)  # fmt: skip
+                                  output_tensor=poisoned_output(mesh, 1, batch, nq, d), validate_device_tensors=True)
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
         qq, kq, vq = (golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
                       golden.quantize_like_device(v, "bfloat8_b"))  # fmt: skip

@@ -54,7 +54,7 @@ def test_garbage_outside_the_visible_positions_never_reaches_the_output(emu_devi
     out = op_module.scaled_dot_product_attention_decode(
         _tile(emu_device, q), _tile(emu_device, k_bad, kv_dtype), _tile(emu_device, v_bad, kv_dtype), cur_pos=cur_pos,
         sliding_window_size=window, program_config=_config(), output_tensor=_poisoned_output(emu_device, (q_len, b, nq, d)),
-    )  # fmt: skip
+    )
     expected = golden.sdpa_decode(
         golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, kv_dtype),
         golden.quantize_like_device(v, kv_dtype), cur_pos=cur_pos, sliding_window_size=window,
@@ -112,7 +112,7 @@ def test_minus_inf_masks(emu_device, with_sink):
         _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), is_causal=False,
         attn_mask=_tile(emu_device, mask), program_config=_config(), output_tensor=_poisoned_output(emu_device, (1, b, nq, d)),
         **kwargs,
-    )  # fmt: skip
+    )
     expected = golden.sdpa_decode(
         *(golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)), is_causal=False,
         attn_mask=golden.quantize_like_device(mask, "bfloat16"),

@@ -193,8 +193,10 @@ def test_bad_calls_raise_before_anything_runs(dev):
     table = torch.tensor([[0], [1]], dtype=torch.int32)
     uc.last_run = None
     cases = [
-        (lambda: ttflashdecode.update_cache(cache, new, 64), ValueError, r"update_idx\[0\]=64: expected an int in \[-1, 64\)"),
-        (lambda: ttflashdecode.update_cache(cache, new, [1, 2, 3]), ValueError, r"update_idx: expected 2 entries, got 3"),
+        (lambda: ttflashdecode.update_cache(cache, new, 64), ValueError,
+         r"update_idx\[0\]=64: expected an int in \[-1, 64\)"),
+        (lambda: ttflashdecode.update_cache(cache, new, [1, 2, 3]), ValueError,
+         r"update_idx: expected 2 entries, got 3"),
         (lambda: ttflashdecode.update_cache(cache, new, 1.5), TypeError, r"update_idx"),
         (lambda: ttflashdecode.update_cache(cache, new, 3, batch_offset=31), ValueError,
          r"batch_offset=31: the 2 users of cache take input rows batch_offset .. batch_offset \+ 1, past input's 32"),

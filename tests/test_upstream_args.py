@@ -3,9 +3,10 @@
 ``ttflashdecode.upstream.program`` builds upstream sdpa_decode's compile-time and runtime args from named lists. The
 wheel ships the kernels but not the program factory's source, so the kernels are the contract: this test parses every
 ``constexpr ... NAME = get_compile_time_arg_val(i)``, every ``TensorAccessorArgs<...>`` and every
-``get_arg_val<uint32_t>(arg_idx++)`` of ``reader_decode_all.cpp``, ``writer_decode_all.cpp`` and ``sdpa_flash_decode.cpp``
-in the installed wheel and requires our lists to name the same args in the same order. A wheel whose kernels add,
-drop or move an argument fails here, naming the kernel and the first difference, before any run reads a wrong value.
+``get_arg_val<uint32_t>(arg_idx++)`` of ``reader_decode_all.cpp``, ``writer_decode_all.cpp`` and
+``sdpa_flash_decode.cpp`` in the installed wheel and requires our lists to name the same args in the same order. A wheel
+whose kernels add, drop or move an argument fails here, naming the kernel and the first difference, before any run reads
+a wrong value.
 """
 
 from __future__ import annotations

@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in run.plan.describe().splitlines():
         print(f"  {line}")
     print("emulator run:")
-    print(f"  DRAM bytes read: {stats.dram_read_bytes:,}, of which K/V {stats.bytes_read_from(tt_k) + stats.bytes_read_from(tt_v):,} "
+    kv_read = stats.bytes_read_from(tt_k) + stats.bytes_read_from(tt_v)
+    print(f"  DRAM bytes read: {stats.dram_read_bytes:,}, of which K/V {kv_read:,} "
           f"(K/V tiles up to cur_pos: {live_kv_bytes:,})")
     print(f"  DRAM bytes written: {stats.dram_write_bytes:,}; host wall time of the decode call {elapsed:.2f} s "
           "(the emulator's, not a card's)")
@@ -131,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  roofline for the {must_move:,} bytes a decode must move (Q, live K/V tiles, output): "
               f"{roof_best:.1f} us at {DRAM_BEST_MEASURED_BYTES_PER_S / 1e9:.0f} GB/s (best measured), "
               f"{roof_spec:.1f} us at {DRAM_SPEC_BYTES_PER_S / 1e9:.0f} GB/s (spec)")
-        print(f"  modelled duration = {duration_ns / 1e3 / roof_best:.2f}x the {DRAM_BEST_MEASURED_BYTES_PER_S / 1e9:.0f} "
-              f"GB/s roofline ({must_move / duration_ns:.0f} GB/s of useful bytes, modelled)")
+        print(f"  modelled duration = {duration_ns / 1e3 / roof_best:.2f}x the "
+              f"{DRAM_BEST_MEASURED_BYTES_PER_S / 1e9:.0f} GB/s roofline ({must_move / duration_ns:.0f} GB/s of useful "
+              "bytes, modelled)")
     print("\nresult vs golden:")
     print(f"  PCC {pcc:.6f}   max |error| {err:.4f}")
     ok = pcc >= 0.999

@@ -114,8 +114,8 @@ def _from_torch(tensor=None, dtype=None, *, layout=None, device=None, memory_con
         return NotImplemented
     unsupported = sorted(k for k, v in rest.items() if v not in (None, False))
     if unsupported:
-        raise EmulatorTensorError(f"ttnn.from_torch(device=<emulator device>): {', '.join(unsupported)} not "
-                                  "supported on the emulator; expected dtype, layout, memory_config, mesh_mapper")  # fmt: skip
+        raise EmulatorTensorError(f"ttnn.from_torch(device=<emulator device>): {', '.join(unsupported)} not supported "
+                                  "on the emulator; expected dtype, layout, memory_config, mesh_mapper")  # fmt: skip
     options = dict(dtype=dtype, layout=layout, memory_config=memory_config)  # the device's defaults are ttnn's
     if mesh_mapper is not None:
         options["mesh_mapper"] = mesh_mapper

@@ -329,7 +329,7 @@ def softmax_program(ttnn, grid, src, out, numeric_stable=True, fp32_dest_acc_en=
     return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)
 
 
-# ---------------------------------------------------------------------------------------------- bcast (row / col / scalar)
+# ------------------------------------------------------------------------------------------- bcast (row / col / scalar)
 BCAST = "ttnn/operations/data_movement/bcast/device/kernels"
 BCAST_DIMS = {"H": ("ROW", "Row"), "W": ("COL", "Col"), "HW": ("SCALAR", "Scalar")}
 BCAST_MATH = {"add": ("add_tiles_bcast", "ELWADD", "Add"), "sub": ("sub_tiles_bcast", "ELWSUB", "Sub"),
@@ -342,7 +342,7 @@ def bcast_defines(dim: str, op: str) -> dict[str, str]:
     tiles_op, llk_op, chain_op = BCAST_MATH[op]
     return {"BCAST_OP": tiles_op, "BCAST_LLKOP": f"EltwiseBinaryType::{llk_op}", "BCAST_DIM": f"BroadcastType::{llk_dim}",
             "CHAIN_BCAST_OP": f"compute_kernel_lib::BinaryFpuOp::{chain_op}",
-            "CHAIN_BCAST_DIM": f"compute_kernel_lib::BroadcastDim::{chain_dim}"}  # fmt: skip
+            "CHAIN_BCAST_DIM": f"compute_kernel_lib::BroadcastDim::{chain_dim}"}
 
 
 def bcast_program(ttnn, grid, a, b, out, dim: str, op: str, math_fidelity="HiFi4"):

@@ -2,11 +2,11 @@
 
 ``copy_program`` is upstream's ``CopyDeviceOperation::SameMemoryConfig::create_descriptor`` (the wheel ships it:
 ttnn/cpp/ttnn/operations/data_movement/copy/device/copy_same_memory_config_program_factory.cpp) for interleaved tensors
-of one dtype: ``split_work_to_cores`` over the grid, cores in column-major order (``grid_to_cores(..., row_wise=false)``),
-the first ``core_group_1`` cores taking one unit more, contiguous spans counted up (or down with ``backwards``); one
-double-buffered CB of the aligned unit size. Tiles go through data_movement/copy's ``reader_unary_start_id.cpp`` /
-``writer_unary_start_id.cpp``, row-major sticks through ttnn/kernel/dataflow's
-``{reader,writer}_unary_stick_layout_interleaved_start_id.cpp``.
+of one dtype: ``split_work_to_cores`` over the grid, cores in column-major order
+(``grid_to_cores(..., row_wise=false)``), the first ``core_group_1`` cores taking one unit more, contiguous spans
+counted up (or down with ``backwards``); one double-buffered CB of the aligned unit size. Tiles go through
+data_movement/copy's ``reader_unary_start_id.cpp`` / ``writer_unary_start_id.cpp``, row-major sticks through
+ttnn/kernel/dataflow's ``{reader,writer}_unary_stick_layout_interleaved_start_id.cpp``.
 
 ``eltwise_copy_program`` runs eltwise unary's interleaved reader/writer pair (the kernels whose Metal 2.0 forks the
 wheel's DefaultTilized copy binds through its ProgramSpec API, which a ProgramDescriptor cannot express) with the same

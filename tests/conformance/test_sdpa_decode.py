@@ -1,4 +1,5 @@
-"""Conformance: upstream sdpa_decode (the wheel's reader, compute and writer kernels) on the emulator, against the golden.
+"""Conformance: upstream sdpa_decode (the wheel's reader, compute and writer kernels) on the emulator, against the
+golden.
 
 Each case runs :mod:`ttflashdecode.upstream` (the program upstream's factory builds) on seeded random inputs and
 checks, besides the numbers, what the factory decided (half-tile Q, cores per head, tree rounds) and what the reader
@@ -189,7 +190,7 @@ def test_skipped_user_output_untouched(emu_device, ttnn):
     tq, tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, k, v))
     out = emu_device.allocate([1, 2, 8, 64], ttnn.bfloat16, ttnn.TILE_LAYOUT, fill=NAN_POISON)
     config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0, k_chunk_size=64,
-                                    max_cores_per_head_batch=2)  # fmt: skip
+                                    max_cores_per_head_batch=2)
     with pytest.raises(ValueError, match=r"cur_pos\[0\]=-1"):
         upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[-1, 130], program_config=config)
     positions = emu_device.from_torch(torch.tensor([-1, 130], dtype=torch.int32), dtype=ttnn.int32,

@@ -250,7 +250,7 @@ def test_unknown_named_arg_is_a_compile_error(dev):
     pd = ttnn.ProgramDescriptor(
         kernels=[kd("d2_build_env.cpp", crs(core), [0, 1, 0] + out.tensor_accessor_args(), {core: [out.buffer_address()]},
                     named=[("alpha", 1)])],
-        semaphores=[], cbs=[cbd(0, ttnn.uint32, 4096, 1, crs(core))])  # fmt: skip
+        semaphores=[], cbs=[cbd(0, ttnn.uint32, 4096, 1, crs(core))])
     with pytest.raises(emulator.KernelCompileError, match="get_named_compile_time_arg_val"):
         dev.generic_op([out], pd)
 
@@ -310,7 +310,7 @@ def test_accessor_tuples_endpoints_and_cb_interface(dev):
         kernels=[kd("d2_tuple_copy.cpp", crs(core),
                     [0] + ta.tensor_accessor_args() + tb.tensor_accessor_args() + out.tensor_accessor_args(),
                     {core: [ta.buffer_address(), tb.buffer_address(), out.buffer_address(), 3, info.buffer_address()]})],
-        semaphores=[], cbs=[cbd(0, ttnn.bfloat16, page, 2, crs(core))])  # fmt: skip
+        semaphores=[], cbs=[cbd(0, ttnn.bfloat16, page, 2, crs(core))])
     stats = dev.generic_op([ta, tb, out, info], pd)
     assert torch.equal(dev.to_torch(out), torch.cat([host_ref(a, ttnn.bfloat16), host_ref(b, ttnn.bfloat16)], 1))
     assert stats.pages_read(ta) == stats.pages_read(tb) == {0: 1, 1: 1, 2: 1}

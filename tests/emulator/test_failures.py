@@ -56,7 +56,8 @@ def test_deadline(dev):
     with pytest.raises(EmulatorHang, match="deadline"):
         dev.generic_op([], ttnn.ProgramDescriptor(
             kernels=[ttnn.KernelDescriptor(
-                kernel_source='#include "api/dataflow/dataflow_api.h"\nvoid kernel_main() { for (;;) poll_yield_loop: ; }',
+                kernel_source='#include "api/dataflow/dataflow_api.h"\n'
+                'void kernel_main() { for (;;) poll_yield_loop: ; }',
                 source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE, core_ranges=crs((0, 0)),
                 config=ttnn.ReaderConfigDescriptor())],
             semaphores=[], cbs=[]), deadline_s=1.0)
@@ -70,7 +71,8 @@ def test_deadline_counts_cpu_time_not_a_starved_wall_clock(dev):
     t0 = time.monotonic()
     dev.generic_op([], ttnn.ProgramDescriptor(
         kernels=[ttnn.KernelDescriptor(
-            kernel_source='#include <unistd.h>\n#include "api/dataflow/dataflow_api.h"\nvoid kernel_main() { usleep(1500000); }',
+            kernel_source='#include <unistd.h>\n#include "api/dataflow/dataflow_api.h"\n'
+            'void kernel_main() { usleep(1500000); }',
             source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE, core_ranges=crs((0, 0)),
             config=ttnn.ReaderConfigDescriptor())],
         semaphores=[], cbs=[]), deadline_s=0.5)  # fmt: skip

@@ -250,9 +250,11 @@ COPIES = [
 ]
 
 
+COPY_MODES = ["addrgen", "fast", "pow2", "accessor", "offset"]
+
+
 @pytest.mark.parametrize("mode,dtype,layout,shape", COPIES, ids=[
-    f"{['addrgen', 'fast', 'pow2', 'accessor', 'offset'][m]}-{NAME(d)}-{'tile' if lay == ttnn.TILE_LAYOUT else 'rm'}"
-    for m, d, lay, _ in COPIES])
+    f"{COPY_MODES[m]}-{NAME(d)}-{'tile' if lay == ttnn.TILE_LAYOUT else 'rm'}" for m, d, lay, _ in COPIES])
 def test_copy_dram_l1_dram(dev, mode, dtype, layout, shape):
     """DRAM -> L1 interleaved in one program, L1 interleaved -> DRAM from other cores in the next: every page arrives,
     the L1 data persists between programs, and the statistics count each L1 page once per direction."""

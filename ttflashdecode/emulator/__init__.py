@@ -2,15 +2,15 @@
 emulated Wormhole B0 chip on the host CPU.
 
 Kernels are compiled with the host g++ against the emulator's implementation
-of the tt-metal kernel API (``include/``), every core gets a real L1 image, circular buffers, semaphores, and a NOC
-that moves bytes between L1s and 12 interleaved DRAM banks; the compute API reproduces the tile math and data
-formats. Tensors are DRAM interleaved, L1 interleaved (``memory_config=ttnn.L1_MEMORY_CONFIG``: pages round-robin
-over one L1 bank per compute core, in tt-metal's bank order) or L1 HEIGHT_SHARDED (``memory_config=`` a
-ttnn.MemoryConfig with a ShardSpec); L1 data stays in the cores' L1 across programs. A timing model (docs/TIMING.md) gives every run a modelled
-duration. Each program runs in a child process, so a crashing kernel raises ``KernelFault`` instead of killing Python; deadlocks
-raise ``EmulatorHang`` with what each thread waits for. ``EmulatorStats`` reports bytes per DRAM bank, NOC traffic per core pair, per-page DRAM read/write counts of
-every buffer (for L1 buffers: bytes the NOC moved into / out of each page), CB high-water marks and compute
-counters.
+of the tt-metal kernel API (``include/``), every core gets a real L1 image, circular buffers, semaphores, and a NOC that
+moves bytes between L1s and 12 interleaved DRAM banks; the compute API reproduces the tile math and data formats.
+Tensors are DRAM interleaved, L1 interleaved (``memory_config=ttnn.L1_MEMORY_CONFIG``: pages round-robin over one L1
+bank per compute core, in tt-metal's bank order) or L1 HEIGHT_SHARDED (``memory_config=`` a ttnn.MemoryConfig with a
+ShardSpec); L1 data stays in the cores' L1 across programs. A timing model (docs/TIMING.md) gives every run a modelled
+duration. Each program runs in a child process, so a crashing kernel raises ``KernelFault`` instead of killing Python;
+deadlocks raise ``EmulatorHang`` with what each thread waits for. ``EmulatorStats`` reports bytes per DRAM bank, NOC
+traffic per core pair, per-page DRAM read/write counts of every buffer (for L1 buffers: bytes the NOC moved into / out
+of each page), CB high-water marks and compute counters.
 
     from ttflashdecode import emulator
     dev = emulator.open_device(board="n150")

@@ -295,8 +295,8 @@ class EmuDevice:
         num_shards = -(-height // shard_h)
         if num_shards > len(cores):
             raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]} splits the "
-                                f"{'padded ' if tile else ''}height {height} of shape {list(shape)} into {num_shards} shards, but shard_spec.grid has "
-                                f"only {len(cores)} cores")
+                                f"{'padded ' if tile else ''}height {height} of shape {list(shape)} into {num_shards} "
+                                f"shards, but shard_spec.grid has only {len(cores)} cores")
         # TILE: shard_h / 32 tile rows of width / 32 tiles; ROW_MAJOR: one page per row.
         pages_per_shard = (shard_h // TILE) * (width // TILE) if tile else shard_h
         page = page_geometry(shape, dtype, layout)[0]

@@ -1,8 +1,9 @@
 """Exceptions raised by the host emulator.
 
 Every error that comes from running a program names, where known, the core (logical ``"x,y"``), the kernel
-(``"name (BRISC|NCRISC|TRISC)"``), the kernel source line (``location``, ``"ttflashdecode/ops/decode/kernels/x.cpp:123"``, for faults)
-and a human-readable ``details`` text (for hangs: one line per blocked thread; for faults: the backtrace).
+(``"name (BRISC|NCRISC|TRISC)"``), the kernel source line (``location``,
+``"ttflashdecode/ops/decode/kernels/x.cpp:123"``, for faults) and a human-readable ``details`` text (for hangs: one line
+per blocked thread; for faults: the backtrace).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 into source lines: ``addr2line`` over each library (kernel libraries carry line tables, compiler.CXXFLAGS ``-g1``;
 the runtime executable is built with ``-g``).
 
-The fault's *location* is the innermost line in the faulting kernel's own source file (what the kernel was doing when
-an API rule broke or a pointer went bad, e.g. ``ops/decode/kernels/compute/compute_flash_decode.cpp:412``); the backtrace lists
-every resolved frame, inlined callers included, so a crash inside a header (the emulator's API, the STL) shows the
+The fault's *location* is the innermost line in the faulting kernel's own source file (what the kernel was doing when an
+API rule broke or a pointer went bad, e.g. ``ops/decode/kernels/compute/compute_flash_decode.cpp:412``); the backtrace
+lists every resolved frame, inlined callers included, so a crash inside a header (the emulator's API, the STL) shows the
 path down from the kernel line.
 """
 

@@ -1,12 +1,13 @@
 """Turns a real ``ttnn.ProgramDescriptor`` into the emulator's flat program description.
 
-Reads kernels (source, core ranges, compile-time / named compile-time args, defines, per-core and common runtime
-args, config), circular buffers and semaphores; validates them (cores inside the grid, runtime args only for a
-kernel's cores, CB indices 0..31, one kernel per RISC per core, L1 capacity) and raises ``EmulatorError`` naming the
-offending item before anything runs. Each kernel is compiled with the descriptor's ``compiler_include_paths`` (the
-compiler adds the include roots tt-metal's JIT build gives every kernel, jit_env.source_include_paths). CBs are placed like tt-metal's allocator does: one address for all cores of a
-CB descriptor (the highest current top over those cores), starting at ``arch.L1_UNRESERVED_BASE``, 16-B aligned; a
-descriptor with several format descriptors shares one buffer among its CB indices.
+Reads kernels (source, core ranges, compile-time / named compile-time args, defines, per-core and common runtime args,
+config), circular buffers and semaphores; validates them (cores inside the grid, runtime args only for a kernel's cores,
+CB indices 0..31, one kernel per RISC per core, L1 capacity) and raises ``EmulatorError`` naming the offending item
+before anything runs. Each kernel is compiled with the descriptor's ``compiler_include_paths`` (the compiler adds the
+include roots tt-metal's JIT build gives every kernel, jit_env.source_include_paths). CBs are placed like tt-metal's
+allocator does: one address for all cores of a CB descriptor (the highest current top over those cores), starting at
+``arch.L1_UNRESERVED_BASE``, 16-B aligned; a descriptor with several format descriptors shares one buffer among its CB
+indices.
 
 How ttnn 0.81.1 stores per-core runtime args: ``KernelDescriptor.runtime_args`` is a RuntimeArgsView holding
 (CoreCoord, args) entries; ``len(view)`` is the number of entries and ``view[x][y]`` the args of core (x, y)

@@ -142,7 +142,7 @@ def _cache(model, device, batch: int, dtype: str, block_size, max_cache_len: int
     if fp32_dest:
         compute = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
     return tthf.DeviceKVCache(model.config, device=device, max_batch_size=batch, max_cache_len=max_cache_len,
-                              dtype=getattr(ttnn, dtype), block_size=block_size, compute_kernel_config=compute)  # fmt: skip
+                              dtype=getattr(ttnn, dtype), block_size=block_size, compute_kernel_config=compute)
 
 
 def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=None, prompt_lengths=(20, 13),

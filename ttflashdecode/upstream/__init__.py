@@ -3,13 +3,14 @@
 :func:`scaled_dot_product_attention_decode`, :func:`paged_scaled_dot_product_attention_decode` (with upstream's
 ``spec_multi_pos_tiles``: speculative candidates folded onto a batch row, its K/V read once), and the MLA entry points
 :func:`flash_multi_latent_attention_decode` / :func:`paged_flash_multi_latent_attention_decode` (V is K's first
-``head_dim_v`` columns, read out of K's L1 chunk) run the installed ttnn wheel's sdpa_decode kernels (``reader_decode_all.cpp``, ``writer_decode_all.cpp``, ``sdpa_flash_decode.cpp``, found
-through ``ttnn.__file__``) with the ``ttnn.ProgramDescriptor`` upstream's program factory would build for the call
-(:mod:`.plan` holds its decisions, :mod:`.program` the descriptor): same grid, k_chunk_size rule (``min(512, largest
-power-of-two divisor of s)``, or dynamic per user for paged causal decode), cores per (batch, kv head) group and tree
-reduction, 16x32 half tiles for Q / mask / statistics when ``n_q_heads <= 16`` and causal, the same circular buffers,
-semaphores, compile-time args, defines and runtime args. On the emulator it is the baseline every performance
-comparison of :mod:`ttflashdecode.op` uses; on a card the same descriptor goes to ``ttnn.generic_op``.
+``head_dim_v`` columns, read out of K's L1 chunk) run the installed ttnn wheel's sdpa_decode kernels
+(``reader_decode_all.cpp``, ``writer_decode_all.cpp``, ``sdpa_flash_decode.cpp``, found through ``ttnn.__file__``) with
+the ``ttnn.ProgramDescriptor`` upstream's program factory would build for the call (:mod:`.plan` holds its decisions,
+:mod:`.program` the descriptor): same grid, k_chunk_size rule (``min(512, largest power-of-two divisor of s)``, or
+dynamic per user for paged causal decode), cores per (batch, kv head) group and tree reduction, 16x32 half tiles for Q /
+mask / statistics when ``n_q_heads <= 16`` and causal, the same circular buffers, semaphores, compile-time args, defines
+and runtime args. On the emulator it is the baseline every performance comparison of :mod:`ttflashdecode.op` uses; on a
+card the same descriptor goes to ``ttnn.generic_op``.
 
 The argument names are :mod:`ttflashdecode.op`'s (and ttnn's). Inputs are checked on the host before anything is
 uploaded, allocated or launched. What the baseline takes is what upstream's factory handles for a DRAM-interleaved,
@@ -76,7 +77,7 @@ def scaled_dot_product_attention_decode(
                    cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
                    attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
                    compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors)  # fmt: skip
+                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors)
 
 
 def paged_scaled_dot_product_attention_decode(

@@ -12,12 +12,13 @@ the real program (the wheel's kernels, :mod:`ttflashdecode.upstream`'s descripto
 * the grid (``compute_with_storage_grid_size``): the whole grid, or the smallest full-width grid holding the
   ``groups x N`` working cores (the rest stay free for other work, and idle cores cost launch time in the model).
 
-The search is coordinate descent, to keep a shape at about nine runs (a timing-only run of a 32K shape takes minutes
-on a loaded machine): N over the three largest powers of two the grid allows (at the chunk size the call would use),
-then every k_chunk_size at the best N, then the grid at the best (N, k_chunk_size). Smaller N were slower at every
-shape of the tech report's 16-vs-64-cores study and of our own tuning, so the search does not spend runs there. A candidate the factory or the emulator refuses (L1 overflow, a chunk longer than the cache)
-counts as not run. Within 0.5% the candidate with fewer working cores, then the smaller grid, then the larger chunk
-wins (as ours' tuning breaks ties), so a near-tie does not flip between runs of the same model.
+The search is coordinate descent, to keep a shape at about nine runs (a timing-only run of a 32K shape takes minutes on
+a loaded machine): N over the three largest powers of two the grid allows (at the chunk size the call would use), then
+every k_chunk_size at the best N, then the grid at the best (N, k_chunk_size). Smaller N were slower at every shape of
+the tech report's 16-vs-64-cores study and of our own tuning, so the search does not spend runs there. A candidate the
+factory or the emulator refuses (L1 overflow, a chunk longer than the cache) counts as not run. Within 0.5% the
+candidate with fewer working cores, then the smaller grid, then the larger chunk wins (as ours' tuning breaks ties), so
+a near-tie does not flip between runs of the same model.
 """
 
 from __future__ import annotations
