@@ -63,7 +63,8 @@ DOCS = {
     "share_cache": "1: every user reads user 0's K/V (and page-table row)",
     "ring_blocks": "paged ring cache (cache_position_modulo / block_size; 0: none): position tile t is found in "
     "page-table slot (t / tiles_per_block) % ring_blocks",
-    "users_per_page_row": "consecutive users sharing one page-table row (spec_multi_pos_tiles; 1: a row per user)",
+    "users_per_page_row": "consecutive users sharing one page-table row, served as one group (spec_multi_pos_tiles; "
+    "1: a row per user)",
     "use_attn_mask": "1: a user mask is streamed with every chunk",
     "mask_heads": "attn_mask dim 1: 1 or n_q_heads",
     "mask_is_bfp8": "1: attn_mask stored as bfloat8_b",
@@ -109,16 +110,16 @@ READER_ARGS = (
     "cb_sink", "cb_mask_stage",
 )  # fmt: skip
 COMPUTE_ARGS = (
-    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "num_kv_heads", "sliding_window", "exp_approx", "scale_bits",
-    "use_attn_mask", "use_sink", "is_causal", "k_head_block", "v_head_block",
+    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "num_kv_heads", "users_per_page_row", "sliding_window",
+    "exp_approx", "scale_bits", "use_attn_mask", "use_sink", "is_causal", "k_head_block", "v_head_block",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_partial_in", "cb_partial_out",
     "cb_out", "cb_q_scaled", "cb_scores", "cb_probs", "cb_o", "cb_m", "cb_m_next", "cb_l", "cb_row_stat", "cb_alpha",
     "cb_merge_factors", "cb_sink",
 )  # fmt: skip
 WRITER_ARGS = (
     "vDHt", "PNHt", "q_tile_rows", "Sk_t", "q_len", "heads_per_group", "NQt", "num_kv_heads", "n_q_heads", "batch",
-    "sliding_window", "sem_partial_arrived", "out_placement", "out_shard_pages", "out_tiled", "out_page_bytes",
-    "out_whole_tiles", "out_cta_offset",
+    "users_per_page_row", "sliding_window", "sem_partial_arrived", "out_placement", "out_shard_pages", "out_tiled",
+    "out_page_bytes", "out_whole_tiles", "out_cta_offset",
     "cb_partial_in", "cb_partial_out", "cb_writer_cur_pos", "cb_zeros", "cb_out",
 )  # fmt: skip
 
@@ -234,6 +235,27 @@ def kernel_descriptor(source, cores, kernel_args: KernelArgs, runtime_args, conf
     )
 
 
+def core_range_set(cores):
+    """The ``ttnn.CoreRangeSet`` of logical cores ``cores`` ((x, y) pairs), one single-core range each."""
+    ttnn = import_ttnn()
+    return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in cores])
+
+
+def cb_descriptor(cores, buffer_indices, dtype, page_size: int, pages: int, tile=None):
+    """The ``ttnn.CBDescriptor`` of ``pages`` pages of ``page_size`` bytes on ``cores``: one format descriptor per CB
+    index of ``buffer_indices`` (several indices share one buffer), ``tile`` a ``ttnn.TileDescriptor`` for tiles other
+    than 32 x 32. Every factory builds its CBs here."""
+    ttnn = import_ttnn()
+    return ttnn.CBDescriptor(
+        total_size=page_size * pages,
+        core_ranges=cores,
+        format_descriptors=[
+            ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page_size, tile=tile)
+            for index in buffer_indices
+        ],
+    )
+
+
 def select(values: dict[str, int], names: tuple[str, ...], accessors: AccessorArgs | None = None) -> KernelArgs:
     """The named args ``names`` (from ``values`` and the accessor offsets) and the accessors' positional args."""
     offsets = accessors.offsets if accessors is not None else {}
@@ -308,7 +330,8 @@ def decode_kernel_args(
     if sem_ids != list(range(first_sem, first_sem + len(sem_ids))):
         raise AssertionError(f"the tree's semaphores must have consecutive ids (round r = first + r), got {sem_ids}")
     # One group a user (q_len 1, one kv head): the group owns whole tile rows of a TILE Q and output, padding included.
-    one_group_a_user = s.q_len == 1 and s.n_kv_heads == 1
+    # Users sharing a page-table row (one group) own whole tiles only when their heads fill them (no padding between).
+    one_group_a_user = s.q_len == 1 and s.n_kv_heads == 1 and (s.users_per_page_row == 1 or s.n_q_heads % TILE == 0)
     values = {
         "DHt": s.DHt,
         "vDHt": s.vDHt,

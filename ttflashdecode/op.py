@@ -183,8 +183,8 @@ def paged_scaled_dot_product_attention_decode(
         ``[1, b, Tg * 32, head_dim]`` with candidate j's q heads in rows ``32 j .. 32 j + 31``, cur_pos ``b * Tg``
         entries (candidate j of batch row r attends ``[0, cur_pos[r * Tg + j]]``), the page table one row per batch
         row; the output is ``[1, b, Tg * 32, head_dim]``. One kv head, causal, no sliding window, no attn_mask, an
-        interleaved q. Each candidate is served as a user of its own reading its row's page table (the K/V a batch
-        row's candidates share is read once per candidate); a candidate at -1 gets zero rows (upstream skips a
+        interleaved q. A batch row's candidates are one group: each K/V chunk of the row is read once for all of them,
+        each candidate's rows masked at its own bound; a candidate at -1 gets zero rows (upstream skips a
         batch row whose last candidate is -1 and expects positions ascending within a row; any order works here).
     Every other argument is as in :func:`scaled_dot_product_attention_decode`; kv_len is
     ``max_blocks_per_user * block_size``.

@@ -236,8 +236,9 @@ def plan_signature(p: DecodePlan) -> tuple:
 
 
 def kv_cache_bytes(shapes: DecodeShapes) -> int:
-    """Bytes of K and V a call at the whole cache reads (every group; one user's cache with share_cache)."""
-    users = 1 if shapes.share_cache else shapes.batch
+    """Bytes of K and V a call at the whole cache reads (every group; one user's cache with share_cache; users that
+    share a page-table row read it once)."""
+    users = 1 if shapes.share_cache else shapes.batch // shapes.users_per_page_row
     positions = min(shapes.kv_len, shapes.sliding_window_size or shapes.kv_len)
     tiles = positions // 32 * users * shapes.n_kv_heads
     k = tiles * shapes.DHt * TILE_BYTES[shapes.k_dtype]

@@ -214,7 +214,7 @@ def _assign_cores(
         return (core_id % gx, core_id // gx)
 
     def group_key(g: int) -> tuple[int, int]:
-        return divmod(g, n_kv)  # (batch, kv_head): groups are batch-major
+        return divmod(g, n_kv)  # (batch, kv_head): groups are batch-major (batch: the page-table row when users share one)
 
     cores = []
     for core_id in range(config.num_cores):
@@ -259,7 +259,7 @@ def _l1_advice(shapes: DecodeShapes, k_chunk_size: int, fp32_dest_acc: bool) -> 
     """What would make a plan fit once the planner has run out of ways: its head dims are tiled and its group is one
     core, so what is left grows with the group's query rows (q, q_scaled, o, out, scores: PNHt tiles each) and, for
     an explicit k_chunk_size above the minimum, with the chunk."""
-    rows = shapes.q_len * shapes.q_heads_per_kv
+    rows = shapes.group_rows
     fewer_tokens = ", or decode fewer tokens per call (q_len)" if shapes.q_len > 1 else ""
     hints = [
         f"fewer query rows per kv head (q_len x n_q_heads / n_kv_heads = {rows} rows, {shapes.PNHt} tiles, size the "

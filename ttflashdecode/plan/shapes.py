@@ -64,7 +64,9 @@ class DecodeShapes:
     # holding every position a query sees. A multiple of block_size of at most kv_len.
     ring_len: int = 0
     # Consecutive users that share one page-table row (upstream's spec_multi_pos_tiles: a batch row's candidates
-    # are users of their own, all reading the row's page table). 1: a row per user.
+    # are users of their own, all reading the row's page table). 1: a row per user. Users sharing a row share its
+    # cache, so they form one group per kv head (their rows stacked user by user, each at its own causal bound) and
+    # every chunk of the row is read once for all of them.
     users_per_page_row: int = 1
 
     def __post_init__(self) -> None:
@@ -159,12 +161,18 @@ class DecodeShapes:
 
     @property
     def num_groups(self) -> int:
-        return self.batch * self.n_kv_heads
+        """(page-table row, kv head) groups: one a (user, kv head) unless users share a page-table row."""
+        return self.batch // self.users_per_page_row * self.n_kv_heads
+
+    @property
+    def group_rows(self) -> int:
+        """Query rows of a group: q_len tokens x G heads of each of its users."""
+        return self.users_per_page_row * self.q_len * self.q_heads_per_kv
 
     @property
     def PNHt(self) -> int:
-        """Q tiles (rows) per group: its q_len * G query rows padded to whole tiles."""
-        return math.ceil(self.q_len * self.q_heads_per_kv / TILE)
+        """Q tiles (rows) per group: its query rows padded to whole tiles."""
+        return math.ceil(self.group_rows / TILE)
 
     @property
     def q_tile_rows(self) -> int:
@@ -172,7 +180,7 @@ class DecodeShapes:
         probabilities, running max / sum, O, partials, output block): 16 when a group has at most 16 query rows
         (upstream's half tiles for up to 16 q heads), else 32. A 16 x 32 tile halves the QK and PV matmuls' math, the
         exp's SFPU work (two faces) and every unpack and pack of those tiles. User masks keep full tiles."""
-        return 16 if self.q_len * self.q_heads_per_kv <= 16 and self.attn_mask_heads == 0 else TILE
+        return 16 if self.group_rows <= 16 and self.attn_mask_heads == 0 else TILE
 
     @property
     def DHt(self) -> int:

@@ -125,6 +125,37 @@ inline uint32_t query_position(uint32_t row, uint32_t cur_pos, uint32_t q_len, u
     return cur_pos - (q_len - 1) + token;
 }
 
+// What the chunk and mask rules need of a group: `last`, the newest query position (SKIPPED_USER: the group has no
+// live query), and `span`, the positions from the oldest query to it (last - span + 1 is the oldest). A group of one
+// user is its cur_pos and q_len. A group of several users (consecutive users sharing a page-table row, whose cache
+// is read once for all of them: upstream's spec_multi_pos_tiles candidates) spans from its oldest live user's first
+// token to its newest user's cur_pos; a skipped user takes no part. The chunk rule then deals out the chunks up to
+// the newest bound, and a chunk needs a mask when it reaches past the oldest query, exactly as for q_len = span.
+struct GroupBounds {
+    uint32_t last;
+    uint32_t span;
+};
+
+// `cur_pos_of(u)`: the checked cur_pos of user u.
+template <typename CurPosOf>
+inline GroupBounds group_bounds(const CurPosOf& cur_pos_of, uint32_t first_user, uint32_t users, uint32_t q_len) {
+    uint32_t newest = 0;
+    uint32_t oldest = SKIPPED_USER;
+    for (uint32_t u = first_user; u < first_user + users; ++u) {
+        const uint32_t pos = cur_pos_of(u);
+        if (pos == SKIPPED_USER) {
+            continue;
+        }
+        newest = pos > newest ? pos : newest;
+        const uint32_t first_query = pos - (q_len - 1);
+        oldest = first_query < oldest ? first_query : oldest;
+    }
+    if (oldest == SKIPPED_USER) {
+        return {SKIPPED_USER, q_len};
+    }
+    return {newest, newest - oldest + 1};
+}
+
 // ---- Reduction tree over the active cores of a group (see docs/DESIGN.md).
 // In round r, core i with i % 2^(r+1) == 2^r sends its merged partial to core i - 2^r (into slot r of that
 // core's partial-in buffer); core i with i % 2^(r+1) == 0 receives from i + 2^r when that core is active.

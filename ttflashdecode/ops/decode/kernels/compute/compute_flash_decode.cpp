@@ -110,6 +110,9 @@ constexpr VectorMode col0_vector_mode = q_tile_rows == FACE_HW ? VectorMode::Non
 static_assert(q_tile_rows == TILE_HW || (q_tile_rows == FACE_HW && PNHt == 1), "16-row tiles hold a whole group");
 constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
+// Consecutive users sharing a page-table row (spec_multi_pos_tiles candidates) are one group: its rows are theirs, user
+// by user, each at its own causal bound, and its chunks run up to the newest bound (group_bounds).
+constexpr uint32_t users_per_group = get_named_compile_time_arg_val("users_per_page_row");
 constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
 constexpr bool exp_approx = get_named_compile_time_arg_val("exp_approx") == 1;
 constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");  // float32 bits of the softmax scale
@@ -724,9 +727,13 @@ void kernel_main() {
 
     const uint32_t rounds = tree_rounds(num_cores_per_head);
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
-        const uint32_t b = group / num_kv_heads;
-        const uint32_t cur_pos = CircularBuffer(cb_cur_pos).read_tile_value(0, b);
-        const ChunkRange chunks = chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, q_len, sliding_window);
+        const uint32_t first_user = group / num_kv_heads * users_per_group;
+        const GroupBounds bounds = group_bounds(
+            [](uint32_t u) { return CircularBuffer(cb_cur_pos).read_tile_value(0, u); }, first_user, users_per_group,
+            q_len);
+        const uint32_t cur_pos = bounds.last;
+        const ChunkRange chunks =
+            chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, bounds.span, sliding_window);
         if (chunks.count == 0) {
             continue;  // the writer handles skipped users; idle cores take no part in the tree
         }
@@ -740,7 +747,7 @@ void kernel_main() {
 
         for (uint32_t i = 0; i < chunks.count; ++i) {
             const uint32_t chunk = chunks.start + i;
-            const bool edge = chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window);
+            const bool edge = chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, bounds.span, sliding_window);
             process_chunk(i == 0, use_attn_mask || edge);
             CircularBuffer(cb_m_cur).wait_front(PNHt);
             CircularBuffer(cb_l).wait_front(PNHt);
@@ -748,7 +755,7 @@ void kernel_main() {
         }
         CircularBuffer(cb_q_mm).pop_front(q_tiles);
 
-        const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, q_len, sliding_window);
+        const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, bounds.span, sliding_window);
         for (uint32_t round = 0; round < rounds; ++round) {
             if (core_index != 0 && round == send_round(core_index)) {
                 break;  // from here on this core's partial travels up the tree

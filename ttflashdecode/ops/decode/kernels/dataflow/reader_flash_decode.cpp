@@ -14,6 +14,9 @@
 // are zero-filled) or, inside the first and last live tiles, zeroed after the read, and so are the positions a user
 // mask hides from every query row of the group, so NaN or Inf a cache holds where no row looks cannot turn into
 // 0 * NaN in P . V.
+// Consecutive users sharing a page-table row (upstream's spec_multi_pos_tiles: the speculative candidates of a batch
+// row) are one group: their rows are stacked user by user in the group's Q tiles, each row masked at its own user's
+// causal bound, and the row's chunks up to the newest bound are read once for all of them.
 // Options (compile-time): a paged cache (K/V tiles found through the user's page-table row), a shared cache
 // (every user reads user 0's K/V), a user attention mask streamed with K instead of the generated causal
 // mask, attention sinks (one logit per q head, handed to compute as an extra (m, l) partial), and MLA's V taken
@@ -83,8 +86,9 @@ constexpr bool share_cache = get_named_compile_time_arg_val("share_cache") == 1;
 // page-table slot of block (t / tiles_per_block) % ring_blocks; the chunk, window and causal rules stay on logical
 // positions. 0: no ring.
 constexpr uint32_t ring_blocks = get_named_compile_time_arg_val("ring_blocks");
-// Consecutive users reading one page-table row (upstream's spec_multi_pos_tiles: a batch row's candidates).
+// Consecutive users reading one page-table row (upstream's spec_multi_pos_tiles: a batch row's candidates), one group.
 constexpr uint32_t users_per_page_row = get_named_compile_time_arg_val("users_per_page_row");
+constexpr uint32_t users_per_group = users_per_page_row;
 // A user mask [b, 1 or n_q_heads, q_len, kv_len] (bfloat16 or bfloat8_b), or upstream's decode mask
 // [b, 1, n_q_heads, kv_len] (q_len 1) whose rows are the heads.
 constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;
@@ -106,6 +110,8 @@ static_assert(!v_from_k || (k_head_block == DHt && vDHt <= DHt), "MLA reads V ou
 // counts before it reads that chunk, and reads every other chunk at once. 0: no update in the program.
 constexpr uint32_t wait_for_cache_update = get_named_compile_time_arg_val("wait_for_cache_update");
 constexpr uint32_t sem_cache_updated = get_named_compile_time_arg_val("sem_cache_updated");
+static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update == 0),
+              "users sharing a page-table row take no user mask and no fused cache update");
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
 // coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
 constexpr bool q_tiled = get_named_compile_time_arg_val("q_tiled") == 1;
@@ -116,6 +122,8 @@ constexpr uint32_t q_page_bytes = get_named_compile_time_arg_val("q_page_bytes")
 // rows belong to this group alone), so Q arrives as whole tiles: one read per tile instead of two per row and tile.
 constexpr bool q_whole_tiles = get_named_compile_time_arg_val("q_whole_tiles") == 1;
 static_assert(!q_whole_tiles || (q_tiled && q_len == 1 && num_kv_heads == 1), "whole Q tiles need one group a user");
+static_assert(!q_whole_tiles || users_per_group == 1 || PNHt == users_per_group * NQt,
+              "users of one group own whole Q tiles only when their heads fill them");
 
 // ---- tensors read through TensorAccessors (an absent optional tensor's offset names K's args: never used)
 constexpr auto q_args = TensorAccessorArgs<get_named_compile_time_arg_val("q_cta_offset")>();
@@ -128,7 +136,8 @@ constexpr auto sink_args = TensorAccessorArgs<get_named_compile_time_arg_val("si
 
 constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
-constexpr uint32_t q_rows = q_len * heads_per_group;
+constexpr uint32_t user_rows = q_len * heads_per_group;  // a user's rows in its group: token-major
+constexpr uint32_t q_rows = users_per_group * user_rows;    // the group's rows: user-major
 constexpr uint32_t q_tile_bytes = get_tile_size(cb_q);  // bfloat16
 constexpr uint32_t k_tile_bytes = get_tile_size(cb_k);
 constexpr uint32_t v_tile_bytes = get_tile_size(cb_v);
@@ -357,7 +366,9 @@ void read_attn_mask_chunk(const Noc& noc, const Accessor& mask_pages, uint32_t b
 
 // The generated mask of a chunk that holds positions some query row may not see (the causal edge, the window's
 // first chunk, or the positions past cur_pos of a non-causal cache).
-void push_generated_mask(uint32_t chunk, uint32_t cur_pos) {
+// `row_position(row)`: the position of query row `row` (its causal bound), or, non-causal, cur_pos.
+template <typename RowPosition>
+void push_generated_mask(uint32_t chunk, const RowPosition& row_position) {
     CircularBuffer mask_buf(cb_mask);
     mask_buf.reserve_back(PNHt * Sk_t);
     const uint32_t mask_l1 = mask_buf.get_write_ptr();
@@ -369,7 +380,7 @@ void push_generated_mask(uint32_t chunk, uint32_t cur_pos) {
                 const uint32_t row = rt * q_tile_rows + r;
                 // Padding rows see every position: they must not become fully masked (NaN).
                 const bool real_row = row < q_rows;
-                const uint32_t pos = is_causal ? query_position(row, cur_pos, q_len, heads_per_group) : cur_pos;
+                const uint32_t pos = row_position(row);
                 const uint32_t row_window_start = sliding_window == 0 ? 0 : window_start(pos, 1, sliding_window);
                 for (uint32_t c = 0; c < TILE_HW; ++c) {
                     const uint32_t key_pos = (chunk * Sk_t + kt) * TILE_HW + c;
@@ -499,7 +510,7 @@ void kernel_main() {
     // Q of group `group` (token-major rows gathered from the user's rows into rows 0..q_rows-1 of the Q tiles), read
     // into the Q slot tagged Q_TRID; pushed by the caller once the reads landed.
     auto read_q = [&](uint32_t group) {
-        const uint32_t b = group / num_kv_heads;
+        const uint32_t b = group / num_kv_heads * users_per_group;  // the group's first user
         const uint32_t kv_head = group % num_kv_heads;
         q_buf.reserve_back(PNHt * DHt);
         const uint32_t q_l1 = q_buf.get_write_ptr();
@@ -516,10 +527,11 @@ void kernel_main() {
         // A run of rows (face_row_run: consecutive heads of one token inside one face on both sides) is one read per
         // face column.
         for (uint32_t row = 0; row < q_rows;) {
-            const uint32_t token = row / heads_per_group;
+            const uint32_t user = b + row / user_rows;
+            const uint32_t token = row % user_rows / heads_per_group;
             const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
             // Row of Q's [q_len * b * heads, head_dim] view: tile layout pads each user's heads to whole tiles.
-            const uint32_t src_row = (token * batch + b) * (q_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
+            const uint32_t src_row = (token * batch + user) * (q_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
             const uint32_t run = face_row_run(row, q_rows, heads_per_group, q_tile_rows, src_row, q_tiled);
             for (uint32_t d = 0; d < DHt; ++d) {
                 const uint32_t dst_tile = ((row / q_tile_rows) * DHt + d) * q_tile_bytes;
@@ -553,7 +565,7 @@ void kernel_main() {
     if constexpr (is_paged) {
         page_table_buf.reserve_back(1);  // scratch: reserved, never pushed
         page_table_l1 = page_table_buf.get_write_ptr();
-        loaded_page_row = page_table_row(first_group / num_kv_heads);
+        loaded_page_row = page_table_row(first_group / num_kv_heads * users_per_group);
         noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
                        {.page_id = loaded_page_row}, {});
     }
@@ -580,15 +592,17 @@ void kernel_main() {
         // A user whose page table names a block that does not exist is skipped rather than read out of bounds.
         // Every core of a group reads the same row, so the group agrees. Entries past cur_pos are never looked at.
         for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
-            const uint32_t b = group / num_kv_heads;
-            const uint32_t cur_pos = cur_pos_of_user[b];
-            if (cur_pos == SKIPPED_USER) {
-                continue;
-            }
-            load_page_row(b);
-            const uint32_t first_tile = window_start(cur_pos, q_len, sliding_window) / TILE_HW;
-            if (!blocks_exist(CoreLocalMem<volatile uint32_t>(page_table_l1), first_tile, cur_pos / TILE_HW)) {
-                cur_pos_of_user[b] = SKIPPED_USER;
+            const uint32_t first_user = group / num_kv_heads * users_per_group;
+            for (uint32_t b = first_user; b < first_user + users_per_group; ++b) {
+                const uint32_t cur_pos = cur_pos_of_user[b];
+                if (cur_pos == SKIPPED_USER) {
+                    continue;
+                }
+                load_page_row(b);
+                const uint32_t first_tile = window_start(cur_pos, q_len, sliding_window) / TILE_HW;
+                if (!blocks_exist(CoreLocalMem<volatile uint32_t>(page_table_l1), first_tile, cur_pos / TILE_HW)) {
+                    cur_pos_of_user[b] = SKIPPED_USER;
+                }
             }
         }
     }
@@ -603,10 +617,13 @@ void kernel_main() {
     cur_pos_buf.push_back(1);
 
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
-        const uint32_t b = group / num_kv_heads;
+        const uint32_t b = group / num_kv_heads * users_per_group;  // the group's first user
         const uint32_t kv_head = group % num_kv_heads;
-        const uint32_t cur_pos = cur_pos_of_user[b];
-        const ChunkRange chunks = chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, q_len, sliding_window);
+        const GroupBounds bounds =
+            group_bounds([&](uint32_t u) { return uint32_t(cur_pos_of_user[u]); }, b, users_per_group, q_len);
+        const uint32_t cur_pos = bounds.last;  // the newest query's position; bounds.span stands in for q_len below
+        const ChunkRange chunks =
+            chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, bounds.span, sliding_window);
         if (chunks.count == 0) {
             continue;  // skipped user, or no chunk left for this core: compute does nothing either
         }
@@ -625,9 +642,22 @@ void kernel_main() {
 
         // K/V tiles that hold live positions; the rest of a chunk is zero-filled locally and masked. Inside the
         // first and last live tiles, rows outside [first_live_pos, cur_pos] are zeroed after the read.
-        const uint32_t first_live_pos = window_start(cur_pos, q_len, sliding_window);
+        const uint32_t first_live_pos = window_start(cur_pos, bounds.span, sliding_window);
         const uint32_t first_live_tile = first_live_pos / TILE_HW;
         const uint32_t last_live_tile = cur_pos / TILE_HW;
+        // Causal bound of query row `row` of the group: its user's token position (a skipped user's rows see the
+        // group's range: the writer writes zeros for them). Non-causal: every row sees up to cur_pos.
+        auto row_position = [&](uint32_t row) -> uint32_t {
+            if constexpr (!is_causal) {
+                return cur_pos;
+            } else if constexpr (users_per_group == 1) {
+                return query_position(row, cur_pos, q_len, heads_per_group);
+            } else {
+                const uint32_t user_pos = cur_pos_of_user[b + row / user_rows];
+                return user_pos == SKIPPED_USER ? cur_pos
+                                                : query_position(row % user_rows, user_pos, q_len, heads_per_group);
+            }
+        };
         const uint32_t kv_user = share_cache ? 0 : b;
         if constexpr (is_paged) {  // the user's page-table row (scratch reserved above, never pushed)
             load_page_row(b);
@@ -721,8 +751,8 @@ void kernel_main() {
                 if (f.block == 0) {
                     if constexpr (use_attn_mask) {
                         read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos, masked_rows);
-                    } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, q_len, sliding_window)) {
-                        push_generated_mask(chunk, cur_pos);
+                    } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, bounds.span, sliding_window)) {
+                        push_generated_mask(chunk, row_position);
                     }
                 }
                 noc.async_read_barrier<NocOptions::TXN_ID>({.trid = K_TRID});

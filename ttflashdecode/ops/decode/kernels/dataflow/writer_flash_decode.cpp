@@ -8,6 +8,8 @@
 //     the write to land, then increments the parent's semaphore for that round;
 //   - as the group's root, scatters the normalised rows into the output tensor (zeros for a skipped user, which
 //     includes a user whose cur_pos or page table broke the position contract: the reader checks them).
+// Consecutive users sharing a page-table row (spec_multi_pos_tiles candidates) are one group, their rows stacked user by
+// user: the root writes each user's rows, or zeros for a skipped one.
 // Output rows of different groups may share a tile, so rows are written as 16-datum face rows and a core never
 // touches rows it does not own. The output is TILE or ROW_MAJOR, DRAM or L1 interleaved, or height-sharded in L1:
 // then shard s lives at the output's L1 address on the core whose NOC coordinates are common runtime args 2s, 2s + 1.
@@ -51,6 +53,7 @@ constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
 constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
 constexpr uint32_t batch = get_named_compile_time_arg_val("batch");
+constexpr uint32_t users_per_group = get_named_compile_time_arg_val("users_per_page_row");
 constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
 // Semaphore of tree round r: sem_partial_arrived + r (the planner's per-round semaphores, plan/search.py).
 constexpr uint32_t sem_partial_arrived = get_named_compile_time_arg_val("sem_partial_arrived");
@@ -66,11 +69,14 @@ constexpr auto out_args = TensorAccessorArgs<get_named_compile_time_arg_val("out
 // two per row and tile (small DRAM writes keep a channel busy as long as a 128 B one).
 constexpr bool out_whole_tiles = get_named_compile_time_arg_val("out_whole_tiles") == 1;
 static_assert(!out_whole_tiles || (out_tiled && q_len == 1 && num_kv_heads == 1), "whole tiles need one group a user");
+static_assert(!out_whole_tiles || users_per_group == 1 || PNHt == users_per_group * NQt,
+              "users of one group own whole tiles only when their heads fill them");
 
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t o_tiles = PNHt * vDHt;
 constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;
-constexpr uint32_t q_rows = q_len * heads_per_group;
+constexpr uint32_t user_rows = q_len * heads_per_group;  // a user's rows in the group: token-major
+constexpr uint32_t q_rows = users_per_group * user_rows;
 constexpr uint32_t out_tile_bytes = get_tile_size(cb_out);  // an output tile in cb_out / cb_zeros
 constexpr uint32_t out_datum_bytes = out_tile_bytes / (q_tile_rows * TILE_HW);  // bfloat16 or float32
 constexpr uint32_t face_row_bytes = FACE_HW * out_datum_bytes;
@@ -115,14 +121,20 @@ void kernel_main() {
     noc.async_write_zeros(zeros_buf, out_tile_bytes);
     noc.write_zeros_l1_barrier();
 
-    // Writes the group's rows of the output block at the read pointer of `src` (o_tiles tiles, rows token-major),
-    // or, with same_tile_for_all, its first tile for every row.
-    auto write_rows = [&](uint32_t b, uint32_t kv_head, const CoreLocalMem<uint8_t>& src, bool same_tile_for_all) {
+    const CoreLocalMem<uint8_t> zeros(zeros_buf.get_write_ptr());
+    // Writes the group's rows of the output block at the read pointer of `src` (o_tiles tiles, rows user-major then
+    // token-major; `first_user` the group's first user), or, with same_tile_for_all, its first tile for every row.
+    // A skipped user's rows come from the zero tile.
+    auto write_rows = [&](uint32_t first_user, uint32_t kv_head, const CoreLocalMem<uint8_t>& src,
+                          bool same_tile_for_all) {
+        auto skipped = [&](uint32_t user) { return users_per_group > 1 && cur_pos_of_user[user] == SKIPPED_USER; };
         if constexpr (out_whole_tiles) {
-            // Compute's tile (r, c) is output page (b * NQt + r) * vDHt + c.
+            // Compute's tile (r, c) is output page (first_user * NQt + r) * vDHt + c; tile row r is user r / NQt's.
             for (uint32_t t = 0; t < o_tiles; ++t) {
-                out_pages.write(noc, src, same_tile_for_all ? 0 : t * out_tile_bytes, out_tile_bytes,
-                                {.page = b * NQt * vDHt + t, .offset = 0});
+                const bool zero = skipped(first_user + t / vDHt / NQt);
+                const bool first_tile = same_tile_for_all || zero;
+                out_pages.write(noc, zero ? zeros : src, first_tile ? 0 : t * out_tile_bytes, out_tile_bytes,
+                                {.page = first_user * NQt * vDHt + t, .offset = 0});
             }
             noc.async_write_barrier();
             return;
@@ -131,19 +143,21 @@ void kernel_main() {
         // write per face column: 4 heads a group write 128 B at once instead of four 32 B writes, and each small DRAM
         // write keeps its channel as busy as a 128 B one.
         for (uint32_t row = 0; row < q_rows;) {
-            const uint32_t token = row / heads_per_group;
+            const uint32_t b = first_user + row / user_rows;
+            const uint32_t token = row % user_rows / heads_per_group;
             const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
             // Row of the output's [q_len * b * heads, v_head_dim] view (tile layout pads each user's heads to tiles).
             const uint32_t dst_row = (token * batch + b) * (out_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
             const uint32_t run = face_row_run(row, q_rows, heads_per_group, q_tile_rows, dst_row, out_tiled);
+            const bool zero = skipped(b);
             for (uint32_t c = 0; c < vDHt; ++c) {
-                const uint32_t src_tile = same_tile_for_all ? 0 : (row / q_tile_rows) * vDHt + c;
+                const uint32_t src_tile = same_tile_for_all || zero ? 0 : (row / q_tile_rows) * vDHt + c;
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
                     const uint32_t src_offset =
                         src_tile * out_tile_bytes + tile_datum_offset(row % q_tile_rows, col, out_datum_bytes);
                     const PageOffset at =
                         datum_page<out_tiled>(dst_row, c * TILE_HW + col, vDHt * TILE_HW, out_datum_bytes);
-                    out_pages.write(noc, src, src_offset, run * face_row_bytes, at);
+                    out_pages.write(noc, zero ? zeros : src, src_offset, run * face_row_bytes, at);
                 }
             }
             row += run;
@@ -153,21 +167,24 @@ void kernel_main() {
 
     const uint32_t rounds = tree_rounds(num_cores_per_head);
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
-        const uint32_t b = group / num_kv_heads;
+        const uint32_t b = group / num_kv_heads * users_per_group;  // the group's first user
         const uint32_t kv_head = group % num_kv_heads;
-        const uint32_t cur_pos = cur_pos_of_user[b];
+        const GroupBounds bounds =
+            group_bounds([&](uint32_t u) { return uint32_t(cur_pos_of_user[u]); }, b, users_per_group, q_len);
+        const uint32_t cur_pos = bounds.last;
 
         if (cur_pos == SKIPPED_USER) {
             if (core_index == 0) {
-                write_rows(b, kv_head, CoreLocalMem<uint8_t>(zeros_buf.get_write_ptr()), /*same_tile_for_all=*/true);
+                write_rows(b, kv_head, zeros, /*same_tile_for_all=*/true);
             }
             continue;
         }
-        const ChunkRange chunks = chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, q_len, sliding_window);
+        const ChunkRange chunks =
+            chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, bounds.span, sliding_window);
         if (chunks.count == 0) {
             continue;
         }
-        const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, q_len, sliding_window);
+        const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, bounds.span, sliding_window);
 
         for (uint32_t round = 0; round < rounds; ++round) {
             if (core_index != 0 && round == send_round(core_index)) {
