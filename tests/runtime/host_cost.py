@@ -2,39 +2,45 @@
 
 Measured in the mock worker's process (mock_worker.py --host-cost). A mock cluster executes nothing, so what is timed
 is host work alone: the op's fast path (the call's key, the cached plan and descriptor), the output's allocation, the
-position upload when positions come from the host, and ttnn's generic_op (its program cache lookup by the
-descriptor's hash, runtime-argument updates, the enqueue, which a mock device drops). Wall-clock medians over
-``repeats`` calls after two warm-up calls (the first builds and JIT-compiles the program). The 30 us goal is
-issue 27's.
+position upload when positions come from the host, and ttnn's generic_op (its program-cache lookup by the
+descriptor's hash, the copy of the descriptor's runtime args into the cached program, the enqueue, which a mock
+device drops). The 30 us goal is issue 27's.
+
+How: every row is timed in blocks of ``BLOCK`` calls, the rows taking turns block by block (so a shared machine's
+load falls on all of them alike), after two warm-up calls per row (the first builds and JIT-compiles the program).
+Per row: the median wall-clock time of its ``repeats`` calls, and the median over its blocks of the process's CPU
+time per call (what other processes' load inflates least). The machine's load average is recorded before and after.
+
+Rows "before": the same calls with the descriptor launched without ``custom_program_hash`` (what the package did
+before ``backend.seal_program_hash``: ttnn then walks the whole descriptor on every call to find the cached program);
+the package's caches are rebuilt at each switch, outside the timed calls.
+
+    .venv/bin/python tests/runtime/host_cost.py      # prints the table (runs the mock worker; no pytest session)
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 
-import torch
-
-import ttflashdecode
-from ttflashdecode.config import ProgramConfig
-from ttflashdecode.ttnn_env import import_ttnn
-
-ttnn = import_ttnn()
 GOAL_US = 30.0
-
-
-def _median_us(fn, repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t0)
-    return statistics.median(samples) / 1000.0
+BLOCK = 30
 
 
 def measure(dev, repeats: int = 300) -> dict:
     """Llama-3.1-8B's decode step on one N150 chip (batch 8, 32 q / 8 kv heads, head_dim 128, bfloat8_b cache of
     1024 positions, device positions), the op called as a decode loop calls it."""
+    import torch
+
+    import ttflashdecode
+    from ttflashdecode import backend as backend_module
+    from ttflashdecode.backend import backend_for
+    from ttflashdecode.config import ProgramConfig
+    from ttflashdecode.ttnn_env import import_ttnn
+
+    ttnn = import_ttnn()
     gen = torch.Generator().manual_seed(27)
     b, nq, nkv, d, S = 8, 32, 8, 128, 1024
     grid = dev.compute_with_storage_grid_size()
@@ -50,19 +56,19 @@ def measure(dev, repeats: int = 300) -> dict:
                                          ttnn.DRAM_MEMORY_CONFIG)  # fmt: skip
     config = ProgramConfig(compute_with_storage_grid_size=(grid.x, grid.y), k_chunk_size=128)
     host_positions = [int(p) for p in torch.arange(b) * 100]
+    op = ttflashdecode.scaled_dot_product_attention_decode
 
     calls = {
         # a decode loop's call: device positions, the output allocated by the op
-        "op_device_positions": lambda: ttflashdecode.scaled_dot_product_attention_decode(
-            q, k, v, cur_pos_tensor=pos, program_config=config),
+        "op_device_positions": lambda: op(q, k, v, cur_pos_tensor=pos, program_config=config),
         # the same with the output passed in (no allocation)
-        "op_device_positions_output_given": lambda: ttflashdecode.scaled_dot_product_attention_decode(
-            q, k, v, cur_pos_tensor=pos, program_config=config, output_tensor=out),
+        "op_device_positions_output_given": lambda: op(q, k, v, cur_pos_tensor=pos, program_config=config,
+                                                       output_tensor=out),
         # host positions: uploaded by the op every call
-        "op_host_positions": lambda: ttflashdecode.scaled_dot_product_attention_decode(
-            q, k, v, cur_pos=host_positions, program_config=config),
+        "op_host_positions": lambda: op(q, k, v, cur_pos=host_positions, program_config=config),
     }  # fmt: skip
 
+    # The launched descriptor (captured from the op's own launch) for the generic_op rows.
     captured = {}
     real, real_mesh_pd = ttnn.generic_op, ttnn.MeshProgramDescriptor
 
@@ -72,38 +78,149 @@ def measure(dev, repeats: int = 300) -> dict:
 
     def capture_mesh_pd(ranges):
         # ttnn.open_device gives a 1x1 MeshDevice: the op launches a MeshProgramDescriptor around one program
-        captured["program"] = list(ranges.values())[0]
+        captured["range"], captured["program"] = next(iter(ranges.items()))
         return real_mesh_pd(ranges)
 
-    result = {"shape": dict(batch=b, n_q_heads=nq, n_kv_heads=nkv, head_dim=d, kv_len=S, kv_dtype="bfloat8_b"),
-              "repeats": repeats, "goal_us": GOAL_US, "median_us": {}}  # fmt: skip
-    for name, fn in calls.items():
-        fn(), fn()  # build, JIT, cache
-        result["median_us"][name] = _median_us(fn, repeats)
-    ttnn.generic_op, ttnn.MeshProgramDescriptor = capture, capture_mesh_pd
-    try:
-        ttflashdecode.clear_program_cache()  # the launchable is cached by the fast path: rebuild it once, captured
-        calls["op_device_positions_output_given"]()
-    finally:
-        ttnn.generic_op, ttnn.MeshProgramDescriptor = real, real_mesh_pd
-    io, launchable = captured["args"]
-    program = captured.get("program", launchable)
-    # ttnn's part alone: generic_op on the same descriptor and tensors (program cache hit)
-    real(io, launchable)  # the rebuilt program's first launch
-    result["median_us"]["generic_op_alone"] = _median_us(lambda: real(io, launchable), repeats)
-    # the part of it that hashes the descriptor for the program cache
-    result["median_us"]["compute_program_descriptor_hash"] = (
-        _median_us(lambda: ttnn.compute_program_descriptor_hash(program), repeats)
-        if hasattr(ttnn, "compute_program_descriptor_hash") else None)  # fmt: skip
-    # The fast path's L1 line (Backend.lowest_l1_buffer_address, from the allocator's block table) against every
-    # L1 buffer ttnn reports, with an interleaved and a height-sharded L1 tensor alive.
-    from ttflashdecode.backend import backend_for  # noqa: PLC0415
+    def launch_of(sealed: bool):
+        """The op's (io tensors, launchable, program) as it launches them, its descriptor sealed or not."""
+        seal = backend_module.seal_program_hash
+        if not sealed:
+            backend_module.seal_program_hash = lambda program: None
+        ttnn.generic_op, ttnn.MeshProgramDescriptor = capture, capture_mesh_pd
+        try:
+            ttflashdecode.clear_program_cache()  # the launchable is cached by the fast path: rebuild it, captured
+            calls["op_device_positions_output_given"]()
+        finally:
+            ttnn.generic_op, ttnn.MeshProgramDescriptor = real, real_mesh_pd
+            backend_module.seal_program_hash = seal
+        io, launchable = captured["args"]
+        return io, launchable, captured.get("program", launchable)
 
+    io, sealed_launchable, sealed_program = launch_of(sealed=True)
+    _, plain_launchable, plain_program = launch_of(sealed=False)
+    structural = ttnn.compute_program_descriptor_hash(plain_program)
+
+    # A one-core, one-kernel program: the floor of generic_op's per-call cost on this machine.
+    core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
+    tiny = ttnn.ProgramDescriptor(kernels=[ttnn.KernelDescriptor(
+        kernel_source="void kernel_main() {}", source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
+        core_ranges=core, runtime_args=[(ttnn.CoreCoord(0, 0), [0])], config=ttnn.ReaderConfigDescriptor())],
+        semaphores=[], cbs=[])  # fmt: skip
+    backend_module.seal_program_hash(tiny)
+    tiny_launchable = ttnn.MeshProgramDescriptor({captured["range"]: tiny})
+    tiny_io = [q, out]
+
+    # name -> (mode, call): mode "sealed" / "unsealed" is how the op seals the descriptors it builds (None: the row
+    # does not go through the op)
+    rows = {name: ("sealed", fn) for name, fn in calls.items()}
+    rows["op_device_positions_output_given_before"] = ("unsealed", calls["op_device_positions_output_given"])
+    rows.update({
+        "generic_op_alone": (None, lambda: real(io, sealed_launchable)),
+        "generic_op_alone_before": (None, lambda: real(io, plain_launchable)),
+        "compute_program_descriptor_hash_before": (None, lambda: ttnn.compute_program_descriptor_hash(plain_program)),
+        "generic_op_one_core_program": (None, lambda: real(tiny_io, tiny_launchable)),
+    })  # fmt: skip
+    seal, mode = backend_module.seal_program_hash, {"now": None}
+    wall = {name: [] for name in rows}
+    cpu = {name: [] for name in rows}
+
+    def switch(to):
+        """Make the op build its descriptors ``to`` ("sealed" / "unsealed"): its caches are dropped and every row of
+        that mode is called twice (rebuilt, launched once), outside the timed calls."""
+        if to is None or to == mode["now"]:
+            return
+        backend_module.seal_program_hash = seal if to == "sealed" else (lambda program: None)
+        ttflashdecode.clear_program_cache()
+        for row_mode, fn in rows.values():
+            if row_mode == to:
+                fn(), fn()
+        mode["now"] = to
+
+    try:
+        for row_mode, fn in rows.values():
+            switch(row_mode)
+            fn(), fn()
+        load_before = os.getloadavg()
+        for _ in range(max(1, repeats // BLOCK)):
+            for name, (row_mode, fn) in rows.items():
+                switch(row_mode)
+                samples = wall[name]
+                start_cpu = time.process_time_ns()
+                for _ in range(BLOCK):
+                    t0 = time.perf_counter_ns()
+                    fn()
+                    samples.append(time.perf_counter_ns() - t0)
+                cpu[name].append((time.process_time_ns() - start_cpu) / BLOCK)
+        load_after = os.getloadavg()
+    finally:
+        backend_module.seal_program_hash = seal
+
+    m = {name: statistics.median(s) / 1000.0 for name, s in wall.items()}
+    c = {name: statistics.median(s) / 1000.0 for name, s in cpu.items()}
+    for table in (m, c):
+        table["package_share_output_given"] = table["op_device_positions_output_given"] - table["generic_op_alone"]
+    # The fast path's L1 line (Backend.lowest_l1_buffer_address, from the allocator's block table) against every
+    # L1 buffer ttnn reports, with an interleaved L1 tensor alive.
     l1 = [ttnn.to_device(ttnn.from_torch(torch.zeros(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT), dev,
                          memory_config=ttnn.L1_MEMORY_CONFIG)]  # fmt: skip
     reports = [int(x.address) for x in ttnn._ttnn.reports.get_buffers(dev) if x.buffer_type == ttnn.BufferType.L1]
-    result["l1_line"] = {"backend": backend_for(dev).lowest_l1_buffer_address(), "reports": min(reports)}
+    l1_line = {"backend": backend_for(dev).lowest_l1_buffer_address(), "reports": min(reports)}
     del l1
-    m = result["median_us"]
-    m["package_share_output_given"] = m["op_device_positions_output_given"] - m["generic_op_alone"]
-    return result
+    return {
+        "shape": dict(batch=b, n_q_heads=nq, n_kv_heads=nkv, head_dim=d, kv_len=S, kv_dtype="bfloat8_b"),
+        "repeats": len(next(iter(wall.values()))), "block": BLOCK, "goal_us": GOAL_US,
+        "load_average_before": load_before, "load_average_after": load_after, "cpus": os.cpu_count(),
+        "median_us": m, "cpu_median_us": c, "l1_line": l1_line,
+        "program_hash": {"sealed": sealed_program.custom_program_hash, "unsealed": plain_program.custom_program_hash,
+                         "structural": structural},
+    }  # fmt: skip
+
+
+ROW_LABELS = {
+    "op_device_positions_output_given": "op, device positions, output given",
+    "op_device_positions_output_given_before": "  the same, descriptor without custom_program_hash (before)",
+    "op_device_positions": "op, device positions, output allocated by the op",
+    "op_host_positions": "op, host positions (uploaded every call)",
+    "generic_op_alone": "`ttnn.generic_op` alone on the op's descriptor",
+    "generic_op_alone_before": "  the same, descriptor without custom_program_hash (before)",
+    "compute_program_descriptor_hash_before": "`ttnn.compute_program_descriptor_hash` walking the descriptor",
+    "generic_op_one_core_program": "`ttnn.generic_op` on a one-core, one-kernel program (its floor)",
+    "package_share_output_given": "package's share (op, output given, minus generic_op alone)",
+}
+
+
+def table(result: dict) -> str:
+    """The result as the markdown table docs/RUNTIME.md shows."""
+    m, c = result["median_us"], result["cpu_median_us"]
+    lines = ["| call (cache hit) | wall median (us) | CPU median (us) |", "|---|---|---|"]
+    for key, label in ROW_LABELS.items():
+        lines.append(f"| {label} | {m[key]:.1f} | {c[key]:.1f} |")
+    load = ", ".join(f"{x:.1f}" for x in (*result["load_average_before"][:1], *result["load_average_after"][:1]))
+    lines.append(f"\n{result['repeats']} calls per row in blocks of {result['block']}; load average (1 min) before, "
+                 f"after: {load} on {result['cpus']} CPUs; goal {result['goal_us']:.0f} us")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Run the mock worker's host-cost entry alone (tests/runtime/mock_env.py) and print the table."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    import mock_env  # noqa: PLC0415
+
+    reason = mock_env.unavailable()
+    if reason:
+        print(f"cannot run the mock runtime: {reason}")
+        return 1
+    work = Path(tempfile.mkdtemp(prefix="ttfd_host_cost_"))
+    result = mock_env.run_worker(mock_env.prepare(work), "n150", work / "host_cost.json", host_cost=True)
+    print(table(result))
+    print(json.dumps({k: result[k] for k in ("l1_line", "program_hash")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
