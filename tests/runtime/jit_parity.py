@@ -13,8 +13,7 @@ For a launched ProgramDescriptor, two views of each kernel's build:
 defines, per-CB descriptor arrays, math fidelity / approx mode / DST settings, include roots, NOC and bank
 defines) and lists every difference. Differences the emulator has by design (it runs the three TRISCs of a compute
 kernel as one host program; it uses its own kernel API and LLK headers in front of the wheel's; the firmware-level
-defines its runtime provides otherwise) are classified ``by_design`` with the reason, a documented difference not yet
-fixed ``open`` (OPEN_DEFINES_ONLY_EMU), everything else ``differs``: a define only one side has and that no list
+defines its runtime provides otherwise) are classified ``by_design`` with the reason, everything else ``differs``: a define only one side has and that no list
 names is a difference too.
 """
 
@@ -55,10 +54,6 @@ BY_DESIGN_ONLY_JIT_COMPUTE = {"PROCESSOR_INDEX", "NUM_L1_BANKS", "LOG_BASE_2_OF_
 # chlkc_descriptors.h, compared in math_settings), the LLK's instruction-by-instruction SFPU form.
 BY_DESIGN_ONLY_EMU_COMPUTE = {"TRISC_UNPACK", "TRISC_MATH", "TRISC_PACK", "EMU_DST_ACCUM_MODE", "EMU_MATH_APPROX_MODE",
                               "EMU_MATH_FIDELITY", "EMU_DST_FULL_SYNC_EN", "DISABLE_SFPLOADMACRO"}  # fmt: skip
-# Open (a difference, not by design): the emulator defines NOC_INDEX=0 for compute kernels, the JIT does not
-# (ComputeKernel::process_defines adds NOC_MODE only). Redundant (the emulator's dataflow_api.h defaults it to 0);
-# dropping it changes every compute kernel's flags, i.e. a recompile of each.
-OPEN_DEFINES_ONLY_EMU_COMPUTE = {"NOC_INDEX"}
 
 
 def kernel_names(program) -> list[str]:
@@ -210,8 +205,7 @@ def _compare_cb_arrays(jtext: str, etext: str, differs: dict) -> None:
 
 def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
     """Every difference between tt-metal's build of a kernel and the emulator's, grouped; ``differs`` holds what a
-    kernel's code could observe, ``by_design`` the emulator's documented structural differences, ``open`` the
-    documented differences not fixed yet (OPEN_DEFINES_ONLY_EMU_COMPUTE)."""
+    kernel's code could observe, ``by_design`` the emulator's documented structural differences."""
     differs: dict = {}
     by_design: dict = {}
     compute = any(r.startswith("trisc") for r in jit["riscs"])
@@ -275,12 +269,10 @@ def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
     only_emu = sorted(k for k in emu["defines"] if k not in jall)
     ok_jit = BY_DESIGN_ONLY_JIT | (BY_DESIGN_ONLY_JIT_COMPUTE if compute else set())
     ok_emu = BY_DESIGN_ONLY_EMU_COMPUTE if compute else set()
-    open_emu = OPEN_DEFINES_ONLY_EMU_COMPUTE if compute else set()
     by_design["defines_only_jit"] = [k for k in only_jit if k in ok_jit]
     by_design["defines_only_emu"] = [k for k in only_emu if k in ok_emu]
-    opened = {"defines_only_emu": [k for k in only_emu if k in open_emu]}
     unexplained = {"jit": [k for k in only_jit if k not in ok_jit],
-                   "emu": [k for k in only_emu if k not in ok_emu | open_emu]}  # fmt: skip
+                   "emu": [k for k in only_emu if k not in ok_emu]}  # fmt: skip
     if unexplained["jit"] or unexplained["emu"]:
         differs["defines_only_one_side"] = unexplained
     # include roots: the kernel's folder and the descriptor's include paths must reach both builds
@@ -295,7 +287,7 @@ def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
         differs["include_paths"] = missing
     jit_files = sorted(files)
     by_design["generated_files_jit"] = jit_files
-    return {"differs": differs, "by_design": by_design, "open": {k: v for k, v in opened.items() if v}}
+    return {"differs": differs, "by_design": by_design}
 
 
 def compare_launches(launches: list[list], builds: list[dict], grid: tuple[int, int]) -> list[dict]:

@@ -463,7 +463,7 @@ def kernel_flags(
                      "-DIS_NOT_POW2_NUM_L1_BANKS=1")
     else:
         flags += ["-DCOMPILE_FOR_TRISC", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH", "-DUCK_CHLKC_PACK",
-                  "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0", *jit_env.COMPUTE_DEFINES]
+                  "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", *jit_env.COMPUTE_DEFINES]
         # ComputeKernel::process_defines: NOC_MODE = DM_DEDICATED_NOC (0) for every compute kernel
         flags.append("-DNOC_MODE=0")
         flags += [
