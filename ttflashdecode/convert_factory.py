@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ttflashdecode.kernel_args import tensor_accessor_args
+from ttflashdecode.kernel_args import AccessorArgs, cb_descriptor, core_range_set, kernel_descriptor, select
 from ttflashdecode.kernel_sources import CONVERT_KERNELS
 from ttflashdecode.plan import TILE
 from ttflashdecode.ttnn_env import import_ttnn
@@ -38,8 +38,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
     if [int(d) for d in src.padded_shape] != [int(d) for d in dst.padded_shape]:
         raise ValueError(f"convert: src shape {list(src.padded_shape)} != dst shape {list(dst.padded_shape)}")
     split = split_units(num_tiles_of(dst), grid)
-    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
-    src_page, dst_page = src.buffer_page_size(), dst.buffer_page_size()
+    cores = core_range_set(split.cores)
 
     compute_args = [(ttnn.CoreCoord(*core), [count]) for core, count in zip(split.cores, split.num_units)]
     # A float32 source keeps its precision through DST only with 32-bit DST registers. bfp8_pack_precise makes
@@ -51,16 +50,6 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         bfp8_pack_precise=True,
     )
 
-    def kernel(source: str, config, runtime_args, named: dict[str, int], accessor_tensor=None):
-        return ttnn.KernelDescriptor(
-            kernel_source=str(CONVERT_DIR / source),
-            core_ranges=cores,
-            compile_time_args=[] if accessor_tensor is None else tensor_accessor_args(accessor_tensor),
-            named_compile_time_args=list(named.items()),
-            runtime_args=runtime_args,
-            config=config,
-        )
-
     def tile_range_args(address: int):
         """Runtime args of the reader and the writer: the tensor's address, then the core's tile range."""
         return [
@@ -68,19 +57,22 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
             for core, first, count in zip(split.cores, split.first_unit, split.num_units)
         ]
 
+    values = {"cb_in": CB_IN, "cb_out": CB_OUT}
+    reader, writer = AccessorArgs(), AccessorArgs()
+    reader.add("src", src)
+    writer.add("dst", dst)
     kernels = [
-        kernel("dataflow/reader_tiles.cpp", ttnn.ReaderConfigDescriptor(), tile_range_args(src.buffer_address()),
-               {"cb_in": CB_IN, "src_cta_offset": 0}, src),
-        kernel("compute/compute_copy.cpp", compute_config, compute_args, {"cb_in": CB_IN, "cb_out": CB_OUT}),
-        kernel("dataflow/writer_tiles.cpp", ttnn.WriterConfigDescriptor(), tile_range_args(dst.buffer_address()),
-               {"cb_out": CB_OUT, "dst_cta_offset": 0}, dst),
+        kernel_descriptor(CONVERT_DIR / "dataflow" / "reader_tiles.cpp", cores,
+                          select(values, ("cb_in", "src_cta_offset"), reader), tile_range_args(src.buffer_address()),
+                          ttnn.ReaderConfigDescriptor(), []),
+        kernel_descriptor(CONVERT_DIR / "compute" / "compute_copy.cpp", cores, select(values, ("cb_in", "cb_out")),
+                          compute_args, compute_config, []),
+        kernel_descriptor(CONVERT_DIR / "dataflow" / "writer_tiles.cpp", cores,
+                          select(values, ("cb_out", "dst_cta_offset"), writer), tile_range_args(dst.buffer_address()),
+                          ttnn.WriterConfigDescriptor(), []),
     ]
     cbs = [
-        ttnn.CBDescriptor(
-            total_size=PAGES_PER_CB * page,
-            core_ranges=cores,
-            format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page)],
-        )
-        for index, dtype, page in ((CB_IN, src.dtype, src_page), (CB_OUT, dst.dtype, dst_page))
+        cb_descriptor(cores, [CB_IN], src.dtype, src.buffer_page_size(), PAGES_PER_CB),
+        cb_descriptor(cores, [CB_OUT], dst.dtype, dst.buffer_page_size(), PAGES_PER_CB),
     ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)

@@ -36,14 +36,13 @@ This module is the one Python definition of the fill kernels' arguments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from ttflashdecode.backend import backend_for
 from ttflashdecode.convert_factory import CONVERT_DIR
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.kernel_args import AccessorArgs, kernel_descriptor, select, wire
+from ttflashdecode.kernel_args import AccessorArgs, cb_descriptor, core_range_set, kernel_descriptor, select, wire
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.update_cache_op import KERNEL_DIR, L1_ALIGNMENT, TILE, CacheOpRun, HeadTiles
@@ -296,7 +295,7 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
     a ring fill's valid_seq_len tensor)."""
     ttnn = import_ttnn()
     split = split_units(shapes.num_units, grid)
-    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
+    cores = core_range_set(split.cores)
     values = {
         "Wt": shapes.Wt,
         "n_kv_heads": shapes.n_kv_heads,
@@ -333,31 +332,26 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
     compute_rt = [(ttnn.CoreCoord(*c), [count * shapes.Wt]) for c, _, count in per_core]  # tiles, as compute_copy takes
     writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core]
 
-    def kernel(source: Path, args, runtime_args, config):
-        return kernel_descriptor(source, cores, args, runtime_args, config, [KERNEL_DIR])
-
     kernels = [
-        kernel(READER, reader_args, reader_rt, ttnn.ReaderConfigDescriptor()),
-        kernel(COMPUTE, compute_args, compute_rt, compute.descriptor()),
-        kernel(WRITER, writer_args, writer_rt, ttnn.WriterConfigDescriptor()),
+        kernel_descriptor(READER, cores, reader_args, reader_rt, ttnn.ReaderConfigDescriptor(), [KERNEL_DIR]),
+        kernel_descriptor(COMPUTE, cores, compute_args, compute_rt, compute.descriptor(), [KERNEL_DIR]),
+        kernel_descriptor(WRITER, cores, writer_args, writer_rt, ttnn.WriterConfigDescriptor(), [KERNEL_DIR]),
     ]
 
-    def cb(name, dtype, page_size, pages):
-        return ttnn.CBDescriptor(
-            total_size=page_size * pages,
-            core_ranges=cores,
-            format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=CB_INDEX[name], data_format=dtype,
-                                                        page_size=page_size)],  # fmt: skip
-        )
+    def scratch_page(tensor) -> int:
+        # A page the reader always names: the tensor's page, aligned, or one aligned page when there is no tensor.
+        return _aligned(tensor.buffer_page_size() if tensor is not None else 1)
 
     cbs = [
-        cb("in", new.dtype, new.buffer_page_size(), PAGES_PER_CB),
-        cb("out", cache.dtype, cache.buffer_page_size(), PAGES_PER_CB),
-        cb("target", ttnn.uint32, TARGET_RECORD_BYTES, 2),
-        # Scratch pages the reader always names (one aligned page even when there is no such tensor).
-        cb("index", ttnn.int32, _aligned(index.buffer_page_size() if index is not None else 1), 1),
-        cb("page_table", ttnn.int32, _aligned(page_table.buffer_page_size() if page_table is not None else 1), 1),
-        cb("valid_len", ttnn.int32, _aligned(valid_len.buffer_page_size() if valid_len is not None else 1), 1),
+        cb_descriptor(cores, [CB_INDEX[name]], dtype, page_size, pages)
+        for name, dtype, page_size, pages in (
+            ("in", new.dtype, new.buffer_page_size(), PAGES_PER_CB),
+            ("out", cache.dtype, cache.buffer_page_size(), PAGES_PER_CB),
+            ("target", ttnn.uint32, TARGET_RECORD_BYTES, 2),
+            ("index", ttnn.int32, scratch_page(index), 1),
+            ("page_table", ttnn.int32, scratch_page(page_table), 1),
+            ("valid_len", ttnn.int32, scratch_page(valid_len), 1),
+        )
     ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from ttflashdecode.backend import backend_of
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.kernel_args import core_range_set
 from ttflashdecode.op import _positions_bound, _wrapper
 from ttflashdecode.plan import DecodePlan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
@@ -245,8 +246,7 @@ def build_fused_program(fused: FusedPlan, buffers: DecodeBuffers, pairs, update_
     signal = CacheUpdateSignal(fused.sem_cache_updated, tuple(tuple(c) for c in group_cores))
     update = build_update_program(update_shapes, pairs, buffers.cur_pos, buffers.page_table, backend.grid(), compute,
                                   cores=list(fused.update_cores), signal=signal)  # fmt: skip
-    every_core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c))
-                                    for c in (*fused.attention_cores, *fused.update_cores)])  # fmt: skip
+    every_core = core_range_set((*fused.attention_cores, *fused.update_cores))
     cache_updated = ttnn.SemaphoreDescriptor(id=fused.sem_cache_updated, core_type=ttnn.CoreType.WORKER,
                                              core_ranges=every_core, initial_value=0)  # fmt: skip
     return ttnn.ProgramDescriptor(

@@ -34,7 +34,6 @@ offsets, runtime args in wire order), as :mod:`ttflashdecode.kernel_args` is for
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -43,7 +42,8 @@ from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import (
     PLACEMENTS,
     AccessorArgs,
-    KernelArgs,
+    cb_descriptor,
+    core_range_set,
     kernel_descriptor,
     select,
     tensor_placement,
@@ -576,7 +576,7 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     new2_addr = new2.buffer_address() if new2 is not None else 0
     ttnn = import_ttnn()
     split = split_units(shapes.num_units, grid, cores)
-    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in split.cores])
+    cores = core_range_set(split.cores)
     reader_args, compute_args, writer_args = update_kernel_args(
         shapes, cache, new, index, page_table, compute.fp32_dest_acc_en, signal
     )
@@ -597,39 +597,30 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     noc_coord = backend_for(cache.device()).noc_coord
     reader_common = [v for core in input_cores for v in noc_coord(core)]
 
-    def kernel(source: Path, args: KernelArgs, runtime_args, config, common_runtime_args=()):
-        return kernel_descriptor(source, cores, args, runtime_args, config, [KERNEL_DIR, DECODE_KERNELS],
-                                 common_runtime_args)
-
+    include = [KERNEL_DIR, DECODE_KERNELS]
     kernels = [
-        kernel(READER, reader_args, reader_rt, ttnn.ReaderConfigDescriptor(), reader_common),
-        kernel(COMPUTE, compute_args, compute_rt, compute.descriptor()),
-        kernel(WRITER, writer_args, writer_rt, ttnn.WriterConfigDescriptor()),
+        kernel_descriptor(READER, cores, reader_args, reader_rt, ttnn.ReaderConfigDescriptor(), include, reader_common),
+        kernel_descriptor(COMPUTE, cores, compute_args, compute_rt, compute.descriptor(), include),
+        kernel_descriptor(WRITER, cores, writer_args, writer_rt, ttnn.WriterConfigDescriptor(), include),
     ]
     Wt = shapes.Wt
     cache_dtype = getattr(ttnn, shapes.cache_dtype)
     cache_tile = cache.buffer_page_size()
     rows_tile = 2 * TILE * TILE  # bfloat16 rows: Wt pages of a bfloat16 tile's bytes hold 32 rows of head_dim
 
-    def cb(index_names, dtype, page_size, pages):
-        return ttnn.CBDescriptor(
-            total_size=page_size * pages,
-            core_ranges=cores,
-            format_descriptors=[
-                ttnn.CBFormatDescriptor(buffer_index=CB_INDEX[n], data_format=dtype, page_size=page_size)
-                for n in index_names
-            ],
-        )
-
+    table_page = _aligned(page_table.buffer_page_size() if page_table is not None else 1)
     cbs = [
-        cb(["cache"], cache_dtype, cache_tile, Wt),
-        cb(["new_row"], ttnn.bfloat16, shapes.head_dim * 2, 1),
-        cb(["index"], ttnn.int32, _aligned(index.buffer_page_size()), 1),
-        cb(["target"], ttnn.uint32, TARGET_RECORD_BYTES, 2),
-        cb(["rows", "patched"], ttnn.bfloat16, rows_tile, Wt),
-        cb(["out"], cache_dtype, cache_tile, Wt),
-        # Unpaged, the reader still names the (unused) page-table scratch: one aligned page.
-        cb(["page_table"], ttnn.int32, _aligned(page_table.buffer_page_size() if page_table is not None else 1), 1),
+        cb_descriptor(cores, [CB_INDEX[name] for name in names], dtype, page_size, pages)
+        for names, dtype, page_size, pages in (
+            (["cache"], cache_dtype, cache_tile, Wt),
+            (["new_row"], ttnn.bfloat16, shapes.head_dim * 2, 1),
+            (["index"], ttnn.int32, _aligned(index.buffer_page_size()), 1),
+            (["target"], ttnn.uint32, TARGET_RECORD_BYTES, 2),
+            (["rows", "patched"], ttnn.bfloat16, rows_tile, Wt),
+            (["out"], cache_dtype, cache_tile, Wt),
+            # Unpaged, the reader still names the (unused) page-table scratch: one aligned page.
+            (["page_table"], ttnn.int32, table_page, 1),
+        )
     ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
