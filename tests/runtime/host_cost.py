@@ -159,12 +159,16 @@ def measure(dev, repeats: int = 300) -> dict:
     c = {name: statistics.median(s) / 1000.0 for name, s in cpu.items()}
     for table in (m, c):
         table["package_share_output_given"] = table["op_device_positions_output_given"] - table["generic_op_alone"]
-    # The fast path's L1 line (Backend.lowest_l1_buffer_address, from the allocator's block table) against every
-    # L1 buffer ttnn reports, with an interleaved L1 tensor alive.
+    # The fast path's L1 line (Backend.lowest_l1_buffer_address, from the allocator's memory view) against every
+    # L1 buffer ttnn reports, without an L1 buffer and with an interleaved L1 tensor alive.
+    def reported_l1():
+        found = [int(x.address) for x in ttnn._ttnn.reports.get_buffers(dev) if x.buffer_type == ttnn.BufferType.L1]
+        return min(found) if found else None
+
+    no_l1 = {"backend_no_l1": backend_for(dev).lowest_l1_buffer_address(), "reports_no_l1": reported_l1()}
     l1 = [ttnn.to_device(ttnn.from_torch(torch.zeros(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT), dev,
                          memory_config=ttnn.L1_MEMORY_CONFIG)]  # fmt: skip
-    reports = [int(x.address) for x in ttnn._ttnn.reports.get_buffers(dev) if x.buffer_type == ttnn.BufferType.L1]
-    l1_line = {"backend": backend_for(dev).lowest_l1_buffer_address(), "reports": min(reports)}
+    l1_line = {"backend": backend_for(dev).lowest_l1_buffer_address(), "reports": reported_l1(), **no_l1}
     del l1
     return {
         "shape": dict(batch=b, n_q_heads=nq, n_kv_heads=nkv, head_dim=d, kv_len=S, kv_dtype="bfloat8_b"),
