@@ -76,7 +76,8 @@ DOCS = {
     "q_placement": "PLACEMENTS of Q",
     "q_shard_pages": "height-sharded Q: pages per shard",
     "q_page_bytes": "a Q page: a tile, or a row of head_dim",
-    "q_whole_tiles": "1: the group's query rows are whole tile rows of Q (q_len 1, one kv head, TILE): read whole tiles",
+    "q_whole_tiles": "1: the group's query rows are whole tile rows of Q (q_len 1, one kv head, TILE): read whole "
+    "tiles",
     "out_tiled": "1: output in TILE layout, 0: ROW_MAJOR",
     "out_placement": "PLACEMENTS of the output",
     "out_shard_pages": "height-sharded output: pages per shard",
@@ -99,13 +100,13 @@ DOCS = {
 }
 
 READER_ARGS = (
-    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "heads_per_group", "NQt", "St", "num_kv_heads", "n_q_heads", "batch",
-    "sliding_window", "kv_len", "is_causal", "scale_bits", "k_head_block", "v_head_block", "is_paged",
+    "DHt", "vDHt", "Sk_t", "PNHt", "q_tile_rows", "q_len", "heads_per_group", "NQt", "St", "num_kv_heads", "n_q_heads",
+    "batch", "sliding_window", "kv_len", "is_causal", "scale_bits", "k_head_block", "v_head_block", "is_paged",
     "tiles_per_block", "num_blocks", "share_cache", "ring_blocks", "users_per_page_row", "use_attn_mask", "mask_heads",
-    "mask_is_bfp8",
-    "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement", "q_shard_pages",
-    "q_page_bytes", "q_whole_tiles", "q_cta_offset", "k_cta_offset", "v_cta_offset", "cur_pos_cta_offset", "page_table_cta_offset",
-    "mask_cta_offset", "sink_cta_offset", "wait_for_cache_update", "sem_cache_updated",
+    "mask_is_bfp8", "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement",
+    "q_shard_pages", "q_page_bytes", "q_whole_tiles", "q_cta_offset", "k_cta_offset", "v_cta_offset",
+    "cur_pos_cta_offset", "page_table_cta_offset", "mask_cta_offset", "sink_cta_offset", "wait_for_cache_update",
+    "sem_cache_updated",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_writer_cur_pos", "cb_page_table",
     "cb_sink", "cb_mask_stage",
 )  # fmt: skip

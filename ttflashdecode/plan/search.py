@@ -3,11 +3,11 @@ reduction tree, and the k_chunk_size / head blocks / group size that fit L1.
 
 It implements docs/DESIGN.md exactly:
 
-* A group is one (batch b, kv head h), numbered ``g = b * n_kv_heads + h``. Cores of the program
-  grid are numbered row-major (x fastest). ``num_cores_per_head = min(max_cores_per_head_batch,
-  num_cores // num_groups)`` and group g takes the contiguous cores ``[g*N, (g+1)*N)``; leftover
-  cores are idle. With a derived k_chunk_size (config 0) that N is a maximum: the planner halves it while
-  each core would read fewer than ``MIN_POSITIONS_PER_CORE`` positions (``rules.default_num_cores_per_head``). When there are more groups than cores, every core serves
+* A group is one (batch b, kv head h), numbered ``g = b * n_kv_heads + h``. Cores of the program grid are numbered
+  row-major (x fastest). ``num_cores_per_head = min(max_cores_per_head_batch, num_cores // num_groups)`` and group g
+  takes the contiguous cores ``[g*N, (g+1)*N)``; leftover cores are idle. With a derived k_chunk_size (config 0) that N
+  is a maximum: the planner halves it while each core would read fewer than ``MIN_POSITIONS_PER_CORE`` positions
+  (``rules.default_num_cores_per_head``). When there are more groups than cores, every core serves
   ``ceil(num_groups / num_cores)`` consecutive groups alone (no reduction); the plan then records
   ``num_cores_per_head = 1`` (DESIGN.md's formula gives 0 there, meaning "no split").
 * The chunk rule and the reduction tree are :mod:`ttflashdecode.plan.rules`; the circular buffers and the L1
@@ -214,7 +214,8 @@ def _assign_cores(
         return (core_id % gx, core_id // gx)
 
     def group_key(g: int) -> tuple[int, int]:
-        return divmod(g, n_kv)  # (batch, kv_head): groups are batch-major (batch: the page-table row when users share one)
+        # (batch, kv_head): groups are batch-major (batch: the page-table row when users share one)
+        return divmod(g, n_kv)
 
     cores = []
     for core_id in range(config.num_cores):

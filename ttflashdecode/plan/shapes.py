@@ -85,7 +85,8 @@ class DecodeShapes:
             object.__setattr__(self, "logical_kv_len", self.kv_len)
         if not (is_int(self.logical_kv_len) and 0 < self.logical_kv_len <= self.kv_len < self.logical_kv_len + TILE):
             raise ValueError(
-                f"logical_kv_len={self.logical_kv_len!r}: expected kv_len={self.kv_len} or fewer positions in its last tile"
+                f"logical_kv_len={self.logical_kv_len!r}: expected kv_len={self.kv_len} or fewer positions in its last "
+                "tile"
             )
         if self.n_q_heads % self.n_kv_heads:
             raise ValueError(
