@@ -22,7 +22,9 @@ ttflashdecode, not the editable install's); a tree without trace support prints 
 
 On a machine with a Wormhole card (``/dev/tenstorrent``), ``--card`` also times ``ttnn.generic_op`` with our
 descriptor: the op with the real launch (``ttnn.synchronize_device`` once at the end) minus the host-only call gives
-generic_op's own per-call cost (its program hash over the descriptor and the dispatch).
+generic_op's own per-call cost (its program-cache lookup, by the custom_program_hash the op sets once per descriptor,
+the copy of the descriptor's runtime args into the cached program, and the dispatch). Without a card,
+``tests/runtime/host_cost.py`` times the same calls through the real generic_op on a mock N150 (docs/RUNTIME.md).
 """
 
 from __future__ import annotations
@@ -131,8 +133,9 @@ def card() -> None:
     from ttflashdecode.ttnn_env import has_tenstorrent_card, import_ttnn
 
     if not has_tenstorrent_card():
-        print("card: not measured (no /dev/tenstorrent): ttnn.generic_op's per-call cost (program hash of our "
-              "descriptor + dispatch) and ttnn.execute_trace need a Wormhole card")
+        print("card: not measured (no /dev/tenstorrent): ttnn.generic_op's per-call cost on silicon (cache lookup, "
+              "runtime-arg copy, dispatch) and ttnn.execute_trace need a Wormhole card; tests/runtime/host_cost.py "
+              "times generic_op on a mock N150")
         return
     ttnn = import_ttnn()
     device = ttnn.open_device(device_id=0, trace_region_size=1 << 22)
