@@ -102,6 +102,50 @@ def measure(dev, repeats: int = 300) -> dict:
     _, plain_launchable, plain_program = launch_of(sealed=False)
     structural = ttnn.compute_program_descriptor_hash(plain_program)
 
+    # What each part of the descriptor costs generic_op per call: the op's descriptor rebuilt and cut down in one
+    # respect (a mock device runs nothing, so a cut-down program launches as well as the real one; each is its own
+    # program under its own key, JIT-built by the stand-in at its first launch).
+    def variant(cut):
+        _, _, program = launch_of(sealed=False)
+        cut(program)
+        backend_module.seal_program_hash(program)
+        return ttnn.MeshProgramDescriptor({captured["range"]: program})
+
+    def edit_kernels(program, edit):
+        kernels = list(program.kernels)
+        for kernel in kernels:
+            edit(kernel)
+        program.kernels = kernels
+
+    def no_named_args(program):
+        edit_kernels(program, lambda kernel: setattr(kernel, "named_compile_time_args", []))
+
+    def one_range(program):
+        """Every core range set as one rectangle (the op lists its cores one CoreRange each)."""
+        def merged(ranges):
+            box = ranges.bounding_box()
+            assert ranges.num_cores() == box.grid_size().x * box.grid_size().y, "the op's cores are no rectangle"
+            return ttnn.CoreRangeSet([box])
+
+        edit_kernels(program, lambda kernel: setattr(kernel, "core_ranges", merged(kernel.core_ranges)))
+        cbs = list(program.cbs)
+        for cb in cbs:
+            cb.core_ranges = merged(cb.core_ranges)
+        program.cbs = cbs
+
+    def one_runtime_arg(program):
+        def cut(kernel):
+            cores = [ttnn.CoreCoord(x, y) for r in kernel.core_ranges.ranges()
+                     for y in range(r.start.y, r.end.y + 1) for x in range(r.start.x, r.end.x + 1)]  # fmt: skip
+            kernel.runtime_args = [(core, [0]) for core in cores]
+
+        edit_kernels(program, cut)
+
+    variants = {"no_named_args": variant(no_named_args), "one_core_range": variant(one_range),
+                "one_runtime_arg": variant(one_runtime_arg)}  # fmt: skip
+    for launchable in variants.values():
+        real(io, launchable)  # built and JIT-compiled once, outside the timed calls
+
     # A one-core, one-kernel program: the floor of generic_op's per-call cost on this machine.
     core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
     tiny = ttnn.ProgramDescriptor(kernels=[ttnn.KernelDescriptor(
@@ -131,6 +175,9 @@ def measure(dev, repeats: int = 300) -> dict:
         "generic_op_alone_before": (None, lambda: real(io, plain_launchable)),
         "compute_program_descriptor_hash_before": (None, lambda: ttnn.compute_program_descriptor_hash(plain_program)),
         "generic_op_one_core_program": (None, lambda: real(tiny_io, tiny_launchable)),
+        "generic_op_no_named_args": (None, lambda: real(io, variants["no_named_args"])),
+        "generic_op_one_core_range": (None, lambda: real(io, variants["one_core_range"])),
+        "generic_op_one_runtime_arg": (None, lambda: real(io, variants["one_runtime_arg"])),
     })  # fmt: skip
     seal, mode = backend_module.seal_program_hash, {"now": None}
     wall = {name: [] for name in rows}
@@ -202,6 +249,9 @@ ROW_LABELS = {
     "generic_op_alone_before": "  the same, descriptor without custom_program_hash (before)",
     "compute_program_descriptor_hash_before": "`ttnn.compute_program_descriptor_hash` walking the descriptor",
     "generic_op_one_core_program": "`ttnn.generic_op` on a one-core, one-kernel program (its floor)",
+    "generic_op_no_named_args": "  the op's descriptor without its named compile-time args",
+    "generic_op_one_core_range": "  the op's descriptor with each core range set as one rectangle",
+    "generic_op_one_runtime_arg": "  the op's descriptor with one runtime arg per core and kernel",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op alone",
 }
