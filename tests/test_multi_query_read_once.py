@@ -98,3 +98,19 @@ def test_q_len_4_reads_each_chunk_once(emu_device):
     tiles = _tiles_read(cur_pos, d)
     assert run.stats.bytes_read_from(tk) == tiles * tk.buffer_page_size(), "K bytes read"
     assert run.stats.bytes_read_from(tv) == tiles * tv.buffer_page_size(), "V bytes read"
+
+
+def test_groups_of_several_row_tiles_take_two_chunks_a_core():
+    """The derived k_chunk_size gives a compute-bound group (query rows over one tile: q_len x heads, or spec
+    candidates) two chunks a core, so compute overlaps the next chunk's reads; one tile of rows keeps one chunk."""
+    from ttflashdecode.plan import DecodeShapes
+    from ttflashdecode.plan.rules import default_k_chunk_size
+
+    one_tile = DecodeShapes(batch=8, n_q_heads=8, n_kv_heads=1, head_dim=128, kv_len=4096, q_len=4)
+    q_len_8 = DecodeShapes(batch=8, n_q_heads=8, n_kv_heads=1, head_dim=128, kv_len=4096, q_len=8)
+    spec_4 = DecodeShapes(batch=32, n_q_heads=32, n_kv_heads=1, head_dim=128, kv_len=4096, users_per_page_row=4)
+    assert (one_tile.PNHt, q_len_8.PNHt, spec_4.PNHt) == (1, 2, 4)
+    assert default_k_chunk_size(one_tile, 8) == 512
+    assert default_k_chunk_size(q_len_8, 8) == default_k_chunk_size(spec_4, 8) == 256
+    long_spec_4 = DecodeShapes(batch=32, n_q_heads=32, n_kv_heads=1, head_dim=128, kv_len=16384, users_per_page_row=4)
+    assert default_k_chunk_size(long_spec_4, 8) == 512  # past 512 positions a chunk: the cap, as before

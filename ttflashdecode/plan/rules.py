@@ -57,6 +57,14 @@ MAX_POSITIONS_PER_CORE = 4096
 MIN_K_CHUNK_SIZE = 32
 MAX_DEFAULT_K_CHUNK_SIZE = 512
 
+# Chunks a core gets from the derived k_chunk_size when a group's query rows fill more than one tile (PNHt > 1: q_len x
+# heads per kv head above 32, or spec_multi_pos_tiles candidates). Such a group is compute bound (its matmuls and exp
+# grow with PNHt while its reads do not), and with one chunk a core compute waits for the whole chunk's K before its
+# first matmul and the reader then sits idle; with two, compute starts on the first while the second arrives.
+# MODELLED (timing-only, HiFi4, exact exp), spec_multi_pos_tiles 4, b8 8q/1kv d128 paged bfloat8_b 4K, 8 cores a
+# group: k_chunk_size 512 (one chunk a core) 171.8 us, 256 (two) 156.7 us, 128 (four) 161.8 us, 64 174.0 us.
+COMPUTE_BOUND_CHUNKS_PER_CORE = 2
+
 
 # ---- the chunk rule ----------------------------------------------------------------------------
 
@@ -188,7 +196,10 @@ def default_k_chunk_size(
 
     i.e. the smallest power-of-two chunk, at least one tile, with which the group's N cores, one chunk
     each, cover L positions, but no more than 512 (bigger chunks only cost L1 once DRAM bursts are
-    long), and a divisor of kv_len (chunks lie inside the cache: the kernels read whole chunks).
+    long), and a divisor of kv_len (chunks lie inside the cache: the kernels read whole chunks). A group whose
+    query rows fill more than one tile (PNHt > 1) is compute bound and takes
+    :data:`COMPUTE_BOUND_CHUNKS_PER_CORE` chunks a core instead of one (``L / (2 N)`` above), so its compute
+    overlaps the reads of its next chunk.
 
     As a step function of L (what a decode loop sees as positions grow; k_chunk_size is a compile-time
     kernel argument, so every change is another program): Sk is 32 for L <= 32 N, 64 for L <= 64 N,
@@ -197,7 +208,8 @@ def default_k_chunk_size(
     so it takes at most 5 values; with L = kv_len it is the value a device cur_pos tensor gets.
     """
     length = _readable_length(shapes, max_cur_pos)
-    sk = _next_pow2(math.ceil(length / num_cores_per_head))
+    chunks_per_core = COMPUTE_BOUND_CHUNKS_PER_CORE if shapes.PNHt > 1 else 1
+    sk = _next_pow2(math.ceil(length / (num_cores_per_head * chunks_per_core)))
     sk = max(MIN_K_CHUNK_SIZE, min(MAX_DEFAULT_K_CHUNK_SIZE, sk))
     return min(sk, shapes.kv_len & -shapes.kv_len)  # kv_len & -kv_len: its largest power-of-two divisor
 
