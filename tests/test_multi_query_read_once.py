@@ -64,7 +64,8 @@ def test_spec_multi_pos_reads_a_row_once(emu_device, cores):
     tk, tv = _tile(emu_device, _garbage_where(k, hidden, gen)), _tile(emu_device, _garbage_where(v, hidden, gen))
     out = op_module.paged_scaled_dot_product_attention_decode(
         _tile(emu_device, q), tk, tv, _int32(emu_device, table.tolist()), cur_pos_tensor=_int32(emu_device, cur_pos),
-        spec_multi_pos_tiles=tg, program_config=_config(64, cores), output_tensor=_tile(emu_device, torch.full(q.shape, float("nan"))),
+        spec_multi_pos_tiles=tg, program_config=_config(64, cores),
+        output_tensor=_tile(emu_device, torch.full(q.shape, float("nan"))),
     )
     run = op_module.last_run
     # One (batch row, kv head) group a row: its candidates' Tg tiles of rows share the row's chunks.
