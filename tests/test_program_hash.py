@@ -93,7 +93,8 @@ def test_the_key_changes_with_every_compile_time_input_and_only_with_them(device
     bumped = [(named[0][0], int(named[0][1]) + 1), *named[1:]]
     cb0 = fresh().cbs[0]
     float32_code = 0  # tt::DataFormat::Float32 (the getter of data_format does not convert to Python in ttnn 0.81.1)
-    other_format = ttnn.float32 if int(cb0.format_descriptors[0].data_format_as_uint8) != float32_code else ttnn.bfloat16
+    is_float32 = int(cb0.format_descriptors[0].data_format_as_uint8) == float32_code
+    other_format = ttnn.bfloat16 if is_float32 else ttnn.float32
     one_core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
     sems = list(fresh().semaphores)
     variants = {

@@ -48,7 +48,8 @@ def measure(dev, repeats: int = 300) -> dict:
     grid = dev.compute_with_storage_grid_size()
 
     def up(x, dtype, layout=ttnn.TILE_LAYOUT):
-        return ttnn.to_device(ttnn.from_torch(x, dtype=dtype, layout=layout), dev, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+        host = ttnn.from_torch(x, dtype=dtype, layout=layout)
+        return ttnn.to_device(host, dev, memory_config=ttnn.DRAM_MEMORY_CONFIG)
 
     q = up(torch.randn(1, b, nq, d, generator=gen), ttnn.bfloat16)
     k = up(torch.randn(b, nkv, S, d, generator=gen), ttnn.bfloat8_b)
