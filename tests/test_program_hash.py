@@ -75,9 +75,11 @@ def _edit_cb(program, index: int, *, total_size=None, data_format=None):
         cbs[index].total_size = total_size
     if data_format is not None:
         f = cbs[index].format_descriptors[0]  # remade: its data_format takes a tt::DataFormat, not a ttnn dtype
-        cbs[index].format_descriptors = [ttnn.CBFormatDescriptor(buffer_index=int(f.buffer_index),
-                                                                 data_format=data_format, page_size=int(f.page_size),
-                                                                 tile=f.tile)]
+        cbs[index].format_descriptors = [
+            ttnn.CBFormatDescriptor(
+                buffer_index=int(f.buffer_index), data_format=data_format, page_size=int(f.page_size), tile=f.tile
+            )
+        ]
     program.cbs = cbs
     return program
 

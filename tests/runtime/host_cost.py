@@ -123,6 +123,7 @@ def measure(dev, repeats: int = 300) -> dict:
 
     def one_range(program):
         """Every core range set as one rectangle (the op lists its cores one CoreRange each)."""
+
         def merged(ranges):
             box = ranges.bounding_box()
             assert ranges.num_cores() == box.grid_size().x * box.grid_size().y, "the op's cores are no rectangle"
@@ -220,6 +221,7 @@ def measure(dev, repeats: int = 300) -> dict:
     p10 = {name: statistics.quantiles(s, n=10)[0] / 1000.0 for name, s in wall.items()}
     for table in (m, c, p10):
         table["package_share_output_given"] = table["op_device_positions_output_given"] - table["generic_op_alone"]
+
     # The fast path's L1 line (Backend.lowest_l1_buffer_address, from the allocator's memory view) against every
     # L1 buffer ttnn reports, without an L1 buffer and with an interleaved L1 tensor alive.
     def reported_l1():
@@ -266,8 +268,10 @@ def table(result: dict) -> str:
     for key, label in ROW_LABELS.items():
         lines.append(f"| {label} | {m[key]:.1f} | {p10[key]:.1f} | {c[key]:.1f} |")
     load = ", ".join(f"{x:.1f}" for x in (*result["load_average_before"][:1], *result["load_average_after"][:1]))
-    lines.append(f"\n{result['repeats']} calls per row in blocks of {result['block']}; load average (1 min) before, "
-                 f"after: {load} on {result['cpus']} CPUs; goal {result['goal_us']:.0f} us")
+    lines.append(
+        f"\n{result['repeats']} calls per row in blocks of {result['block']}; load average (1 min) before, "
+        f"after: {load} on {result['cpus']} CPUs; goal {result['goal_us']:.0f} us"
+    )
     return "\n".join(lines)
 
 
