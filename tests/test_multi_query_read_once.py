@@ -63,8 +63,13 @@ def test_spec_multi_pos_reads_a_row_once(emu_device, cores):
     expected = golden.paged_sdpa_decode(_q(q), _q(k), _q(v), table, cur_pos=cur_pos, spec_multi_pos_tiles=tg)
     tk, tv = _tile(emu_device, _garbage_where(k, hidden, gen)), _tile(emu_device, _garbage_where(v, hidden, gen))
     out = op_module.paged_scaled_dot_product_attention_decode(
-        _tile(emu_device, q), tk, tv, _int32(emu_device, table.tolist()), cur_pos_tensor=_int32(emu_device, cur_pos),
-        spec_multi_pos_tiles=tg, program_config=_config(64, cores),
+        _tile(emu_device, q),
+        tk,
+        tv,
+        _int32(emu_device, table.tolist()),
+        cur_pos_tensor=_int32(emu_device, cur_pos),
+        spec_multi_pos_tiles=tg,
+        program_config=_config(64, cores),
         output_tensor=_tile(emu_device, torch.full(q.shape, float("nan"))),
     )
     run = op_module.last_run

@@ -182,9 +182,7 @@ def _next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-def default_k_chunk_size(
-    shapes: DecodeShapes, num_cores_per_head: int, max_cur_pos: int | None = None
-) -> int:
+def default_k_chunk_size(shapes: DecodeShapes, num_cores_per_head: int, max_cur_pos: int | None = None) -> int:
     """k_chunk_size used when the program config says 0 (before :func:`plan` halves it to fit L1).
 
     With ``N = num_cores_per_head`` and ``L`` = positions a user may read: ``max_cur_pos + 1`` when the
