@@ -35,13 +35,33 @@ from pathlib import Path
 
 from ttflashdecode.backend import backend_of
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.device_cache import (cache_stats, clear_program_cache, close_listeners, device_cache, existing_cache,
-                                       program_cache_stats)
-from ttflashdecode.fast_path import NotSignable, compute_config_value, flag, plain, program_config_value, tensors_signature
+from ttflashdecode.device_cache import (
+    cache_stats,
+    clear_program_cache,
+    close_listeners,
+    device_cache,
+    existing_cache,
+    program_cache_stats,
+)
+from ttflashdecode.fast_path import (
+    NotSignable,
+    compute_config_value,
+    flag,
+    plain,
+    program_config_value,
+    tensors_signature,
+)
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import (DecodeCall, check_bool, check_call, check_device_tensor, check_mesh_call,
-                                   require_head_dim_v, require_page_table)
+from ttflashdecode.validate import (
+    DecodeCall,
+    check_bool,
+    check_call,
+    check_device_tensor,
+    check_mesh_call,
+    require_head_dim_v,
+    require_page_table,
+)
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
 
 last_run: DecodeResult | None = None  # the last call's result, for the demo and tests (a view of its wrapper's)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import standin_compiler
+
 from ttflashdecode import ttnn_env
 from ttflashdecode.emulator.jit_env import wheel_root
 

@@ -10,9 +10,10 @@ is checked is that ttnn accepts the program (tests/runtime/test_mock_runtime.py)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -189,8 +190,8 @@ def _mesh_decode(ctx: Ctx) -> None:
 def _mesh_paged_bf8_out(ctx: Ctx) -> None:
     """Paged, host positions, a bfloat8_b output (the decode program and the convert program, both over the mesh)."""
     chips = ctx.device.get_num_devices()
-    n_q, n_kv, d, block, per_user = 8 * chips, chips, 64, 32, 4
-    table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
+    n_q, n_kv, d, block = 8 * chips, chips, 64, 32
+    table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)  # 2 users x 4 blocks
     k, v = ctx.randn(10, n_kv, block, d), ctx.randn(10, n_kv, block, d)
     ttflashdecode.paged_scaled_dot_product_attention_decode(
         ctx.tile(ctx.randn(1, 2, n_q, d), mesh_dim=2), ctx.tile(k, mesh_dim=1), ctx.tile(v, mesh_dim=1), table,

@@ -48,7 +48,7 @@ def test_jit_environment_matches_the_emulator(mock_session, name):
     for k in r["parity"]:
         if k.get("not_ours"):
             continue
-        # jit_parity classifies the emulator's documented differences as by_design / open: anything in differs,
+        # jit_parity classifies the emulator's documented differences as by_design: anything in differs,
         # including a define only one side has and no list names, is a new difference
         if k["differs"]:
             problems.append(f"{k['kernel']}: {json.dumps(k['differs'])[:2000]}")

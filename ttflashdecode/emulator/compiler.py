@@ -59,14 +59,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from loguru import logger
 
+from . import jit_env
 from .build import CACHE_ROOT, CXX, INCLUDE, sanitizer, sanitizer_flags
 from .errors import KernelCompileError
-from . import jit_env
 
 # The directory holding the ttflashdecode package: the checkout for an editable install, site-packages for a wheel.
 # Kernel and header paths are named from it ("ttflashdecode/ops/decode/kernels/..."), in cache keys and in __FILE__.
@@ -92,7 +92,7 @@ DEPRECATED_ERROR_ENV = "TTFD_EMU_DEPRECATED_ERROR"
 _lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0}
 # library path -> (its kernel source, its warnings), for every library compiled or taken from the cache in this process
-_warnings: dict[str, tuple[str, tuple["CompileWarning", ...]]] = {}
+_warnings: dict[str, tuple[str, tuple[CompileWarning, ...]]] = {}
 # (source digest, flags) -> header list, so a cache hit costs one hash of the files, no compiler run.
 _deps_memo: dict[str, list[str]] = {}
 
@@ -205,7 +205,7 @@ def _headers(build: KernelBuild) -> list[str]:
 CACHE_KEY_VERSION = "content-2"
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiler_identity(cxx: str = CXX) -> str:
     """The compiler's version banner and target: a new g++ (its own system headers, which ``-MM`` leaves out, come
     with it) is a new key."""

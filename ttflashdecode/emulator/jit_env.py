@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,7 @@ class TileGeometry:
     face_c: int = FACE_WIDTH
 
     @staticmethod
-    def of(height: int, width: int) -> "TileGeometry":
+    def of(height: int, width: int) -> TileGeometry:
         face = TILE_FACE_SHAPES.get((int(height), int(width)))
         if face is None:
             raise EmulatorError(f"tile shape {height}x{width} is not valid for TT hardware (tt-metal Tile accepts "
@@ -289,7 +290,7 @@ def named_ct_arg_map_header(named: list[tuple[str, int]]) -> str:
         if n in seen and seen[n] != int(v):
             raise EmulatorError(f"named compile-time arg {n!r} given twice with different values")
         seen[n] = int(v) & 0xFFFFFFFF
-    body = ",".join("{%s,%d}" % (_c_string(n), v) for n, v in sorted(seen.items()))
+    body = ",".join(f"{{{_c_string(n)},{v}}}" for n, v in sorted(seen.items()))
     return "// AUTO-GENERATED -- do not edit.\n#pragma once\n#define KERNEL_COMPILE_TIME_ARG_MAP " + body + "\n"
 
 
@@ -371,14 +372,12 @@ COMPUTE_DEFINES = ["-DDISABLE_SFPLOADMACRO"]
 # with N a template parameter; the host g++ 12 rejects it. The pragma is an unrolling hint with no effect on what
 # the kernel computes, so compute kernels are compiled from their preprocessed text with those pragmas removed
 # (compiler.py _compile_compute; perf/kernel_compile_survey.py does the same).
-import re as _re
-
-_DEPENDENT_UNROLL = _re.compile(r"^[ \t]*#pragma GCC unroll[ \t]+(?![0-9]+[ \t]*$)[^\n]*$", _re.M)
+_DEPENDENT_UNROLL = re.compile(r"^[ \t]*#pragma GCC unroll[ \t]+(?![0-9]+[ \t]*$)[^\n]*$", re.M)
 
 
 # Likewise ``static_assert(false, msg)`` in a discarded ``if constexpr`` branch (accepted since GCC 13, P2593): it
 # becomes a run-time fault with the same message, which a valid kernel never reaches (the branch is discarded).
-_STATIC_ASSERT_FALSE = _re.compile(r'static_assert\s*\(\s*false\s*,\s*("(?:[^"\\]|\\.)*")\s*\)\s*;')
+_STATIC_ASSERT_FALSE = re.compile(r'static_assert\s*\(\s*false\s*,\s*("(?:[^"\\]|\\.)*")\s*\)\s*;')
 
 
 def host_compile_source(preprocessed: str) -> str:
