@@ -68,12 +68,20 @@ class Case:
     kv_len: int
 
     def shapes(self) -> DecodeShapes:
-        return DecodeShapes(batch=self.batch, n_q_heads=self.n_q_heads, n_kv_heads=self.n_kv_heads,
-                            head_dim=self.head_dim, kv_len=self.kv_len, k_dtype="bfloat8_b", v_dtype="bfloat8_b")
+        return DecodeShapes(
+            batch=self.batch,
+            n_q_heads=self.n_q_heads,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=self.head_dim,
+            kv_len=self.kv_len,
+            k_dtype="bfloat8_b",
+            v_dtype="bfloat8_b",
+        )
 
     def label(self) -> str:
-        return (f"{self.family} b{self.batch} {self.n_q_heads}q/{self.n_kv_heads}kv d{self.head_dim} "
-                f"{self.kv_len // 1024}K")
+        return (
+            f"{self.family} b{self.batch} {self.n_q_heads}q/{self.n_kv_heads}kv d{self.head_dim} {self.kv_len // 1024}K"
+        )
 
 
 def cases(quick: bool) -> list[Case]:
@@ -88,8 +96,13 @@ def cases(quick: bool) -> list[Case]:
 def small_cases() -> list[Case]:
     """Small shapes (the test suite's kind, most under auto.RULE_MAX_KV_BYTES_PER_CORE), evaluated anyway to see
     what the rule leaves."""
-    return [Case("small", 1, 8, 1, 128, 1024), Case("small", 1, 8, 1, 64, 4096), Case("small", 4, 8, 2, 64, 1024),
-            Case("small", 1, 32, 8, 128, 1024), Case("small", 1, 4, 1, 128, 8192)]
+    return [
+        Case("small", 1, 8, 1, 128, 1024),
+        Case("small", 1, 8, 1, 64, 4096),
+        Case("small", 4, 8, 2, 64, 1024),
+        Case("small", 1, 32, 8, 128, 1024),
+        Case("small", 1, 4, 1, 128, 8192),
+    ]
 
 
 def run(cases_: list[Case], configs: dict[str, ProgramConfig], force_model: bool) -> list[dict]:
@@ -102,9 +115,12 @@ def run(cases_: list[Case], configs: dict[str, ProgramConfig], force_model: bool
         choice = tuning.choose(s, GRID)
         auto_s = time.monotonic() - t0
         timed = {(sk, n): ns for _, sk, n, ns in choice.durations}  # by plan: (k_chunk_size, cores per group)
-        row = {"shape": case.label(), "KV MB": f"{auto.kv_cache_bytes(s) / 2**20:.1f}",
-               "KV KiB per rule core": f"{auto.kv_bytes_per_core(plan(s, FIXED['rule'], GRID)) / 1024:.0f}",
-               "auto source": choice.source}
+        row = {
+            "shape": case.label(),
+            "KV MB": f"{auto.kv_cache_bytes(s) / 2**20:.1f}",
+            "KV KiB per rule core": f"{auto.kv_bytes_per_core(plan(s, FIXED['rule'], GRID)) / 1024:.0f}",
+            "auto source": choice.source,
+        }
         for name, config in configs.items():
             p = plan(s, config, GRID)
             ns = timed.get((p.k_chunk_size, p.num_cores_per_head))
@@ -117,13 +133,18 @@ def run(cases_: list[Case], configs: dict[str, ProgramConfig], force_model: bool
         else:
             p = plan(s, choice.config, GRID)
             row["auto [ns]"] = f"{timed[(p.k_chunk_size, p.num_cores_per_head)]:.0f}"
-            row["auto plan"] = (f"k{p.k_chunk_size} N{p.num_cores_per_head} "
-                                f"grid {p.config.compute_with_storage_grid_size[0]}x"
-                                f"{p.config.compute_with_storage_grid_size[1]}")
+            row["auto plan"] = (
+                f"k{p.k_chunk_size} N{p.num_cores_per_head} "
+                f"grid {p.config.compute_with_storage_grid_size[0]}x"
+                f"{p.config.compute_with_storage_grid_size[1]}"
+            )
         row["auto gain vs rule"] = f"{float(row['rule [ns]']) / float(row['auto [ns]']):.3f}x"
         row["candidates"] = len(choice.durations)
-        row["spread"] = (f"{max(t[3] for t in choice.durations) / min(t[3] for t in choice.durations):.2f}x"
-                         if choice.durations else "")
+        row["spread"] = (
+            f"{max(t[3] for t in choice.durations) / min(t[3] for t in choice.durations):.2f}x"
+            if choice.durations
+            else ""
+        )
         row["auto s"] = f"{auto_s:.0f}"
         rows.append(row)
         print(" | ".join(f"{k}: {v}" for k, v in row.items()), flush=True)
@@ -144,8 +165,10 @@ def _provenance(t0: float) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from sweep import source_tag
 
-    return (f"Modelled (emulator timing model, timing-only), at {source_tag()}, "
-            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {time.monotonic() - t0:.0f} s wall.")
+    return (
+        f"Modelled (emulator timing model, timing-only), at {source_tag()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {time.monotonic() - t0:.0f} s wall."
+    )
 
 
 def write(rows: list[dict], stem: Path, configs, footer: str = "") -> None:
@@ -156,8 +179,7 @@ def write(rows: list[dict], stem: Path, configs, footer: str = "") -> None:
         w.writeheader()
         w.writerows({**r, "SOURCE": "modelled"} for r in rows)
     shown = ["shape", "auto plan", "auto [ns]"] + [f"{n} [ns]" for n in configs] + ["auto gain vs rule"]
-    lines = ["| " + " | ".join(c.replace(" [ns]", " (us)") for c in shown) + " |",
-             "|" + "---|" * len(shown)]
+    lines = ["| " + " | ".join(c.replace(" [ns]", " (us)") for c in shown) + " |", "|" + "---|" * len(shown)]
     for r in rows:
         cells = [f"{float(r[c]) / 1000:.1f}" if c.endswith("[ns]") else str(r[c]) for c in shown]
         lines.append("| " + " | ".join(cells) + " |")
@@ -201,8 +223,10 @@ def main() -> None:
         stem = OUT / ("auto_config_gain_quick" if args.quick else "auto_config_gain")
     footer = _provenance(t0)
     write(rows, stem, configs, footer)
-    print(f"wrote {stem}.csv/.md/.png (all durations modelled); {footer}"
-          + ("" if args.jobs > 1 else f" auto: {tuning.stats()}"))
+    print(
+        f"wrote {stem}.csv/.md/.png (all durations modelled); {footer}"
+        + ("" if args.jobs > 1 else f" auto: {tuning.stats()}")
+    )
 
 
 if __name__ == "__main__":

@@ -111,6 +111,7 @@ def build(rows: list[Entry], keep: list[dict] = ()) -> dict:
         print(f"[{i}/{len(rows)}] {e.label}: {table[-1]['decided_by']}, "
               f"{plan_auto.describe(choice.config) if choice.config else 'the rule'}{gain} "
               f"({choice.source}, {time.monotonic() - t0:.0f} s)", flush=True)  # fmt: skip
+
     def key(t: dict) -> str:
         return plan_auto.table_key(DecodeShapes(**t["shapes"]), t["grid"], t["fp32_dest_acc"])
 

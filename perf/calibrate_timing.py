@@ -118,8 +118,12 @@ def llama70b_decode(dev, block_size: int = 32, position: int = 127, grid=(8, 8))
     page_table = torch.randperm(num_blocks, generator=g).reshape(b, blocks_per_user).to(torch.int32)
     tq = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tk, tv = (dev.from_torch(x, dtype=ttnn.bfloat8_b) for x in (k, v))
-    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(*grid), q_chunk_size=0,
-                                    k_chunk_size=0, max_cores_per_head_batch=16)
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(*grid),
+        q_chunk_size=0,
+        k_chunk_size=0,
+        max_cores_per_head_batch=16,
+    )
     kwargs = dict(cur_pos=[position] * b, program_config=config)
     upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, page_table, **kwargs)
     theirs = upstream.last_run.stats
@@ -131,8 +135,10 @@ def llama70b_decode(dev, block_size: int = 32, position: int = 127, grid=(8, 8))
 def print_llama70b(dev) -> None:
     lo, hi = LLAMA70B_PUBLISHED_US
     print("\n## Upstream sdpa_decode at its published point (modelled DEVICE KERNEL DURATION)\n")
-    print("Llama-3.1-70B decode, one chip: 8 users, 8 q / 1 kv heads, head_dim 128, bfloat8_b paged (block 32), "
-          "position 127, 8x8 grid, k_chunk_size 0 (dynamic), max_cores_per_head_batch 16\n")
+    print(
+        "Llama-3.1-70B decode, one chip: 8 users, 8 q / 1 kv heads, head_dim 128, bfloat8_b paged (block 32), "
+        "position 127, 8x8 grid, k_chunk_size 0 (dynamic), max_cores_per_head_batch 16\n"
+    )
     theirs, ours = llama70b_decode(dev)
     print("| op | published | modelled | error vs published range |")
     print("|---|---|---|---|")
@@ -145,13 +151,16 @@ def print_llama70b(dev) -> None:
             print(f"  replay error: {st.timing.error}")
 
 
-def print_report_points(dev, shapes=timing_calibration.REPORT_PEAK_SHAPES,
-                        contexts=timing_calibration.T3K_CONTEXTS) -> None:
+def print_report_points(
+    dev, shapes=timing_calibration.REPORT_PEAK_SHAPES, contexts=timing_calibration.T3K_CONTEXTS
+) -> None:
     """The tech report's figures: model vs published, error per figure, with the runs behind each."""
     points = {p.key: p for p in timing_calibration.OP_POINTS}
     print("\n## Upstream sdpa_decode against the FlashDecode tech report (modelled, timing-only device)\n")
-    print("Bandwidth by the report's formula (2 * b * d * n_kv * kv_len bytes / duration), 8 q / 1 kv heads, "
-          "bfloat8_b K/V, causal at the last position, default grid and dynamic k_chunk:\n")
+    print(
+        "Bandwidth by the report's formula (2 * b * d * n_kv * kv_len bytes / duration), 8 q / 1 kv heads, "
+        "bfloat8_b K/V, causal at the last position, default grid and dynamic k_chunk:\n"
+    )
     print("| batch | head_dim | kv_len | modelled duration | report GB/s | DRAM GB/s (all bytes moved) |")
     print("|---|---|---|---|---|---|")
     best = 0.0
@@ -166,8 +175,12 @@ def print_report_points(dev, shapes=timing_calibration.REPORT_PEAK_SHAPES,
     print("|---|---|---|---|")
     ratios = []
     for ctx in contexts:
-        t = {c: timing_calibration.upstream_decode(dev, batch=1, n_q_heads=4, n_kv_heads=1, head_dim=128, kv_len=ctx,
-                                                   max_cores=c).duration_ns for c in (16, 64)}
+        t = {
+            c: timing_calibration.upstream_decode(
+                dev, batch=1, n_q_heads=4, n_kv_heads=1, head_dim=128, kv_len=ctx, max_cores=c
+            ).duration_ns
+            for c in (16, 64)
+        }
         ratios.append(t[64] / t[16])
         print(f"| {ctx} | {t[16] / 1e3:.1f} us | {t[64] / 1e3:.1f} us | {t[64] / t[16]:.3f} |", flush=True)
     galaxy = timing_calibration.llama70b_galaxy_us(dev)
@@ -177,8 +190,10 @@ def print_report_points(dev, shapes=timing_calibration.REPORT_PEAK_SHAPES,
     for key, m in modelled.items():
         p = points[key]
         flag = "" if abs(p.error(m)) <= p.tolerance else " OUT OF TOLERANCE"
-        print(f"| {p.what} | {p.published_text()} {p.unit} | {m:.3g} | {p.error(m):+.1%}{flag} | {p.tolerance:.0%} | "
-              f"{p.source} |")
+        print(
+            f"| {p.what} | {p.published_text()} {p.unit} | {m:.3g} | {p.error(m):+.1%}{flag} | {p.tolerance:.0%} | "
+            f"{p.source} |"
+        )
     print("\n(T3K: modelled = the smallest 64/16 ratio over the contexts above; the finding holds where it is > 1)")
 
 
@@ -191,8 +206,16 @@ def _num(x: float) -> str:
 
 
 def _row(what: str, published: str, source: str, modelled: str, error: float, tolerance: float, note: str = "") -> dict:
-    return {"what": what, "published": published, "source": source, "modelled": modelled, "error": error,
-            "tolerance": tolerance, "pass": abs(error) <= tolerance + 1e-12, "note": note}
+    return {
+        "what": what,
+        "published": published,
+        "source": source,
+        "modelled": modelled,
+        "error": error,
+        "tolerance": tolerance,
+        "pass": abs(error) <= tolerance + 1e-12,
+        "note": note,
+    }
 
 
 def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dict]:
@@ -207,8 +230,9 @@ def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dic
         if f.draws:
             d = f.draws()
             spread = f" (draws {min(d):.0f}-{max(d):.0f})"
-        rows.append(_row(f.what, f"{f.published:g} {f.unit}", f.source, f"{_num(m)}{spread}", f.error(m), f.tolerance,
-                         f.note))
+        rows.append(
+            _row(f.what, f"{f.published:g} {f.unit}", f.source, f"{_num(m)}{spread}", f.error(m), f.tolerance, f.note)
+        )
     torch.manual_seed(5)
     src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     try:
@@ -216,8 +240,17 @@ def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dic
             f = figs[key]
             cycles = dram_read_through_emulator(dev, src, nbytes, count)
             got = count * nbytes / cycles if f.unit == "B/cycle" else cycles
-            rows.append(_row(f"{f.what}, through the wired emulator (real kernel)", f"{f.published:g} {f.unit}",
-                             f.source, _num(got), f.error(got), f.tolerance, f.note))
+            rows.append(
+                _row(
+                    f"{f.what}, through the wired emulator (real kernel)",
+                    f"{f.published:g} {f.unit}",
+                    f.source,
+                    _num(got),
+                    f.error(got),
+                    f.tolerance,
+                    f.note,
+                )
+            )
     finally:
         src.deallocate()
     points = {p.key: p for p in timing_calibration.OP_POINTS}
@@ -228,10 +261,12 @@ def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dic
     for key, measure in measured.items():
         p = points[key]
         m = measure()
-        what = p.what + (f" (smallest over contexts {', '.join(f'{c // 1024}K' for c in contexts)})"
-                         if key == "sdpa_t3k_16_beats_64" else "")
-        rows.append(_row(what, f"{p.published_text()} {p.unit}", p.source, f"{m:.3g}", p.error(m), p.tolerance,
-                         p.note))
+        what = p.what + (
+            f" (smallest over contexts {', '.join(f'{c // 1024}K' for c in contexts)})"
+            if key == "sdpa_t3k_16_beats_64"
+            else ""
+        )
+        rows.append(_row(what, f"{p.published_text()} {p.unit}", p.source, f"{m:.3g}", p.error(m), p.tolerance, p.note))
     return rows
 
 
@@ -244,11 +279,16 @@ def markdown(rows: list[dict]) -> str:
             if r["note"] not in notes:
                 notes.append(r["note"])
             mark = f" [{notes.index(r['note']) + 1}]"
-        lines.append(f"| {r['what']}{mark} | {r['published']} | {r['source']} | {r['modelled']} | {r['error']:+.1%} | "
-                     f"{r['tolerance']:.0%} | {'pass' if r['pass'] else 'FAIL'} |")
+        lines.append(
+            f"| {r['what']}{mark} | {r['published']} | {r['source']} | {r['modelled']} | {r['error']:+.1%} | "
+            f"{r['tolerance']:.0%} | {'pass' if r['pass'] else 'FAIL'} |"
+        )
     passed = sum(r["pass"] for r in rows)
-    lines += ["", f"{passed} of {len(rows)} figures within tolerance (all modelled values from the emulator's timing "
-                  "model; sdpa_decode points: the wheel's kernels through ttflashdecode.upstream, timing-only device)."]
+    lines += [
+        "",
+        f"{passed} of {len(rows)} figures within tolerance (all modelled values from the emulator's timing "
+        "model; sdpa_decode points: the wheel's kernels through ttflashdecode.upstream, timing-only device).",
+    ]
     lines += [""] + [f"[{i + 1}] {n}" for i, n in enumerate(notes)] if notes else []
     sources = timing_calibration.__doc__.split("Sources:")[1].split("\n\n")[0].strip("\n")
     return "\n".join(lines + ["", "Sources (ttflashdecode/emulator/timing_calibration.py):", "", "```", sources, "```"])
@@ -280,12 +320,14 @@ def _heldout_figures(report: bool, peak_shapes, contexts, sdpa: bool = True):
     measures = {"sdpa_llama70b_galaxy": lambda fast: timing_calibration.llama70b_galaxy_us(fast)}
     if report:
         measures["sdpa_report_peak_gbs"] = lambda fast: timing_calibration.report_peak_gbs(fast, peak_shapes)
-        measures["sdpa_t3k_16_beats_64"] = lambda fast: min(timing_calibration.t3k_64_over_16(fast, c)
-                                                            for c in contexts)
+        measures["sdpa_t3k_16_beats_64"] = lambda fast: min(
+            timing_calibration.t3k_64_over_16(fast, c) for c in contexts
+        )
     for key, m in measures.items():
         p = points[key]
-        what = p.what + (f" (smallest over {', '.join(f'{c // 1024}K' for c in contexts)})"
-                         if key == "sdpa_t3k_16_beats_64" else "")
+        what = p.what + (
+            f" (smallest over {', '.join(f'{c // 1024}K' for c in contexts)})" if key == "sdpa_t3k_16_beats_64" else ""
+        )
         out.append((key, what, f"{p.published_text()} {p.unit}", p.source, m, p.error))
     return out
 
@@ -303,8 +345,11 @@ def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fas
     figs = _heldout_figures(report, peak_shapes, contexts, sdpa)
 
     def cache_key(fkey: str) -> str:  # the sdpa points depend on the contexts / head dims they were run at
-        return fkey + (f"@{','.join(map(str, contexts))}" if fkey == "sdpa_t3k_16_beats_64" else "") + (
-            f"@{','.join(str(d) for _, d, _ in peak_shapes)}" if fkey == "sdpa_report_peak_gbs" else "")
+        return (
+            fkey
+            + (f"@{','.join(map(str, contexts))}" if fkey == "sdpa_t3k_16_beats_64" else "")
+            + (f"@{','.join(str(d) for _, d, _ in peak_shapes)}" if fkey == "sdpa_report_peak_gbs" else "")
+        )
 
     for v in variants:
         vals = cache["values"].setdefault(v, {})
@@ -314,8 +359,9 @@ def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fas
                 if ck not in vals:
                     t0 = time.monotonic()
                     vals[ck] = measure(fast)
-                    print(f"  [{v}] {fkey}: {vals[ck]:.5g} ({time.monotonic() - t0:.1f} s)", file=sys.stderr,
-                          flush=True)
+                    print(
+                        f"  [{v}] {fkey}: {vals[ck]:.5g} ({time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True
+                    )
                     HELDOUT_CACHE.parent.mkdir(parents=True, exist_ok=True)
                     HELDOUT_CACHE.write_text(json.dumps(cache, indent=1))
     return {v: {fkey: cache["values"][v][cache_key(fkey)] for fkey, *_ in figs} for v in variants}
@@ -351,8 +397,10 @@ def heldout_markdown(values: dict, report: bool, peak_shapes, contexts, sdpa: bo
         for v in ("no_flow_control", NOMINAL):
             e = errs[role][v]
             if e:
-                lines.append(f"- {name}, {v}: {len(e)} figures, median |error| {100 * sorted(e)[len(e) // 2]:.1f}%, "
-                             f"largest {100 * max(e):.1f}%")
+                lines.append(
+                    f"- {name}, {v}: {len(e)} figures, median |error| {100 * sorted(e)[len(e) // 2]:.1f}%, "
+                    f"largest {100 * max(e):.1f}%"
+                )
     if with_variants:
         lines.append(f"- variants: {', '.join(values)}")
     return "\n".join(lines)
@@ -376,8 +424,9 @@ def decode_cost() -> None:
             return ttflashdecode.op.last_run.stats
 
         def theirs():
-            return timing_calibration.upstream_decode(dev, batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128,
-                                                      kv_len=32768)
+            return timing_calibration.upstream_decode(
+                dev, batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=32768
+            )
 
         ours(), theirs()  # compile both programs' kernels first
         for v in ("no_flow_control", "nominal"):
@@ -431,17 +480,27 @@ def main() -> None:
     ap.add_argument("--skip-table", action="store_true", help="skip the data-movement table")
     ap.add_argument("--skip-report", action="store_true", help="skip the tech report's points (the slow part)")
     ap.add_argument("--skip-galaxy", action="store_true", help="skip the full-mode Llama-3.1-70B section")
-    ap.add_argument("--peak-head-dims", type=int, nargs="+", default=[d for _, d, _ in
-                                                                       timing_calibration.REPORT_PEAK_SHAPES])
+    ap.add_argument(
+        "--peak-head-dims", type=int, nargs="+", default=[d for _, d, _ in timing_calibration.REPORT_PEAK_SHAPES]
+    )
     ap.add_argument("--t3k-contexts", type=int, nargs="+", default=list(timing_calibration.T3K_CONTEXTS))
-    ap.add_argument("--markdown", action="store_true",
-                    help="print one table (figure, published and source, modelled, error, tolerance, pass) instead")
+    ap.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print one table (figure, published and source, modelled, error, tolerance, pass) instead",
+    )
     ap.add_argument("--out", type=Path, help="with --markdown / --heldout: also write the table here")
-    ap.add_argument("--heldout", action="store_true",
-                    help="the held-out validation table: each figure's role, error without and with flow control")
+    ap.add_argument(
+        "--heldout",
+        action="store_true",
+        help="the held-out validation table: each figure's role, error without and with flow control",
+    )
     ap.add_argument("--variants", action="store_true", help="with --heldout: also the spread over every variant")
-    ap.add_argument("--no-sdpa", action="store_true",
-                    help="with --heldout: the data-movement and matmul figures only (seconds a variant)")
+    ap.add_argument(
+        "--no-sdpa",
+        action="store_true",
+        help="with --heldout: the data-movement and matmul figures only (seconds a variant)",
+    )
     ap.add_argument("--cost", action="store_true", help="replay CPU time without and with flow control")
     args = ap.parse_args()
     if args.cost:
@@ -457,12 +516,13 @@ def main() -> None:
         with emulator.open_device("n150", timing_only=True) as fast:
             fast.default_deadline_s = 3600.0
             fast.default_hang_ms = 2000
-            values = heldout_values(variants, not args.skip_report, shapes, args.t3k_contexts, fast,
-                                    not args.no_sdpa)
+            values = heldout_values(variants, not args.skip_report, shapes, args.t3k_contexts, fast, not args.no_sdpa)
         text = heldout_markdown(values, not args.skip_report, shapes, args.t3k_contexts, not args.no_sdpa)
         flags = " ".join(a for a in sys.argv[1:] if a not in ("--out",) and not a.endswith(".md"))
-        text += (f"\n\nModelled by `perf/calibrate_timing.py {flags}`, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
-                 f"UTC, {time.monotonic() - t0:.0f} s wall (cached figures excluded).")
+        text += (
+            f"\n\nModelled by `perf/calibrate_timing.py {flags}`, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
+            f"UTC, {time.monotonic() - t0:.0f} s wall (cached figures excluded)."
+        )
         print(text)
         if args.out:
             args.out.write_text(text + "\n")
@@ -477,8 +537,10 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from sweep import source_tag  # the same commit tag as the sweep's meta
 
-        text += (f"\n\nRun at {source_tag()}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, "
-                 f"{time.monotonic() - t0:.0f} s wall.")
+        text += (
+            f"\n\nRun at {source_tag()}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, "
+            f"{time.monotonic() - t0:.0f} s wall."
+        )
         print(text)
         if args.out:
             args.out.write_text(text + "\n")

@@ -47,15 +47,23 @@ def dram_copy(dev, mib: int):
 
     def k(is_writer, t, cfg):
         return ttnn.KernelDescriptor(
-            kernel_source=str(KDIR / "stream_copy.cpp"), core_ranges=all_cores,
+            kernel_source=str(KDIR / "stream_copy.cpp"),
+            core_ranges=all_cores,
             compile_time_args=[is_writer] + t.tensor_accessor_args(),
             runtime_args=[(ttnn.CoreCoord(x, y), [t.buffer_address(), i * per, per]) for i, (x, y) in enumerate(cores)],
-            config=cfg)
+            config=cfg,
+        )
 
-    cb = ttnn.CBDescriptor(total_size=8 * 2048, core_ranges=all_cores, format_descriptors=[
-        ttnn.CBFormatDescriptor(buffer_index=0, data_format=ttnn.bfloat16, page_size=2048)])
-    pd = ttnn.ProgramDescriptor(kernels=[k(0, src, ttnn.ReaderConfigDescriptor()),
-                                         k(1, dst, ttnn.WriterConfigDescriptor())], semaphores=[], cbs=[cb])
+    cb = ttnn.CBDescriptor(
+        total_size=8 * 2048,
+        core_ranges=all_cores,
+        format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=0, data_format=ttnn.bfloat16, page_size=2048)],
+    )
+    pd = ttnn.ProgramDescriptor(
+        kernels=[k(0, src, ttnn.ReaderConfigDescriptor()), k(1, dst, ttnn.WriterConfigDescriptor())],
+        semaphores=[],
+        cbs=[cb],
+    )
     dev.generic_op([src, dst], pd)  # warm: compile
     t0 = time.perf_counter()
     stats = dev.generic_op([src, dst], pd)
@@ -77,16 +85,33 @@ def matmuls(dev, total: int):
     a = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     b = dev.from_torch(torch.randn(32, 32 * kt), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     feed = ttnn.KernelDescriptor(
-        kernel_source=str(KDIR / "matmul_feed.cpp"), core_ranges=crs,
+        kernel_source=str(KDIR / "matmul_feed.cpp"),
+        core_ranges=crs,
         compile_time_args=[kt] + a.tensor_accessor_args() + b.tensor_accessor_args(),
         runtime_args=[(ttnn.CoreCoord(x, y), [a.buffer_address(), b.buffer_address()]) for x, y in cores],
-        config=ttnn.ReaderConfigDescriptor())
-    comp = ttnn.KernelDescriptor(kernel_source=str(KDIR / "matmul_loop.cpp"), core_ranges=crs,
-                                 compile_time_args=[kt, outs], config=ttnn.ComputeConfigDescriptor())
-    cbs = [ttnn.CBDescriptor(total_size=kt * 2048, core_ranges=crs, format_descriptors=[
-        ttnn.CBFormatDescriptor(buffer_index=i, data_format=ttnn.bfloat16, page_size=2048)]) for i in (0, 1)]
-    cbs.append(ttnn.CBDescriptor(total_size=2 * 2048, core_ranges=crs, format_descriptors=[
-        ttnn.CBFormatDescriptor(buffer_index=16, data_format=ttnn.bfloat16, page_size=2048)]))
+        config=ttnn.ReaderConfigDescriptor(),
+    )
+    comp = ttnn.KernelDescriptor(
+        kernel_source=str(KDIR / "matmul_loop.cpp"),
+        core_ranges=crs,
+        compile_time_args=[kt, outs],
+        config=ttnn.ComputeConfigDescriptor(),
+    )
+    cbs = [
+        ttnn.CBDescriptor(
+            total_size=kt * 2048,
+            core_ranges=crs,
+            format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=i, data_format=ttnn.bfloat16, page_size=2048)],
+        )
+        for i in (0, 1)
+    ]
+    cbs.append(
+        ttnn.CBDescriptor(
+            total_size=2 * 2048,
+            core_ranges=crs,
+            format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=16, data_format=ttnn.bfloat16, page_size=2048)],
+        )
+    )
     pd = ttnn.ProgramDescriptor(kernels=[feed, comp], semaphores=[], cbs=cbs)
     dev.generic_op([a, b], pd)
     t0 = time.perf_counter()
@@ -104,13 +129,17 @@ def main():
     print("ttflashdecode host emulator throughput (functional emulator speed on this host, not device speed)")
     print(f"{'workload':<44}{'cores':>6}{'amount':>14}{'wall s':>9}{'rate':>16}")
     n, moved, wall, ok, _ = dram_copy(dev, args.mib)
-    print(f"{'DRAM->L1->DRAM copy, bf16 tiles':<44}{n:>6}{moved / 2**20:>10.0f} MiB{wall:>9.2f}"
-          f"{moved / 1e6 / wall:>11.1f} MB/s" + ("" if ok else "   COPY MISMATCH"))
+    print(
+        f"{'DRAM->L1->DRAM copy, bf16 tiles':<44}{n:>6}{moved / 2**20:>10.0f} MiB{wall:>9.2f}"
+        f"{moved / 1e6 / wall:>11.1f} MB/s" + ("" if ok else "   COPY MISMATCH")
+    )
     # ---- compute section: needs the compute engineer's matmul API
     if (ROOT / "ttflashdecode/emulator/include/api/compute/matmul.h").exists():
         n, count, wall, stats = matmuls(dev, args.matmuls)
-        print(f"{'tile matmuls (32x32x32, bf16, HiFi4)':<44}{n:>6}{count:>10} mms{wall:>9.2f}"
-              f"{count / wall:>10.0f} tiles/s   (counter: {stats.counter('matmul_tiles')})")
+        print(
+            f"{'tile matmuls (32x32x32, bf16, HiFi4)':<44}{n:>6}{count:>10} mms{wall:>9.2f}"
+            f"{count / wall:>10.0f} tiles/s   (counter: {stats.counter('matmul_tiles')})"
+        )
     else:
         print("tile matmuls: skipped (api/compute/matmul.h not available yet)")
     dev.close()

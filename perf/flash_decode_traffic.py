@@ -71,20 +71,29 @@ def run(dev, case: Case, seed: int):
     tt_q = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tt_k = dev.from_torch(k, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT)
     tt_v = dev.from_torch(v, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT)
-    config = ProgramConfig(compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=case.max_cores_per_head_batch)
+    config = ProgramConfig(
+        compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=case.max_cores_per_head_batch
+    )
     t0 = time.perf_counter()
     tt_out = op_module.scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, cur_pos=cur_pos, program_config=config)
     wall = time.perf_counter() - t0
     run = op_module.last_run
-    expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"),
-                                  golden.quantize_like_device(k, case.kv_dtype),
-                                  golden.quantize_like_device(v, case.kv_dtype), cur_pos=cur_pos)
+    expected = golden.sdpa_decode(
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, case.kv_dtype),
+        golden.quantize_like_device(v, case.kv_dtype),
+        cur_pos=cur_pos,
+    )
     pcc = golden.pcc(dev.to_torch(tt_out).float(), expected)
 
     stats = run.stats
     tiles_per_row = case.head_dim // 32
-    live = sum((p + 32) // 32 for p in cur_pos) * case.n_kv_heads * tiles_per_row * (
-        tt_k.buffer_page_size() + tt_v.buffer_page_size())
+    live = (
+        sum((p + 32) // 32 for p in cur_pos)
+        * case.n_kv_heads
+        * tiles_per_row
+        * (tt_k.buffer_page_size() + tt_v.buffer_page_size())
+    )
     kv_read = stats.bytes_read_from(tt_k) + stats.bytes_read_from(tt_v)
     per_core_dram: dict[str, int] = {}
     partial_noc = 0

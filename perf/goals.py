@@ -155,7 +155,10 @@ def goals(rows: list[Row]) -> list[str]:
                  + ("MET" if have and not below else "NOT MET") + f": {len(have) - len(below)} of {len(have)} rows"
                  + (f"; below: {', '.join(f'{r.shape.label} {mins[r.shape.name]:.2f}x' for r in below)}"
                     if below else ""))  # fmt: skip
-    for (limit, goal), cmp, what in ((GOAL_SHORT, lambda kv, lim: kv <= lim, "<="), (GOAL_LONG, lambda kv, lim: kv >= lim, ">=")):
+    for (limit, goal), cmp, what in (
+        (GOAL_SHORT, lambda kv, lim: kv <= lim, "<="),
+        (GOAL_LONG, lambda kv, lim: kv >= lim, ">="),
+    ):
         sel = [mins[r.shape.name] for r in have if cmp(r.shape.kv_len, limit)]
         g = _geomean(sel)
         verdict = "no rows" if g is None else ("MET" if g >= goal else "NOT MET")

@@ -123,8 +123,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="the T3K chip at 4K and the Llama-70B point only")
     ap.add_argument("--only", default="", help="run only the cases whose label contains this")
-    ap.add_argument("--exp-approx", type=lambda s: s.lower() in ("1", "true"), default=None,
-                    help="ProgramConfig.exp_approx_mode for every run (default: the config's default)")
+    ap.add_argument(
+        "--exp-approx",
+        type=lambda s: s.lower() in ("1", "true"),
+        default=None,
+        help="ProgramConfig.exp_approx_mode for every run (default: the config's default)",
+    )
     ap.add_argument("--out", default=str(OUT / "group_size_table"), help="output stem (.md, .csv)")
     args = ap.parse_args()
     t0 = time.monotonic()
@@ -135,8 +139,11 @@ def main() -> None:
     stem = Path(args.out)
     stem.parent.mkdir(parents=True, exist_ok=True)
     columns = list(dict.fromkeys(k for r in rows for k in r))
-    columns = [c for c in columns if not c.startswith("N=")] [:3] + sorted(
-        (c for c in columns if c.startswith("N=")), key=lambda c: int(c[2:])) + ["derived", "best", "derived/best"]
+    columns = (
+        [c for c in columns if not c.startswith("N=")][:3]
+        + sorted((c for c in columns if c.startswith("N=")), key=lambda c: int(c[2:]))
+        + ["derived", "best", "derived/best"]
+    )
     with open(stem.with_suffix(".csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=columns + ["SOURCE"], restval="")
         w.writeheader()

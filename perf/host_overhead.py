@@ -134,9 +134,11 @@ def card() -> None:
     from ttflashdecode.ttnn_env import has_tenstorrent_card, import_ttnn
 
     if not has_tenstorrent_card():
-        print("card: not measured (no /dev/tenstorrent): ttnn.generic_op's per-call cost on silicon (cache lookup, "
-              "runtime-arg copy, dispatch) and ttnn.execute_trace need a Wormhole card; tests/runtime/host_cost.py "
-              "times generic_op on a mock N150")
+        print(
+            "card: not measured (no /dev/tenstorrent): ttnn.generic_op's per-call cost on silicon (cache lookup, "
+            "runtime-arg copy, dispatch) and ttnn.execute_trace need a Wormhole card; tests/runtime/host_cost.py "
+            "times generic_op on a mock N150"
+        )
         return
     ttnn = import_ttnn()
     device = ttnn.open_device(device_id=0, trace_region_size=1 << 22)
@@ -162,8 +164,10 @@ def card() -> None:
         real_run, Backend.run = Backend.run, lambda self, tensors, launchable: None
         _, host_only = _timed(call)
         Backend.run = real_run
-        print(f"card: op call with ttnn.generic_op {enqueue:.1f} us, host path alone {host_only:.1f} us -> "
-              f"generic_op {enqueue - host_only:.1f} us per call")
+        print(
+            f"card: op call with ttnn.generic_op {enqueue:.1f} us, host path alone {host_only:.1f} us -> "
+            f"generic_op {enqueue - host_only:.1f} us per call"
+        )
         trace_id = ttnn.begin_trace_capture(device, cq_id=0)
         for _ in range(LAYERS):
             call()

@@ -163,7 +163,9 @@ def measure(dev, shape: Shape, tensors, cur_pos: int, split: tuple[int, int]) ->
                 live += sum(1 for t in range(sk_t) if (chunk * sk_t + t) * 32 <= pos[b])
         if chunks:
             key = f"{c.core[0]},{c.core[1]}"
-            per_core[key] = dict(chunks=chunks, live=live * (s.DHt + s.vDHt), zero=(chunks * sk_t - live) * (s.DHt + s.vDHt))
+            per_core[key] = dict(
+                chunks=chunks, live=live * (s.DHt + s.vDHt), zero=(chunks * sk_t - live) * (s.DHt + s.vDHt)
+            )
     dram = {}
     core_to_core = 0
     for (src, dst), n in stats.noc_bytes.items():
@@ -259,8 +261,11 @@ def main() -> int:
                 by_kv = measure(dev, shape, tensors, cur_pos, sk_kv)
                 by_max = by_kv if sk_max == sk_kv else measure(dev, shape, tensors, cur_pos, sk_max)
                 rows.append((shape, cur_pos, by_kv, by_max))
-                print(f"  ran {shape.name} S={shape.kv_len} cur_pos={cur_pos}: Sk {sk_kv} vs {sk_max} "
-                      f"({by_kv['wall'] + (0 if by_max is by_kv else by_max['wall']):.1f} s emulated)", flush=True)
+                print(
+                    f"  ran {shape.name} S={shape.kv_len} cur_pos={cur_pos}: Sk {sk_kv} vs {sk_max} "
+                    f"({by_kv['wall'] + (0 if by_max is by_kv else by_max['wall']):.1f} s emulated)",
+                    flush=True,
+                )
             del tensors
     finally:
         dev.close()
@@ -276,7 +281,9 @@ def main() -> int:
         same = " (same Sk)" if a is b else ""
         ratios = f"{a['model_us'] / b['model_us']:>5.2f} {a['model_dram_us'] / b['model_dram_us']:>9.2f}{same}"
         print(f"{shape.name:<18} {shape.kv_len:>6} {cur_pos:>7} | {fmt_rule(a)} | {fmt_rule(b)} | {ratios}")
-    print("\nKV tiles: live+zero-filled K/V tiles the busiest core multiplies. model us: MODELLED critical path (see the")
+    print(
+        "\nKV tiles: live+zero-filled K/V tiles the busiest core multiplies. model us: MODELLED critical path (see the"
+    )
     print("docstring): max over cores of pipelined DRAM || compute, plus one NoC write per tree round. ratio > 1: the")
     print("max-cur_pos rule is faster. DRAM+tree: the same ratio with compute left out of the model.")
     print("\nModel terms of the critical core, us (DRAM / compute / tree), kv_len rule -> max-cur_pos rule:")
@@ -289,14 +296,19 @@ def main() -> int:
     mism = sum(r["mismatches"] for r in runs)
     differ = [(a, b) for _, _, a, b in rows if a is not b]
     if differ:
-        for key, what in (("model_us", "model"), ("model_approx_exp_us", "model with approximate exp"),
-                          ("model_dram_us", "DRAM+tree only")):
+        for key, what in (
+            ("model_us", "model"),
+            ("model_approx_exp_us", "model with approximate exp"),
+            ("model_dram_us", "DRAM+tree only"),
+        ):
             ratios = [a[key] / b[key] for a, b in differ]
             print(f"kv/max ratio where the rules differ ({len(differ)} cases), {what}: "
                   f"{min(ratios):.2f} .. {max(ratios):.2f}")  # fmt: skip
-    print(f"{len(runs)} emulator runs, {len(bad)} FAIL; worst PCC {min(r['pcc'] for r in runs):.5f}, worst max|err| "
-          f"{max(r['err'] for r in runs):.4f}; plan vs emulator (K/V tiles = matmul_tiles / PNHt, active cores): "
-          f"{'all agree' if not mism else f'{mism} DISAGREE'}; total {time.perf_counter() - t_start:.0f} s")
+    print(
+        f"{len(runs)} emulator runs, {len(bad)} FAIL; worst PCC {min(r['pcc'] for r in runs):.5f}, worst max|err| "
+        f"{max(r['err'] for r in runs):.4f}; plan vs emulator (K/V tiles = matmul_tiles / PNHt, active cores): "
+        f"{'all agree' if not mism else f'{mism} DISAGREE'}; total {time.perf_counter() - t_start:.0f} s"
+    )
     plot(rows, Path(args.png))
     print(f"plot: {args.png}")
     return 1 if bad else 0
@@ -328,10 +340,11 @@ def plot(rows, path: Path) -> None:
         ax.set_ylabel("MODELLED critical path, us")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(keys):]:
+    for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
-    fig.suptitle("Default k_chunk_size: MODELLED critical path from emulator counters (labels: k_chunk_size)",
-                 fontsize=10)
+    fig.suptitle(
+        "Default k_chunk_size: MODELLED critical path from emulator counters (labels: k_chunk_size)", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

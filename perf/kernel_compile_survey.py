@@ -61,16 +61,21 @@ def kernel_sources(root: Path) -> list[Path]:
     return sorted(p for p in ops.rglob("*.cpp") if "kernels" in str(p.relative_to(ops).parent))
 
 
-COMPUTE_CALLS = re.compile(r"\b(tile_regs_acquire|tile_regs_commit|acquire_dst|pack_tile|copy_tile|compute_kernel_hw_startup|"
-                           r"binary_op_init_common|unary_op_init_common|mm_init|reduce_init|tilize_init|untilize_init|"
-                           r"pack_untilize_init|init_sfpu)\s*[<(]")
+COMPUTE_CALLS = re.compile(
+    r"\b(tile_regs_acquire|tile_regs_commit|acquire_dst|pack_tile|copy_tile|compute_kernel_hw_startup|"
+    r"binary_op_init_common|unary_op_init_common|mm_init|reduce_init|tilize_init|untilize_init|"
+    r"pack_untilize_init|init_sfpu)\s*[<(]"
+)
 
 
 def is_compute(text: str) -> bool:
     """A compute kernel: includes the compute API (directly or through a compute helper) or calls it."""
     code = strip_comments(text)
-    return (bool(re.search(r'#include\s*[<"][^>"]*(api/compute/|compute_kernel_api|/compute/|compute_common)', code))
-            or "void MAIN" in code or bool(COMPUTE_CALLS.search(code)))
+    return (
+        bool(re.search(r'#include\s*[<"][^>"]*(api/compute/|compute_kernel_api|/compute/|compute_common)', code))
+        or "void MAIN" in code
+        or bool(COMPUTE_CALLS.search(code))
+    )
 
 
 def strip_comments(text: str) -> str:
@@ -81,13 +86,18 @@ def strip_comments(text: str) -> str:
 def generated_files(text: str, compute: bool) -> dict[str, str]:
     """Generated headers for one kernel source (see the module docstring)."""
     code = strip_comments(text)
-    files = {jit_env.DESCRIPTORS_HEADER: jit_env.chlkc_descriptors(
-        [jit_env.cb_entry(i, jit_env.FLOAT16_B, None) for i in range(jit_env.MAX_CBS)], compute=compute)}
+    files = {
+        jit_env.DESCRIPTORS_HEADER: jit_env.chlkc_descriptors(
+            [jit_env.cb_entry(i, jit_env.FLOAT16_B, None) for i in range(jit_env.MAX_CBS)], compute=compute
+        )
+    }
     named = sorted(set(re.findall(r'get_named_compile_time_arg_val\s*\(\s*"([^"]*)"', code)))
     if named:
         files[jit_env.NAMED_CT_ARG_MAP_HEADER] = jit_env.named_ct_arg_map_header([(n, CT_VALUE) for n in named])
-    names = {ns: sorted(set(re.findall(rf"\b{ns}::([A-Za-z_]\w*)", code)))
-             for ns in ("args", "dfb", "tensor", "sem", "scratch")}
+    names = {
+        ns: sorted(set(re.findall(rf"\b{ns}::([A-Za-z_]\w*)", code)))
+        for ns in ("args", "dfb", "tensor", "sem", "scratch")
+    }
     if any(names.values()):
         b = ["// survey stand-in for tt-metal's kernel_bindings_generated.h", "#pragma once", "#include <cstdint>",
              '#include "api/dataflow/dfb_binding_token.h"', '#include "api/dataflow/semaphore_binding_token.h"',
@@ -96,8 +106,11 @@ def generated_files(text: str, compute: bool) -> dict[str, str]:
             b.append('#include "api/dataflow/dataflow_buffer.h"')
         if names["scratch"]:
             b.append('#include "api/scratchpad.h"')
-            b += ["namespace scratch {"] + [f"constexpr ScratchpadBindingToken {n}{{{i}u, 4096u}};"
-                                            for i, n in enumerate(names["scratch"])] + ["}  // namespace scratch"]
+            b += (
+                ["namespace scratch {"]
+                + [f"constexpr ScratchpadBindingToken {n}{{{i}u, 4096u}};" for i, n in enumerate(names["scratch"])]
+                + ["}  // namespace scratch"]
+            )
         if names["dfb"]:
             b += ["namespace dfb {"] + [f"constexpr DFBBindingToken<> {n}{{{i}}};" for i, n in enumerate(names["dfb"])]
             b += ["}  // namespace dfb"]
@@ -117,11 +130,16 @@ def generated_files(text: str, compute: bool) -> dict[str, str]:
             a += ["namespace args {"]
             for i, n in enumerate(names["args"]):
                 cta = re.search(rf"constexpr[^;{{}}]*\bargs::{n}\b", code) is not None
-                a.append(f"constexpr experimental::CtaVal<uint32_t> {n}{{{CT_VALUE}u}};" if cta else
-                         f"constexpr experimental::RtaArg<uint32_t> {n}{{{4 * i}}};")
+                a.append(
+                    f"constexpr experimental::CtaVal<uint32_t> {n}{{{CT_VALUE}u}};"
+                    if cta
+                    else f"constexpr experimental::RtaArg<uint32_t> {n}{{{4 * i}}};"
+                )
             a += ["}  // namespace args"]
-        a += ["FORCE_INLINE uint32_t get_vararg(uint32_t idx) { return get_arg_val<uint32_t>(idx); }",
-              "FORCE_INLINE uint32_t get_common_vararg(uint32_t idx) { return get_common_arg_val<uint32_t>(idx); }"]
+        a += [
+            "FORCE_INLINE uint32_t get_vararg(uint32_t idx) { return get_arg_val<uint32_t>(idx); }",
+            "FORCE_INLINE uint32_t get_common_vararg(uint32_t idx) { return get_common_arg_val<uint32_t>(idx); }",
+        ]
         files["kernel_args_generated.h"] = "\n".join(a) + "\n"
     return files
 
@@ -146,7 +164,12 @@ def flags(include: Path, gen: Path, src: Path, root: Path, compute: bool, files:
         f += ["-include", str(gen / jit_env.NAMED_CT_ARG_MAP_HEADER)]
     # as ttflashdecode.emulator.compiler: what the firmware wrapper includes ahead of the kernel
     if compute:
-        f += ["-include", str(include / "api" / "compile_time_args.h"), "-include", str(gen / jit_env.DESCRIPTORS_HEADER)]
+        f += [
+            "-include",
+            str(include / "api" / "compile_time_args.h"),
+            "-include",
+            str(gen / jit_env.DESCRIPTORS_HEADER),
+        ]
     else:
         f += ["-include", str(include / "api" / "dataflow" / "dataflow_api.h")]
     for h in ("kernel_bindings_generated.h", "kernel_args_generated.h"):
@@ -209,7 +232,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--limit", type=int, default=0, help="survey an evenly spaced sample of this many sources")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--include", type=Path, default=EMU_INCLUDE, help="kernel API header tree (default: the emulator's)")
+    ap.add_argument(
+        "--include", type=Path, default=EMU_INCLUDE, help="kernel API header tree (default: the emulator's)"
+    )
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--list-failures", action="store_true", help="print each failing source with its first problems")
     ap.add_argument("--kind", choices=("all", "dataflow", "compute"), default="all", help="survey only this kind")
@@ -233,9 +258,11 @@ def main() -> int:
     wall = time.monotonic() - t0
     ok = [r for r in results if r[2]]
     kinds = collections.Counter(("compute" if r[1] else "dataflow", r[2]) for r in results)
-    print(f"kernel sources under ttnn/cpp/ttnn/operations/**/kernels: {total}; surveyed {len(results)} "
-          f"({'all' if len(results) == total else args.kind + ', evenly spaced sample'}) against {args.include} "
-          f"in {wall:.0f} s")
+    print(
+        f"kernel sources under ttnn/cpp/ttnn/operations/**/kernels: {total}; surveyed {len(results)} "
+        f"({'all' if len(results) == total else args.kind + ', evenly spaced sample'}) against {args.include} "
+        f"in {wall:.0f} s"
+    )
     print(f"compile (g++ -fsyntax-only): {len(ok)} of {len(results)}")
     for kind in ("dataflow", "compute"):
         n = kinds[(kind, True)] + kinds[(kind, False)]

@@ -67,8 +67,10 @@ def main() -> None:
 
 
 def _row(family, dtype, steps, pcc, rel, greedy, bytes_per_token, launches, share) -> str:
-    return (f"| {family} | {dtype} | {steps} | {pcc:.5f} | {rel:.4f} | {greedy} | {bytes_per_token:,.0f} | "
-            f"{launches:.0f} | {share:.1%} |")
+    return (
+        f"| {family} | {dtype} | {steps} | {pcc:.5f} | {rel:.4f} | {greedy} | {bytes_per_token:,.0f} | "
+        f"{launches:.0f} | {share:.1%} |"
+    )
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ def plot(rows: list[Row], path: Path) -> str:
     modelled = all(r.modelled_us is not None for r in rows)
     what = "modelled (emulator timing model)" if modelled else "bandwidth model, not timing"
     fig, ax = plt.subplots(figsize=(8, 5))
-    for (n, c) in sorted({(r.devices, r.max_cores) for r in rows}):
+    for n, c in sorted({(r.devices, r.max_cores) for r in rows}):
         pts = sorted((r.kv_len, r.latency_us) for r in rows if (r.devices, r.max_cores) == (n, c))
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle="-" if c <= 16 else "--",
                 label=f"{n} device{'s' if n > 1 else ''}, max {c} cores/head")  # fmt: skip
@@ -194,8 +194,10 @@ def main() -> int:
         plot(rows, args.plot)  # after every context, so a long run stopped early still leaves its plot
 
     print("\nOne chip's figures per run (every chip of a run does the same work); DRAM MB/chip: K/V and Q bytes read.")
-    print("bw-model: max(chip DRAM bytes / 267 GB/s, busiest core bytes / 32 GB/s) per chip, the slowest chip; a "
-          "bandwidth bound, not a timing.")
+    print(
+        "bw-model: max(chip DRAM bytes / 267 GB/s, busiest core bytes / 32 GB/s) per chip, the slowest chip; a "
+        "bandwidth bound, not a timing."
+    )
     print("modelled: the emulator timing model's duration (slowest chip), when the emulator reports one; '-': not yet.")
     print("emu s: the emulator's wall time on this host, not device time.")
     what = plot(rows, args.plot)

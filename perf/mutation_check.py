@@ -70,7 +70,8 @@ class Mutation:
 
 MUTATIONS = [
     Mutation(
-        "o_rescale_dropped", COMPUTE,
+        "o_rescale_dropped",
+        COMPUTE,
         """                if (!first) {
                     configure(cb_o, cb_alpha, cb_o);
                     mul_bcast_cols_init(cb_o, cb_alpha);
@@ -90,7 +91,8 @@ MUTATIONS = [
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "l_rescale_dropped", COMPUTE,
+        "l_rescale_dropped",
+        COMPUTE,
         """    configure(cb_l, cb_alpha, cb_l);
     mul_bcast_cols_init(cb_l, cb_alpha);
     mul_tiles_bcast_cols(cb_l, cb_alpha, r, alpha_index, 0);""",
@@ -102,7 +104,8 @@ MUTATIONS = [
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "merge_partner_rescale_dropped", COMPUTE,
+        "merge_partner_rescale_dropped",
+        COMPUTE,
         """                    if (has_o) {
                         mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, r, j - j0);
                     }""",
@@ -114,14 +117,16 @@ MUTATIONS = [
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "merge_partner_uses_own_max", COMPUTE,
+        "merge_partner_uses_own_max",
+        COMPUTE,
         "        sub_tiles(in, cb_m_next, m_in + r, r, 0);  // m_i - m_new",
         "        sub_tiles(cb_m_cur, cb_m_next, r, r, 0);  // m_i - m_new (mutated: m - m_new)",
         "merge_partial: the partner's factor computed from this core's max instead of the partner's",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "scale_squared", READER,
+        "scale_squared",
+        READER,
         "    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), float_to_bfloat16(softmax_scale()));",
         "    fill_tile_bf16(Bf16Tile(scale_buf.get_write_ptr()), "
         "float_to_bfloat16(softmax_scale() * softmax_scale()));",
@@ -129,7 +134,8 @@ MUTATIONS = [
         (CHUNK_EDGES,),
     ),
     Mutation(
-        "scale_not_applied", COMPUTE,
+        "scale_not_applied",
+        COMPUTE,
         """            scale_tiles(cb_q, cb_scale, cb_q_scaled, q_tiles);
             CircularBuffer(cb_q).pop_front(q_tiles);""",
         "            move_tiles(cb_q, cb_q_scaled, q_tiles);",
@@ -138,7 +144,8 @@ MUTATIONS = [
         (SINK, "tests/test_model_calls.py"),
     ),
     Mutation(
-        "scale_not_applied_in_exp", COMPUTE,
+        "scale_not_applied_in_exp",
+        COMPUTE,
         """constexpr uint32_t probs_exp_scale_bits = scale_in_exp ? scale_bits : ONE_FP32_BITS;
 constexpr uint16_t factor_exp_scale_bf16 = scale_bits >> 16;""",
         """constexpr uint32_t probs_exp_scale_bits = ONE_FP32_BITS;
@@ -147,7 +154,8 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CHUNK_EDGES,),
     ),
     Mutation(
-        "k_chunk_read_short", READER,
+        "k_chunk_read_short",
+        READER,
         """                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                     const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;""",
         """                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile &&
@@ -157,7 +165,8 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CHUNK_EDGES,),
     ),
     Mutation(
-        "k_tile_dropped", READER,
+        "k_tile_dropped",
+        READER,
         """                    k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
                                                   k_tile_bytes, K_TRID);""",  # noqa: E501 (the kernel's lines verbatim)
         """                    k_offset = k_tile_bytes + read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0,
@@ -166,7 +175,8 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CHUNK_EDGES, "tests/test_features.py::test_head_dim_tiling_in_dst"),
     ),
     Mutation(
-        "v_last_live_tile_not_read", READER,
+        "v_last_live_tile_not_read",
+        READER,
         """                const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
                 const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;""",
         """                const bool live = seq_tile >= first_live_tile && seq_tile < last_live_tile;
@@ -175,49 +185,56 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CHUNK_EDGES,),
     ),
     Mutation(
-        "mask_bound_lt", READER,
+        "mask_bound_lt",
+        READER,
         "const bool visible = !real_row || (key_pos <= pos && key_pos >= row_window_start);",
         "const bool visible = !real_row || (key_pos < pos && key_pos >= row_window_start);",
         "reader: causal mask key_pos < pos (a query does not see its own position)",
         (CHUNK_EDGES,),
     ),
     Mutation(
-        "chunk_mask_edge_off_by_one", COMMON,
+        "chunk_mask_edge_off_by_one",
+        COMMON,
         "    if (chunk_last_pos > first_query_pos) {",
         "    if (chunk_last_pos > first_query_pos + 1) {",
         "chunk_needs_mask: a chunk ending one past the first query's position is not masked",
         (CHUNK_EDGES, MULTI_TOKEN),
     ),
     Mutation(
-        "chunk_count_off_by_one", COMMON,
+        "chunk_count_off_by_one",
+        COMMON,
         "    const uint32_t num_chunks = last - first + 1;\n    const uint32_t base = num_chunks / num_cores_per_head;",
         "    const uint32_t num_chunks = last - first;\n    const uint32_t base = num_chunks / num_cores_per_head;",
         "chunk_range: the last chunk of [window_start, cur_pos] is dealt to nobody",
         (CHUNK_EDGES,),
     ),
     Mutation(
-        "window_start_off_by_one", COMMON,
+        "window_start_off_by_one",
+        COMMON,
         "    const int64_t start = first_query_pos - int64_t(sliding_window) + 1;",
         "    const int64_t start = first_query_pos - int64_t(sliding_window);",
         "window_start: a sliding window of W positions reaches back W + 1 (chunks, live tiles, masks)",
         (WINDOW, SINK, PAGED_WINDOW_SINK, GARBAGE),
     ),
     Mutation(
-        "window_mask_row_off_by_one", READER,
+        "window_mask_row_off_by_one",
+        READER,
         "sliding_window == 0 ? 0 : window_start(pos, 1, sliding_window);",
         "sliding_window == 0 ? 0 : window_start(pos, 1, sliding_window) + 1;",
         "reader: the window mask of each row starts one position late (W - 1 positions visible)",
         (WINDOW, SINK, PAGED_WINDOW_SINK, MULTI_TOKEN),
     ),
     Mutation(
-        "query_position_off_by_one", COMMON,
+        "query_position_off_by_one",
+        COMMON,
         "    return cur_pos - (q_len - 1) + token;",
         "    return cur_pos - q_len + token;",
         "query_position: query tokens sit one position early (multi-token decode)",
         (MULTI_TOKEN,),
     ),
     Mutation(
-        "sinks_not_merged", COMPUTE,
+        "sinks_not_merged",
+        COMPUTE,
         """            if constexpr (merge_sink_partial) {
                 merge_partial(cb_sink, /*has_o=*/false);""",
         """            if constexpr (merge_sink_partial) {
@@ -230,7 +247,8 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (SINK, PAGED_WINDOW_SINK),
     ),
     Mutation(
-        "upstream_sink_not_scaled", READER,
+        "upstream_sink_not_scaled",
+        READER,
         "            logit = float_to_bfloat16(bfloat16_to_float(logit) * softmax_scale());"
         "  // upstream's sinks are unscaled",
         "            logit = float_to_bfloat16(bfloat16_to_float(logit));  // mutated: not multiplied by the scale",
@@ -238,7 +256,8 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (SINK,),
     ),
     Mutation(
-        "tree_round_skipped", COMMON,
+        "tree_round_skipped",
+        COMMON,
         """    while ((1u << rounds) < num_cores) {
         ++rounds;
     }
@@ -251,28 +270,32 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "receives_in_round_off_by_one", COMMON,
+        "receives_in_round_off_by_one",
+        COMMON,
         "    return (core_index % (stride << 1)) == 0 && core_index + stride < num_active;",
         "    return (core_index % (stride << 1)) == 0 && core_index + stride + 1 < num_active;",
         "receives_in_round: the last active partner of a round is never merged",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "partial_slot_of_round_0", WRITER,
+        "partial_slot_of_round_0",
+        WRITER,
         "            const uint32_t slot = partial_in_base + round * partial_bytes;",
         "            const uint32_t slot = partial_in_base;",
         "writer: a sender writes its partial into slot 0 of its parent, whatever the round",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "semaphore_of_round_0", WRITER,
+        "semaphore_of_round_0",
+        WRITER,
         "                Semaphore<> arrived(sem_partial_arrived + round);",
         "                Semaphore<> arrived(sem_partial_arrived);",
         "writer: a receiver waits on round 0's semaphore in every round",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "kv_swapped", READER,
+        "kv_swapped",
+        READER,
         """    const uint32_t k_addr = get_arg_val<uint32_t>(arg++);
     const uint32_t v_addr = get_arg_val<uint32_t>(arg++);""",
         """    const uint32_t v_addr = get_arg_val<uint32_t>(arg++);
@@ -281,70 +304,80 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CHUNK_EDGES,),
     ),
     Mutation(
-        "checked_cur_pos_upper", COMMON,
+        "checked_cur_pos_upper",
+        COMMON,
         "    return (cur_pos < kv_len && cur_pos + 1 >= q_len) ? cur_pos : SKIPPED_USER;",
         "    return (cur_pos <= kv_len && cur_pos + 1 >= q_len) ? cur_pos : SKIPPED_USER;",
         "checked_cur_pos: a device position equal to kv_len is used (reads past the cache)",
         (OUT_OF_RANGE,),
     ),
     Mutation(
-        "checked_cur_pos_lower", COMMON,
+        "checked_cur_pos_lower",
+        COMMON,
         "    return (cur_pos < kv_len && cur_pos + 1 >= q_len) ? cur_pos : SKIPPED_USER;",
         "    return (cur_pos < kv_len && cur_pos + 1 > q_len) ? cur_pos : SKIPPED_USER;",
         "checked_cur_pos: the valid position q_len - 1 is skipped",
         (CHUNK_EDGES, OUT_OF_RANGE),
     ),
     Mutation(
-        "live_range_zeroing_dropped", READER,
+        "live_range_zeroing_dropped",
+        READER,
         "return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];",
         "return masked_rows[seq_tile % Sk_t];",
         "reader: K/V rows outside [window_start, cur_pos] in the first and last live tiles keep what the cache holds",
         (GARBAGE, HIDDEN_WINDOW),
     ),
     Mutation(
-        "masked_rows_not_zeroed", READER,
+        "masked_rows_not_zeroed",
+        READER,
         "return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];",
         "return live_rows(seq_tile, first_live_pos, cur_pos).outside();",
         "reader: K/V rows a user mask hides from every row of the group keep what the cache holds",
         (HIDDEN_MASKS,),
     ),
     Mutation(
-        "v_zeroing_skipped", READER,
+        "v_zeroing_skipped",
+        READER,
         "const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);",
         "const uint32_t rows = 0;",
         "reader: V rows past cur_pos, before the window or behind a -inf mask keep what the cache holds",
         (HIDDEN_MASKS, GARBAGE),
     ),
     Mutation(
-        "masked_rows_one_row_decides", READER,
+        "masked_rows_one_row_decides",
+        READER,
         "for (uint32_t row = 0; row < q_rows && hidden; ++row) {",
         "for (uint32_t row = 0; row < 1 && hidden; ++row) {",
         "reader: a position the mask hides from the group's first row is zeroed though other rows see it",
         (HIDDEN_MASKS, HIDDEN_LIMIT),
     ),
     Mutation(
-        "paged_head_stride", READER,
+        "paged_head_stride",
+        READER,
         "return (block * num_kv_heads + kv_head) * tiles_per_block + seq_tile % tiles_per_block;",
         "return (kv_head * num_blocks + block) * tiles_per_block + seq_tile % tiles_per_block;",
         "reader: paged K/V addressed as [n_kv_heads, num_blocks, ...] instead of [num_blocks, n_kv_heads, ...]",
         ("tests/test_features.py::test_paged",),
     ),
     Mutation(
-        "mask_head_ignores_kv_head", READER,
+        "mask_head_ignores_kv_head",
+        READER,
         "const uint32_t head = mask_heads == 1 ? 0 : q_head;",
         "const uint32_t head = mask_heads == 1 ? 0 : row % heads_per_group;",
         "reader: a per-head user mask read for the kv head's first q heads only",
         ("tests/test_features.py::test_attn_mask",),
     ),
     Mutation(
-        "split_d_q_offset", COMPUTE,
+        "split_d_q_offset",
+        COMPUTE,
         "matmul_tiles(cb_q_mm, cb_k, r * DHt + block * k_head_block + d, d, r);",
         "matmul_tiles(cb_q_mm, cb_k, r * DHt + d, d, r);",
         "compute, head-dim-tiled K: every K block multiplied by Q's first head-dim block",
         ("tests/test_features.py::test_head_dim_tiling_in_dst", "tests/test_features.py::test_large_head_dims"),
     ),
     Mutation(
-        "share_cache_ignored", READER,
+        "share_cache_ignored",
+        READER,
         "        const uint32_t kv_user = share_cache ? 0 : b;",
         "        const uint32_t kv_user = b;",
         "reader: with share_cache every user still reads its own cache",
@@ -447,12 +480,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--only", action="append", default=[], help="comma-separated mutation names (repeatable)")
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ttfd_mutation_check"),
-                        help="scratch directory: the repository copy and its emulator build cache")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("/tmp/ttfd_mutation_check"),
+        help="scratch directory: the repository copy and its emulator build cache",
+    )
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per mutation's test run")
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of the targeted tests")
-    parser.add_argument("--targeted-only", action="store_true",
-                        help="run only each mutation's own tests, not the fallback suite after them")
+    parser.add_argument(
+        "--targeted-only",
+        action="store_true",
+        help="run only each mutation's own tests, not the fallback suite after them",
+    )
     args = parser.parse_args()
 
     problems = check_mutations(MUTATIONS)
@@ -487,8 +527,9 @@ def main() -> int:
     if not args.no_baseline:
         # The targeted tests must pass unmutated (this also builds the unmutated kernels once, in the copy's cache).
         targets = ordered_tests([t for m in mutations for t in m.tests], collected)
-        targets = [t for t in targets
-                   if any(t == x or t.startswith((x + "[", x + "::")) for m in mutations for x in m.tests)]
+        targets = [
+            t for t in targets if any(t == x or t.startswith((x + "[", x + "::")) for m in mutations for x in m.tests)
+        ]
         start = time.monotonic()
         failed, why, tail = run_tests(copy, env, targets, args.timeout)
         print(f"baseline: {len(targets)} targeted tests, {time.monotonic() - start:.0f} s: "

@@ -172,8 +172,9 @@ def run_exp_row(dev, ttnn, row: ExpRow, seed: int) -> dict[str, tuple[float, flo
         return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
                                       k_chunk_size=0, max_cores_per_head_batch=row.max_cores, **extra)  # fmt: skip
 
-    hifi4 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False,
-                                             fp32_dest_acc_en=False)  # ours's default compute settings
+    hifi4 = ttnn.WormholeComputeKernelConfig(
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=False
+    )  # ours's default compute settings
     results = {}
     for name, (module, exp, compute) in {
         "ours default": (ttflashdecode, None, None),
@@ -201,10 +202,14 @@ def exp_main(args) -> int:
     by_name = {r.name: r for r in EXP_ROWS}
     rows = [by_name[n] for n in args.rows.split(",")] if args.rows else EXP_ROWS  # in the order asked
     dev = emulator.open_device(board="n150")
-    print("Against float64 on the stored inputs (emulator, full math): PCC / max |error| / RMS error. ours default ="
-          " exp_approx_mode unset (approximate exp, HiFi4); upstream default = unset (approximate exp, HiFi2).")
-    print("The last column: ours default vs upstream default, '+' where ours is at least as good, '-' where not, for"
-          " PCC, max |error|, RMS error.")
+    print(
+        "Against float64 on the stored inputs (emulator, full math): PCC / max |error| / RMS error. ours default ="
+        " exp_approx_mode unset (approximate exp, HiFi4); upstream default = unset (approximate exp, HiFi2)."
+    )
+    print(
+        "The last column: ours default vs upstream default, '+' where ours is at least as good, '-' where not, for"
+        " PCC, max |error|, RMS error."
+    )
     print(f"{'row':27}" + "".join(f"{n:>29}" for n in EXP_VARIANTS) + f"{'vs up':>7}")
     worse = []
     try:
@@ -220,9 +225,11 @@ def exp_main(args) -> int:
     finally:
         dev.close()
     for name, ours, up in worse:
-        print(f"ours default below upstream default on {name}: PCC {ours[0]:.6f} vs {up[0]:.6f} "
-              f"(1 - PCC {1 - ours[0]:.2e} vs {1 - up[0]:.2e}), max |error| {ours[1]:.5f} vs {up[1]:.5f}, "
-              f"RMS {ours[2]:.5f} vs {up[2]:.5f}")
+        print(
+            f"ours default below upstream default on {name}: PCC {ours[0]:.6f} vs {up[0]:.6f} "
+            f"(1 - PCC {1 - ours[0]:.2e} vs {1 - up[0]:.2e}), max |error| {ours[1]:.5f} vs {up[1]:.5f}, "
+            f"RMS {ours[2]:.5f} vs {up[2]:.5f}"
+        )
     print(f"{len(rows) - len(worse)} of {len(rows)} rows: ours default at least upstream default on all three")
     return 0
 

@@ -44,14 +44,22 @@ def run_both(dev, args):
     q = torch.randn(1, b, hq, d, generator=g)
     grid = ttnn.CoreCoord(8, 8)
     extra = {} if args.exp_approx is None else {"exp_approx_mode": args.exp_approx}
-    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=grid, q_chunk_size=0,
-                                    k_chunk_size=args.k_chunk_size, max_cores_per_head_batch=args.max_cores, **extra)
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=grid,
+        q_chunk_size=0,
+        k_chunk_size=args.k_chunk_size,
+        max_cores_per_head_batch=args.max_cores,
+        **extra,
+    )
     pos = args.kv_len - 1 if args.pos is None else args.pos
     kwargs = dict(cur_pos=[pos] * b, program_config=config)
     if args.fidelity:
         kwargs["compute_kernel_config"] = ttnn.WormholeComputeKernelConfig(
-            math_fidelity=getattr(ttnn.MathFidelity, args.fidelity), math_approx_mode=True, fp32_dest_acc_en=False,
-            packer_l1_acc=False)
+            math_fidelity=getattr(ttnn.MathFidelity, args.fidelity),
+            math_approx_mode=True,
+            fp32_dest_acc_en=False,
+            packer_l1_acc=False,
+        )
     tq = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     dtype = ttnn.bfloat8_b if args.kv_dtype == "bfloat8_b" else ttnn.bfloat16
     if args.block_size:
@@ -62,8 +70,14 @@ def run_both(dev, args):
         pt = torch.randperm(num_blocks, generator=g).reshape(b, blocks_per_user).to(torch.int32)
         tk, tv = (dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
         calls = [
-            ("upstream sdpa_decode", lambda: upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs)),
-            ("ttflashdecode", lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs)),
+            (
+                "upstream sdpa_decode",
+                lambda: upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs),
+            ),
+            (
+                "ttflashdecode",
+                lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(tq, tk, tv, pt, **kwargs),
+            ),
         ]
     else:
         k = torch.randn(b, hkv, kv, d, generator=g)
@@ -102,12 +116,13 @@ def run_both(dev, args):
 
 def report(name: str, stats, plan) -> None:
     t = stats.timing
-    print(f"\n== {name}: {stats.duration_ns / 1000:.2f} us modelled"
-          + ("" if t.ok else f"  (replay error: {t.error})"))
+    print(f"\n== {name}: {stats.duration_ns / 1000:.2f} us modelled" + ("" if t.ok else f"  (replay error: {t.error})"))
     if plan is not None:
-        print(f"   plan: num_cores_per_head {plan.num_cores_per_head}, k_chunk_size {plan.k_chunk_size}, "
-              f"rounds {plan.rounds}, head blocks K {plan.k_head_block} / V {plan.v_head_block}, "
-              f"L1 {plan.l1_bytes / 1024:.0f} KiB")
+        print(
+            f"   plan: num_cores_per_head {plan.num_cores_per_head}, k_chunk_size {plan.k_chunk_size}, "
+            f"rounds {plan.rounds}, head blocks K {plan.k_head_block} / V {plan.v_head_block}, "
+            f"L1 {plan.l1_bytes / 1024:.0f} KiB"
+        )
     t0 = t.first_start_ns
     dur = t.duration_ns
     active = {c: r for c, r in t.cores.items() if any(x.busy > 0 for x in r.values())}
@@ -117,17 +132,25 @@ def report(name: str, stats, plan) -> None:
         rs = [r[risc] for r in active.values() if risc in r]
         if not rs:
             continue
-        print(f"   {role + ' ' + risc:<16}{statistics.mean(x.busy for x in rs):>10.0f}{max(x.busy for x in rs):>10.0f}"
-              f"{statistics.mean(x.wait for x in rs):>10.0f}{statistics.mean(x.end - t0 for x in rs):>10.0f}"
-              f"{max(x.end - t0 for x in rs):>10.0f}")
+        print(
+            f"   {role + ' ' + risc:<16}{statistics.mean(x.busy for x in rs):>10.0f}{max(x.busy for x in rs):>10.0f}"
+            f"{statistics.mean(x.wait for x in rs):>10.0f}{statistics.mean(x.end - t0 for x in rs):>10.0f}"
+            f"{max(x.end - t0 for x in rs):>10.0f}"
+        )
     lanes = [r["TRISC"].lanes for r in active.values() if "TRISC" in r and r["TRISC"].lanes]
     if lanes:
-        print("   compute lanes busy (mean / max over cores): "
-              + ", ".join(f"{k} {statistics.mean(l[k] for l in lanes):.0f} / {max(l[k] for l in lanes):.0f}"
-                          for k in ("unpack", "math", "pack")))
+        print(
+            "   compute lanes busy (mean / max over cores): "
+            + ", ".join(
+                f"{k} {statistics.mean(l[k] for l in lanes):.0f} / {max(l[k] for l in lanes):.0f}"
+                for k in ("unpack", "math", "pack")
+            )
+        )
     banks = t.dram_bank_busy_ns
-    print(f"   DRAM banks busy: mean {statistics.mean(banks) / dur:.0%} of the run, max {max(banks) / dur:.0%}; "
-          f"{(stats.dram_read_bytes + stats.dram_write_bytes) / dur:.1f} GB/s")
+    print(
+        f"   DRAM banks busy: mean {statistics.mean(banks) / dur:.0%} of the run, max {max(banks) / dur:.0%}; "
+        f"{(stats.dram_read_bytes + stats.dram_write_bytes) / dur:.1f} GB/s"
+    )
     last_core, last = max(active.items(), key=lambda kv: max(x.end for x in kv[1].values()))
     print(f"   critical path: core {last_core} ends last")
     for risc, role in RISC_ROLE.items():
@@ -136,12 +159,18 @@ def report(name: str, stats, plan) -> None:
             extra = ""
             if x.lanes:
                 extra = "  lanes " + ", ".join(f"{k} {v:.0f}" for k, v in x.lanes.items())
-            print(f"     {role:<8} start {x.start - t0:>7.0f} end {x.end - t0:>7.0f} busy {x.busy:>7.0f} "
-                  f"wait {x.wait:>7.0f}{extra}")
+            print(
+                f"     {role:<8} start {x.start - t0:>7.0f} end {x.end - t0:>7.0f} busy {x.busy:>7.0f} "
+                f"wait {x.wait:>7.0f}{extra}"
+            )
     if args_verbose:
         for c, r in sorted(active.items(), key=lambda kv: -max(x.end for x in kv[1].values()))[:args_verbose]:
-            print(f"     core {c:<6} " + " | ".join(
-                f"{RISC_ROLE[k][:1]} end {v.end - t0:.0f} busy {v.busy:.0f} wait {v.wait:.0f}" for k, v in r.items()))
+            print(
+                f"     core {c:<6} "
+                + " | ".join(
+                    f"{RISC_ROLE[k][:1]} end {v.end - t0:.0f} busy {v.busy:.0f} wait {v.wait:.0f}" for k, v in r.items()
+                )
+            )
 
 
 args_verbose = 0
@@ -160,13 +189,24 @@ def main() -> None:
     ap.add_argument("--block-size", type=int, default=0, help="paged cache with this block size")
     ap.add_argument("--k-chunk-size", type=int, default=0)
     ap.add_argument("--max-cores", type=int, default=16, help="max_cores_per_head_batch")
-    ap.add_argument("--exp-approx", type=lambda s: s.lower() in ("1", "true"), default=None,
-                    help="SDPAProgramConfig.exp_approx_mode (default: unset, each op's default)")
-    ap.add_argument("--fidelity", choices=("LoFi", "HiFi2", "HiFi3", "HiFi4"), default=None,
-                    help="pass a compute_kernel_config with this math fidelity (math_approx_mode on, fp32 dest off)")
+    ap.add_argument(
+        "--exp-approx",
+        type=lambda s: s.lower() in ("1", "true"),
+        default=None,
+        help="SDPAProgramConfig.exp_approx_mode (default: unset, each op's default)",
+    )
+    ap.add_argument(
+        "--fidelity",
+        choices=("LoFi", "HiFi2", "HiFi3", "HiFi4"),
+        default=None,
+        help="pass a compute_kernel_config with this math fidelity (math_approx_mode on, fp32 dest off)",
+    )
     ap.add_argument("--only", default="", help="run only the op whose name contains this")
-    ap.add_argument("--llama70b", action="store_true",
-                    help="8 users, 8q/1kv, d 128, bfloat8_b paged block 32, pos 127, 256 positions a user")
+    ap.add_argument(
+        "--llama70b",
+        action="store_true",
+        help="8 users, 8q/1kv, d 128, bfloat8_b paged block 32, pos 127, 256 positions a user",
+    )
     ap.add_argument("--cores", type=int, default=0, help="also list the N latest-ending cores")
     ap.add_argument("--seed", type=int, default=12)
     args = ap.parse_args()
@@ -174,9 +214,12 @@ def main() -> None:
     if args.llama70b:
         args.batch, args.q_heads, args.kv_heads, args.head_dim = 8, 8, 1, 128
         args.kv_len, args.pos, args.block_size, args.kv_dtype = 256, 127, 32, "bfloat8_b"
-    print(f"batch {args.batch}, {args.q_heads} q / {args.kv_heads} kv heads, head_dim {args.head_dim}, "
-          f"kv_len {args.kv_len}, {args.kv_dtype}" + (f" paged block {args.block_size}" if args.block_size else "")
-          + f", k_chunk_size {args.k_chunk_size or 'auto'}, max_cores_per_head_batch {args.max_cores} (modelled)")
+    print(
+        f"batch {args.batch}, {args.q_heads} q / {args.kv_heads} kv heads, head_dim {args.head_dim}, "
+        f"kv_len {args.kv_len}, {args.kv_dtype}"
+        + (f" paged block {args.block_size}" if args.block_size else "")
+        + f", k_chunk_size {args.k_chunk_size or 'auto'}, max_cores_per_head_batch {args.max_cores} (modelled)"
+    )
     dev = emulator.open_device("n150")
     try:
         results = run_both(dev, args)

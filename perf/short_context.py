@@ -56,13 +56,19 @@ MAX_CORES = (16,)
 
 
 def compute_config():
-    return ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False,
-                                            fp32_dest_acc_en=False, packer_l1_acc=False)
+    return ttnn.WormholeComputeKernelConfig(
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=False, packer_l1_acc=False
+    )
 
 
 def sdpa_config(k_chunk: int, max_cores: int):
-    return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                  k_chunk_size=k_chunk, max_cores_per_head_batch=max_cores, exp_approx_mode=False)
+    return ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+        q_chunk_size=0,
+        k_chunk_size=k_chunk,
+        max_cores_per_head_batch=max_cores,
+        exp_approx_mode=False,
+    )
 
 
 def run_point(dev, p: Point, ours: bool, theirs: bool, ours_config=None) -> dict:
@@ -76,23 +82,31 @@ def run_point(dev, p: Point, ours: bool, theirs: bool, ours_config=None) -> dict
         v = dev.empty((blocks, p.n_kv, p.block, d), ttnn.bfloat8_b)
         pt = torch.randperm(blocks, generator=g).reshape(p.batch, -1).to(torch.int32)
         ours_fn = lambda cfg: ttflashdecode.paged_scaled_dot_product_attention_decode(  # noqa: E731
-            q, k, v, pt, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config())
+            q, k, v, pt, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config()
+        )
         up_fn = lambda cfg: upstream.paged_scaled_dot_product_attention_decode(  # noqa: E731
-            q, k, v, pt, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config())
+            q, k, v, pt, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config()
+        )
     else:
         k = dev.empty((p.batch, p.n_kv, p.kv_len, d), ttnn.bfloat8_b)
         v = dev.empty((p.batch, p.n_kv, p.kv_len, d), ttnn.bfloat8_b)
         ours_fn = lambda cfg: ttflashdecode.scaled_dot_product_attention_decode(  # noqa: E731
-            q, k, v, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config())
+            q, k, v, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config()
+        )
         up_fn = lambda cfg: upstream.scaled_dot_product_attention_decode(  # noqa: E731
-            q, k, v, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config())
+            q, k, v, cur_pos=pos, program_config=cfg, compute_kernel_config=compute_config()
+        )
     out = {}
     if ours:
-        ours_fn(ours_config or AutoProgramConfig(compute_with_storage_grid_size=(8, 8), exp_approx_mode=False)).deallocate()
+        ours_fn(
+            ours_config or AutoProgramConfig(compute_with_storage_grid_size=(8, 8), exp_approx_mode=False)
+        ).deallocate()
         run = ttflashdecode.op.last_run
         pl = run.plan
-        out["ours"] = (run.stats.duration_ns, f"k_chunk {pl.k_chunk_size}, {pl.num_cores_per_head} cores/head, "
-                                              f"{pl.rounds} rounds")
+        out["ours"] = (
+            run.stats.duration_ns,
+            f"k_chunk {pl.k_chunk_size}, {pl.num_cores_per_head} cores/head, {pl.rounds} rounds",
+        )
     if theirs:
         best = None
         for kc in K_CHUNKS:
@@ -118,8 +132,12 @@ def main() -> None:
     ap.add_argument("--only", default="", help="run the points whose name contains this")
     ap.add_argument("--ours-only", action="store_true")
     ap.add_argument("--upstream-only", action="store_true")
-    ap.add_argument("--ours-config", default="", metavar="K_CHUNK,MAX_CORES",
-                    help="run ours with this k_chunk_size and max_cores_per_head_batch instead of no config")
+    ap.add_argument(
+        "--ours-config",
+        default="",
+        metavar="K_CHUNK,MAX_CORES",
+        help="run ours with this k_chunk_size and max_cores_per_head_batch instead of no config",
+    )
     args = ap.parse_args()
     ours_config = None
     if args.ours_config:

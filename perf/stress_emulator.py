@@ -261,8 +261,15 @@ def stop_load(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
-def run_stress(names: list[str], calls: int, *, seconds: float | None = None, load: int = 0, seed: int = 29,
-               report: Callable[[str], None] = print) -> dict[str, Tally]:
+def run_stress(
+    names: list[str],
+    calls: int,
+    *,
+    seconds: float | None = None,
+    load: int = 0,
+    seed: int = 29,
+    report: Callable[[str], None] = print,
+) -> dict[str, Tally]:
     """Round-robin over the workloads until `calls` calls ran (or `seconds` passed); per-workload tallies."""
     workloads = [WORKLOADS[n](seed + i) for i, n in enumerate(names)]
     tallies = {w.name: Tally() for w in workloads}
@@ -299,9 +306,13 @@ def main() -> int:
         ap.error(f"--workloads: unknown {', '.join(unknown)}; expected some of {', '.join(WORKLOADS)}")
     if args.sanitize:
         os.environ["TTFD_EMU_SANITIZE"] = args.sanitize
-    print(f"stress: {', '.join(names)}; up to {args.calls} calls"
-          + (f" or {args.minutes} min" if args.minutes else "") + f"; load {args.load}"
-          + (f"; sanitizer {args.sanitize}" if args.sanitize else ""), flush=True)
+    print(
+        f"stress: {', '.join(names)}; up to {args.calls} calls"
+        + (f" or {args.minutes} min" if args.minutes else "")
+        + f"; load {args.load}"
+        + (f"; sanitizer {args.sanitize}" if args.sanitize else ""),
+        flush=True,
+    )
     t0 = time.monotonic()
     tallies = run_stress(names, args.calls, seconds=args.minutes * 60 if args.minutes else None, load=args.load,
                          seed=args.seed, report=lambda s: print(s, flush=True))  # fmt: skip

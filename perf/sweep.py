@@ -264,6 +264,7 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
     try:
         for variant in sorted(variants, key=lambda v: v != timing.NOMINAL):
             with timing.variant_env(variant):
+
                 def up(side: str, cand: tune.Candidate | None, exp_approx, compute, label: str):
                     # Keyed by the program the factory builds (max_cores_per_head_batch as it applies it), so the
                     # as-called config and the search's equal candidate share one run.
@@ -283,22 +284,35 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
                     rec = dict(rec, shape=s.name, variant=variant, side=side, config=config)
                     records.append(rec)
                     ns = rec.get("ns")
-                    log(f"  {s.name} [{variant}] {side}: " + (f"{ns / 1e3:.1f} us modelled ({rec.get('plan', '')})"
-                                                               if ns else f"refused: {rec.get('note')}"))
+                    log(
+                        f"  {s.name} [{variant}] {side}: "
+                        + (
+                            f"{ns / 1e3:.1f} us modelled ({rec.get('plan', '')})"
+                            if ns
+                            else f"refused: {rec.get('note')}"
+                        )
+                    )
 
                 t0 = time.monotonic()
                 auto_exact = AutoProgramConfig(compute_with_storage_grid_size=GRID, exp_approx_mode=False)
                 add("ours", runner.call(ttflashdecode, auto_exact, fair), "no program config (auto), exact exp, HiFi4")
                 called = tune.Candidate(GRID, 0, s.model_cores)
                 n_eff = tune.effective(called, s.batch * s.n_kv_heads).max_cores_per_head
-                add("upstream as called", up("called", called, False, fair, "fair"),
+                add(
+                    "upstream as called",
+                    up("called", called, False, fair, "fair"),
                     f"k_chunk_size 0, max_cores_per_head_batch {s.model_cores}"
-                    + (f" (the factory applies {n_eff})" if n_eff != s.model_cores else "") + ", 8x8, exact exp, HiFi4")
+                    + (f" (the factory applies {n_eff})" if n_eff != s.model_cores else "")
+                    + ", 8x8, exact exp, HiFi4",
+                )
                 if variant == timing.NOMINAL:
+
                     def run(c: tune.Candidate):
                         ns = up("search", c, False, fair, "fair").get("ns")
-                        log(f"  {s.name} [{variant}] upstream search {c.label()}: "
-                            + (f"{ns / 1e3:.1f} us modelled" if ns else "refused"))
+                        log(
+                            f"  {s.name} [{variant}] upstream search {c.label()}: "
+                            + (f"{ns / 1e3:.1f} us modelled" if ns else "refused")
+                        )
                         return ns
 
                     result = tune.search(run, grid=GRID, batch=s.batch, n_kv_heads=s.n_kv_heads, kv_len=s.kv_len,
@@ -317,8 +331,11 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
                     rec = up("search", best, False, fair, "fair")
                     add("upstream best", rec, f"{best.label()} (best of {tried} runs), exact exp, HiFi4")
                 add("ours default", runner.call(ttflashdecode, None, None), "no program config, no compute config")
-                add("upstream default", up("default", None, None, None, "default"),
-                    "no program config, no compute config")
+                add(
+                    "upstream default",
+                    up("default", None, None, None, "default"),
+                    "no program config, no compute config",
+                )
                 log(f"  {s.name} [{variant}] done in {time.monotonic() - t0:.0f} s")
                 done.append(variant)
                 if save is not None:
@@ -511,9 +528,15 @@ def _worker(args) -> None:
     tag, uhash = source_tag(), upstream_hash()
 
     def save(records: list[dict], variants_done: list[str]) -> None:
-        meta = {"commit": tag, "upstream_hash": uhash, "variants": variants_done, "variants_asked": args.variants,
-                "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-                "seconds": round(time.monotonic() - t0), "source": "modelled (emulator timing model, timing-only)"}
+        meta = {
+            "commit": tag,
+            "upstream_hash": uhash,
+            "variants": variants_done,
+            "variants_asked": args.variants,
+            "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+            "seconds": round(time.monotonic() - t0),
+            "source": "modelled (emulator timing model, timing-only)",
+        }
         save_records(args.out, s, records, meta)
 
     measure_shape(s, args.variants, UpstreamCache(not args.no_upstream_cache), log=lambda m: print(m, flush=True),
@@ -569,8 +592,16 @@ def main() -> None:
     while pending or running:
         while pending and len(running) < args.jobs:
             name = pending.pop(0)
-            argv = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--out", str(args.out),
-                    "--variants", *args.variants] + (["--no-upstream-cache"] if args.no_upstream_cache else [])
+            argv = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--worker",
+                name,
+                "--out",
+                str(args.out),
+                "--variants",
+                *args.variants,
+            ] + (["--no-upstream-cache"] if args.no_upstream_cache else [])
             running[subprocess.Popen(argv, cwd=REPO)] = (name, time.monotonic())
         time.sleep(1)
         for p in [p for p in running if p.poll() is not None]:

@@ -30,13 +30,17 @@ def pytest_runtest_makereport(item, call):
     report = yield
     seed = item.stash.get(_SEED_KEY, None)
     if report.failed and seed is not None:
-        report.sections.append(("random inputs", f"global torch seed {seed}; replay: {SEED_ENV}={seed} pytest '{item.nodeid}'"))
+        report.sections.append(
+            ("random inputs", f"global torch seed {seed}; replay: {SEED_ENV}={seed} pytest '{item.nodeid}'")
+        )
     return report
 
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--backend", choices=("emulator", "ttsim"), default="emulator",
+        "--backend",
+        choices=("emulator", "ttsim"),
+        default="emulator",
         help="ttsim: also run the op's golden cases on Tenstorrent's simulator through the real ttnn runtime "
         "(tests/runtime/test_ttsim.py; needs ./run sim-setup and Tenstorrent's sfpi compiler)",
     )

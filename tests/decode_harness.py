@@ -156,7 +156,9 @@ class DecodeCase:
             ("sink32" if self.sink_upstream_form else "sink") if self.attention_sink else "",
             f"paged{self.block_size}" if self.block_size else "",
             "shared" if self.share_cache else "",
-            f"mask{self.mask_heads}{'' if self.mask_dtype == 'bfloat16' else '-' + self.mask_dtype}" if self.mask_heads else ("noncausal" if self.cur_pos is None else ""),
+            f"mask{self.mask_heads}{'' if self.mask_dtype == 'bfloat16' else '-' + self.mask_dtype}"
+            if self.mask_heads
+            else ("noncausal" if self.cur_pos is None else ""),
             "fp32acc" if self.fp32_dest_acc_en else "",
             f"out-{self.out_dtype}" if self.out_dtype != "bfloat16" else "",
             "out-l1-sharded" if self.out_sharded else "",

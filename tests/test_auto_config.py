@@ -57,8 +57,15 @@ CASE = TuneCase(2, 8, 1, 64, 512, (511, 200), "bfloat16")
 
 
 def _shapes(case: DecodeCase) -> DecodeShapes:
-    return DecodeShapes(batch=case.batch, n_q_heads=case.n_q_heads, n_kv_heads=case.n_kv_heads,
-                        head_dim=case.head_dim, kv_len=case.kv_len, k_dtype=case.kv_dtype, v_dtype=case.kv_dtype)
+    return DecodeShapes(
+        batch=case.batch,
+        n_q_heads=case.n_q_heads,
+        n_kv_heads=case.n_kv_heads,
+        head_dim=case.head_dim,
+        kv_len=case.kv_len,
+        k_dtype=case.kv_dtype,
+        v_dtype=case.kv_dtype,
+    )
 
 
 def _tile(dev):
@@ -401,8 +408,9 @@ def test_explicit_configs_are_planned_as_before(config, monkeypatch, ttnn):
     nothing is evaluated or looked up in the table."""
     monkeypatch.setattr(tuning, "evaluate", lambda *a, **k: pytest.fail("an explicit config must not be evaluated"))
     monkeypatch.setattr(auto, "table_config", lambda *a, **k: pytest.fail("an explicit config must not read the table"))
-    s = DecodeShapes(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=8192, k_dtype="bfloat8_b",
-                     v_dtype="bfloat8_b")
+    s = DecodeShapes(
+        batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=8192, k_dtype="bfloat8_b", v_dtype="bfloat8_b"
+    )
     resolved = ProgramConfig.coerce(config)
     for given in (resolved, resolved.to_ttnn()):
         cfg = ProgramConfig.coerce(given)

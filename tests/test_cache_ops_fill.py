@@ -141,17 +141,34 @@ def test_paged_fill_into_a_ring_keeps_the_last_positions(dev, valid_len):
         (lambda c, x, t: ttflashdecode.fill_cache(c, x, 0, update_idx=96), "update_idx=96"),
         (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, batch_idx=2), "batch_idx=2"),
         (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, torch.tensor([[7, 0]]), batch_idx=0), "page_table[0]"),
-        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=64),
-         "cache_position_modulo=64: expected a positive multiple of block_size=128"),
-        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=384),
-         "cache_position_modulo=384: expected at most max_blocks_per_user * block_size = 2 * 128"),
-        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, valid_seq_len_tensor=t),
-         "valid_seq_len_tensor: only supported when cache_position_modulo is set"),
-        (lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=128, valid_seq_len_tensor=t),
-         "valid_seq_len_tensor: expected a rank-1 tensor, got shape [1, 2]"),
+        (
+            lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=64),
+            "cache_position_modulo=64: expected a positive multiple of block_size=128",
+        ),
+        (
+            lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=384),
+            "cache_position_modulo=384: expected at most max_blocks_per_user * block_size = 2 * 128",
+        ),
+        (
+            lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, valid_seq_len_tensor=t),
+            "valid_seq_len_tensor: only supported when cache_position_modulo is set",
+        ),
+        (
+            lambda c, x, t: ttflashdecode.paged_fill_cache(c, x, t, cache_position_modulo=128, valid_seq_len_tensor=t),
+            "valid_seq_len_tensor: expected a rank-1 tensor, got shape [1, 2]",
+        ),
     ],
-    ids=["batch_idx", "update_idx_unaligned", "update_idx_past_end", "paged_batch_idx", "host_table_entry", "modulo",
-         "modulo_past_table", "valid_len_without_ring", "valid_len_shape"],
+    ids=[
+        "batch_idx",
+        "update_idx_unaligned",
+        "update_idx_past_end",
+        "paged_batch_idx",
+        "host_table_entry",
+        "modulo",
+        "modulo_past_table",
+        "valid_len_without_ring",
+        "valid_len_shape",
+    ],
 )
 def test_bad_calls_raise_naming_the_argument(dev, call, named):
     cache = tiles(dev, torch.zeros(2, 1, 128, 32), "bfloat16")

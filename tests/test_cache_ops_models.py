@@ -60,7 +60,9 @@ class PagedLayerCache:
         for which, (cache, host) in enumerate(zip(self.caches, self.host)):
             got = self.dev.to_torch(cache).float()
             bad = (got != host).nonzero().tolist()
-            assert not bad, f"seed {seed} {what}: cache {which} differs from the host model at {len(bad)} values, first {bad[:3]}"
+            assert not bad, (
+                f"seed {seed} {what}: cache {which} differs from the host model at {len(bad)} values, first {bad[:3]}"
+            )
 
 
 def _step_both(dev, update_and_attend, what: str):
@@ -162,10 +164,12 @@ def test_gpt_oss_update_then_attention_with_sinks_and_window(emu_device):
             experimental.paged_update_cache(k_cache, tt_k, update_idxs_tensor=position_idx, page_table=layer.page_table)
             experimental.paged_update_cache(v_cache, tt_v, update_idxs_tensor=position_idx, page_table=layer.page_table)
             if transformer is ttflashdecode:
-                return ttflashdecode.paged_scaled_dot_product_attention_decode(tt_q, k_cache, v_cache,
-                                                                               layer.page_table, **options)
-            return transformer.paged_scaled_dot_product_attention_decode(tt_q, k_cache, v_cache,
-                                                                         page_table_tensor=layer.page_table, **options)
+                return ttflashdecode.paged_scaled_dot_product_attention_decode(
+                    tt_q, k_cache, v_cache, layer.page_table, **options
+                )
+            return transformer.paged_scaled_dot_product_attention_decode(
+                tt_q, k_cache, v_cache, page_table_tensor=layer.page_table, **options
+            )
 
         outs = _step_both(emu_device, update_and_attend, f"step {step}")
         layer.write_host(0, k_new, pos)
@@ -189,8 +193,13 @@ def test_deepseek_v3_mla_update_then_flash_mla(emu_device):
     positions = [[200, 63], [201, 64]]
     position_idxs = _int32(emu_device, torch.tensor(positions[0]))
     shards = batch * n_q // 32
-    flash_mla = dict(head_dim_v=kv_lora_rank, scale=head_dim**-0.5 * 1.2, program_config=_sdpa_config(128),
-                     compute_kernel_config=_hifi4(), memory_config=_height_sharded(shards, [32, kv_lora_rank]))
+    flash_mla = dict(
+        head_dim_v=kv_lora_rank,
+        scale=head_dim**-0.5 * 1.2,
+        program_config=_sdpa_config(128),
+        compute_kernel_config=_hifi4(),
+        memory_config=_height_sharded(shards, [32, kv_lora_rank]),
+    )
     for step, pos in enumerate(positions):
         emu_device.write(position_idxs, torch.tensor(pos, dtype=torch.int32))
         kvpe = torch.randn(1, batch, 1, head_dim, generator=gen)
@@ -203,9 +212,11 @@ def test_deepseek_v3_mla_update_then_flash_mla(emu_device):
                                             page_table=layer.page_table)  # fmt: skip
             if transformer is ttflashdecode:
                 return ttflashdecode.paged_flash_multi_latent_attention_decode(
-                    tt_q, kvpe_cache, layer.page_table, cur_pos_tensor=position_idxs, **flash_mla)
+                    tt_q, kvpe_cache, layer.page_table, cur_pos_tensor=position_idxs, **flash_mla
+                )
             return transformer.paged_flash_multi_latent_attention_decode(
-                tt_q, kvpe_cache, page_table_tensor=layer.page_table, cur_pos_tensor=position_idxs, **flash_mla)
+                tt_q, kvpe_cache, page_table_tensor=layer.page_table, cur_pos_tensor=position_idxs, **flash_mla
+            )
 
         outs = _step_both(emu_device, update_and_attend, f"step {step}")
         layer.write_host(0, kvpe, pos)

@@ -110,7 +110,8 @@ def test_sliding_window_decode_loop_on_a_ring_cache(emu_device):
                     ttnn.experimental.paged_update_cache(cache, new, update_idxs_tensor=position, page_table=page_table,
                                                          cache_position_modulo=ring)  # fmt: skip
                 out = ttnn.transformer.paged_scaled_dot_product_attention_decode(
-                    tt_q, k_cache, v_cache, page_table_tensor=page_table, cur_pos_tensor=position, **options)
+                    tt_q, k_cache, v_cache, page_table_tensor=page_table, cur_pos_tensor=position, **options
+                )
         else:
             for cache, new in ((k_cache, tt_k), (v_cache, tt_v)):
                 ttflashdecode.paged_update_cache(cache, new, update_idxs_tensor=position, page_table=page_table,

@@ -20,7 +20,12 @@ def rules():
     lib = ctypes.CDLL(str(build_shared("chunk_rule", [HOST_SHIMS / "chunk_rule_shim.cpp"], [f"-I{DEVICE_KERNELS}"])))
     u32, p32 = ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
     lib.fd_chunk_range.argtypes = [u32, u32, u32, u32, u32, u32, p32, p32]
-    for name, nargs in (("fd_active_cores", 5), ("fd_send_round", 1), ("fd_receives_in_round", 3), ("fd_tree_rounds", 1)):
+    for name, nargs in (
+        ("fd_active_cores", 5),
+        ("fd_send_round", 1),
+        ("fd_receives_in_round", 3),
+        ("fd_tree_rounds", 1),
+    ):
         getattr(lib, name).argtypes = [u32] * nargs
         getattr(lib, name).restype = u32
     return lib

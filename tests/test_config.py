@@ -92,7 +92,10 @@ def test_round_trip_through_ttnn(ttnn, cfg):
     grid = t.compute_with_storage_grid_size
     assert (grid.x, grid.y) == cfg.compute_with_storage_grid_size
     assert (t.q_chunk_size, t.k_chunk_size, t.exp_approx_mode, t.max_cores_per_head_batch) == (
-        cfg.q_chunk_size, cfg.k_chunk_size, cfg.exp_approx_mode, cfg.max_cores_per_head_batch,
+        cfg.q_chunk_size,
+        cfg.k_chunk_size,
+        cfg.exp_approx_mode,
+        cfg.max_cores_per_head_batch,
     )
     assert ProgramConfig.from_ttnn(t) == cfg
     assert ProgramConfig.coerce(t) == cfg

@@ -15,8 +15,11 @@ def test_demo_reports_steps_modelled_timing_and_roofline(capsys):
     assert len(steps) >= 4 and out.count("   done in ") == len(steps), out
     duration = re.search(r"duration ([0-9.]+) us \(modelled\); DRAM traffic ([0-9]+) GB/s \(modelled\)", out)
     assert duration, out
-    roofline = re.search(r"roofline for the ([0-9,]+) bytes .*: ([0-9.]+) us at 267 GB/s \(best measured\), "
-                         r"([0-9.]+) us at 288 GB/s \(spec\)", out)
+    roofline = re.search(
+        r"roofline for the ([0-9,]+) bytes .*: ([0-9.]+) us at 267 GB/s \(best measured\), "
+        r"([0-9.]+) us at 288 GB/s \(spec\)",
+        out,
+    )
     assert roofline, out
     # No implementation beats the roofline of the bytes it must move; the 288 GB/s one is the lower.
     us, best, spec = float(duration[1]), float(roofline[2]), float(roofline[3])

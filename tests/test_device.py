@@ -63,8 +63,12 @@ def test_llama_3_1_8b_heads_over_mesh_on_card(ttnn, tt_mesh):
     out = _mesh_tensor(ttnn, tt_mesh, torch.full((1, 4, 32, 128), float("nan")), ttnn.bfloat16, dim=2)
     out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out)
     got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
-    expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
-                                  golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions)
+    expected = golden.sdpa_decode(
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, "bfloat8_b"),
+        golden.quantize_like_device(v, "bfloat8_b"),
+        cur_pos=positions,
+    )
     check_close(got, expected, "bfloat8_b", seed, f"Llama-3.1-8B over {chips} chips")
     assert torch.count_nonzero(got[:, 2]) == 0, f"{tag(seed)} user 2 at -1 must get zero rows"
 
@@ -93,9 +97,13 @@ def test_llama_3_1_70b_paged_on_t3k(ttnn, tt_mesh):
                  max_blocks_per_user=blocks_per_user)  # fmt: skip
     out = wrapper.run(tq, tk, tv, cur_pos_tensor=pos, page_table_tensor=tt_table)
     got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
-    expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
-                                  golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions.tolist(),
-                                  page_table=table)
+    expected = golden.sdpa_decode(
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, "bfloat8_b"),
+        golden.quantize_like_device(v, "bfloat8_b"),
+        cur_pos=positions.tolist(),
+        page_table=table,
+    )
     check_close(got, expected, "bfloat8_b", seed, "Llama-3.1-70B on T3K")
 
 
@@ -104,8 +112,13 @@ def test_llama_3_1_70b_paged_on_t3k(ttnn, tt_mesh):
 
 def _adapters(ttnn, device):
     def to_device(x, dtype, memory_config=None):
-        return ttnn.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, device=device,
-                               memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG)
+        return ttnn.from_torch(
+            x,
+            dtype=dtype,
+            layout=ttnn.TILE_LAYOUT,
+            device=device,
+            memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG,
+        )
 
     return to_device, ttnn.to_torch
 
@@ -149,7 +162,8 @@ def test_card_and_emulator_agree(ttnn, tt_device, emu_device):
     to_device, to_torch = _adapters(ttnn, tt_device)
     on_card = run_case(tt_device, case, to_device=to_device, to_torch=to_torch).out
     on_emu = run_case(
-        emu_device, case,
+        emu_device,
+        case,
         to_device=lambda x, dtype: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT),
         to_torch=emu_device.to_torch,
     ).out

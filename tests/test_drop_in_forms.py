@@ -119,7 +119,9 @@ def test_q_row_major_dram(emu_device):
     del out
     poisoned = _poison(emu_device, (1, B, NQ, D), layout=ttnn.ROW_MAJOR_LAYOUT)
     out = ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=CUR_POS, output_tensor=poisoned)
-    check_output(emu_device.to_torch(out).float(), expected, seed, "row-major q in DRAM, poisoned row-major output_tensor")
+    check_output(
+        emu_device.to_torch(out).float(), expected, seed, "row-major q in DRAM, poisoned row-major output_tensor"
+    )
 
 
 def test_q_row_major_l1_height_sharded(emu_device):
@@ -375,7 +377,9 @@ def test_cur_pos_minus_one_rows_exactly_zero(emu_device, source):
         _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), **positions,
         output_tensor=_poison(emu_device, (1, B, NQ, D)),
     )  # fmt: skip
-    check_output(emu_device.to_torch(out).float(), expected, seed, f"cur_pos {cur_pos} ({source})", zero_users=(skipped,))
+    check_output(
+        emu_device.to_torch(out).float(), expected, seed, f"cur_pos {cur_pos} ({source})", zero_users=(skipped,)
+    )
 
 
 @pytest.mark.parametrize("with_sink", [False, True])

@@ -27,7 +27,11 @@ FULL_TILE = (2, 32, 8, 128, 512, (511, 200))  # upstream: 32x32 tiles, exp_appro
 def _inputs(emu_device, ttnn, shape, seed):
     b, hq, hkv, d, s, pos = shape
     g = generator(seed)
-    q, k, v = torch.randn(1, b, hq, d, generator=g), torch.randn(b, hkv, s, d, generator=g), torch.randn(b, hkv, s, d, generator=g)
+    q, k, v = (
+        torch.randn(1, b, hq, d, generator=g),
+        torch.randn(b, hkv, s, d, generator=g),
+        torch.randn(b, hkv, s, d, generator=g),
+    )
     tq = emu_device.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT) for x in (k, v))
     stored = [emu_device.to_torch(t).to(torch.float64) for t in (tq, tk, tv)]
@@ -70,7 +74,8 @@ def test_default_is_approximate_and_false_is_exact(emu_device, ttnn):
     (_, exact_max, exact_rms), (_, approx_max, approx_rms) = results["exact"], results["approx"]
     assert exact_rms < 0.6 * approx_rms and exact_max < approx_max, (
         f"{tag(seed)} exact vs approximate exp: RMS error {exact_rms:.5f} vs {approx_rms:.5f}, max |error| "
-        f"{exact_max:.5f} vs {approx_max:.5f}: exp_approx_mode=False is not the accurate exp")
+        f"{exact_max:.5f} vs {approx_max:.5f}: exp_approx_mode=False is not the accurate exp"
+    )
 
 
 # PCC ignores a uniform scale, the RMS and max errors do not. On these two short-cache shapes ours's default had the
@@ -93,7 +98,9 @@ def test_default_at_least_as_precise_as_upstreams_default(emu_device, ttnn, shap
     pcc = golden.pcc(ours, expected), golden.pcc(theirs, expected)
     err = golden.max_abs_error(ours, expected), golden.max_abs_error(theirs, expected)
     rms = _rms(ours, expected), _rms(theirs, expected)
-    what = (f"{tag(seed)} ours (default) vs upstream (default) against the float64 golden: RMS error {rms[0]:.5f} vs "
-            f"{rms[1]:.5f}, max |error| {err[0]:.5f} vs {err[1]:.5f}, PCC {pcc[0]:.6f} vs {pcc[1]:.6f}")
+    what = (
+        f"{tag(seed)} ours (default) vs upstream (default) against the float64 golden: RMS error {rms[0]:.5f} vs "
+        f"{rms[1]:.5f}, max |error| {err[0]:.5f} vs {err[1]:.5f}, PCC {pcc[0]:.6f} vs {pcc[1]:.6f}"
+    )
     assert rms[0] <= rms[1], what
     assert err[0] <= GAP * err[1] and 1 - pcc[0] <= GAP * (1 - pcc[1]), what

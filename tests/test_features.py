@@ -73,7 +73,9 @@ def test_position_tensor_reuses_one_program(emu_device):
     tt_q = emu_device.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tt_k = emu_device.from_torch(k, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tt_v = emu_device.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-    pos = emu_device.from_torch(torch.tensor([100, 7], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+    pos = emu_device.from_torch(
+        torch.tensor([100, 7], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    )
     out = emu_device.allocate([1, b, n_q, d], ttnn.bfloat16, ttnn.TILE_LAYOUT)
     cfg = "small/test-2x2"
     op_module.clear_program_cache()
@@ -85,8 +87,12 @@ def test_position_tensor_reuses_one_program(emu_device):
         op_module.scaled_dot_product_attention_decode(
             tt_q, tt_k, tt_v, cur_pos_tensor=pos, program_config=cfg, output_tensor=out
         )
-        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat16"),
-                                      golden.quantize_like_device(v, "bfloat16"), cur_pos=positions)
+        expected = golden.sdpa_decode(
+            golden.quantize_like_device(q, "bfloat16"),
+            golden.quantize_like_device(k, "bfloat16"),
+            golden.quantize_like_device(v, "bfloat16"),
+            cur_pos=positions,
+        )
         check_close(emu_device.to_torch(out).float(), expected, "bfloat16", seed, f"step {step}, cur_pos {positions}")
     assert op_module.program_cache_stats() == {"hits": 15, "misses": 1, "entries": 1}, tag(seed)
     assert op_module.cache_stats()["plans"] == 1  # planned once (plan-then-run)
@@ -131,8 +137,9 @@ def test_page_table_tensor_reuses_one_program(emu_device):
 # ---- 3. non-causal with attn_mask --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mask_heads, mask_dtype", [(1, "bfloat16"), (8, "bfloat16"), (1, "bfloat8_b"),
-                                                   (8, "bfloat8_b")])
+@pytest.mark.parametrize(
+    "mask_heads, mask_dtype", [(1, "bfloat16"), (8, "bfloat16"), (1, "bfloat8_b"), (8, "bfloat8_b")]
+)
 def test_attn_mask(emu_device, mask_heads, mask_dtype):
     case = DecodeCase(2, 8, 2, 64, 512, None, "bfloat16", k_chunk_size=128, max_cores_per_head_batch=2,
                       mask_heads=mask_heads, mask_dtype=mask_dtype)  # fmt: skip
@@ -268,8 +275,9 @@ def test_l1_sharded_output_leaves_its_shards_room(emu_device):
 
     # The exact exp: at head_dim 2048 with a bfloat16 DST the default approximate exp measured PCC 0.99825 here, under
     # the suite's 0.999 (README "Precision"); this test is about L1 placement, at the kernel's usual thresholds.
-    case = DecodeCase(1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2),
-                      exp_approx_mode=False)
+    case = DecodeCase(
+        1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2), exp_approx_mode=False
+    )
     outcome = _run(emu_device, case)
     assert outcome.plan.l1_budget < L1_BUDGET_BYTES
     assert L1_RESERVED_BYTES + outcome.plan.l1_bytes <= outcome.out_tensor.buffer_address()

@@ -22,12 +22,33 @@ MATRIX = [
     # Llama-3.1-8B on N150: 8 kv heads x batch 4 = 32 groups, 2 cores each; mixed cur_pos with a skipped user.
     # Exact exp (exp_approx_mode=False) here and in two cases below: the exact path (Q scaled by the reader's scale
     # tile, accurate exp) keeps multi-core, many-groups-per-core and one-core cases at the same thresholds.
-    DecodeCase(4, 32, 8, 128, 2048, (0, 2047, -1, 700), "bfloat8_b", k_chunk_size=256, max_cores_per_head_batch=4,
-               exp_approx_mode=False),
+    DecodeCase(
+        4,
+        32,
+        8,
+        128,
+        2048,
+        (0, 2047, -1, 700),
+        "bfloat8_b",
+        k_chunk_size=256,
+        max_cores_per_head_batch=4,
+        exp_approx_mode=False,
+    ),
     # batch 32: more groups (256) than cores (64): 4 groups per core, no reduction.
     DecodeCase(32, 8, 8, 64, 128, tuple(range(0, 128, 4)), "bfloat16", k_chunk_size=32, max_cores_per_head_batch=1),
     # G = 4, bfloat4_b cache on an 8x7 grid (N300 chip), chunk edges +-1.
-    DecodeCase(4, 16, 4, 64, 2048, (255, 256, 257, 1023), "bfloat4_b", k_chunk_size=256, max_cores_per_head_batch=2, grid=(8, 7)),
+    DecodeCase(
+        4,
+        16,
+        4,
+        64,
+        2048,
+        (255, 256, 257, 1023),
+        "bfloat4_b",
+        k_chunk_size=256,
+        max_cores_per_head_batch=2,
+        grid=(8, 7),
+    ),
     # head_dim 256, long cache, 32 cores per head, last position.
     DecodeCase(1, 4, 1, 256, 8192, (8191,), "bfloat8_b", k_chunk_size=512, max_cores_per_head_batch=32),
     # G = 6 (12/2), 2x2 grid: 2 groups on 4 cores.
@@ -52,9 +73,21 @@ def test_matrix(emu_device, case):
 def test_chunk_edges(emu_device, cur_pos, exp_approx_mode):
     """cur_pos at, before and after tile and chunk boundaries, on a 4-core group with 128-position chunks; with the
     default (approximate) exp, and with the exact one at three of them (its Q scaling and exp)."""
-    case = DecodeCase(1, 8, 1, 64, 1024, (cur_pos,), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
-                      exp_approx_mode=exp_approx_mode)
-    assert_matches_golden(run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch), case)
+    case = DecodeCase(
+        1,
+        8,
+        1,
+        64,
+        1024,
+        (cur_pos,),
+        "bfloat16",
+        k_chunk_size=128,
+        max_cores_per_head_batch=4,
+        exp_approx_mode=exp_approx_mode,
+    )
+    assert_matches_golden(
+        run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch), case
+    )
 
 
 def test_random_positions(emu_device):
@@ -64,7 +97,9 @@ def test_random_positions(emu_device):
     rng = random.Random(seed)
     cur_pos = tuple(rng.randrange(-1, 1024) for _ in range(8))
     case = DecodeCase(8, 8, 2, 64, 1024, cur_pos, "bfloat8_b", seed=seed)
-    assert_matches_golden(run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch), case)
+    assert_matches_golden(
+        run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch), case
+    )
 
 
 @pytest.mark.parametrize("max_cores", [1, 2, 4, 16, 32])

@@ -80,7 +80,9 @@ def test_attention_reads_the_new_rows(dev, dtype, paged):
     else:
         out = ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, **args)
     run = fused.last_run
-    assert not set(run.plan.update_cores) & set(run.plan.attention_cores), f"{tag(seed)}: update and attention share a core"
+    assert not set(run.plan.update_cores) & set(run.plan.attention_cores), (
+        f"{tag(seed)}: update and attention share a core"
+    )
     assert run.plan.decode.num_cores_per_head > 1, f"{tag(seed)}: the case must split users over cores"
 
     # The caches: exactly what the separate update makes of the same caches.

@@ -431,13 +431,15 @@ def _check_output(out: torch.Tensor, expected: torch.Tensor, shape: Shape, cur_p
     for u in zero_users:
         nonzero = int(torch.count_nonzero(out[:, u]))
         assert nonzero == 0, (
-            f"user {u} must get exactly zero rows; {nonzero} elements are not (max |out| {out[:, u].abs().max():.4g})")
+            f"user {u} must get exactly zero rows; {nonzero} elements are not (max |out| {out[:, u].abs().max():.4g})"
+        )
     if zero_rows is not None and zero_rows.any():
         got = out[zero_rows]
         nonzero = int(torch.count_nonzero(got))
         assert nonzero == 0, (
             f"{int(zero_rows.sum())} fully masked (token, user, head) rows must be exactly zero; "
-            f"{int((got != 0).any(-1).sum())} are not (max |out| {got.abs().max().item():.4g})")
+            f"{int((got != 0).any(-1).sum())} are not (max |out| {got.abs().max().item():.4g})"
+        )
     case = shape.harness_case(cur_pos)
     outcome = DecodeOutcome(out=out, expected=expected, pcc=golden.pcc(out, expected),
                             max_abs_err=golden.max_abs_error(out, expected), stats=None, plan=None, k=None, v=None,
@@ -760,8 +762,11 @@ class _BadCallCase:
 
     def call(self):
         if self.mla_head_dim_v != "no MLA":
-            mla = (op_module.paged_flash_multi_latent_attention_decode, self.page_table) if self.paged else (
-                op_module.flash_multi_latent_attention_decode,)
+            mla = (
+                (op_module.paged_flash_multi_latent_attention_decode, self.page_table)
+                if self.paged
+                else (op_module.flash_multi_latent_attention_decode,)
+            )
             return mla[0](self.q, self.k, *mla[1:], head_dim_v=self.mla_head_dim_v, **self.kwargs)
         if self.paged:
             return op_module.paged_scaled_dot_product_attention_decode(self.q, self.k, self.v, self.page_table,
@@ -790,6 +795,7 @@ def _mutations(c: _BadCallCase):
             c.kwargs.pop("cur_pos", None)
             c.kwargs.pop("cur_pos_tensor", None)
             c.kwargs.update(value())
+
         return apply
 
     def setattr_(name, value):
@@ -976,6 +982,7 @@ def test_bad_calls_raise_before_anything_runs(device, other_emu_device, monkeypa
                 def f(*a, **kw):
                     touched.append(method)
                     raise _Reached(method)
+
                 return f
 
             with monkeypatch.context() as mp:
@@ -993,17 +1000,20 @@ def test_bad_calls_raise_before_anything_runs(device, other_emu_device, monkeypa
             counts["controls"] += 1
             assert isinstance(raised, _Reached), (
                 f"a valid call ({label}) did not get through validation: "
-                f"{type(raised).__name__ if raised else 'no device work'}: {raised}")
+                f"{type(raised).__name__ if raised else 'no device work'}: {raised}"
+            )
             return
         counts["bad calls"] += 1
         assert not isinstance(raised, _Reached), f"{label}: not rejected; the call went on to {touched[0]} the device"
         assert raised is not None, f"{label}: returned without raising"
         assert isinstance(raised, (TypeError, ValueError)), (
             f"{label}: raised {type(raised).__name__} (expected TypeError or ValueError naming "
-            f"{' or '.join(sorted(names))}): {raised}")
+            f"{' or '.join(sorted(names))}): {raised}"
+        )
         assert not touched, f"{label}: raised, but only after {touched} on the device"
         assert _names(str(raised), names), (
-            f"{label}: the {type(raised).__name__} does not name {' or '.join(sorted(names))}: {raised}")
+            f"{label}: the {type(raised).__name__} does not name {' or '.join(sorted(names))}: {raised}"
+        )
         counts["bad calls rejected correctly"] += 1
 
     fuzz("test_bad_calls_raise_before_anything_runs", ["mutated call"], one, min_cases=60, max_cases=2000)
@@ -1063,7 +1073,8 @@ def test_scale_range(device, monkeypatch):
                             raised = e
                         assert isinstance(raised, ValueError), f"{what}: scale={scale!r} not refused: {raised!r}"
                         assert re.match(r"scale=\S+: expected a positive finite number in", str(raised)), (
-                            f"{what}: scale={scale!r} refused without naming scale and its range: {raised}")
+                            f"{what}: scale={scale!r} refused without naming scale and its range: {raised}"
+                        )
                         counts[f"refused by {what}"] += 1
             finally:
                 _free(q, k)
@@ -1203,7 +1214,8 @@ def test_plan_refuses_what_run_refuses(device, monkeypatch):
             _free(*tensors)
         assert (plan_error is None) == (run_error is None), (
             f"plan() {'accepted' if plan_error is None else 'refused'} but the op's validation "
-            f"{'accepted' if run_error is None else 'refused'} (bad {bad}): plan: {plan_error}; run: {run_error}")
+            f"{'accepted' if run_error is None else 'refused'} (bad {bad}): plan: {plan_error}; run: {run_error}"
+        )
         if run_error is not None:
             names = _PLAN_TO_RUN[bad]
             assert _names(str(run_error), names), f"the op refused bad {bad} without naming {names}: {run_error}"

@@ -31,8 +31,20 @@ def randn(*shape, gen: torch.Generator | None = None) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def naive_attention(q, k, v, *, is_causal=True, cur_pos=None, attn_mask=None, scale=None,
-                    sliding_window_size=None, attention_sink=None, page_table=None, share_cache=False):
+def naive_attention(
+    q,
+    k,
+    v,
+    *,
+    is_causal=True,
+    cur_pos=None,
+    attn_mask=None,
+    scale=None,
+    sliding_window_size=None,
+    attention_sink=None,
+    page_table=None,
+    share_cache=False,
+):
     q_len, b, n_q, d = q.shape
     n_kv = k.shape[1]
     group = n_q // n_kv
@@ -62,8 +74,11 @@ def naive_attention(q, k, v, *, is_causal=True, cur_pos=None, attn_mask=None, sc
                     if cur_pos[u] == -1:
                         continue  # skipped user: zeros
                     qp = cur_pos[u] - q_len + 1 + i
-                    positions = [p for p in range(kv_len) if p <= qp and
-                                 (sliding_window_size is None or p >= qp - sliding_window_size + 1)]
+                    positions = [
+                        p
+                        for p in range(kv_len)
+                        if p <= qp and (sliding_window_size is None or p >= qp - sliding_window_size + 1)
+                    ]
                 else:
                     positions = list(range(kv_len))
                 logits = []
@@ -110,8 +125,8 @@ def random_page_table(b, max_blocks, num_blocks, *, shared=True, gen=None):
     perm = torch.randperm(num_blocks, generator=gen)
     table = perm[: b * max_blocks].reshape(b, max_blocks).clone()
     if shared and b > 1:
-        table[1, 0] = table[0, 0]          # user 1 shares user 0's first block
-        table[-1, -1] = table[0, -1]       # last user shares user 0's last block
+        table[1, 0] = table[0, 0]  # user 1 shares user 0's first block
+        table[-1, -1] = table[0, -1]  # last user shares user 0's last block
     return table.to(torch.int32)
 
 
@@ -142,8 +157,10 @@ def test_cur_pos_zero_single_token_attends_only_first_key():
 
 def test_cur_pos_accepts_list_tuple_and_tensor():
     q, k, v = qkv(2, 3, 4, 2, 9, 8)
-    outs = [sdpa_decode(q, k, v, cur_pos=cp) for cp in
-            ([1, 8, -1], (1, 8, -1), torch.tensor([1, 8, -1]), torch.tensor([1, 8, -1], dtype=torch.int32))]
+    outs = [
+        sdpa_decode(q, k, v, cur_pos=cp)
+        for cp in ([1, 8, -1], (1, 8, -1), torch.tensor([1, 8, -1]), torch.tensor([1, 8, -1], dtype=torch.int32))
+    ]
     for o in outs[1:]:
         assert torch.equal(o, outs[0])
 
@@ -154,8 +171,8 @@ def test_multi_token_positions():
     cur_pos = [5, 9]
     multi = sdpa_decode(q, k, v, cur_pos=cur_pos, dtype=torch.float64)
     for i in range(3):
-        single = sdpa_decode(q[i:i + 1], k, v, cur_pos=[p - 2 + i for p in cur_pos], dtype=torch.float64)
-        torch.testing.assert_close(multi[i:i + 1], single, atol=1e-12, rtol=0)
+        single = sdpa_decode(q[i : i + 1], k, v, cur_pos=[p - 2 + i for p in cur_pos], dtype=torch.float64)
+        torch.testing.assert_close(multi[i : i + 1], single, atol=1e-12, rtol=0)
 
 
 @pytest.mark.parametrize("window", [1, 3, 7, 50])
@@ -255,8 +272,9 @@ def test_paged_causal(q_len, window):
     k, v = randn(num_blocks, n_kv, block_size, d), randn(num_blocks, n_kv, block_size, d)
     table = random_page_table(b, max_blocks, num_blocks)
     kv_len = max_blocks * block_size
-    check(q, k, v, cur_pos=[kv_len - 1, -1, 6], page_table=table, sliding_window_size=window,
-          attention_sink=randn(1, n_q))
+    check(
+        q, k, v, cur_pos=[kv_len - 1, -1, 6], page_table=table, sliding_window_size=window, attention_sink=randn(1, n_q)
+    )
 
 
 def test_paged_equals_gathered_contiguous():
@@ -352,7 +370,7 @@ def test_vs_torch_sdpa_causal_single_token(n_q, n_kv):
     q, k, v = qkv(1, b, n_q, n_kv, kv_len, 8)
     mask = torch.zeros(b, 1, 1, kv_len, dtype=torch.float64)
     for u, p in enumerate(cur_pos):
-        mask[u, 0, 0, p + 1:] = -math.inf
+        mask[u, 0, 0, p + 1 :] = -math.inf
     got = sdpa_decode(q, k, v, cur_pos=cur_pos, dtype=torch.float64)
     torch.testing.assert_close(got, _torch_sdpa(q, k, v, mask), atol=1e-10, rtol=1e-9)
 
@@ -367,8 +385,8 @@ def test_fully_masked_mask_row_is_zero(with_sink):
     b, n_q, q_len, kv_len = 2, 4, 2, 7
     q, k, v = qkv(q_len, b, n_q, 2, kv_len, 8)
     mask = randn(b, n_q, q_len, kv_len)
-    mask[0, 1, 1, :] = -math.inf      # one row of one head
-    mask[1, :, 0, :] = -math.inf      # one query of a whole user
+    mask[0, 1, 1, :] = -math.inf  # one row of one head
+    mask[1, :, 0, :] = -math.inf  # one query of a whole user
     sink = randn(1, n_q) if with_sink else None
     out = check(q, k, v, is_causal=False, attn_mask=mask, attention_sink=sink)
     assert torch.isfinite(out).all()
@@ -402,8 +420,13 @@ def _base():
 
 
 def _paged():
-    return dict(q=randn(1, B, NQ, D), k=randn(6, NKV, 4, D), v=randn(6, NKV, 4, D), cur_pos=[3, 7],
-                page_table=torch.tensor([[0, 1], [2, 3]], dtype=torch.int32))
+    return dict(
+        q=randn(1, B, NQ, D),
+        k=randn(6, NKV, 4, D),
+        v=randn(6, NKV, 4, D),
+        cur_pos=[3, 7],
+        page_table=torch.tensor([[0, 1], [2, 3]], dtype=torch.int32),
+    )
 
 
 def _noncausal(**extra):
@@ -435,70 +458,141 @@ VALIDATION_CASES = [
     ("v batch", lambda: _with(_base, v=randn(B + 1, NKV, L, D)), ValueError, r"^v has shape \[3, 2, 8, 8\]"),
     ("v heads", lambda: _with(_base, v=randn(B, NKV + 1, L, D)), ValueError, r"^v has shape"),
     ("v len", lambda: _with(_base, v=randn(B, NKV, L - 1, D)), ValueError, r"^v has shape"),
-    ("gqa ratio", lambda: _with(_base, k=randn(B, 3, L, D), v=randn(B, 3, L, D)), ValueError,
-     r"^n_q_heads=4 .*n_kv_heads=3"),
-    ("k batch", lambda: _with(_base, k=randn(B + 1, NKV, L, D), v=randn(B + 1, NKV, L, D)), ValueError,
-     r"^k has batch 3.*expected b=2"),
-    ("k batch 1 no share", lambda: _with(_base, k=randn(1, NKV, L, D), v=randn(1, NKV, L, D)), ValueError,
-     r"^k has batch 1"),
+    (
+        "gqa ratio",
+        lambda: _with(_base, k=randn(B, 3, L, D), v=randn(B, 3, L, D)),
+        ValueError,
+        r"^n_q_heads=4 .*n_kv_heads=3",
+    ),
+    (
+        "k batch",
+        lambda: _with(_base, k=randn(B + 1, NKV, L, D), v=randn(B + 1, NKV, L, D)),
+        ValueError,
+        r"^k has batch 3.*expected b=2",
+    ),
+    (
+        "k batch 1 no share",
+        lambda: _with(_base, k=randn(1, NKV, L, D), v=randn(1, NKV, L, D)),
+        ValueError,
+        r"^k has batch 1",
+    ),
     # cur_pos
     ("cur_pos missing", lambda: _with(_base, cur_pos=None), ValueError, r"^cur_pos=None with is_causal=True"),
     ("cur_pos length", lambda: _with(_base, cur_pos=[3]), ValueError, r"^cur_pos=\[3\] has length 1.*b=2"),
     ("cur_pos high", lambda: _with(_base, cur_pos=[3, L]), ValueError, r"^cur_pos\[1\]=8.*\[-1, kv_len=8\)"),
     ("cur_pos low", lambda: _with(_base, cur_pos=[-2, 3]), ValueError, r"^cur_pos\[0\]=-2"),
     ("cur_pos float list", lambda: _with(_base, cur_pos=[3.0, 7]), TypeError, r"^cur_pos=.*integers"),
-    ("cur_pos float tensor", lambda: _with(_base, cur_pos=torch.tensor([3.0, 7.0])), TypeError,
-     r"^cur_pos has dtype"),
+    ("cur_pos float tensor", lambda: _with(_base, cur_pos=torch.tensor([3.0, 7.0])), TypeError, r"^cur_pos has dtype"),
     ("cur_pos 2-D", lambda: _with(_base, cur_pos=torch.tensor([[3, 7]])), ValueError, r"^cur_pos has shape"),
     ("cur_pos scalar", lambda: _with(_base, cur_pos=3), TypeError, r"^cur_pos=3"),
-    ("query before 0", lambda: _with(_base, q=randn(3, B, NQ, D), cur_pos=[1, 7]), ValueError,
-     r"^cur_pos\[0\]=1 with q_len=3.*position -1"),
+    (
+        "query before 0",
+        lambda: _with(_base, q=randn(3, B, NQ, D), cur_pos=[1, 7]),
+        ValueError,
+        r"^cur_pos\[0\]=1 with q_len=3.*position -1",
+    ),
     ("cur_pos non-causal", lambda: _noncausal(cur_pos=[3, 7]), ValueError, r"^cur_pos=.*is_causal=False"),
     # mask
-    ("mask with causal", lambda: _with(_base, attn_mask=torch.zeros(B, 1, 1, L)), ValueError,
-     r"^attn_mask=.*is_causal=True"),
-    ("mask shape len", lambda: _noncausal(attn_mask=torch.zeros(B, 1, 1, L + 1)), ValueError,
-     r"^attn_mask has shape \[2, 1, 1, 9\]"),
-    ("mask shape heads", lambda: _noncausal(attn_mask=torch.zeros(B, 2, 1, L)), ValueError,
-     r"^attn_mask has shape"),
-    ("mask shape batch", lambda: _noncausal(attn_mask=torch.zeros(1, 1, 1, L)), ValueError,
-     r"^attn_mask has shape"),
-    ("mask shape q_len", lambda: _noncausal(attn_mask=torch.zeros(B, 1, 2, L)), ValueError,
-     r"^attn_mask has shape"),
+    (
+        "mask with causal",
+        lambda: _with(_base, attn_mask=torch.zeros(B, 1, 1, L)),
+        ValueError,
+        r"^attn_mask=.*is_causal=True",
+    ),
+    (
+        "mask shape len",
+        lambda: _noncausal(attn_mask=torch.zeros(B, 1, 1, L + 1)),
+        ValueError,
+        r"^attn_mask has shape \[2, 1, 1, 9\]",
+    ),
+    ("mask shape heads", lambda: _noncausal(attn_mask=torch.zeros(B, 2, 1, L)), ValueError, r"^attn_mask has shape"),
+    ("mask shape batch", lambda: _noncausal(attn_mask=torch.zeros(1, 1, 1, L)), ValueError, r"^attn_mask has shape"),
+    ("mask shape q_len", lambda: _noncausal(attn_mask=torch.zeros(B, 1, 2, L)), ValueError, r"^attn_mask has shape"),
     ("mask rank", lambda: _noncausal(attn_mask=torch.zeros(B, 1, L)), ValueError, r"^attn_mask has shape"),
-    ("mask bool", lambda: _noncausal(attn_mask=torch.ones(B, 1, 1, L, dtype=torch.bool)), TypeError,
-     r"^attn_mask has dtype"),
-    ("mask nan", lambda: _noncausal(attn_mask=torch.full((B, 1, 1, L), math.nan)), ValueError,
-     r"^attn_mask contains NaN"),
-    ("mask +inf", lambda: _noncausal(attn_mask=torch.full((B, 1, 1, L), math.inf)), ValueError,
-     r"^attn_mask contains NaN or \+inf"),
+    (
+        "mask bool",
+        lambda: _noncausal(attn_mask=torch.ones(B, 1, 1, L, dtype=torch.bool)),
+        TypeError,
+        r"^attn_mask has dtype",
+    ),
+    (
+        "mask nan",
+        lambda: _noncausal(attn_mask=torch.full((B, 1, 1, L), math.nan)),
+        ValueError,
+        r"^attn_mask contains NaN",
+    ),
+    (
+        "mask +inf",
+        lambda: _noncausal(attn_mask=torch.full((B, 1, 1, L), math.inf)),
+        ValueError,
+        r"^attn_mask contains NaN or \+inf",
+    ),
     # paged
-    ("page entry high", lambda: _with(_paged, page_table=torch.tensor([[0, 1], [2, 6]], dtype=torch.int32)),
-     ValueError, r"^page_table holds block 6.*\[0, num_blocks=6\)"),
-    ("page entry negative", lambda: _with(_paged, page_table=torch.tensor([[0, -1], [2, 3]], dtype=torch.int32)),
-     ValueError, r"^page_table holds block -1"),
-    ("page float", lambda: _with(_paged, page_table=torch.tensor([[0.0, 1.0], [2.0, 3.0]])), TypeError,
-     r"^page_table has dtype"),
-    ("page rank", lambda: _with(_paged, page_table=torch.tensor([0, 1], dtype=torch.int32)), ValueError,
-     r"^page_table has shape"),
-    ("page rows", lambda: _with(_paged, page_table=torch.tensor([[0, 1]], dtype=torch.int32)), ValueError,
-     r"^page_table has shape \[1, 2\]"),
-    ("paged cur_pos beyond blocks", lambda: _with(_paged, cur_pos=[3, 8]), ValueError,
-     r"^cur_pos\[1\]=8.*kv_len=8"),
+    (
+        "page entry high",
+        lambda: _with(_paged, page_table=torch.tensor([[0, 1], [2, 6]], dtype=torch.int32)),
+        ValueError,
+        r"^page_table holds block 6.*\[0, num_blocks=6\)",
+    ),
+    (
+        "page entry negative",
+        lambda: _with(_paged, page_table=torch.tensor([[0, -1], [2, 3]], dtype=torch.int32)),
+        ValueError,
+        r"^page_table holds block -1",
+    ),
+    (
+        "page float",
+        lambda: _with(_paged, page_table=torch.tensor([[0.0, 1.0], [2.0, 3.0]])),
+        TypeError,
+        r"^page_table has dtype",
+    ),
+    (
+        "page rank",
+        lambda: _with(_paged, page_table=torch.tensor([0, 1], dtype=torch.int32)),
+        ValueError,
+        r"^page_table has shape",
+    ),
+    (
+        "page rows",
+        lambda: _with(_paged, page_table=torch.tensor([[0, 1]], dtype=torch.int32)),
+        ValueError,
+        r"^page_table has shape \[1, 2\]",
+    ),
+    ("paged cur_pos beyond blocks", lambda: _with(_paged, cur_pos=[3, 8]), ValueError, r"^cur_pos\[1\]=8.*kv_len=8"),
     # window, sink, scale, flags
     ("window zero", lambda: _with(_base, sliding_window_size=0), ValueError, r"^sliding_window_size=0"),
     ("window negative", lambda: _with(_base, sliding_window_size=-3), ValueError, r"^sliding_window_size=-3"),
     ("window float", lambda: _with(_base, sliding_window_size=2.5), TypeError, r"^sliding_window_size=2.5"),
-    ("window non-causal", lambda: _noncausal(sliding_window_size=4), ValueError,
-     r"^sliding_window_size=4 with is_causal=False"),
-    ("sink shape", lambda: _with(_base, attention_sink=randn(1, NQ + 1)), ValueError,
-     r"^attention_sink has shape \[1, 5\].*\[1, 4\]"),
-    ("sink shape kv heads", lambda: _with(_base, attention_sink=randn(NKV)), ValueError,
-     r"^attention_sink has shape \[2\]"),
-    ("sink int", lambda: _with(_base, attention_sink=torch.ones(1, NQ, dtype=torch.int32)), TypeError,
-     r"^attention_sink has dtype"),
-    ("sink nan", lambda: _with(_base, attention_sink=torch.full((NQ,), math.nan)), ValueError,
-     r"^attention_sink contains NaN"),
+    (
+        "window non-causal",
+        lambda: _noncausal(sliding_window_size=4),
+        ValueError,
+        r"^sliding_window_size=4 with is_causal=False",
+    ),
+    (
+        "sink shape",
+        lambda: _with(_base, attention_sink=randn(1, NQ + 1)),
+        ValueError,
+        r"^attention_sink has shape \[1, 5\].*\[1, 4\]",
+    ),
+    (
+        "sink shape kv heads",
+        lambda: _with(_base, attention_sink=randn(NKV)),
+        ValueError,
+        r"^attention_sink has shape \[2\]",
+    ),
+    (
+        "sink int",
+        lambda: _with(_base, attention_sink=torch.ones(1, NQ, dtype=torch.int32)),
+        TypeError,
+        r"^attention_sink has dtype",
+    ),
+    (
+        "sink nan",
+        lambda: _with(_base, attention_sink=torch.full((NQ,), math.nan)),
+        ValueError,
+        r"^attention_sink contains NaN",
+    ),
     ("scale str", lambda: _with(_base, scale="0.1"), TypeError, r"^scale='0.1'"),
     ("scale inf", lambda: _with(_base, scale=math.inf), ValueError, r"^scale=inf"),
     ("is_causal int", lambda: _with(_base, is_causal=1), TypeError, r"^is_causal=1"),
@@ -599,9 +693,9 @@ def test_property_golden_matches_loop(case):
 def test_pcc_and_max_abs_error():
     a = randn(64)
     assert pcc(a, a) == 1.0
-    assert pcc(torch.zeros(5), torch.zeros(5)) == 1.0           # identical constants
+    assert pcc(torch.zeros(5), torch.zeros(5)) == 1.0  # identical constants
     assert pcc(torch.full((5,), 2.0), torch.full((5,), 2.0)) == 1.0
-    assert pcc(torch.zeros(5), torch.ones(5)) == 0.0            # different constants: defined, not NaN
+    assert pcc(torch.zeros(5), torch.ones(5)) == 0.0  # different constants: defined, not NaN
     assert pcc(a, -a) == pytest.approx(-1.0)
     assert pcc(a, 3 * a + 1) == pytest.approx(1.0)
     b = a + 0.1 * randn(64)

@@ -88,7 +88,9 @@ def test_greedy_generation_matches_eager(dev):
     r = hf_parity.greedy("llama", dev, dtype="bfloat16", prompt_lengths=(12, 7), new_tokens=32, seed=seed)
     want, got = r.tokens
     tie = TIE_REL * r.logits_scale
-    detail = f"eager  {want.tolist()}\ndevice {got.tolist()}\nfirst differences (user, step, deficit) {r.first_differences}"
+    detail = (
+        f"eager  {want.tolist()}\ndevice {got.tolist()}\nfirst differences (user, step, deficit) {r.first_differences}"
+    )
     for user, step, deficit in r.first_differences:
         assert deficit <= tie, (
             f"{tag(seed)} user {user} parts from eager at step {step} where eager's best logit leads the device's "

@@ -80,7 +80,9 @@ def test_prompt_lengths_and_padding(dev, models, padding, dtype, block_size, max
                                      steps=1, seed=seed, padding=padding, max_batch_size=max_batch_size,
                                      models=models)  # fmt: skip
     bound = MAX_ABS_REL[dtype] * r.logits_scale
-    where = f"{tag(seed)} {padding}-padded {prompt_lengths} in a cache of {max_batch_size} ({dtype}, block {block_size})"
+    where = (
+        f"{tag(seed)} {padding}-padded {prompt_lengths} in a cache of {max_batch_size} ({dtype}, block {block_size})"
+    )
     assert r.prefill_max_abs <= bound, f"{where}: prefill max |err| {r.prefill_max_abs:.4f} > {bound:.4f}"
     assert r.worst_pcc >= 0.999, f"{where}: decode PCC {r.worst_pcc:.5f} < 0.999"
     assert r.worst_max_abs <= bound, f"{where}: decode max |err| {r.worst_max_abs:.4f} > {bound:.4f}"

@@ -84,7 +84,11 @@ def test_kernel_api_calls_are_declared_in_the_wheel():
                    "TensorAccessor", "CircularBuffer", "CoreLocalMem", "Semaphore", "up", "matmul_tiles", "reduce_tile",
                    "exp_tile", "pack_tile"):  # fmt: skip
         assert needed in calls, f"{needed} not found among the kernels' API calls: the scan is broken"
-    missing = {name: files for name, files in calls.items() if not re.search(rf"\b{name}\s*(?:<[^;(){{}}]*>)?\s*\(", wheel_text)}
+    missing = {
+        name: files
+        for name, files in calls.items()
+        if not re.search(rf"\b{name}\s*(?:<[^;(){{}}]*>)?\s*\(", wheel_text)
+    }
     assert not missing, f"called by our kernels, provided by the emulator, absent from the wheel: {missing}"
 
 
@@ -146,7 +150,8 @@ def test_named_compile_time_args_match_kernel_args(name):
     names, _ = KERNELS[name]
     read = set(re.findall(r'get_named_compile_time_arg_val\("(\w+)"\)', _code(_kernel(name))))
     assert read == set(names), (
-        f"{name}: read but not given {sorted(read - set(names))}; given but not read {sorted(set(names) - read)}")
+        f"{name}: read but not given {sorted(read - set(names))}; given but not read {sorted(set(names) - read)}"
+    )
     assert len(names) == len(set(names)), f"{name}: a name listed twice"
     undocumented = [n for n in names if n not in kernel_args.DOCS]
     assert not undocumented, f"kernel_args.DOCS has no meaning for {undocumented}"
@@ -181,8 +186,12 @@ def test_our_kernels_compile_without_deprecation_warnings(emu_device):
     compiler.reset_compile_warnings()
     case = DecodeCase(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=256, cur_pos=(200,), k_chunk_size=64,
                       max_cores_per_head_batch=4, out_dtype="bfloat8_b")  # fmt: skip
-    outcome = run_case(emu_device, case, to_torch=emu_device.to_torch,
-                       to_device=lambda x, dtype, **kw: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw))
+    outcome = run_case(
+        emu_device,
+        case,
+        to_torch=emu_device.to_torch,
+        to_device=lambda x, dtype, **kw: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw),
+    )
     assert_matches_golden(outcome, case)
     ours = sorted(str(p) for p in KERNEL_SOURCES if p.suffix == ".cpp" and
                   (KERNEL_ROOT / "convert" in p.parents or p.name.endswith("_flash_decode.cpp")))  # fmt: skip

@@ -97,7 +97,9 @@ def test_mapper_composer_round_trip(board):
         with pytest.raises(ValueError, match="mesh_composer=None: the tensor spans"):
             mesh.to_torch(rep)
         odd = torch.zeros(1, n + 1, 32, 32)
-        with pytest.raises(ValueError, match=rf"dim 1 of shape \[1, {n + 1}, 32, 32\] has size {n + 1}.*multiple of {n}"):
+        with pytest.raises(
+            ValueError, match=rf"dim 1 of shape \[1, {n + 1}, 32, 32\] has size {n + 1}.*multiple of {n}"
+        ):
             mesh.from_torch(odd, dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 1), **TILE)
 
 
@@ -172,7 +174,8 @@ def test_chips_at_different_addresses_get_their_own_descriptors():
         pos = mesh.from_torch(torch.tensor(positions, dtype=torch.int32), **ROW_MAJOR_INT)
         before = cache_stats()
         tt_out = op_module.scaled_dot_product_attention_decode(
-            tq, tk, tv, cur_pos_tensor=pos, output_tensor=poisoned_output(mesh, 1, 2, nq, d))
+            tq, tk, tv, cur_pos_tensor=pos, output_tensor=poisoned_output(mesh, 1, 2, nq, d)
+        )
         assert cache_stats()["programs"] - before["programs"] == 2, tag(seed)
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
         expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"),
@@ -214,8 +217,16 @@ def test_llama_3_1_70b_t3k_paged_batch32_per_chip_page_tables():
         plan = wrapper.plan(batch=batch, n_q_heads=nq, n_kv_heads=nkv, head_dim=d, kv_dtype=ttnn.bfloat8_b,
                             block_size=block, max_blocks_per_user=blocks_per_user)  # fmt: skip
         assert (plan.shapes.n_q_heads, plan.shapes.n_kv_heads) == (8, 1)
-        tt_out, run = wrapper.run(tq, tk, tv, cur_pos_tensor=pos, page_table_tensor=table, return_stats=True,
-                                  output_tensor=poisoned_output(mesh, 1, batch, nq, d), validate_device_tensors=True)
+        tt_out, run = wrapper.run(
+            tq,
+            tk,
+            tv,
+            cur_pos_tensor=pos,
+            page_table_tensor=table,
+            return_stats=True,
+            output_tensor=poisoned_output(mesh, 1, batch, nq, d),
+            validate_device_tensors=True,
+        )
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
         qq, kq, vq = (golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
                       golden.quantize_like_device(v, "bfloat8_b"))  # fmt: skip
@@ -249,7 +260,8 @@ def test_paged_mla_over_n300():
         tk = mesh.from_torch(kvpe, dtype=ttnn.bfloat8_b, **TILE)  # replicated
         tt_table = mesh.from_torch(table.to(torch.int32), **ROW_MAJOR_INT)
         tt_out = op_module.paged_flash_multi_latent_attention_decode(
-            tq, tk, tt_table, head_dim_v=dv, cur_pos=positions, output_tensor=poisoned_output(mesh, 1, batch, nq, dv))
+            tq, tk, tt_table, head_dim_v=dv, cur_pos=positions, output_tensor=poisoned_output(mesh, 1, batch, nq, dv)
+        )
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
         kq = golden.quantize_like_device(kvpe, "bfloat8_b")
         expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), kq, kq[..., :dv],
@@ -266,8 +278,11 @@ def test_mesh_that_does_not_divide_the_heads():
     gen = generator(seed_for("mesh-errors"))
     with emulator.open_mesh_device(board="t3k") as mesh:
         wrapper = FlashDecodeWrapper(mesh)
-        with pytest.raises(ValueError, match=r"n_kv_heads=4: the mesh \(2, 4\) splits the heads over its 8 chips; "
-                                             r"expected a multiple of 8"):
+        with pytest.raises(
+            ValueError,
+            match=r"n_kv_heads=4: the mesh \(2, 4\) splits the heads over its 8 chips; "
+            r"expected a multiple of 8",
+        ):
             wrapper.plan(batch=1, n_q_heads=32, n_kv_heads=4, head_dim=128, kv_len=256)
         with pytest.raises(ValueError, match=r"n_q_heads=12: .*expected a multiple of 8"):
             wrapper.plan(batch=1, n_q_heads=12, n_kv_heads=1, head_dim=128, kv_len=256)
@@ -278,25 +293,31 @@ def test_mesh_that_does_not_divide_the_heads():
         q12 = mesh.from_torch(torch.randn(1, 1, 12, 64, generator=gen), dtype=ttnn.bfloat16, **TILE)  # replicated
         k = mesh.from_torch(torch.randn(1, 8, 256, 64, generator=gen), dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 1),
                             **TILE)  # fmt: skip
-        with pytest.raises(ValueError, match=r"q: replicated on every chip of the mesh \(2, 4\) \(n_q_heads=12, 12 per "
-                                             r"chip\); expected its heads \(dim 2\) sharded over all 8 chips: "
-                                             r"mesh_mapper=ShardTensorToMesh\(mesh, dim=2\), which needs n_q_heads a "
-                                             r"multiple of 8; 12 is not"):
+        with pytest.raises(
+            ValueError,
+            match=r"q: replicated on every chip of the mesh \(2, 4\) \(n_q_heads=12, 12 per "
+            r"chip\); expected its heads \(dim 2\) sharded over all 8 chips: "
+            r"mesh_mapper=ShardTensorToMesh\(mesh, dim=2\), which needs n_q_heads a "
+            r"multiple of 8; 12 is not",
+        ):
             op_module.scaled_dot_product_attention_decode(q12, k, k, cur_pos=[100])
         q = mesh.from_torch(torch.randn(1, 1, 32, 64, generator=gen), dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 2),
                             **TILE)  # fmt: skip
         k_rep = mesh.from_torch(torch.randn(1, 8, 256, 64, generator=gen), dtype=ttnn.bfloat16, **TILE)
-        with pytest.raises(ValueError, match=r"k: replicated on every chip .*\(n_kv_heads=8, 8 per chip\); expected its "
-                                             r"heads \(dim 1\) sharded over all 8 chips"):
+        with pytest.raises(
+            ValueError,
+            match=r"k: replicated on every chip .*\(n_kv_heads=8, 8 per chip\); expected its "
+            r"heads \(dim 1\) sharded over all 8 chips",
+        ):
             op_module.scaled_dot_product_attention_decode(q, k_rep, k_rep, cur_pos=[100])
         # a device position one chip holds out of range: validate_device_tensors names the chip
-        pos = mesh.from_torch(torch.tensor([100] * 7 + [9999], dtype=torch.int32), mesh_mapper=shard(mesh, 0),
-                              **ROW_MAJOR_INT)  # per chip: [1], chip 7's out of range
+        pos = mesh.from_torch(
+            torch.tensor([100] * 7 + [9999], dtype=torch.int32), mesh_mapper=shard(mesh, 0), **ROW_MAJOR_INT
+        )  # per chip: [1], chip 7's out of range
         with pytest.raises(ValueError, match=r"cur_pos_tensor\[0\]=9999 .*\(chip 7 of the mesh's 8\)"):
             op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos_tensor=pos, validate_device_tensors=True)
         after = cache_stats()
         assert after["programs"] == before["programs"], "a refused call built a program"
-
 
 
 def test_mesh_program_descriptor_of_a_launch():

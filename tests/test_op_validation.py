@@ -251,7 +251,9 @@ def test_bad_call_raises_before_anything_runs(emu_device, tensors, monkeypatch, 
 
 def test_host_tensor_q_is_rejected_by_name(tensors):
     with pytest.raises(TypeError, match="q: expected a ttnn or emulator device tensor, got Tensor"):
-        op_module.scaled_dot_product_attention_decode(torch.randn(1, B, NQ, D), tensors["k"], tensors["v"], cur_pos=[1, 2])
+        op_module.scaled_dot_product_attention_decode(
+            torch.randn(1, B, NQ, D), tensors["k"], tensors["v"], cur_pos=[1, 2]
+        )
 
 
 # ---- numpy / torch scalars are accepted where Python ones are ------------------------------------------------

@@ -122,7 +122,7 @@ def test_golden_view_recuts_each_blocks_tiles_in_order():
         for h in range(2):
             for c in range(4):
                 number = n * 8 + h * 4 + c
-                assert torch.equal(view[n, h, :, 32 * c: 32 * c + 32], tiles[number])
+                assert torch.equal(view[n, h, :, 32 * c : 32 * c + 32], tiles[number])
     assert torch.equal(golden.paged_cache_view(view, 64, 2, 64), cache)
 
 
@@ -188,7 +188,7 @@ def test_spec_multi_pos_candidates_have_their_own_bounds(emu_device, transformer
     v = torch.randn(num_blocks, 1, BLOCK, d, generator=gen)
     live = torch.zeros(num_blocks, BLOCK, dtype=torch.bool)
     for r in range(rows):
-        last = max(cur_pos[r * tg: (r + 1) * tg])
+        last = max(cur_pos[r * tg : (r + 1) * tg])
         for pos in range(last + 1):
             live[table[r, pos // BLOCK], pos % BLOCK] = True
     hidden = ~live[:, None, :, None].expand_as(k)

@@ -33,8 +33,19 @@ def _stand_in_records() -> tuple[list, list[dict]]:
         for variant in ("nominal", "no_flow_control"):
             for j, side in enumerate(sweep.SIDES):
                 ns = 40_000.0 + 1_000 * i + 500 * j + (300 if variant != "nominal" else 0)
-                records.append({"shape": s.name, "variant": variant, "side": side, "ns": ns, "bytes": 10_000_000,
-                                "plan": "k256 N8 8x8", "cores": 64, "config": "stand-in", "note": "made-up duration"})
+                records.append(
+                    {
+                        "shape": s.name,
+                        "variant": variant,
+                        "side": side,
+                        "ns": ns,
+                        "bytes": 10_000_000,
+                        "plan": "k256 N8 8x8",
+                        "cores": 64,
+                        "config": "stand-in",
+                        "note": "made-up duration",
+                    }
+                )
     return shapes, records
 
 

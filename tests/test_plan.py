@@ -134,7 +134,7 @@ def test_chunk_range_rejects_bad_args(kw, needle):
 @pytest.mark.parametrize("n_cores", range(1, 65))
 def test_tree_every_active_core_reaches_the_root(n_cores):
     rounds = tree_rounds(n_cores)
-    assert 2 ** rounds >= n_cores and (rounds == 0 or 2 ** (rounds - 1) < n_cores)
+    assert 2**rounds >= n_cores and (rounds == 0 or 2 ** (rounds - 1) < n_cores)
     for active in range(1, n_cores + 1):
         received = {i: [] for i in range(active)}
         for i in range(1, active):
@@ -293,8 +293,13 @@ def test_plan_invariants(
     if sk and align_kv_len:  # usually make an explicit k_chunk_size divide kv_len
         kv_len = -(-kv_len // sk) * sk
     s = DecodeShapes(
-        batch=batch, n_q_heads=n_kv * g, n_kv_heads=n_kv, head_dim=head_dim, kv_len=kv_len,
-        k_dtype=kv_dtype, v_dtype=kv_dtype,
+        batch=batch,
+        n_q_heads=n_kv * g,
+        n_kv_heads=n_kv,
+        head_dim=head_dim,
+        kv_len=kv_len,
+        k_dtype=kv_dtype,
+        v_dtype=kv_dtype,
     )
     cfg = ProgramConfig((gx, gy), k_chunk_size=sk, max_cores_per_head_batch=max_cores)
     if sk and s.kv_len % sk:
@@ -353,8 +358,9 @@ def test_plan_invariants(
 
 
 def test_plan_llama_8b_n150():
-    s = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=4096,
-                     k_dtype="bfloat8_b", v_dtype="bfloat8_b")
+    s = DecodeShapes(
+        batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=4096, k_dtype="bfloat8_b", v_dtype="bfloat8_b"
+    )
     p = plan(s, "llama-3.1-8b/n150")
     assert (p.num_groups, p.num_cores_per_head, p.rounds, p.k_chunk_size) == (8, 8, 3, 512)
     assert p.k_chunk_size_derived and p.config.k_chunk_size == 512
@@ -406,17 +412,29 @@ def test_derived_k_chunk_size_shrinks_to_fit_l1():
 @pytest.mark.parametrize(
     "call, exc, needles",
     [
-        (lambda: plan(shapes(), ProgramConfig((8, 8)), grid=(8, 7)), ValueError,
-         ["compute_with_storage_grid_size=(8, 8)", "grid=(8, 7)"]),
+        (
+            lambda: plan(shapes(), ProgramConfig((8, 8)), grid=(8, 7)),
+            ValueError,
+            ["compute_with_storage_grid_size=(8, 8)", "grid=(8, 7)"],
+        ),
         (lambda: plan(shapes(), ProgramConfig((8, 8)), grid=(8, 0)), ValueError, ["grid=(8, 0)"]),
-        (lambda: plan(shapes(), ProgramConfig((8, 8), k_chunk_size=48)), ValueError,
-         ["k_chunk_size=48", "multiple of 32"]),
-        (lambda: plan(shapes(kv_len=96), ProgramConfig((8, 8), k_chunk_size=64)), ValueError,
-         ["k_chunk_size=64", "kv_len=96"]),
+        (
+            lambda: plan(shapes(), ProgramConfig((8, 8), k_chunk_size=48)),
+            ValueError,
+            ["k_chunk_size=48", "multiple of 32"],
+        ),
+        (
+            lambda: plan(shapes(kv_len=96), ProgramConfig((8, 8), k_chunk_size=64)),
+            ValueError,
+            ["k_chunk_size=64", "kv_len=96"],
+        ),
         (lambda: plan(shapes(), max_cur_pos=1024), ValueError, ["max_cur_pos=1024"]),
         (lambda: plan(shapes(), program_config=42), TypeError, ["program_config=42"]),
-        (lambda: plan(shapes(), ProgramConfig((8, 8), max_cores_per_head_batch=65)), ValueError,
-         ["max_cores_per_head_batch=65"]),
+        (
+            lambda: plan(shapes(), ProgramConfig((8, 8), max_cores_per_head_batch=65)),
+            ValueError,
+            ["max_cores_per_head_batch=65"],
+        ),
     ],
 )
 def test_plan_rejects_bad_inputs(call, exc, needles):

@@ -52,8 +52,13 @@ def test_garbage_outside_the_visible_positions_never_reaches_the_output(emu_devi
     k_bad, v_bad = _plant(k, hidden.expand_as(k), gen), _plant(v, hidden.expand_as(v), gen)
 
     out = op_module.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k_bad, kv_dtype), _tile(emu_device, v_bad, kv_dtype), cur_pos=cur_pos,
-        sliding_window_size=window, program_config=_config(), output_tensor=_poisoned_output(emu_device, (q_len, b, nq, d)),
+        _tile(emu_device, q),
+        _tile(emu_device, k_bad, kv_dtype),
+        _tile(emu_device, v_bad, kv_dtype),
+        cur_pos=cur_pos,
+        sliding_window_size=window,
+        program_config=_config(),
+        output_tensor=_poisoned_output(emu_device, (q_len, b, nq, d)),
     )
     expected = golden.sdpa_decode(
         golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, kv_dtype),
@@ -72,7 +77,9 @@ def test_garbage_in_unused_page_slots_and_blocks_is_never_read(emu_device):
     table = torch.randperm(num_blocks, generator=gen)[: b * per_user].reshape(b, per_user).to(torch.int32)
     used = {int(table[u, s]) for u, p in enumerate(cur_pos) for s in range(p // block + 1)}
     for u, p in enumerate(cur_pos):
-        table[u, p // block + 1:] = torch.tensor([-1, 10**6, -(2**31), num_blocks] * per_user)[: per_user - p // block - 1]
+        table[u, p // block + 1 :] = torch.tensor([-1, 10**6, -(2**31), num_blocks] * per_user)[
+            : per_user - p // block - 1
+        ]
     q = torch.randn(1, b, nq, d, generator=gen)
     k = torch.randn(num_blocks, nkv, block, d, generator=gen)
     v = torch.randn(num_blocks, nkv, block, d, generator=gen)
@@ -109,8 +116,13 @@ def test_minus_inf_masks(emu_device, with_sink):
     kwargs = {"attention_sink": _tile(emu_device, sink)} if with_sink else {}
 
     out = op_module.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), is_causal=False,
-        attn_mask=_tile(emu_device, mask), program_config=_config(), output_tensor=_poisoned_output(emu_device, (1, b, nq, d)),
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        is_causal=False,
+        attn_mask=_tile(emu_device, mask),
+        program_config=_config(),
+        output_tensor=_poisoned_output(emu_device, (1, b, nq, d)),
         **kwargs,
     )
     expected = golden.sdpa_decode(
@@ -141,7 +153,9 @@ def test_out_of_range_device_positions_skip_their_user(emu_device, q_len):
         golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
         golden.quantize_like_device(v, "bfloat8_b"), cur_pos=clean,
     )  # fmt: skip
-    check_output(emu_device.to_torch(out).float(), expected, seed, f"q_len={q_len}", "bfloat8_b", zero_users=(0, 1, 3, 4))
+    check_output(
+        emu_device.to_torch(out).float(), expected, seed, f"q_len={q_len}", "bfloat8_b", zero_users=(0, 1, 3, 4)
+    )
     # Only user 2's K tiles were read: positions 0..130 of both kv heads.
     reads = op_module.last_run.stats.pages_read(tk)
     assert sum(reads.values()) == nkv * (130 // 32 + 1) * (d // 32), f"[seed {seed}] K pages read: {dict(reads)}"

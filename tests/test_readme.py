@@ -27,7 +27,9 @@ CARD_ONLY = "# on a card"  # the first line of an example that needs a Wormhole 
 
 def _python_blocks() -> list[tuple[Path, str]]:
     """Every runnable example: (page, code), the README's first."""
-    blocks = [(page, block) for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)]
+    blocks = [
+        (page, block) for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+    ]
     return [(page, block) for page, block in blocks if not block.startswith(CARD_ONLY)]
 
 

@@ -55,7 +55,8 @@ def test_decode_loop_captured_once_replays_16_steps(emu_device):
 
     def step():
         return op_module.paged_scaled_dot_product_attention_decode(
-            tq, tk, tv, page_table, cur_pos_tensor=pos, output_tensor=out, program_config=CONFIG)
+            tq, tk, tv, page_table, cur_pos_tensor=pos, output_tensor=out, program_config=CONFIG
+        )
 
     step()  # warm-up outside the capture, as on silicon (a capture can neither compile nor upload)
     trace_id = emulator.begin_trace_capture(dev, cq_id=0)

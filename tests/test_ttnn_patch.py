@@ -155,8 +155,16 @@ def test_upstream_defaults_map_to_the_packages(transformer, spies):
 
 def test_upstream_keyword_names_pass_through(transformer, spies):
     given = dict(
-        is_causal=True, attn_mask=None, cur_pos=[5, 9], cur_pos_tensor=None, attention_sink=object(), scale=0.5,
-        sliding_window_size=64, memory_config=object(), program_config=object(), compute_kernel_config=object(),
+        is_causal=True,
+        attn_mask=None,
+        cur_pos=[5, 9],
+        cur_pos_tensor=None,
+        attention_sink=object(),
+        scale=0.5,
+        sliding_window_size=64,
+        memory_config=object(),
+        program_config=object(),
+        compute_kernel_config=object(),
         share_cache=True,
     )
     with ttflashdecode.patch_ttnn():

@@ -46,7 +46,8 @@ def test_compile_time_args_match_the_wheels_kernels(kernel, names):
         f"{kernel}: ttflashdecode.upstream passes {len(names)} compile-time args, the wheel's kernel reads "
         f"{len(wheel_names)}; first difference at index {diff}: ours "
         f"{names[diff] if diff < len(names) else '(none)'}, wheel's "
-        f"{wheel_names[diff] if diff < len(wheel_names) else '(none)'}")
+        f"{wheel_names[diff] if diff < len(wheel_names) else '(none)'}"
+    )
 
 
 def test_reader_tensor_accessors_follow_the_compile_time_args_in_order():
@@ -73,7 +74,7 @@ def test_writer_runtime_args_match():
     src = _source("dataflow/writer_decode_all.cpp")
     assert _runtime_names(src, "// Semaphore encoding") == list(program.WRITER_RT_NAMES)
     # then children_per_round[MAX_TREE_REDUCTION_ROUNDS], the group's x then y coordinates
-    tail = src[src.index("// Semaphore encoding"):]
+    tail = src[src.index("// Semaphore encoding") :]
     assert re.search(r"for \(uint32_t r = 0; r < MAX_TREE_REDUCTION_ROUNDS; \+\+r\) \{\s*children_per_round\[r\] = "
                      r"get_arg_val<uint32_t>\(arg_idx\+\+\);", tail)  # fmt: skip
     assert tail.index("reduction_group_core_xs") < tail.index("reduction_group_core_ys")
@@ -82,7 +83,7 @@ def test_writer_runtime_args_match():
 def test_compute_runtime_args_match():
     src = _source("compute/sdpa_flash_decode.cpp")
     assert _runtime_names(src, "// Tree reduction runtime arguments") == list(program.COMPUTE_RT_NAMES[:4])
-    tail = src[src.index("// Tree reduction runtime arguments"):]
+    tail = src[src.index("// Tree reduction runtime arguments") :]
     assert RT.findall(tail[: tail.index("children_per_round")]) == list(program.COMPUTE_RT_NAMES[4:])
     assert "get_arg_val<uint32_t>(0) == 65" in src and program.IDLE_COMPUTE_MARKER == 65
 

@@ -9,12 +9,14 @@ from ttflashdecode.upstream.tune import Candidate, min_grid, search
 
 def fake_cost_model(best_n: int, best_k: int, refuse_k: tuple[int, ...] = ()):
     """A stand-in for the timing model (a test double): a bowl around (best_n, best_k); k in refuse_k is refused."""
+
     def run(c: Candidate):
         if c.k_chunk_size in refuse_k:
             return None
         k = c.k_chunk_size or 96  # dynamic chunks cost like a 96-position chunk here
         return 1000.0 * (1 + abs(c.max_cores_per_head.bit_length() - best_n.bit_length())
                          + abs(k.bit_length() - best_k.bit_length())) + c.grid[1]  # fmt: skip
+
     return run
 
 

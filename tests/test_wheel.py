@@ -42,14 +42,20 @@ def _checkout_files() -> list[str]:
     """The checkout's files as git lists them (tracked, plus new files not ignored), relative to the checkout."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: the wheel test builds from the checkout's file list")
-    out = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [f for f in out.split("\0") if f and (REPO / f).is_file()]
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     res = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    assert res.returncode == 0, f"{' '.join(map(str, cmd))} failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    assert res.returncode == 0, (
+        f"{' '.join(map(str, cmd))} failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    )
     return res
 
 
@@ -84,9 +90,23 @@ def _fresh_venv(tmp: Path, wheel: Path) -> tuple[Path, Path]:
     env_dir = tmp / "venv"
     venv.EnvBuilder(with_pip=False, symlinks=True).create(env_dir)
     python = env_dir / "bin" / "python"
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "--quiet",
-          str(wheel)])
-    purelib = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            str(wheel),
+        ]
+    )
+    purelib = Path(
+        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    )
     deps = [p for p in site.getsitepackages() if Path(p).is_dir()]
     (purelib / "_ttfd_wheel_test_deps.pth").write_text("".join(f"{p}\n" for p in deps))
     return python, purelib

@@ -221,13 +221,19 @@ def test_run_before_plan_and_v_for_a_latent_plan_are_refused(emu_device):
         (dict(q_len=100), ValueError, r"q_len=100: expected 1..8 query tokens per user"),
         (dict(q_len=0), ValueError, r"q_len=0: expected 1..8 query tokens per user"),
         (dict(q_len=2.0), TypeError, r"q_len=2.0 \(float\): expected an int in 1..8"),
-        (dict(sliding_window_size=2**32 + 5), ValueError,
-         r"sliding_window_size=4294967301: expected a positive int or None \(at most 2\*\*32 - 1"),
+        (
+            dict(sliding_window_size=2**32 + 5),
+            ValueError,
+            r"sliding_window_size=4294967301: expected a positive int or None \(at most 2\*\*32 - 1",
+        ),
         (dict(scale=1e39), ValueError, r"scale=1e\+39: expected a positive finite number in \[1e-27, 1e\+20\]"),
         (dict(scale=1e-40), ValueError, r"scale=1e-40: expected a positive finite number in \[1e-27, 1e\+20\]"),
         (dict(v_dtype=import_ttnn().float32), ValueError, r"v_dtype=DataType.FLOAT32: expected one of ttnn.bfloat16"),
-        (dict(attn_mask_dtype=import_ttnn().float32, is_causal=False, attn_mask_heads=1), ValueError,
-         r"attn_mask_dtype=DataType.FLOAT32: expected one of ttnn.bfloat16, ttnn.bfloat8_b"),
+        (
+            dict(attn_mask_dtype=import_ttnn().float32, is_causal=False, attn_mask_heads=1),
+            ValueError,
+            r"attn_mask_dtype=DataType.FLOAT32: expected one of ttnn.bfloat16, ttnn.bfloat8_b",
+        ),
         (dict(dtype=import_ttnn().bfloat4_b), ValueError, r"dtype=DataType.BFLOAT4_B: expected one of ttnn.bfloat16"),
     ],
 )

@@ -72,22 +72,14 @@ class ProgramConfig:
 
     def __post_init__(self) -> None:
         grid = self.compute_with_storage_grid_size
-        if (
-            not isinstance(grid, (tuple, list))
-            or len(grid) != 2
-            or not all(_is_int(v) and v > 0 for v in grid)
-        ):
-            raise ValueError(
-                f"compute_with_storage_grid_size={grid!r}: expected (x, y), two positive integers"
-            )
+        if not isinstance(grid, (tuple, list)) or len(grid) != 2 or not all(_is_int(v) and v > 0 for v in grid):
+            raise ValueError(f"compute_with_storage_grid_size={grid!r}: expected (x, y), two positive integers")
         # Lists come from YAML; store a tuple so the config stays hashable.
         object.__setattr__(self, "compute_with_storage_grid_size", (grid[0], grid[1]))
         for name in ("q_chunk_size", "k_chunk_size"):
             value = getattr(self, name)
             if not _is_int(value) or value < 0 or value % TILE:
-                raise ValueError(
-                    f"{name}={value!r}: expected 0 (planner chooses) or a positive multiple of {TILE}"
-                )
+                raise ValueError(f"{name}={value!r}: expected 0 (planner chooses) or a positive multiple of {TILE}")
         if self.exp_approx_mode is None:
             # Unset, as ttnn's optional field: the approximate exp, upstream's reading of unset. Stored as True so a
             # config written either way plans (and keys) the same program.
@@ -137,8 +129,7 @@ class ProgramConfig:
         for name, (value, supported) in unsupported.items():
             if value != supported:
                 raise ValueError(
-                    f"SDPAProgramConfig.{name}={value!r}: not supported by ttflashdecode "
-                    f"(expected {supported!r})"
+                    f"SDPAProgramConfig.{name}={value!r}: not supported by ttflashdecode (expected {supported!r})"
                 )
         grid = cfg.compute_with_storage_grid_size
         return cls(

@@ -46,7 +46,9 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
     # bits first and again when aligning mantissas (tt-metal #14032, #52155).
     fp32_src = str(src.dtype).split(".")[-1].lower() == "float32"
     compute_config = ttnn.ComputeConfigDescriptor(
-        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=fp32_src,
+        math_fidelity=ttnn.MathFidelity.HiFi4,
+        math_approx_mode=False,
+        fp32_dest_acc_en=fp32_src,
         bfp8_pack_precise=True,
     )
 
@@ -62,14 +64,30 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
     reader.add("src", src)
     writer.add("dst", dst)
     kernels = [
-        kernel_descriptor(CONVERT_DIR / "dataflow" / "reader_tiles.cpp", cores,
-                          select(values, ("cb_in", "src_cta_offset"), reader), tile_range_args(src.buffer_address()),
-                          ttnn.ReaderConfigDescriptor(), []),
-        kernel_descriptor(CONVERT_DIR / "compute" / "compute_copy.cpp", cores, select(values, ("cb_in", "cb_out")),
-                          compute_args, compute_config, []),
-        kernel_descriptor(CONVERT_DIR / "dataflow" / "writer_tiles.cpp", cores,
-                          select(values, ("cb_out", "dst_cta_offset"), writer), tile_range_args(dst.buffer_address()),
-                          ttnn.WriterConfigDescriptor(), []),
+        kernel_descriptor(
+            CONVERT_DIR / "dataflow" / "reader_tiles.cpp",
+            cores,
+            select(values, ("cb_in", "src_cta_offset"), reader),
+            tile_range_args(src.buffer_address()),
+            ttnn.ReaderConfigDescriptor(),
+            [],
+        ),
+        kernel_descriptor(
+            CONVERT_DIR / "compute" / "compute_copy.cpp",
+            cores,
+            select(values, ("cb_in", "cb_out")),
+            compute_args,
+            compute_config,
+            [],
+        ),
+        kernel_descriptor(
+            CONVERT_DIR / "dataflow" / "writer_tiles.cpp",
+            cores,
+            select(values, ("cb_out", "dst_cta_offset"), writer),
+            tile_range_args(dst.buffer_address()),
+            ttnn.WriterConfigDescriptor(),
+            [],
+        ),
     ]
     cbs = [
         cb_descriptor(cores, [CB_IN], src.dtype, src.buffer_page_size(), PAGES_PER_CB),

@@ -43,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--board", default="n150", choices=("n150", "n300"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    print(f"Llama-3.1-8B decode attention: batch {args.batch}, {N_Q_HEADS} q heads / {N_KV_HEADS} kv heads, "
-          f"head_dim {HEAD_DIM}, KV cache {args.max_pos} positions in {args.kv_dtype}", flush=True)
+    print(
+        f"Llama-3.1-8B decode attention: batch {args.batch}, {N_Q_HEADS} q heads / {N_KV_HEADS} kv heads, "
+        f"head_dim {HEAD_DIM}, KV cache {args.max_pos} positions in {args.kv_dtype}",
+        flush=True,
+    )
 
     t = _step("loading torch, ttnn and the op")
     import torch  # noqa: PLC0415 - after the first line of output: these imports take seconds
@@ -67,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"cur_pos: {cur_pos}")
 
-    t = _step(f"opening an emulated {args.board.upper()} (host emulator: every Tensix core's kernels as host threads; "
-              "the first run builds its runtime with g++)")
+    t = _step(
+        f"opening an emulated {args.board.upper()} (host emulator: every Tensix core's kernels as host threads; "
+        "the first run builds its runtime with g++)"
+    )
     device = emulator.open_device(board=args.board)
     _done(t)
     try:
@@ -77,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         tt_k = device.from_torch(k, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT)
         tt_v = device.from_torch(v, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT)
         _done(t)
-        t = _step("decoding: plan the program, compile its kernels (first run only: about a minute, cached in "
-                  "~/.cache/ttflashdecode), run it on the emulator with the timing model (tens of seconds)")
+        t = _step(
+            "decoding: plan the program, compile its kernels (first run only: about a minute, cached in "
+            "~/.cache/ttflashdecode), run it on the emulator with the timing model (tens of seconds)"
+        )
         tt_out = scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, cur_pos=cur_pos)
         out = device.to_torch(tt_out).float()
         elapsed = time.perf_counter() - t
@@ -86,8 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         run = op_module.last_run
         # K/V bytes a decode must read: every tile of 32 positions holding a position <= cur_pos, once.
         tiles_per_row = HEAD_DIM // 32
-        live_kv_bytes = sum((p + 32) // 32 for p in cur_pos) * N_KV_HEADS * tiles_per_row * (
-            tt_k.buffer_page_size() + tt_v.buffer_page_size())
+        live_kv_bytes = (
+            sum((p + 32) // 32 for p in cur_pos)
+            * N_KV_HEADS
+            * tiles_per_row
+            * (tt_k.buffer_page_size() + tt_v.buffer_page_size())
+        )
         # What any implementation moves through DRAM here: Q in, the live K/V tiles, the output out.
         stats = run.stats
         must_move = live_kv_bytes + stats.bytes_read_from(tt_q) + stats.bytes_written_to(tt_out)
@@ -108,17 +119,23 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = run.plan.config
     print("\nprogram config:")
-    print(f"  compute_with_storage_grid_size={cfg.compute_with_storage_grid_size}, k_chunk_size={cfg.k_chunk_size}, "
-          f"max_cores_per_head_batch={cfg.max_cores_per_head_batch}, exp_approx_mode={cfg.exp_approx_mode}")
+    print(
+        f"  compute_with_storage_grid_size={cfg.compute_with_storage_grid_size}, k_chunk_size={cfg.k_chunk_size}, "
+        f"max_cores_per_head_batch={cfg.max_cores_per_head_batch}, exp_approx_mode={cfg.exp_approx_mode}"
+    )
     print("core split:")
     for line in run.plan.describe().splitlines():
         print(f"  {line}")
     print("emulator run:")
     kv_read = stats.bytes_read_from(tt_k) + stats.bytes_read_from(tt_v)
-    print(f"  DRAM bytes read: {stats.dram_read_bytes:,}, of which K/V {kv_read:,} "
-          f"(K/V tiles up to cur_pos: {live_kv_bytes:,})")
-    print(f"  DRAM bytes written: {stats.dram_write_bytes:,}; host wall time of the decode call {elapsed:.2f} s "
-          "(the emulator's, not a card's)")
+    print(
+        f"  DRAM bytes read: {stats.dram_read_bytes:,}, of which K/V {kv_read:,} "
+        f"(K/V tiles up to cur_pos: {live_kv_bytes:,})"
+    )
+    print(
+        f"  DRAM bytes written: {stats.dram_write_bytes:,}; host wall time of the decode call {elapsed:.2f} s "
+        "(the emulator's, not a card's)"
+    )
     print("modelled on Wormhole (the emulator's timing model, docs/TIMING.md; not a measurement):")
     roof_spec = must_move / DRAM_SPEC_BYTES_PER_S * 1e6
     roof_best = must_move / DRAM_BEST_MEASURED_BYTES_PER_S * 1e6
@@ -128,13 +145,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  no modelled duration ({reason})")
     else:
         moved = stats.dram_read_bytes + stats.dram_write_bytes
-        print(f"  duration {duration_ns / 1e3:.1f} us (modelled); DRAM traffic {moved / duration_ns:.0f} GB/s (modelled)")
-        print(f"  roofline for the {must_move:,} bytes a decode must move (Q, live K/V tiles, output): "
-              f"{roof_best:.1f} us at {DRAM_BEST_MEASURED_BYTES_PER_S / 1e9:.0f} GB/s (best measured), "
-              f"{roof_spec:.1f} us at {DRAM_SPEC_BYTES_PER_S / 1e9:.0f} GB/s (spec)")
-        print(f"  modelled duration = {duration_ns / 1e3 / roof_best:.2f}x the "
-              f"{DRAM_BEST_MEASURED_BYTES_PER_S / 1e9:.0f} GB/s roofline ({must_move / duration_ns:.0f} GB/s of useful "
-              "bytes, modelled)")
+        print(
+            f"  duration {duration_ns / 1e3:.1f} us (modelled); DRAM traffic {moved / duration_ns:.0f} GB/s (modelled)"
+        )
+        print(
+            f"  roofline for the {must_move:,} bytes a decode must move (Q, live K/V tiles, output): "
+            f"{roof_best:.1f} us at {DRAM_BEST_MEASURED_BYTES_PER_S / 1e9:.0f} GB/s (best measured), "
+            f"{roof_spec:.1f} us at {DRAM_SPEC_BYTES_PER_S / 1e9:.0f} GB/s (spec)"
+        )
+        print(
+            f"  modelled duration = {duration_ns / 1e3 / roof_best:.2f}x the "
+            f"{DRAM_BEST_MEASURED_BYTES_PER_S / 1e9:.0f} GB/s roofline ({must_move / duration_ns:.0f} GB/s of useful "
+            "bytes, modelled)"
+        )
     print("\nresult vs golden:")
     print(f"  PCC {pcc:.6f}   max |error| {err:.4f}")
     ok = pcc >= 0.999

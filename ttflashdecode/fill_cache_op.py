@@ -170,8 +170,10 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
     ring = check_ring(cache_position_modulo, block, max_blocks)
     _check_valid_seq_len(valid_seq_len_tensor, ring, device)
     if not ring and seq_tiles * TILE > max_blocks * block:
-        raise ValueError(f"input_tensor: seq_len={input_shape[2]} (tile-padded {seq_tiles * TILE}) does not fit a "
-                         f"user's {max_blocks} blocks of {block} positions (page_table columns x block_size)")
+        raise ValueError(
+            f"input_tensor: seq_len={input_shape[2]} (tile-padded {seq_tiles * TILE}) does not fit a "
+            f"user's {max_blocks} blocks of {block} positions (page_table columns x block_size)"
+        )
     index_values = None
     if batch_idx_tensor is not None:
         if isinstance(batch_idx_tensor, torch.Tensor):
@@ -229,13 +231,17 @@ def _check_tensors(cache, new):
         raise ValueError(f"input_tensor: expected a DRAM or L1 interleaved tensor, got {new.memory_config()} "
                          "(ttnn.to_memory_config(input_tensor, ttnn.DRAM_MEMORY_CONFIG) first)")  # fmt: skip
     if new_shape[1] != cache_shape[1] or new_shape[3] != cache_shape[3]:
-        raise ValueError(f"input_tensor: shape {list(new_shape)} does not match cache_tensor {list(cache_shape)}: "
-                         f"expected n_kv_heads={cache_shape[1]} (dim 1) and head_dim={cache_shape[3]} (dim 3)")
+        raise ValueError(
+            f"input_tensor: shape {list(new_shape)} does not match cache_tensor {list(cache_shape)}: "
+            f"expected n_kv_heads={cache_shape[1]} (dim 1) and head_dim={cache_shape[3]} (dim 3)"
+        )
     if new_shape[3] % TILE:
         raise ValueError(f"input_tensor: head_dim={new_shape[3]} must be a multiple of {TILE}")
     backend = backend_for(cache.device())
     if backend.num_chips > 1:
-        raise ValueError(f"cache_tensor: lives on a mesh of {backend.num_chips} chips; the fill ops take one chip's tensors")
+        raise ValueError(
+            f"cache_tensor: lives on a mesh of {backend.num_chips} chips; the fill ops take one chip's tensors"
+        )
     return cache_shape, new_shape
 
 
@@ -330,7 +336,9 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
                   address["page_table"], address["valid"], batch, first, count)))
                  for c, first, count in per_core]  # fmt: skip
     compute_rt = [(ttnn.CoreCoord(*c), [count * shapes.Wt]) for c, _, count in per_core]  # tiles, as compute_copy takes
-    writer_rt = [(ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core]
+    writer_rt = [
+        (ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core
+    ]
 
     kernels = [
         kernel_descriptor(READER, cores, reader_args, reader_rt, ttnn.ReaderConfigDescriptor(), [KERNEL_DIR]),

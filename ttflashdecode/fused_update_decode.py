@@ -148,7 +148,9 @@ def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale,
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)
     backend = backend_of(q)
     if backend.num_chips > 1:
-        raise ValueError(f"q: lives on a mesh of {backend.num_chips} chips; the fused update + attention takes one chip's tensors")
+        raise ValueError(
+            f"q: lives on a mesh of {backend.num_chips} chips; the fused update + attention takes one chip's tensors"
+        )
     compute = ComputeSettings.coerce(compute_kernel_config)
     call = check_call(
         q, k, v, page_table, is_causal=True, attn_mask=None, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
@@ -164,8 +166,14 @@ def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale,
                          "needs a second program: use the separate calls)")  # fmt: skip
     positions_name = "cur_pos" if call.positions is not None else "cur_pos_tensor"
     positions = call.positions if call.positions is not None else cur_pos_tensor
-    update = check_update([(k, k_new), (v, v_new)], positions, page_table, compute, index_name=positions_name,
-                          names=[("k", "k_new"), ("v", "v_new")])
+    update = check_update(
+        [(k, k_new), (v, v_new)],
+        positions,
+        page_table,
+        compute,
+        index_name=positions_name,
+        names=[("k", "k_new"), ("v", "v_new")],
+    )
     if (update.shapes.batch, update.shapes.n_kv_heads) != (call.shapes.batch, call.shapes.n_kv_heads):
         raise ValueError(f"k_new: {update.shapes.batch} users x {update.shapes.n_kv_heads} kv heads; expected q's "
                          f"{call.shapes.batch} users and the cache's {call.shapes.n_kv_heads} kv heads")  # fmt: skip
@@ -208,7 +216,9 @@ def plan_fused(backend, call, config: ProgramConfig, compute: ComputeSettings, n
                                           compute, new_output)  # fmt: skip
         free, reserved = _free_cores(backend.grid(), decode), True
     if not free:
-        raise ValueError(f"program_config: compute_with_storage_grid_size={(gx, gy)} leaves no core for the cache update")
+        raise ValueError(
+            f"program_config: compute_with_storage_grid_size={(gx, gy)} leaves no core for the cache update"
+        )
     sem_ids = [s.id for s in decode.semaphores]
     sem = max(sem_ids) + 1 if sem_ids else 0
     used = split_units(num_units, backend.grid(), free).cores  # the cores the update's kernels take
@@ -236,8 +246,15 @@ def build_fused_program(fused: FusedPlan, buffers: DecodeBuffers, pairs, update_
     the attention cores), joined, plus the semaphore between them."""
     ttnn = import_ttnn()
     decode = fused.decode
-    attention = build_program(decode, buffers, backend.noc_coord, compute, scale=scale,
-                              wait_for_cache_update=ROWS_PER_GROUP, sem_cache_updated=fused.sem_cache_updated)
+    attention = build_program(
+        decode,
+        buffers,
+        backend.noc_coord,
+        compute,
+        scale=scale,
+        wait_for_cache_update=ROWS_PER_GROUP,
+        sem_cache_updated=fused.sem_cache_updated,
+    )
     n_kv = decode.shapes.n_kv_heads
     group_cores: list[list[tuple[int, int]]] = [[] for _ in range(decode.shapes.batch * n_kv)]
     for core in decode.cores:

@@ -112,8 +112,9 @@ def _cur_pos_list(cur_pos, b: int) -> list[int]:
     return values
 
 
-def _validate(q, k, v, is_causal, cur_pos, attn_mask, scale, sliding_window_size, attention_sink, page_table,
-              share_cache, dtype):
+def _validate(
+    q, k, v, is_causal, cur_pos, attn_mask, scale, sliding_window_size, attention_sink, page_table, share_cache, dtype
+):
     """Check every argument; return (cur_pos list or None, kv_len, scale as float)."""
     if not isinstance(is_causal, bool):
         raise TypeError(f"is_causal={is_causal!r}: expected a bool")
@@ -128,33 +129,44 @@ def _validate(q, k, v, is_causal, cur_pos, attn_mask, scale, sliding_window_size
     q_len, b, n_q_heads, d = q.shape
     k_batch, n_kv_heads, k_len, d_k = k.shape
     if d_k != d:
-        raise ValueError(f"k has head dim {d_k} (shape {list(k.shape)}): expected q's head dim {d} "
-                         f"(q shape {list(q.shape)})")
+        raise ValueError(
+            f"k has head dim {d_k} (shape {list(k.shape)}): expected q's head dim {d} (q shape {list(q.shape)})"
+        )
     if tuple(v.shape[:3]) != tuple(k.shape[:3]):
-        raise ValueError(f"v has shape {list(v.shape)}: expected its first three dims (batch/blocks, kv heads, "
-                         f"len) to match k's {list(k.shape[:3])}")
+        raise ValueError(
+            f"v has shape {list(v.shape)}: expected its first three dims (batch/blocks, kv heads, "
+            f"len) to match k's {list(k.shape[:3])}"
+        )
     if n_q_heads % n_kv_heads != 0:
-        raise ValueError(f"n_q_heads={n_q_heads} (q shape {list(q.shape)}) is not a multiple of "
-                         f"n_kv_heads={n_kv_heads} (k shape {list(k.shape)}): expected n_q_heads % n_kv_heads == 0")
+        raise ValueError(
+            f"n_q_heads={n_q_heads} (q shape {list(q.shape)}) is not a multiple of "
+            f"n_kv_heads={n_kv_heads} (k shape {list(k.shape)}): expected n_q_heads % n_kv_heads == 0"
+        )
 
     if page_table is not None:
         _check_tensor("page_table", page_table, rank=2, floating=False)
         rows_ok = (1, b) if share_cache else (b,)
         if page_table.shape[0] not in rows_ok:
-            raise ValueError(f"page_table has shape {list(page_table.shape)}: expected {b} rows (one per user"
-                             f"{'; or 1 with share_cache' if share_cache else ''})")
+            raise ValueError(
+                f"page_table has shape {list(page_table.shape)}: expected {b} rows (one per user"
+                f"{'; or 1 with share_cache' if share_cache else ''})"
+            )
         num_blocks = k_batch
         lo, hi = int(page_table.min()), int(page_table.max())
         if lo < 0 or hi >= num_blocks:
             bad = lo if lo < 0 else hi
-            raise ValueError(f"page_table holds block {bad}: expected entries in [0, num_blocks={num_blocks}) "
-                             f"(num_blocks is k's first dim, k shape {list(k.shape)})")
+            raise ValueError(
+                f"page_table holds block {bad}: expected entries in [0, num_blocks={num_blocks}) "
+                f"(num_blocks is k's first dim, k shape {list(k.shape)})"
+            )
         kv_len = page_table.shape[1] * k_len
     else:
         batch_ok = (1, b) if share_cache else (b,)
         if k_batch not in batch_ok:
-            raise ValueError(f"k has batch {k_batch} (shape {list(k.shape)}): expected b={b} from q"
-                             f"{' (or 1 with share_cache)' if share_cache else ''}")
+            raise ValueError(
+                f"k has batch {k_batch} (shape {list(k.shape)}): expected b={b} from q"
+                f"{' (or 1 with share_cache)' if share_cache else ''}"
+            )
         kv_len = k_len
 
     if scale is None:
@@ -175,39 +187,50 @@ def _validate(q, k, v, is_causal, cur_pos, attn_mask, scale, sliding_window_size
     if attention_sink is not None:
         _check_tensor("attention_sink", attention_sink, floating=True)
         if tuple(attention_sink.shape) not in ((1, n_q_heads), (n_q_heads,)):
-            raise ValueError(f"attention_sink has shape {list(attention_sink.shape)}: expected [1, {n_q_heads}] "
-                             f"or [{n_q_heads}] (one logit per q head)")
+            raise ValueError(
+                f"attention_sink has shape {list(attention_sink.shape)}: expected [1, {n_q_heads}] "
+                f"or [{n_q_heads}] (one logit per q head)"
+            )
         if torch.isnan(attention_sink).any() or (attention_sink == math.inf).any():
             raise ValueError("attention_sink contains NaN or +inf: expected finite logits (or -inf for no sink)")
 
     if is_causal:
         if attn_mask is not None:
-            raise ValueError(f"attn_mask={_describe(attn_mask)} with is_causal=True: expected attn_mask=None "
-                             "(a mask is only for is_causal=False)")
+            raise ValueError(
+                f"attn_mask={_describe(attn_mask)} with is_causal=True: expected attn_mask=None "
+                "(a mask is only for is_causal=False)"
+            )
         if cur_pos is None:
             raise ValueError(f"cur_pos=None with is_causal=True: expected a list/tensor of {b} positions")
         pos = _cur_pos_list(cur_pos, b)
         for u, p in enumerate(pos):
             if not -1 <= p < kv_len:
-                raise ValueError(f"cur_pos[{u}]={p}: expected a position in [-1, kv_len={kv_len}) "
-                                 "(-1 skips the user)")
+                raise ValueError(f"cur_pos[{u}]={p}: expected a position in [-1, kv_len={kv_len}) (-1 skips the user)")
             if p != -1 and p - q_len + 1 < 0:
-                raise ValueError(f"cur_pos[{u}]={p} with q_len={q_len}: the first query would sit at position "
-                                 f"{p - q_len + 1}; expected cur_pos >= q_len - 1 = {q_len - 1} (or -1 to skip)")
+                raise ValueError(
+                    f"cur_pos[{u}]={p} with q_len={q_len}: the first query would sit at position "
+                    f"{p - q_len + 1}; expected cur_pos >= q_len - 1 = {q_len - 1} (or -1 to skip)"
+                )
     else:
         pos = None
         if cur_pos is not None:
-            raise ValueError(f"cur_pos={_describe(cur_pos)} with is_causal=False: expected None "
-                             "(non-causal attends to all kv_len positions)")
+            raise ValueError(
+                f"cur_pos={_describe(cur_pos)} with is_causal=False: expected None "
+                "(non-causal attends to all kv_len positions)"
+            )
         if sliding_window_size is not None:
-            raise ValueError(f"sliding_window_size={sliding_window_size!r} with is_causal=False: expected None "
-                             "(the window is relative to a causal position)")
+            raise ValueError(
+                f"sliding_window_size={sliding_window_size!r} with is_causal=False: expected None "
+                "(the window is relative to a causal position)"
+            )
         if attn_mask is not None:
             _check_tensor("attn_mask", attn_mask, rank=4, floating=True)
             mb, mh, mq, ml = attn_mask.shape
             if mb != b or mh not in (1, n_q_heads) or mq != q_len or ml != kv_len:
-                raise ValueError(f"attn_mask has shape {list(attn_mask.shape)}: expected "
-                                 f"[{b}, 1 or {n_q_heads}, {q_len}, {kv_len}] = [b, 1 or n_q_heads, q_len, kv_len]")
+                raise ValueError(
+                    f"attn_mask has shape {list(attn_mask.shape)}: expected "
+                    f"[{b}, 1 or {n_q_heads}, {q_len}, {kv_len}] = [b, 1 or n_q_heads, q_len, kv_len]"
+                )
             # +inf or NaN would make a row's softmax undefined; -inf is the legitimate "masked" value.
             if torch.isnan(attn_mask).any() or (attn_mask == math.inf).any():
                 raise ValueError("attn_mask contains NaN or +inf: expected finite values or -inf")
@@ -219,17 +242,39 @@ def _validate(q, k, v, is_causal, cur_pos, attn_mask, scale, sliding_window_size
 # --------------------------------------------------------------------------------------------------------------
 
 
-def sdpa_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = True, cur_pos=None,
-                attn_mask: torch.Tensor | None = None, scale: float | None = None,
-                sliding_window_size: int | None = None, attention_sink: torch.Tensor | None = None,
-                page_table: torch.Tensor | None = None, share_cache: bool = False,
-                dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def sdpa_decode(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    is_causal: bool = True,
+    cur_pos=None,
+    attn_mask: torch.Tensor | None = None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    attention_sink: torch.Tensor | None = None,
+    page_table: torch.Tensor | None = None,
+    share_cache: bool = False,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """Decode attention reference; see the module docstring for shapes and semantics.
 
     Returns ``[q_len, b, n_q_heads, d_v]`` in ``dtype``.
     """
-    pos, kv_len, scale_f = _validate(q, k, v, is_causal, cur_pos, attn_mask, scale, sliding_window_size,
-                                     attention_sink, page_table, share_cache, dtype)
+    pos, kv_len, scale_f = _validate(
+        q,
+        k,
+        v,
+        is_causal,
+        cur_pos,
+        attn_mask,
+        scale,
+        sliding_window_size,
+        attention_sink,
+        page_table,
+        share_cache,
+        dtype,
+    )
     q_len, b, n_q_heads, d = q.shape
     n_kv_heads = k.shape[1]
     group = n_q_heads // n_kv_heads
@@ -310,13 +355,15 @@ def sdpa_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, is_causal:
 def _resolve_quant_dtype(ttnn, dtype):
     if isinstance(dtype, str):
         if dtype not in QUANT_DTYPE_NAMES:
-            raise ValueError(f"dtype={dtype!r}: expected one of {', '.join(QUANT_DTYPE_NAMES)} "
-                             "(or the ttnn dtype object)")
+            raise ValueError(
+                f"dtype={dtype!r}: expected one of {', '.join(QUANT_DTYPE_NAMES)} (or the ttnn dtype object)"
+            )
         return getattr(ttnn, dtype)
     allowed = [getattr(ttnn, n) for n in QUANT_DTYPE_NAMES]
     if dtype not in allowed:
-        raise ValueError(f"dtype={dtype!r}: expected one of ttnn.{', ttnn.'.join(QUANT_DTYPE_NAMES)} "
-                         "(or its name as a string)")
+        raise ValueError(
+            f"dtype={dtype!r}: expected one of ttnn.{', ttnn.'.join(QUANT_DTYPE_NAMES)} (or its name as a string)"
+        )
     return dtype
 
 

@@ -220,8 +220,9 @@ class KernelArgs:
     positional: tuple[int, ...]  # TensorAccessorArgs only
 
 
-def kernel_descriptor(source, cores, kernel_args: KernelArgs, runtime_args, config, include_paths,
-                      common_runtime_args=()):
+def kernel_descriptor(
+    source, cores, kernel_args: KernelArgs, runtime_args, config, include_paths, common_runtime_args=()
+):
     """The ``ttnn.KernelDescriptor`` of one of our kernels on ``cores``: every factory builds its kernels here."""
     ttnn = import_ttnn()
     return ttnn.KernelDescriptor(
@@ -296,7 +297,9 @@ def tensor_placement(tensor) -> TensorPlacement:
     height = math.prod(int(d) for d in list(tensor.padded_shape)[:-1])
     shard_pages = (shard_h // TILE) * (shard_w // TILE) if tiled else shard_h
     cores = ttnn.corerange_to_cores(spec.grid, row_wise=True)[: -(-height // shard_h)]
-    return TensorPlacement("L1_HEIGHT_SHARDED", tiled, page_bytes, shard_pages, tuple((int(c.x), int(c.y)) for c in cores))
+    return TensorPlacement(
+        "L1_HEIGHT_SHARDED", tiled, page_bytes, shard_pages, tuple((int(c.x), int(c.y)) for c in cores)
+    )
 
 
 def is_upstream_mask(mask, shapes) -> bool:
@@ -304,7 +307,9 @@ def is_upstream_mask(mask, shapes) -> bool:
     the heads, the same tiles either way), not ours ``[b, 1 or n_q_heads, q_len, kv_len]``. With one q head the forms
     are the same."""
     dims = tuple(int(d) for d in mask.shape)
-    return shapes.q_len == 1 and shapes.n_q_heads > 1 and dims[2] == shapes.n_q_heads and dims[0] * dims[1] == shapes.batch
+    return (
+        shapes.q_len == 1 and shapes.n_q_heads > 1 and dims[2] == shapes.n_q_heads and dims[0] * dims[1] == shapes.batch
+    )
 
 
 # ---- the FlashDecode kernels' compile-time args ----------------------------------------------------------------------

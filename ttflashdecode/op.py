@@ -110,8 +110,9 @@ def scaled_dot_product_attention_decode(
     is_causal: each query attends to positions up to its own, given by exactly one of ``cur_pos`` (ints, one per
         user) or ``cur_pos_tensor`` (int32 ``[b]``: a device tensor read by the kernels at run time, so one program
         serves every decode step; or a torch tensor, validated and uploaded). ``-1`` skips a user: its rows are 0.
-    attn_mask: with ``is_causal=False``, an additive bfloat16 or bfloat8_b mask ``[b, 1 or n_q_heads, q_len, kv_len]`` (tile
-        layout) streamed with K; without it all ``kv_len`` positions are visible.
+    attn_mask: with ``is_causal=False``, an additive bfloat16 or bfloat8_b mask
+        ``[b, 1 or n_q_heads, q_len, kv_len]`` (tile layout) streamed with K; without it all ``kv_len`` positions are
+        visible.
     scale: softmax scale, default ``1/sqrt(head_dim)``.
     sliding_window_size: causal only; each query sees only the last W positions up to its own (only those are
         read from DRAM).
@@ -333,7 +334,9 @@ def _decode(
     wrapper = _wrapper(backend.device, program_config, compute)
     # The config's choice (the default's table or rule; "tune" or a function at a shape's first call) is made inside
     # _plan_call, on this path only.
-    wrapper._plan_call(call, new_output=output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config))
+    wrapper._plan_call(
+        call, new_output=output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config)
+    )
     out, entry = wrapper._execute(
         wrapper._planned, call, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink, output_tensor,
         validate_device_tensors, plan_hits=1, check=None if signature is None else signature[1],

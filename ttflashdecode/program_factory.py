@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttflashdecode.config import TILE
-from ttflashdecode.kernel_sources import DECODE_KERNELS
 from ttflashdecode.kernel_args import (
     ComputeRuntimeArgs,
     KernelArgs,
@@ -26,6 +25,7 @@ from ttflashdecode.kernel_args import (
     kernel_descriptor,
     wire,
 )
+from ttflashdecode.kernel_sources import DECODE_KERNELS
 from ttflashdecode.plan import CoreAssignment, DecodePlan
 from ttflashdecode.ttnn_env import import_ttnn
 
@@ -46,7 +46,7 @@ class ComputeSettings:
     fp32_dest_acc_en: bool = False
 
     @classmethod
-    def coerce(cls, config) -> "ComputeSettings":
+    def coerce(cls, config) -> ComputeSettings:
         if config is None:
             return cls()
         if isinstance(config, ComputeSettings):
@@ -131,8 +131,14 @@ def build_program(
         raise ValueError(f"out dtype={s.out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
     # The softmax's exp: the config's exp_approx_mode, which is already resolved (unset -> the approximate exp, as
     # upstream's factory reads it; config.ProgramConfig). No default is taken here.
-    args = decode_kernel_args(plan, buffers, exp_approx=plan.config.exp_approx_mode, scale=scale,
-                              wait_for_cache_update=wait_for_cache_update, sem_cache_updated=sem_cache_updated)
+    args = decode_kernel_args(
+        plan,
+        buffers,
+        exp_approx=plan.config.exp_approx_mode,
+        scale=scale,
+        wait_for_cache_update=wait_for_cache_update,
+        sem_cache_updated=sem_cache_updated,
+    )
     # Where each shard of a height-sharded Q / output lives (the same table on every core).
     reader_common = [xy for core in args.q_at.shard_cores for xy in noc_coord(core)]
     writer_common = [xy for core in args.out_at.shard_cores for xy in noc_coord(core)]
@@ -167,7 +173,9 @@ def build_program(
             core_ranges=cores,
             format_descriptors=[
                 ttnn.CBFormatDescriptor(
-                    buffer_index=cb.index, data_format=_ttnn_dtype(cb.data_format), page_size=cb.page_size,
+                    buffer_index=cb.index,
+                    data_format=_ttnn_dtype(cb.data_format),
+                    page_size=cb.page_size,
                     # 16 x 32 tiles for a group's rows when it has at most 16 (plan/shapes.py: q_tile_rows)
                     tile=None if cb.tile_rows == TILE else ttnn.TileDescriptor(ttnn.Tile((cb.tile_rows, TILE))),
                 )

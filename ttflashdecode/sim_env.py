@@ -63,8 +63,10 @@ def source_tarball() -> Path:
     env = os.environ.get(SOURCE_ENV)
     path = Path(env) if env else default_source()
     if path is None:
-        raise SimSetupError(f"no ttsim source: set {SOURCE_ENV} to a ttsim-<version>-src.tar.gz "
-                            f"(https://github.com/tenstorrent/ttsim, Apache-2.0)")
+        raise SimSetupError(
+            f"no ttsim source: set {SOURCE_ENV} to a ttsim-<version>-src.tar.gz "
+            f"(https://github.com/tenstorrent/ttsim, Apache-2.0)"
+        )
     if not path.is_file():
         raise SimSetupError(f"{SOURCE_ENV}={str(path)!r}: expected an existing ttsim-<version>-src.tar.gz")
     return path

@@ -200,8 +200,10 @@ def _label(s: DecodeShapes) -> str:
     extra = [f"{k}={v}" for k, v in asdict(s).items()
              if k not in ("batch", "n_q_heads", "n_kv_heads", "head_dim", "kv_len", "v_head_dim", "logical_kv_len")
              and v != getattr(default, k)]  # fmt: skip
-    return (f"batch {s.batch}, {s.n_q_heads} q / {s.n_kv_heads} kv heads, head_dim {s.head_dim}, kv_len {s.kv_len}"
-            + "".join(f", {e}" for e in extra))
+    return (
+        f"batch {s.batch}, {s.n_q_heads} q / {s.n_kv_heads} kv heads, head_dim {s.head_dim}, kv_len {s.kv_len}"
+        + "".join(f", {e}" for e in extra)
+    )
 
 
 # ---- evaluation on the emulator's timing model --------------------------------------------------------------------

@@ -337,8 +337,18 @@ class UpdateCall:
     backend: Backend
 
 
-def check_update(pairs, positions, page_table, compute_kernel_config, *, index_name: str, names=None,
-                 heads_major: bool = False, batch_offset: int = 0, cache_position_modulo=None) -> UpdateCall:
+def check_update(
+    pairs,
+    positions,
+    page_table,
+    compute_kernel_config,
+    *,
+    index_name: str,
+    names=None,
+    heads_major: bool = False,
+    batch_offset: int = 0,
+    cache_position_modulo=None,
+) -> UpdateCall:
     """Checks an update of each (cache, input) of ``pairs`` (one, or K and V) on the host; nothing runs or is
     uploaded. Errors name the argument (``names``: the caller's (cache, input) names of each pair). ``heads_major``:
     the input is upstream update_cache's ``[1, n_kv_heads, >= batch_offset + b, head_dim]`` and every user of the
@@ -346,7 +356,11 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
     ``cache_position_modulo``: a paged ring cache (:func:`check_ring`)."""
     # ---- check everything before any device work
     if names is None:
-        names = [("cache", "input")] if len(pairs) == 1 else [("cache_tensor1", "input_tensor1"), ("cache_tensor2", "input_tensor2")]
+        names = (
+            [("cache", "input")]
+            if len(pairs) == 1
+            else [("cache_tensor1", "input_tensor1"), ("cache_tensor2", "input_tensor2")]
+        )
     cache, new = pairs[0]
     cache_shape, new_shape = _check_pair(cache, new, *names[0], heads_major)
     for (other_cache, other_new), (cache_name, input_name) in zip(pairs[1:], names[1:]):
@@ -355,7 +369,9 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
             got = (shape_of(tensor), dtype_name(tensor), str(tensor.memory_config()))
             want = (shape_of(first), dtype_name(first), str(first.memory_config()))
             if got != want or tensor.device() is not cache.device():
-                raise ValueError(f"{name}: shape, dtype and placement {got} must be the first one's {want}, on its device")
+                raise ValueError(
+                    f"{name}: shape, dtype and placement {got} must be the first one's {want}, on its device"
+                )
     device = cache.device()
     _, batch, n_kv, head_dim = new_shape
     form = dict(input_row_tiles=-(-new_shape[2] // TILE))
@@ -369,10 +385,14 @@ def check_update(pairs, positions, page_table, compute_kernel_config, *, index_n
     compute = ComputeSettings.coerce(compute_kernel_config)
     backend = backend_for(device)
     if backend.num_chips > 1:
-        raise ValueError(f"{names[0][0]}: lives on a mesh of {backend.num_chips} chips; the update ops take one chip's tensors")
+        raise ValueError(
+            f"{names[0][0]}: lives on a mesh of {backend.num_chips} chips; the update ops take one chip's tensors"
+        )
     if page_table is None:
         if cache_shape[0] < batch:
-            raise ValueError(f"{names[0][0]}: has {cache_shape[0]} users but input has b={batch}; expected at least {batch}")
+            raise ValueError(
+                f"{names[0][0]}: has {cache_shape[0]} users but input has b={batch}; expected at least {batch}"
+            )
         kv_len = cache_shape[2]
         shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), kv_len, -(-kv_len // TILE) * TILE, False,
                               num_caches=len(pairs), **form)  # fmt: skip
@@ -526,8 +546,9 @@ def _aligned(n: int) -> int:
     return -(-n // L1_ALIGNMENT) * L1_ALIGNMENT
 
 
-def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool,
-                       signal: CacheUpdateSignal | None = None):
+def update_kernel_args(
+    shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool, signal: CacheUpdateSignal | None = None
+):
     """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here."""
     input_at = tensor_placement(new)
     values = {
@@ -564,8 +585,17 @@ def update_kernel_args(shapes: UpdateShapes, cache, new, index, page_table, fp32
     return select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS), select(values, WRITER_ARGS, writer)
 
 
-def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, compute: ComputeSettings, *,
-                         cores: list[tuple[int, int]] | None = None, signal: CacheUpdateSignal | None = None):
+def build_update_program(
+    shapes: UpdateShapes,
+    pairs,
+    index,
+    page_table,
+    grid,
+    compute: ComputeSettings,
+    *,
+    cores: list[tuple[int, int]] | None = None,
+    signal: CacheUpdateSignal | None = None,
+):
     """The cache update ``ttnn.ProgramDescriptor`` over ``pairs`` ((cache, input), one or two) and the index tensor
     and page table (their addresses are runtime args). ``cores``: the logical cores to run on (default: the grid's
     first ones); ``signal``: the update shares a program with attention (:mod:`ttflashdecode.fused_update_decode`),
@@ -582,8 +612,24 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     )
     table_addr = page_table.buffer_address() if page_table is not None else 0
     per_core = list(zip(split.cores, split.first_unit, split.num_units))
-    reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(cache.buffer_address(), new.buffer_address(), cache2_addr,
-                  new2_addr, index.buffer_address(), table_addr, first, count))) for c, first, count in per_core]
+    reader_rt = [
+        (
+            ttnn.CoreCoord(*c),
+            wire(
+                ReaderRuntimeArgs(
+                    cache.buffer_address(),
+                    new.buffer_address(),
+                    cache2_addr,
+                    new2_addr,
+                    index.buffer_address(),
+                    table_addr,
+                    first,
+                    count,
+                )
+            ),
+        )
+        for c, first, count in per_core
+    ]
     compute_rt = [(ttnn.CoreCoord(*c), wire(ComputeRuntimeArgs(count))) for c, _, count in per_core]
     writer_rt = []
     for c, first, count in per_core:
@@ -625,5 +671,13 @@ def build_update_program(shapes: UpdateShapes, pairs, index, page_table, grid, c
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
-__all__ = ["update_cache", "paged_update_cache", "paged_fused_update_cache", "UpdateShapes", "build_update_program",
-           "check_update", "update_tensors", "CacheUpdateSignal"]
+__all__ = [
+    "update_cache",
+    "paged_update_cache",
+    "paged_fused_update_cache",
+    "UpdateShapes",
+    "build_update_program",
+    "check_update",
+    "update_tensors",
+    "CacheUpdateSignal",
+]

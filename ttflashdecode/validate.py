@@ -86,7 +86,13 @@ def same_device(a, b) -> bool:
 
 
 def check_device_tensor(
-    name: str, tensor, rank: int, dtypes: tuple[str, ...], layout: str | None = "TILE", dram: bool = True, device=None,
+    name: str,
+    tensor,
+    rank: int,
+    dtypes: tuple[str, ...],
+    layout: str | None = "TILE",
+    dram: bool = True,
+    device=None,
     device_name: str = "q's",
 ) -> tuple[int, ...]:
     """Shape of ``tensor`` after checking that it is a live device tensor on ``device`` (``device_name``: whose it
@@ -291,12 +297,14 @@ def check_call(
         v_head_dim = check_head_dim_v(head_dim_v, k_head_dim)
     if paged_cache_geometry is not None:
         # The cache is read through this call's view: its blocks hold the same tiles, re-cut (Q drives head_dim).
-        n_kv_heads, kv_rows = check_paged_cache_geometry(paged_cache_geometry, paged, head_dim_v, k_shape,
-                                                         v_shape if head_dim_v is None else None, head_dim)
+        n_kv_heads, kv_rows = check_paged_cache_geometry(
+            paged_cache_geometry, paged, head_dim_v, k_shape, v_shape if head_dim_v is None else None, head_dim
+        )
         k_head_dim = v_head_dim = head_dim
     if spec_tiles:
-        batch, n_q_heads = check_spec_multi_pos(spec_tiles, q, q_shape, n_kv_heads, is_causal, sliding_window_size,
-                                                attn_mask)
+        batch, n_q_heads = check_spec_multi_pos(
+            spec_tiles, q, q_shape, n_kv_heads, is_causal, sliding_window_size, attn_mask
+        )
     if not 1 <= q_len <= MAX_Q_LEN:
         raise ValueError(f"q: q_len (dim 0) = {q_len}: expected 1..{MAX_Q_LEN} query tokens per user")
     if k_head_dim != head_dim:
@@ -497,7 +505,9 @@ def _check_attn_mask(attn_mask, batch, n_q_heads, q_len, logical_kv_len, kv_len,
     if not (ours or upstream):
         upstream_form = (
             f" (upstream's [1, {batch}, {n_q_heads}, {logical_kv_len}] or [{batch}, 1, {n_q_heads}, {logical_kv_len}] "
-            "is taken too)" if q_len == 1 else ""
+            "is taken too)"
+            if q_len == 1
+            else ""
         )
         raise ValueError(
             f"attn_mask: expected shape [{batch}, 1 or {n_q_heads}, {q_len}, {logical_kv_len}], got {list(m_shape)}"
@@ -549,8 +559,9 @@ def check_page_table(name: str, page_table, batch: int, num_blocks: int, device,
     return pt_shape[1], None
 
 
-def _check_positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len, kv_len, device,
-                     limit_name: str = "kv_len") -> list[int] | None:
+def _check_positions(
+    is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len, kv_len, device, limit_name: str = "kv_len"
+) -> list[int] | None:
     """Host positions to upload (one per user), or None when ``cur_pos_tensor`` is a device tensor."""
     if is_causal:
         if attn_mask is not None:

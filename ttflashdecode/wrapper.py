@@ -110,7 +110,9 @@ class FlashDecodeWrapper:
 
     def __init__(self, device, program_config=None, compute_kernel_config=None):
         if not callable(getattr(device, "compute_with_storage_grid_size", None)):
-            raise TypeError(f"device={device!r} ({type(device).__name__}): expected a ttnn device or an emulator device")
+            raise TypeError(
+                f"device={device!r} ({type(device).__name__}): expected a ttnn device or an emulator device"
+            )
         self._backend: Backend = backend_for(device)
         self._grid = self._backend.grid()  # one chip's (every chip of a mesh has the same)
         self._num_chips = self._backend.num_chips
@@ -218,13 +220,27 @@ class FlashDecodeWrapper:
         out_dtype = check_out_dtype(dtype, None) or "bfloat16"
         out_layout = _layout_arg(layout)
         shapes = DecodeShapes(
-            batch=batch, n_q_heads=n_q_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, kv_len=kv_len,
-            logical_kv_len=logical_kv_len, v_head_dim=v_head_dim, q_len=q_len, k_dtype=k_name, v_dtype=v_name,
-            block_size=block_size, max_blocks_per_user=max_blocks_per_user, sliding_window_size=window,
-            share_cache=check_bool("share_cache", share_cache), is_causal=is_causal, attn_mask_heads=attn_mask_heads,
-            attn_mask_dtype=mask_name, has_attention_sink=check_bool("attention_sink", attention_sink),
-            v_from_k=check_bool("v_from_k", v_from_k), out_dtype=decode_dtype(out_dtype, self._compute.fp32_dest_acc_en),
-        )  # fmt: skip
+            batch=batch,
+            n_q_heads=n_q_heads,
+            n_kv_heads=n_kv_heads,
+            head_dim=head_dim,
+            kv_len=kv_len,
+            logical_kv_len=logical_kv_len,
+            v_head_dim=v_head_dim,
+            q_len=q_len,
+            k_dtype=k_name,
+            v_dtype=v_name,
+            block_size=block_size,
+            max_blocks_per_user=max_blocks_per_user,
+            sliding_window_size=window,
+            share_cache=check_bool("share_cache", share_cache),
+            is_causal=is_causal,
+            attn_mask_heads=attn_mask_heads,
+            attn_mask_dtype=mask_name,
+            has_attention_sink=check_bool("attention_sink", attention_sink),
+            v_from_k=check_bool("v_from_k", v_from_k),
+            out_dtype=decode_dtype(out_dtype, self._compute.fp32_dest_acc_en),
+        )
         out_shape = (shapes.q_len, shapes.batch, shapes.n_q_heads, shapes.v_head_dim)
         memory_config = check_output_memory_config(memory_config, out_shape, self._grid, out_dtype, out_layout)
         call = DecodeCall(
@@ -319,13 +335,26 @@ class FlashDecodeWrapper:
             raise ValueError(f"page_table_tensor: expected {expected}")
         given = output_tensor is not None
         call = check_call(
-            q, k, v, page_table, is_causal=s.is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-            cur_pos_tensor=cur_pos_tensor, scale=fixed.scale, sliding_window_size=s.sliding_window_size or None,
-            attention_sink=attention_sink, share_cache=s.share_cache,
-            memory_config=None if given else fixed.memory_config, output_tensor=output_tensor,
-            dtype=None if given else getattr(import_ttnn(), fixed.out_dtype), fp32_dest_acc_en=self._compute.fp32_dest_acc_en,
-            device=self.device, grid=self._grid, head_dim_v=s.v_head_dim if s.v_from_k else None,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            page_table,
+            is_causal=s.is_causal,
+            attn_mask=attn_mask,
+            cur_pos=cur_pos,
+            cur_pos_tensor=cur_pos_tensor,
+            scale=fixed.scale,
+            sliding_window_size=s.sliding_window_size or None,
+            attention_sink=attention_sink,
+            share_cache=s.share_cache,
+            memory_config=None if given else fixed.memory_config,
+            output_tensor=output_tensor,
+            dtype=None if given else getattr(import_ttnn(), fixed.out_dtype),
+            fp32_dest_acc_en=self._compute.fp32_dest_acc_en,
+            device=self.device,
+            grid=self._grid,
+            head_dim_v=s.v_head_dim if s.v_from_k else None,
+        )
         _check_matches_plan(call, fixed, self._num_chips)
         return call
 
@@ -340,8 +369,22 @@ class FlashDecodeWrapper:
                 f"starts at {lowest:#x} (allocated after plan()); plan again"
             )
 
-    def _execute(self, planned: _Planned, call: DecodeCall, q, k, v, page_table, cur_pos_tensor, attn_mask,
-                 attention_sink, output_tensor, validate_device_tensors: bool, plan_hits: int, check: tuple | None):  # fmt: skip
+    def _execute(
+        self,
+        planned: _Planned,
+        call: DecodeCall,
+        q,
+        k,
+        v,
+        page_table,
+        cur_pos_tensor,
+        attn_mask,
+        attention_sink,
+        output_tensor,
+        validate_device_tensors: bool,
+        plan_hits: int,
+        check: tuple | None,
+    ):
         """Run a call already checked against ``planned`` (the full path). Returns the output and, for a signed call
         (``check``: its signature's compared part), the :class:`~ttflashdecode.fast_path.FastCall` that launches the
         same call again; ``plan_hits``: the plan lookups the caller made for it (a hit counts them again)."""
@@ -482,7 +525,9 @@ class FlashDecodeWrapper:
         ttnn = import_ttnn()
         shape, dtype = call.out_shape, call.shapes.out_dtype
         return self._cache.lookup(
-            "staging", (shape, dtype), lambda: self._backend.allocate(list(shape), getattr(ttnn, dtype), ttnn.TILE_LAYOUT)
+            "staging",
+            (shape, dtype),
+            lambda: self._backend.allocate(list(shape), getattr(ttnn, dtype), ttnn.TILE_LAYOUT),
         )
 
     def _decode_programs(self, planned: _Planned, scale: float | None, buffers: DecodeBuffers) -> list:

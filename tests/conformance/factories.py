@@ -149,8 +149,20 @@ def eltwise_unary_program(ttnn, grid, src, out, op: str, fp32_dest_acc_en=False)
 MATMUL = "ttnn/operations/matmul/device/kernels"
 
 
-def bmm_program(ttnn, grid, a, b, out, batch: int, Mt: int, Kt: int, Nt: int, bcast_b: bool,
-                math_fidelity="HiFi4", fp32_dest_acc_en=False):
+def bmm_program(
+    ttnn,
+    grid,
+    a,
+    b,
+    out,
+    batch: int,
+    Mt: int,
+    Kt: int,
+    Nt: int,
+    bcast_b: bool,
+    math_fidelity="HiFi4",
+    fp32_dest_acc_en=False,
+):
     """MatmulMultiCoreProgramFactory (matmul_op_multi_core_program_factory.cpp): output tiles split over the grid
     (split_work_to_cores, column-major), CBs c_0 / c_1 of 2 tiles and c_16 (out) of 2 tiles, named ct args
     cb_in0 / cb_in1 / cb_out; reader_bmm_8bank_output_tiles_partitioned.cpp ct [in0_last_ktile_w=0,
@@ -174,13 +186,24 @@ def bmm_program(ttnn, grid, a, b, out, batch: int, Mt: int, Kt: int, Nt: int, bc
                     ttnn.ReaderConfigDescriptor(), ct=[0, 0, *a.tensor_accessor_args(), *b.tensor_accessor_args()],
                     rt=rd)  # fmt: skip
     reader.named_compile_time_args = named[:2]
-    writer = kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp", cores,
-                    ttnn.WriterConfigDescriptor(), ct=[16, *out.tensor_accessor_args()], rt=wr)
+    writer = kernel(
+        ttnn,
+        f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp",
+        cores,
+        ttnn.WriterConfigDescriptor(),
+        ct=[16, *out.tensor_accessor_args()],
+        rt=wr,
+    )
     kernels = [reader, writer]
     for units in sorted({s.units for s in spans}, reverse=True):  # core_group_1, core_group_2
         group = core_range_set(ttnn, [s for s in spans if s.units == units])
-        comp = kernel(ttnn, f"{MATMUL}/compute/bmm.cpp", group, compute_config(ttnn, math_fidelity, fp32_dest_acc_en),
-                      ct=[1, 1, Kt, units])
+        comp = kernel(
+            ttnn,
+            f"{MATMUL}/compute/bmm.cpp",
+            group,
+            compute_config(ttnn, math_fidelity, fp32_dest_acc_en),
+            ct=[1, 1, Kt, units],
+        )
         comp.named_compile_time_args = named
         kernels.append(comp)
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
@@ -197,8 +220,18 @@ REDUCE_DEFINES = {
 }
 
 
-def reduce_w_program(ttnn, grid, src, out, op: str, scaler: float, post_mul_scaler: float = 1.0,
-                     math_fidelity="HiFi4", fp32_dest_acc_en=False, tiles_per_batch: int = 4):
+def reduce_w_program(
+    ttnn,
+    grid,
+    src,
+    out,
+    op: str,
+    scaler: float,
+    post_mul_scaler: float = 1.0,
+    math_fidelity="HiFi4",
+    fp32_dest_acc_en=False,
+    tiles_per_batch: int = 4,
+):
     """ReduceMultiCoreWProgramFactory (reduce_op_multi_core_w_program_factory.cpp, interleaved tiled path; a Metal 2.0
     ProgramSpec bound by ``metal2.py``): the NC*Ht tile rows split over the grid (split_work_to_cores, column-major);
     DFBs in (c_0; ``tiles_per_batch`` tiles double-buffered), scaler (c_2, one bf16 tile: Float16_b unless the input
@@ -264,8 +297,9 @@ def _max_divisor(n: int, cap: int) -> int:
     return next(d for d in range(min(n, cap), 0, -1) if n % d == 0)
 
 
-def softmax_program(ttnn, grid, src, out, numeric_stable=True, fp32_dest_acc_en=False, math_approx_mode=False,
-                    math_fidelity="HiFi4"):
+def softmax_program(
+    ttnn, grid, src, out, numeric_stable=True, fp32_dest_acc_en=False, math_approx_mode=False, math_fidelity="HiFi4"
+):
     """SoftmaxProgramFactoryAttentionOptimized without a mask (softmax_program_factory_attention_optimized.cpp;
     its kernels are Metal 2.0, bound by ``metal2.py``): NC*Ht tile rows split row-major over the grid
     (split_work_to_cores(grid, rows, true)), block size find_max_divisor(Wt, 8) (4 with an fp32 DEST); DFBs in0
@@ -340,9 +374,13 @@ def bcast_defines(dim: str, op: str) -> dict[str, str]:
     """bcast_op_utils::get_defines (data_movement/bcast/bcast_types.cpp in the wheel)."""
     llk_dim, chain_dim = BCAST_DIMS[dim]
     tiles_op, llk_op, chain_op = BCAST_MATH[op]
-    return {"BCAST_OP": tiles_op, "BCAST_LLKOP": f"EltwiseBinaryType::{llk_op}", "BCAST_DIM": f"BroadcastType::{llk_dim}",
-            "CHAIN_BCAST_OP": f"compute_kernel_lib::BinaryFpuOp::{chain_op}",
-            "CHAIN_BCAST_DIM": f"compute_kernel_lib::BroadcastDim::{chain_dim}"}
+    return {
+        "BCAST_OP": tiles_op,
+        "BCAST_LLKOP": f"EltwiseBinaryType::{llk_op}",
+        "BCAST_DIM": f"BroadcastType::{llk_dim}",
+        "CHAIN_BCAST_OP": f"compute_kernel_lib::BinaryFpuOp::{chain_op}",
+        "CHAIN_BCAST_DIM": f"compute_kernel_lib::BroadcastDim::{chain_dim}",
+    }
 
 
 def bcast_program(ttnn, grid, a, b, out, dim: str, op: str, math_fidelity="HiFi4"):

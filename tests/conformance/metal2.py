@@ -58,8 +58,10 @@ def _headers(k: Metal2Kernel, tensor_offsets: dict[str, tuple[int, int]]) -> str
     out += [f"constexpr experimental::RtaArg<uint32_t> {n}{{{4 * i}u}};" for i, n in enumerate(k.rta_names)]
     out.append("}  // namespace args")
     nrta = len(k.rta_names)
-    out += [f"FORCE_INLINE uint32_t get_vararg(uint32_t idx) {{ return get_arg_val<uint32_t>({nrta} + idx); }}",
-            "FORCE_INLINE uint32_t get_common_vararg(uint32_t idx) { return get_common_arg_val<uint32_t>(idx); }"]
+    out += [
+        f"FORCE_INLINE uint32_t get_vararg(uint32_t idx) {{ return get_arg_val<uint32_t>({nrta} + idx); }}",
+        "FORCE_INLINE uint32_t get_common_vararg(uint32_t idx) { return get_common_arg_val<uint32_t>(idx); }",
+    ]
     return "\n".join(out)
 
 

@@ -108,8 +108,12 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
     tq = emu_device.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tk, tv = (emu_device.from_torch(x, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
     out = emu_device.allocate([1, b, hq, d], ttnn.bfloat16, ttnn.TILE_LAYOUT, fill=NAN_POISON)
-    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                    k_chunk_size=case.k_chunk_size, max_cores_per_head_batch=case.max_cores_per_head)
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+        q_chunk_size=0,
+        k_chunk_size=case.k_chunk_size,
+        max_cores_per_head_batch=case.max_cores_per_head,
+    )
     kwargs = dict(is_causal=case.is_causal, program_config=config, output_tensor=out)
     if case.is_causal:
         positions = torch.tensor(case.cur_pos, dtype=torch.int32)
@@ -186,11 +190,16 @@ def test_skipped_user_output_untouched(emu_device, ttnn):
     read UINT32_MAX in that runtime arg as "take cur_pos from the tensor".)"""
     seed = _seed(Case("skip", 2, 8, 1, 64, "bfloat16", True, 2, 64))
     g = torch.Generator().manual_seed(seed)
-    q, k, v = torch.randn(1, 2, 8, 64, generator=g), torch.randn(2, 1, 256, 64, generator=g), torch.randn(2, 1, 256, 64, generator=g)
+    q, k, v = (
+        torch.randn(1, 2, 8, 64, generator=g),
+        torch.randn(2, 1, 256, 64, generator=g),
+        torch.randn(2, 1, 256, 64, generator=g),
+    )
     tq, tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, k, v))
     out = emu_device.allocate([1, 2, 8, 64], ttnn.bfloat16, ttnn.TILE_LAYOUT, fill=NAN_POISON)
-    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0, k_chunk_size=64,
-                                    max_cores_per_head_batch=2)
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0, k_chunk_size=64, max_cores_per_head_batch=2
+    )
     with pytest.raises(ValueError, match=r"cur_pos\[0\]=-1"):
         upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[-1, 130], program_config=config)
     positions = emu_device.from_torch(torch.tensor([-1, 130], dtype=torch.int32), dtype=ttnn.int32,

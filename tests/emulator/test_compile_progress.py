@@ -46,8 +46,9 @@ def test_one_line_before_compiling_none_on_a_hit(tmp_path):
     libraries: list = []
     lines = _logged(lambda: libraries.extend(compiler.compile_kernels(builds, "program [test]")))
     assert len(libraries) == 2 and all(p.exists() for p in libraries)
-    assert lines == [f"compiling 2 kernels for program [test] (first use; cached in "
-                     f"{compiler._display_path(compiler.KERNEL_CACHE)})"], lines
+    assert lines == [
+        f"compiling 2 kernels for program [test] (first use; cached in {compiler._display_path(compiler.KERNEL_CACHE)})"
+    ], lines
     assert _logged(lambda: compiler.compile_kernels(builds, "program [test]")) == []
 
 

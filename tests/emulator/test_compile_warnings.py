@@ -109,7 +109,9 @@ def _deprecations(root: Path, skip=()) -> dict[str, set[str]]:
     for path in root.rglob("*.h"):
         if any(part in path.parts for part in skip):
             continue
-        for m in re.finditer(r'\[\[deprecated\(((?:\s*"[^"]*")+)\s*\)\]\]([^;{]*?)\(', _code(path.read_text(errors="ignore"))):
+        for m in re.finditer(
+            r'\[\[deprecated\(((?:\s*"[^"]*")+)\s*\)\]\]([^;{]*?)\(', _code(path.read_text(errors="ignore"))
+        ):
             name = [w for w in re.findall(r"\b\w+\b", m.group(2)) if not w.startswith("__")][-1]
             found.setdefault(name, set()).add("".join(re.findall(r'"([^"]*)"', m.group(1))))
     return found

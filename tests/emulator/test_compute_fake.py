@@ -26,8 +26,14 @@ def kernel(name: str, ct_args: list[int], fp32=False, fidelity=4, approx=False, 
         f"-I{LLK_INCLUDE}",
         f"-I{HERE / 'fake_include'}",
         *[f"-I{p}" for p in jit_env.compute_llk_include_paths()],
-        "-DARCH_WORMHOLE", "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH",
-        "-DUCK_CHLKC_PACK", *jit_env.COMPUTE_DEFINES,
+        "-DARCH_WORMHOLE",
+        "-DTRISC_UNPACK",
+        "-DTRISC_MATH",
+        "-DTRISC_PACK",
+        "-DUCK_CHLKC_UNPACK",
+        "-DUCK_CHLKC_MATH",
+        "-DUCK_CHLKC_PACK",
+        *jit_env.COMPUTE_DEFINES,
         "-Wno-deprecated-declarations",
         f"-DKERNEL_COMPILE_TIME_ARGS={','.join(map(str, ct_args))}",
         f"-DEMU_DST_ACCUM_MODE={int(fp32)}",
@@ -111,11 +117,16 @@ def test_binary_and_broadcasts(op, bc):
     push(lib, CB_IN0, a)
     push(lib, CB_IN1, b)
     run_ok(lib)
-    bb = {0: b, 1: b[:, :, :1].expand(-1, 32, 32), 2: b[:, :1, :].expand(-1, 32, 32), 3: b[:, :1, :1].expand(-1, 32, 32)}[bc]
+    bb = {
+        0: b,
+        1: b[:, :, :1].expand(-1, 32, 32),
+        2: b[:, :1, :].expand(-1, 32, 32),
+        3: b[:, :1, :1].expand(-1, 32, 32),
+    }[bc]
     ref = {0: a + bb, 1: a - bb, 2: a * bb}[op]
     got = read(lib, CB_OUT, n)
     # bf16 inputs, HiFi4: mul rounds per fidelity phase (<= 1 ulp); add / sub round as silicon's FPU (fpu_bf16_add)
-    torch.testing.assert_close(got, bf16(ref), rtol=2 ** -7, atol=1e-6)
+    torch.testing.assert_close(got, bf16(ref), rtol=2**-7, atol=1e-6)
     if op != 2:
         assert torch.equal(got, fpu_bf16_add(a, bb if op == 0 else -bb))
     assert lib.fr_counter(3) == n  # FpuTiles
@@ -130,10 +141,12 @@ def test_mul_fidelity_lofi_truncates_srca():
     push(lib, CB_IN1, b)
     run_ok(lib)
     got = read(lib, CB_OUT, 1)
+
     # LoFi: SrcA keeps implicit one + 4 mantissa bits, SrcB implicit one + 6 (after truncation to bf16 in SrcA/B)
     def keep(x, bits):
         u = x.view(torch.int32)
         return (u & ~((1 << (23 - bits)) - 1)).view(torch.float32)
+
     ref = bf16(keep(keep(a, 7), 4) * keep(keep(b, 7), 6))
     assert torch.equal(got, ref)
     assert not torch.equal(got, bf16(bf16(a) * bf16(b)))
@@ -171,6 +184,7 @@ def test_matmul(transpose, use_block, fp32):
     A = bf16(torch.randn(Mt * 32, Kt * 32, generator=torch.Generator().manual_seed(7)))
     B = bf16(torch.randn(Kt * 32, Nt * 32, generator=torch.Generator().manual_seed(8)))
     Bin = B.T.contiguous() if transpose else B
+
     def to_tiles(X):
         return X.reshape(X.shape[0] // 32, 32, X.shape[1] // 32, 32).permute(0, 2, 1, 3).reshape(-1, 32, 32)
 

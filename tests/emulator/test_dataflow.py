@@ -74,8 +74,13 @@ def _copy_program(src, dst, dtype, use_accessor, cores):
     return ttnn.ProgramDescriptor(
         kernels=[
             kernel("copy_reader.cpp", core_set, [use_accessor, DF[dtype]] + src.tensor_accessor_args(), rr),
-            kernel("copy_writer.cpp", core_set, [use_accessor, DF[dtype]] + dst.tensor_accessor_args(), rw,
-                   config=ttnn.WriterConfigDescriptor()),
+            kernel(
+                "copy_writer.cpp",
+                core_set,
+                [use_accessor, DF[dtype]] + dst.tensor_accessor_args(),
+                rw,
+                config=ttnn.WriterConfigDescriptor(),
+            ),
         ],
         semaphores=[],
         cbs=[cb(0, dtype, tile, 4, core_set)],
@@ -117,8 +122,13 @@ def test_multicore_exchange(dev):
     pd = ttnn.ProgramDescriptor(
         kernels=[
             kernel("exchange_worker.cpp", crs(*workers), [0] + src.tensor_accessor_args(), rt),
-            kernel("exchange_reducer.cpp", crs(reducer), [0] + out.tensor_accessor_args(),
-                   {reducer: [out.buffer_address(), n_workers]}, config=ttnn.WriterConfigDescriptor()),
+            kernel(
+                "exchange_reducer.cpp",
+                crs(reducer),
+                [0] + out.tensor_accessor_args(),
+                {reducer: [out.buffer_address(), n_workers]},
+                config=ttnn.WriterConfigDescriptor(),
+            ),
         ],
         semaphores=[sem(0, all_cores)],
         cbs=[cb(0, ttnn.bfloat16, 2048, 1, all_cores), cb(1, ttnn.bfloat16, 2048, n_workers, all_cores)],
@@ -127,7 +137,7 @@ def test_multicore_exchange(dev):
     y = dev.to_torch(out)
     xb = x.to(torch.bfloat16)
     for i in range(n_workers):
-        assert torch.equal(y[:, 32 * i: 32 * i + 32], xb[:, 32 * (n_workers - 1 - i): 32 * (n_workers - i)])
+        assert torch.equal(y[:, 32 * i : 32 * i + 32], xb[:, 32 * (n_workers - 1 - i) : 32 * (n_workers - i)])
     for w in workers:
         assert stats.noc_bytes[(f"{w[0]},{w[1]}", "4,4")] == 2048 + 4  # tile + semaphore increment
     src.deallocate()
@@ -146,10 +156,18 @@ def test_multicast_and_semaphore_multicast(dev):
     everyone = crs(sender, *receivers)
     pd = ttnn.ProgramDescriptor(
         kernels=[
-            kernel("mcast_sender.cpp", crs(sender), [0] + src.tensor_accessor_args(),
-                   {sender: [src.buffer_address(), a.x, a.y, b.x, b.y, len(receivers)]}),
-            kernel("mcast_receiver.cpp", rect(1, 2, 3, 3), [0] + out.tensor_accessor_args(),
-                   {r: [out.buffer_address(), i] for i, r in enumerate(receivers)}),
+            kernel(
+                "mcast_sender.cpp",
+                crs(sender),
+                [0] + src.tensor_accessor_args(),
+                {sender: [src.buffer_address(), a.x, a.y, b.x, b.y, len(receivers)]},
+            ),
+            kernel(
+                "mcast_receiver.cpp",
+                rect(1, 2, 3, 3),
+                [0] + out.tensor_accessor_args(),
+                {r: [out.buffer_address(), i] for i, r in enumerate(receivers)},
+            ),
         ],
         semaphores=[sem(0, everyone)],
         cbs=[cb(0, ttnn.float32, 4096, 1, everyone)],
@@ -157,7 +175,7 @@ def test_multicast_and_semaphore_multicast(dev):
     stats = dev.generic_op([src, out], pd)
     y = dev.to_torch(out)
     for i in range(len(receivers)):
-        assert torch.equal(y[:, 32 * i: 32 * i + 32], x)
+        assert torch.equal(y[:, 32 * i : 32 * i + 32], x)
     assert stats.pages_written(out) == {i: 1 for i in range(len(receivers))}
     assert stats.pages_read(src) == {0: 1}
 
@@ -170,8 +188,14 @@ def test_counters_read_twice(dev):
     runs = {}
     for repeat in (1, 2):
         pd = ttnn.ProgramDescriptor(
-            kernels=[kernel("read_twice.cpp", crs((2, 2)), [repeat] + src.tensor_accessor_args(),
-                            {(2, 2): [src.buffer_address(), n]})],
+            kernels=[
+                kernel(
+                    "read_twice.cpp",
+                    crs((2, 2)),
+                    [repeat] + src.tensor_accessor_args(),
+                    {(2, 2): [src.buffer_address(), n]},
+                )
+            ],
             semaphores=[],
             cbs=[cb(0, ttnn.bfloat8_b, 1088, 2, crs((2, 2)))],
         )

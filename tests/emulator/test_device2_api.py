@@ -178,7 +178,7 @@ def test_multicast_to_a_core_rectangle(dev):
     ref = host_ref(x, ttnn.bfloat16)
     got = dev.to_torch(out)
     for i in range(len(receivers)):
-        assert torch.equal(got[i * 64:(i + 1) * 64], ref), f"receiver {receivers[i]}"
+        assert torch.equal(got[i * 64 : (i + 1) * 64], ref), f"receiver {receivers[i]}"
     assert stats.pages_read(src) == {i: 1 for i in range(n)}  # read once, multicast over the NOC
     assert stats.pages_written(out) == {i: 1 for i in range(len(receivers) * n)}
     for r in receivers:
@@ -248,9 +248,18 @@ def test_unknown_named_arg_is_a_compile_error(dev):
     core = (0, 0)
     out = dev.allocate((1, 1024), ttnn.uint32, layout=ttnn.ROW_MAJOR_LAYOUT)
     pd = ttnn.ProgramDescriptor(
-        kernels=[kd("d2_build_env.cpp", crs(core), [0, 1, 0] + out.tensor_accessor_args(), {core: [out.buffer_address()]},
-                    named=[("alpha", 1)])],
-        semaphores=[], cbs=[cbd(0, ttnn.uint32, 4096, 1, crs(core))])
+        kernels=[
+            kd(
+                "d2_build_env.cpp",
+                crs(core),
+                [0, 1, 0] + out.tensor_accessor_args(),
+                {core: [out.buffer_address()]},
+                named=[("alpha", 1)],
+            )
+        ],
+        semaphores=[],
+        cbs=[cbd(0, ttnn.uint32, 4096, 1, crs(core))],
+    )
     with pytest.raises(emulator.KernelCompileError, match="get_named_compile_time_arg_val"):
         dev.generic_op([out], pd)
 
@@ -267,7 +276,7 @@ def test_write_zeros_l1_and_dram(dev):
     stats = dev.generic_op([out], pd)
     w = (dev.to_torch(out).to(torch.int64) & 0xFFFFFFFF).tolist()
     assert w[0][: zero_bytes // 4] == [0] * (zero_bytes // 4)
-    assert w[0][zero_bytes // 4:] == [0xA5A5A5A5] * (1024 - zero_bytes // 4)
+    assert w[0][zero_bytes // 4 :] == [0xA5A5A5A5] * (1024 - zero_bytes // 4)
     assert w[1] == [0] * 1024
     assert stats.pages_written(out) == {0: 1, 1: 1}
     # the L1 zeros are loopback NOC reads from the core's MEM_ZEROS block
@@ -288,7 +297,7 @@ def test_tile_sizes_match_ttnn_tile(shape):
 
 
 def test_generated_headers():
-    text = jit_env.named_ct_arg_map_header([("zeta", 1), ("a\"b", 2), ("alpha", 3)])
+    text = jit_env.named_ct_arg_map_header([("zeta", 1), ('a"b', 2), ("alpha", 3)])
     assert text.splitlines()[-1] == '#define KERNEL_COMPILE_TIME_ARG_MAP {"a\\"b",2},{"alpha",3},{"zeta",1}'
     h = jit_env.chlkc_descriptors([jit_env.cb_entry(3, DF[ttnn.bfloat16], (16, 32))], compute=False)
     assert "#if !defined(UCK_CHLKC_PACK)" in h and "#if !defined(UCK_CHLKC_MATH) && !defined(UCK_CHLKC_UNPACK)" in h
@@ -307,10 +316,17 @@ def test_accessor_tuples_endpoints_and_cb_interface(dev):
     core = (4, 0)
     page = ta.buffer_page_size()
     pd = ttnn.ProgramDescriptor(
-        kernels=[kd("d2_tuple_copy.cpp", crs(core),
-                    [0] + ta.tensor_accessor_args() + tb.tensor_accessor_args() + out.tensor_accessor_args(),
-                    {core: [ta.buffer_address(), tb.buffer_address(), out.buffer_address(), 3, info.buffer_address()]})],
-        semaphores=[], cbs=[cbd(0, ttnn.bfloat16, page, 2, crs(core))])
+        kernels=[
+            kd(
+                "d2_tuple_copy.cpp",
+                crs(core),
+                [0] + ta.tensor_accessor_args() + tb.tensor_accessor_args() + out.tensor_accessor_args(),
+                {core: [ta.buffer_address(), tb.buffer_address(), out.buffer_address(), 3, info.buffer_address()]},
+            )
+        ],
+        semaphores=[],
+        cbs=[cbd(0, ttnn.bfloat16, page, 2, crs(core))],
+    )
     stats = dev.generic_op([ta, tb, out, info], pd)
     assert torch.equal(dev.to_torch(out), torch.cat([host_ref(a, ttnn.bfloat16), host_ref(b, ttnn.bfloat16)], 1))
     assert stats.pages_read(ta) == stats.pages_read(tb) == {0: 1, 1: 1, 2: 1}

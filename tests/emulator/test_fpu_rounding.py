@@ -51,7 +51,7 @@ def test_bf16_add_sub_at_most_one_ulp_from_rne():
         got = run_binary(op, a, b)
         rne = ref.float().to(torch.bfloat16).float()
         ulp = torch.ldexp(torch.ones_like(rne), torch.frexp(rne)[1] - 8).abs()
-        off = ((got - rne).abs() / ulp)
+        off = (got - rne).abs() / ulp
         nz = rne != 0
         assert off[nz].max().item() <= 1.0, "seed 5"
         frac = (off[nz] > 0).float().mean().item()

@@ -13,8 +13,15 @@ BFLOAT16 = 5  # tt::DataFormat::Float16_b
 
 def _flags(tmp_path, processor, ct_args):
     src = tmp_path / f"{processor}.cpp"
-    return src, compiler.kernel_flags(src, processor=processor, compile_time_args=ct_args, named_compile_time_args=[],
-                                      defines=[], include_paths=[], cbs=[jit_env.cb_entry(1, BFLOAT16, None)])
+    return src, compiler.kernel_flags(
+        src,
+        processor=processor,
+        compile_time_args=ct_args,
+        named_compile_time_args=[],
+        defines=[],
+        include_paths=[],
+        cbs=[jit_env.cb_entry(1, BFLOAT16, None)],
+    )
 
 
 def test_unpack_format_arrays_are_bytes():

@@ -30,12 +30,77 @@ NAME = lambda d: str(d).split(".")[-1]  # noqa: E731
 # std::shuffle(0..63, std::default_random_engine(0)) as computed by the std::shuffle instantiation that the ttnn 0.81.1
 # wheel's libtt_metal.so exports (and calls from AllocatorImpl::init_compute_and_storage_l1_bank_manager): the k-th
 # compute core in row-major order gets L1 bank id N150_SHUFFLED[k].
-N150_SHUFFLED = [34, 63, 38, 6, 52, 33, 4, 37, 20, 35, 14, 22, 2, 31, 36, 19, 30, 40, 3, 10, 25, 7, 59, 56, 39, 24,
-                 50, 12, 21, 42, 29, 5, 61, 0, 26, 54, 1, 9, 15, 13, 18, 58, 8, 46, 27, 51, 16, 53, 62, 45, 44, 43,
-                 41, 17, 55, 60, 49, 48, 57, 32, 47, 23, 11, 28]
+N150_SHUFFLED = [
+    34,
+    63,
+    38,
+    6,
+    52,
+    33,
+    4,
+    37,
+    20,
+    35,
+    14,
+    22,
+    2,
+    31,
+    36,
+    19,
+    30,
+    40,
+    3,
+    10,
+    25,
+    7,
+    59,
+    56,
+    39,
+    24,
+    50,
+    12,
+    21,
+    42,
+    29,
+    5,
+    61,
+    0,
+    26,
+    54,
+    1,
+    9,
+    15,
+    13,
+    18,
+    58,
+    8,
+    46,
+    27,
+    51,
+    16,
+    53,
+    62,
+    45,
+    44,
+    43,
+    41,
+    17,
+    55,
+    60,
+    49,
+    48,
+    57,
+    32,
+    47,
+    23,
+    11,
+    28,
+]
 
-_SHUFFLE_SYMBOL = ("_ZSt7shuffleIN9__gnu_cxx17__normal_iteratorIPjSt6vectorIjSaIjEEEERSt26linear_congruential_engine"
-                   "ImLm16807ELm0ELm2147483647EEEvT_SA_OT0_")
+_SHUFFLE_SYMBOL = (
+    "_ZSt7shuffleIN9__gnu_cxx17__normal_iteratorIPjSt6vectorIjSaIjEEEERSt26linear_congruential_engine"
+    "ImLm16807ELm0ELm2147483647EEEvT_SA_OT0_"
+)
 
 
 @pytest.fixture
@@ -117,8 +182,11 @@ ROUND_TRIP = [
 ]
 
 
-@pytest.mark.parametrize("dtype,layout,shape", ROUND_TRIP,
-                         ids=[f"{NAME(d)}-{'tile' if lay == ttnn.TILE_LAYOUT else 'rm'}" for d, lay, _ in ROUND_TRIP])
+@pytest.mark.parametrize(
+    "dtype,layout,shape",
+    ROUND_TRIP,
+    ids=[f"{NAME(d)}-{'tile' if lay == ttnn.TILE_LAYOUT else 'rm'}" for d, lay, _ in ROUND_TRIP],
+)
 def test_host_round_trip(dev, dtype, layout, shape):
     torch.manual_seed(21)
     x = random_input(shape, dtype)
@@ -146,8 +214,11 @@ def test_host_round_trip(dev, dtype, layout, shape):
 
 def test_allocate_forms_and_poison(dev):
     a = dev.allocate((1, 1, 64, 96), ttnn.bfloat16, ttnn.TILE_LAYOUT, ttnn.L1_MEMORY_CONFIG)  # ttnn's argument order
-    b = dev.allocate((1, 1, 64, 96), ttnn.bfloat16, memory_config=ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED,
-                                                                                     ttnn.BufferType.L1))
+    b = dev.allocate(
+        (1, 1, 64, 96),
+        ttnn.bfloat16,
+        memory_config=ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED, ttnn.BufferType.L1),
+    )
     for t in (a, b):
         assert t.is_l1_interleaved() and t.memory_config() == L1
         assert (np.frombuffer(dev._read_pages(t), dtype=np.uint32) == 0xDEADBEEF).all()
@@ -155,12 +226,18 @@ def test_allocate_forms_and_poison(dev):
     with pytest.raises(EmulatorError, match="memory_config given twice"):
         dev.allocate((32, 32), ttnn.bfloat16, ttnn.TILE_LAYOUT, L1, memory_config=L1)
     with pytest.raises(EmulatorError, match="buffer_type=BufferType.L1_SMALL with INTERLEAVED"):
-        dev.allocate((32, 32), ttnn.bfloat16, memory_config=ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED,
-                                                                               ttnn.BufferType.L1_SMALL))
+        dev.allocate(
+            (32, 32),
+            ttnn.bfloat16,
+            memory_config=ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED, ttnn.BufferType.L1_SMALL),
+        )
 
 
-@pytest.mark.parametrize("board,layout", [("n150", ttnn.TILE_LAYOUT), ("n150", ttnn.ROW_MAJOR_LAYOUT),
-                                          ("n300", ttnn.TILE_LAYOUT)], ids=["n150-tile", "n150-rm", "n300-tile"])
+@pytest.mark.parametrize(
+    "board,layout",
+    [("n150", ttnn.TILE_LAYOUT), ("n150", ttnn.ROW_MAJOR_LAYOUT), ("n300", ttnn.TILE_LAYOUT)],
+    ids=["n150-tile", "n150-rm", "n300-tile"],
+)
 def test_bank_placement(board, layout):
     """Page i sits in bank i % banks, on the core tt-metal's table names, at the buffer address + row * aligned page
     size, the same address in every bank; kernels' address generators agree with the host."""
@@ -193,9 +270,17 @@ def test_bank_placement(board, layout):
         core = (d.grid[0] - 1, d.grid[1] - 1)
         log2 = page.bit_length() - 1 if page & (page - 1) == 0 else 0
         pd = ttnn.ProgramDescriptor(
-            kernels=[kernel("l1i_addrs.cpp", crs(core), [DF[dtype], log2],
-                            {core: [t.buffer_address(), n, page, out.buffer_address()]})],
-            semaphores=[], cbs=[cb(0, ttnn.uint32, align(40 * n, 32), 1, crs(core))])
+            kernels=[
+                kernel(
+                    "l1i_addrs.cpp",
+                    crs(core),
+                    [DF[dtype], log2],
+                    {core: [t.buffer_address(), n, page, out.buffer_address()]},
+                )
+            ],
+            semaphores=[],
+            cbs=[cb(0, ttnn.uint32, align(40 * n, 32), 1, crs(core))],
+        )
         d.generic_op([t, out], pd)
         got = d.to_torch(out).view(torch.int32).numpy().astype(np.int64).reshape(n, 10) & 0xFFFFFFFF
         for i in range(n):
@@ -219,11 +304,23 @@ def _copy_pd(src, dst, mode, cores, *, log2=0, ranges=None):
         s = min(i * step, n)
         first, count = (ranges or {}).get(c, (s, max(0, min(step, n - s))))
         rt[c] = [src.buffer_address(), dst.buffer_address(), first, count, page]
-    ct = [int(src.buffer_type() == ttnn.BufferType.DRAM), int(dst.buffer_type() == ttnn.BufferType.DRAM), mode,
-          DF[src.dtype], log2] + src.tensor_accessor_args() + dst.tensor_accessor_args()
+    ct = (
+        [
+            int(src.buffer_type() == ttnn.BufferType.DRAM),
+            int(dst.buffer_type() == ttnn.BufferType.DRAM),
+            mode,
+            DF[src.dtype],
+            log2,
+        ]
+        + src.tensor_accessor_args()
+        + dst.tensor_accessor_args()
+    )
     core_set = crs(*cores)
-    return ttnn.ProgramDescriptor(kernels=[kernel("l1i_copy.cpp", core_set, ct, rt)], semaphores=[],
-                                  cbs=[cb(0, src.dtype, align(page, 32), 1, core_set)])
+    return ttnn.ProgramDescriptor(
+        kernels=[kernel("l1i_copy.cpp", core_set, ct, rt)],
+        semaphores=[],
+        cbs=[cb(0, src.dtype, align(page, 32), 1, core_set)],
+    )
 
 
 def _xy(core) -> str:
@@ -253,8 +350,11 @@ COPIES = [
 COPY_MODES = ["addrgen", "fast", "pow2", "accessor", "offset"]
 
 
-@pytest.mark.parametrize("mode,dtype,layout,shape", COPIES, ids=[
-    f"{COPY_MODES[m]}-{NAME(d)}-{'tile' if lay == ttnn.TILE_LAYOUT else 'rm'}" for m, d, lay, _ in COPIES])
+@pytest.mark.parametrize(
+    "mode,dtype,layout,shape",
+    COPIES,
+    ids=[f"{COPY_MODES[m]}-{NAME(d)}-{'tile' if lay == ttnn.TILE_LAYOUT else 'rm'}" for m, d, lay, _ in COPIES],
+)
 def test_copy_dram_l1_dram(dev, mode, dtype, layout, shape):
     """DRAM -> L1 interleaved in one program, L1 interleaved -> DRAM from other cores in the next: every page arrives,
     the L1 data persists between programs, and the statistics count each L1 page once per direction."""
@@ -354,8 +454,10 @@ def test_cb_clash_with_l1_interleaved_buffer(dev):
         assert "an L1 bank of that interleaved buffer is on this core" in msg
     t.deallocate()
     assert dev.lowest_l1_buffer_address() is None
-    dev.generic_op([], ttnn.ProgramDescriptor(kernels=[], semaphores=[],
-                                              cbs=[cb(7, ttnn.bfloat16, 2048, fits + 1, crs(table[40]))]))
+    dev.generic_op(
+        [],
+        ttnn.ProgramDescriptor(kernels=[], semaphores=[], cbs=[cb(7, ttnn.bfloat16, 2048, fits + 1, crs(table[40]))]),
+    )
 
 
 def test_deallocate_frees_the_range(dev):
@@ -374,9 +476,17 @@ def test_deallocate_frees_the_range(dev):
     out = dev.allocate((32, 32), ttnn.bfloat16)
     core = (1, 1)
     pd = ttnn.ProgramDescriptor(
-        kernels=[kernel("l1i_copy.cpp", crs(core), [0, 1, 0, 5, 0, 0, 2048, 2, 2048],
-                        {core: [old, out.buffer_address(), 0, 1, 2048]})],
-        semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs(core))])
+        kernels=[
+            kernel(
+                "l1i_copy.cpp",
+                crs(core),
+                [0, 1, 0, 5, 0, 0, 2048, 2, 2048],
+                {core: [old, out.buffer_address(), 0, 1, 2048]},
+            )
+        ],
+        semaphores=[],
+        cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs(core))],
+    )
     with pytest.raises(KernelFault, match="outside allocated L1"):
         dev.generic_op([b, out], pd)
     c = dev.allocate(shape, ttnn.bfloat16, memory_config=L1)
@@ -389,9 +499,15 @@ def test_deallocate_frees_the_range(dev):
     # 16-B row per bank, so the next buffer starts 16 B lower
     small = dev.allocate((64, 4), ttnn.float32, ttnn.ROW_MAJOR_LAYOUT, L1)
     assert small.buffer_address() == b.buffer_address() - 16
-    sh = dev.allocate((32, 64), ttnn.bfloat16, memory_config=ttnn.MemoryConfig(
-        ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
-        ttnn.ShardSpec(crs((0, 0)), [32, 64], ttnn.ShardOrientation.ROW_MAJOR)))
+    sh = dev.allocate(
+        (32, 64),
+        ttnn.bfloat16,
+        memory_config=ttnn.MemoryConfig(
+            ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+            ttnn.BufferType.L1,
+            ttnn.ShardSpec(crs((0, 0)), [32, 64], ttnn.ShardOrientation.ROW_MAJOR),
+        ),
+    )
     assert sh.buffer_address() == small.buffer_address() - 2 * 2048
     with pytest.raises(EmulatorError, match="L1 out of memory"):
         dev.allocate((1, 1, 32 * 64, 32 * 700), ttnn.float32, memory_config=L1)  # 700 tiles of 4 KiB per bank

@@ -28,8 +28,11 @@ def dev():
 
 
 def height_sharded(cores, shard_h, shard_w, orientation=ttnn.ShardOrientation.ROW_MAJOR):
-    return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
-                             ttnn.ShardSpec(cores, [shard_h, shard_w], orientation))
+    return ttnn.MemoryConfig(
+        ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+        ttnn.BufferType.L1,
+        ttnn.ShardSpec(cores, [shard_h, shard_w], orientation),
+    )
 
 
 def host_ref(x, dtype):
@@ -68,15 +71,20 @@ def test_round_trip_matches_dram(dev, dtype):
 def test_host_constructors_and_col_major(dev):
     torch.manual_seed(12)
     x = torch.randn(1, 1, 256, 64)
-    mc = ttnn.create_sharded_memory_config((64, 64), core_grid=rect(3, 4, 4, 5), strategy=ttnn.ShardStrategy.HEIGHT,
-                                           orientation=ttnn.ShardOrientation.COL_MAJOR,
-                                           use_height_and_width_as_shard_shape=True)
+    mc = ttnn.create_sharded_memory_config(
+        (64, 64),
+        core_grid=rect(3, 4, 4, 5),
+        strategy=ttnn.ShardStrategy.HEIGHT,
+        orientation=ttnn.ShardOrientation.COL_MAJOR,
+        use_height_and_width_as_shard_shape=True,
+    )
     t = dev.from_torch(x, dtype=ttnn.float32, memory_config=mc, layout=ttnn.TILE_LAYOUT)
     # COL_MAJOR takes the grid column by column, as ttnn.corerange_to_cores(row_wise=False)
     assert t.shard_cores() == [(3, 4), (3, 5), (4, 4), (4, 5)]
     assert torch.equal(dev.to_torch(t), x)
-    mc2 = ttnn.create_sharded_memory_config([1, 1, 256, 64], core_grid=ttnn.CoreGrid(y=2, x=4),
-                                            strategy=ttnn.ShardStrategy.HEIGHT)
+    mc2 = ttnn.create_sharded_memory_config(
+        [1, 1, 256, 64], core_grid=ttnn.CoreGrid(y=2, x=4), strategy=ttnn.ShardStrategy.HEIGHT
+    )
     t2 = dev.allocate((1, 1, 256, 64), ttnn.bfloat16, memory_config=mc2)
     assert t2.memory_config().shard_spec.shape == [32, 64] and len(t2.shard_cores()) == 8
     assert t2.buffer_address() < t.buffer_address()
@@ -103,35 +111,80 @@ def test_allocation_free_and_garbage_collection(dev):
         d.tensor_accessor_args()
 
 
-@pytest.mark.parametrize("mc,layout,match", [
-    (lambda: ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.L1,
-                               ttnn.ShardSpec(rect(0, 0, 1, 0), [64, 64], ttnn.ShardOrientation.ROW_MAJOR)),
-     None, "memory_layout=TensorMemoryLayout.WIDTH_SHARDED"),
-    (lambda: ttnn.MemoryConfig(ttnn.TensorMemoryLayout.BLOCK_SHARDED, ttnn.BufferType.L1,
-                               ttnn.ShardSpec(rect(0, 0, 1, 0), [64, 64], ttnn.ShardOrientation.ROW_MAJOR)),
-     None, "memory_layout=TensorMemoryLayout.BLOCK_SHARDED"),
-    (lambda: ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.DRAM,
-                               ttnn.ShardSpec(rect(0, 0, 1, 0), [32, 128], ttnn.ShardOrientation.ROW_MAJOR)),
-     None, "buffer_type=BufferType.DRAM"),
-    (lambda: ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED, ttnn.BufferType.L1_SMALL), None,
-     "buffer_type=BufferType.L1_SMALL with INTERLEAVED"),  # L1 INTERLEAVED itself: test_l1_interleaved.py
-    (lambda: ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1), None, "needs a shard_spec"),
-    (lambda: height_sharded(rect(0, 0, 1, 0), 32, 64), None, r"shard width must equal the padded width 128"),
-    (lambda: height_sharded(rect(0, 0, 1, 0), 48, 128), None, "multiple of 32"),
-    (lambda: height_sharded(rect(0, 0, 1, 0), 32, 128), None, "into 2 shards|into 4 shards"),
-    (lambda: height_sharded(rect(7, 7, 8, 7), 32, 128), None, r"outside the 8x8"),
-    (lambda: height_sharded(rect(0, 0, 1, 0), 128, 64), ttnn.ROW_MAJOR_LAYOUT,
-     r"shard width must equal the width 128 .*full-width shards only"),
-    (lambda: height_sharded(rect(0, 0, 1, 0), 16, 128), ttnn.ROW_MAJOR_LAYOUT, "height 128 .* into 8 shards"),
-    (lambda: "L1", None, "expected a ttnn.MemoryConfig"),
-], ids=["width", "block", "dram_sharded", "l1_small_interleaved", "no_spec", "shard_w", "shard_h", "too_many_shards",
-        "outside_grid", "rm_shard_w", "rm_too_many_shards", "not_a_config"])
+@pytest.mark.parametrize(
+    "mc,layout,match",
+    [
+        (
+            lambda: ttnn.MemoryConfig(
+                ttnn.TensorMemoryLayout.WIDTH_SHARDED,
+                ttnn.BufferType.L1,
+                ttnn.ShardSpec(rect(0, 0, 1, 0), [64, 64], ttnn.ShardOrientation.ROW_MAJOR),
+            ),
+            None,
+            "memory_layout=TensorMemoryLayout.WIDTH_SHARDED",
+        ),
+        (
+            lambda: ttnn.MemoryConfig(
+                ttnn.TensorMemoryLayout.BLOCK_SHARDED,
+                ttnn.BufferType.L1,
+                ttnn.ShardSpec(rect(0, 0, 1, 0), [64, 64], ttnn.ShardOrientation.ROW_MAJOR),
+            ),
+            None,
+            "memory_layout=TensorMemoryLayout.BLOCK_SHARDED",
+        ),
+        (
+            lambda: ttnn.MemoryConfig(
+                ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+                ttnn.BufferType.DRAM,
+                ttnn.ShardSpec(rect(0, 0, 1, 0), [32, 128], ttnn.ShardOrientation.ROW_MAJOR),
+            ),
+            None,
+            "buffer_type=BufferType.DRAM",
+        ),
+        (
+            lambda: ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED, ttnn.BufferType.L1_SMALL),
+            None,
+            "buffer_type=BufferType.L1_SMALL with INTERLEAVED",
+        ),  # L1 INTERLEAVED itself: test_l1_interleaved.py
+        (
+            lambda: ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1),
+            None,
+            "needs a shard_spec",
+        ),
+        (lambda: height_sharded(rect(0, 0, 1, 0), 32, 64), None, r"shard width must equal the padded width 128"),
+        (lambda: height_sharded(rect(0, 0, 1, 0), 48, 128), None, "multiple of 32"),
+        (lambda: height_sharded(rect(0, 0, 1, 0), 32, 128), None, "into 2 shards|into 4 shards"),
+        (lambda: height_sharded(rect(7, 7, 8, 7), 32, 128), None, r"outside the 8x8"),
+        (
+            lambda: height_sharded(rect(0, 0, 1, 0), 128, 64),
+            ttnn.ROW_MAJOR_LAYOUT,
+            r"shard width must equal the width 128 .*full-width shards only",
+        ),
+        (lambda: height_sharded(rect(0, 0, 1, 0), 16, 128), ttnn.ROW_MAJOR_LAYOUT, "height 128 .* into 8 shards"),
+        (lambda: "L1", None, "expected a ttnn.MemoryConfig"),
+    ],
+    ids=[
+        "width",
+        "block",
+        "dram_sharded",
+        "l1_small_interleaved",
+        "no_spec",
+        "shard_w",
+        "shard_h",
+        "too_many_shards",
+        "outside_grid",
+        "rm_shard_w",
+        "rm_too_many_shards",
+        "not_a_config",
+    ],
+)
 def test_rejected_memory_configs(dev, mc, layout, match):
     with pytest.raises(EmulatorError, match=match):
         dev.allocate((1, 1, 128, 128), ttnn.bfloat16, layout=layout, memory_config=mc())
     with pytest.raises(EmulatorError, match=match):
-        dev.from_torch(torch.zeros(1, 1, 128, 128), dtype=ttnn.bfloat16, layout=layout or ttnn.TILE_LAYOUT,
-                       memory_config=mc())
+        dev.from_torch(
+            torch.zeros(1, 1, 128, 128), dtype=ttnn.bfloat16, layout=layout or ttnn.TILE_LAYOUT, memory_config=mc()
+        )
 
 
 def _copy_pd(dev, dram, shard, direction, writers, *, n=None, per=None, stride=None):
@@ -148,12 +201,21 @@ def _copy_pd(dev, dram, shard, direction, writers, *, n=None, per=None, stride=N
     rt = {}
     for i, w in enumerate(writers):
         s = min(i * step, n)
-        rt[w] = [dram.buffer_address(), shard.buffer_address(), per, s, max(0, min(step, n - s)),
-                 shard.buffer_page_size(), stride] + shard_xy
+        rt[w] = [
+            dram.buffer_address(),
+            shard.buffer_address(),
+            per,
+            s,
+            max(0, min(step, n - s)),
+            shard.buffer_page_size(),
+            stride,
+        ] + shard_xy
     cores = crs(*writers)
     return ttnn.ProgramDescriptor(
         kernels=[kernel("shard_copy.cpp", cores, [direction] + dram.tensor_accessor_args(), rt)],
-        semaphores=[], cbs=[cb(0, shard.dtype, shard.buffer_aligned_page_size(), 1, cores)])
+        semaphores=[],
+        cbs=[cb(0, shard.dtype, shard.buffer_aligned_page_size(), 1, cores)],
+    )
 
 
 @pytest.mark.parametrize("dtype", [ttnn.bfloat16, ttnn.float32], ids=lambda d: str(d).split(".")[-1])
@@ -194,7 +256,9 @@ def test_local_plain_offset_transfers_and_poison_outside_pages(dev):
         rt = {c: [dram.buffer_address(), out.buffer_address(), 2 * k, 2, page] for k, c in enumerate(shard_cores)}
         return ttnn.ProgramDescriptor(
             kernels=[kernel("shard_local.cpp", crs(*shard_cores), [direction] + dram.tensor_accessor_args(), rt)],
-            semaphores=[], cbs=[])
+            semaphores=[],
+            cbs=[],
+        )
 
     stats = dev.generic_op([src, out], pd(0, src))
     assert torch.equal(dev.to_torch(out), host_ref(x, dtype))
@@ -208,20 +272,28 @@ def test_cb_clash_with_l1_buffer(dev):
     out = dev.allocate((1, 1, 64, 64), ttnn.bfloat16, memory_config=height_sharded(crs((2, 2), (3, 2)), 32, 64))
     free = out.buffer_address() - arch.L1_UNRESERVED_BASE
     fits = free // 2048 * 2048
-    ok = ttnn.ProgramDescriptor(kernels=[kernel("shard_oob.cpp", crs((2, 2)), [0], {(2, 2): [0, 0, 0, 0]})],
-                                semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, fits // 2048, crs((2, 2)))])
+    ok = ttnn.ProgramDescriptor(
+        kernels=[kernel("shard_oob.cpp", crs((2, 2)), [0], {(2, 2): [0, 0, 0, 0]})],
+        semaphores=[],
+        cbs=[cb(0, ttnn.bfloat16, 2048, fits // 2048, crs((2, 2)))],
+    )
     dev.generic_op([out], ok)  # a CB ending just below the buffer is fine (the kernel writes 0 bytes)
     for core, where in (((3, 2), "a shard of that buffer lives on this core"), ((6, 6), "reserves an L1 buffer")):
-        bad = ttnn.ProgramDescriptor(kernels=[], semaphores=[],
-                                     cbs=[cb(7, ttnn.bfloat16, 2048, fits // 2048 + 1, crs(core))])
+        bad = ttnn.ProgramDescriptor(
+            kernels=[], semaphores=[], cbs=[cb(7, ttnn.bfloat16, 2048, fits // 2048 + 1, crs(core))]
+        )
         with pytest.raises(EmulatorError) as ei:
             dev.generic_op([out], bad)
         msg = str(ei.value)
         assert f"circular buffer 7 on core ({core[0]},{core[1]})" in msg and "clash" in msg
         assert f"L1 buffer {out.buffer_id}" in msg and f"0x{out.buffer_address():x}" in msg and where in msg
     out.deallocate()
-    dev.generic_op([], ttnn.ProgramDescriptor(kernels=[], semaphores=[],
-                                              cbs=[cb(7, ttnn.bfloat16, 2048, fits // 2048 + 1, crs((3, 2)))]))
+    dev.generic_op(
+        [],
+        ttnn.ProgramDescriptor(
+            kernels=[], semaphores=[], cbs=[cb(7, ttnn.bfloat16, 2048, fits // 2048 + 1, crs((3, 2)))]
+        ),
+    )
 
 
 def test_writes_past_the_shard_fault(dev):
@@ -235,7 +307,9 @@ def test_writes_past_the_shard_fault(dev):
         x, y = noc_xy(dev, target)
         pd = ttnn.ProgramDescriptor(
             kernels=[kernel("shard_oob.cpp", crs(sender), [mode], {sender: [x, y, addr, nbytes]})],
-            semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs(sender))])
+            semaphores=[],
+            cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs(sender))],
+        )
         return dev.generic_op([top, low], pd)
 
     run((1, 0), low.buffer_address() + 2048)  # the last page of the shard: legal
@@ -261,7 +335,9 @@ def test_plain_offset_dereference_is_reported(dev):
     t = dev.allocate((32, 32), ttnn.bfloat16, memory_config=height_sharded(crs((0, 0)), 32, 32))
     pd = ttnn.ProgramDescriptor(
         kernels=[kernel("shard_oob.cpp", crs((0, 0)), [1], {(0, 0): [0, 0, t.buffer_address(), 4]})],
-        semaphores=[], cbs=[])
+        semaphores=[],
+        cbs=[],
+    )
     with pytest.raises(KernelFault, match="plain L1 offset used as a pointer"):
         dev.generic_op([t], pd)
 
@@ -280,7 +356,7 @@ def _rm_values(shape, dtype, seed):
         return (torch.randn(shape, generator=g) * 3).to(torch.bfloat16)
     if dtype == ttnn.float32:
         return torch.randn(shape, generator=g) * 3
-    ints = torch.randint(-2**31, 2**31, shape, generator=g, dtype=torch.int64).to(torch.int32)
+    ints = torch.randint(-(2**31), 2**31, shape, generator=g, dtype=torch.int64).to(torch.int32)
     return ints.view(torch.uint32) if dtype == ttnn.uint32 else ints
 
 
@@ -339,7 +415,7 @@ def test_row_major_round_trip_and_placement(dev, case):
         region = _l1_bytes(dev, core, t.buffer_address(), shard_h * aligned).reshape(shard_h, aligned)
         held = rows[k * shard_h : (k + 1) * shard_h]
         assert (region[: len(held), :page] == held).all(), f"shard {k} on {core}"
-        assert not region[: len(held), page:].any() and not region[len(held):].any()
+        assert not region[: len(held), page:].any() and not region[len(held) :].any()
     if "partial" in case:
         assert 0 < height - (num_shards - 1) * shard_h < shard_h
 
@@ -380,14 +456,18 @@ def test_row_major_allocate_poison_free_reuse_and_col_major(dev):
     assert (_l1_bytes(dev, (3, 5), d.buffer_address(), 16)[:8] == _row_bytes(x)[5]).all()
 
 
-@pytest.mark.parametrize("shape,dtype,layout,shard,match", [
-    ((1, 1, 128, 128), ttnn.bfloat8_b, RM, [64, 128], "bfloat8_b needs TILE_LAYOUT"),
-    ((1, 1, 128, 128), ttnn.bfloat4_b, RM, [64, 128], "bfloat4_b needs TILE_LAYOUT"),
-    ((1, 1, 128, 48), ttnn.bfloat16, RM, [64, 32], r"shard width must equal the width 48 .*full-width shards only"),
-    ((1, 1, 128, 48), ttnn.bfloat16, ttnn.TILE_LAYOUT, [64, 48], "shard width must equal the padded width 64"),
-    ((1, 1, 128, 64), ttnn.bfloat16, ttnn.TILE_LAYOUT, [48, 64], "multiple of 32 for TILE_LAYOUT"),
-    ((0, 4), ttnn.bfloat16, RM, [1, 4], "empty tensor"),
-], ids=["rm_bfp8", "rm_bfp4", "rm_partial_width", "tile_partial_width", "tile_shard_h_48", "rm_empty"])
+@pytest.mark.parametrize(
+    "shape,dtype,layout,shard,match",
+    [
+        ((1, 1, 128, 128), ttnn.bfloat8_b, RM, [64, 128], "bfloat8_b needs TILE_LAYOUT"),
+        ((1, 1, 128, 128), ttnn.bfloat4_b, RM, [64, 128], "bfloat4_b needs TILE_LAYOUT"),
+        ((1, 1, 128, 48), ttnn.bfloat16, RM, [64, 32], r"shard width must equal the width 48 .*full-width shards only"),
+        ((1, 1, 128, 48), ttnn.bfloat16, ttnn.TILE_LAYOUT, [64, 48], "shard width must equal the padded width 64"),
+        ((1, 1, 128, 64), ttnn.bfloat16, ttnn.TILE_LAYOUT, [48, 64], "multiple of 32 for TILE_LAYOUT"),
+        ((0, 4), ttnn.bfloat16, RM, [1, 4], "empty tensor"),
+    ],
+    ids=["rm_bfp8", "rm_bfp4", "rm_partial_width", "tile_partial_width", "tile_shard_h_48", "rm_empty"],
+)
 def test_row_major_rejected(dev, shape, dtype, layout, shard, match):
     mc = height_sharded(rect(0, 0, 1, 0), *shard)
     with pytest.raises(EmulatorError, match=match):
@@ -452,7 +532,9 @@ def test_row_major_access_past_the_shard_faults(dev):
         x, y = noc_xy(dev, target)
         pd = ttnn.ProgramDescriptor(
             kernels=[kernel("shard_oob.cpp", crs(sender), [0], {sender: [x, y, addr, nbytes]})],
-            semaphores=[], cbs=[cb(0, ttnn.bfloat16, 32, 1, crs(sender))])
+            semaphores=[],
+            cbs=[cb(0, ttnn.bfloat16, 32, 1, crs(sender))],
+        )
         return dev.generic_op([top, low], pd)
 
     stats = write((1, 0), low.buffer_address() + 4 * 16)  # the last row of the shard: legal

@@ -54,7 +54,7 @@ def test_kernel_statics_are_per_core(dev):
         semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, 1, rect(0, 0, 7, 1))])  # fmt: skip
     dev.generic_op([out], pd)
     words = dev._read_pages(out)
-    counts = [int.from_bytes(words[i * 2048: i * 2048 + 4], "little") for i in range(len(cores))]
+    counts = [int.from_bytes(words[i * 2048 : i * 2048 + 4], "little") for i in range(len(cores))]
     assert counts == [n] * len(cores), f"per-core counts {counts}: a kernel static is shared between cores"
 
 

@@ -34,8 +34,10 @@ REPO = Path(__file__).resolve().parents[2]
 def test_calibration_figure(fig):
     modelled = fig.modelled()
     err = fig.error(modelled)
-    report = (f"{fig.key}: published {fig.published:g} {fig.unit} ({fig.source}), modelled {modelled:.4g}, "
-              f"error {100 * err:+.1f}% (tolerance {100 * fig.tolerance:.0f}%)")
+    report = (
+        f"{fig.key}: published {fig.published:g} {fig.unit} ({fig.source}), modelled {modelled:.4g}, "
+        f"error {100 * err:+.1f}% (tolerance {100 * fig.tolerance:.0f}%)"
+    )
     print(report)
     assert abs(err) <= fig.tolerance, report
 
@@ -108,7 +110,7 @@ def test_routing_follows_the_torus_directions():
 def test_farther_reads_take_longer():
     m = TimingModel()
     near = m.add_risc(0, Proc.NCRISC)  # core (0,0) at (1,1) reads (1,0) at (2,1): same row
-    far = m.add_risc(9, Proc.NCRISC)   # core (1,1) at (2,2) reads (0,0) at (1,1): other row and column
+    far = m.add_risc(9, Proc.NCRISC)  # core (1,1) at (2,2) reads (0,0) at (1,1): other row and column
     m.read(near, 1, 32)
     m.barrier(near, Barrier.READ)
     m.read(far, 0, 32)
@@ -320,8 +322,11 @@ def _chip_trace(order: str) -> float:
     m = TimingModel()
     pairs = cal.random_placement(4, seed=7)
     rs = [m.add_risc(core, Proc.NCRISC) for core, _ in pairs]
-    steps = [[(lambda r=r, b=b: m.read(r, dram(b), 4096, Noc.NOC0)) for _ in range(16)]
-             + [lambda r=r: m.barrier(r, Barrier.READ)] for r, (_, b) in zip(rs, pairs)]
+    steps = [
+        [(lambda r=r, b=b: m.read(r, dram(b), 4096, Noc.NOC0)) for _ in range(16)]
+        + [lambda r=r: m.barrier(r, Barrier.READ)]
+        for r, (_, b) in zip(rs, pairs)
+    ]
     mc = m.add_risc(63, Proc.BRISC)
     steps.append([lambda: m.write_multicast(mc, 0, 62, 2048, Noc.NOC0), lambda: m.barrier(mc, Barrier.WRITE)])
     if order == "sequential":
@@ -379,7 +384,9 @@ def test_recording_from_concurrent_threads_gives_the_same_replay():
 
 def test_docs_table_lists_the_codes_constants():
     doc = (REPO / "docs" / "TIMING.md").read_text()
-    rows = {m.group(1): (float(m.group(2)), m.group(3)) for m in
-            re.finditer(r"^\| `(k\w+)` \| ([0-9.]+) \| [^|]+ \| ([MNCDA]) \|", doc, re.M)}
+    rows = {
+        m.group(1): (float(m.group(2)), m.group(3))
+        for m in re.finditer(r"^\| `(k\w+)` \| ([0-9.]+) \| [^|]+ \| ([MNCDA]) \|", doc, re.M)
+    }
     code = {c.name: (c.value, c.kind) for c in constants()}
     assert rows == code

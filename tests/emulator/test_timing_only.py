@@ -51,14 +51,20 @@ def _run(dev, ttnn, op: str, case: dict, seed: int, timing_only: bool):
     else:
         k, v = (dev.from_torch(torch.randn(*kv_shape, generator=g), dtype=ttnn.bfloat8_b) for _ in range(2))
     pos = dev.from_torch(torch.tensor(case["pos"], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
-    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                    k_chunk_size=case["k_chunk"], max_cores_per_head_batch=case["cores"])
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+        q_chunk_size=0,
+        k_chunk_size=case["k_chunk"],
+        max_cores_per_head_batch=case["cores"],
+    )
     if case["paged"]:
         perm = torch.randperm(b * s // block, generator=torch.Generator().manual_seed(seed + 1))
-        table = dev.from_torch(perm.reshape(b, s // block).to(torch.int32), dtype=ttnn.int32,
-                               layout=ttnn.ROW_MAJOR_LAYOUT)
-        out = module.paged_scaled_dot_product_attention_decode(q, k, v, table, cur_pos_tensor=pos,
-                                                               program_config=config)
+        table = dev.from_torch(
+            perm.reshape(b, s // block).to(torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+        )
+        out = module.paged_scaled_dot_product_attention_decode(
+            q, k, v, table, cur_pos_tensor=pos, program_config=config
+        )
         table.deallocate()
     else:
         out = module.scaled_dot_product_attention_decode(q, k, v, cur_pos_tensor=pos, program_config=config)
@@ -105,5 +111,7 @@ def test_timing_only_needs_the_timing_model(ttnn, monkeypatch):
             ttflashdecode.scaled_dot_product_attention_decode(
                 dev.from_torch(torch.ones(1, 1, 8, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT),
                 dev.from_torch(torch.ones(1, 1, 64, 64), dtype=ttnn.bfloat8_b),
-                dev.from_torch(torch.ones(1, 1, 64, 64), dtype=ttnn.bfloat8_b), cur_pos=[3])
+                dev.from_torch(torch.ones(1, 1, 64, 64), dtype=ttnn.bfloat8_b),
+                cur_pos=[3],
+            )
         x.deallocate()

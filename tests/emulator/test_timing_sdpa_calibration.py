@@ -29,8 +29,10 @@ def timing_only_device():
 def _check(key: str, modelled: float):
     p = POINTS[key]
     err = p.error(modelled)
-    assert abs(err) <= p.tolerance, (f"{key}: modelled {modelled:.4g} {p.unit} vs published {p.published_text()} "
-                                     f"({err:+.1%}, tolerance {p.tolerance:.0%}; {p.source})")
+    assert abs(err) <= p.tolerance, (
+        f"{key}: modelled {modelled:.4g} {p.unit} vs published {p.published_text()} "
+        f"({err:+.1%}, tolerance {p.tolerance:.0%}; {p.source})"
+    )
 
 
 def test_upstream_at_the_published_llama70b_galaxy_point(timing_only_device):
@@ -42,7 +44,9 @@ def test_upstream_16_cores_per_head_beat_64_at_the_t3k_llama8b_shape(timing_only
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("TTFD_SLOW_CALIBRATION") != "1",
-                    reason="batch 32 x 128K caches take minutes: TTFD_SLOW_CALIBRATION=1 runs it")
+@pytest.mark.skipif(
+    os.environ.get("TTFD_SLOW_CALIBRATION") != "1",
+    reason="batch 32 x 128K caches take minutes: TTFD_SLOW_CALIBRATION=1 runs it",
+)
 def test_upstream_peak_bandwidth_against_the_tech_report(timing_only_device):
     _check("sdpa_report_peak_gbs", tc.report_peak_gbs(timing_only_device))

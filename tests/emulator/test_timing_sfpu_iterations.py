@@ -63,7 +63,7 @@ def _faces(t: torch.Tensor) -> list[torch.Tensor]:
     """The four 16x16 faces of every 32x32 tile of a 2D tensor, face f as [tiles, 16, 16]."""
     h, w = t.shape
     tiles = t.reshape(h // 32, 32, w // 32, 32).permute(0, 2, 1, 3).reshape(-1, 32, 32)
-    return [tiles[:, (f // 2) * 16:(f // 2) * 16 + 16, (f % 2) * 16:(f % 2) * 16 + 16] for f in range(4)]
+    return [tiles[:, (f // 2) * 16 : (f // 2) * 16 + 16, (f % 2) * 16 : (f % 2) * 16 + 16] for f in range(4)]
 
 
 def test_exp_cost_and_coverage_follow_the_iterations(emu_device, timing_only_device, ttnn, monkeypatch):

@@ -146,8 +146,9 @@ def test_reads_in_flight_limit_orders_the_variants():
         m.run()
         return m.duration_cycles
 
-    free, low, nominal, high = (spread_reads(v) for v in
-                                ("no_flow_control", "max_reads_in_flight_low", "nominal", "max_reads_in_flight_high"))
+    free, low, nominal, high = (
+        spread_reads(v) for v in ("no_flow_control", "max_reads_in_flight_low", "nominal", "max_reads_in_flight_high")
+    )
     assert free <= high <= nominal <= low
     # 64 B reads issue every ~20 cycles and take ~385: about 19 in flight keep the issue rate, so even the low end
     # of the range (20) costs little here: [dm-dram]'s issue-bound figure (5469 cycles for 256 x 32 B) holds.
@@ -159,8 +160,9 @@ def test_a_stalled_writer_blocks_traffic_sharing_its_links():
     # buffers) and the other writer gets what is left; with it, the full queue holds the DRAM-bound writer to the
     # channel's rate, and its stalled packets block the row for kHolShare (assumed, 0.25-1) of their stall
     # (head-of-line blocking, [hol] tt-metal #23294).
-    free, low, nominal, high = (_writers_sharing_links(v) for v in
-                                ("no_flow_control", "hol_share_low", "nominal", "hol_share_high"))
+    free, low, nominal, high = (
+        _writers_sharing_links(v) for v in ("no_flow_control", "hol_share_low", "nominal", "hol_share_high")
+    )
     assert low < nominal < high < 0.5 * free
     alone = 64 * 8192 / 31.1  # the second writer's NIU rate
     assert high > 1.5 * alone
@@ -186,6 +188,10 @@ def test_docs_list_every_assumed_constant_with_the_codes_range():
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "TIMING.md").read_text()
-    rows = {m.group(1): tuple(float(m.group(i)) for i in (2, 3, 4)) for m in re.finditer(
-        r"^\| `(k\w+)` \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| `\w+_low`, `\w+_high` \|", doc, re.M)}
+    rows = {
+        m.group(1): tuple(float(m.group(i)) for i in (2, 3, 4))
+        for m in re.finditer(
+            r"^\| `(k\w+)` \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| `\w+_low`, `\w+_high` \|", doc, re.M
+        )
+    }
     assert rows == {a.name: (a.nominal, a.low, a.high) for a in assumed_constants()}

@@ -63,7 +63,8 @@ def test_dram_read_through_the_emulator_matches_calibration(emu_device, ttnn, dr
     got = count * nbytes / cycles if unit == "B/cycle" else cycles
     err = (got - fig.published) / fig.published
     assert abs(err) <= fig.tolerance, (
-        f"{key}: modelled {got:.1f} {unit} vs published {fig.published} ({err:+.1%}, tolerance {fig.tolerance:.0%})")
+        f"{key}: modelled {got:.1f} {unit} vs published {fig.published} ({err:+.1%}, tolerance {fig.tolerance:.0%})"
+    )
     # The emulator path and the standalone model agree (the hooks add nothing the benchmark does not do).
     assert got == pytest.approx(fig.modelled(), rel=0.02)
     assert stats.duration_ns >= cycles / K.kClockGHz
@@ -103,8 +104,9 @@ def _decode_inputs(emu_device, ttnn, seed: int):
     v = torch.randn(b, hkv, s, d, generator=g)
     tq = emu_device.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     tk, tv = (emu_device.from_torch(x, dtype=ttnn.bfloat8_b) for x in (k, v))
-    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                    k_chunk_size=64, max_cores_per_head_batch=2)
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0, k_chunk_size=64, max_cores_per_head_batch=2
+    )
     return tq, tk, tv, config
 
 

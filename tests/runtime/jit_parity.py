@@ -13,8 +13,8 @@ For a launched ProgramDescriptor, two views of each kernel's build:
 defines, per-CB descriptor arrays, math fidelity / approx mode / DST settings, include roots, NOC and bank
 defines) and lists every difference. Differences the emulator has by design (it runs the three TRISCs of a compute
 kernel as one host program; it uses its own kernel API and LLK headers in front of the wheel's; the firmware-level
-defines its runtime provides otherwise) are classified ``by_design`` with the reason, everything else ``differs``: a define only one side has and that no list
-names is a difference too.
+defines its runtime provides otherwise) are classified ``by_design`` with the reason, everything else ``differs``:
+a define only one side has and that no list names is a difference too.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _wheel_relative(paths: list[str], roots: list[str]) -> list[str]:
         rp = str(Path(p))
         for r in roots:
             if rp == r or rp.startswith(r + "/"):
-                rp = "<ttnn>" + rp[len(r):]
+                rp = "<ttnn>" + rp[len(r) :]
                 break
         out.append(rp)
     return out
@@ -251,8 +251,10 @@ def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
             pos_e = emu["defines"].get("KERNEL_COMPILE_TIME_ARGS")
             if pos_j != pos_e:  # None: not defined (no positional args)
                 differs["compile_time_args"] = {"jit": pos_j, "emu": pos_e}
-        by_design["trisc_structure"] = ("the emulator compiles UNPACK, MATH and PACK as one host program (all "
-                                        "UCK_CHLKC_* defined); tt-metal builds trisc0/1/2 separately")
+        by_design["trisc_structure"] = (
+            "the emulator compiles UNPACK, MATH and PACK as one host program (all "
+            "UCK_CHLKC_* defined); tt-metal builds trisc0/1/2 separately"
+        )
     else:
         (risc,) = jit["riscs"].values()
         jd = {k: risc["defines"].get(k) for k in DM_MUST_MATCH}

@@ -141,8 +141,14 @@ def _paged_update_cache_sharded_ring(ctx: Ctx) -> None:
 def _paged_fused_update_cache(ctx: Ctx) -> None:
     table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
     k, v = ctx.tile(ctx.randn(10, 2, 32, 64)), ctx.tile(ctx.randn(10, 2, 32, 64))
-    ttflashdecode.paged_fused_update_cache(k, ctx.tile(ctx.randn(1, 2, 2, 64)), v, ctx.tile(ctx.randn(1, 2, 2, 64)),
-                                           update_idxs_tensor=ctx.int32([3, 100]), page_table=ctx.int32(table))
+    ttflashdecode.paged_fused_update_cache(
+        k,
+        ctx.tile(ctx.randn(1, 2, 2, 64)),
+        v,
+        ctx.tile(ctx.randn(1, 2, 2, 64)),
+        update_idxs_tensor=ctx.int32([3, 100]),
+        page_table=ctx.int32(table),
+    )
 
 
 def _fill_cache(ctx: Ctx) -> None:
@@ -169,8 +175,15 @@ def _paged_fused_update_decode(ctx: Ctx) -> None:
     table = torch.randperm(18, generator=ctx.gen)[:16].reshape(2, 8)
     k, v = ctx.tile(ctx.randn(18, 2, 32, 64), "bfloat8_b"), ctx.tile(ctx.randn(18, 2, 32, 64), "bfloat8_b")
     ttflashdecode.paged_update_cache_and_decode(
-        ctx.tile(ctx.randn(1, 2, 8, 64)), k, v, ctx.tile(ctx.randn(1, 2, 2, 64)), ctx.tile(ctx.randn(1, 2, 2, 64)),
-        ctx.int32(table), cur_pos_tensor=ctx.int32([31, 200]), program_config=H.decode_config(64, cores=4))
+        ctx.tile(ctx.randn(1, 2, 8, 64)),
+        k,
+        v,
+        ctx.tile(ctx.randn(1, 2, 2, 64)),
+        ctx.tile(ctx.randn(1, 2, 2, 64)),
+        ctx.int32(table),
+        cur_pos_tensor=ctx.int32([31, 200]),
+        program_config=H.decode_config(64, cores=4),
+    )
 
 
 # ---- meshes: heads over the chips, one MeshProgramDescriptor -------------------------------------------------
@@ -225,11 +238,21 @@ def _format_probe(cbs, *, fp32: bool = False, precise: bool = False) -> Callable
         compute = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi2, math_approx_mode=True,
                                                fp32_dest_acc_en=fp32, bfp8_pack_precise=precise)  # fmt: skip
         kernels = [
-            ttnn.KernelDescriptor(kernel_source=str(PROBE_KERNELS / "compute_format_probe.cpp"), core_ranges=core,
-                                  compile_time_args=[], runtime_args=[(ttnn.CoreCoord(0, 0), [])], config=compute),
-            ttnn.KernelDescriptor(kernel_source=str(PROBE_KERNELS / "reader_format_probe.cpp"), core_ranges=core,
-                                  compile_time_args=[], runtime_args=[(ttnn.CoreCoord(0, 0), [])], config=ttnn.ReaderConfigDescriptor()),
-        ]  # fmt: skip
+            ttnn.KernelDescriptor(
+                kernel_source=str(PROBE_KERNELS / "compute_format_probe.cpp"),
+                core_ranges=core,
+                compile_time_args=[],
+                runtime_args=[(ttnn.CoreCoord(0, 0), [])],
+                config=compute,
+            ),
+            ttnn.KernelDescriptor(
+                kernel_source=str(PROBE_KERNELS / "reader_format_probe.cpp"),
+                core_ranges=core,
+                compile_time_args=[],
+                runtime_args=[(ttnn.CoreCoord(0, 0), [])],
+                config=ttnn.ReaderConfigDescriptor(),
+            ),
+        ]
         program = ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=descs)
         ttnn.generic_op([ctx.tile(torch.zeros(32, 32)), ctx.tile(torch.zeros(32, 32))], program)  # input, output
 
@@ -272,8 +295,8 @@ SINGLE = {
     "decode_fp32_dest_acc": _with(fp32_dest_acc_en=True, exp_approx_mode=False),
     "decode_share_cache": _with(share_cache=True),
     "decode_v_head_dim": _with(head_dim=96, v_head_dim=64, kv_len=128, cur_pos=(100, 127), k_chunk_size=32),
-    "decode_groups_serial": _case(batch=16, n_q_heads=8, n_kv_heads=8, head_dim=64, kv_len=64, cur_pos=tuple(range(0, 64, 4)),
-                                  k_chunk_size=32),
+    "decode_groups_serial": _case(batch=16, n_q_heads=8, n_kv_heads=8, head_dim=64, kv_len=64,
+                                  cur_pos=tuple(range(0, 64, 4)), k_chunk_size=32),
     "update_cache": _update_cache_heads_major,
     "paged_update_cache": _paged_update_cache,
     "paged_update_cache_sharded_ring": _paged_update_cache_sharded_ring,

@@ -59,8 +59,10 @@ def binutils_missing() -> str | None:
     """Why the stand-in cannot make ELF files here, or None."""
     missing = [t for t in (AS, LD) if shutil.which(t) is None]
     if missing:
-        return (f"{', '.join(missing)} not found: install the Debian package {BINUTILS_PACKAGE} "
-                f"(apt-get install -y {BINUTILS_PACKAGE})")
+        return (
+            f"{', '.join(missing)} not found: install the Debian package {BINUTILS_PACKAGE} "
+            f"(apt-get install -y {BINUTILS_PACKAGE})"
+        )
     return None
 
 
@@ -87,8 +89,9 @@ def make_runtime_root(dest: Path, wheel: Path, python: str | None = None) -> Pat
     if not stub.is_file():
         _assemble(str(stub), use_cached=False)
     gxx = bin_dir / "riscv-tt-elf-g++"
-    gxx.write_text(f'#!/bin/sh\n{STUB_ENV}="{stub}" exec "{python or sys.executable}" -S -E "{Path(__file__).resolve()}" '
-                   f'"$@"\n')
+    gxx.write_text(
+        f'#!/bin/sh\n{STUB_ENV}="{stub}" exec "{python or sys.executable}" -S -E "{Path(__file__).resolve()}" "$@"\n'
+    )
     gxx.chmod(0o755)
     return dest
 

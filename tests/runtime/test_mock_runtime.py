@@ -111,25 +111,46 @@ def test_the_comparison_sees_each_kind_of_difference():
 
     from runtime import jit_parity
 
-    arrays = ("constexpr uint8_t unpack_src_format[4] = {\n 5,6,255,255\n};\n"
-              "constexpr uint8_t unpack_dst_format[4] = {\n 5,6,255,255\n};\n")
-    math = ("constexpr ckernel::MathFidelity MATH_FIDELITY = static_cast<ckernel::MathFidelity>(4);\n"
-            "constexpr bool APPROX = false;\nconstexpr bool DST_ACCUM_MODE = false;\n"
-            "#define DST_SYNC_MODE DstSync::SyncHalf\n")
+    arrays = (
+        "constexpr uint8_t unpack_src_format[4] = {\n 5,6,255,255\n};\n"
+        "constexpr uint8_t unpack_dst_format[4] = {\n 5,6,255,255\n};\n"
+    )
+    math = (
+        "constexpr ckernel::MathFidelity MATH_FIDELITY = static_cast<ckernel::MathFidelity>(4);\n"
+        "constexpr bool APPROX = false;\nconstexpr bool DST_ACCUM_MODE = false;\n"
+        "#define DST_SYNC_MODE DstSync::SyncHalf\n"
+    )
     named = '#define KERNEL_COMPILE_TIME_ARG_MAP {"a",1},{"b",2}\n'
     kernel = SimpleNamespace(defines=[("MY_DEFINE", "3")], compiler_include_paths=["/k/inc"])
 
     def jit(arrays=arrays, named=named, define="3"):
         risc = {"defines": {"KERNEL_COMPILE_TIME_ARGS": "7"}, "includes": ["/k", "/k/inc"], "forced_includes": []}
-        return {"name": "k", "build": "k/1", "riscs": {"trisc0": risc, "trisc1": risc, "trisc2": risc},
-                "files": {"chlkc_descriptors.h": arrays + math, "named_ct_arg_map_generated.h": named,
-                          "defines_generated.h": f"#define MY_DEFINE {define}\n"}}
+        return {
+            "name": "k",
+            "build": "k/1",
+            "riscs": {"trisc0": risc, "trisc1": risc, "trisc2": risc},
+            "files": {
+                "chlkc_descriptors.h": arrays + math,
+                "named_ct_arg_map_generated.h": named,
+                "defines_generated.h": f"#define MY_DEFINE {define}\n",
+            },
+        }
 
     def emu(arrays=arrays, named=named, fidelity="4"):
-        return {"name": "k", "source": "/k/k.cpp", "includes": ["/k", "/k/inc"],
-                "defines": {"MY_DEFINE": "3", "KERNEL_COMPILE_TIME_ARGS": "7", "EMU_MATH_FIDELITY": fidelity,
-                            "EMU_MATH_APPROX_MODE": "0", "EMU_DST_ACCUM_MODE": "0", "EMU_DST_FULL_SYNC_EN": "0"},
-                "files": {"chlkc_descriptors.h": arrays, "named_ct_arg_map_generated.h": named}}
+        return {
+            "name": "k",
+            "source": "/k/k.cpp",
+            "includes": ["/k", "/k/inc"],
+            "defines": {
+                "MY_DEFINE": "3",
+                "KERNEL_COMPILE_TIME_ARGS": "7",
+                "EMU_MATH_FIDELITY": fidelity,
+                "EMU_MATH_APPROX_MODE": "0",
+                "EMU_DST_ACCUM_MODE": "0",
+                "EMU_DST_FULL_SYNC_EN": "0",
+            },
+            "files": {"chlkc_descriptors.h": arrays, "named_ct_arg_map_generated.h": named},
+        }
 
     assert jit_parity.compare_kernel(jit(), emu(), kernel)["differs"] == {}
     no_ct_args = emu()

@@ -86,9 +86,11 @@ def ttsim_golden(request, tmp_path_factory):
     if reason:
         pytest.skip(reason)
     if sim_env.sfpi_compiler() is None:
-        pytest.skip("Tenstorrent's RISC-V compiler (sfpi 7.89.0) is not installed (<ttnn>/runtime/sfpi or "
-                    "/opt/tenstorrent/sfpi): ttnn cannot JIT-build firmware or kernels for ttsim; it ships as a GitHub "
-                    "release binary (ttnn's download_sfpi.py fetches it)")
+        pytest.skip(
+            "Tenstorrent's RISC-V compiler (sfpi 7.89.0) is not installed (<ttnn>/runtime/sfpi or "
+            "/opt/tenstorrent/sfpi): ttnn cannot JIT-build firmware or kernels for ttsim; it ships as a GitHub "
+            "release binary (ttnn's download_sfpi.py fetches it)"
+        )
     specs = {n: {**BASE, **kw} for n, kw in GOLDEN_CASES.items()}
     result, log = _run("golden", tmp_path_factory.mktemp("ttsim"), list(GOLDEN_CASES),
                        {"TTFD_TTSIM_CASES": json.dumps(specs)}, timeout=SIM_TIMEOUT_S)  # fmt: skip

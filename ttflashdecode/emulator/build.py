@@ -48,8 +48,10 @@ def sanitizer() -> str:
     switch it for one run."""
     value = os.environ.get(SANITIZE_ENV, "").strip()
     if value not in ("", *SANITIZERS):
-        raise EmulatorError(f"{SANITIZE_ENV}={value!r} is not a sanitizer the emulator builds with; expected one of "
-                            f"{', '.join(SANITIZERS)} (or unset)")
+        raise EmulatorError(
+            f"{SANITIZE_ENV}={value!r} is not a sanitizer the emulator builds with; expected one of "
+            f"{', '.join(SANITIZERS)} (or unset)"
+        )
     return value
 
 
@@ -81,12 +83,25 @@ def runtime_dir(sanitize: str = "") -> Path:
         fcntl.flock(lk, fcntl.LOCK_EX)
         if not all(p.exists() for p in wanted):
             # A minute or more on a loaded machine: say what is happening rather than look hung.
-            logger.info("building the emulator runtime{} (first use of these sources; cached in {})",
-                        f" with -fsanitize={sanitize}" if sanitize else "", out)
+            logger.info(
+                "building the emulator runtime{} (first use of these sources; cached in {})",
+                f" with -fsanitize={sanitize}" if sanitize else "",
+                out,
+            )
             common = ["-std=c++17", "-O2", "-g", "-pthread", f"-I{INCLUDE}"]
             tmp = exe.with_suffix(f".{os.getpid()}")
-            _run([CXX, *common, *sanitizer_flags(sanitize), "-rdynamic", str(CSRC / "runtime.cpp"), "-o", str(tmp),
-                  "-ldl"])
+            _run(
+                [
+                    CXX,
+                    *common,
+                    *sanitizer_flags(sanitize),
+                    "-rdynamic",
+                    str(CSRC / "runtime.cpp"),
+                    "-o",
+                    str(tmp),
+                    "-ldl",
+                ]
+            )
             tmp.rename(exe)
             if not sanitize:
                 tmp = lib.with_suffix(f".{os.getpid()}")

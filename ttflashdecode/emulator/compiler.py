@@ -33,10 +33,10 @@ directory holding the ttflashdecode package (the checkout, or site-packages for 
 site-packages, the cache, the kernel's own directory. So the same kernel built from
 two checkouts (a fresh clone at /tmp/x and /work/main, each with its own .venv) is one entry, while an edit to any
 header it includes is a new one. ``-fmacro-prefix-map`` writes those roots out of ``__FILE__`` as well (an ASSERT's
-message names ``ttflashdecode/ops/decode/kernels/...`` or ``ttnn/tt_metal/...``, a kernel outside the repository by its file name), so
-nothing a library does or prints depends on the checkout that compiled it (only its symbol table's source-file entry
-names that checkout's path; nothing reads it). Libraries and their metadata are written to a temporary name and
-renamed into place, so processes compiling the same kernel at once each publish a whole file.
+message names ``ttflashdecode/ops/decode/kernels/...`` or ``ttnn/tt_metal/...``, a kernel outside the repository
+by its file name), so nothing a library does or prints depends on the checkout that compiled it (only its symbol
+table's source-file entry names that checkout's path; nothing reads it). Libraries and their metadata are written to
+a temporary name and renamed into place, so processes compiling the same kernel at once each publish a whole file.
 :func:`compile_cache_stats` counts hits and misses. A program whose kernels are not all in the cache says so in one
 INFO line before compiling (:func:`compile_kernels`): a first use compiles for seconds to minutes.
 
@@ -85,8 +85,19 @@ GENERATED = KERNEL_CACHE / "generated"
 # std::unordered_map, was filled by every core's compute thread at once and now and then crashed a run).
 # -g1 -gz: line tables only, compressed (a library 1.5x the size, no change to the code), so a fault's program
 # counter resolves to a kernel source line (runtime.py, fault_location).
-CXXFLAGS = ["-std=c++20", "-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-fno-gnu-unique", "-g1", "-gz",
-            "-Wall", "-Wno-unknown-pragmas"]
+CXXFLAGS = [
+    "-std=c++20",
+    "-O2",
+    "-fPIC",
+    "-shared",
+    "-pthread",
+    "-fno-strict-aliasing",
+    "-fno-gnu-unique",
+    "-g1",
+    "-gz",
+    "-Wall",
+    "-Wno-unknown-pragmas",
+]
 DEPRECATED_ERROR_ENV = "TTFD_EMU_DEPRECATED_ERROR"
 
 _lock = threading.Lock()
@@ -128,7 +139,9 @@ class CompileWarning:
         return f"{self.file}:{self.line}:{self.column}: {self.message} [{self.option}]"
 
 
-_WARNING_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): warning: (?P<msg>.*?)(?: \[(?P<opt>-W[^\]]+)\])?$")
+_WARNING_LINE = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): warning: (?P<msg>.*?)(?: \[(?P<opt>-W[^\]]+)\])?$"
+)
 
 
 def parse_warnings(kernel: str, compiler_output: str) -> tuple[CompileWarning, ...]:
@@ -273,8 +286,9 @@ def _write_atomic(path: Path, text: str) -> None:
 def _library_path(build: KernelBuild, roots: list[tuple[str, str]]) -> Path:
     """Where the cache keeps (or will keep) the library of `build`."""
     # Memo key of the header list: this process, this source file at this path with these flags.
-    key0 = hashlib.sha256(build.source.read_bytes() + "\0".join(build.flags).encode()
-                          + str(build.source).encode()).hexdigest()
+    key0 = hashlib.sha256(
+        build.source.read_bytes() + "\0".join(build.flags).encode() + str(build.source).encode()
+    ).hexdigest()
     # The header list of a known source is memoised, so a warm cache costs no preprocessor run; the headers'
     # contents are always re-hashed, so an edited header still rebuilds.
     if key0 in _deps_memo:
@@ -288,7 +302,7 @@ def _library_path(build: KernelBuild, roots: list[tuple[str, str]]) -> Path:
 def _display_path(path: Path) -> str:
     """`path` with the home directory written as ~ (as a user would type it)."""
     home = str(Path.home())
-    return "~" + str(path)[len(home):] if str(path).startswith(home + "/") else str(path)
+    return "~" + str(path)[len(home) :] if str(path).startswith(home + "/") else str(path)
 
 
 def compile_kernels(builds: list[KernelBuild], program: str, compile=None) -> list[Path]:
@@ -303,8 +317,13 @@ def compile_kernels(builds: list[KernelBuild], program: str, compile=None) -> li
     missing = [build.name for build, out, _ in found if not out.exists()]
     start = time.monotonic()
     if missing:
-        logger.info("compiling {} kernel{} for {} (first use; cached in {})", len(missing),
-                    "" if len(missing) == 1 else "s", program, _display_path(KERNEL_CACHE))
+        logger.info(
+            "compiling {} kernel{} for {} (first use; cached in {})",
+            len(missing),
+            "" if len(missing) == 1 else "s",
+            program,
+            _display_path(KERNEL_CACHE),
+        )
     if compile is None or compile is compile_kernel:
         # Each compile is its own g++ process: a program's kernels (a compute kernel takes several seconds, its
         # reader and writer a few) build side by side on the host's cores; cached ones cost a file check.
@@ -317,8 +336,13 @@ def compile_kernels(builds: list[KernelBuild], program: str, compile=None) -> li
     else:
         libraries = [compile(build) for build in builds]
     if missing:
-        logger.debug("compiled {} kernel{} for {} in {:.1f} s", len(missing), "" if len(missing) == 1 else "s", program,
-                     time.monotonic() - start)
+        logger.debug(
+            "compiled {} kernel{} for {} in {:.1f} s",
+            len(missing),
+            "" if len(missing) == 1 else "s",
+            program,
+            time.monotonic() - start,
+        )
     return libraries
 
 
@@ -347,9 +371,17 @@ def _compile_or_reuse(build: KernelBuild, out: Path, roots: list[tuple[str, str]
     warnings = parse_warnings(str(build.source), res.stderr)
     # The metadata in stable paths (a hit from another checkout reads its warnings in its own paths), written
     # before the library so that a library in place always has its metadata.
-    _write_atomic(out.with_suffix(".json"), json.dumps({
-        "source": stable_paths(str(build.source), roots), "flags": [stable_paths(f, roots) for f in build.flags],
-        "compiler_output": stable_paths(res.stderr, roots), "roots": [t for _, t in roots]}))
+    _write_atomic(
+        out.with_suffix(".json"),
+        json.dumps(
+            {
+                "source": stable_paths(str(build.source), roots),
+                "flags": [stable_paths(f, roots) for f in build.flags],
+                "compiler_output": stable_paths(res.stderr, roots),
+                "roots": [t for _, t in roots],
+            }
+        ),
+    )
     tmp.rename(out)
     _report(out, build.source, warnings)
     with _lock:
@@ -383,14 +415,16 @@ def _cached_warnings(library: Path, build: KernelBuild, roots: list[tuple[str, s
 
 def macro_prefix_maps(source: Path) -> list[str]:
     """``-fmacro-prefix-map`` flags that make ``__FILE__`` independent of the checkout: a package file is named
-    from the package's parent (``ttflashdecode/ops/decode/kernels/...``), a wheel file from site-packages (``ttnn/tt_metal/...``), a cache
-    file from the cache, a kernel elsewhere by its file name. g++ uses the last matching map: the longest goes last."""
+    from the package's parent (``ttflashdecode/ops/decode/kernels/...``), a wheel file from site-packages
+    (``ttnn/tt_metal/...``), a cache file from the cache, a kernel elsewhere by its file name. g++ uses the last
+    matching map: the longest goes last."""
     return [f"-fmacro-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
 
 def debug_prefix_maps(source: Path) -> list[str]:
     """``-fdebug-prefix-map`` flags naming files in the line tables as macro_prefix_maps names them in ``__FILE__``, so
-    a fault resolves to ``ttflashdecode/ops/decode/kernels/...`` whichever checkout compiled the (shared) cached library."""
+    a fault resolves to ``ttflashdecode/ops/decode/kernels/...`` whichever checkout compiled the (shared) cached
+    library."""
     return [f"-fdebug-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
 
@@ -416,8 +450,11 @@ def kernel_flags(
     files = {}
     if cbs is not None:
         files[jit_env.DESCRIPTORS_HEADER] = jit_env.chlkc_descriptors(
-            cbs, compute=compute, fp32_dest_acc_en=bool(cc.get("fp32_dest_acc_en", 0)),
-            bfp8_pack_precise=bool(cc.get("bfp8_pack_precise", 0)))
+            cbs,
+            compute=compute,
+            fp32_dest_acc_en=bool(cc.get("fp32_dest_acc_en", 0)),
+            bfp8_pack_precise=bool(cc.get("bfp8_pack_precise", 0)),
+        )
     if named_compile_time_args:
         files[jit_env.NAMED_CT_ARG_MAP_HEADER] = jit_env.named_ct_arg_map_header(named_compile_time_args)
     gen = jit_env.write_generated(GENERATED, files) if files else None
@@ -459,11 +496,20 @@ def kernel_flags(
         flags += [f"-DNOC_INDEX={noc}", f"-DNOC_MODE={int(noc_mode)}"]
         n = int(num_l1_banks)
         flags.append(f"-DNUM_L1_BANKS={n}")
-        flags.append(f"-DLOG_BASE_2_OF_NUM_L1_BANKS={n.bit_length() - 1}" if n & (n - 1) == 0 else
-                     "-DIS_NOT_POW2_NUM_L1_BANKS=1")
+        flags.append(
+            f"-DLOG_BASE_2_OF_NUM_L1_BANKS={n.bit_length() - 1}" if n & (n - 1) == 0 else "-DIS_NOT_POW2_NUM_L1_BANKS=1"
+        )
     else:
-        flags += ["-DCOMPILE_FOR_TRISC", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH", "-DUCK_CHLKC_PACK",
-                  "-DTRISC_UNPACK", "-DTRISC_MATH", "-DTRISC_PACK", *jit_env.COMPUTE_DEFINES]
+        flags += [
+            "-DCOMPILE_FOR_TRISC",
+            "-DUCK_CHLKC_UNPACK",
+            "-DUCK_CHLKC_MATH",
+            "-DUCK_CHLKC_PACK",
+            "-DTRISC_UNPACK",
+            "-DTRISC_MATH",
+            "-DTRISC_PACK",
+            *jit_env.COMPUTE_DEFINES,
+        ]
         # ComputeKernel::process_defines: NOC_MODE = DM_DEDICATED_NOC (0) for every compute kernel
         flags.append("-DNOC_MODE=0")
         flags += [

@@ -61,8 +61,9 @@ class _BankAllocator:
     DRAM allocates bottom-up; L1 top-down (tt-metal's default for L1 buffers, which keeps the low end of L1 free
     for the circular buffers programs place bottom-up)."""
 
-    def __init__(self, lo: int, hi: int, *, alignment: int = arch.DRAM_ALIGNMENT, top_down: bool = False,
-                 what: str = "DRAM"):
+    def __init__(
+        self, lo: int, hi: int, *, alignment: int = arch.DRAM_ALIGNMENT, top_down: bool = False, what: str = "DRAM"
+    ):
         self.free = [(lo, hi)]
         self.alignment = alignment
         self.top_down = top_down
@@ -79,12 +80,14 @@ class _BankAllocator:
             addr = (b - size) // self.alignment * self.alignment if self.top_down else a
             if addr < a or addr + size > b:
                 continue
-            self.free[i: i + 1] = [r for r in ((a, addr), (addr + size, b)) if r[1] > r[0]]
+            self.free[i : i + 1] = [r for r in ((a, addr), (addr + size, b)) if r[1] > r[0]]
             return addr
         free = sum(b - a for a, b in self.free)
         largest = max((b - a for a, b in self.free), default=0)
-        raise EmulatorError(f"{self.what} out of memory: no free {size} B range per bank ({free} B free, largest "
-                            f"free block {largest} B)")
+        raise EmulatorError(
+            f"{self.what} out of memory: no free {size} B range per bank ({free} B free, largest "
+            f"free block {largest} B)"
+        )
 
     def release(self, addr: int, size: int) -> None:
         size = self._aligned(size)
@@ -112,8 +115,9 @@ class EmuDevice:
         self.board = board
         # Timing-only (docs/TIMING.md, section 6): programs skip compute arithmetic and the bytes of tensors made by
         # empty(); durations are the full run's. Outputs are then NOT computed. Default: TTFD_EMU_TIMING_ONLY=1.
-        self.timing_only = (os.environ.get("TTFD_EMU_TIMING_ONLY", "0") == "1" if timing_only is None
-                            else bool(timing_only))
+        self.timing_only = (
+            os.environ.get("TTFD_EMU_TIMING_ONLY", "0") == "1" if timing_only is None else bool(timing_only)
+        )
         self.grid = arch.GRIDS[board]
         self.num_chips = _BOARDS[board]
         self.channels, self.banks = arch.dram_layout()
@@ -126,12 +130,12 @@ class EmuDevice:
         ncores = self.grid[0] * self.grid[1]
         self._l1_fd = os.memfd_create(f"ttfd-l1-{board}", 0)
         os.ftruncate(self._l1_fd, ncores * arch.L1_SIZE)
-        self._l1_mm = mmap.mmap(self._l1_fd, ncores * arch.L1_SIZE, mmap.MAP_SHARED,
-                                mmap.PROT_READ | mmap.PROT_WRITE)
+        self._l1_mm = mmap.mmap(self._l1_fd, ncores * arch.L1_SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self._l1 = np.frombuffer(self._l1_mm, dtype=np.uint8)
         # L1 buffers may go anywhere CBs may (tt-metal's L1 bank starts at the unreserved base).
-        self._l1_alloc = _BankAllocator(arch.L1_UNRESERVED_BASE, arch.L1_SIZE, alignment=arch.L1_BUFFER_ALIGNMENT,
-                                        top_down=True, what="L1")
+        self._l1_alloc = _BankAllocator(
+            arch.L1_UNRESERVED_BASE, arch.L1_SIZE, alignment=arch.L1_BUFFER_ALIGNMENT, top_down=True, what="L1"
+        )
         # Weak: a tensor nobody references is freed by its finalizer, like a ttnn device tensor.
         self._live: weakref.WeakValueDictionary[int, EmuTensor] = weakref.WeakValueDictionary()
         self._ids = itertools.count(1)
@@ -245,21 +249,31 @@ class EmuDevice:
                 return None
             if bt == ttnn.BufferType.L1:
                 return self._l1_interleaved_layout(memory_config, shape, dtype, layout, npages)
-            raise EmulatorError(f"memory_config: buffer_type={bt} with INTERLEAVED layout is not supported by the "
-                                "emulator (DRAM or L1 interleaved, or L1 HEIGHT_SHARDED only)")
+            raise EmulatorError(
+                f"memory_config: buffer_type={bt} with INTERLEAVED layout is not supported by the "
+                "emulator (DRAM or L1 interleaved, or L1 HEIGHT_SHARDED only)"
+            )
         if ml != ttnn.TensorMemoryLayout.HEIGHT_SHARDED:
-            raise EmulatorError(f"memory_config: memory_layout={ml} is not supported by the emulator (DRAM or L1 "
-                                "interleaved, or L1 HEIGHT_SHARDED only)")
+            raise EmulatorError(
+                f"memory_config: memory_layout={ml} is not supported by the emulator (DRAM or L1 "
+                "interleaved, or L1 HEIGHT_SHARDED only)"
+            )
         if bt != ttnn.BufferType.L1:
-            raise EmulatorError(f"memory_config: HEIGHT_SHARDED with buffer_type={bt} is not supported by the emulator "
-                                "(sharded tensors must be in L1)")
+            raise EmulatorError(
+                f"memory_config: HEIGHT_SHARDED with buffer_type={bt} is not supported by the emulator "
+                "(sharded tensors must be in L1)"
+            )
         spec = memory_config.shard_spec
         if spec is None:
-            raise EmulatorError(f"memory_config={memory_config}: HEIGHT_SHARDED needs a shard_spec (nd_shard_spec "
-                                "alone is not supported by the emulator)")
+            raise EmulatorError(
+                f"memory_config={memory_config}: HEIGHT_SHARDED needs a shard_spec (nd_shard_spec "
+                "alone is not supported by the emulator)"
+            )
         if json.loads(memory_config.to_json()).get("per_core_allocation"):
-            raise EmulatorError("memory_config: per_core_allocation=True (a different address per core) is not "
-                                "supported by the emulator")
+            raise EmulatorError(
+                "memory_config: per_core_allocation=True (a different address per core) is not "
+                "supported by the emulator"
+            )
         tile = layout == ttnn.TILE_LAYOUT
         if not tile and layout != ttnn.ROW_MAJOR_LAYOUT:
             raise EmulatorError(f"layout={layout}: a HEIGHT_SHARDED tensor must be in TILE_LAYOUT or ROW_MAJOR_LAYOUT")
@@ -268,12 +282,16 @@ class EmuDevice:
         height = int(np.prod(padded[:-1])) if len(padded) > 1 else 1
         width = padded[-1] if padded else 1
         if shard_w != width:
-            raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]}: for HEIGHT_SHARDED the shard "
-                                f"width must equal the {'padded ' if tile else ''}width {width} of shape "
-                                f"{list(shape)} (the emulator supports full-width shards only)")
+            raise EmulatorError(
+                f"memory_config: shard_spec.shape={[shard_h, shard_w]}: for HEIGHT_SHARDED the shard "
+                f"width must equal the {'padded ' if tile else ''}width {width} of shape "
+                f"{list(shape)} (the emulator supports full-width shards only)"
+            )
         if tile and (shard_h <= 0 or shard_h % TILE):
-            raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]}: shard height must be a "
-                                f"positive multiple of {TILE} for TILE_LAYOUT")
+            raise EmulatorError(
+                f"memory_config: shard_spec.shape={[shard_h, shard_w]}: shard height must be a "
+                f"positive multiple of {TILE} for TILE_LAYOUT"
+            )
         if not tile and shard_h <= 0:
             raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]}: shard height must be positive")
         if not tile and (npages == 0 or width == 0):
@@ -288,22 +306,27 @@ class EmuDevice:
         cores = tuple((int(c.x), int(c.y)) for c in ttnn.corerange_to_cores(spec.grid, row_wise=row_wise))
         outside = [c for c in cores if not (0 <= c[0] < self.grid[0] and 0 <= c[1] < self.grid[1])]
         if outside:
-            raise EmulatorError(f"memory_config: shard_spec.grid={spec.grid} has core(s) {outside} outside the "
-                                f"{self.grid[0]}x{self.grid[1]} compute grid")
+            raise EmulatorError(
+                f"memory_config: shard_spec.grid={spec.grid} has core(s) {outside} outside the "
+                f"{self.grid[0]}x{self.grid[1]} compute grid"
+            )
         if len(set(cores)) != len(cores):
             raise EmulatorError(f"memory_config: shard_spec.grid={spec.grid} lists a core twice")
         num_shards = -(-height // shard_h)
         if num_shards > len(cores):
-            raise EmulatorError(f"memory_config: shard_spec.shape={[shard_h, shard_w]} splits the "
-                                f"{'padded ' if tile else ''}height {height} of shape {list(shape)} into {num_shards} "
-                                f"shards, but shard_spec.grid has only {len(cores)} cores")
+            raise EmulatorError(
+                f"memory_config: shard_spec.shape={[shard_h, shard_w]} splits the "
+                f"{'padded ' if tile else ''}height {height} of shape {list(shape)} into {num_shards} "
+                f"shards, but shard_spec.grid has only {len(cores)} cores"
+            )
         # TILE: shard_h / 32 tile rows of width / 32 tiles; ROW_MAJOR: one page per row.
         pages_per_shard = (shard_h // TILE) * (width // TILE) if tile else shard_h
         page = page_geometry(shape, dtype, layout)[0]
         aligned = (page + arch.L1_ALIGNMENT - 1) // arch.L1_ALIGNMENT * arch.L1_ALIGNMENT
         assert -(-npages // pages_per_shard) == num_shards
-        return ShardLayout(memory_config, cores, (shard_h, shard_w), pages_per_shard, num_shards,
-                           pages_per_shard * aligned)
+        return ShardLayout(
+            memory_config, cores, (shard_h, shard_w), pages_per_shard, num_shards, pages_per_shard * aligned
+        )
 
     def _l1_interleaved_layout(self, memory_config, shape, dtype, layout, npages) -> L1InterleavedLayout:
         """L1 INTERLEAVED: ceil(npages / banks) pages of 16-B-aligned size at one address in every L1 bank."""
@@ -426,8 +449,15 @@ class EmuDevice:
             return arch.L1_UNRESERVED_BASE
         return None if hi >= arch.L1_SIZE else hi
 
-    def generic_op(self, io_tensors, program_descriptor, *, deadline_s: float | None = None,
-                   hang_ms: int | None = None, dprint: bool | None = None) -> EmulatorStats:
+    def generic_op(
+        self,
+        io_tensors,
+        program_descriptor,
+        *,
+        deadline_s: float | None = None,
+        hang_ms: int | None = None,
+        dprint: bool | None = None,
+    ) -> EmulatorStats:
         """Run `program_descriptor` (a real ttnn.ProgramDescriptor) like ttnn.generic_op; return the run's stats.
 
         `io_tensors` are the program's tensors (kept alive; kernels get their addresses through runtime args).
@@ -444,26 +474,50 @@ class EmuDevice:
         l1_live = [t for t in live if t._shard is not None]
         self._check_cb_clash(plan, l1_live)
         if self.trace_capture is not None:  # recorded, not run: trace.execute_trace runs it
-            return self.trace_capture.record(io_tensors, program_descriptor,
-                                             dict(deadline_s=deadline_s, hang_ms=hang_ms, dprint=dprint))
-        buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages) for t in live
-                   if t._shard is None]
+            return self.trace_capture.record(
+                io_tensors, program_descriptor, dict(deadline_s=deadline_s, hang_ms=hang_ms, dprint=dprint)
+            )
+        buffers = [
+            (t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages) for t in live if t._shard is None
+        ]
         gw = self.grid[0]
-        l1_buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages,
-                       t._shard.pages_per_shard, t._shard.region_bytes, [y * gw + x for x, y in t._shard.cores])
-                      for t in l1_live if t.is_sharded()]
-        l1i_buffers = [(t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages)
-                       for t in l1_live if t.is_l1_interleaved()]
+        l1_buffers = [
+            (
+                t.buffer_id,
+                t._address,
+                t.buffer_aligned_page_size(),
+                t._num_pages,
+                t._shard.pages_per_shard,
+                t._shard.region_bytes,
+                [y * gw + x for x, y in t._shard.cores],
+            )
+            for t in l1_live
+            if t.is_sharded()
+        ]
+        l1i_buffers = [
+            (t.buffer_id, t._address, t.buffer_aligned_page_size(), t._num_pages)
+            for t in l1_live
+            if t.is_l1_interleaved()
+        ]
         page_sizes = {t.buffer_id: t._page_size for t in live}
         nodata = [t.buffer_id for t in live if t._shard is None and t._undefined_contents]
         if dprint is None:
             dprint = os.environ.get("TTFD_EMU_DPRINT", "1") != "0"
         return run_program(
-            plan, grid=self.grid, dram_fd=self._fd, buffers=buffers, page_sizes=page_sizes,
-            l1_fd=self._l1_fd, l1_buffers=l1_buffers, l1i_buffers=l1i_buffers,
+            plan,
+            grid=self.grid,
+            dram_fd=self._fd,
+            buffers=buffers,
+            page_sizes=page_sizes,
+            l1_fd=self._l1_fd,
+            l1_buffers=l1_buffers,
+            l1i_buffers=l1i_buffers,
             deadline_s=self.default_deadline_s if deadline_s is None else deadline_s,
-            hang_ms=self.default_hang_ms if hang_ms is None else hang_ms, dprint=dprint,
-            timing_only=self.timing_only, nodata_buffers=nodata)
+            hang_ms=self.default_hang_ms if hang_ms is None else hang_ms,
+            dprint=dprint,
+            timing_only=self.timing_only,
+            nodata_buffers=nodata,
+        )
 
     def _check_program_hash(self, pd) -> None:
         """Refuse a descriptor whose ``custom_program_hash`` ttnn would answer with a program built from another one.
@@ -492,7 +546,8 @@ class EmuDevice:
                 f"descriptor of another structure (ttnn's compute_program_descriptor_hash {first:#x}, this one's "
                 f"{structure:#x}); ttnn.generic_op would run the cached program (its kernels, compile-time args, CBs) "
                 f"with this descriptor's runtime args. A custom hash must change whenever anything but runtime-arg "
-                f"values and buffer addresses changes")
+                f"values and buffer addresses changes"
+            )
 
     @staticmethod
     def _check_cb_clash(plan, l1_live: list[EmuTensor]) -> None:
@@ -511,16 +566,21 @@ class EmuDevice:
             hits = [t for t in l1_live if addr < t._address + t._shard.region_bytes and end > t._address]
             here = [t for t in hits if (x, y) in t._shard.cores]
             t = (here or hits or [min(l1_live, key=lambda b: b._address)])[0]
-            where = ("an L1 bank of that interleaved buffer is on this core" if here and t.is_l1_interleaved() else
-                     "a shard of that buffer lives on this core" if here else
-                     "tt-metal reserves an L1 buffer's address range on every core, so this clashes even though the "
-                     "buffer has no shard on this core")
+            where = (
+                "an L1 bank of that interleaved buffer is on this core"
+                if here and t.is_l1_interleaved()
+                else "a shard of that buffer lives on this core"
+                if here
+                else "tt-metal reserves an L1 buffer's address range on every core, so this clashes even though the "
+                "buffer has no shard on this core"
+            )
             raise EmulatorError(
                 f"circular buffer {idx} on core ({x},{y}) occupies L1 [0x{addr:x}, 0x{end:x}) and clashes with the L1 "
                 f"buffer {t.buffer_id} {t!r} at [0x{t._address:x}, 0x{t._address + t._shard.region_bytes:x}) "
                 f"({where}); tt-metal refuses this launch: statically allocated circular buffers clash with L1 "
                 f"buffers (lowest L1 buffer address 0x{lowest:x}, CB region ends at 0x{end:x}). Free the L1 tensor "
-                f"or shrink the program's CBs")
+                f"or shrink the program's CBs"
+            )
 
     # ---- lifetime
     def _check_open(self):

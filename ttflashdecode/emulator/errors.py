@@ -12,14 +12,28 @@ from __future__ import annotations
 class EmulatorError(Exception):
     """Invalid program/tensor for the emulator, or the emulator itself failed."""
 
-    def __init__(self, message: str, *, core: str | None = None, kernel: str | None = None, details: str = "",
-                 location: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        core: str | None = None,
+        kernel: str | None = None,
+        details: str = "",
+        location: str | None = None,
+    ):
         self.core = core or None
         self.kernel = kernel or None
         self.location = location or None
         self.details = details
-        where = ", ".join(p for p in (f"core {core}" if core else "", f"kernel {kernel}" if kernel else "",
-                                      f"at {location}" if location else "") if p)
+        where = ", ".join(
+            p
+            for p in (
+                f"core {core}" if core else "",
+                f"kernel {kernel}" if kernel else "",
+                f"at {location}" if location else "",
+            )
+            if p
+        )
         text = f"{message}" + (f" [{where}]" if where else "")
         if details and details not in text:
             text += f"\n{details}"
@@ -50,7 +64,13 @@ class SanitizerReport(EmulatorError):
     def __init__(self, sanitize: str, report: str):
         self.sanitize = sanitize
         self.report = report
-        lines = [ln for ln in report.splitlines() if ln.startswith(("WARNING: ThreadSanitizer", "==")) and "ERROR" in ln
-                 or ln.startswith("WARNING: ThreadSanitizer")]
-        super().__init__(f"{sanitize} sanitizer report: " + (lines[0].strip() if lines else "see details"),
-                         details=report)
+        lines = [
+            ln
+            for ln in report.splitlines()
+            if ln.startswith(("WARNING: ThreadSanitizer", "=="))
+            and "ERROR" in ln
+            or ln.startswith("WARNING: ThreadSanitizer")
+        ]
+        super().__init__(
+            f"{sanitize} sanitizer report: " + (lines[0].strip() if lines else "see details"), details=report
+        )

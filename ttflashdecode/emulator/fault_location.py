@@ -38,8 +38,12 @@ def _addr2line(library: str, offsets: list[int]) -> list[list[SourceFrame]]:
     """Per offset, its inline chain (innermost first); unresolvable entries keep the function name, line 0."""
     if not offsets or shutil.which(ADDR2LINE) is None or not Path(library).exists():
         return [[] for _ in offsets]
-    res = subprocess.run([ADDR2LINE, "-e", library, "-a", "-f", "-C", "-i", *(hex(o) for o in offsets)],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [ADDR2LINE, "-e", library, "-a", "-f", "-C", "-i", *(hex(o) for o in offsets)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     chains: list[list[SourceFrame]] = []
     lines = res.stdout.splitlines()
     i = 0

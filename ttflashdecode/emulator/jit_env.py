@@ -84,8 +84,10 @@ class TileGeometry:
     def of(height: int, width: int) -> TileGeometry:
         face = TILE_FACE_SHAPES.get((int(height), int(width)))
         if face is None:
-            raise EmulatorError(f"tile shape {height}x{width} is not valid for TT hardware (tt-metal Tile accepts "
-                                f"{sorted(TILE_FACE_SHAPES)})")
+            raise EmulatorError(
+                f"tile shape {height}x{width} is not valid for TT hardware (tt-metal Tile accepts "
+                f"{sorted(TILE_FACE_SHAPES)})"
+            )
         return TileGeometry(int(height), int(width), face[0], face[1])
 
     @property
@@ -138,8 +140,9 @@ class CBEntry:
     tile_size: int
 
 
-def cb_entry(index: int, data_format: int, tile_hw: tuple[int, int] | None,
-             face_geometry: tuple[int, int] | None = None) -> CBEntry:
+def cb_entry(
+    index: int, data_format: int, tile_hw: tuple[int, int] | None, face_geometry: tuple[int, int] | None = None
+) -> CBEntry:
     """The CB's descriptor entry as JitBuildOptions::set_cb_data_fmt_tile_and_face_geometry records it: no tile and
     no face geometry -> the default tile's size only (dims stay at tt_hlk_desc's defaults); else the requested tile,
     or the tile an unpack face geometry (face_r_dim, num_faces) implies when that is a supported shape."""
@@ -147,8 +150,9 @@ def cb_entry(index: int, data_format: int, tile_hw: tuple[int, int] | None,
         raise EmulatorError(f"CB {index}: data format {data_format} is not a tt::DataFormat value")
     requested = TileGeometry.of(*tile_hw) if tile_hw is not None else TileGeometry()
     if face_geometry is None:
-        return CBEntry(index, data_format, requested, requested.num_faces, requested.face_r,
-                       requested.tile_size(data_format))
+        return CBEntry(
+            index, data_format, requested, requested.num_faces, requested.face_r, requested.tile_size(data_format)
+        )
     face_r, faces = (int(v) for v in face_geometry)
     h = face_r * (TILE_HEIGHT // FACE_HEIGHT if faces > 2 else 1)
     w = FACE_WIDTH if faces == 1 else TILE_WIDTH
@@ -221,8 +225,9 @@ def _array(ctype: str, name: str, values: list[int]) -> str:
     return f"{ctype} {name}[{len(values)}] = {{\n    {','.join(str(int(v)) for v in values)}\n}};\n"
 
 
-def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en: bool = False,
-                      bfp8_pack_precise: bool = False) -> str:
+def chlkc_descriptors(
+    entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en: bool = False, bfp8_pack_precise: bool = False
+) -> str:
     """Text of chlkc_descriptors.h for a kernel whose cores hold the CBs `entries`. ``bfp8_pack_precise`` (a compute
     kernel's ComputeConfigDescriptor field): the packer converts to block floats from full floats, so a block-float
     CB's pack source is Float32 with an fp32 DST, else Float16_b (Float16 for A-exponent formats), as the wheel's JIT
@@ -247,36 +252,55 @@ def chlkc_descriptors(entries: list[CBEntry], *, compute: bool, fp32_dest_acc_en
         pack_src = [p if f == FP8_E4M3 else to_a.get(p, p) for f, p in zip(fmt, pack_src)]
 
     def dims(prefix: str) -> str:
-        return "".join([
-            _array("constexpr uint8_t", f"{prefix}_tile_num_faces", faces),
-            _array("constexpr uint8_t", f"{prefix}_partial_face", [t.partial_face for t in tiles]),
-            _array("constexpr uint8_t", f"{prefix}_tile_face_r_dim", face_r),
-            _array("constexpr uint8_t", f"{prefix}_narrow_tile", [t.narrow_tile for t in tiles]),
-            _array("constexpr uint8_t", f"{prefix}_tile_r_dim", [t.height for t in tiles]),
-            _array("constexpr uint8_t", f"{prefix}_tile_c_dim", [t.width for t in tiles]),
-            _array("constexpr uint16_t", f"{prefix}_tile_size", size),
-            _array("constexpr uint8_t", f"{prefix}_num_faces_r_dim", [t.height // r for t, r in zip(tiles, face_r)]),
-            _array("constexpr uint8_t", f"{prefix}_num_faces_c_dim", [t.width // FACE_WIDTH for t in tiles]),
-        ])
+        return "".join(
+            [
+                _array("constexpr uint8_t", f"{prefix}_tile_num_faces", faces),
+                _array("constexpr uint8_t", f"{prefix}_partial_face", [t.partial_face for t in tiles]),
+                _array("constexpr uint8_t", f"{prefix}_tile_face_r_dim", face_r),
+                _array("constexpr uint8_t", f"{prefix}_narrow_tile", [t.narrow_tile for t in tiles]),
+                _array("constexpr uint8_t", f"{prefix}_tile_r_dim", [t.height for t in tiles]),
+                _array("constexpr uint8_t", f"{prefix}_tile_c_dim", [t.width for t in tiles]),
+                _array("constexpr uint16_t", f"{prefix}_tile_size", size),
+                _array(
+                    "constexpr uint8_t", f"{prefix}_num_faces_r_dim", [t.height // r for t, r in zip(tiles, face_r)]
+                ),
+                _array("constexpr uint8_t", f"{prefix}_num_faces_c_dim", [t.width // FACE_WIDTH for t in tiles]),
+            ]
+        )
 
     # The formats are bytes (Invalid = 255): the 0.81.1 wheel's JIT declares the unpack arrays uint8_t, the pack
     # arrays unsigned char (genfiles.cpp emit_unpack_data_formats / emit_pack_data_formats).
-    unpack = (_array("constexpr uint8_t", "unpack_src_format", fmt) +
-              _array("constexpr uint8_t", "unpack_dst_format", unpack_dst) + dims("unpack"))
-    pack = (_array("constexpr unsigned char", "pack_src_format", pack_src) +
-            _array("constexpr unsigned char", "pack_dst_format", fmt) + dims("pack"))
-    head = ("// Generated by ttflashdecode.emulator.jit_env for the emulator's kernel build, laid out as tt-metal's\n"
-            "// jit_build/genfiles.cpp generate_all_descriptors lays out chlkc_descriptors.h.\n#pragma once\n\n"
-            "#include <cstdint>\n\n")
+    unpack = (
+        _array("constexpr uint8_t", "unpack_src_format", fmt)
+        + _array("constexpr uint8_t", "unpack_dst_format", unpack_dst)
+        + dims("unpack")
+    )
+    pack = (
+        _array("constexpr unsigned char", "pack_src_format", pack_src)
+        + _array("constexpr unsigned char", "pack_dst_format", fmt)
+        + dims("pack")
+    )
+    head = (
+        "// Generated by ttflashdecode.emulator.jit_env for the emulator's kernel build, laid out as tt-metal's\n"
+        "// jit_build/genfiles.cpp generate_all_descriptors lays out chlkc_descriptors.h.\n#pragma once\n\n"
+        "#include <cstdint>\n\n"
+    )
     if compute:
         # One program stands for UNPACK, MATH and PACK: every array. The compute scalars (DST_ACCUM_MODE, the
         # DST_SYNC_MODE macro, MATH_FIDELITY, APPROX) and the LLK enums they name come from the emulator's compute
         # API, included here as chlkc_list.h brings ckernel.h and llk_defs.h ahead of the kernel on silicon.
         # EMU_CB_TILE_GEOMETRY: the emulator's unpacker / packer read each CB's tile shape from these arrays.
-        return (head + '#include "api/compute/common_globals.h"\n\n#define EMU_CB_TILE_GEOMETRY 1\n\n' + unpack + "\n" +
-                pack)
-    return (head + "#if !defined(UCK_CHLKC_PACK)\n" + unpack + "#endif\n\n"
-            "#if !defined(UCK_CHLKC_MATH) && !defined(UCK_CHLKC_UNPACK)\n" + pack + "#endif\n")
+        return (
+            head
+            + '#include "api/compute/common_globals.h"\n\n#define EMU_CB_TILE_GEOMETRY 1\n\n'
+            + unpack
+            + "\n"
+            + pack
+        )
+    return (
+        head + "#if !defined(UCK_CHLKC_PACK)\n" + unpack + "#endif\n\n"
+        "#if !defined(UCK_CHLKC_MATH) && !defined(UCK_CHLKC_UNPACK)\n" + pack + "#endif\n"
+    )
 
 
 def _c_string(s: str) -> str:

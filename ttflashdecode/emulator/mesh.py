@@ -54,8 +54,10 @@ CHIP_BOARD = "n300"  # every chip of an N300 or a T3K is an N300 card's chip (8x
 
 def _check_mesh(mesh_device, what: str) -> EmuMeshDevice:
     if not isinstance(mesh_device, EmuMeshDevice):
-        raise TypeError(f"{what}: mesh_device={mesh_device!r} ({type(mesh_device).__name__}): expected an emulated "
-                        "mesh (emulator.open_mesh_device(...))")
+        raise TypeError(
+            f"{what}: mesh_device={mesh_device!r} ({type(mesh_device).__name__}): expected an emulated "
+            "mesh (emulator.open_mesh_device(...))"
+        )
     return mesh_device
 
 
@@ -234,8 +236,10 @@ class EmuMeshTensor:
         are built per chip from :attr:`shards`, so this is only a convenience."""
         addresses = {s.buffer_address() for s in self._shards}
         if len(addresses) != 1:
-            raise EmulatorError(f"buffer_address: the chips hold this tensor at different addresses "
-                                f"({', '.join(hex(a) for a in sorted(addresses))}); read a chip's shard (shards[i])")
+            raise EmulatorError(
+                f"buffer_address: the chips hold this tensor at different addresses "
+                f"({', '.join(hex(a) for a in sorted(addresses))}); read a chip's shard (shards[i])"
+            )
         return addresses.pop()
 
     def is_allocated(self) -> bool:
@@ -247,8 +251,10 @@ class EmuMeshTensor:
 
     def __repr__(self) -> str:
         placements = ", ".join(str(p) for p in self._topology.placements())
-        return (f"EmuMeshTensor({len(self._shards)} chips of MeshShape {self._mesh.shape_tuple}, [{placements}], "
-                f"per chip: {self._shards[0]!r})")
+        return (
+            f"EmuMeshTensor({len(self._shards)} chips of MeshShape {self._mesh.shape_tuple}, [{placements}], "
+            f"per chip: {self._shards[0]!r})"
+        )
 
 
 # ---- statistics -------------------------------------------------------------------------------------------------
@@ -314,8 +320,10 @@ def _mesh_shape_arg(board: str, mesh_shape) -> tuple[int, int]:
         dims = [1, dims[0]]
     chips = BOARD_CHIPS[board]
     if len(dims) != 2 or min(dims) < 1 or dims[0] * dims[1] > chips:
-        raise ValueError(f"mesh_shape={tuple(dims)}: expected (rows, cols) of at most the {board}'s {chips} chips "
-                         f"(default {DEFAULT_MESH_SHAPE[board]})")
+        raise ValueError(
+            f"mesh_shape={tuple(dims)}: expected (rows, cols) of at most the {board}'s {chips} chips "
+            f"(default {DEFAULT_MESH_SHAPE[board]})"
+        )
     return dims[0], dims[1]
 
 
@@ -325,8 +333,10 @@ class EmuMeshDevice:
     def __init__(self, board: str = "t3k", mesh_shape=None):
         board = board.lower() if isinstance(board, str) else board
         if board not in BOARD_CHIPS:
-            raise ValueError(f"board={board!r}: expected one of {', '.join(BOARD_CHIPS)} (a mesh of chips; "
-                             "emulator.open_device() opens one chip)")
+            raise ValueError(
+                f"board={board!r}: expected one of {', '.join(BOARD_CHIPS)} (a mesh of chips; "
+                "emulator.open_device() opens one chip)"
+            )
         self.board = board
         self.shape_tuple = _mesh_shape_arg(board, mesh_shape)
         rows, cols = self.shape_tuple
@@ -392,13 +402,17 @@ class EmuMeshDevice:
         self._check_open()
         mapper = ReplicateTensorToMesh(self) if mesh_mapper is None else mesh_mapper
         if not isinstance(mapper, (ShardTensorToMesh, ReplicateTensorToMesh)):
-            raise TypeError(f"mesh_mapper={mesh_mapper!r} ({type(mesh_mapper).__name__}): expected "
-                            "emulator.ShardTensorToMesh(mesh, dim), emulator.ReplicateTensorToMesh(mesh) or None")
+            raise TypeError(
+                f"mesh_mapper={mesh_mapper!r} ({type(mesh_mapper).__name__}): expected "
+                "emulator.ShardTensorToMesh(mesh, dim), emulator.ReplicateTensorToMesh(mesh) or None"
+            )
         if mapper.mesh_device is not self:
             raise ValueError("mesh_mapper: made for another mesh; expected one made with this mesh")
         pieces = mapper.map(x)
-        shards = [d.from_torch(p.contiguous(), dtype=dtype, layout=layout, memory_config=memory_config)
-                  for d, p in zip(self._devices, pieces)]
+        shards = [
+            d.from_torch(p.contiguous(), dtype=dtype, layout=layout, memory_config=memory_config)
+            for d, p in zip(self._devices, pieces)
+        ]
         return EmuMeshTensor(self, shards, _topology(self, mapper.placement()))
 
     def allocate(self, shape, dtype, layout=None, fill: int | None = 0xDEADBEEF, memory_config=None):
@@ -424,11 +438,15 @@ class EmuMeshDevice:
         if mesh_composer is None:
             if len(shards) == 1:
                 return shards[0]
-            raise ValueError(f"mesh_composer=None: the tensor spans the mesh's {len(shards)} chips; expected "
-                             "emulator.ConcatMeshToTensor(mesh, dim) (or read one chip's shard: t.shards[i])")
+            raise ValueError(
+                f"mesh_composer=None: the tensor spans the mesh's {len(shards)} chips; expected "
+                "emulator.ConcatMeshToTensor(mesh, dim) (or read one chip's shard: t.shards[i])"
+            )
         if not isinstance(mesh_composer, ConcatMeshToTensor):
-            raise TypeError(f"mesh_composer={mesh_composer!r} ({type(mesh_composer).__name__}): expected "
-                            "emulator.ConcatMeshToTensor(mesh, dim) or None")
+            raise TypeError(
+                f"mesh_composer={mesh_composer!r} ({type(mesh_composer).__name__}): expected "
+                "emulator.ConcatMeshToTensor(mesh, dim) or None"
+            )
         if mesh_composer.mesh_device is not self:
             raise ValueError("mesh_composer: made for another mesh; expected one made with this mesh")
         return mesh_composer.compose(shards)
@@ -468,16 +486,21 @@ class EmuMeshDevice:
                 errors[i] = e
 
         t0 = time.monotonic()
-        threads = [threading.Thread(target=run, args=(i,), name=f"emu-chip-{i}")
-                   for i, pd in enumerate(programs) if pd is not None]
+        threads = [
+            threading.Thread(target=run, args=(i,), name=f"emu-chip-{i}")
+            for i, pd in enumerate(programs)
+            if pd is not None
+        ]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
         for i, e in enumerate(errors):
             if e is not None:
-                e.add_note(f"on chip {i} (mesh coordinate {self._devices[i].mesh_coordinate}) of the emulated "
-                           f"{self.board} mesh {self.shape_tuple}")
+                e.add_note(
+                    f"on chip {i} (mesh coordinate {self._devices[i].mesh_coordinate}) of the emulated "
+                    f"{self.board} mesh {self.shape_tuple}"
+                )
                 raise e
         return MeshStats(results, wall_seconds=time.monotonic() - t0)
 
@@ -487,15 +510,18 @@ class EmuMeshDevice:
         if isinstance(program_descriptor, ttnn.ProgramDescriptor):
             return [program_descriptor] * n
         if not isinstance(program_descriptor, ttnn.MeshProgramDescriptor):
-            raise TypeError(f"program_descriptor={program_descriptor!r}: expected a ttnn.ProgramDescriptor or a "
-                            "ttnn.MeshProgramDescriptor")
+            raise TypeError(
+                f"program_descriptor={program_descriptor!r}: expected a ttnn.ProgramDescriptor or a "
+                "ttnn.MeshProgramDescriptor"
+            )
         programs: list = [None] * n
         for coord_range, pd in program_descriptor:
             for coord in coord_range:
                 r, c = tuple(coord)  # MeshCoordinateRange reuses its coordinate object: read it at once
                 if not (0 <= r < self.shape_tuple[0] and 0 <= c < cols):
-                    raise EmulatorError(f"MeshProgramDescriptor: coordinate ({r}, {c}) lies outside the mesh "
-                                        f"{self.shape_tuple}")
+                    raise EmulatorError(
+                        f"MeshProgramDescriptor: coordinate ({r}, {c}) lies outside the mesh {self.shape_tuple}"
+                    )
                 if programs[r * cols + c] is not None:
                     raise EmulatorError(f"MeshProgramDescriptor: chip ({r}, {c}) is covered by two ranges")
                 programs[r * cols + c] = pd

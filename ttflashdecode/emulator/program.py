@@ -75,13 +75,18 @@ def _config_processor(cfg) -> tuple[int, dict | None, int, int]:
             raise EmulatorError(f"DataMovementConfigDescriptor(processor=RISCV_{p}): Wormhole has RISCV_0 and RISCV_1")
         return p, None, int(cfg.noc.value), int(cfg.noc_mode.value)
     if isinstance(cfg, ttnn.ComputeConfigDescriptor):
-        return 2, {
-            "math_fidelity": int(cfg.math_fidelity.value),
-            "math_approx_mode": bool(cfg.math_approx_mode),
-            "fp32_dest_acc_en": bool(cfg.fp32_dest_acc_en),
-            "dst_full_sync_en": bool(cfg.dst_full_sync_en),
-            "bfp8_pack_precise": bool(cfg.bfp8_pack_precise),
-        }, 0, 0
+        return (
+            2,
+            {
+                "math_fidelity": int(cfg.math_fidelity.value),
+                "math_approx_mode": bool(cfg.math_approx_mode),
+                "fp32_dest_acc_en": bool(cfg.fp32_dest_acc_en),
+                "dst_full_sync_en": bool(cfg.dst_full_sync_en),
+                "bfp8_pack_precise": bool(cfg.bfp8_pack_precise),
+            },
+            0,
+            0,
+        )
     raise EmulatorError(f"unsupported kernel config {type(cfg).__name__}")
 
 
@@ -91,9 +96,11 @@ def _cb_entry(f, label: str) -> jit_env.CBEntry:
     fg = f.face_geometry
     try:
         return jit_env.cb_entry(
-            int(f.buffer_index), int(f.data_format_as_uint8),
+            int(f.buffer_index),
+            int(f.data_format_as_uint8),
             None if tile is None else (int(tile.height), int(tile.width)),
-            None if fg is None else (int(fg.face_r_dim), int(fg.num_faces)))
+            None if fg is None else (int(fg.face_r_dim), int(fg.num_faces)),
+        )
     except EmulatorError as e:
         raise EmulatorError(f"{label}: {e}") from None
 
@@ -117,8 +124,10 @@ def _kernel_source(k) -> tuple[Path, str]:
     for cand in (p, *([root / p] if root is not None and not p.is_absolute() else [])):
         if cand.is_file():
             return cand.resolve(), cand.stem
-    raise EmulatorError(f"kernel source file not found: {src} (tried as given from {Path.cwd()}"
-                        + (f" and from ttnn's root {root})" if root is not None else ")"))
+    raise EmulatorError(
+        f"kernel source file not found: {src} (tried as given from {Path.cwd()}"
+        + (f" and from ttnn's root {root})" if root is not None else ")")
+    )
 
 
 def _runtime_args(k, cores: list[tuple[int, int]], name: str, grid: tuple[int, int]) -> dict:
@@ -144,7 +153,8 @@ def _runtime_args(k, cores: list[tuple[int, int]], name: str, grid: tuple[int, i
                 except IndexError:
                     pass
         raise EmulatorError(
-            f"kernel {name}: runtime args set for core(s) {stray or '(unknown)'} that are not in its core_ranges")
+            f"kernel {name}: runtime args set for core(s) {stray or '(unknown)'} that are not in its core_ranges"
+        )
     return out
 
 
@@ -177,7 +187,8 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
         if addr + size > arch.L1_SIZE:
             raise EmulatorError(
                 f"{label}: L1 overflow: CB of {size} B at 0x{addr:x} ends at {addr + size} B, past the core's "
-                f"{arch.L1_SIZE} B L1 (CBs start at {arch.L1_UNRESERVED_BASE})")
+                f"{arch.L1_SIZE} B L1 (CBs start at {arch.L1_UNRESERVED_BASE})"
+            )
         for f in fds:
             idx, page, fmt = int(f.buffer_index), int(f.page_size), int(f.data_format_as_uint8)
             if not 0 <= idx < arch.NUM_CBS:

@@ -36,8 +36,25 @@ def _tmp_root() -> str:
 WALL_BACKSTOP_FACTOR = 10  # the wall-clock limit, in multiples of the deadline (which counts CPU time)
 
 
-def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, so_dir, deadline_ms, hang_ms, dprint,
-                  l1_fd=-1, l1_buffers=(), l1i_buffers=(), timing=True, timing_only=False, nodata_buffers=()):
+def write_program(
+    f,
+    plan: ProgramPlan,
+    *,
+    grid,
+    dram_fd,
+    buffers,
+    result_path,
+    so_dir,
+    deadline_ms,
+    hang_ms,
+    dprint,
+    l1_fd=-1,
+    l1_buffers=(),
+    l1i_buffers=(),
+    timing=True,
+    timing_only=False,
+    nodata_buffers=(),
+):
     w = f.write
     w(f"result {result_path}\nso_dir {so_dir}\ntiming {int(bool(timing))}\ntiming_only {int(bool(timing_only))}\n")
     w(f"grid {grid[0]} {grid[1]}\nl1 {arch.L1_SIZE} {arch.L1_UNRESERVED_BASE}\n")
@@ -59,7 +76,11 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
     if l1_fd >= 0:
         w(f"l1store {l1_fd}\n")
     for bid, base, aligned, npages, per_shard, region, cores in l1_buffers:
-        w(f"l1buf {bid} {base} {aligned} {npages} {per_shard} {region} {len(cores)} " + " ".join(map(str, cores)) + "\n")
+        w(
+            f"l1buf {bid} {base} {aligned} {npages} {per_shard} {region} {len(cores)} "
+            + " ".join(map(str, cores))
+            + "\n"
+        )
     for bid, base, aligned, npages in l1i_buffers:
         w(f"l1ibuf {bid} {base} {aligned} {npages}\n")
     for cb in plan.cbs:
@@ -70,19 +91,38 @@ def write_program(f, plan: ProgramPlan, *, grid, dram_fd, buffers, result_path, 
         w(f"kernel {k.id} {k.processor} {k.library} {k.name}\nknoc {k.id} {k.noc_index}\n")
         if k.compute_config:
             c = k.compute_config
-            w(f"kcfg {k.id} {c['math_fidelity']} {int(c['math_approx_mode'])} {int(c['fp32_dest_acc_en'])} "
-              f"{int(c['dst_full_sync_en'])} {int(c['bfp8_pack_precise'])}\n")
-        w(f"kcrta {k.id} {len(k.common_runtime_args)} " + " ".join(str(v & 0xFFFFFFFF) for v in k.common_runtime_args)
-          + "\n")
+            w(
+                f"kcfg {k.id} {c['math_fidelity']} {int(c['math_approx_mode'])} {int(c['fp32_dest_acc_en'])} "
+                f"{int(c['dst_full_sync_en'])} {int(c['bfp8_pack_precise'])}\n"
+            )
+        w(
+            f"kcrta {k.id} {len(k.common_runtime_args)} "
+            + " ".join(str(v & 0xFFFFFFFF) for v in k.common_runtime_args)
+            + "\n"
+        )
         for x, y in k.cores:
             a = k.runtime_args.get((x, y), [])
             w(f"inst {k.id} {x} {y} {len(a)} " + " ".join(str(v & 0xFFFFFFFF) for v in a) + "\n")
     w("end\n")
 
 
-def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=-1, l1_buffers=(), l1i_buffers=(),
-                deadline_s=120.0, hang_ms=200, dprint=True, timing=None, timing_only=False,
-                nodata_buffers=()) -> EmulatorStats:
+def run_program(
+    plan: ProgramPlan,
+    *,
+    grid,
+    dram_fd,
+    buffers,
+    page_sizes,
+    l1_fd=-1,
+    l1_buffers=(),
+    l1i_buffers=(),
+    deadline_s=120.0,
+    hang_ms=200,
+    dprint=True,
+    timing=None,
+    timing_only=False,
+    nodata_buffers=(),
+) -> EmulatorStats:
     """timing: record and replay the timing model (docs/TIMING.md); None = on unless TTFD_EMU_TIMING=0.
     timing_only: skip compute arithmetic and the bytes of `nodata_buffers` (DRAM buffers with undefined contents);
     every check, transfer and timing event stays, so the modelled duration equals a full run's (TIMING.md, 6)."""
@@ -96,21 +136,42 @@ def run_program(plan: ProgramPlan, *, grid, dram_fd, buffers, page_sizes, l1_fd=
         prog = Path(tmp) / "program.txt"
         result = Path(tmp) / "result.json"
         with open(prog, "w") as f:
-            write_program(f, plan, grid=grid, dram_fd=dram_fd, buffers=buffers, result_path=result, so_dir=tmp,
-                          deadline_ms=deadline_s * 1000, hang_ms=hang_ms, dprint=dprint, l1_fd=l1_fd,
-                          l1_buffers=l1_buffers, l1i_buffers=l1i_buffers, timing=timing, timing_only=timing_only,
-                          nodata_buffers=nodata_buffers)
+            write_program(
+                f,
+                plan,
+                grid=grid,
+                dram_fd=dram_fd,
+                buffers=buffers,
+                result_path=result,
+                so_dir=tmp,
+                deadline_ms=deadline_s * 1000,
+                hang_ms=hang_ms,
+                dprint=dprint,
+                l1_fd=l1_fd,
+                l1_buffers=l1_buffers,
+                l1i_buffers=l1i_buffers,
+                timing=timing,
+                timing_only=timing_only,
+                nodata_buffers=nodata_buffers,
+            )
         t0 = time.monotonic()
         # The child's own deadline counts the CPU time it received; this wall-clock backstop only ends a child the host
         # never schedules (or one wedged outside its watchdog), so it leaves room for a heavily loaded machine.
         backstop_s = WALL_BACKSTOP_FACTOR * deadline_s + 30
         try:
             fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)
-            proc = subprocess.run([str(exe), str(prog)], pass_fds=fds, timeout=backstop_s,
-                                  stdout=subprocess.DEVNULL, env=_sanitizer_env(sanitize, tmp))
+            proc = subprocess.run(
+                [str(exe), str(prog)],
+                pass_fds=fds,
+                timeout=backstop_s,
+                stdout=subprocess.DEVNULL,
+                env=_sanitizer_env(sanitize, tmp),
+            )
             code = proc.returncode
         except subprocess.TimeoutExpired:
-            raise EmulatorHang(f"emulator child did not finish within {backstop_s:.0f} s of wall time (killed)") from None
+            raise EmulatorHang(
+                f"emulator child did not finish within {backstop_s:.0f} s of wall time (killed)"
+            ) from None
         wall = time.monotonic() - t0
         report = _sanitizer_report(tmp, plan) if sanitize else ""
         res = None
@@ -158,10 +219,13 @@ def _sanitizer_env(sanitize: str, tmp: str) -> dict | None:
     log = f"log_path={tmp}/sanitizer"
     if sanitize == "address":
         env["ASAN_OPTIONS"] = f"{log}:detect_leaks=0:abort_on_error=0:allow_user_segv_handler=1:" + env.get(
-            "ASAN_OPTIONS", "")
+            "ASAN_OPTIONS", ""
+        )
     else:
-        env["TSAN_OPTIONS"] = (f"{log}:halt_on_error=0:second_deadlock_stack=1:suppressions={TSAN_SUPPRESSIONS}:"
-                               + env.get("TSAN_OPTIONS", ""))
+        env["TSAN_OPTIONS"] = (
+            f"{log}:halt_on_error=0:second_deadlock_stack=1:suppressions={TSAN_SUPPRESSIONS}:"
+            + env.get("TSAN_OPTIONS", "")
+        )
     return env
 
 

@@ -49,8 +49,9 @@ def dtype_info(dtype) -> DtypeInfo:
     try:
         return DTYPES[dtype]
     except (KeyError, TypeError):
-        raise EmulatorError(f"dtype {dtype} is not supported by the emulator (supported: "
-                            f"{', '.join(d.name for d in DTYPES.values())})") from None
+        raise EmulatorError(
+            f"dtype {dtype} is not supported by the emulator (supported: {', '.join(d.name for d in DTYPES.values())})"
+        ) from None
 
 
 # ttnn.from_torch's dtype for a torch tensor given without one (ttnn 0.81.1, measured on its host tensors):
@@ -74,8 +75,10 @@ def default_dtype(x: torch.Tensor):
     try:
         return TORCH_DEFAULT_DTYPES[x.dtype]
     except KeyError:
-        raise EmulatorError(f"from_torch: a {x.dtype} tensor has no ttnn dtype of its own; pass dtype= (e.g. "
-                            "ttnn.bfloat16 or ttnn.float32)") from None
+        raise EmulatorError(
+            f"from_torch: a {x.dtype} tensor has no ttnn dtype of its own; pass dtype= (e.g. "
+            "ttnn.bfloat16 or ttnn.float32)"
+        ) from None
 
 
 def default_layout(dtype):
@@ -146,8 +149,12 @@ def host_to_pages(x: torch.Tensor, dtype, layout) -> tuple[bytes, tuple[int, ...
     elif info.data_format == 0:
         raw = x.to(torch.float32).contiguous().numpy().tobytes()
     elif info.data_format == 24:
-        raw = (x.contiguous().view(torch.int32) if x.dtype == torch.uint32 else x.to(torch.int64).to(torch.int32)
-               ).contiguous().numpy().tobytes()
+        raw = (
+            (x.contiguous().view(torch.int32) if x.dtype == torch.uint32 else x.to(torch.int64).to(torch.int32))
+            .contiguous()
+            .numpy()
+            .tobytes()
+        )
     else:
         raw = x.to(torch.int32).contiguous().numpy().tobytes()
     return raw, padded
@@ -331,7 +338,8 @@ class EmuTensor:
             # implementation, so refuse rather than hand out args that address the wrong memory.
             raise EmulatorError(
                 "tensor_accessor_args: the emulator's TensorAccessor supports DRAM-interleaved tensors only; address a "
-                "height-sharded L1 tensor with get_noc_addr(noc_x, noc_y, buffer_address() + offset) per shard core")
+                "height-sharded L1 tensor with get_noc_addr(noc_x, noc_y, buffer_address() + offset) per shard core"
+            )
         return [2, self.buffer_aligned_page_size()]
 
     def shard_cores(self) -> list[tuple[int, int]]:
@@ -354,9 +362,17 @@ class EmuTensor:
             raise EmulatorError("tensor was deallocated")
 
     def __repr__(self) -> str:
-        where = "" if self._shard is None else (
-            f"L1 interleaved over {self._shard.num_banks} banks, " if self.is_l1_interleaved() else
-            f"L1 height-sharded {list(self._shard.shard_shape)} on {self._shard.num_shards} of "
-            f"{len(self._shard.cores)} cores, ")
-        return (f"EmuTensor(shape={list(self._shape)}, dtype={dtype_info(self._dtype).name}, layout={self._layout}, "
-                f"{where}address=0x{self._address:x}, pages={self._num_pages}x{self._page_size}B)")
+        where = (
+            ""
+            if self._shard is None
+            else (
+                f"L1 interleaved over {self._shard.num_banks} banks, "
+                if self.is_l1_interleaved()
+                else f"L1 height-sharded {list(self._shard.shard_shape)} on {self._shard.num_shards} of "
+                f"{len(self._shard.cores)} cores, "
+            )
+        )
+        return (
+            f"EmuTensor(shape={list(self._shape)}, dtype={dtype_info(self._dtype).name}, layout={self._layout}, "
+            f"{where}address=0x{self._address:x}, pages={self._num_pages}x{self._page_size}B)"
+        )

@@ -161,14 +161,31 @@ class TimingStats:
     @classmethod
     def from_json(cls, d: dict) -> TimingStats:
         cores = {
-            core: {risc: RiscTiming(v["start"], v["end"], v["busy"], v["wait"],
-                                    {k: v[k] for k in ("unpack", "math", "pack")} if "math" in v else None)
-                   for risc, v in riscs.items()}
+            core: {
+                risc: RiscTiming(
+                    v["start"],
+                    v["end"],
+                    v["busy"],
+                    v["wait"],
+                    {k: v[k] for k in ("unpack", "math", "pack")} if "math" in v else None,
+                )
+                for risc, v in riscs.items()
+            }
             for core, riscs in d["cores"].items()
         }
         links = [Link(Noc(n), (x, y), axis, busy) for n, x, y, axis, busy in d["busiest_links"]]
-        return cls(d["ok"], d["error"], d["duration_ns"], d["first_start_ns"], d["last_end_ns"], d["trace_digest"],
-                   cores, list(d["dram_bank_busy"]), links, d.get("variant", NOMINAL))
+        return cls(
+            d["ok"],
+            d["error"],
+            d["duration_ns"],
+            d["first_start_ns"],
+            d["last_end_ns"],
+            d["trace_digest"],
+            cores,
+            list(d["dram_bank_busy"]),
+            links,
+            d.get("variant", NOMINAL),
+        )
 
 
 def _digest() -> str:
@@ -188,8 +205,19 @@ def library() -> ctypes.CDLL:
             fcntl.flock(lk, fcntl.LOCK_EX)
             if not out.exists():
                 tmp = out.with_suffix(f".{os.getpid()}")
-                _run([CXX, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{HEADER.parent.parent}", str(CAPI), "-o",
-                      str(tmp)])
+                _run(
+                    [
+                        CXX,
+                        "-std=c++17",
+                        "-O2",
+                        "-fPIC",
+                        "-shared",
+                        f"-I{HEADER.parent.parent}",
+                        str(CAPI),
+                        "-o",
+                        str(tmp),
+                    ]
+                )
                 tmp.rename(out)
     lib = ctypes.CDLL(str(out))
     vp, i, u, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_double
@@ -197,8 +225,17 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_new": ([i, i, ctypes.POINTER(i), i, ctypes.c_char_p], vp),
         "ttfd_tm_num_variants": ([], i),
         "ttfd_tm_variant_name": ([i], ctypes.c_char_p),
-        "ttfd_tm_assumed": ([i, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
-                             ctypes.POINTER(d), ctypes.POINTER(d), ctypes.POINTER(ctypes.c_char_p)], i),
+        "ttfd_tm_assumed": (
+            [
+                i,
+                ctypes.POINTER(ctypes.c_char_p),
+                ctypes.POINTER(ctypes.c_char_p),
+                ctypes.POINTER(d),
+                ctypes.POINTER(d),
+                ctypes.POINTER(ctypes.c_char_p),
+            ],
+            i,
+        ),
         "ttfd_tm_free": ([vp], None),
         "ttfd_tm_add_risc": ([vp, i, i, i], i),
         "ttfd_tm_configure_cb": ([vp, i, u, u], None),
@@ -229,8 +266,16 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_hops": ([i, i, i, i, i], i),
         "ttfd_tm_worker_xy": ([i, i, i, ctypes.POINTER(i)], None),
         "ttfd_tm_num_constants": ([], i),
-        "ttfd_tm_constant": ([i, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
-                              ctypes.POINTER(ctypes.c_char), ctypes.POINTER(ctypes.c_char_p)], d),
+        "ttfd_tm_constant": (
+            [
+                i,
+                ctypes.POINTER(ctypes.c_char_p),
+                ctypes.POINTER(ctypes.c_char_p),
+                ctypes.POINTER(ctypes.c_char),
+                ctypes.POINTER(ctypes.c_char_p),
+            ],
+            d,
+        ),
     }
     for name, (args, res) in sigs.items():
         fn = getattr(lib, name)
@@ -276,8 +321,9 @@ def assumed_constants() -> list[AssumedConstant]:
     out, k = [], 0
     name, stem, why = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
     lo, hi = ctypes.c_double(), ctypes.c_double()
-    while lib.ttfd_tm_assumed(k, ctypes.byref(name), ctypes.byref(stem), ctypes.byref(lo), ctypes.byref(hi),
-                              ctypes.byref(why)):
+    while lib.ttfd_tm_assumed(
+        k, ctypes.byref(name), ctypes.byref(stem), ctypes.byref(lo), ctypes.byref(hi), ctypes.byref(why)
+    ):
         n = name.value.decode()
         out.append(AssumedConstant(n, stem.value.decode(), nominal[n], lo.value, hi.value, why.value.decode()))
         k += 1
@@ -288,8 +334,10 @@ def check_variant(name: str) -> str:
     """`name` if it is a variant; a ValueError naming it and listing the variants otherwise."""
     names = variant_names()
     if name not in names:
-        raise ValueError(f"timing variant {name!r} (from {VARIANT_ENV} or variant=) is not one of the timing "
-                         f"model's variants: {', '.join(names)}")
+        raise ValueError(
+            f"timing variant {name!r} (from {VARIANT_ENV} or variant=) is not one of the timing "
+            f"model's variants: {', '.join(names)}"
+        )
     return name
 
 
@@ -332,8 +380,12 @@ class TimingReplayError(EmulatorError):
 class TimingModel:
     """One timing::Engine: add RISCs, record their events in program order, then run() the replay once."""
 
-    def __init__(self, grid: tuple[int, int] = (8, 8), dram_banks: list[tuple[int, int]] | None = None,
-                 variant: str | None = None):
+    def __init__(
+        self,
+        grid: tuple[int, int] = (8, 8),
+        dram_banks: list[tuple[int, int]] | None = None,
+        variant: str | None = None,
+    ):
         """variant: one of variant_names(); None: the one TTFD_TIMING_VARIANT selects (nominal when unset)."""
         self._lib = library()
         self.variant = current_variant() if variant is None else check_variant(variant)
@@ -366,15 +418,17 @@ class TimingModel:
     def write(self, risc: int, dst: int, nbytes: int, noc: Noc = Noc.NOC0, trid: int = NO_TRID) -> None:
         self._lib.ttfd_tm_write(self._h, risc, dst, nbytes, int(noc), trid)
 
-    def write_multicast(self, risc: int, first: int, last: int, nbytes: int, noc: Noc = Noc.NOC0,
-                        include_self: bool = False) -> None:
+    def write_multicast(
+        self, risc: int, first: int, last: int, nbytes: int, noc: Noc = Noc.NOC0, include_self: bool = False
+    ) -> None:
         self._lib.ttfd_tm_write_multicast(self._h, risc, first, last, nbytes, int(noc), int(include_self))
 
     def sem_inc(self, risc: int, core: int, l1_off: int, incr: int = 1, noc: Noc = Noc.NOC0) -> None:
         self._lib.ttfd_tm_sem_inc(self._h, risc, core, l1_off, incr, int(noc))
 
-    def sem_inc_multicast(self, risc: int, first: int, last: int, l1_off: int, incr: int = 1,
-                          noc: Noc = Noc.NOC0) -> None:
+    def sem_inc_multicast(
+        self, risc: int, first: int, last: int, l1_off: int, incr: int = 1, noc: Noc = Noc.NOC0
+    ) -> None:
         """noc_semaphore_inc_multicast to the cores of the rectangle with corners `first` and `last` (row-major)."""
         self._lib.ttfd_tm_sem_inc_multicast(self._h, risc, first, last, l1_off, incr, int(noc))
 
@@ -390,12 +444,30 @@ class TimingModel:
     def barrier(self, risc: int, kind: Barrier = Barrier.READ, trid: int = NO_TRID) -> None:
         self._lib.ttfd_tm_barrier(self._h, risc, int(kind), trid)
 
-    def compute(self, risc: int, op: Op, math_tiles: int, unpack_tiles: int = 0, tile_bytes: int = 2048,
-                fidelity: Fidelity = Fidelity.HIFI4, approx: bool = False, tile_fraction: float = 1.0) -> None:
+    def compute(
+        self,
+        risc: int,
+        op: Op,
+        math_tiles: int,
+        unpack_tiles: int = 0,
+        tile_bytes: int = 2048,
+        fidelity: Fidelity = Fidelity.HIFI4,
+        approx: bool = False,
+        tile_fraction: float = 1.0,
+    ) -> None:
         """`tile_fraction`: share of a 32x32 tile the math touches (16-row in0 tiles of a matmul, or an SFPU op on
         two of four faces: 0.5)."""
-        self._lib.ttfd_tm_compute(self._h, risc, int(op), math_tiles, unpack_tiles, tile_bytes, int(fidelity),
-                                  int(approx), float(tile_fraction))
+        self._lib.ttfd_tm_compute(
+            self._h,
+            risc,
+            int(op),
+            math_tiles,
+            unpack_tiles,
+            tile_bytes,
+            int(fidelity),
+            int(approx),
+            float(tile_fraction),
+        )
 
     def pack(self, risc: int, tiles: int, tile_bytes: int = 2048) -> None:
         self._lib.ttfd_tm_pack(self._h, risc, tiles, tile_bytes)

@@ -117,8 +117,10 @@ def begin_trace_capture(device, cq_id=0) -> int:
     for chip in chips:
         chip._check_open()
         if chip.trace_capture is not None:
-            raise EmulatorError(f"begin_trace_capture: trace {chip.trace_capture.trace_id} is still being captured on "
-                                "this device; end it first")
+            raise EmulatorError(
+                f"begin_trace_capture: trace {chip.trace_capture.trace_id} is still being captured on "
+                "this device; end it first"
+            )
     trace_id = next(_ids)
     captures = [ChipCapture(trace_id) for _ in chips]
     for chip, capture in zip(chips, captures):

@@ -179,8 +179,17 @@ class DeviceKVCache(Cache):
     compute_kernel_config: decode attention's ``ttnn.WormholeComputeKernelConfig`` (default HiFi4, bfloat16 DST);
     with ``fp32_dest_acc_en=True`` the attention output is float32 too."""
 
-    def __init__(self, config, *, device, max_batch_size: int, max_cache_len: int, dtype=None, block_size=None,
-                 compute_kernel_config=None):
+    def __init__(
+        self,
+        config,
+        *,
+        device,
+        max_batch_size: int,
+        max_cache_len: int,
+        dtype=None,
+        block_size=None,
+        compute_kernel_config=None,
+    ):
         ttnn = import_ttnn()
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
         dtype = cache_dtype(dtype)
@@ -397,7 +406,9 @@ def _prefill(module, query, key, value, attention_mask, real, scaling=None, **kw
     layer, cache = key.layer, key.layer.cache
     longest = int(real.sum(1).max())
     if longest > cache.max_cache_len:
-        raise ValueError(f"a prompt of {longest} tokens is longer than DeviceKVCache(max_cache_len={cache.max_cache_len})")
+        raise ValueError(
+            f"a prompt of {longest} tokens is longer than DeviceKVCache(max_cache_len={cache.max_cache_len})"
+        )
     scale = module.scaling if scaling is None else scaling
     eager = importlib.import_module(type(module).__module__).eager_attention_forward
     out, weights = eager(module, query, key.states, value.states, attention_mask, scaling=scale, dropout=0.0,
@@ -426,7 +437,9 @@ def _decode_positions(layer: DeviceKVLayer, real: torch.Tensor, cached: int) -> 
         )
     positions = layer.lengths[:batch].unsqueeze(1) + torch.arange(new_tokens)
     if int(positions.max()) >= layer.cache.max_cache_len:
-        raise ValueError(f"position {int(positions.max())} is past DeviceKVCache(max_cache_len={layer.cache.max_cache_len})")
+        raise ValueError(
+            f"position {int(positions.max())} is past DeviceKVCache(max_cache_len={layer.cache.max_cache_len})"
+        )
     return positions
 
 

@@ -141,8 +141,15 @@ def _cache(model, device, batch: int, dtype: str, block_size, max_cache_len: int
     compute = None
     if fp32_dest:
         compute = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
-    return tthf.DeviceKVCache(model.config, device=device, max_batch_size=batch, max_cache_len=max_cache_len,
-                              dtype=getattr(ttnn, dtype), block_size=block_size, compute_kernel_config=compute)
+    return tthf.DeviceKVCache(
+        model.config,
+        device=device,
+        max_batch_size=batch,
+        max_cache_len=max_cache_len,
+        dtype=getattr(ttnn, dtype),
+        block_size=block_size,
+        compute_kernel_config=compute,
+    )
 
 
 def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=None, prompt_lengths=(20, 13),
@@ -164,7 +171,9 @@ def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=N
         want = eager(input_ids=full_ids, attention_mask=full_mask, position_ids=position_ids_of(full_mask)).logits
         if family in ("mistral", "gpt-oss"):
             plain = without_windows_and_sinks(eager)
-            ablated = plain(input_ids=full_ids, attention_mask=full_mask, position_ids=position_ids_of(full_mask)).logits
+            ablated = plain(
+                input_ids=full_ids, attention_mask=full_mask, position_ids=position_ids_of(full_mask)
+            ).logits
             result.feature_gap = float((ablated - want)[:, width:].abs().max())
         cache = _cache(model, device, max_batch_size or batch, dtype, block_size, max_cache_len=128,
                        fp32_dest=fp32_dest)  # fmt: skip

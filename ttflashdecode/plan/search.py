@@ -42,11 +42,7 @@ DST_TILES = {False: 8, True: 4}
 
 
 def _check_grid(name: str, grid) -> tuple[int, int]:
-    if (
-        not isinstance(grid, (tuple, list))
-        or len(grid) != 2
-        or not all(is_int(v) and v > 0 for v in grid)
-    ):
+    if not isinstance(grid, (tuple, list)) or len(grid) != 2 or not all(is_int(v) and v > 0 for v in grid):
         raise ValueError(f"{name}={grid!r}: expected (x, y), two positive integers")
     return (grid[0], grid[1])
 
@@ -140,7 +136,6 @@ class DecodePlan:
     def k_chunk_size(self) -> int:
         return self.config.k_chunk_size
 
-
     def core_at(self, x: int, y: int) -> CoreAssignment:
         gx, _ = self.config.compute_with_storage_grid_size
         return self.cores[y * gx + x]
@@ -189,8 +184,7 @@ class DecodePlan:
                 f"grid: {gx}x{gy} of device {self.grid[0]}x{self.grid[1]}, {used} cores busy, "
                 f"{len(self.cores) - used} idle",
                 f"work: {_count(self.num_groups, '(batch, kv head) group')}, {split}",
-                f"k_chunk_size: {self.k_chunk_size} ({sk_how}), "
-                f"{s.kv_len // self.k_chunk_size} chunks in the cache",
+                f"k_chunk_size: {self.k_chunk_size} ({sk_how}), {s.kv_len // self.k_chunk_size} chunks in the cache",
                 f"head-dim blocks: K {self.k_head_block} of {s.DHt} tiles, V {self.v_head_block} of {s.vDHt} tiles"
                 + (" (whole heads)" if (self.k_head_block, self.v_head_block) == (s.DHt, s.vDHt) else " (split-D)"),
                 f"L1: {self.l1_bytes:,} of {self.l1_budget:,} B per core in {len(self.cbs)} CBs "
@@ -235,9 +229,7 @@ def _assign_cores(
             continue
         base = g * N
         # Possible receives with the whole group active; at run time only those from active cores.
-        receives = tuple(
-            TreeReceive(r, i + (1 << r), coords(base + i + (1 << r))) for r in receive_rounds(i, N)
-        )
+        receives = tuple(TreeReceive(r, i + (1 << r), coords(base + i + (1 << r))) for r in receive_rounds(i, N))
         r = send_round(i)
         send = None if r is None else TreeSend(r, i - (1 << r), coords(base + i - (1 << r)), slot=r)
         cores.append(
@@ -310,13 +302,9 @@ def plan(
         )
     gx, gy = config.compute_with_storage_grid_size
     if gx > device_grid[0] or gy > device_grid[1]:
-        raise ValueError(
-            f"compute_with_storage_grid_size={(gx, gy)}: larger than the device grid={device_grid}"
-        )
+        raise ValueError(f"compute_with_storage_grid_size={(gx, gy)}: larger than the device grid={device_grid}")
     if max_cur_pos is not None and (not is_int(max_cur_pos) or not -1 <= max_cur_pos < shapes.kv_len):
-        raise ValueError(
-            f"max_cur_pos={max_cur_pos!r}: expected -1..{shapes.kv_len - 1} (kv_len={shapes.kv_len})"
-        )
+        raise ValueError(f"max_cur_pos={max_cur_pos!r}: expected -1..{shapes.kv_len - 1} (kv_len={shapes.kv_len})")
 
     num_cores, num_groups = config.num_cores, shapes.num_groups
     split = min(config.max_cores_per_head_batch, num_cores // num_groups)
@@ -338,9 +326,7 @@ def plan(
         k_chunk_size = config.k_chunk_size
         # Chunks must lie inside the cache: the kernels read whole chunks and only mask them.
         if shapes.kv_len % k_chunk_size:
-            raise ValueError(
-                f"k_chunk_size={k_chunk_size}: expected a divisor of kv_len={shapes.kv_len}"
-            )
+            raise ValueError(f"k_chunk_size={k_chunk_size}: expected a divisor of kv_len={shapes.kv_len}")
 
     def cbs_for(k_head_block: int, v_head_block: int) -> tuple[CBPlan, ...]:
         return circular_buffers(

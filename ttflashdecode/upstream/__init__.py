@@ -73,11 +73,26 @@ def scaled_dot_product_attention_decode(
     ``ttnn.SDPAProgramConfig`` (or :class:`ttflashdecode.config.ProgramConfig`); without one upstream spreads each
     user over the whole grid. ``compute_kernel_config`` defaults as upstream: HiFi2, approximate math, bf16 DST.
     Returns ``[1, b, n_q_heads, d_v]`` bfloat16 on q's backend."""
-    return _decode(q, k, v, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
-                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
-                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors)
+    return _decode(
+        q,
+        k,
+        v,
+        None,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
+    )
 
 
 def paged_scaled_dot_product_attention_decode(
@@ -287,7 +302,7 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
     positions = _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, n_positions, kv_len, device)
     if tg and positions is not None:
         for r in range(batch):
-            group = positions[r * tg:(r + 1) * tg]
+            group = positions[r * tg : (r + 1) * tg]
             if group != sorted(group) or (-1 in group and set(group) != {-1}):
                 raise ValueError(f"cur_pos_tensor[{r * tg}:{(r + 1) * tg}]={group}: spec_multi_pos_tiles={tg} needs "
                                  "each batch row's candidate bounds non-decreasing (the reader scans up to the last "

@@ -226,11 +226,15 @@ class SdpaDecodePlan:
 
     def summary(self) -> str:
         chunk = f"k_chunk_size={self.k_chunk_size}" if self.k_chunk_size else "k_chunk_size=dynamic"
-        mode = " mla" if self.reuse_k else (f" spec_multi_pos_T={self.spec_multi_pos_T}" if self.spec_multi_pos_T else "")
-        return (f"upstream sdpa_decode{mode}: B={self.B} kv_heads={self.num_kv_heads} {chunk} grid={self.grid} "
-                f"active={self.num_active_cores} cores_per_head={self.num_cores_per_head} "
-                f"heads_per_core={self.num_heads_per_core} tree_rounds={self.num_tree_reduction_rounds} "
-                f"half_tile_q={self.use_half_tile}")
+        mode = (
+            " mla" if self.reuse_k else (f" spec_multi_pos_T={self.spec_multi_pos_T}" if self.spec_multi_pos_T else "")
+        )
+        return (
+            f"upstream sdpa_decode{mode}: B={self.B} kv_heads={self.num_kv_heads} {chunk} grid={self.grid} "
+            f"active={self.num_active_cores} cores_per_head={self.num_cores_per_head} "
+            f"heads_per_core={self.num_heads_per_core} tree_rounds={self.num_tree_reduction_rounds} "
+            f"half_tile_q={self.use_half_tile}"
+        )
 
 
 def plan_sdpa_decode(
@@ -251,8 +255,9 @@ def plan_sdpa_decode(
     gx, gy = grid
     num_cores_available = gx * gy
     if num_cores_available < batch:
-        raise ValueError(f"grid {grid}: {num_cores_available} cores available, upstream needs at least one per user "
-                         f"(batch {batch})")
+        raise ValueError(
+            f"grid {grid}: {num_cores_available} cores available, upstream needs at least one per user (batch {batch})"
+        )
     if max_cores_per_head <= 0:
         raise ValueError(f"max_cores_per_head_batch={max_cores_per_head}: expected a positive int")
     if k_chunk_size and (k_chunk_size % TILE or k_chunk_size & (k_chunk_size - 1)):
@@ -287,8 +292,10 @@ def plan_sdpa_decode(
     num_active_cores = num_cores_per_head * num_kv_heads * batch // num_heads_per_core
     rounds = (num_cores_per_head - 1).bit_length() if num_cores_per_head > 1 else 0
     if rounds > MAX_TREE_REDUCTION_ROUNDS:
-        raise ValueError(f"{num_cores_per_head} cores per head need {rounds} tree-reduction rounds; upstream supports "
-                         f"at most {MAX_TREE_REDUCTION_ROUNDS} (64 cores)")
+        raise ValueError(
+            f"{num_cores_per_head} cores per head need {rounds} tree-reduction rounds; upstream supports "
+            f"at most {MAX_TREE_REDUCTION_ROUNDS} (64 cores)"
+        )
 
     # Q and the output in DRAM: core i of the active set is logical core (i % gx, i // gx).
     cores = []

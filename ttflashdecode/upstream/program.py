@@ -137,7 +137,11 @@ def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *
     def tile_bytes(tile, dtype) -> int:
         return int(tile.get_tile_size(dtype))
 
-    q_tile_size, k_tile_size, v_tile_size = tile_bytes(q_tile, q_dtype), tile_bytes(full, k_dtype), tile_bytes(full, v_dtype)
+    q_tile_size, k_tile_size, v_tile_size = (
+        tile_bytes(q_tile, q_dtype),
+        tile_bytes(full, k_dtype),
+        tile_bytes(full, v_dtype),
+    )
     mask_tile_size, out_tile_size = tile_bytes(mask_tile, mask_dtype), tile_bytes(full, out_dtype)
     scalar_tile_size, im_tile_size = tile_bytes(scalar_tile, scalar_dtype), tile_bytes(im_tile, im_dtype)
     stats_tile_size = tile_bytes(stats_tile, stats_dtype)

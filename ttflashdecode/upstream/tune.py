@@ -73,6 +73,7 @@ def _better(a: tuple[Candidate, float], b: tuple[Candidate, float] | None, group
         return True
     if ta > tb * (1 + TIE):
         return False
+
     # Fewer working cores, then a smaller grid, then a larger chunk (dynamic chunks, k_chunk_size 0, rank smallest).
     def key(c: Candidate):
         return _cores(c, groups), c.grid[0] * c.grid[1], -c.k_chunk_size

@@ -27,7 +27,7 @@ def kernel_source(relative: str) -> Path:
     (e.g. ``ttnn/operations/eltwise/unary/device/kernels/dataflow/reader_unary_interleaved_start_id.cpp``).
 
     A leading ``ttnn/cpp/`` (the form ``CreateKernel`` calls use) is accepted too."""
-    rel = relative[len("ttnn/cpp/"):] if relative.startswith("ttnn/cpp/") else relative
+    rel = relative[len("ttnn/cpp/") :] if relative.startswith("ttnn/cpp/") else relative
     path = wheel_root() / "ttnn" / "cpp" / rel
     if not path.is_file():
         raise FileNotFoundError(
