@@ -847,9 +847,10 @@ def check_spec_multi_pos(tiles: int, q, q_shape, n_kv_heads: int, is_causal: boo
                          attn_mask) -> tuple[int, int]:  # fmt: skip
     """Upstream's speculative multi-position form: q ``[1, b, tiles * 32, head_dim]``, each 32-row tile of a batch row
     one candidate (its rows the q heads), candidate j of batch row r attending positions ``[0, cur_pos[r * tiles +
-    j]]``; the page table has one row per batch row, cur_pos ``b * tiles`` entries. Each candidate is served as a user
-    of its own reading its batch row's page table. Returns (users, q heads a user): ``(b * tiles, 32)``. As upstream:
-    one kv head, causal, no sliding window, no attn_mask, an unsharded Q."""
+    j]]``; the page table has one row per batch row, cur_pos ``b * tiles`` entries. Each candidate is a user with its
+    own bound reading its batch row's page table; the planner makes a row's candidates one group, so the row's cache
+    is read once for all of them. Returns (users, q heads a user): ``(b * tiles, 32)``. As upstream: one kv head,
+    causal, no sliding window, no attn_mask, an unsharded Q."""
     name = f"spec_multi_pos_tiles={tiles}"
     q_len, batch, n_q_heads, _ = q_shape
     if q_len != 1 or n_q_heads != 32 * tiles:
