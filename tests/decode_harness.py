@@ -388,6 +388,24 @@ def int32(device, values):
     return device.from_torch(torch.as_tensor(values).to(torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
 
+def spec_paged_inputs(gen: torch.Generator, cur_pos: list[int], tg: int, head_dim: int, per_user: int, block: int):
+    """A ``spec_multi_pos_tiles=tg`` paged case: q ``[1, rows, tg * 32, head_dim]`` (rows = len(cur_pos) / tg), a
+    random page table of ``per_user`` blocks a row over two spare blocks, K and V ``[blocks, 1, block, head_dim]``,
+    and ``hidden``: True where no candidate of the row that owns the block can see the position (past the row's last
+    bound, or a block no row owns), for the caller to fill with garbage."""
+    rows = len(cur_pos) // tg
+    num_blocks = rows * per_user + 2
+    table = torch.randperm(num_blocks, generator=gen)[: rows * per_user].reshape(rows, per_user).to(torch.int32)
+    q = torch.randn(1, rows, tg * 32, head_dim, generator=gen)
+    k = torch.randn(num_blocks, 1, block, head_dim, generator=gen)
+    v = torch.randn(num_blocks, 1, block, head_dim, generator=gen)
+    live = torch.zeros(num_blocks, block, dtype=torch.bool)
+    for r in range(rows):
+        for pos in range(max(cur_pos[r * tg : (r + 1) * tg]) + 1):
+            live[table[r, pos // block], pos % block] = True
+    return table, q, k, v, ~live[:, None, :, None].expand_as(k)
+
+
 def height_sharded(num_shards: int, shard_shape, grid_x: int = 8):
     """What nlp_create_qkv_heads_decode / create_sharded_memory_config give: L1 height-sharded, shard i on logical
     core (i % grid_x, i // grid_x), ROW_MAJOR orientation."""

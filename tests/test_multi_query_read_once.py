@@ -15,7 +15,7 @@ import torch
 
 from decode_harness import decode_config as _config
 from decode_harness import int32 as _int32
-from decode_harness import seed_for
+from decode_harness import seed_for, spec_paged_inputs
 from decode_harness import tile as _tile
 from output_checks import check_output
 from ttflashdecode import golden
@@ -50,16 +50,7 @@ def test_spec_multi_pos_reads_a_row_once(emu_device, cores):
     gen = torch.Generator().manual_seed(seed)
     rows, tg, d, per_user = len(SPEC_POSITIONS), len(SPEC_POSITIONS[0]), 64, 8
     cur_pos = [p for row in SPEC_POSITIONS for p in row]
-    num_blocks = rows * per_user + 2
-    table = torch.randperm(num_blocks, generator=gen)[: rows * per_user].reshape(rows, per_user).to(torch.int32)
-    q = torch.randn(1, rows, tg * 32, d, generator=gen)
-    k = torch.randn(num_blocks, 1, BLOCK, d, generator=gen)
-    v = torch.randn(num_blocks, 1, BLOCK, d, generator=gen)
-    live = torch.zeros(num_blocks, BLOCK, dtype=torch.bool)
-    for r, row in enumerate(SPEC_POSITIONS):
-        for pos in range(max(row) + 1):
-            live[table[r, pos // BLOCK], pos % BLOCK] = True
-    hidden = ~live[:, None, :, None].expand_as(k)
+    table, q, k, v, hidden = spec_paged_inputs(gen, cur_pos, tg, d, per_user, BLOCK)
     expected = golden.paged_sdpa_decode(_q(q), _q(k), _q(v), table, cur_pos=cur_pos, spec_multi_pos_tiles=tg)
     tk, tv = _tile(emu_device, _garbage_where(k, hidden, gen)), _tile(emu_device, _garbage_where(v, hidden, gen))
     out = op_module.paged_scaled_dot_product_attention_decode(

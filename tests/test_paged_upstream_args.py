@@ -16,7 +16,7 @@ import torch
 import ttflashdecode
 from decode_harness import decode_config as _config
 from decode_harness import int32 as _int32
-from decode_harness import seed_for
+from decode_harness import seed_for, spec_paged_inputs
 from decode_harness import tile as _tile
 from output_checks import check_output
 from ttflashdecode import golden
@@ -181,17 +181,7 @@ def test_spec_multi_pos_candidates_have_their_own_bounds(emu_device, transformer
     gen = torch.Generator().manual_seed(seed)
     rows, tg, d, per_user = 2, 3, 64, 8
     cur_pos = [100, 101, 102, 31, 63, 200]
-    num_blocks = rows * per_user + 2
-    table = torch.randperm(num_blocks, generator=gen)[: rows * per_user].reshape(rows, per_user).to(torch.int32)
-    q = torch.randn(1, rows, tg * 32, d, generator=gen)
-    k = torch.randn(num_blocks, 1, BLOCK, d, generator=gen)
-    v = torch.randn(num_blocks, 1, BLOCK, d, generator=gen)
-    live = torch.zeros(num_blocks, BLOCK, dtype=torch.bool)
-    for r in range(rows):
-        last = max(cur_pos[r * tg : (r + 1) * tg])
-        for pos in range(last + 1):
-            live[table[r, pos // BLOCK], pos % BLOCK] = True
-    hidden = ~live[:, None, :, None].expand_as(k)
+    table, q, k, v, hidden = spec_paged_inputs(gen, cur_pos, tg, d, per_user, BLOCK)
     k_bad = torch.where(hidden, _garbage_like(k, gen), k)
     v_bad = torch.where(hidden, _garbage_like(v, gen), v)
     expected = golden.paged_sdpa_decode(_q(q), _q(k), _q(v), table, cur_pos=cur_pos, spec_multi_pos_tiles=tg)
