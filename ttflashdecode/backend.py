@@ -71,6 +71,13 @@ class Backend:
         return ttnn.from_torch(tensor, dtype=dtype, layout=layout, device=self.device,
                                memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=mapper)  # fmt: skip
 
+    def int32_tensor(self, values, shape: list[int]):
+        """Host int32 ``values`` (positions, page-table rows) as a row-major device tensor of ``shape``, the layout
+        the kernels read them in."""
+        ttnn = import_ttnn()
+        host = torch.tensor(values, dtype=torch.int32).reshape(shape)
+        return self.from_torch(host, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+
     def to_torch_per_chip(self, tensor) -> list[torch.Tensor]:
         """Each chip's copy of a device tensor read back (``validate_device_tensors`` checks the values every chip's
         kernels will read)."""

@@ -421,15 +421,14 @@ def check_update(
 
 def update_tensors(call: UpdateCall):
     """(index tensor, page table or None) the kernels read: the caller's device tensors, or host values uploaded."""
-    ttnn = import_ttnn()
     if call.host_positions is None:
         index = call.positions
     else:
         index = _index_tensor(call.backend, "update_idx", list(call.host_positions), [call.shapes.batch])
     page_table = call.page_table
     if call.table_rows is not None:
-        host = torch.tensor(call.table_rows, dtype=torch.int32)
-        page_table = call.backend.from_torch(host, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+        rows = call.table_rows
+        page_table = call.backend.int32_tensor(rows, [len(rows), len(rows[0])])
     return index, page_table
 
 
@@ -509,13 +508,10 @@ def _check_positions(name: str, positions, batch: int, kv_len: int, device) -> l
 def _index_tensor(backend: Backend, name: str, values: list[int], shape: list[int]):
     """A device int32 tensor holding host ``values``: one per device and shape, rewritten in place every call, so the
     program (keyed by the tensor's address) is built once."""
-    ttnn = import_ttnn()
-    host = torch.tensor(values, dtype=torch.int32).reshape(shape)
     tensor = device_cache(backend.device).lookup(
-        "staging", ("update_cache", name, tuple(shape)),
-        lambda: backend.from_torch(host, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT),
-    )  # fmt: skip
-    write_host(backend, tensor, host)
+        "staging", ("update_cache", name, tuple(shape)), lambda: backend.int32_tensor(values, shape)
+    )
+    write_host(backend, tensor, torch.tensor(values, dtype=torch.int32).reshape(shape))
     return tensor
 
 

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-import torch
-
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.convert_factory import build_convert_program
@@ -506,9 +504,7 @@ class FlashDecodeWrapper:
                 f"a device tensor ({'cur_pos_tensor' if name == 'cur_pos' else name}) written before the capture or "
                 "between replays"
             )
-        ttnn = import_ttnn()
-        host = torch.tensor(values, dtype=torch.int32).reshape(shape)
-        return self._backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+        return self._backend.int32_tensor(values, shape)
 
     def _output(self, call: DecodeCall, output_tensor):
         if output_tensor is not None:
