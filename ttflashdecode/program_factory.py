@@ -21,6 +21,8 @@ from ttflashdecode.kernel_args import (
     KernelArgs,
     ReaderRuntimeArgs,
     WriterRuntimeArgs,
+    cb_descriptor,
+    core_range_set,
     decode_kernel_args,
     kernel_descriptor,
     wire,
@@ -90,11 +92,6 @@ class DecodeBuffers:
         return [self.q, self.k, self.v, self.cur_pos, *optional, self.out]
 
 
-def _core_range_set(cores: list[tuple[int, int]]):
-    ttnn = import_ttnn()
-    return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x, y), ttnn.CoreCoord(x, y)) for x, y in cores])
-
-
 def _group_span(plan: DecodePlan, core: CoreAssignment) -> tuple[int, int]:
     """(first group id, number of groups) of a core; group id = batch * n_kv_heads + kv_head."""
     n_kv = plan.shapes.n_kv_heads
@@ -125,7 +122,7 @@ def build_program(
     ttnn = import_ttnn()
     s = plan.shapes
     busy = [c for c in plan.cores if c.role != "idle"]
-    cores = _core_range_set([c.core for c in busy])
+    cores = core_range_set([c.core for c in busy])
     scale = s.head_dim**-0.5 if scale is None else scale
     if s.out_dtype not in DATUM_BYTES:
         raise ValueError(f"out dtype={s.out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
@@ -168,18 +165,14 @@ def build_program(
     ]
 
     cbs = [
-        ttnn.CBDescriptor(
-            total_size=cb.total_bytes,
-            core_ranges=cores,
-            format_descriptors=[
-                ttnn.CBFormatDescriptor(
-                    buffer_index=cb.index,
-                    data_format=_ttnn_dtype(cb.data_format),
-                    page_size=cb.page_size,
-                    # 16 x 32 tiles for a group's rows when it has at most 16 (plan/shapes.py: q_tile_rows)
-                    tile=None if cb.tile_rows == TILE else ttnn.TileDescriptor(ttnn.Tile((cb.tile_rows, TILE))),
-                )
-            ],
+        cb_descriptor(
+            cores,
+            [cb.index],
+            _ttnn_dtype(cb.data_format),
+            cb.page_size,
+            cb.num_pages,
+            # 16 x 32 tiles for a group's rows when it has at most 16 (plan/shapes.py: q_tile_rows)
+            tile=None if cb.tile_rows == TILE else ttnn.TileDescriptor(ttnn.Tile((cb.tile_rows, TILE))),
         )
         for cb in plan.cbs
     ]
