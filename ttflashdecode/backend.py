@@ -104,16 +104,11 @@ class Backend:
             return self.device.allocate(shape, dtype, layout, memory_config=memory_config)
         return ttnn.allocate_tensor_on_device(ttnn.Shape(list(shape)), dtype, layout, self.device, memory_config)
 
-    def mark_heads_sharded(self, tensor, heads_dim: int) -> None:
-        """Record on a new output of a mesh that chip i holds the i-th slice of the heads (dim ``heads_dim``), so its
-        topology says how the chips' shards make the whole tensor."""
-        if self.num_chips == 1:
-            return
-        ttnn = import_ttnn()
-        old = tensor.tensor_topology()
-        tensor.update_tensor_topology(
-            ttnn.TensorTopology(ttnn.MeshShape([self.num_chips]), [ttnn.PlacementShard(heads_dim)], old.mesh_coords())
-        )
+    def share_topology(self, tensor, like) -> None:
+        """Record on a new output of a mesh that its chips hold the pieces ``like``'s chips hold (the same dims split
+        the same way), so its topology says how the chips' shards make the whole tensor."""
+        if self.num_chips > 1:
+            tensor.update_tensor_topology(like.tensor_topology())
 
     def lowest_l1_buffer_address(self) -> int | None:
         """Lowest address of a live L1 buffer on the device (over every chip of a mesh), None if there is none. A

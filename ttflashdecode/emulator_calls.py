@@ -17,7 +17,8 @@ binding ``TypeError`` that never mentions the emulator. While patched:
                                                                    through the host (one chip's tensors)
   ``ttnn.copy_host_to_device_tensor(host, t)``                     ``t.device().write(t, ttnn.to_torch(host))``
   ``ttnn.ReplicateTensorToMesh`` / ``ShardTensorToMesh`` /         the emulator's mappers, for an emulated mesh
-  ``ConcatMeshToTensor(mesh, ...)``
+  ``ConcatMeshToTensor(mesh, ...)``, ``ShardTensor2dMesh`` /
+  ``ConcatMesh2dToTensor(mesh, mesh_shape, dims)``
   ===============================================================  ==============================================
 
 * every other function of ``ttnn``, ``ttnn.experimental`` and ``ttnn.transformer`` that fails on an emulator tensor or
@@ -186,6 +187,8 @@ ROUTED = {
     "ReplicateTensorToMesh": _mapper("ReplicateTensorToMesh"),
     "ShardTensorToMesh": _mapper("ShardTensorToMesh"),
     "ConcatMeshToTensor": _mapper("ConcatMeshToTensor"),
+    "ShardTensor2dMesh": _mapper("ShardTensor2dMesh"),
+    "ConcatMesh2dToTensor": _mapper("ConcatMesh2dToTensor"),
 }
 
 

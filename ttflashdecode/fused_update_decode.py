@@ -184,7 +184,7 @@ def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale,
                                      new_output=output_tensor is None)  # fmt: skip
     cur_pos_dev = wrapper._positions(call, cur_pos_tensor)
     table_dev = wrapper._page_table(call, page_table)
-    out = wrapper._output(call, output_tensor)
+    out = wrapper._output(call, output_tensor, q)
     _check_cbs_end_below(out, fused_plan.decode)
     buffers = DecodeBuffers(q=q, k=k, v=v, cur_pos=cur_pos_dev, out=out, page_table=table_dev,
                             attention_sink=attention_sink)  # fmt: skip

@@ -322,7 +322,10 @@ def _decode(
     validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
     # Validate and plan first: nothing is uploaded or allocated for a call that cannot run. On a mesh the heads must
     # be sharded over the chips (checked first: a replicated K would otherwise surface as a GQA ratio error).
-    check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=backend.num_chips, mesh_shape=backend.mesh_shape())
+    check_mesh_call(
+        q, k, v, attn_mask, attention_sink, num_chips=backend.num_chips, mesh_shape=backend.mesh_shape(),
+        cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor, page_table=page_table,
+    )  # fmt: skip
     call = check_call(
         q, k, v, page_table, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
         cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,

@@ -704,14 +704,98 @@ def _check_heads_split(name: str, tensor, heads_dim: int, heads_name: str, num_c
     )
 
 
-def check_mesh_call(q, k, v, attn_mask, attention_sink, *, num_chips: int, mesh_shape) -> None:
+def mesh_axis_dims(tensor, mesh_shape) -> tuple | None:
+    """Per mesh axis (rows, columns): the tensor dim split along that axis, None where it is replicated (and on an
+    axis of one chip); None for a tensor without a topology (a host tensor). A 1-D split over every chip
+    (``ShardTensorToMesh``: chip (r, c) takes piece r * cols + c) is the same as that dim split along both axes."""
+    topology = getattr(tensor, "tensor_topology", None)
+    if not callable(topology):
+        return None
+    ttnn = import_ttnn()
+    topo = topology()
+    rank = len(tensor.shape)
+    dims = [int(p.dim) % rank if isinstance(p, ttnn.PlacementShard) else None for p in topo.placements()]
+    if len(dims) == 1:
+        dims = dims * 2
+    return tuple(d if int(n) > 1 else None for d, n in zip(dims, mesh_shape))
+
+
+_AXIS_NAMES = ("rows", "columns")
+
+
+def _check_users_split(q_axes, k, v, cur_pos, cur_pos_tensor, page_table, attn_mask, attention_sink, mesh_shape):
+    """q's users (dim 1) split along one mesh axis, its heads (dim 2) along the other (a Galaxy's Llama-3.1-70B split:
+    kv heads over the 8 rows, users over the 4 columns): each chip runs the program for its users and heads, so the
+    caches, positions and page tables must be split the same way along each axis."""
+    where = f"the mesh {tuple(mesh_shape)}"
+    for axis, q_dim in enumerate(q_axes):
+        if mesh_shape[axis] == 1:
+            continue
+        along = f"along the mesh's {mesh_shape[axis]} {_AXIS_NAMES[axis]}"
+        if q_dim not in (1, 2):
+            raise ValueError(
+                f"q: {'replicated' if q_dim is None else f'dim {q_dim} split'} {along} of {where}, while another "
+                "axis splits its users (dim 1); expected its heads (dim 2) or its users (dim 1) split along every axis "
+                "of more than one chip (ShardTensor2dMesh(mesh, mesh_shape, dims=(2, 1)) on a Galaxy)"
+            )
+        users = q_dim == 1
+        for name, t in (("k", k), ("v", v)):
+            if t is None:
+                continue
+            t_dim = (mesh_axis_dims(t, mesh_shape) or (None, None))[axis]
+            if users:
+                ok = t_dim == 0 or (t_dim is None and page_table is not None)
+                expected = "its blocks or users (dim 0) split, or (paged) replicated"
+            else:
+                ok = t_dim == 1 or (t_dim is None and int(t.shape[1]) == 1)
+                expected = "its kv heads (dim 1) split with q's heads (one kv head may be replicated)"
+            if not ok:
+                state = "replicated" if t_dim is None else f"dim {t_dim} split"
+                split = "users" if users else "heads"
+                raise ValueError(f"{name}: {state} {along} of {where}, which split q's {split}; expected {expected}")
+        if users:
+            if cur_pos is not None:
+                raise ValueError(
+                    f"cur_pos: host positions are the same on every chip, but q's users are split {along} of {where}; "
+                    "pass cur_pos_tensor, a device int32 tensor with its users (dim 0) split the same way"
+                )
+            for name, t in (("cur_pos_tensor", cur_pos_tensor), ("page_table_tensor", page_table)):
+                t_dim = None if t is None else (mesh_axis_dims(t, mesh_shape) or (None, None))[axis]
+                if t is not None and t_dim != 0:
+                    raise ValueError(
+                        f"{name}: {'replicated' if t_dim is None else f'dim {t_dim} split'} {along} of {where}, which "
+                        "split q's users; expected its users (dim 0) split the same way (ShardTensor2dMesh with the "
+                        "users' mesh axis on dim 0)"
+                    )
+            if attn_mask is not None:
+                raise ValueError(
+                    f"attn_mask: not supported while q's users are split {along} of {where}; split only heads over "
+                    "the mesh (ShardTensorToMesh(mesh, dim=2)) to pass a mask"
+                )
+        if attention_sink is not None and hasattr(attention_sink, "shape"):
+            s_dim = (mesh_axis_dims(attention_sink, mesh_shape) or (None, None))[axis]
+            heads_dim = 1 if int(attention_sink.shape[0]) == 1 else 0  # [1, n_q_heads] or upstream's [n_q_heads, 32]
+            if s_dim != (None if users else heads_dim):
+                raise ValueError(
+                    f"attention_sink: {'replicated' if s_dim is None else f'dim {s_dim} split'} {along} of {where}; "
+                    f"expected {'replicated (every user has the same sinks)' if users else 'split with q heads'}"
+                )
+
+
+def check_mesh_call(q, k, v, attn_mask, attention_sink, *, num_chips: int, mesh_shape, cur_pos=None,
+                    cur_pos_tensor=None, page_table=None) -> None:  # fmt: skip
     """A call on a mesh of ``num_chips`` > 1 chips: every chip runs the program for its share of the heads, so q's
     heads (dim 2) and K/V's kv heads (dim 1) must be sharded over all the chips (a cache of one kv head, MQA or MLA's
     latent cache, may instead be replicated: every chip's q heads read it), a mask with per-head rows and the sinks
-    likewise; cur_pos and page tables may be replicated or per chip (each chip reads its own copy). Raises
+    likewise; cur_pos and page tables may be replicated or per chip (each chip reads its own copy). Or q's users
+    (dim 1) are split along one mesh axis and its heads along the other (:func:`_check_users_split`). Raises
     before anything runs, naming the argument, how it is laid over the mesh and what was expected. (The shapes the
     tensors report are one chip's; :func:`check_call` checks those.)"""
     if num_chips <= 1:
+        return
+    q_axes = mesh_axis_dims(q, mesh_shape)
+    if q_axes is not None and 1 in q_axes:
+        _check_users_split(q_axes, k, v, cur_pos, cur_pos_tensor, page_table, attn_mask, attention_sink, mesh_shape)
         return
     _check_heads_split("q", q, 2, "n_q_heads", num_chips, mesh_shape)
     _check_heads_split("k", k, 1, "n_kv_heads", num_chips, mesh_shape, single_head_replicated=True)

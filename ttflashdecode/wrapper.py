@@ -325,7 +325,8 @@ class FlashDecodeWrapper:
         check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False, device=self.device,
                             device_name="the wrapper's")  # fmt: skip
         check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=self._num_chips,
-                        mesh_shape=self._backend.mesh_shape())  # fmt: skip
+                        mesh_shape=self._backend.mesh_shape(), cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
+                        page_table=page_table)  # fmt: skip
         if s.v_from_k and v is not None:
             raise ValueError("v: expected None: the plan takes V from K (v_from_k=True)")
         if s.is_paged != (page_table is not None):
@@ -391,7 +392,7 @@ class FlashDecodeWrapper:
             self._check_device_values(call, cur_pos_tensor, page_table)
         positions = self._positions(call, cur_pos_tensor)
         page_table = self._page_table(call, page_table)
-        out = self._output(call, output_tensor)
+        out = self._output(call, output_tensor, q)
         _check_cbs_end_below(out, planned.plan)
         staging = self._staging(call) if call.out_dtype in BLOCK_FLOAT_OUT_DTYPES else None
         buffers = _buffers(q, k, v, positions, out if staging is None else staging, page_table, attn_mask,
@@ -415,16 +416,17 @@ class FlashDecodeWrapper:
         if not entry.matches(check, self._backend.lowest_l1_buffer_address()):
             return False
         if self._num_chips > 1:
-            q, k, v, _, _, attn_mask, attention_sink, _ = tensors
+            q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, _ = tensors
             check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=self._num_chips,
-                            mesh_shape=self._backend.mesh_shape())  # fmt: skip
+                            mesh_shape=self._backend.mesh_shape(), cur_pos_tensor=cur_pos_tensor,
+                            page_table=page_table)  # fmt: skip
         return True
 
     def _run_hit(self, entry: FastCall, q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor):
         """Launch a call that matched ``entry``: its output (a new one, or the given one), the entry's programs for
         the output's address, the launch. No validation, no planning, no descriptor lookup."""
         planned = entry.planned
-        out = self._output(planned.call, output_tensor)
+        out = self._output(planned.call, output_tensor, q)
         if entry.l1_output:
             _check_cbs_end_below(out, planned.plan)
         staging = entry.staging
@@ -506,13 +508,15 @@ class FlashDecodeWrapper:
             )
         return self._backend.int32_tensor(values, shape)
 
-    def _output(self, call: DecodeCall, output_tensor):
+    def _output(self, call: DecodeCall, output_tensor, q):
         if output_tensor is not None:
             return output_tensor
         ttnn = import_ttnn()
         layout = ttnn.TILE_LAYOUT if call.out_layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
         out = self._backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), layout, call.memory_config)
-        self._backend.mark_heads_sharded(out, heads_dim=2)  # on a mesh chip i writes the i-th slice of the heads
+        # On a mesh each chip writes the users and heads of its q shard: the output ([1, b, heads, d]) is laid over
+        # the chips as q is.
+        self._backend.share_topology(out, q)
         return out
 
     def _staging(self, call: DecodeCall):

@@ -18,9 +18,10 @@ of each page), CB high-water marks and compute counters.
     stats = dev.generic_op([t, out], program_descriptor)
     y = dev.to_torch(out)
 
-Meshes of chips (N300, T3K; :mod:`.mesh`): ``emulator.open_mesh_device(board="t3k")`` has ttnn's MeshDevice surface,
-one emulated chip per mesh coordinate, chips running their programs concurrently; ``ShardTensorToMesh``,
-``ReplicateTensorToMesh`` and ``ConcatMeshToTensor`` map host tensors onto it as ttnn's mappers do.
+Meshes of chips (N300, T3K, Galaxy; :mod:`.mesh`): ``emulator.open_mesh_device(board="t3k")`` has ttnn's MeshDevice
+surface, one emulated chip per mesh coordinate, chips running their programs concurrently; ``ShardTensorToMesh``,
+``ShardTensor2dMesh``, ``ReplicateTensorToMesh``, ``ConcatMeshToTensor`` and ``ConcatMesh2dToTensor`` map host tensors
+onto it and back as ttnn's mappers do.
 
 Traces (:mod:`.trace`): ``begin_trace_capture`` / ``end_trace_capture`` / ``execute_trace`` / ``release_trace`` with
 ttnn's call shapes; captured programs are recorded (not run) and replayed over the same buffers.
@@ -30,11 +31,13 @@ from .compiler import compile_cache_stats, reset_compile_cache_stats
 from .device import EmuDevice, open_device
 from .errors import EmulatorError, EmulatorHang, KernelCompileError, KernelFault, SanitizerReport
 from .mesh import (
+    ConcatMesh2dToTensor,
     ConcatMeshToTensor,
     EmuMeshDevice,
     EmuMeshTensor,
     MeshStats,
     ReplicateTensorToMesh,
+    ShardTensor2dMesh,
     ShardTensorToMesh,
     open_mesh_device,
 )
@@ -50,6 +53,7 @@ from .trace import (
 )
 
 __all__ = [
+    "ConcatMesh2dToTensor",
     "ConcatMeshToTensor",
     "EmuDevice",
     "EmuMeshDevice",
@@ -63,6 +67,7 @@ __all__ = [
     "MeshStats",
     "ReplicateTensorToMesh",
     "SanitizerReport",
+    "ShardTensor2dMesh",
     "ShardTensorToMesh",
     "begin_trace_capture",
     "end_trace_capture",

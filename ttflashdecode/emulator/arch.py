@@ -38,7 +38,12 @@ MAX_RUNTIME_ARGS = 341
 NUM_CBS = 32
 NUM_SEMAPHORES = 16
 
-GRIDS = {"n150": (8, 8), "n300": (8, 7)}
+# Compute grid (w, h) of each board's chip with ttnn's default dispatch cores (a row, on Wormhole). n150 / n300: the
+# harvested chips of those cards. galaxy: a Galaxy's chips are unharvested (8x10 Tensix); the wheel's
+# core_descriptors/wormhole_b0_80_arch.yaml "galaxy" entry gives the compute grid [0, 0]-[7, 8] with dispatch on a row
+# and [0, 0]-[6, 9] with dispatch on a column (COL_DISPATCH_GRIDS), as models/demos/llama3_70b_galaxy runs it.
+GRIDS = {"n150": (8, 8), "n300": (8, 7), "galaxy": (8, 9)}
+COL_DISPATCH_GRIDS = {"galaxy": (7, 10)}
 
 
 @dataclass(frozen=True)

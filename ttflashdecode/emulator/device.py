@@ -52,7 +52,7 @@ from .tensor import (
 
 ttnn = import_ttnn()
 
-_BOARDS = {"n150": 1, "n300": 2}
+_BOARDS = {"n150": 1, "n300": 2, "galaxy": 32}
 
 
 class _BankAllocator:
@@ -108,17 +108,28 @@ class EmuDevice:
     # The trace being captured (trace.py): launches are recorded instead of run, host transfers are refused.
     trace_capture = None
 
-    def __init__(self, board: str = "n150", *, timing_only: bool | None = None):
+    def __init__(self, board: str = "n150", *, timing_only: bool | None = None, dispatch_core_axis: str = "row"):
         board = board.lower()
         if board not in arch.GRIDS:
             raise EmulatorError(f"board {board!r}: expected one of {', '.join(arch.GRIDS)}")
+        if dispatch_core_axis not in ("row", "col") or (
+            dispatch_core_axis == "col" and board not in arch.COL_DISPATCH_GRIDS
+        ):
+            raise EmulatorError(
+                f"dispatch_core_axis={dispatch_core_axis!r}: expected 'row' (ttnn's default on Wormhole)"
+                + (
+                    " or 'col'"
+                    if board in arch.COL_DISPATCH_GRIDS
+                    else f"; the emulated {board} has dispatch on a row only"
+                )
+            )
         self.board = board
         # Timing-only (docs/TIMING.md, section 6): programs skip compute arithmetic and the bytes of tensors made by
         # empty(); durations are the full run's. Outputs are then NOT computed. Default: TTFD_EMU_TIMING_ONLY=1.
         self.timing_only = (
             os.environ.get("TTFD_EMU_TIMING_ONLY", "0") == "1" if timing_only is None else bool(timing_only)
         )
-        self.grid = arch.GRIDS[board]
+        self.grid = arch.COL_DISPATCH_GRIDS[board] if dispatch_core_axis == "col" else arch.GRIDS[board]
         self.num_chips = _BOARDS[board]
         self.channels, self.banks = arch.dram_layout()
         size = len(self.channels) * arch.DRAM_CHANNEL_BYTES
@@ -634,10 +645,12 @@ def _release_buffer(device_ref, l1: bool, addr: int, size: int) -> None:
         device._release(l1, addr, size)
 
 
-def open_device(board: str = "n150", *, timing_only: bool | None = None) -> EmuDevice:
-    """Open an emulated Wormhole board: "n150" (1 chip, 8x8 grid) or "n300" (chip 0 of 2, 8x7 grid).
+def open_device(board: str = "n150", *, timing_only: bool | None = None, dispatch_core_axis: str = "row") -> EmuDevice:
+    """Open an emulated Wormhole board: "n150" (1 chip, 8x8 grid), "n300" (chip 0 of 2, 8x7 grid) or "galaxy" (one of
+    a Galaxy's 32 unharvested chips: 8x9 grid, or 7x10 with ``dispatch_core_axis="col"``; a whole Galaxy is
+    :func:`open_mesh_device` ``(board="galaxy")``).
 
     timing_only=True: programs report the same modelled durations (stats.duration_ns) as a full run but compute no
     values (no FPU / SFPU arithmetic, no pack conversions, no bytes moved for tensors made by ``empty()``); for
     performance sweeps only, outputs are undefined. None: TTFD_EMU_TIMING_ONLY=1 in the environment turns it on."""
-    return EmuDevice(board, timing_only=timing_only)
+    return EmuDevice(board, timing_only=timing_only, dispatch_core_axis=dispatch_core_axis)

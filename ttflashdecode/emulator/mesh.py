@@ -1,4 +1,5 @@
-"""Emulated meshes of Wormhole chips (N300, T3K): ttnn's ``MeshDevice`` surface over one :class:`EmuDevice` per chip.
+"""Emulated meshes of Wormhole chips (N300, T3K, Galaxy): ttnn's ``MeshDevice`` surface over one :class:`EmuDevice`
+per chip.
 
     from ttflashdecode import emulator
     mesh = emulator.open_mesh_device(board="t3k")                  # MeshShape (2, 4): ttnn's default for a T3K
@@ -6,11 +7,13 @@
                         mesh_mapper=emulator.ShardTensorToMesh(mesh, dim=2))    # heads over the 8 chips
     out_host = mesh.to_torch(out, mesh_composer=emulator.ConcatMeshToTensor(mesh, dim=2))
 
-Each chip is an emulated Wormhole with its own DRAM and L1 (an ``EmuDevice`` of an N300 card's chip: 8x7 worker
-grid); a chip of a T3K is a chip of one of its four N300 cards. The chips of a mesh run their programs
-concurrently: :meth:`EmuMeshDevice.generic_op` starts every chip's program at once (each emulated program runs in its
-own child process) and waits for all of them, as ``ttnn.generic_op`` enqueues a mesh workload on every device.
-Nothing travels between chips: the ops here split attention heads over chips, so no chip needs another's data.
+Each chip is an emulated Wormhole with its own DRAM and L1 (an ``EmuDevice`` of an N300 card's chip: 8x7 worker grid); a
+chip of a T3K is a chip of one of its four N300 cards; a Galaxy's 32 chips are unharvested (8x9 worker grid, 7x10 with
+dispatch on a column). On a Galaxy, model code shards over both mesh axes (Llama-3.1-70B: kv heads over the 8 rows,
+users over the 4 columns) with ``ShardTensor2dMesh`` and joins with ``ConcatMesh2dToTensor``. The chips of a mesh run
+their programs concurrently: :meth:`EmuMeshDevice.generic_op` starts every chip's program at once (each emulated program
+runs in its own child process) and waits for all of them, as ``ttnn.generic_op`` enqueues a mesh workload on every
+device. Nothing travels between chips: the ops here split heads (and users) over chips, so no chip needs another's data.
 
 Default mesh shapes are ttnn 0.81.1's: ``ttnn.open_mesh_device(mesh_shape=None)`` opens "the global shape of the
 system mesh" (its docstring, ``ttnn/distributed/distributed.py``), which tt-metal reads from the board's mesh graph
@@ -44,9 +47,12 @@ from .tensor import EmuTensor
 ttnn = import_ttnn()
 
 # Chips and default mesh shape per board: the wheel's mesh graph descriptors (module docstring).
-BOARD_CHIPS = {"n300": 2, "t3k": 8}
-DEFAULT_MESH_SHAPE = {"n300": (1, 2), "t3k": (2, 4)}
-CHIP_BOARD = "n300"  # every chip of an N300 or a T3K is an N300 card's chip (8x7 worker grid)
+# galaxy: single_galaxy_mesh_graph_descriptor.textproto (``device_topology { dims: [ 8, 4 ] }``).
+BOARD_CHIPS = {"n300": 2, "t3k": 8, "galaxy": 32}
+DEFAULT_MESH_SHAPE = {"n300": (1, 2), "t3k": (2, 4), "galaxy": (8, 4)}
+# The chip each board is made of: a chip of an N300 or a T3K is an N300 card's chip (8x7 worker grid); a Galaxy's
+# chips are unharvested (emulator.arch.GRIDS["galaxy"]).
+CHIP_BOARD = {"n300": "n300", "t3k": "n300", "galaxy": "galaxy"}
 
 
 # ---- mappers and composers ----------------------------------------------------------------------------------------
@@ -133,13 +139,95 @@ class ConcatMeshToTensor:
         return torch.cat(shards, dim=self.dim)
 
 
+def _check_mesh_shape(mesh_device: EmuMeshDevice, mesh_shape, what: str) -> tuple[int, int]:
+    shape = tuple(mesh_shape)
+    if shape != tuple(mesh_device.shape_tuple):
+        raise ValueError(
+            f"{what}: mesh_shape={shape}: expected the mesh's own shape {mesh_device.shape_tuple} (chip (r, c) takes "
+            "piece r along the first dim and piece c along the second)"
+        )
+    return shape
+
+
+@dataclass(frozen=True)
+class ShardTensor2dMesh:
+    """Splits a host tensor over the mesh's rows along ``dims[0]`` and over its columns along ``dims[1]`` (None:
+    replicated along that mesh axis), as ``ttnn.ShardTensor2dMesh(mesh_device, mesh_shape, dims)``: chip (r, c) takes
+    piece r of ``dims[0]`` and piece c of ``dims[1]``. Model code on a Galaxy shards heads over the 8 rows and users
+    over the 4 columns this way."""
+
+    mesh_device: EmuMeshDevice
+    mesh_shape: tuple
+    dims: tuple
+
+    def __post_init__(self):
+        _check_mesh(self.mesh_device, "ShardTensor2dMesh")
+        _check_mesh_shape(self.mesh_device, self.mesh_shape, "ShardTensor2dMesh")
+        if len(tuple(self.dims)) != 2:
+            raise ValueError(f"ShardTensor2dMesh: dims={self.dims!r}: expected (row dim or None, column dim or None)")
+        for d in self.dims:
+            if d is not None and (isinstance(d, bool) or not isinstance(d, int)):
+                raise TypeError(f"ShardTensor2dMesh: dims={self.dims!r}: expected ints or None")
+
+    def map(self, x: torch.Tensor) -> list[torch.Tensor]:
+        rows, cols = self.mesh_device.shape_tuple
+        row_dim, col_dim = (None if d is None else _check_dim(d, x.dim(), "ShardTensor2dMesh") for d in self.dims)
+        if row_dim is not None and row_dim == col_dim:
+            raise ValueError(f"ShardTensor2dMesh: dims={self.dims!r} name one dim twice; expected two different dims")
+        for dim, n, axis in ((row_dim, rows, "rows"), (col_dim, cols, "columns")):
+            if dim is not None and x.shape[dim] % n:
+                raise ValueError(
+                    f"mesh_mapper=ShardTensor2dMesh(dims={self.dims}): dim {dim} of shape {list(x.shape)} has size "
+                    f"{x.shape[dim]}, which the mesh's {n} {axis} do not divide; expected a multiple of {n}"
+                )
+        by_row = [x] * rows if row_dim is None else list(torch.chunk(x, rows, dim=row_dim))
+        return [
+            piece for r in by_row for piece in ([r] * cols if col_dim is None else torch.chunk(r, cols, dim=col_dim))
+        ]
+
+    def placements(self) -> list:
+        return [ttnn.PlacementReplicate() if d is None else ttnn.PlacementShard(d) for d in self.dims]
+
+
+@dataclass(frozen=True)
+class ConcatMesh2dToTensor:
+    """Joins the chips' shards: each mesh row's chips along ``dims[1]``, then the rows along ``dims[0]``, as
+    ``ttnn.ConcatMesh2dToTensor(mesh_device, mesh_shape, dims)`` (the inverse of :class:`ShardTensor2dMesh` with
+    the same dims)."""
+
+    mesh_device: EmuMeshDevice
+    mesh_shape: tuple
+    dims: tuple
+
+    def __post_init__(self):
+        _check_mesh(self.mesh_device, "ConcatMesh2dToTensor")
+        _check_mesh_shape(self.mesh_device, self.mesh_shape, "ConcatMesh2dToTensor")
+        dims = tuple(self.dims)
+        if len(dims) != 2 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
+            raise TypeError(f"ConcatMesh2dToTensor: dims={self.dims!r}: expected (row dim, column dim), two ints")
+
+    def compose(self, shards: list[torch.Tensor]) -> torch.Tensor:
+        rank = shards[0].dim()
+        row_dim, col_dim = (_check_dim(d, rank, "ConcatMesh2dToTensor") for d in self.dims)
+        if row_dim == col_dim:
+            raise ValueError(
+                f"ConcatMesh2dToTensor: dims={self.dims!r} name one dim twice; expected two different dims"
+            )
+        cols = self.mesh_device.shape_tuple[1]
+        rows = [torch.cat(shards[i : i + cols], dim=col_dim) for i in range(0, len(shards), cols)]
+        return torch.cat(rows, dim=row_dim)
+
+
 # ---- mesh tensors -------------------------------------------------------------------------------------------------
 
 
-def _topology(mesh: EmuMeshDevice, placement):
-    """ttnn's topology of a tensor mapped by a 1-D mapper over every chip of ``mesh``."""
+def _topology(mesh: EmuMeshDevice, mapper):
+    """ttnn's topology of a tensor mapped by ``mapper`` over every chip of ``mesh``: a 1-D distribution over the chips,
+    or the mesh's 2-D shape for :class:`ShardTensor2dMesh`."""
     coords = [ttnn.MeshCoordinate(r, c) for r, c in mesh.coordinates()]
-    return ttnn.TensorTopology(ttnn.MeshShape([mesh.get_num_devices()]), [placement], coords)
+    if isinstance(mapper, ShardTensor2dMesh):
+        return ttnn.TensorTopology(ttnn.MeshShape(*mesh.shape_tuple), mapper.placements(), coords)
+    return ttnn.TensorTopology(ttnn.MeshShape([mesh.get_num_devices()]), [mapper.placement()], coords)
 
 
 class EmuMeshTensor:
@@ -330,7 +418,7 @@ def _mesh_shape_arg(board: str, mesh_shape) -> tuple[int, int]:
 class EmuMeshDevice:
     """A mesh of emulated Wormhole chips with ttnn's ``MeshDevice`` surface. Use :func:`open_mesh_device`."""
 
-    def __init__(self, board: str = "t3k", mesh_shape=None):
+    def __init__(self, board: str = "t3k", mesh_shape=None, dispatch_core_axis: str = "row"):
         board = board.lower() if isinstance(board, str) else board
         if board not in BOARD_CHIPS:
             raise ValueError(
@@ -343,7 +431,7 @@ class EmuMeshDevice:
         self._devices: list[EmuDevice] = []
         try:
             for i in range(rows * cols):
-                chip = EmuDevice(CHIP_BOARD)
+                chip = EmuDevice(CHIP_BOARD[board], dispatch_core_axis=dispatch_core_axis)
                 chip.mesh_coordinate = divmod(i, cols)  # (row, col) of the chip in its mesh
                 chip.device_id = i
                 self._devices.append(chip)
@@ -398,13 +486,14 @@ class EmuMeshDevice:
     # ---- tensors
     def from_torch(self, x: torch.Tensor, dtype=None, layout=None, memory_config=None, mesh_mapper=None):
         """Upload ``x`` to the chips: each chip gets its piece from ``mesh_mapper`` (``ShardTensorToMesh``,
-        ``ReplicateTensorToMesh``; None replicates, as ``ttnn.from_torch`` on a mesh does)."""
+        ``ReplicateTensorToMesh``, ``ShardTensor2dMesh``; None replicates, as ``ttnn.from_torch`` on a mesh does)."""
         self._check_open()
         mapper = ReplicateTensorToMesh(self) if mesh_mapper is None else mesh_mapper
-        if not isinstance(mapper, (ShardTensorToMesh, ReplicateTensorToMesh)):
+        if not isinstance(mapper, (ShardTensorToMesh, ReplicateTensorToMesh, ShardTensor2dMesh)):
             raise TypeError(
                 f"mesh_mapper={mesh_mapper!r} ({type(mesh_mapper).__name__}): expected "
-                "emulator.ShardTensorToMesh(mesh, dim), emulator.ReplicateTensorToMesh(mesh) or None"
+                "emulator.ShardTensorToMesh(mesh, dim), emulator.ShardTensor2dMesh(mesh, mesh_shape, dims), "
+                "emulator.ReplicateTensorToMesh(mesh) or None"
             )
         if mapper.mesh_device is not self:
             raise ValueError("mesh_mapper: made for another mesh; expected one made with this mesh")
@@ -413,14 +502,14 @@ class EmuMeshDevice:
             d.from_torch(p.contiguous(), dtype=dtype, layout=layout, memory_config=memory_config)
             for d, p in zip(self._devices, pieces)
         ]
-        return EmuMeshTensor(self, shards, _topology(self, mapper.placement()))
+        return EmuMeshTensor(self, shards, _topology(self, mapper))
 
     def allocate(self, shape, dtype, layout=None, fill: int | None = 0xDEADBEEF, memory_config=None):
         """A tensor of per-chip ``shape`` on every chip (``ttnn.allocate_tensor_on_device`` on a mesh), filled with
         the 32-bit pattern ``fill``; its topology says replicated until a writer says otherwise."""
         self._check_open()
         shards = [d.allocate(shape, dtype, layout, fill=fill, memory_config=memory_config) for d in self._devices]
-        return EmuMeshTensor(self, shards, _topology(self, ttnn.PlacementReplicate()))
+        return EmuMeshTensor(self, shards, _topology(self, ReplicateTensorToMesh(self)))
 
     def write(self, t: EmuMeshTensor, x: torch.Tensor, mesh_mapper=None) -> None:
         """Overwrite ``t`` in place (its addresses kept) with ``x`` mapped by ``mesh_mapper`` (None: the same ``x`` on
@@ -442,10 +531,10 @@ class EmuMeshDevice:
                 f"mesh_composer=None: the tensor spans the mesh's {len(shards)} chips; expected "
                 "emulator.ConcatMeshToTensor(mesh, dim) (or read one chip's shard: t.shards[i])"
             )
-        if not isinstance(mesh_composer, ConcatMeshToTensor):
+        if not isinstance(mesh_composer, (ConcatMeshToTensor, ConcatMesh2dToTensor)):
             raise TypeError(
                 f"mesh_composer={mesh_composer!r} ({type(mesh_composer).__name__}): expected "
-                "emulator.ConcatMeshToTensor(mesh, dim) or None"
+                "emulator.ConcatMeshToTensor(mesh, dim), emulator.ConcatMesh2dToTensor(mesh, mesh_shape, dims) or None"
             )
         if mesh_composer.mesh_device is not self:
             raise ValueError("mesh_composer: made for another mesh; expected one made with this mesh")
@@ -565,11 +654,13 @@ class EmuMeshDevice:
         return f"EmuMeshDevice(board={self.board!r}, shape={self.shape_tuple}, chips={len(self._devices)})"
 
 
-def open_mesh_device(board: str = "t3k", mesh_shape=None) -> EmuMeshDevice:
-    """Open an emulated mesh: ``board`` "n300" (2 chips, default MeshShape (1, 2)) or "t3k" (8 chips, default (2, 4)),
-    ttnn's defaults for those boards; ``mesh_shape`` (rows, cols) or a ``ttnn.MeshShape`` of at most the board's chips
-    (e.g. (1, 8) on a T3K, as tt_transformers runs it; (1, 1), (1, 2), (1, 4) for fewer chips)."""
-    return EmuMeshDevice(board, mesh_shape)
+def open_mesh_device(board: str = "t3k", mesh_shape=None, dispatch_core_axis: str = "row") -> EmuMeshDevice:
+    """Open an emulated mesh: ``board`` "n300" (2 chips, default MeshShape (1, 2)), "t3k" (8 chips, default (2, 4)) or
+    "galaxy" (32 chips, default (8, 4)), ttnn's defaults for those boards; ``mesh_shape`` (rows, cols) or a
+    ``ttnn.MeshShape`` of at most the board's chips (e.g. (1, 8) on a T3K, as tt_transformers runs it; (1, 1), (1, 2),
+    (1, 4) for fewer chips). ``dispatch_core_axis="col"`` (Galaxy only) gives each chip the 7x10 compute grid that
+    models/demos/llama3_70b_galaxy runs on; the default, a row, gives 8x9."""
+    return EmuMeshDevice(board, mesh_shape, dispatch_core_axis)
 
 
 def num_chips_of(device) -> int:
@@ -579,11 +670,13 @@ def num_chips_of(device) -> int:
 
 
 __all__ = [
+    "ConcatMesh2dToTensor",
     "ConcatMeshToTensor",
     "EmuMeshDevice",
     "EmuMeshTensor",
     "MeshStats",
     "ReplicateTensorToMesh",
+    "ShardTensor2dMesh",
     "ShardTensorToMesh",
     "open_mesh_device",
 ]
