@@ -88,6 +88,10 @@ DOCS = {
     "wait_for_cache_update": "fused update + attention: cache rows per group (K, V) written before the cur_pos chunk "
     "is read (0: no update in the program)",
     "sem_cache_updated": "fused update + attention: semaphore id the update's writers count written rows on",
+    "emit_partial": "1: the root writes its partial (O unnormalised, m, l) as rows of v_head_dim + 64 instead of the "
+    "normalised output (shared-prefix decode's levels, merged later)",
+    "slot_users": "1: a group's users are slots; slot s is user common runtime arg s (0xFFFFFFFF: a padding slot) for "
+    "Q rows and output rows (shared-prefix decode's prefix level)",
     "q_cta_offset": "offset of Q's TensorAccessorArgs in the positional compile-time args",
     "k_cta_offset": "... of K's",
     "v_cta_offset": "... of V's",
@@ -106,7 +110,7 @@ READER_ARGS = (
     "mask_is_bfp8", "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement",
     "q_shard_pages", "q_page_bytes", "q_whole_tiles", "q_cta_offset", "k_cta_offset", "v_cta_offset",
     "cur_pos_cta_offset", "page_table_cta_offset", "mask_cta_offset", "sink_cta_offset", "wait_for_cache_update",
-    "sem_cache_updated",
+    "sem_cache_updated", "slot_users",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_writer_cur_pos", "cb_page_table",
     "cb_sink", "cb_mask_stage",
 )  # fmt: skip
@@ -115,12 +119,12 @@ COMPUTE_ARGS = (
     "exp_approx", "scale_bits", "use_attn_mask", "use_sink", "is_causal", "k_head_block", "v_head_block",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_partial_in", "cb_partial_out",
     "cb_out", "cb_q_scaled", "cb_scores", "cb_probs", "cb_o", "cb_m", "cb_m_next", "cb_l", "cb_row_stat", "cb_alpha",
-    "cb_merge_factors", "cb_sink",
+    "cb_merge_factors", "cb_sink", "emit_partial",
 )  # fmt: skip
 WRITER_ARGS = (
     "vDHt", "PNHt", "q_tile_rows", "Sk_t", "q_len", "heads_per_group", "NQt", "num_kv_heads", "n_q_heads", "batch",
     "users_per_page_row", "sliding_window", "sem_partial_arrived", "out_placement", "out_shard_pages", "out_tiled",
-    "out_page_bytes", "out_whole_tiles", "out_cta_offset",
+    "out_page_bytes", "out_whole_tiles", "out_cta_offset", "emit_partial", "slot_users",
     "cb_partial_in", "cb_partial_out", "cb_writer_cur_pos", "cb_zeros", "cb_out",
 )  # fmt: skip
 
@@ -323,12 +327,22 @@ class DecodeKernelArgs:
 
 
 def decode_kernel_args(
-    plan, buffers, *, exp_approx: bool, scale: float, wait_for_cache_update: int = 0, sem_cache_updated: int = 0
+    plan,
+    buffers,
+    *,
+    exp_approx: bool,
+    scale: float,
+    wait_for_cache_update: int = 0,
+    sem_cache_updated: int = 0,
+    emit_partial: bool = False,
+    slot_users: bool = False,
 ) -> DecodeKernelArgs:
     """The compile-time args of the reader, compute and writer for ``plan`` over ``buffers``
     (:class:`ttflashdecode.program_factory.DecodeBuffers`): every value computed once, here. ``wait_for_cache_update``
     and ``sem_cache_updated``: a fused cache update's rows per group and its semaphore
-    (:mod:`ttflashdecode.fused_update_decode`); 0 without one."""
+    (:mod:`ttflashdecode.fused_update_decode`); 0 without one. ``emit_partial`` / ``slot_users``: shared-prefix
+    decode's levels (:mod:`ttflashdecode.shared_prefix`): the root writes its partial instead of the output; a group's
+    users are slots mapped to users by the reader's and writer's common runtime args."""
     s = plan.shapes
     q_at, out_at = tensor_placement(buffers.q), tensor_placement(buffers.out)
     sem_ids = [sem.id for sem in plan.semaphores]  # one per tree round; the writer takes round r's as first + r
@@ -338,6 +352,9 @@ def decode_kernel_args(
     # One group a user (q_len 1, one kv head): the group owns whole tile rows of a TILE Q and output, padding included.
     # Users sharing a page-table row (one group) own whole tiles only when their heads fill them (no padding between).
     one_group_a_user = s.q_len == 1 and s.n_kv_heads == 1 and (s.users_per_page_row == 1 or s.n_q_heads % TILE == 0)
+    # A partial's rows are wider than compute's O block, and mapped slots are gathered row by row.
+    whole_q_tiles = one_group_a_user and not slot_users
+    whole_out_tiles = one_group_a_user and not (slot_users or emit_partial)
     values = {
         "DHt": s.DHt,
         "vDHt": s.vDHt,
@@ -375,15 +392,17 @@ def decode_kernel_args(
         "q_placement": PLACEMENTS[q_at.placement],
         "q_shard_pages": q_at.shard_pages,
         "q_page_bytes": q_at.page_bytes,
-        "q_whole_tiles": int(one_group_a_user and q_at.tiled),
+        "q_whole_tiles": int(whole_q_tiles and q_at.tiled),
         "out_tiled": int(out_at.tiled),
         "out_placement": PLACEMENTS[out_at.placement],
         "out_shard_pages": out_at.shard_pages,
         "out_page_bytes": out_at.page_bytes,
-        "out_whole_tiles": int(one_group_a_user and out_at.tiled),
+        "out_whole_tiles": int(whole_out_tiles and out_at.tiled),
         "sem_partial_arrived": first_sem,
         "wait_for_cache_update": wait_for_cache_update,
         "sem_cache_updated": sem_cache_updated,
+        "emit_partial": int(emit_partial),
+        "slot_users": int(slot_users),
         **{f"cb_{name}": index for name, index in CB_INDEX.items()},
     }
 

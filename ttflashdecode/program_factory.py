@@ -111,13 +111,18 @@ def build_program(
     *,
     wait_for_cache_update: int = 0,
     sem_cache_updated: int = 0,
+    emit_partial: bool = False,
+    slot_users: tuple[int, ...] | None = None,
 ):
     """The FlashDecode ProgramDescriptor for ``plan`` over ``buffers``.
 
     ``noc_coord(logical_core) -> (x, y)`` gives the NOC coordinates a kernel uses to address another core;
     ``scale`` is the softmax scale (default ``1/sqrt(head_dim)``). ``wait_for_cache_update`` / ``sem_cache_updated``:
     the reader waits for a cache update sharing the program (:mod:`ttflashdecode.fused_update_decode`, which adds
-    that semaphore and the update's kernels); 0 without one.
+    that semaphore and the update's kernels); 0 without one. ``emit_partial``: the output is the groups' partials,
+    rows of ``v_head_dim + 64`` (O unnormalised, m's tile, l's tile); ``slot_users``: the user of each slot
+    (``plan.shapes.batch`` of them; -1 a padding slot), handed to the reader and writer as common runtime args
+    (shared-prefix decode's levels, :mod:`ttflashdecode.shared_prefix`).
     """
     ttnn = import_ttnn()
     s = plan.shapes
@@ -135,10 +140,16 @@ def build_program(
         scale=scale,
         wait_for_cache_update=wait_for_cache_update,
         sem_cache_updated=sem_cache_updated,
+        emit_partial=emit_partial,
+        slot_users=slot_users is not None,
     )
     # Where each shard of a height-sharded Q / output lives (the same table on every core).
     reader_common = [xy for core in args.q_at.shard_cores for xy in noc_coord(core)]
     writer_common = [xy for core in args.out_at.shard_cores for xy in noc_coord(core)]
+    if slot_users is not None:  # the kernels refuse a sharded Q / output with a map: the common args are the map's
+        if len(slot_users) != s.batch or reader_common or writer_common:
+            raise AssertionError(f"slot_users: {len(slot_users)} slots for batch {s.batch}, interleaved Q and output")
+        reader_common = writer_common = [u & 0xFFFFFFFF for u in slot_users]
 
     reader_args, compute_args, writer_args = [], [], []
     for core in busy:

@@ -20,6 +20,7 @@ namespace flash_decode {
 constexpr uint32_t TILE_HW = 32;               // a tile is 32 x 32 datums
 constexpr uint32_t FACE_HW = 16;               // made of four 16 x 16 faces
 constexpr uint32_t SKIPPED_USER = 0xFFFFFFFF;  // cur_pos == -1: the user takes no part in this step
+constexpr uint32_t NO_USER = 0xFFFFFFFF;       // a padding slot of a slot-to-user map (slot_users)
 
 // Additive mask value for positions a query may not see. Finite rather than -inf: a row whose every
 // position in this core's chunks is masked then gets a finite running max, and its (meaningless) partial

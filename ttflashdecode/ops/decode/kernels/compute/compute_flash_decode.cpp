@@ -16,6 +16,7 @@
 //   root:       [attention sinks: merge (O=0, m=sink logit, l=1) like a partner's partial; with a user mask and no
 //               sinks, the same merge with m = SCORE_FLOOR, so a row the mask hides entirely comes out as zeros]
 //               out = O / l          others: hand (O, m, l) to the writer, which sends it up the tree.
+//               (emit_partial: the root too hands (O, m, l) to the writer, which stores it for a later merge.)
 //
 // m is a column vector: the row max leaves its value in column 0 of a tile, and every consumer broadcasts column 0
 // (the *_bcast_cols ops), so the other columns never matter.
@@ -119,6 +120,9 @@ constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");  /
 constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;  // a user mask with every chunk
 constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
 constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else all positions up to cur_pos
+// The root hands its merged partial (O unnormalised, m, l: the tree's partial) to the writer through cb_out instead of
+// normalising it, for a later merge with another level's partial (shared-prefix decode: ttflashdecode/shared_prefix.py).
+constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
 // Head-dim tiling (FFPA's split-D): K arrives one position tile at a time in blocks of k_head_block head-dim
 // tiles, V one column block of v_head_block tiles of the whole chunk at a time (see the reader).
 constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");
@@ -775,10 +779,17 @@ void kernel_main() {
                 CircularBuffer(cb_l).wait_front(PNHt);
                 CircularBuffer(cb_o).wait_front(o_tiles);
             }
-            write_normalised_output();
-            CircularBuffer(cb_o).pop_front(o_tiles);
-            CircularBuffer(cb_m_cur).pop_front(PNHt);
-            CircularBuffer(cb_l).pop_front(PNHt);
+            if constexpr (emit_partial) {
+                // [O, m, l] in cb_out (partial_tiles pages), in the slot layout of cb_partial_in
+                move_tiles(cb_o, cb_out, o_tiles);
+                move_tiles(cb_m_cur, cb_out, PNHt);
+                move_tiles(cb_l, cb_out, PNHt);
+            } else {
+                write_normalised_output();
+                CircularBuffer(cb_o).pop_front(o_tiles);
+                CircularBuffer(cb_m_cur).pop_front(PNHt);
+                CircularBuffer(cb_l).pop_front(PNHt);
+            }
         } else {
             // hand (O, m, l) to the writer in the slot layout of cb_partial_in
             move_tiles(cb_o, cb_partial_out, o_tiles);

@@ -112,6 +112,11 @@ constexpr uint32_t wait_for_cache_update = get_named_compile_time_arg_val("wait_
 constexpr uint32_t sem_cache_updated = get_named_compile_time_arg_val("sem_cache_updated");
 static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update == 0),
               "users sharing a page-table row take no user mask and no fused cache update");
+// Slots of a group mapped to users (shared-prefix decode, ttflashdecode/shared_prefix.py): the group's "users" are
+// slots, and slot s reads the Q rows of user get_common_arg_val(s) (NO_USER: a padding slot, whose rows stay zero and
+// are never written), so the users of one prefix group need not be consecutive nor the groups equally large. 0: slot
+// s is user s.
+constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
 // coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
 constexpr bool q_tiled = get_named_compile_time_arg_val("q_tiled") == 1;
@@ -124,6 +129,8 @@ constexpr bool q_whole_tiles = get_named_compile_time_arg_val("q_whole_tiles") =
 static_assert(!q_whole_tiles || (q_tiled && q_len == 1 && num_kv_heads == 1), "whole Q tiles need one group a user");
 static_assert(!q_whole_tiles || users_per_group == 1 || PNHt == users_per_group * NQt,
               "users of one group own whole Q tiles only when their heads fill them");
+static_assert(!slot_users || (q_len == 1 && !q_whole_tiles && q_placement != Placement::L1_HEIGHT_SHARDED),
+              "slots mapped to users: one token, rows gathered one by one, the map in the common runtime args");
 
 // ---- tensors read through TensorAccessors (an absent optional tensor's offset names K's args: never used)
 constexpr auto q_args = TensorAccessorArgs<get_named_compile_time_arg_val("q_cta_offset")>();
@@ -527,12 +534,17 @@ void kernel_main() {
         // A run of rows (face_row_run: consecutive heads of one token inside one face on both sides) is one read per
         // face column.
         for (uint32_t row = 0; row < q_rows;) {
-            const uint32_t user = b + row / user_rows;
+            const uint32_t slot = b + row / user_rows;
+            const uint32_t user = slot_users ? get_common_arg_val<uint32_t>(slot) : slot;
             const uint32_t token = row % user_rows / heads_per_group;
             const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
             // Row of Q's [q_len * b * heads, head_dim] view: tile layout pads each user's heads to whole tiles.
             const uint32_t src_row = (token * batch + user) * (q_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
             const uint32_t run = face_row_run(row, q_rows, heads_per_group, q_tile_rows, src_row, q_tiled);
+            if (slot_users && user == NO_USER) {  // a padding slot: its rows stay zero (a run never spans two slots)
+                row += run;
+                continue;
+            }
             for (uint32_t d = 0; d < DHt; ++d) {
                 const uint32_t dst_tile = ((row / q_tile_rows) * DHt + d) * q_tile_bytes;
                 for (uint32_t col = d * TILE_HW; col < (d + 1) * TILE_HW; col += FACE_HW) {

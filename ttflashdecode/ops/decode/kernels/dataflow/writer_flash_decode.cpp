@@ -72,9 +72,21 @@ static_assert(!out_whole_tiles || (out_tiled && q_len == 1 && num_kv_heads == 1)
 static_assert(!out_whole_tiles || users_per_group == 1 || PNHt == users_per_group * NQt,
               "users of one group own whole tiles only when their heads fill them");
 
+// Shared-prefix decode (ttflashdecode/shared_prefix.py). emit_partial: the root writes the group's partial (O
+// unnormalised, m, l: compute pushes them to cb_out one after another, O's PNHt x vDHt tiles, then the PNHt m tiles,
+// then the PNHt l tiles) as rows of vDHt + 2 tiles, O's columns then m's tile then l's, into an output
+// [1, b, n_q_heads, v_head_dim + 64]; a skipped user's rows are zeros (l = 0: no partial). slot_users: the group's
+// users are slots and slot s writes the rows of user get_common_arg_val(s) (NO_USER: a padding slot, nothing written).
+constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
+constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
+static_assert(!emit_partial || !out_whole_tiles, "a partial is written row by row");
+static_assert(!slot_users || (q_len == 1 && !out_whole_tiles && out_placement != Placement::L1_HEIGHT_SHARDED),
+              "slots mapped to users: one token, rows written one by one, the map in the common runtime args");
+
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;
 constexpr uint32_t o_tiles = PNHt * vDHt;
 constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;
+constexpr uint32_t row_tiles = emit_partial ? vDHt + 2 : vDHt;  // an output row, in tiles
 constexpr uint32_t user_rows = q_len * heads_per_group;  // a user's rows in the group: token-major
 constexpr uint32_t q_rows = users_per_group * user_rows;
 constexpr uint32_t out_tile_bytes = get_tile_size(cb_out);  // an output tile in cb_out / cb_zeros
@@ -125,8 +137,10 @@ void kernel_main() {
     // Writes the group's rows of the output block at the read pointer of `src` (o_tiles tiles, rows user-major then
     // token-major; `first_user` the group's first user), or, with same_tile_for_all, its first tile for every row.
     // A skipped user's rows come from the zero tile.
+    // `first_col`, `cols`: the block holds the output's tile columns [first_col, first_col + cols) (emit_partial writes
+    // O, m and l as three blocks; otherwise one block, the whole row).
     auto write_rows = [&](uint32_t first_user, uint32_t kv_head, const CoreLocalMem<uint8_t>& src,
-                          bool same_tile_for_all) {
+                          bool same_tile_for_all, uint32_t first_col = 0, uint32_t cols = row_tiles) {
         auto skipped = [&](uint32_t user) { return users_per_group > 1 && cur_pos_of_user[user] == SKIPPED_USER; };
         if constexpr (out_whole_tiles) {
             // Compute's tile (r, c) is output page (first_user * NQt + r) * vDHt + c; tile row r is user r / NQt's.
@@ -143,20 +157,25 @@ void kernel_main() {
         // write per face column: 4 heads a group write 128 B at once instead of four 32 B writes, and each small DRAM
         // write keeps its channel as busy as a 128 B one.
         for (uint32_t row = 0; row < q_rows;) {
-            const uint32_t b = first_user + row / user_rows;
+            const uint32_t slot = first_user + row / user_rows;
+            const uint32_t b = slot_users ? get_common_arg_val<uint32_t>(slot) : slot;
             const uint32_t token = row % user_rows / heads_per_group;
             const uint32_t q_head = kv_head * heads_per_group + row % heads_per_group;
             // Row of the output's [q_len * b * heads, v_head_dim] view (tile layout pads each user's heads to tiles).
             const uint32_t dst_row = (token * batch + b) * (out_tiled ? NQt * TILE_HW : n_q_heads) + q_head;
             const uint32_t run = face_row_run(row, q_rows, heads_per_group, q_tile_rows, dst_row, out_tiled);
-            const bool zero = skipped(b);
-            for (uint32_t c = 0; c < vDHt; ++c) {
-                const uint32_t src_tile = same_tile_for_all || zero ? 0 : (row / q_tile_rows) * vDHt + c;
+            if (slot_users && b == NO_USER) {  // a padding slot: no rows of its own (a run never spans two slots)
+                row += run;
+                continue;
+            }
+            const bool zero = skipped(slot);
+            for (uint32_t c = 0; c < cols; ++c) {
+                const uint32_t src_tile = same_tile_for_all || zero ? 0 : (row / q_tile_rows) * cols + c;
                 for (uint32_t col = 0; col < TILE_HW; col += FACE_HW) {
                     const uint32_t src_offset =
                         src_tile * out_tile_bytes + tile_datum_offset(row % q_tile_rows, col, out_datum_bytes);
-                    const PageOffset at =
-                        datum_page<out_tiled>(dst_row, c * TILE_HW + col, vDHt * TILE_HW, out_datum_bytes);
+                    const PageOffset at = datum_page<out_tiled>(dst_row, (first_col + c) * TILE_HW + col,
+                                                                row_tiles * TILE_HW, out_datum_bytes);
                     out_pages.write(noc, zero ? zeros : src, src_offset, run * face_row_bytes, at);
                 }
             }
@@ -201,8 +220,15 @@ void kernel_main() {
 
         if (core_index == 0) {
             out_buf.wait_front(o_tiles);
-            write_rows(b, kv_head, CoreLocalMem<uint8_t>(out_buf.get_read_ptr()), /*same_tile_for_all=*/false);
+            write_rows(b, kv_head, CoreLocalMem<uint8_t>(out_buf.get_read_ptr()), /*same_tile_for_all=*/false, 0, vDHt);
             out_buf.pop_front(o_tiles);
+            if constexpr (emit_partial) {
+                for (uint32_t stat = 0; stat < 2; ++stat) {  // m, then l: one tile column each
+                    out_buf.wait_front(PNHt);
+                    write_rows(b, kv_head, CoreLocalMem<uint8_t>(out_buf.get_read_ptr()), false, vDHt + stat, 1);
+                    out_buf.pop_front(PNHt);
+                }
+            }
         } else {
             const uint32_t round = send_round(core_index);
             partial_out_buf.wait_front(partial_tiles);
