@@ -15,6 +15,7 @@ from decode_harness import check_close, generator, seed_for, tag
 from ttflashdecode import emulator, golden
 from ttflashdecode import op as op_module
 from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.wrapper import FlashDecodeWrapper
 
 ttnn = import_ttnn()
 TILE = dict(layout=ttnn.TILE_LAYOUT)
@@ -162,6 +163,25 @@ def test_llama_3_1_70b_galaxy_decode():
             assert chip.bytes_read_from(shard) == live, f"{tag(seed)} chip {i} read {chip.bytes_read_from(shard)}"
         # MODELLED: every chip runs concurrently; the launch takes the slowest chip's time.
         assert run.stats.duration_ns == max(s.duration_ns for s in run.stats.chips)
+        # The wrapper plans the same split from the model's shape (users over the columns) and computes the same.
+        wrapper = FlashDecodeWrapper(mesh)
+        plan = wrapper.plan(
+            batch=users,
+            n_q_heads=nq,
+            n_kv_heads=8,
+            head_dim=d,
+            kv_dtype=ttnn.bfloat8_b,
+            block_size=block,
+            max_blocks_per_user=blocks_per_user,
+            users_mesh_axis=1,
+        )
+        assert (plan.shapes.batch, plan.shapes.n_q_heads, plan.shapes.n_kv_heads) == (8, 8, 1)
+        again = wrapper.run(tq, tk, tv, cur_pos_tensor=pos, page_table_tensor=table)
+        assert torch.equal(mesh.to_torch(again, mesh_composer=join2d(mesh, (2, 1))).float(), out), tag(seed)
+        with pytest.raises(ValueError, match=r"batch=10: users_mesh_axis=1 splits the mesh \(8, 4\)'s users over"):
+            wrapper.plan(batch=10, n_q_heads=nq, n_kv_heads=8, head_dim=d, kv_len=256, users_mesh_axis=1)
+        with pytest.raises(ValueError, match=r"users_mesh_axis=2: expected 0 \(the mesh's rows\), 1"):
+            wrapper.plan(batch=users, n_q_heads=nq, n_kv_heads=8, head_dim=d, kv_len=256, users_mesh_axis=2)
 
 
 def test_galaxy_split_refusals(galaxy):

@@ -838,6 +838,37 @@ def check_mesh_heads_divide(n_q_heads, n_kv_heads, num_chips: int, mesh_shape) -
     return n_q_heads // num_chips, max(1, n_kv_heads // num_chips)
 
 
+def check_mesh_users_split(
+    users_mesh_axis, batch, n_q_heads, n_kv_heads, mesh_shape, attn_mask_heads
+) -> tuple[int, int, int]:
+    """A plan whose users are split along mesh axis ``users_mesh_axis`` (0 rows, 1 columns) and heads along the other:
+    (batch, q heads, kv heads) per chip. One kv head is replicated along the heads' axis."""
+    if isinstance(users_mesh_axis, bool) or users_mesh_axis not in (0, 1):
+        raise ValueError(f"users_mesh_axis={users_mesh_axis!r}: expected 0 (the mesh's rows), 1 (its columns) or None")
+    if attn_mask_heads:
+        raise ValueError("attn_mask_heads: a mask is not supported while the users are split over the mesh")
+    users_chips, heads_chips = mesh_shape[users_mesh_axis], mesh_shape[1 - users_mesh_axis]
+    axis = _AXIS_NAMES[users_mesh_axis]
+    per_chip = []
+    users, heads = f"users over its {users_chips} {axis}", f"heads over the other {heads_chips}"
+    checks = (("batch", batch, users_chips, users), ("n_q_heads", n_q_heads, heads_chips, heads),
+              ("n_kv_heads", n_kv_heads, heads_chips, heads))  # fmt: skip
+    for name, value, chips, what in checks:
+        count = as_int(value)
+        if count is None or count <= 0:
+            raise ValueError(f"{name}={value!r}: expected a positive int")
+        if name == "n_kv_heads" and count == 1:
+            per_chip.append(1)
+            continue
+        if count % chips:
+            raise ValueError(
+                f"{name}={count}: users_mesh_axis={users_mesh_axis} splits the mesh {tuple(mesh_shape)}'s {what}; "
+                f"expected a multiple of {chips}"
+            )
+        per_chip.append(count // chips)
+    return per_chip[0], per_chip[1], per_chip[2]
+
+
 # ---- upstream's paged-only arguments (ttnn 0.81.1's paged_scaled_dot_product_attention_decode) ----------------------
 
 

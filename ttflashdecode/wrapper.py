@@ -50,6 +50,7 @@ from ttflashdecode.validate import (
     check_head_dim_v,
     check_mesh_call,
     check_mesh_heads_divide,
+    check_mesh_users_split,
     check_out_dtype,
     check_output_memory_config,
     check_q_len,
@@ -162,6 +163,7 @@ class FlashDecodeWrapper:
         memory_config=None,
         layout=None,
         max_cur_pos: int | None = None,
+        users_mesh_axis: int | None = None,
     ) -> DecodePlan:
         """Plan decode calls of one shape; every :meth:`run` until the next plan must match it.
 
@@ -179,12 +181,19 @@ class FlashDecodeWrapper:
         On a mesh of N chips ``n_q_heads`` and ``n_kv_heads`` are the model's (both must be multiples of N: each
         chip takes ``1/N`` of them; one kv head, MQA or MLA, is replicated on every chip instead) and
         ``attn_mask_heads`` is 1 or the model's ``n_q_heads``; the plan (and :attr:`decode_plan`) is one chip's.
+        ``users_mesh_axis`` (0: the mesh's rows, 1: its columns) splits the ``batch`` users along that mesh axis and
+        the heads along the other instead (a Galaxy's Llama-3.1-70B: ``users_mesh_axis=1``, users over the 4
+        columns, kv heads over the 8 rows; runs pass q with ``ShardTensor2dMesh(dims=(2, 1))``).
 
         Raises ValueError / TypeError naming the argument, or :class:`~ttflashdecode.plan.L1OverflowError`.
         """
         ttnn = import_ttnn()
         self._planned = None  # a plan that fails leaves none behind
-        if self._num_chips > 1:
+        if users_mesh_axis is not None:
+            batch, n_q_heads, n_kv_heads = check_mesh_users_split(
+                users_mesh_axis, batch, n_q_heads, n_kv_heads, self._backend.mesh_shape(), attn_mask_heads
+            )
+        elif self._num_chips > 1:
             if attn_mask_heads and attn_mask_heads == n_q_heads:
                 attn_mask_heads = n_q_heads // self._num_chips if isinstance(n_q_heads, int) else attn_mask_heads
             n_q_heads, n_kv_heads = check_mesh_heads_divide(
