@@ -41,6 +41,8 @@ _EXPORTS = {
     "update_cache": "update_cache_op",
     "DecodeResult": "wrapper",
     "FlashDecodeWrapper": "wrapper",
+    "shared_prefix_decode": "shared_prefix",
+    "SharedPrefixDecodeWrapper": "shared_prefix",
 }
 
 
@@ -79,6 +81,8 @@ __all__ = [
     "paged_fill_cache",
     "update_cache_and_decode",
     "paged_update_cache_and_decode",
+    "shared_prefix_decode",
+    "SharedPrefixDecodeWrapper",
     "ProgramConfig",
     "load_program_config",
     "__version__",
