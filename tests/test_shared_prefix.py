@@ -11,6 +11,7 @@ tile once per (user, kv head), nothing else.
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -19,7 +20,8 @@ from decode_harness import int32, seed_for, tile
 from output_checks import check_output
 from ttflashdecode import golden
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.shared_prefix import shared_prefix_decode
+from ttflashdecode.shared_prefix import SharedPrefixDecodeWrapper, shared_prefix_decode
+from ttflashdecode.ttnn_env import import_ttnn
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 
@@ -90,6 +92,9 @@ class Case:
                 rows_k.append(self.k[blk, :, i % self.block])
                 rows_v.append(self.v[blk, :, i % self.block])
             length = len(rows_k)
+            if length == 0:  # nothing to attend to (only the tests' deliberately wrong goldens): zeros
+                outs.append(torch.zeros(1, 1, self.n_q, self.d))
+                continue
             padded = -(-length // 32) * 32
             kk = torch.zeros(1, self.n_kv, padded, self.d)
             vv = torch.zeros(1, self.n_kv, padded, self.d)
@@ -121,11 +126,13 @@ MIXED = dict(n_q=8, n_kv=2, d=64, block=32, groups=[[0, 3, 4], [1, 2]], prefix_l
              suffix_pos=[40, -1, 31, 0, 95])  # fmt: skip
 
 
-@pytest.mark.parametrize("kv_dtype", ["bfloat16", "bfloat8_b"])
-def test_matches_concatenated_attention(emu_device, kv_dtype):
+@pytest.mark.parametrize("kv_dtype, grid", [("bfloat16", (8, 8)), ("bfloat8_b", (2, 2))])
+def test_matches_concatenated_attention(emu_device, kv_dtype, grid):
+    """On a 2x2 grid every core serves several groups of both levels one after another."""
     case = Case(seed_for(f"shared prefix mixed {kv_dtype}"), kv_dtype=kv_dtype, **MIXED)
-    out = case.run(emu_device, config=_config(64, 2))
-    case.check(emu_device, out, f"shared prefix {kv_dtype}")
+    config = ProgramConfig(compute_with_storage_grid_size=grid, k_chunk_size=64, max_cores_per_head_batch=2)
+    out = case.run(emu_device, config=config)
+    case.check(emu_device, out, f"shared prefix {kv_dtype} grid {grid}")
 
 
 def test_mqa_many_users_several_row_tiles_bfloat4_b(emu_device):
@@ -134,16 +141,21 @@ def test_mqa_many_users_several_row_tiles_bfloat4_b(emu_device):
     case = Case(seed_for("shared prefix mqa"), n_q=8, n_kv=1, d=64, block=64, groups=[[5, 0, 1, 2, 3, 4], [6]],
                 prefix_lens=[300, 33], suffix_pos=[0, 10, 70, -1, 127, 5, 64], kv_dtype="bfloat4_b",
                 max_suffix_blocks=4)  # fmt: skip
-    out = case.run(emu_device, config=_config(128, 4), cur_pos_on_device=True)
+    out, result = case.run(emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24,
+                           return_result=True)  # fmt: skip
+    # 24 rows = 3 users a sub-group: the group of 6 in two sub-groups, the group of 1 in one.
+    assert [len(u) for _, u in result.plan.groups.subgroups] == [3, 3, 1]
     case.check(emu_device, out, "shared prefix mqa bfloat4_b")
 
 
-def test_prefix_read_once_per_group_and_kv_head(emu_device):
+@pytest.mark.parametrize("max_group_rows, reads", [(128, (1, 1)), (8, (2, 1))])
+def test_prefix_read_once_per_group_and_kv_head(emu_device, max_group_rows, reads):
     """The emulator's DRAM counters: every K/V tile of a prefix is read once per (group, kv head) however many users
-    share it, every suffix tile once per (user, kv head), and no tile past a length or outside the tables."""
+    share it (once per sub-group when max_group_rows splits a group: 8 rows = 2 users here), every suffix tile once per
+    (user, kv head), and no tile past a length or outside the tables."""
     case = Case(seed_for("shared prefix read once"), n_q=8, n_kv=2, d=64, block=32, groups=[[0, 1, 2, 3], [4, 5]],
                 prefix_lens=[200, 96], suffix_pos=[3, 40, -1, 64, 0, 31])  # fmt: skip
-    out, result = case.run(emu_device, config=_config(64, 4), return_result=True)
+    out, result = case.run(emu_device, config=_config(64, 4), return_result=True, max_group_rows=max_group_rows)
     case.check(emu_device, out, "shared prefix read once")
     dht = case.d // 32
     expected = {}
@@ -153,8 +165,8 @@ def test_prefix_read_once_per_group_and_kv_head(emu_device):
             for h in range(case.n_kv):
                 tile_row = (blk * case.n_kv + h) * (case.block // 32) + (t * 32 % case.block) // 32
                 for c in range(dht):
-                    expected[tile_row * dht + c] = expected.get(tile_row * dht + c, 0) + 1
-    prefix_reads = {k: v for k, v in expected.items()}
+                    expected[tile_row * dht + c] = expected.get(tile_row * dht + c, 0) + reads[g]
+    prefix_reads = dict(expected)
     for u, s in enumerate(case.suffix_pos):
         for t in range((s + 1 + 31) // 32):
             blk = int(case.suffix_table[u, t * 32 // case.block])
@@ -168,3 +180,73 @@ def test_prefix_read_once_per_group_and_kv_head(emu_device):
         total = prefix + result.suffix_stats.pages_read(tensor)
         assert dict(total) == expected, f"{name}: both levels' tile reads"
         assert result.merge_stats.bytes_read_from(tensor) == 0
+
+
+def test_wrapper_plans_once_and_runs_each_step(emu_device):
+    """The plan / run form over a decode loop: one plan, two steps whose suffix positions grow (read at run time from
+    the same device tensor, rewritten between steps), the programs built once."""
+    case = Case(seed_for("shared prefix wrapper"), n_q=4, n_kv=1, d=64, block=32, groups=[[1, 0], [2]],
+                prefix_lens=[70, 40], suffix_pos=[11, 21, 0], max_suffix_blocks=2)  # fmt: skip
+    ttnn = import_ttnn()
+    wrapper = SharedPrefixDecodeWrapper(emu_device, _config(32, 2))
+    wrapper.plan(groups=case.groups, prefix_lens=case.prefix_lens, batch=3, n_q_heads=4, n_kv_heads=1, head_dim=64,
+                 block_size=32, max_prefix_blocks=case.max_prefix_blocks, max_suffix_blocks=2,
+                 kv_dtype=ttnn.bfloat16)  # fmt: skip
+    q, k, v = tile(emu_device, case.q), tile(emu_device, case.k_dirty), tile(emu_device, case.v_dirty)
+    tables = dict(prefix_page_table=int32(emu_device, case.prefix_table),
+                  suffix_page_table=int32(emu_device, case.suffix_table))  # fmt: skip
+    positions = int32(emu_device, case.suffix_pos)
+    out = tile(emu_device, torch.full((1, 3, 4, 64), float("nan")))  # the loop's output, at one address
+    for step, suffix_pos in enumerate(([10, 20, -1], [11, 21, 0])):
+        emu_device.write(positions, torch.tensor(suffix_pos, dtype=torch.int32))
+        emu_device.write(out, torch.full((1, 3, 4, 64), float("nan")))
+        case.suffix_pos = suffix_pos  # the golden's positions (garbage sits past the last step's)
+        wrapper.run(q, k, v, suffix_cur_pos_tensor=positions, output_tensor=out, **tables)
+        case.check(emu_device, out, f"wrapper step {step}")
+    assert len(wrapper._programs) == 1, "one program set for the whole loop"
+
+
+def test_thresholds_reject_a_dropped_level(emu_device):
+    """The tests' bound fails an output that drops either level: attention over the prefix alone, or the suffix alone
+    (what a merge that loses one partial gives), against the concatenated cache's golden."""
+    case = Case(seed_for("shared prefix drop"), **MIXED)
+    expected = case.expected()
+    for drop in ("prefix", "suffix"):
+        wrong = Case(seed_for("shared prefix drop"), **MIXED)
+        if drop == "suffix":
+            wrong.suffix_pos = [-1] * wrong.batch
+        else:
+            wrong.prefix_lens, live = [0] * len(wrong.groups), [u for u, s in enumerate(wrong.suffix_pos) if s >= 0]
+        out = wrong.expected()
+        with pytest.raises(AssertionError):
+            users = live if drop == "prefix" else list(range(case.batch))
+            check_output(out[:, users], expected[:, users], case.seed, f"dropped {drop}", case.kv_dtype)
+
+
+@pytest.mark.parametrize(
+    "change, argument",
+    [
+        (dict(groups=[[0, 3], [1, 2]]), "groups: users [4]"),
+        (dict(groups=[[0, 3, 4], [1, 2, 0]]), "groups[1]: user 0 is already in groups[0]"),
+        (dict(prefix_lens=[150, 0]), "prefix_lens[1]=0"),
+        (dict(suffix_cur_pos=[40, -1, 31, 0, 10**6]), "suffix_cur_pos[4]"),
+        (dict(max_group_rows=0), "max_group_rows=0"),
+    ],
+)
+def test_bad_arguments_are_named(emu_device, change, argument):
+    case = Case(seed_for("shared prefix errors"), **MIXED)
+    kwargs = dict(groups=case.groups, prefix_lens=case.prefix_lens, prefix_page_table=case.prefix_table,
+                  suffix_page_table=case.suffix_table, suffix_cur_pos=list(case.suffix_pos))  # fmt: skip
+    kwargs.update(change)
+    with pytest.raises((ValueError, TypeError), match=re.escape(argument)):
+        shared_prefix_decode(tile(emu_device, case.q), tile(emu_device, case.k, case.kv_dtype),
+                             tile(emu_device, case.v, case.kv_dtype), **kwargs)  # fmt: skip
+
+
+def test_q_len_above_one_is_refused(emu_device):
+    case = Case(seed_for("shared prefix q_len"), **MIXED)
+    q = tile(emu_device, torch.randn(2, case.batch, case.n_q, case.d))
+    with pytest.raises(ValueError, match="q_len=2"):
+        shared_prefix_decode(q, tile(emu_device, case.k), tile(emu_device, case.v), groups=case.groups,
+                             prefix_lens=case.prefix_lens, prefix_page_table=case.prefix_table,
+                             suffix_page_table=case.suffix_table, suffix_cur_pos=list(case.suffix_pos))  # fmt: skip

@@ -91,7 +91,8 @@ DOCS = {
     "emit_partial": "1: the root writes its partial (O unnormalised, m, l) as rows of v_head_dim + 64 instead of the "
     "normalised output (shared-prefix decode's levels, merged later)",
     "slot_users": "1: a group's users are slots; slot s is user common runtime arg s (0xFFFFFFFF: a padding slot) for "
-    "Q rows and output rows (shared-prefix decode's prefix level)",
+    "Q rows and output rows, and group of slots j reads page-table row common runtime arg batch + j (shared-prefix "
+    "decode's prefix level)",
     "q_cta_offset": "offset of Q's TensorAccessorArgs in the positional compile-time args",
     "k_cta_offset": "... of K's",
     "v_cta_offset": "... of V's",

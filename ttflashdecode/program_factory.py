@@ -113,6 +113,7 @@ def build_program(
     sem_cache_updated: int = 0,
     emit_partial: bool = False,
     slot_users: tuple[int, ...] | None = None,
+    slot_page_rows: tuple[int, ...] = (),
 ):
     """The FlashDecode ProgramDescriptor for ``plan`` over ``buffers``.
 
@@ -121,7 +122,8 @@ def build_program(
     the reader waits for a cache update sharing the program (:mod:`ttflashdecode.fused_update_decode`, which adds
     that semaphore and the update's kernels); 0 without one. ``emit_partial``: the output is the groups' partials,
     rows of ``v_head_dim + 64`` (O unnormalised, m's tile, l's tile); ``slot_users``: the user of each slot
-    (``plan.shapes.batch`` of them; -1 a padding slot), handed to the reader and writer as common runtime args
+    (``plan.shapes.batch`` of them; -1 a padding slot) and ``slot_page_rows`` the page-table row of each group of
+    ``users_per_page_row`` slots, handed to the reader (map and rows) and writer (map) as common runtime args
     (shared-prefix decode's levels, :mod:`ttflashdecode.shared_prefix`).
     """
     ttnn = import_ttnn()
@@ -147,9 +149,12 @@ def build_program(
     reader_common = [xy for core in args.q_at.shard_cores for xy in noc_coord(core)]
     writer_common = [xy for core in args.out_at.shard_cores for xy in noc_coord(core)]
     if slot_users is not None:  # the kernels refuse a sharded Q / output with a map: the common args are the map's
-        if len(slot_users) != s.batch or reader_common or writer_common:
-            raise AssertionError(f"slot_users: {len(slot_users)} slots for batch {s.batch}, interleaved Q and output")
-        reader_common = writer_common = [u & 0xFFFFFFFF for u in slot_users]
+        rows = s.batch // s.users_per_page_row
+        if len(slot_users) != s.batch or len(slot_page_rows) != rows or reader_common or writer_common:
+            raise AssertionError(f"slot_users: {len(slot_users)} slots for batch {s.batch}, {len(slot_page_rows)} page "
+                                 f"rows for {rows} groups of slots, interleaved Q and output")  # fmt: skip
+        writer_common = [u & 0xFFFFFFFF for u in slot_users]
+        reader_common = writer_common + list(slot_page_rows)
 
     reader_args, compute_args, writer_args = [], [], []
     for core in busy:

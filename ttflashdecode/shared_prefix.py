@@ -29,7 +29,7 @@ Users with no suffix this step (``suffix_cur_pos`` -1) attend to their prefix al
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -44,8 +44,9 @@ from ttflashdecode.kernel_args import (
     select,
 )
 from ttflashdecode.kernel_sources import DECODE_KERNELS, OPS
-from ttflashdecode.plan import DecodePlan, DecodeShapes
+from ttflashdecode.plan import L1_BUDGET_BYTES, DecodePlan, DecodeShapes, check_l1
 from ttflashdecode.plan.auto import plan_for
+from ttflashdecode.plan.shapes import TILE_BYTES
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_scale, dtype_name
@@ -55,6 +56,8 @@ MERGE_KERNELS = OPS / "shared_prefix" / "kernels"
 PARTIAL_EXTRA_COLS = 2 * TILE  # a partial row: O's v_head_dim columns, then m's tile, then l's tile
 NO_USER = -1  # a padding slot of the prefix level's slot-to-user map
 OUT_DTYPES = ("bfloat16", "float32")
+# Query rows of one prefix sub-group by default (PrefixGroups): see docs/SHARED_PREFIX.md for the measurement.
+MAX_GROUP_ROWS = 128
 
 # The merge program's CBs (its own table: index, pages).
 MERGE_CB = {"a": 0, "b": 1, "ones": 2, "m": 3, "f": 4, "t": 5, "l": 6, "out": 16}
@@ -69,30 +72,47 @@ MERGE_WRITER_ARGS = ("cb_out", "vDHt", "out_cta_offset")
 
 @dataclass(frozen=True)
 class PrefixGroups:
-    """The prefix groups of a call: ``users[g]`` share prefix ``g`` of ``prefix_lens[g]`` positions. The prefix level
-    runs ``len(users) * slots`` slots, ``slots`` (the largest group) a group; a smaller group's last slots are
-    padding."""
+    """The prefix groups of a call: ``users[g]`` share prefix ``g`` of ``prefix_lens[g]`` positions.
+
+    The prefix level serves a group in sub-groups of at most ``users_per_subgroup`` users (a sub-group's query rows,
+    users x q heads per kv head, are the rows of one decode group: more rows mean more compute per K/V tile read and
+    larger buffers, fewer mean more reads of the prefix), as equal in size as the count allows; each sub-group reads
+    the prefix once per kv head. The level runs ``len(subgroups) * slots`` slots, ``slots`` (the largest sub-group)
+    each; a smaller sub-group's last slots are padding."""
 
     users: tuple[tuple[int, ...], ...]
     prefix_lens: tuple[int, ...]
+    users_per_subgroup: int
+
+    @property
+    def subgroups(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """(group, its users in this sub-group) for every sub-group, group by group."""
+        out = []
+        for g, users in enumerate(self.users):
+            parts = -(-len(users) // self.users_per_subgroup)
+            size = -(-len(users) // parts)
+            out += [(g, users[i : i + size]) for i in range(0, len(users), size)]
+        return tuple(out)
 
     @property
     def slots(self) -> int:
-        return max(len(u) for u in self.users)
+        return max(len(u) for _, u in self.subgroups)
 
     def slot_users(self) -> tuple[int, ...]:
-        """The user of every slot, group by group (NO_USER: padding)."""
-        return tuple(u for group in self.users for u in (*group, *[NO_USER] * (self.slots - len(group))))
+        """The user of every slot, sub-group by sub-group (NO_USER: padding)."""
+        return tuple(u for _, users in self.subgroups for u in (*users, *[NO_USER] * (self.slots - len(users))))
 
     def slot_positions(self) -> list[int]:
-        """The prefix level's cur_pos of every slot: the prefix's last position for a user, -1 (skip) for padding."""
-        return [p - 1 if u != NO_USER else -1 for u, p in zip(self.slot_users(), self._slot_lens(), strict=True)]
+        """The prefix level's cur_pos of every slot: its prefix's last position for a user, -1 (skip) for padding."""
+        return [self.prefix_lens[g] - 1 if i < len(users) else -1
+                for g, users in self.subgroups for i in range(self.slots)]  # fmt: skip
 
-    def _slot_lens(self) -> list[int]:
-        return [p for p in self.prefix_lens for _ in range(self.slots)]
+    def page_rows(self) -> tuple[int, ...]:
+        """The prefix page table's row each sub-group reads: its group's."""
+        return tuple(g for g, _ in self.subgroups)
 
 
-def check_groups(groups, prefix_lens, batch: int, max_prefix_len: int) -> PrefixGroups:
+def check_groups(groups, prefix_lens, batch: int, max_prefix_len: int, users_per_subgroup: int) -> PrefixGroups:
     """``groups`` (a list of lists of user indices) and ``prefix_lens`` (one int a group) checked: every user of the
     batch in exactly one group, every prefix length in ``[1, max_prefix_len]`` (the prefix page table's reach)."""
     if not isinstance(groups, (list, tuple)) or not groups:
@@ -129,7 +149,7 @@ def check_groups(groups, prefix_lens, batch: int, max_prefix_len: int) -> Prefix
                 "max_blocks x block_size)"
             )
         lens.append(n)
-    return PrefixGroups(tuple(users), tuple(lens))
+    return PrefixGroups(tuple(users), tuple(lens), users_per_subgroup)
 
 
 # ---- plan ----------------------------------------------------------------------------------------------------------
@@ -148,7 +168,8 @@ class SharedPrefixPlan:
 
     def describe(self) -> str:
         return (
-            f"prefix level: {len(self.groups.users)} groups x {self.groups.slots} slots, "
+            f"prefix level: {len(self.groups.users)} groups in {len(self.groups.subgroups)} sub-groups of "
+            f"{self.groups.slots} slots, "
             f"{self.prefix.describe()}; suffix level: {self.suffix.describe()}; merge: {self.merge_rows} tile rows"
         )
 
@@ -215,13 +236,16 @@ class SharedPrefixDecodeWrapper:
         scale: float | None = None,
         dtype=None,
         max_suffix_pos: int | None = None,
+        max_group_rows: int = MAX_GROUP_ROWS,
     ) -> SharedPrefixPlan:
         """Plan runs of one shape and one set of groups (``groups[g]``: the users sharing prefix g of
         ``prefix_lens[g]`` positions). Shapes: q ``[1, batch, n_q_heads, head_dim]``, paged K/V ``[num_blocks,
         n_kv_heads, block_size, head_dim]`` of ``kv_dtype`` (V: ``v_dtype``, ``v_head_dim``), a prefix page table of
         ``max_prefix_blocks`` entries a group and a suffix page table of ``max_suffix_blocks`` a user. ``dtype``: the
         output's (bfloat16 default, or float32). ``max_suffix_pos``: the largest suffix position runs will use, if
-        known (it lets the planner pick a smaller k_chunk_size for the suffix level)."""
+        known (it lets the planner pick a smaller k_chunk_size for the suffix level). ``max_group_rows``: query rows
+        (users x q heads per kv head) of one prefix sub-group; a larger group is served in sub-groups, each reading
+        the prefix once (:class:`PrefixGroups`)."""
         ttnn = import_ttnn()
         sizes = {"batch": batch, "n_q_heads": n_q_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim,
                  "block_size": block_size, "max_prefix_blocks": max_prefix_blocks,
@@ -234,21 +258,24 @@ class SharedPrefixDecodeWrapper:
         v_name = k_name if v_dtype is None else _dtype_name("v_dtype", v_dtype, KV_DTYPES)
         out_dtype = _dtype_name("dtype", dtype or ttnn.bfloat16, OUT_DTYPES)
         prefix_len = block_size * max_prefix_blocks
-        found = check_groups(groups, prefix_lens, batch, prefix_len)
+        if as_int(max_group_rows) is None or max_group_rows < 1:
+            raise ValueError(f"max_group_rows={max_group_rows!r}: expected a positive int (query rows a sub-group)")
+        if n_q_heads % n_kv_heads:
+            raise ValueError(f"n_q_heads={n_q_heads}: expected a multiple of n_kv_heads={n_kv_heads}")
+        per_subgroup = max(1, max_group_rows // (n_q_heads // n_kv_heads))
+        found = check_groups(groups, prefix_lens, batch, prefix_len, per_subgroup)
         common = dict(n_q_heads=n_q_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, v_head_dim=v_head_dim,
                       k_dtype=k_name, v_dtype=v_name, out_dtype="float32", block_size=block_size)  # fmt: skip
-        prefix_shapes = DecodeShapes(batch=len(found.users) * found.slots, kv_len=prefix_len,
+        prefix_shapes = DecodeShapes(batch=len(found.subgroups) * found.slots, kv_len=prefix_len,
                                      max_blocks_per_user=max_prefix_blocks, users_per_page_row=found.slots,
                                      **common)  # fmt: skip
         suffix_shapes = DecodeShapes(batch=batch, kv_len=block_size * max_suffix_blocks,
                                      max_blocks_per_user=max_suffix_blocks, **common)  # fmt: skip
         fp32 = self._compute.fp32_dest_acc_en
-        prefix_plan = plan_for(prefix_shapes, self._config, self._grid, max_cur_pos=max(found.prefix_lens) - 1,
-                               fp32_dest_acc=fp32)  # fmt: skip
+        prefix_plan = _partial_plan(prefix_shapes, self._config, self._grid, max(found.prefix_lens) - 1, fp32)
         if max_suffix_pos is not None:
             max_suffix_pos = min(suffix_shapes.kv_len, 1 << max(int(max_suffix_pos), 0).bit_length()) - 1
-        suffix_plan = plan_for(suffix_shapes, self._config, self._grid, max_cur_pos=max_suffix_pos,
-                               fp32_dest_acc=fp32)  # fmt: skip
+        suffix_plan = _partial_plan(suffix_shapes, self._config, self._grid, max_suffix_pos, fp32)
         scale = head_dim**-0.5 if scale is None else scale
         rows = batch * -(-n_q_heads // TILE)
         self._plan = SharedPrefixPlan(found, prefix_plan, suffix_plan, scale, out_dtype, rows)
@@ -326,7 +353,8 @@ class SharedPrefixDecodeWrapper:
         if launch is None:
             noc = self._backend.noc_coord
             prefix_program = build_program(p.prefix, prefix_buffers, noc, self._compute, scale=p.scale,
-                                           emit_partial=True, slot_users=p.groups.slot_users())  # fmt: skip
+                                           emit_partial=True, slot_users=p.groups.slot_users(),
+                                           slot_page_rows=p.groups.page_rows())  # fmt: skip
             suffix_program = build_program(p.suffix, suffix_buffers, noc, self._compute, scale=p.scale,
                                            emit_partial=True)  # fmt: skip
             merge_program = build_merge_program(prefix_out, suffix_out, out, p, self._grid)
@@ -380,6 +408,19 @@ class SharedPrefixDecodeWrapper:
         if shape != (rows, width):
             raise ValueError(f"{name}: shape {list(shape)}, expected [{rows}, {width}]")
         return table
+
+
+def _partial_plan(shapes: DecodeShapes, config, grid, max_cur_pos: int | None, fp32: bool) -> DecodePlan:
+    """A level's decode plan with room for its partial: with emit_partial compute pushes O, then m, then l to cb_out
+    (one block each), and a CB's pushes must tile its pages (the unpacker does not wrap), so cb_out holds the whole
+    partial, 2 * PNHt pages more than the output block the planner sizes it for. The planner is given a budget that
+    much smaller, so the plan it makes still fits."""
+    extra = 2 * shapes.PNHt * TILE_BYTES["float32"] * shapes.q_tile_rows // TILE
+    p = plan_for(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32,
+                 l1_budget=L1_BUDGET_BYTES - extra)  # fmt: skip
+    pages = shapes.PNHt * (shapes.vDHt + 2)
+    cbs = tuple(replace(cb, num_pages=pages) if cb.name == "out" else cb for cb in p.cbs)
+    return replace(p, cbs=cbs, l1_bytes=check_l1(cbs, p.k_chunk_size))
 
 
 def _dtype_name(name: str, dtype, allowed: tuple[str, ...]) -> str:
@@ -465,6 +506,7 @@ def shared_prefix_decode(
     compute_kernel_config=None,
     dtype=None,
     output_tensor=None,
+    max_group_rows: int = MAX_GROUP_ROWS,
     return_result: bool = False,
 ):
     """Decode attention over a two-level paged cache: a prefix shared by each group of users, then each user's own
@@ -505,7 +547,7 @@ def shared_prefix_decode(
         groups=groups, prefix_lens=prefix_lens, batch=batch, n_q_heads=n_q_heads, n_kv_heads=kshape[1],
         head_dim=head_dim, block_size=kshape[2], max_prefix_blocks=prefix_width, max_suffix_blocks=suffix_width,
         kv_dtype=getattr(import_ttnn(), dtype_name(k)), v_dtype=getattr(import_ttnn(), dtype_name(v)),
-        v_head_dim=vshape[3], scale=scale, dtype=dtype, max_suffix_pos=max_suffix,
+        v_head_dim=vshape[3], scale=scale, dtype=dtype, max_suffix_pos=max_suffix, max_group_rows=max_group_rows,
     )  # fmt: skip
     out = wrapper.run(q, k, v, prefix_page_table=prefix_page_table, suffix_page_table=suffix_page_table,
                       suffix_cur_pos=suffix_cur_pos, suffix_cur_pos_tensor=suffix_cur_pos_tensor,

@@ -114,8 +114,8 @@ static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update =
               "users sharing a page-table row take no user mask and no fused cache update");
 // Slots of a group mapped to users (shared-prefix decode, ttflashdecode/shared_prefix.py): the group's "users" are
 // slots, and slot s reads the Q rows of user get_common_arg_val(s) (NO_USER: a padding slot, whose rows stay zero and
-// are never written), so the users of one prefix group need not be consecutive nor the groups equally large. 0: slot
-// s is user s.
+// are never written), so the users of one prefix group need not be consecutive nor the groups equally large; group of
+// slots j reads page-table row get_common_arg_val(batch + j). 0: slot s is user s.
 constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
 // coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
@@ -451,8 +451,14 @@ void push_sink_partial(const Noc& noc, const Accessor& sink_pages, uint32_t kv_h
 inline uint32_t page_table_slot(uint32_t block) { return ring_blocks > 0 ? block % ring_blocks : block; }
 
 // Page-table row of user `b`: row 0 for every user with share_cache, else its own (shared with the other candidates
-// of its batch row under spec_multi_pos_tiles).
-inline uint32_t page_table_row(uint32_t b) { return share_cache ? 0 : b / users_per_page_row; }
+// of its batch row under spec_multi_pos_tiles). With slot_users the row of the group of slots is the common runtime
+// arg after the slot map (batch + group of slots): several groups of slots may read one prefix's row.
+inline uint32_t page_table_row(uint32_t b) {
+    if constexpr (slot_users) {
+        return get_common_arg_val<uint32_t>(batch + b / users_per_page_row);
+    }
+    return share_cache ? 0 : b / users_per_page_row;
+}
 
 // Whether every block of position tiles [first_tile, last_tile] named by the page-table row at `row` exists.
 // Entries are int32; a negative one is a huge uint32 and fails the same test as one past the last block.
