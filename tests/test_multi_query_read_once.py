@@ -107,7 +107,7 @@ def test_groups_of_several_row_tiles_take_two_chunks_a_core():
     q_len_8 = DecodeShapes(batch=8, n_q_heads=8, n_kv_heads=1, head_dim=128, kv_len=4096, q_len=8)
     spec_4 = DecodeShapes(batch=32, n_q_heads=32, n_kv_heads=1, head_dim=128, kv_len=4096, users_per_page_row=4)
     assert (one_tile.PNHt, q_len_8.PNHt, spec_4.PNHt) == (1, 2, 4)
-    assert default_k_chunk_size(one_tile, 8) == 512
+    assert default_k_chunk_size(one_tile, 8, num_cores=8) == 512  # 8 cores: not DRAM-bound (plan.rules)
     assert default_k_chunk_size(q_len_8, 8) == default_k_chunk_size(spec_4, 8) == 256
     long_spec_4 = DecodeShapes(batch=32, n_q_heads=32, n_kv_heads=1, head_dim=128, kv_len=16384, users_per_page_row=4)
     assert default_k_chunk_size(long_spec_4, 8) == 512  # past 512 positions a chunk: the cap, as before

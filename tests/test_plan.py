@@ -17,6 +17,7 @@ from ttflashdecode.plan import (
     default_k_chunk_size,
     default_num_cores_per_head,
     expected_partials,
+    is_dram_bound,
     plan,
     receive_rounds,
     send_round,
@@ -172,10 +173,15 @@ def test_default_k_chunk_size(kv_len, n_cores, window, max_cur_pos, expected):
     assert default_k_chunk_size(s, n_cores, max_cur_pos) == expected
 
 
-def bucket_k_chunk_size(length: int, n_cores: int, kv_len: int) -> int:
+def bucket_k_chunk_size(length: int, n_cores: int, kv_len: int, dram_bound: bool = False) -> int:
     """The docstring's step function: 32 for L <= 32 N, 64 for L <= 64 N, ... 512 beyond 256 N; then at most
-    kv_len's largest power-of-two divisor."""
+    kv_len's largest power-of-two divisor. DRAM-bound (d128: 8 K and V tiles a position tile): at most half a core's
+    positions, at most 256 (64 tiles) up to 512 positions a core and 128 (32 tiles) past it, at least 32."""
     sk = next(sk for sk in (32, 64, 128, 256, 512) if length <= sk * n_cores or sk == 512)
+    if dram_bound:
+        per_core = -(-length // n_cores)
+        half = next((c for c in (32, 64, 128, 256, 512) if 2 * c >= per_core), 512)
+        sk = max(32, min(sk, half, 256 if per_core <= 512 else 128))
     while kv_len % sk:
         sk //= 2
     return sk
@@ -183,24 +189,29 @@ def bucket_k_chunk_size(length: int, n_cores: int, kv_len: int) -> int:
 
 def check_decode_loop_k_chunk_sizes(kv_len, n_cores, window):
     """A decode loop's positions grow one by one: the derived chunk is the bucket formula at every step, constant
-    inside a bucket of L = min(max_cur_pos + 1, W), never decreasing, in [32, 512], a divisor of kv_len, at most 5
-    values, and the kv_len rule's value once L reaches kv_len."""
+    inside a bucket of L = min(max_cur_pos + 1, W), in [32, 512], a divisor of kv_len, at most 5 values, and the kv_len
+    rule's value once L reaches kv_len. It never decreases as positions grow, but in a DRAM-bound plan (one group of
+    d128 here: n_cores >= 32), where it drops once, to 128, when a core's positions pass 512."""
     s = shapes(kv_len=kv_len, sliding_window_size=window)
+    dram_bound = n_cores >= 32
+    assert is_dram_bound(s, n_cores) == dram_bound
     seen = []
     for max_cur_pos in range(-1, kv_len):
         sk = default_k_chunk_size(s, n_cores, max_cur_pos)
         length = max_cur_pos + 1 if not window else min(max_cur_pos + 1, window)
-        assert sk == bucket_k_chunk_size(length, n_cores, kv_len), (kv_len, n_cores, window, max_cur_pos)
+        assert sk == bucket_k_chunk_size(length, n_cores, kv_len, dram_bound), (kv_len, n_cores, window, max_cur_pos)
         assert 32 <= sk <= 512 and kv_len % sk == 0 and sk & (sk - 1) == 0
-        if seen and sk != seen[-1][1]:
-            assert sk > seen[-1][1], "the chunk must never shrink as positions grow"
+        if seen and sk < seen[-1][1]:
+            assert dram_bound and (sk, seen[-1][1]) == (128, 256) and length > 512 * n_cores, (seen, max_cur_pos, sk)
         if not seen or sk != seen[-1][1]:
             seen.append((max_cur_pos, sk))
     assert len(seen) <= 5
-    # Each change happens right after L crosses a threshold 32 N * 2^j (the buckets are (32 N 2^(j-1), 32 N 2^j]).
+    # Each change happens right after L crosses a threshold 32 N * 2^j (the buckets are (32 N 2^(j-1), 32 N 2^j]);
+    # DRAM-bound, two chunks a core: 64 N * 2^j.
+    thresholds = (64, 128, 256, 512) if dram_bound else (32, 64, 128, 256)
     for max_cur_pos, _ in seen[1:]:
         length = max_cur_pos + 1 if not window else min(max_cur_pos + 1, window)
-        assert (length - 1) % n_cores == 0 and ((length - 1) // n_cores) in (32, 64, 128, 256), seen
+        assert (length - 1) % n_cores == 0 and ((length - 1) // n_cores) in thresholds, seen
     assert seen[-1][1] == default_k_chunk_size(s, n_cores, None)
 
 
@@ -362,13 +373,14 @@ def test_plan_llama_8b_n150():
         batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=4096, k_dtype="bfloat8_b", v_dtype="bfloat8_b"
     )
     p = plan(s, "llama-3.1-8b/n150")
-    assert (p.num_groups, p.num_cores_per_head, p.rounds, p.k_chunk_size) == (8, 8, 3, 512)
-    assert p.k_chunk_size_derived and p.config.k_chunk_size == 512
+    # 64 cores read 512 positions each: DRAM-bound, two chunks a core (plan.rules.DRAM_BOUND_CHUNK_TILES)
+    assert (p.num_groups, p.num_cores_per_head, p.rounds, p.k_chunk_size) == (8, 8, 3, 256)
+    assert p.k_chunk_size_derived and p.config.k_chunk_size == 256
     root = p.core_at(0, 1)
     assert root.groups == ((0, 1),) and [r.from_index for r in root.receives] == [1, 2, 4]
     assert p.core_at(6, 1).send.to_core == (4, 1) and p.core_at(6, 1).send.slot == 1
     text = p.describe()
-    assert "k_chunk_size: 512 (derived)" in text and "8 cores per group, 3 reduction rounds" in text
+    assert "k_chunk_size: 256 (derived)" in text and "8 cores per group, 3 reduction rounds" in text
 
 
 def test_plan_more_groups_than_cores():

@@ -214,7 +214,7 @@ def candidates(
         group_sizes = [n for n in dict.fromkeys([widest, below, below // 2]) if n >= 1]
     for n in group_sizes:
         rows = gy if groups >= cores else math.ceil(groups * n / gx)
-        sk_rule = default_k_chunk_size(shapes, n)
+        sk_rule = default_k_chunk_size(shapes, n, num_cores=rows * gx)
         for sk in dict.fromkeys([sk_rule, sk_rule // 2, sk_rule // 4]):
             if sk < MIN_K_CHUNK_SIZE or shapes.kv_len % sk:
                 continue

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ttflashdecode.config import TILE
 from ttflashdecode.plan.shapes import is_int
 
 if TYPE_CHECKING:
@@ -64,6 +65,29 @@ MAX_DEFAULT_K_CHUNK_SIZE = 512
 # MODELLED (timing-only, HiFi4, exact exp), spec_multi_pos_tiles 4, b8 8q/1kv d128 paged bfloat8_b 4K, 8 cores a
 # group: k_chunk_size 512 (one chunk a core) 171.8 us, 256 (two) 156.7 us, 128 (four) 161.8 us, 64 174.0 us.
 COMPUTE_BOUND_CHUNKS_PER_CORE = 2
+
+# DRAM-bound plans (a group's query rows in one tile, at least DRAM_BOUND_CORES cores reading): every core's last
+# chunk arrives when the chip's DRAM bandwidth has delivered the whole cache, so what follows the last read -- that
+# chunk's QK, softmax and PV, then the merge -- is the part a smaller chunk shortens. The derived chunk then gives a
+# core at least two chunks, and a chunk at most DRAM_BOUND_CHUNK_TILES K and V tiles of math
+# (k_chunk_size / 32 x (DHt + vDHt)), halved to DRAM_BOUND_LONG_RUN_CHUNK_TILES once a core reads more than
+# DRAM_BOUND_SHORT_RUN_POSITIONS positions (past that the cores' DRAM finishing times spread apart with big chunks
+# and even out with small ones: the spread of reader end times, max - mean, 20 us at k256 vs 4 us at k128 at 32K).
+# MODELLED (timing-only, HiFi4, exact exp, paged block 64, bfloat8_b, every user at kv_len - 1, us; the rule's
+# choice marked *):
+#     shape (cores reading, positions a core)       k512    k256    k128    k64     k32
+#     b8 8q/1kv d128 4K, N8 (64, 512)               52.3    46.7*   49.8    48.6    49.5
+#     b1 32q/8kv d128 4K, N8 (64, 512)              52.7    47.0*   49.2
+#     b8 8q/1kv d128 4K, N4 8x4 (32, 1024)          56.2    50.3    47.2*   51.9
+#     b8 8q/1kv d128 16K, N8 (64, 2048)             169.5   166.8   158.9*
+#     b1 32q/8kv d128 32K, N8 (64, 4096)            328.9   321.0   304.6*  304.5
+#     b8 16q/1kv MLA d576/512 4K, N8 (64, 512)              118.2   110.6   111.0   104.6*
+#     b1 4q/1kv d128 32K, N16 (16: not DRAM-bound)  73.7*   74.6    82.2
+# Under the no-flow-control variant the first row is 48.8 (k512) vs 48.4 (k256), the MLA row 115.5 vs 104.5.
+DRAM_BOUND_CORES = 32
+DRAM_BOUND_CHUNK_TILES = 64
+DRAM_BOUND_LONG_RUN_CHUNK_TILES = 32
+DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 
 
 # ---- the chunk rule ----------------------------------------------------------------------------
@@ -182,7 +206,13 @@ def _next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-def default_k_chunk_size(shapes: DecodeShapes, num_cores_per_head: int, max_cur_pos: int | None = None) -> int:
+def _prev_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n.bit_length() - 1)
+
+
+def default_k_chunk_size(
+    shapes: DecodeShapes, num_cores_per_head: int, max_cur_pos: int | None = None, num_cores: int | None = None
+) -> int:
     """k_chunk_size used when the program config says 0 (before :func:`plan` halves it to fit L1).
 
     With ``N = num_cores_per_head`` and ``L`` = positions a user may read: ``max_cur_pos + 1`` when the
@@ -197,19 +227,42 @@ def default_k_chunk_size(shapes: DecodeShapes, num_cores_per_head: int, max_cur_
     long), and a divisor of kv_len (chunks lie inside the cache: the kernels read whole chunks). A group whose
     query rows fill more than one tile (PNHt > 1) is compute bound and takes
     :data:`COMPUTE_BOUND_CHUNKS_PER_CORE` chunks a core instead of one (``L / (2 N)`` above), so its compute
-    overlaps the reads of its next chunk.
+    overlaps the reads of its next chunk. A DRAM-bound plan (:func:`is_dram_bound`: one tile of query rows, at least
+    :data:`DRAM_BOUND_CORES` cores reading; ``num_cores`` is the grid's cores when the caller knows them) then takes
+    the smaller of that and a chunk that gives each core two chunks and at most :data:`DRAM_BOUND_CHUNK_TILES` K and V
+    tiles (:data:`DRAM_BOUND_LONG_RUN_CHUNK_TILES` past :data:`DRAM_BOUND_SHORT_RUN_POSITIONS` positions a core), at
+    least 32, so less math follows the last read (the measurements are at the constants).
 
     As a step function of L (what a decode loop sees as positions grow; k_chunk_size is a compile-time
     kernel argument, so every change is another program): Sk is 32 for L <= 32 N, 64 for L <= 64 N,
     128 for L <= 128 N, 256 for L <= 256 N and 512 beyond. It never decreases as L grows, changes only
     when L crosses 32 N, 64 N, 128 N or 256 N (e.g. N = 16: at max_cur_pos 512, 1024, 2048 and 4096),
-    so it takes at most 5 values; with L = kv_len it is the value a device cur_pos tensor gets.
+    so it takes at most 5 values; with L = kv_len it is the value a device cur_pos tensor gets. In the DRAM-bound
+    branch the chunk also drops once, by half (to :data:`DRAM_BOUND_LONG_RUN_CHUNK_TILES` tiles), when L crosses
+    512 N.
     """
     length = _readable_length(shapes, max_cur_pos)
     chunks_per_core = COMPUTE_BOUND_CHUNKS_PER_CORE if shapes.PNHt > 1 else 1
     sk = _next_pow2(math.ceil(length / (num_cores_per_head * chunks_per_core)))
     sk = max(MIN_K_CHUNK_SIZE, min(MAX_DEFAULT_K_CHUNK_SIZE, sk))
+    if is_dram_bound(shapes, num_cores_per_head, num_cores):
+        per_core = math.ceil(length / num_cores_per_head)
+        sk = min(sk, _next_pow2(math.ceil(per_core / 2)))  # at least two chunks a core
+        short_run = per_core <= DRAM_BOUND_SHORT_RUN_POSITIONS
+        tiles = DRAM_BOUND_CHUNK_TILES if short_run else DRAM_BOUND_LONG_RUN_CHUNK_TILES
+        sk = min(sk, _prev_pow2(tiles // (shapes.DHt + shapes.vDHt)) * TILE)
+        sk = max(MIN_K_CHUNK_SIZE, sk)
     return min(sk, shapes.kv_len & -shapes.kv_len)  # kv_len & -kv_len: its largest power-of-two divisor
+
+
+def is_dram_bound(shapes: DecodeShapes, num_cores_per_head: int, num_cores: int | None = None) -> bool:
+    """Whether :func:`default_k_chunk_size` takes the DRAM-bound branch: a group's query rows fill one tile and at
+    least :data:`DRAM_BOUND_CORES` cores read (``num_groups x num_cores_per_head``, at most ``num_cores``, the grid's
+    cores, when given)."""
+    working = shapes.num_groups * num_cores_per_head
+    if num_cores is not None:
+        working = min(working, num_cores)
+    return shapes.PNHt == 1 and working >= DRAM_BOUND_CORES
 
 
 def default_num_cores_per_head(shapes: DecodeShapes, max_cores: int, max_cur_pos: int | None = None) -> int:

@@ -321,7 +321,7 @@ def plan(
         if groups_per_core == 1:
             num_cores_per_head = default_num_cores_per_head(shapes, num_cores_per_head, max_cur_pos)
             rounds = tree_rounds(num_cores_per_head)
-        k_chunk_size = default_k_chunk_size(shapes, num_cores_per_head, max_cur_pos)
+        k_chunk_size = default_k_chunk_size(shapes, num_cores_per_head, max_cur_pos, num_cores)
     else:
         k_chunk_size = config.k_chunk_size
         # Chunks must lie inside the cache: the kernels read whole chunks and only mask them.
