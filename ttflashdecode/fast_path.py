@@ -13,8 +13,9 @@ A signature has two parts:
 * the **key** (hashed, so only cheap values): the call's kind, each tensor argument's buffer address (None for an
   absent one) and the plain scalar arguments (bools, ints, floats, strings, None);
 * the **check** (compared with ``==``, never hashed: ttnn's enums and shapes hash in Python, slowly): each tensor's
-  device, shape, dtype, layout and memory config, and the arguments that are ttnn objects (output dtype, output
-  memory config, compute and program configs, read into plain values).
+  device, shape, dtype, layout and memory config (a ttnn tensor's ``spec``, which holds the last four), and the
+  arguments that are ttnn objects (output dtype, output memory config, compute and program configs, read into plain
+  values).
 
 Together they hold everything validation reads of a call, so a call that matches an entry's key and check passes
 validation as the call that made the entry did, gets the same plan and -- its tensors sitting at the same addresses
@@ -118,7 +119,13 @@ def tensors_signature(tensors) -> tuple[tuple, tuple]:
             if not tensor.is_allocated():
                 raise NotSignable("deallocated")
             addresses.append(tensor.buffer_address())
-            specs.append((tensor.device(), tensor.shape, tensor.dtype, tensor.layout, tensor.memory_config()))
+            # A ttnn tensor's TensorSpec holds its shape, dtype, layout (tile shape included) and memory config: one
+            # read and one C++ comparison instead of four reads (memory_config() alone costs ~0.5 us a tensor on a
+            # mock N150, tests/runtime/host_cost.py). The emulator's tensors have no spec: they give the four.
+            spec = getattr(tensor, "spec", None)
+            if spec is None:
+                spec = (tensor.shape, tensor.dtype, tensor.layout, tensor.memory_config())
+            specs.append((tensor.device(), spec))
         except NotSignable:
             raise
         except Exception as error:  # not a device tensor, or a mesh tensor whose chips hold it at different addresses

@@ -89,6 +89,8 @@ class _Launch:
     decode: object  # the decode program, or a MeshProgramDescriptor
     convert: object | None  # a block-float output's tile convert program
     lookups: int  # program-table lookups the full path makes to find them (the counters a fast hit adds)
+    # On a card a run's DecodeResult is the same every time (no statistics): made once, so a hit makes no object.
+    card_result: DecodeResult | None = None
 
 
 class FlashDecodeWrapper:
@@ -440,25 +442,45 @@ class FlashDecodeWrapper:
             _check_cbs_end_below(out, planned.plan)
         staging = entry.staging
         positions = cur_pos_tensor if entry.positions is None else entry.positions
-        buffers = _buffers(q, k, v, positions, out if staging is None else staging, page_table, attn_mask,
-                           attention_sink)  # fmt: skip
         out_key = self._backend.address_key(out)
         launch = entry.launches.get(out_key)
         if launch is None:  # a new output at an address this call has not used yet
+            buffers = _buffers(q, k, v, positions, out if staging is None else staging, page_table, attn_mask,
+                               attention_sink)  # fmt: skip
             launch = self._make_launch(planned, buffers, staging, out)
             remember_launch(entry, out_key, launch)
             self._cache.count_hits(plans=entry.plan_hits, programs=0)
-        else:
-            self._cache.count_hits(plans=entry.plan_hits, programs=launch.lookups)
-        self._launch(planned, buffers, staging, out, launch)
+            self._launch(planned, buffers, staging, out, launch)
+            return out
+        self._cache.count_hits(plans=entry.plan_hits, programs=launch.lookups)
+        # The io list in DecodeBuffers.io_tensors()'s order, built without the dataclass (this runs every step).
+        io = [q, k, k if v is None else v, positions]
+        if page_table is not None:
+            io.append(page_table)
+        if attn_mask is not None:
+            io.append(attn_mask)
+        if attention_sink is not None:
+            io.append(attention_sink)
+        io.append(out if staging is None else staging)
+        if launch.card_result is not None:
+            run = import_ttnn().generic_op
+            run(io, launch.decode)
+            if launch.convert is not None:
+                run([staging, out], launch.convert)
+            self.last_run = launch.card_result
+            return out
+        stats = self._backend.run(io, launch.decode)
+        convert_stats = self._backend.run([staging, out], launch.convert) if staging is not None else None
+        self.last_run = DecodeResult(planned.plan, stats, staging, convert_stats)
         return out
 
     def _make_launch(self, planned: _Planned, buffers: DecodeBuffers, staging, out) -> _Launch:
         decode = self._decode_programs(planned, planned.call.scale, buffers)
         convert = self._convert_programs(staging, out) if staging is not None else []
+        card_result = None if self._backend.is_emulator else DecodeResult(planned.plan, None, staging, None)
         return _Launch(
             self._backend.launchable(decode), self._backend.launchable(convert) if convert else None,
-            len(decode) + len(convert),
+            len(decode) + len(convert), card_result,
         )  # fmt: skip
 
     def _launch(self, planned: _Planned, buffers: DecodeBuffers, staging, out, launch: _Launch) -> None:

@@ -297,9 +297,12 @@ def compare_launches(launches: list[list], builds: list[dict], grid: tuple[int, 
     builds: tt-metal keys its build folders by everything that enters the build), the comparison with the emulator's
     view of the descriptor kernel of the same source whose named compile-time args match (else the first)."""
     jit = jit_view(builds)
-    candidates = []
+    candidates, seen = [], set()
     for progs in launches:
         for program in progs:
+            if id(program) in seen:  # a cached program launched again (a decode loop's hit): viewed once
+                continue
+            seen.add(id(program))
             view = emulator_view(program, grid)
             for k, e in zip(program.kernels, view):
                 candidates.append((k, e))

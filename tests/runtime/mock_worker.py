@@ -43,6 +43,8 @@ class Recorder:
 
     def __init__(self):
         self.launches: list[list] = []
+        # per launch: the io tensors' buffer addresses and the id of the launchable (a cached launch is the same object)
+        self.calls: list[tuple] = []
         self._mesh_programs: dict[int, list] = {}
         self._generic_op, self._mesh_pd = ttnn.generic_op, ttnn.MeshProgramDescriptor
 
@@ -55,6 +57,7 @@ class Recorder:
         def generic_op(io_tensors, program):
             programs_ = self._mesh_programs.get(id(program), [program])
             self.launches.append(programs_)
+            self.calls.append((tuple(t.buffer_address() for t in io_tensors), id(program)))
             return self._generic_op(io_tensors, program)
 
         ttnn.generic_op, ttnn.MeshProgramDescriptor = generic_op, mesh_program_descriptor
@@ -108,6 +111,7 @@ def run_programs(board: str, names: list[str], log: Path) -> dict:
             except Exception as e:  # noqa: BLE001 - the test reports whatever ttnn (or the op) raised
                 status, error = "rejected", _error_text(e) + "\n" + "".join(traceback.format_tb(e.__traceback__)[-3:])
             launches = recorder.launches[start:]
+            calls = recorder.calls[start:]
             builds = _log_lines(log)[first:]
             entry = {
                 "status": status,
@@ -116,6 +120,11 @@ def run_programs(board: str, names: list[str], log: Path) -> dict:
                 "launches": [[jit_parity.kernel_names(p) for p in progs] for progs in launches],
                 "jit_builds": [b for b in builds if b.get("kind") in ("compile", "link")],
             }
+            per_call = programs.HIT_CHECKED.get(name)
+            if per_call and status == "accepted":
+                # the last call (a fast-path hit) against the one before (the full path, same arguments)
+                entry["hit_check"] = {"full": [list(c) for c in calls[-2 * per_call : -per_call]],
+                                      "hit": [list(c) for c in calls[-per_call:]]}  # fmt: skip
             if status == "accepted":
                 try:
                     entry["parity"] = jit_parity.compare_launches(launches, builds, grid)

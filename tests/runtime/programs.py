@@ -80,12 +80,34 @@ def _with(**kw):
     return _case(**{**BASE, **kw})
 
 
+def _then_hit(call) -> None:
+    """``call(output_tensor)`` as a decode loop makes it: once without an output, then twice with the first call's
+    output (and no memory_config or dtype: the output's are used); the second call is planned and launched by the full
+    path, the third is a fast-path hit. The worker checks that the hit hands ``ttnn.generic_op`` what the full path
+    did (programs listed in :data:`HIT_CHECKED`)."""
+    out = call(None)
+    call(out)
+    call(out)
+
+
 def _device_positions(ctx: Ctx) -> None:
     """cur_pos as a device tensor (one program for every step), bfloat8_b cache, exact exp."""
     q, k, v = ctx.randn(1, 2, 8, 64), ctx.randn(2, 2, 256, 64), ctx.randn(2, 2, 256, 64)
-    ttflashdecode.scaled_dot_product_attention_decode(
-        ctx.tile(q), ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), cur_pos_tensor=ctx.int32([17, 255]),
-        program_config=H.decode_config(64, cores=4), compute_kernel_config=H.hifi4())  # fmt: skip
+    q, k, v, pos = ctx.tile(q), ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), ctx.int32([17, 255])
+    _then_hit(lambda out: ttflashdecode.scaled_dot_product_attention_decode(
+        q, k, v, cur_pos_tensor=pos, program_config=H.decode_config(64, cores=4), compute_kernel_config=H.hifi4(),
+        output_tensor=out))  # fmt: skip
+
+
+def _mask_sinks_bf8_out(ctx: Ctx) -> None:
+    """Non-causal with an attention mask (the op's own constant positions), sinks and a bfloat8_b output (the decode
+    program and the tile convert program on every call)."""
+    q, k, v = ctx.randn(1, 2, 8, 64), ctx.randn(2, 2, 256, 64), ctx.randn(2, 2, 256, 64)
+    q, k, v = ctx.tile(q), ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b")
+    mask, sink = ctx.tile(ctx.randn(2, 1, 1, 256)), ctx.tile(ctx.randn(1, 8))
+    _then_hit(lambda out: ttflashdecode.scaled_dot_product_attention_decode(
+        q, k, v, is_causal=False, attn_mask=mask, attention_sink=sink, program_config=H.decode_config(64, cores=4),
+        dtype=None if out is not None else ttnn.bfloat8_b, output_tensor=out))  # fmt: skip
 
 
 def _tt_transformers_paged(ctx: Ctx) -> None:
@@ -96,10 +118,11 @@ def _tt_transformers_paged(ctx: Ctx) -> None:
     table = torch.randperm(blocks, generator=ctx.gen)[: batch * per_user].reshape(batch, per_user)
     k, v = ctx.randn(blocks, n_kv, block, d), ctx.randn(blocks, n_kv, block, d)
     q = ctx.tile(ctx.randn(1, batch, n_q, d), memory_config=H.height_sharded(batch, [32, d]))
-    ttflashdecode.paged_scaled_dot_product_attention_decode(
-        q, ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), ctx.int32(table), cur_pos_tensor=ctx.int32([70, 200]),
-        scale=d**-0.5, program_config=H.sdpa_config(64), compute_kernel_config=H.hifi4(),
-        memory_config=H.height_sharded(batch, [32, d]))  # fmt: skip
+    k, v, table, pos = ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), ctx.int32(table), ctx.int32([70, 200])
+    _then_hit(lambda out: ttflashdecode.paged_scaled_dot_product_attention_decode(
+        q, k, v, table, cur_pos_tensor=pos, scale=d**-0.5, program_config=H.sdpa_config(64),
+        compute_kernel_config=H.hifi4(), output_tensor=out,
+        memory_config=None if out is not None else H.height_sharded(batch, [32, d])))  # fmt: skip
 
 
 def _mla(ctx: Ctx) -> None:
@@ -110,10 +133,11 @@ def _mla(ctx: Ctx) -> None:
     table = torch.randperm(blocks, generator=ctx.gen)[: batch * per_user].reshape(batch, per_user)
     shards = batch * n_q // 32
     q = ctx.tile(ctx.randn(1, batch, n_q, d), memory_config=H.height_sharded(shards, [32, d]))
-    ttflashdecode.paged_flash_multi_latent_attention_decode(
-        q, ctx.tile(ctx.randn(blocks, 1, block, d), "bfloat8_b"), ctx.int32(table),
-        cur_pos_tensor=ctx.int32([100, 30]), head_dim_v=dv, scale=d**-0.5, program_config=H.sdpa_config(32),
-        compute_kernel_config=H.hifi4(), memory_config=H.height_sharded(shards, [32, dv]))  # fmt: skip
+    k, table, pos = ctx.tile(ctx.randn(blocks, 1, block, d), "bfloat8_b"), ctx.int32(table), ctx.int32([100, 30])
+    _then_hit(lambda out: ttflashdecode.paged_flash_multi_latent_attention_decode(
+        q, k, table, cur_pos_tensor=pos, head_dim_v=dv, scale=d**-0.5, program_config=H.sdpa_config(32),
+        compute_kernel_config=H.hifi4(), output_tensor=out,
+        memory_config=None if out is not None else H.height_sharded(shards, [32, dv])))  # fmt: skip
 
 
 def _update_cache_heads_major(ctx: Ctx) -> None:
@@ -280,6 +304,7 @@ SINGLE = {
     "decode_bfloat8_b_kv": _with(kv_dtype="bfloat8_b"),
     "decode_bfloat4_b_kv": _with(kv_dtype="bfloat4_b"),
     "decode_device_positions": _device_positions,
+    "decode_mask_sinks_bfloat8_b_out": _mask_sinks_bf8_out,
     "decode_skipped_user": _with(cur_pos=(-1, 255)),
     "decode_paged": _with(block_size=64, kv_dtype="bfloat8_b"),
     "decode_paged_tt_transformers": _tt_transformers_paged,
@@ -308,6 +333,11 @@ SINGLE = {
 }  # fmt: skip
 # The cache-update ops take one chip's tensors (they refuse a mesh tensor, naming it): no mesh update program.
 MESH = {"mesh_decode": _mesh_decode, "mesh_paged_bfloat8_b_out": _mesh_paged_bf8_out}
+
+# Programs whose function ends in a fast-path hit after a full-path call of the same arguments (_then_hit), with the
+# generic_op launches one call makes: the hit's launches must equal the full path's (same io tensors, same launchable).
+HIT_CHECKED = {"decode_device_positions": 1, "decode_mask_sinks_bfloat8_b_out": 2,
+               "decode_paged_tt_transformers": 1, "decode_mla_paged": 1}  # fmt: skip
 
 CATALOGUE: dict[str, tuple[str, Callable[[Ctx], None]]] = {
     **{name: ("n150", fn) for name, fn in SINGLE.items()},

@@ -55,6 +55,19 @@ def test_jit_environment_matches_the_emulator(mock_session, name):
     assert not problems, f"{name}: the JIT's build differs from the emulator's:\n" + "\n".join(problems)
 
 
+@pytest.mark.parametrize("name", list(programs.HIT_CHECKED))
+def test_a_fast_path_hit_launches_what_the_full_path_launched(mock_session, name):
+    """A decode loop's repeated call (same tensors, same output) takes the op's fast path: it must hand
+    ``ttnn.generic_op`` the io tensors the full path handed it, in the same order, and the same launchable object (the
+    cached one: its runtime args hold those tensors' addresses). A full-path call makes a new launchable, so the same
+    object also shows the call was a hit."""
+    r = _result(mock_session, name)
+    assert r["status"] == "accepted", r["error"]
+    check = r["hit_check"]
+    assert len(check["hit"]) == programs.HIT_CHECKED[name], check
+    assert check["hit"] == check["full"], f"{name}: the hit launched {check['hit']}, the full path {check['full']}"
+
+
 def test_every_package_kernel_was_compared(mock_session):
     compared = set()
     for board in ("n150", "n300", "t3k"):
