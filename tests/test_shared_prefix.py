@@ -182,6 +182,20 @@ def test_prefix_read_once_per_group_and_kv_head(emu_device, max_group_rows, read
         assert result.merge_stats.bytes_read_from(tensor) == 0
 
 
+def test_float32_output_single_user_groups(emu_device):
+    """A float32 output, and groups of one user each (one slot a sub-group: no padding, no shared rows)."""
+    case = Case(seed_for("shared prefix fp32"), n_q=4, n_kv=2, d=32, block=32, groups=[[2], [0], [1]],
+                prefix_lens=[1, 45, 32], suffix_pos=[5, -1, 33])  # fmt: skip
+    ttnn = import_ttnn()
+    out = shared_prefix_decode(
+        tile(emu_device, case.q), tile(emu_device, case.k_dirty), tile(emu_device, case.v_dirty), groups=case.groups,
+        prefix_lens=case.prefix_lens, prefix_page_table=case.prefix_table, suffix_page_table=case.suffix_table,
+        suffix_cur_pos=list(case.suffix_pos), dtype=ttnn.float32, program_config=_config(32, 2),
+    )  # fmt: skip
+    assert str(out.dtype).endswith("FLOAT32"), out.dtype
+    case.check(emu_device, out, "shared prefix float32 output")
+
+
 def test_wrapper_plans_once_and_runs_each_step(emu_device):
     """The plan / run form over a decode loop: one plan, two steps whose suffix positions grow (read at run time from
     the same device tensor, rewritten between steps), the programs built once."""
