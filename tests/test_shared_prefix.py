@@ -146,6 +146,10 @@ def test_mqa_many_users_several_row_tiles_bfloat4_b(emu_device):
     # 24 rows = 3 users a sub-group: the group of 6 in two sub-groups, the group of 1 in one.
     assert [len(u) for _, u in result.plan.groups.subgroups] == [3, 3, 1]
     case.check(emu_device, out, "shared prefix mqa bfloat4_b")
+    # The op form keeps its planned wrapper on the device: a second call with the same arguments plans nothing.
+    _, again = case.run(emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24,
+                        return_result=True)  # fmt: skip
+    assert again.plan is result.plan
 
 
 @pytest.mark.parametrize("max_group_rows, reads", [(128, (1, 1)), (8, (2, 1))])

@@ -35,6 +35,7 @@ import torch
 
 from ttflashdecode.backend import backend_for, backend_of
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
+from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import (
     AccessorArgs,
     cb_descriptor,
@@ -56,6 +57,8 @@ MERGE_KERNELS = OPS / "shared_prefix" / "kernels"
 PARTIAL_EXTRA_COLS = 2 * TILE  # a partial row: O's v_head_dim columns, then m's tile, then l's tile
 NO_USER = -1  # a padding slot of the prefix level's slot-to-user map
 OUT_DTYPES = ("bfloat16", "float32")
+# Program sets a wrapper keeps, one per set of tensor addresses (oldest dropped first).
+MAX_PROGRAM_SETS = 16
 # Query rows of one prefix sub-group by default (PrefixGroups): see docs/SHARED_PREFIX.md for the measurement.
 MAX_GROUP_ROWS = 128
 
@@ -359,6 +362,8 @@ class SharedPrefixDecodeWrapper:
                                            emit_partial=True)  # fmt: skip
             merge_program = build_merge_program(prefix_out, suffix_out, out, p, self._grid)
             launch = tuple(self._backend.launchable([prog]) for prog in (prefix_program, suffix_program, merge_program))
+            if len(self._programs) >= MAX_PROGRAM_SETS:  # host page tables upload anew each run: keep the newest
+                self._programs.pop(next(iter(self._programs)))
             self._programs[key] = launch
         prefix_stats = self._backend.run(prefix_buffers.io_tensors(), launch[0])
         suffix_stats = self._backend.run(suffix_buffers.io_tensors(), launch[1])
@@ -538,21 +543,55 @@ def shared_prefix_decode(
         raise ValueError(f"q: q_len={int(q.shape[0])}; shared-prefix decode takes one query token per user (q_len 1)")
     prefix_width = _table_width("prefix_page_table", prefix_page_table)
     suffix_width = _table_width("suffix_page_table", suffix_page_table)
-    wrapper = SharedPrefixDecodeWrapper(backend.device, program_config, compute_kernel_config)
     max_suffix = None
-    if suffix_cur_pos is not None and isinstance(suffix_cur_pos, (list, tuple)) and suffix_cur_pos:
-        max_suffix = max(int(c) for c in suffix_cur_pos if as_int(c) is not None) if any(
-            as_int(c) is not None for c in suffix_cur_pos) else None  # fmt: skip
-    wrapper.plan(
+    if isinstance(suffix_cur_pos, (list, tuple)) and any(as_int(c) is not None for c in suffix_cur_pos):
+        # rounded up to a power of two, as the decode op does, so a growing decode loop meets a handful of plans
+        max_suffix = 1 << max(max(as_int(c) for c in suffix_cur_pos if as_int(c) is not None), 0).bit_length()
+    ttnn = import_ttnn()
+    plan_args = dict(
         groups=groups, prefix_lens=prefix_lens, batch=batch, n_q_heads=n_q_heads, n_kv_heads=kshape[1],
         head_dim=head_dim, block_size=kshape[2], max_prefix_blocks=prefix_width, max_suffix_blocks=suffix_width,
-        kv_dtype=getattr(import_ttnn(), dtype_name(k)), v_dtype=getattr(import_ttnn(), dtype_name(v)),
-        v_head_dim=vshape[3], scale=scale, dtype=dtype, max_suffix_pos=max_suffix, max_group_rows=max_group_rows,
+        kv_dtype=getattr(ttnn, dtype_name(k)), v_dtype=getattr(ttnn, dtype_name(v)), v_head_dim=vshape[3],
+        scale=scale, dtype=dtype, max_suffix_pos=max_suffix, max_group_rows=max_group_rows,
     )  # fmt: skip
+    # One planned wrapper per (config, compute settings, groups, shapes) on the device: a decode loop calling the op
+    # plans, uploads the prefix positions, allocates the partials and builds its programs once. Arguments that cannot
+    # key a cache (unhashable ones) are planned afresh; plan() names what is wrong with them.
+    wrapper = None
+    try:
+        key = ("shared_prefix", _config_key(program_config), ComputeSettings.coerce(compute_kernel_config),
+               *((n, _frozen(val)) for n, val in sorted(plan_args.items())))  # fmt: skip
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None:
+        wrapper = device_cache(backend.device).lookup("decoders", key, lambda: _planned_wrapper(
+            backend.device, program_config, compute_kernel_config, plan_args))  # fmt: skip
+    else:
+        wrapper = _planned_wrapper(backend.device, program_config, compute_kernel_config, plan_args)
     out = wrapper.run(q, k, v, prefix_page_table=prefix_page_table, suffix_page_table=suffix_page_table,
                       suffix_cur_pos=suffix_cur_pos, suffix_cur_pos_tensor=suffix_cur_pos_tensor,
                       output_tensor=output_tensor)  # fmt: skip
     return (out, wrapper.last_run) if return_result else out
+
+
+def _planned_wrapper(device, program_config, compute_kernel_config, plan_args) -> SharedPrefixDecodeWrapper:
+    wrapper = SharedPrefixDecodeWrapper(device, program_config, compute_kernel_config)
+    wrapper.plan(**plan_args)
+    return wrapper
+
+
+def _config_key(program_config):
+    if program_config is None or isinstance(program_config, (str, ProgramConfig)):
+        return program_config
+    return ProgramConfig.coerce(program_config)  # ttnn.SDPAProgramConfig: by value
+
+
+def _frozen(value):
+    """Lists (groups, prefix lengths) as tuples, so a call's plan arguments can key the device cache."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 def _table_width(name: str, table) -> int:
