@@ -296,10 +296,10 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "kv_swapped",
         READER,
-        """    const uint32_t k_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t v_addr = get_arg_val<uint32_t>(arg++);""",
-        """    const uint32_t v_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t k_addr = get_arg_val<uint32_t>(arg++);""",
+        """    const uint32_t k_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t v_addr = get_common_arg_val<uint32_t>(arg++);""",
+        """    const uint32_t v_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t k_addr = get_common_arg_val<uint32_t>(arg++);""",
         "reader: K read from V's buffer and V from K's",
         (CHUNK_EDGES,),
     ),

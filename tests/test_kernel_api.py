@@ -111,9 +111,9 @@ LEGACY = ("noc_async_read", "noc_async_write", "noc_async_read_tile", "noc_async
           "InterleavedAddrGen", "InterleavedAddrGenFast", "InterleavedPow2AddrGen", "InterleavedPow2AddrGenFast",
           "get_compile_time_arg_val")  # fmt: skip
 KERNELS = {
-    "reader_flash_decode.cpp": (kernel_args.READER_ARGS, kernel_args.ReaderRuntimeArgs),
-    "compute_flash_decode.cpp": (kernel_args.COMPUTE_ARGS, kernel_args.ComputeRuntimeArgs),
-    "writer_flash_decode.cpp": (kernel_args.WRITER_ARGS, kernel_args.WriterRuntimeArgs),
+    "reader_flash_decode.cpp": (kernel_args.READER_ARGS, kernel_args.ReaderCommonArgs),
+    "compute_flash_decode.cpp": (kernel_args.COMPUTE_ARGS, kernel_args.ComputeCommonArgs),
+    "writer_flash_decode.cpp": (kernel_args.WRITER_ARGS, kernel_args.WriterCommonArgs),
 }
 
 
@@ -159,10 +159,18 @@ def test_named_compile_time_args_match_kernel_args(name):
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_runtime_args_read_in_kernel_args_order(name):
-    _, runtime = KERNELS[name]
-    read = re.findall(r"const uint32_t (\w+) = get_arg_val<uint32_t>\(arg\+\+\);", _code(_kernel(name)))
-    assert tuple(read) == kernel_args.runtime_arg_names(runtime), f"{name} reads its runtime args as {read}"
-    assert len(re.findall(r"get_arg_val<", _code(_kernel(name)))) == len(read), f"{name}: a runtime arg read elsewhere"
+    """A kernel takes no per-core runtime args; it reads its own common args (addresses) in kernel_args' field order
+    from ``work_args_at`` on, then its work from the work table right after them (flash_decode_common.hpp's
+    core_work, the layout kernel_args.core_work_table writes)."""
+    _, common = KERNELS[name]
+    code = _code(_kernel(name))
+    assert not re.search(r"\bget_arg_val<", code), f"{name} reads a per-core runtime arg"
+    read = re.findall(r"const uint32_t (\w+) = get_common_arg_val<uint32_t>\(arg\+\+\);", code)
+    assert tuple(read) == kernel_args.runtime_arg_names(common), f"{name} reads its common args as {read}"
+    work_at = "arg" if read else "0"
+    assert len(re.findall(rf"= core_work\({work_at}\);", code)) == 1, f"{name}: its work is not read after its args"
+    if read:
+        assert "uint32_t arg = work_args_at;" in code, f"{name}: its own common args do not start at work_args_at"
 
 
 def test_cb_args_cover_the_planners_table():

@@ -13,10 +13,16 @@ named args ``<tensor>_cta_offset``. An absent optional tensor (no page table, ma
 output, which the kernels address per shard core instead) gets K's args: its accessor is declared over valid args and
 never used.
 
-Runtime arguments are positional on the wire; their order is the field order of :class:`ReaderRuntimeArgs`,
-:class:`ComputeRuntimeArgs` and :class:`WriterRuntimeArgs`, which the kernels read in that order (checked by
-``tests/test_kernel_api.py``). The common runtime args of the reader and writer are the NOC coordinates (x, y) of
-the core of each shard of a height-sharded Q / output, shard by shard.
+Runtime arguments are all common runtime args (``KernelDescriptor.common_runtime_args``, the same list on every core;
+no per-core runtime args): on a card's program-cache hit ``ttnn.generic_op`` copies every per-core argument list of
+the descriptor into the cached program, ~5 us per kernel on 64 cores on a mock N150, against one list per kernel for
+common args (tests/runtime/host_cost.py, docs/RUNTIME.md). A kernel's common args are, in order:
+
+1. the NOC coordinates (x, y) of the core of each shard of a height-sharded Q / output, shard by shard (reader /
+   writer), or shared-prefix decode's slot map; their count is the kernel's named arg ``work_args_at``;
+2. the fields of :class:`ReaderCommonArgs` / :class:`WriterCommonArgs` (buffer addresses) in field order, which the
+   kernels read in that order (checked by ``tests/test_kernel_api.py``);
+3. the work table (:func:`core_work_table`): every core finds its own work in it by its logical coordinates.
 """
 
 from __future__ import annotations
@@ -93,6 +99,8 @@ DOCS = {
     "slot_users": "1: a group's users are slots; slot s is user common runtime arg s (0xFFFFFFFF: a padding slot) for "
     "Q rows and output rows, and group of slots j reads page-table row common runtime arg batch + j (shared-prefix "
     "decode's prefix level)",
+    "work_args_at": "common runtime args before the kernel's own (its shard table or slot map): where its "
+    "ReaderCommonArgs / WriterCommonArgs start",
     "q_cta_offset": "offset of Q's TensorAccessorArgs in the positional compile-time args",
     "k_cta_offset": "... of K's",
     "v_cta_offset": "... of V's",
@@ -111,7 +119,7 @@ READER_ARGS = (
     "mask_is_bfp8", "mask_rows_are_heads", "use_sink", "sink_rows_are_heads", "v_from_k", "q_tiled", "q_placement",
     "q_shard_pages", "q_page_bytes", "q_whole_tiles", "q_cta_offset", "k_cta_offset", "v_cta_offset",
     "cur_pos_cta_offset", "page_table_cta_offset", "mask_cta_offset", "sink_cta_offset", "wait_for_cache_update",
-    "sem_cache_updated", "slot_users",
+    "sem_cache_updated", "slot_users", "work_args_at",
     "cb_q", "cb_k", "cb_v", "cb_mask", "cb_scale", "cb_ones", "cb_cur_pos", "cb_writer_cur_pos", "cb_page_table",
     "cb_sink", "cb_mask_stage",
 )  # fmt: skip
@@ -125,60 +133,83 @@ COMPUTE_ARGS = (
 WRITER_ARGS = (
     "vDHt", "PNHt", "q_tile_rows", "Sk_t", "q_len", "heads_per_group", "NQt", "num_kv_heads", "n_q_heads", "batch",
     "users_per_page_row", "sliding_window", "sem_partial_arrived", "out_placement", "out_shard_pages", "out_tiled",
-    "out_page_bytes", "out_whole_tiles", "out_cta_offset", "emit_partial", "slot_users",
+    "out_page_bytes", "out_whole_tiles", "out_cta_offset", "emit_partial", "slot_users", "work_args_at",
     "cb_partial_in", "cb_partial_out", "cb_writer_cur_pos", "cb_zeros", "cb_out",
 )  # fmt: skip
 
 
-# ---- runtime args: positional on the wire, in field order ------------------------------------------------------------
-# Every kernel takes the work of its core: first_group, num_groups (the consecutive groups it serves, group id =
-# batch * n_kv_heads + kv_head), core_index (its index among the cores of each group; 0 is the root reducer) and
-# num_cores_per_head (cores sharing each group; 1: no reduction).
+# ---- runtime args: common runtime args, positional, in field order ---------------------------------------------------
+# Every kernel takes the work of its core from the work table: first_group, num_groups (the consecutive groups it
+# serves, group id = batch * n_kv_heads + kv_head), core_index (its index among the cores of each group; 0 is the root
+# reducer), num_cores_per_head (cores sharing each group; 1: no reduction) and the NOC coordinates of the core it sends
+# its partial to (the writer's; 0, 0 for a root).
 
 
 @dataclass(frozen=True)
-class ReaderRuntimeArgs:
-    """Runtime args of reader_flash_decode.cpp: buffer addresses (interleaved: the address in every bank; a
-    height-sharded Q: its L1 address on every shard core) and the core's work."""
+class ReaderCommonArgs:
+    """The reader's buffer addresses (interleaved: the address in every bank; a height-sharded Q: its L1 address on
+    every shard core), after the shard table (``work_args_at`` args) and before the work table."""
 
     q_addr: int
     k_addr: int
     v_addr: int
     cur_pos_addr: int
-    first_group: int
-    num_groups: int
-    core_index: int
-    num_cores_per_head: int
     page_table_addr: int  # 0 unless paged
     mask_addr: int  # 0 without attn_mask
     sink_addr: int  # 0 without attention sinks
 
 
 @dataclass(frozen=True)
-class ComputeRuntimeArgs:
-    """Runtime args of compute_flash_decode.cpp: the core's work."""
-
-    first_group: int
-    num_groups: int
-    core_index: int
-    num_cores_per_head: int
+class ComputeCommonArgs:
+    """The compute kernel takes the work table alone."""
 
 
 @dataclass(frozen=True)
-class WriterRuntimeArgs:
-    """Runtime args of writer_flash_decode.cpp: the output's address, the core's work and its tree parent."""
+class WriterCommonArgs:
+    """The writer's output address, after the shard table (``work_args_at`` args) and before the work table."""
 
     out_addr: int
+
+
+@dataclass(frozen=True)
+class CoreWork:
+    """One core's entry of the work table."""
+
     first_group: int
     num_groups: int
     core_index: int
     num_cores_per_head: int
-    parent_noc_x: int  # NOC coordinates of the core this one sends its partial to (0, 0 for a root)
-    parent_noc_y: int
+    parent_noc_x: int = 0  # NOC coordinates of the core this one sends its partial to (0, 0 for a root)
+    parent_noc_y: int = 0
+
+
+# Words of the table before its entries (the box: x0, y0, width) and per entry; flash_decode_common.hpp's core_work
+# reads them so.
+WORK_TABLE_HEADER, WORK_ENTRY_WORDS = 3, 2
+
+
+def core_work_table(work: dict[tuple[int, int], CoreWork]) -> list[int]:
+    """The work table of the cores ``work`` maps (logical (x, y) -> their work): the bounding box of those cores
+    (x0, y0, width) and two words per core of the box, row by row: ``first_group | num_groups << 16`` and
+    ``core_index | num_cores_per_head << 8 | parent_noc_x << 16 | parent_noc_y << 24`` (a core of the box outside
+    ``work`` runs none of these kernels: zeros)."""
+    xs, ys = [c[0] for c in work], [c[1] for c in work]
+    x0, y0 = min(xs), min(ys)
+    width, height = max(xs) - x0 + 1, max(ys) - y0 + 1
+    table = [x0, y0, width] + [0] * (WORK_ENTRY_WORDS * width * height)
+    for (x, y), w in work.items():
+        fields16 = (w.first_group, w.num_groups)
+        fields8 = (w.core_index, w.num_cores_per_head, w.parent_noc_x, w.parent_noc_y)
+        if any(not 0 <= v < 1 << 16 for v in fields16) or any(not 0 <= v < 1 << 8 for v in fields8):
+            raise AssertionError(f"core ({x}, {y}): work {w} does not fit the work table's fields (16, 16, 8 x 4 bits)")
+        at = WORK_TABLE_HEADER + WORK_ENTRY_WORDS * ((y - y0) * width + (x - x0))
+        table[at] = w.first_group | w.num_groups << 16
+        table[at + 1] = w.core_index | w.num_cores_per_head << 8 | w.parent_noc_x << 16 | w.parent_noc_y << 24
+    return table
 
 
 def runtime_arg_names(kind: type) -> tuple[str, ...]:
-    """The wire order of a runtime-args dataclass."""
+    """The wire order of a runtime-args (or common-args) dataclass."""
     return tuple(f.name for f in fields(kind))
 
 
@@ -243,9 +274,13 @@ def kernel_descriptor(
 
 
 def core_range_set(cores):
-    """The ``ttnn.CoreRangeSet`` of logical cores ``cores`` ((x, y) pairs), one single-core range each."""
+    """The ``ttnn.CoreRangeSet`` of logical cores ``cores`` ((x, y) pairs) as ttnn's merge lays them out: as few
+    rectangles as it finds (64 cores of an 8 x 8 grid: one). On a card's program-cache hit ``ttnn.generic_op`` copies
+    every core range set of the descriptor (kernels, CBs, semaphores): one range each instead of one per core saves
+    ~3 us a call for a 64-core decode program on a mock N150 (tests/runtime/host_cost.py)."""
     ttnn = import_ttnn()
-    return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in cores])
+    singles = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*c), ttnn.CoreCoord(*c)) for c in cores])
+    return singles.merge(ttnn.CoreRangeSet([]))
 
 
 def cb_descriptor(cores, buffer_indices, dtype, page_size: int, pages: int, tile=None):
@@ -406,6 +441,16 @@ def decode_kernel_args(
         "slot_users": int(slot_users),
         **{f"cb_{name}": index for name, index in CB_INDEX.items()},
     }
+    # The common args before each kernel's own (program_factory.build_program lays them out and checks these counts):
+    # shared-prefix decode's slot map (the writer: a user per slot; the reader: those, then a page-table row per group
+    # of slots), else the NOC coordinates (x, y) of each shard of a height-sharded Q / output.
+    reader_values, writer_values = dict(values), dict(values)
+    if slot_users:
+        reader_values["work_args_at"] = s.batch + s.batch // s.users_per_page_row
+        writer_values["work_args_at"] = s.batch
+    else:
+        reader_values["work_args_at"] = 2 * len(q_at.shard_cores)
+        writer_values["work_args_at"] = 2 * len(out_at.shard_cores)
 
     reader_accessors = AccessorArgs()
     reader_accessors.add("k", buffers.k)
@@ -421,9 +466,9 @@ def decode_kernel_args(
     else:
         writer_accessors.add("out", buffers.out)
     return DecodeKernelArgs(
-        reader=select(values, READER_ARGS, reader_accessors),
+        reader=select(reader_values, READER_ARGS, reader_accessors),
         compute=select(values, COMPUTE_ARGS),
-        writer=select(values, WRITER_ARGS, writer_accessors),
+        writer=select(writer_values, WRITER_ARGS, writer_accessors),
         q_at=q_at,
         out_at=out_at,
     )

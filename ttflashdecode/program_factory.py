@@ -17,12 +17,13 @@ from pathlib import Path
 
 from ttflashdecode.config import TILE
 from ttflashdecode.kernel_args import (
-    ComputeRuntimeArgs,
+    CoreWork,
     KernelArgs,
-    ReaderRuntimeArgs,
-    WriterRuntimeArgs,
+    ReaderCommonArgs,
+    WriterCommonArgs,
     cb_descriptor,
     core_range_set,
+    core_work_table,
     decode_kernel_args,
     kernel_descriptor,
     wire,
@@ -37,6 +38,10 @@ COMPUTE = KERNEL_DIR / "compute" / "compute_flash_decode.cpp"
 WRITER = KERNEL_DIR / "dataflow" / "writer_flash_decode.cpp"
 
 DATUM_BYTES = {"bfloat16": 2, "float32": 4}
+# tt-metal's limit on a kernel's runtime args: max_runtime_args = 341 = 4096 / (3 * 4), a dispatch packet shared by
+# three kernels (tt_metal/api/tt-metalium/kernel_types.hpp; the emulator's arch.MAX_RUNTIME_ARGS). These kernels have
+# no per-core runtime args, so their common args may take all of it.
+MAX_COMMON_RUNTIME_ARGS = 341
 
 
 @dataclass(frozen=True)
@@ -156,28 +161,38 @@ def build_program(
         writer_common = [u & 0xFFFFFFFF for u in slot_users]
         reader_common = writer_common + list(slot_page_rows)
 
-    reader_args, compute_args, writer_args = [], [], []
+    for kernel_args, common in ((args.reader, reader_common), (args.writer, writer_common)):
+        if dict(kernel_args.named)["work_args_at"] != len(common):
+            raise AssertionError(f"work_args_at {dict(kernel_args.named)['work_args_at']} != {len(common)} common args")
+
+    # No per-core runtime args (kernel_args' module docstring): each core's work is an entry of the work table.
+    work = {}
     for core in busy:
         first_group, num_groups = _group_span(plan, core)
-        work = dict(first_group=first_group, num_groups=num_groups, core_index=core.index_in_group,
-                    num_cores_per_head=core.num_cores_per_head)  # fmt: skip
         parent_x, parent_y = noc_coord(core.send.to_core) if core.send is not None else (0, 0)
-        coord = ttnn.CoreCoord(*core.core)
-        reader_args.append((coord, wire(ReaderRuntimeArgs(
-            q_addr=buffers.q.buffer_address(), k_addr=buffers.k.buffer_address(), v_addr=buffers.v.buffer_address(),
-            cur_pos_addr=buffers.cur_pos.buffer_address(), **work, page_table_addr=_address(buffers.page_table),
-            mask_addr=_address(buffers.attn_mask), sink_addr=_address(buffers.attention_sink)))))  # fmt: skip
-        compute_args.append((coord, wire(ComputeRuntimeArgs(**work))))
-        writer_args.append((coord, wire(WriterRuntimeArgs(
-            out_addr=buffers.out.buffer_address(), **work, parent_noc_x=parent_x, parent_noc_y=parent_y))))  # fmt: skip
+        work[core.core] = CoreWork(first_group=first_group, num_groups=num_groups, core_index=core.index_in_group,
+                                   num_cores_per_head=core.num_cores_per_head, parent_noc_x=parent_x,
+                                   parent_noc_y=parent_y)  # fmt: skip
+    table = core_work_table(work)
+    reader_common += wire(ReaderCommonArgs(
+        q_addr=buffers.q.buffer_address(), k_addr=buffers.k.buffer_address(), v_addr=buffers.v.buffer_address(),
+        cur_pos_addr=buffers.cur_pos.buffer_address(), page_table_addr=_address(buffers.page_table),
+        mask_addr=_address(buffers.attn_mask), sink_addr=_address(buffers.attention_sink))) + table  # fmt: skip
+    writer_common += wire(WriterCommonArgs(out_addr=buffers.out.buffer_address())) + table
+    for name, common in (("reader", reader_common), ("writer", writer_common)):
+        if len(common) > MAX_COMMON_RUNTIME_ARGS:
+            raise ValueError(
+                f"the {name}'s common runtime args: {len(common)} (its shard table or slot map, addresses and a work "
+                f"table of {len(table)} words for {len(busy)} cores) exceed tt-metal's {MAX_COMMON_RUNTIME_ARGS}"
+            )
 
-    def kernel(source: Path, kernel_args: KernelArgs, runtime_args, config, common_runtime_args=()):
-        return kernel_descriptor(source, cores, kernel_args, runtime_args, config, [KERNEL_DIR], common_runtime_args)
+    def kernel(source: Path, kernel_args: KernelArgs, config, common_runtime_args):
+        return kernel_descriptor(source, cores, kernel_args, [], config, [KERNEL_DIR], common_runtime_args)
 
     kernels = [
-        kernel(READER, args.reader, reader_args, ttnn.ReaderConfigDescriptor(), reader_common),
-        kernel(COMPUTE, args.compute, compute_args, compute.descriptor()),
-        kernel(WRITER, args.writer, writer_args, ttnn.WriterConfigDescriptor(), writer_common),
+        kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common),
+        kernel(COMPUTE, args.compute, compute.descriptor(), table),
+        kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common),
     ]
 
     cbs = [

@@ -9,8 +9,9 @@
 // (TensorPages: TILE or ROW_MAJOR pages, DRAM or L1 interleaved through a TensorAccessor, or L1 height-sharded).
 //
 // Kernel arguments: every compile-time argument is named (get_named_compile_time_arg_val) and produced by ONE Python
-// definition, ttflashdecode/kernel_args.py, which also fixes the order of the runtime args; CB indices come from the
-// planner's CB table (ttflashdecode/plan/cbs.py) as the named args "cb_<name>".
+// definition, ttflashdecode/kernel_args.py, which also fixes the order of the (common) runtime args and the work
+// table's layout (core_work below); CB indices come from the planner's CB table (ttflashdecode/plan/cbs.py) as the
+// named args "cb_<name>".
 #pragma once
 
 #include <cstdint>
@@ -242,6 +243,33 @@ inline float bfloat16_to_float(uint16_t bits) {
 }
 
 }  // namespace flash_decode
+
+// ---- every kernel build (data movement and compute; not the host) ---------------------------------------------------
+#if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC) || defined(COMPILE_FOR_TRISC)
+
+namespace flash_decode {
+
+// A core's work (kernel_args.CoreWork). The kernels take no per-core runtime args: every core finds its entry of the
+// work table (kernel_args.core_work_table) in its common runtime args at `at` by its logical coordinates. The table:
+// the box of the program's cores (x0, y0, width), then two words per core of the box, row by row:
+// first_group | num_groups << 16 and core_index | num_cores_per_head << 8 | parent_noc_x << 16 | parent_noc_y << 24.
+struct CoreWork {
+    uint32_t first_group, num_groups, core_index, num_cores_per_head, parent_noc_x, parent_noc_y;
+};
+
+inline CoreWork core_work(uint32_t at) {
+    const uint32_t x0 = get_common_arg_val<uint32_t>(at);
+    const uint32_t y0 = get_common_arg_val<uint32_t>(at + 1);
+    const uint32_t width = get_common_arg_val<uint32_t>(at + 2);
+    const uint32_t entry = at + 3 + 2 * ((get_absolute_logical_y() - y0) * width + (get_absolute_logical_x() - x0));
+    const uint32_t groups = get_common_arg_val<uint32_t>(entry);
+    const uint32_t tree = get_common_arg_val<uint32_t>(entry + 1);
+    return {groups & 0xFFFF, groups >> 16, tree & 0xFF, (tree >> 8) & 0xFF, (tree >> 16) & 0xFF, tree >> 24};
+}
+
+}  // namespace flash_decode
+
+#endif
 
 // ---- data movement only -------------------------------------------------------------------------------------------
 #if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC)

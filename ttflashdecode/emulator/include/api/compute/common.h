@@ -21,3 +21,10 @@
 #if __has_include("emu/kernel_args.h")
 #include "emu/kernel_args.h"
 #endif
+
+// The calling core's logical coordinates, as tt-metal's api/compute/common.h gives a compute kernel (the firmware's
+// my_logical_x_ / my_logical_y_; relative = absolute: the emulator has no sub-devices).
+inline uint8_t get_absolute_logical_x() { return static_cast<uint8_t>(emu::my_logical_x()); }
+inline uint8_t get_absolute_logical_y() { return static_cast<uint8_t>(emu::my_logical_y()); }
+inline uint8_t get_relative_logical_x() { return static_cast<uint8_t>(emu::my_logical_x()); }
+inline uint8_t get_relative_logical_y() { return static_cast<uint8_t>(emu::my_logical_y()); }

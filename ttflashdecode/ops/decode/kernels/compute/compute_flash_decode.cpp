@@ -716,12 +716,12 @@ void write_normalised_output() {
 }  // namespace
 
 void kernel_main() {
-    // ---- runtime args (kernel_args.ComputeRuntimeArgs)
-    uint32_t arg = 0;
-    const uint32_t first_group = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_groups = get_arg_val<uint32_t>(arg++);
-    const uint32_t core_index = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_cores_per_head = get_arg_val<uint32_t>(arg++);
+    // ---- common runtime args (kernel_args.ComputeCommonArgs: none), then the work table
+    const CoreWork work = core_work(0);
+    const uint32_t first_group = work.first_group;
+    const uint32_t num_groups = work.num_groups;
+    const uint32_t core_index = work.core_index;
+    const uint32_t num_cores_per_head = work.num_cores_per_head;
 
     compute_kernel_hw_startup(cb_q, cb_k, cb_scores);
 

@@ -117,6 +117,8 @@ static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update =
 // are never written), so the users of one prefix group need not be consecutive nor the groups equally large; group of
 // slots j reads page-table row get_common_arg_val(batch + j). 0: slot s is user s.
 constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
+// Common runtime args before this kernel's own (the shard table or the slot map): its addresses start there.
+constexpr uint32_t work_args_at = get_named_compile_time_arg_val("work_args_at");
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
 // coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
 constexpr bool q_tiled = get_named_compile_time_arg_val("q_tiled") == 1;
@@ -489,19 +491,20 @@ inline LiveRows live_rows(uint32_t seq_tile, uint32_t first_pos, uint32_t last_p
 }  // namespace
 
 void kernel_main() {
-    // ---- runtime args (kernel_args.ReaderRuntimeArgs): buffers and this core's work
-    uint32_t arg = 0;
-    const uint32_t q_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t k_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t v_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t cur_pos_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t first_group = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_groups = get_arg_val<uint32_t>(arg++);
-    const uint32_t core_index = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_cores_per_head = get_arg_val<uint32_t>(arg++);
-    const uint32_t page_table_addr = get_arg_val<uint32_t>(arg++);  // paged only
-    const uint32_t mask_addr = get_arg_val<uint32_t>(arg++);        // use_attn_mask only
-    const uint32_t sink_addr = get_arg_val<uint32_t>(arg++);        // use_sink only
+    // ---- common runtime args (kernel_args.ReaderCommonArgs) after the shard table / slot map, then the work table
+    uint32_t arg = work_args_at;
+    const uint32_t q_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t k_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t v_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t cur_pos_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t page_table_addr = get_common_arg_val<uint32_t>(arg++);  // paged only
+    const uint32_t mask_addr = get_common_arg_val<uint32_t>(arg++);        // use_attn_mask only
+    const uint32_t sink_addr = get_common_arg_val<uint32_t>(arg++);        // use_sink only
+    const CoreWork work = core_work(arg);
+    const uint32_t first_group = work.first_group;
+    const uint32_t num_groups = work.num_groups;
+    const uint32_t core_index = work.core_index;
+    const uint32_t num_cores_per_head = work.num_cores_per_head;
 
     Noc noc;
     CircularBuffer q_buf(cb_q);

@@ -79,6 +79,8 @@ static_assert(!out_whole_tiles || users_per_group == 1 || PNHt == users_per_grou
 // users are slots and slot s writes the rows of user get_common_arg_val(s) (NO_USER: a padding slot, nothing written).
 constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
 constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
+// Common runtime args before this kernel's own (the shard table or the slot map): its addresses start there.
+constexpr uint32_t work_args_at = get_named_compile_time_arg_val("work_args_at");
 static_assert(!emit_partial || !out_whole_tiles, "a partial is written row by row");
 static_assert(!slot_users || (q_len == 1 && !out_whole_tiles && out_placement != Placement::L1_HEIGHT_SHARDED),
               "slots mapped to users: one token, rows written one by one, the map in the common runtime args");
@@ -96,15 +98,16 @@ constexpr uint32_t face_row_bytes = FACE_HW * out_datum_bytes;
 }  // namespace
 
 void kernel_main() {
-    // ---- runtime args (kernel_args.WriterRuntimeArgs)
-    uint32_t arg = 0;
-    const uint32_t out_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t first_group = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_groups = get_arg_val<uint32_t>(arg++);
-    const uint32_t core_index = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_cores_per_head = get_arg_val<uint32_t>(arg++);
-    const uint32_t parent_noc_x = get_arg_val<uint32_t>(arg++);  // core index - 2^send_round (unused by roots)
-    const uint32_t parent_noc_y = get_arg_val<uint32_t>(arg++);
+    // ---- common runtime args (kernel_args.WriterCommonArgs) after the shard table / slot map, then the work table
+    uint32_t arg = work_args_at;
+    const uint32_t out_addr = get_common_arg_val<uint32_t>(arg++);
+    const CoreWork work = core_work(arg);
+    const uint32_t first_group = work.first_group;
+    const uint32_t num_groups = work.num_groups;
+    const uint32_t core_index = work.core_index;
+    const uint32_t num_cores_per_head = work.num_cores_per_head;
+    const uint32_t parent_noc_x = work.parent_noc_x;  // core index - 2^send_round (unused by roots)
+    const uint32_t parent_noc_y = work.parent_noc_y;
 
     Noc noc;
     CircularBuffer partial_in_buf(cb_partial_in);
