@@ -199,10 +199,11 @@ class SharedPrefixDecodeWrapper:
 
     ``plan(...)`` once per set of groups and shapes (it uploads the prefix level's constant positions and allocates
     the two partial tensors), ``run(q, k, v, ...)`` per layer and step. ``program_config`` and
-    ``compute_kernel_config`` are as :class:`~ttflashdecode.FlashDecodeWrapper`'s; both levels use them.
+    ``compute_kernel_config`` are as :class:`~ttflashdecode.FlashDecodeWrapper`'s; both levels use them, unless
+    ``prefix_program_config`` gives the prefix level its own.
     """
 
-    def __init__(self, device, program_config=None, compute_kernel_config=None):
+    def __init__(self, device, program_config=None, compute_kernel_config=None, prefix_program_config=None):
         if not callable(getattr(device, "compute_with_storage_grid_size", None)):
             raise TypeError(f"device={device!r}: expected a ttnn device or an emulator device")
         self._backend = backend_for(device)
@@ -211,6 +212,8 @@ class SharedPrefixDecodeWrapper:
         self._grid = self._backend.grid()
         self._compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self._grid)
+        self._prefix_config = (self._config if prefix_program_config is None
+                               else ProgramConfig.coerce(prefix_program_config, default_grid=self._grid))  # fmt: skip
         self._plan: SharedPrefixPlan | None = None
         self._prefix_positions = None
         self._partials = None
@@ -275,7 +278,7 @@ class SharedPrefixDecodeWrapper:
         suffix_shapes = DecodeShapes(batch=batch, kv_len=block_size * max_suffix_blocks,
                                      max_blocks_per_user=max_suffix_blocks, **common)  # fmt: skip
         fp32 = self._compute.fp32_dest_acc_en
-        prefix_plan = _partial_plan(prefix_shapes, self._config, self._grid, max(found.prefix_lens) - 1, fp32)
+        prefix_plan = _partial_plan(prefix_shapes, self._prefix_config, self._grid, max(found.prefix_lens) - 1, fp32)
         if max_suffix_pos is not None:
             max_suffix_pos = min(suffix_shapes.kv_len, 1 << max(int(max_suffix_pos), 0).bit_length()) - 1
         suffix_plan = _partial_plan(suffix_shapes, self._config, self._grid, max_suffix_pos, fp32)
@@ -512,6 +515,7 @@ def shared_prefix_decode(
     dtype=None,
     output_tensor=None,
     max_group_rows: int = MAX_GROUP_ROWS,
+    prefix_program_config=None,
     return_result: bool = False,
 ):
     """Decode attention over a two-level paged cache: a prefix shared by each group of users, then each user's own
@@ -528,6 +532,10 @@ def shared_prefix_decode(
     suffix_cur_pos / suffix_cur_pos_tensor: each user's last suffix position (-1: none; the user sees its prefix
         alone): ints, or an int32 ``[b]`` device tensor the kernels read at run time.
     scale, program_config, compute_kernel_config: as the decode op's. dtype: output dtype (bfloat16, float32).
+    prefix_program_config: the prefix level's own program config (default: program_config). The default rule sizes
+        a group's cores for one row tile of queries; a prefix sub-group has up to max_group_rows / 32 and few groups,
+        so a long prefix can run faster on more cores with an explicit k_chunk_size (docs/SHARED_PREFIX.md).
+    max_group_rows: query rows of one prefix sub-group (:class:`PrefixGroups`).
     Page tables may be torch tensors (checked and uploaded) or int32 row-major device tensors.
 
     The output equals the decode over each user's concatenated cache (prefix, then suffix) with cur_pos =
@@ -559,24 +567,27 @@ def shared_prefix_decode(
     # key a cache (unhashable ones) are planned afresh; plan() names what is wrong with them.
     wrapper = None
     try:
-        key = ("shared_prefix", _config_key(program_config), ComputeSettings.coerce(compute_kernel_config),
+        key = ("shared_prefix", _config_key(program_config), _config_key(prefix_program_config),
+               ComputeSettings.coerce(compute_kernel_config),
                *((n, _frozen(val)) for n, val in sorted(plan_args.items())))  # fmt: skip
         hash(key)
     except TypeError:
         key = None
     if key is not None:
         wrapper = device_cache(backend.device).lookup("decoders", key, lambda: _planned_wrapper(
-            backend.device, program_config, compute_kernel_config, plan_args))  # fmt: skip
+            backend.device, program_config, compute_kernel_config, prefix_program_config, plan_args))  # fmt: skip
     else:
-        wrapper = _planned_wrapper(backend.device, program_config, compute_kernel_config, plan_args)
+        wrapper = _planned_wrapper(backend.device, program_config, compute_kernel_config, prefix_program_config,
+                                   plan_args)  # fmt: skip
     out = wrapper.run(q, k, v, prefix_page_table=prefix_page_table, suffix_page_table=suffix_page_table,
                       suffix_cur_pos=suffix_cur_pos, suffix_cur_pos_tensor=suffix_cur_pos_tensor,
                       output_tensor=output_tensor)  # fmt: skip
     return (out, wrapper.last_run) if return_result else out
 
 
-def _planned_wrapper(device, program_config, compute_kernel_config, plan_args) -> SharedPrefixDecodeWrapper:
-    wrapper = SharedPrefixDecodeWrapper(device, program_config, compute_kernel_config)
+def _planned_wrapper(device, program_config, compute_kernel_config, prefix_program_config,
+                     plan_args) -> SharedPrefixDecodeWrapper:  # fmt: skip
+    wrapper = SharedPrefixDecodeWrapper(device, program_config, compute_kernel_config, prefix_program_config)
     wrapper.plan(**plan_args)
     return wrapper
 
