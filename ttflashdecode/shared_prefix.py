@@ -1,4 +1,5 @@
-"""Shared-prefix decode (cascade attention): a prefix many users share is read once per (prefix group, kv head).
+"""Shared-prefix decode (cascade attention): a prefix many users share is read once per (prefix group, kv head), or
+once per sub-group of at most ``max_group_rows`` query rows when a group is larger (:class:`PrefixGroups`).
 
 In serving, many decode users share a long prefix (n samples of one prompt, beam search, a common system prompt).
 With a paged cache their page tables point at the same prefix blocks, yet a plain paged decode reads those blocks
@@ -23,7 +24,8 @@ Supported: paged K/V (bfloat16 / bfloat8_b / bfloat4_b), GQA / MQA / MHA, one qu
 causal decode (every user sees its whole prefix and its suffix up to its position), any scale, program configs and
 compute kernel configs as the decode op takes them, bfloat16 or float32 output. Refused with an error naming the
 argument: ``q_len > 1``, masks, attention sinks, sliding windows, ring caches, MLA, sharded Q / output, meshes.
-Users with no suffix this step (``suffix_cur_pos`` -1) attend to their prefix alone.
+Users with no suffix this step (``suffix_cur_pos`` -1) attend to their prefix alone. Design, measurements and an
+example: docs/SHARED_PREFIX.md.
 """
 
 from __future__ import annotations
