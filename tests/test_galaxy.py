@@ -214,3 +214,17 @@ def test_galaxy_split_refusals(galaxy):
         call(tq, k_all_heads, k_all_heads, table, cur_pos_tensor=pos)
     with pytest.raises(ValueError, match=r"attn_mask: not supported while q's users are split"):
         call(tq, tk, tk, table, cur_pos_tensor=pos, attn_mask=tq)
+
+
+def test_published_per_chip_point_on_a_galaxy_chip(galaxy):
+    """The only published per-shape sdpa_decode timing is a Galaxy chip's (Llama-3.1-70B decode, 8 users, 8 q / 1 kv
+    heads, position 127: 9.07-10.20 us, timing_calibration's [galaxy] point): upstream's kernels on one chip of the
+    emulated Galaxy reproduce it within the calibration's tolerance (MODELLED)."""
+    from ttflashdecode.emulator import timing_calibration as tc
+
+    point = next(p for p in tc.OP_POINTS if p.key == "sdpa_llama70b_galaxy")
+    chip = galaxy.get_devices()[galaxy.get_num_devices() - 1]  # the chip at mesh coordinate (7, 3)
+    modelled = tc.llama70b_galaxy_us(chip)
+    assert abs(point.error(modelled)) <= point.tolerance, (
+        f"modelled {modelled:.3f} us vs published {point.published_text()} us on a Galaxy chip"
+    )
