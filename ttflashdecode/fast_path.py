@@ -110,22 +110,25 @@ def tensors_signature(tensors) -> tuple[tuple, tuple]:
     """(addresses, specs) of the call's tensor arguments (None for an absent one). A tensor that is not a live device
     tensor (a torch tensor, a list, a deallocated tensor) is :class:`NotSignable`: the full path names it."""
     addresses, specs = [], []
+    add_address, add_spec = addresses.append, specs.append  # this runs on every call: no attribute lookups per tensor
     for tensor in tensors:
         if tensor is None:
-            addresses.append(None)
-            specs.append(None)
+            add_address(None)
+            add_spec(None)
             continue
         try:
+            # is_allocated first: ttnn's buffer_address() on a deallocated tensor logs a TT_FATAL line before raising
             if not tensor.is_allocated():
                 raise NotSignable("deallocated")
-            addresses.append(tensor.buffer_address())
+            add_address(tensor.buffer_address())
             # A ttnn tensor's TensorSpec holds its shape, dtype, layout (tile shape included) and memory config: one
             # read and one C++ comparison instead of four reads (memory_config() alone costs ~0.5 us a tensor on a
             # mock N150, tests/runtime/host_cost.py). The emulator's tensors have no spec: they give the four.
-            spec = getattr(tensor, "spec", None)
-            if spec is None:
+            try:
+                spec = tensor.spec
+            except AttributeError:
                 spec = (tensor.shape, tensor.dtype, tensor.layout, tensor.memory_config())
-            specs.append((tensor.device(), spec))
+            add_spec((tensor.device(), spec))
         except NotSignable:
             raise
         except Exception as error:  # not a device tensor, or a mesh tensor whose chips hold it at different addresses

@@ -20,6 +20,9 @@ import pytest
 from runtime import host_cost, programs
 from runtime.host_cost import GOAL_US
 
+# The load (1-minute average per CPU) up to which the host-cost test judges the 30 us goal.
+QUIET_LOAD_PER_CPU = 0.5
+
 # The kernels every program family uses; each must have been compared at least once.
 PACKAGE_KERNELS = {"reader_flash_decode", "compute_flash_decode", "writer_flash_decode", "reader_update_cache",
                    "compute_update_cache", "writer_update_cache", "reader_fill_cache", "writer_fill_cache",
@@ -94,10 +97,15 @@ def test_the_stand_in_recorded_every_build_with_riscv_elf_outputs(mock_session):
 
 
 def test_card_path_host_cost_per_cached_call(mock_session, record_property):
-    """Measured, not judged against the 30 us goal here: the numbers go to the test report and docs/RUNTIME.md
-    (``pytest -s`` prints the table). The checks make sure the measurement measured cached calls (a rebuild or a
-    recompile costs milliseconds) and that the op launches its descriptor keyed by ttnn's own structural hash
-    (``custom_program_hash``, backend.seal_program_hash), so generic_op does not walk the descriptor per call."""
+    """The numbers go to the test report and docs/RUNTIME.md (``pytest -s`` prints the table). The checks make sure
+    the measurement measured cached calls (a rebuild or a recompile costs milliseconds) and that the op launches its
+    descriptor keyed by ttnn's own structural hash (``custom_program_hash``, backend.seal_program_hash), so generic_op
+    does not walk the descriptor per call.
+
+    The 30 us goal is judged only on a quiet machine (1-minute load average at most QUIET_LOAD_PER_CPU per CPU before
+    and after the timed calls), on the 10th percentile of the op's wall times: host work is the same every call and
+    other processes only add to it, and on a shared 2-CPU machine at load 10-40 the same call's median moved by up to
+    2x between runs (docs/RUNTIME.md). A loaded run records its numbers and skips the judgement, saying so."""
     r = mock_session.measure_host_cost()
     m = r["median_us"]
     for key, value in m.items():
@@ -115,6 +123,11 @@ def test_card_path_host_cost_per_cached_call(mock_session, record_property):
     keys = r["program_hash"]
     assert keys["sealed"] is not None and keys["sealed"] == keys["structural"], keys
     assert keys["unsealed"] is None, keys
+    loads = [r["load_average_before"][0], r["load_average_after"][0]]
+    if max(loads) > QUIET_LOAD_PER_CPU * r["cpus"]:
+        pytest.skip(f"the {GOAL_US:.0f} us goal is not judged at load {loads} on {r['cpus']} CPUs (numbers recorded)")
+    p10 = r["p10_us"]["op_device_positions_output_given"]
+    assert p10 <= GOAL_US, f"an op cache hit (output given) took {p10:.1f} us (10th percentile), goal {GOAL_US} us"
 
 
 def test_the_comparison_sees_each_kind_of_difference():
