@@ -4,7 +4,8 @@ One test per accepted form: q (DRAM / L1 interleaved / L1 height-sharded TILE, R
 height-sharded), the output memory config (DRAM, L1 interleaved, L1 height-sharded), attention sinks (upstream's
 ``[32, 32]`` tile and ours ``[1, n_q_heads]``), masks (upstream's ``[b, 1, n_q_heads, S]`` and ours
 ``[b, 1 or n_q_heads, q_len, S]``), a cache whose logical length is not a multiple of 32, rows with nothing visible, and
-the multi-latent attention (MLA) functions, whose cache must be read once.
+the multi-latent attention (MLA) functions, whose cache must be read once, called directly and through
+``patch_ttnn()`` in upstream's positional form (this file is the MLA behaviour's one home).
 
 The golden sees the values the device stores (``golden.quantize_like_device``); inputs are seeded and the seed is in
 every failure message. Where a form allows it the output is a NaN-filled ``output_tensor``, so an element the kernels
@@ -440,41 +441,80 @@ def _check_read_once(tk, expected_pages, seed, what):
     assert reads == expected_pages, f"[seed {seed}] {what}: K tiles read != each live tile once"
 
 
-def test_mla_flash_multi_latent_attention_decode(emu_device):
-    seed = 180
+# Each MLA function twice: called directly with host positions (V from a K of 96 columns), and through
+# ttflashdecode.patch_ttnn() in upstream's positional form (q, k, None, head_dim_v) with a position tensor, over another
+# head dim and, paged, another block size and K dtype. The call forms' argument mapping is checked cheaply with spies
+# in tests/test_ttnn_patch.py; here each form runs end to end and the cache must be read once.
+MLA_CALLS = {
+    # name: (seeds plain / paged, n_q_heads, head_dim, block size and K dtype of the paged cache, through patched ttnn)
+    "package-host-positions": ((180, 181), MLA_NQ, MLA_D, MLA_BLOCK, "bfloat8_b", False),
+    "ttnn-positional-position-tensor": ((2024, 2025), 8, 128, 64, "bfloat16", True),
+}
+
+
+@pytest.mark.parametrize("call", list(MLA_CALLS))
+def test_mla_flash_multi_latent_attention_decode(emu_device, call):
+    (seed, _), nq, d, _, _, through_ttnn = MLA_CALLS[call]
     gen = _gen(seed)
-    q = torch.randn(1, B, MLA_NQ, MLA_D, generator=gen)
-    k = torch.randn(B, 1, S, MLA_D, generator=gen)
-    tk = _tile(emu_device, k)
-    out = ttflashdecode.flash_multi_latent_attention_decode(
-        _tile(emu_device, q), tk, head_dim_v=MLA_DV, cur_pos=CUR_POS,
-        output_tensor=_poison(emu_device, (1, B, MLA_NQ, MLA_DV)),
-    )  # fmt: skip
+    q = torch.randn(1, B, nq, d, generator=gen)
+    k = torch.randn(B, 1, S, d, generator=gen)
+    tq, tk = _tile(emu_device, q), _tile(emu_device, k)
+    if through_ttnn:
+        with ttflashdecode.patch_ttnn():
+            out = ttnn.transformer.flash_multi_latent_attention_decode(
+                tq, tk, None, MLA_DV, cur_pos_tensor=_int32(emu_device, CUR_POS)
+            )
+    else:
+        out = ttflashdecode.flash_multi_latent_attention_decode(
+            tq, tk, head_dim_v=MLA_DV, cur_pos=CUR_POS, output_tensor=_poison(emu_device, (1, B, nq, MLA_DV))
+        )
     ks = _stored(k)
     expected = golden.sdpa_decode(_stored(q), ks, ks[..., :MLA_DV], cur_pos=CUR_POS)
-    check_output(emu_device.to_torch(out).float(), expected, seed, f"MLA {MLA_D}/{MLA_DV}")
-    _check_read_once(tk, _expected_k_pages(CUR_POS, MLA_D, 1, S), seed, f"MLA {MLA_D}/{MLA_DV}")
+    check_output(emu_device.to_torch(out).float(), expected, seed, f"MLA {d}/{MLA_DV}, {call}")
+    _check_read_once(tk, _expected_k_pages(CUR_POS, d, 1, S), seed, f"MLA {d}/{MLA_DV}, {call}")
 
 
-def test_mla_paged_flash_multi_latent_attention_decode(emu_device):
-    seed = 181
+@pytest.mark.parametrize("call", list(MLA_CALLS))
+def test_mla_paged_flash_multi_latent_attention_decode(emu_device, call):
+    (_, seed), nq, d, block, kv_dtype, through_ttnn = MLA_CALLS[call]
     gen = _gen(seed)
-    per_user = S // MLA_BLOCK
-    num_blocks = B * per_user + 3
+    per_user = S // block
+    num_blocks = B * per_user + (2 if through_ttnn else 3)
     table = torch.randperm(num_blocks, generator=gen)[: B * per_user].reshape(B, per_user).to(torch.int32)
-    q = torch.randn(1, B, MLA_NQ, MLA_D, generator=gen)
-    k = torch.randn(num_blocks, 1, MLA_BLOCK, MLA_D, generator=gen)
-    tk = _tile(emu_device, k, "bfloat8_b")
-    out = ttflashdecode.paged_flash_multi_latent_attention_decode(
-        _tile(emu_device, q), tk, _int32(emu_device, table.tolist()), head_dim_v=MLA_DV, cur_pos=CUR_POS,
-        output_tensor=_poison(emu_device, (1, B, MLA_NQ, MLA_DV)),
-    )  # fmt: skip
-    ks = _stored(k, "bfloat8_b")
+    q = torch.randn(1, B, nq, d, generator=gen)
+    k = torch.randn(num_blocks, 1, block, d, generator=gen)
+    tq, tk, tt_table = _tile(emu_device, q), _tile(emu_device, k, kv_dtype), _int32(emu_device, table.tolist())
+    if through_ttnn:
+        with ttflashdecode.patch_ttnn():
+            out = ttnn.transformer.paged_flash_multi_latent_attention_decode(
+                tq, tk, None, MLA_DV, tt_table, cur_pos_tensor=_int32(emu_device, CUR_POS)
+            )
+    else:
+        out = ttflashdecode.paged_flash_multi_latent_attention_decode(
+            tq, tk, tt_table, head_dim_v=MLA_DV, cur_pos=CUR_POS, output_tensor=_poison(emu_device, (1, B, nq, MLA_DV))
+        )
+    ks = _stored(k, kv_dtype)
     expected = golden.sdpa_decode(_stored(q), ks, ks[..., :MLA_DV], cur_pos=CUR_POS, page_table=table)
-    check_output(emu_device.to_torch(out).float(), expected, seed, f"paged MLA {MLA_D}/{MLA_DV}", kv_dtype="bfloat8_b")
-    tpb = MLA_BLOCK // 32
+    what = f"paged MLA {d}/{MLA_DV}, block {block}, {kv_dtype} K, {call}"
+    check_output(emu_device.to_torch(out).float(), expected, seed, what, kv_dtype=kv_dtype)
+    tpb = block // 32
     block_of = lambda u, s: (int(table[u, s // tpb]), s % tpb)  # noqa: E731
-    _check_read_once(tk, _expected_k_pages(CUR_POS, MLA_D, 1, MLA_BLOCK, block_of), seed, "paged MLA")
+    _check_read_once(tk, _expected_k_pages(CUR_POS, d, 1, block, block_of), seed, what)
+
+
+def test_mla_with_its_own_v_through_ttnn(emu_device):
+    """Upstream's MLA function given its own V tensor (V head dim 64 < K's 128) is the plain op on that V: the patched
+    call runs it end to end (tests/test_ttnn_patch.py checks the routing with spies)."""
+    seed = 77
+    gen = _gen(seed)
+    q = torch.randn(1, B, 8, 128, generator=gen)
+    k, v = torch.randn(B, 1, S, 128, generator=gen), torch.randn(B, 1, S, MLA_DV, generator=gen)
+    with ttflashdecode.patch_ttnn():
+        out = ttnn.transformer.flash_multi_latent_attention_decode(
+            *(_tile(emu_device, x) for x in (q, k, v)), MLA_DV, cur_pos=CUR_POS
+        )
+    expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=CUR_POS)
+    check_output(emu_device.to_torch(out).float(), expected, seed, "MLA with its own V (the plain op)")
 
 
 DS_NQ, DS_D, DS_DV, DS_S = 128, 576, 512, 128  # DeepSeek-V3 per chip: 128 heads, 512 latent + 64 rope

@@ -1,7 +1,9 @@
 """ttflashdecode.patch_ttnn(): ttnn.transformer's decode-attention ops routed to this package.
 
 Three kinds of test: patching and restoring (attribute identity); argument mapping, checked with a spy in place of
-the package's op (cheap, no emulator); and upstream's call forms run end to end on the emulator against the golden.
+the package's op (cheap, no emulator); and upstream's call forms of the plain and paged ops run end to end on the
+emulator against the golden. The MLA functions' patched forms run end to end in tests/test_drop_in_forms.py, the home
+of the MLA behaviour (V read from K, the cache read once).
 """
 
 from __future__ import annotations
@@ -387,66 +389,3 @@ def test_paged_op_upstream_forms_match_golden(emu_device, transformer, form):
     assert op_module.last_run is not None, f"{form}: the call did not reach ttflashdecode's op"
     expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=CUR_POS, page_table=table)
     _check(emu_device.to_torch(out).float(), expected, f"paged op, {form}", seed)
-
-
-# MLA: one kv head, V = the first head_dim_v columns of K (upstream reads V from K when input_tensor_v is None).
-MLA_D, MLA_DV = 128, 64
-
-
-@pytest.mark.parametrize("form", ["keywords", "positional"])
-def test_mla_upstream_forms_match_golden(emu_device, transformer, form):
-    ttnn, seed = import_ttnn(), 2024
-    gen = torch.Generator().manual_seed(seed)
-    q, k = torch.randn(1, B, N_Q, MLA_D, generator=gen), torch.randn(B, 1, S, MLA_D, generator=gen)
-    tq, tk = _upload(emu_device, ttnn, q), _upload(emu_device, ttnn, k)
-    with ttflashdecode.patch_ttnn():
-        if form == "keywords":
-            out = transformer.flash_multi_latent_attention_decode(
-                input_tensor_q=tq, input_tensor_k=tk, head_dim_v=MLA_DV, cur_pos=CUR_POS
-            )
-        else:
-            out = transformer.flash_multi_latent_attention_decode(
-                tq, tk, None, MLA_DV, cur_pos_tensor=_positions(emu_device, ttnn, CUR_POS)
-            )
-    qs, ks = _stored(q), _stored(k)
-    expected = golden.sdpa_decode(qs, ks, ks[..., :MLA_DV], cur_pos=CUR_POS)
-    _check(emu_device.to_torch(out).float(), expected, f"MLA, {form}", seed)
-
-
-@pytest.mark.parametrize("form", ["keywords", "positional"])
-def test_paged_mla_upstream_forms_match_golden(emu_device, transformer, form):
-    ttnn, seed = import_ttnn(), 2025
-    gen = torch.Generator().manual_seed(seed)
-    per_user = S // BLOCK
-    num_blocks = B * per_user + 2
-    table = torch.randperm(num_blocks, generator=gen)[: B * per_user].reshape(B, per_user).to(torch.int32)
-    q, k = torch.randn(1, B, N_Q, MLA_D, generator=gen), torch.randn(num_blocks, 1, BLOCK, MLA_D, generator=gen)
-    tq, tk = _upload(emu_device, ttnn, q), _upload(emu_device, ttnn, k)
-    tt_table = emu_device.from_torch(table, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
-    pos = _positions(emu_device, ttnn, CUR_POS)
-    with ttflashdecode.patch_ttnn():
-        if form == "keywords":
-            out = transformer.paged_flash_multi_latent_attention_decode(
-                input_tensor_q=tq, input_tensor_k=tk, head_dim_v=MLA_DV, page_table_tensor=tt_table,
-                cur_pos_tensor=pos,
-            )  # fmt: skip
-        else:
-            out = transformer.paged_flash_multi_latent_attention_decode(tq, tk, None, MLA_DV, tt_table,
-                                                                        cur_pos_tensor=pos)  # fmt: skip
-    qs, ks = _stored(q), _stored(k)
-    expected = golden.sdpa_decode(qs, ks, ks[..., :MLA_DV], cur_pos=CUR_POS, page_table=table)
-    _check(emu_device.to_torch(out).float(), expected, f"paged MLA, {form}", seed)
-
-
-def test_mla_with_explicit_v_matches_golden(emu_device, transformer):
-    """An MLA call with its own V tensor runs the plain op with that V (runs today, before the MLA functions)."""
-    ttnn, seed = import_ttnn(), 77
-    gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(1, B, N_Q, MLA_D, generator=gen)
-    k, v = torch.randn(B, 1, S, MLA_D, generator=gen), torch.randn(B, 1, S, MLA_DV, generator=gen)
-    with ttflashdecode.patch_ttnn():
-        out = transformer.flash_multi_latent_attention_decode(
-            *(_upload(emu_device, ttnn, x) for x in (q, k, v)), MLA_DV, cur_pos=CUR_POS
-        )
-    expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=CUR_POS)
-    _check(emu_device.to_torch(out).float(), expected, "MLA with explicit V", seed)
