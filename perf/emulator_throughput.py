@@ -1,6 +1,13 @@
 """Host-emulator throughput (how fast the emulator runs, NOT a model of Wormhole speed).
 
-    .venv/bin/python perf/emulator_throughput.py [--mib 256] [--matmuls 10000]
+    .venv/bin/python perf/emulator_throughput.py [--mib 256] [--matmuls 10000] [--decode-only]
+
+Section 0 (issue 24's goals): one Llama-3.1-8B decode call (32 q / 8 kv heads, d128, bfloat8_b K/V, every user at
+the last position, the op's default program config) on an emulated N150, wall time of the call with the kernel
+cache warm (a first, untimed call compiles), beside the issue's "before" figures and its goals. The timing-only row
+runs the b8 8K call on a timing-only device (K/V undefined, no arithmetic); its modelled duration equals the full
+run's. The "before" figures come from the issue (a fresh clone on a loaded machine, orders of magnitude); the "now"
+column is this host, this run: compare the two only as that.
 
 Section 1 (data movement): a 64-core program streams a DRAM-interleaved bf16 tensor DRAM -> L1 (CB) -> DRAM, each
 core copying a contiguous range of pages with a reader (RISCV_0) and writer (RISCV_1) kernel; reports MB/s of
@@ -120,11 +127,68 @@ def matmuls(dev, total: int):
     return n_cores, n_cores * outs * kt, wall, stats
 
 
+# (name, batch, kv_len, timing_only, issue 24's "before" wall s or None, goal wall s or None)
+DECODE_ROWS = [
+    ("Llama-3.1-8B b1 8K, one decode call", 1, 8192, False, 2.0, None),
+    ("Llama-3.1-8B b8 8K, one decode call", 8, 8192, False, 16.0, 2.0),
+    ("Llama-3.1-8B b1 32K, one decode call", 1, 32768, False, None, 2.0),
+    ("Llama-3.1-8B b8 8K, timing-only", 8, 8192, True, None, None),
+]
+
+
+def llama_decode(dev, batch: int, kv_len: int, timing_only: bool):
+    """Wall seconds of one warm ttflashdecode decode call and its stats (modelled duration)."""
+    import torch
+
+    import ttflashdecode
+
+    g = torch.Generator().manual_seed(24)
+    hq, hkv, d = 32, 8, 128
+    q = dev.from_torch(torch.randn(1, batch, hq, d, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    if timing_only:
+        k, v = (dev.empty((batch, hkv, kv_len, d), ttnn.bfloat8_b) for _ in range(2))
+    else:
+        k, v = (dev.from_torch(torch.randn(batch, hkv, kv_len, d, generator=g), dtype=ttnn.bfloat8_b) for _ in range(2))
+    pos = [kv_len - 1] * batch
+    ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos).deallocate()  # compile, plan
+    t0 = time.perf_counter()
+    out = ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos)
+    wall = time.perf_counter() - t0
+    stats = ttflashdecode.op.last_run.stats
+    for t in (q, k, v, out):
+        t.deallocate()
+    return wall, stats
+
+
+def decode_section():
+    print("issue 24: Llama-3.1-8B decode on the emulator (host wall time; durations MODELLED)")
+    print(f"{'run':<40}{'before s':>10}{'now s':>9}{'goal s':>8}{'child s':>9}{'modelled us':>13}")
+    full_b8 = None
+    for name, batch, kv_len, timing_only, before, goal in DECODE_ROWS:
+        dev = emulator.open_device("n150", timing_only=timing_only)
+        wall, stats = llama_decode(dev, batch, kv_len, timing_only)
+        dev.close()
+        if (batch, kv_len, timing_only) == (8, 8192, False):
+            full_b8 = wall
+        note = (
+            f"   {full_b8 / wall:.1f}x faster than the full b8 8K run (goal >= 10x)" if timing_only and full_b8 else ""
+        )
+        print(
+            f"{name:<40}{before if before is not None else '-':>10}{wall:>9.2f}{goal if goal else '-':>8}"
+            f"{stats.wall_seconds:>9.2f}{(stats.duration_ns or 0) / 1000:>13.1f}{note}"
+        )
+    print("child s: the emulator's child process (program file written to its exit); the rest is Python around it")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--matmuls", type=int, default=10000)
+    ap.add_argument("--decode-only", action="store_true", help="only the issue 24 decode rows")
     args = ap.parse_args()
+    decode_section()
+    if args.decode_only:
+        return
     dev = emulator.open_device("n150")
     print("ttflashdecode host emulator throughput (functional emulator speed on this host, not device speed)")
     print(f"{'workload':<44}{'cores':>6}{'amount':>14}{'wall s':>9}{'rate':>16}")
