@@ -128,6 +128,7 @@ class DecodeCase:
     sliding_window_size: int | None = None
     attention_sink: bool = False
     sink_upstream_form: bool = False  # upstream's [32k, 32] sinks, head h's unscaled value at (h, 0)
+    scale: float | None = None  # the call's softmax scale; None: the op's default 1 / sqrt(head_dim)
     block_size: int | None = None  # paged cache with this block size
     share_cache: bool = False
     mask_heads: int = 0  # non-causal with an attn_mask of this many heads (1 or n_q_heads); 0: no mask
@@ -156,6 +157,7 @@ class DecodeCase:
             ("sink32" if self.sink_upstream_form else "sink") if self.attention_sink else "",
             f"paged{self.block_size}" if self.block_size else "",
             "shared" if self.share_cache else "",
+            f"scale{self.scale}" if self.scale is not None else "",
             f"mask{self.mask_heads}{'' if self.mask_dtype == 'bfloat16' else '-' + self.mask_dtype}"
             if self.mask_heads
             else ("noncausal" if self.cur_pos is None else ""),
@@ -204,6 +206,11 @@ def sink_logits(case: DecodeCase, gen: torch.Generator) -> torch.Tensor:
     return centre + 2 * torch.rand(1, case.n_q_heads, generator=gen) - 1
 
 
+def softmax_scale(case: DecodeCase) -> float:
+    """The scale the call runs with: the case's, else the op's default 1 / sqrt(head_dim)."""
+    return case.head_dim**-0.5 if case.scale is None else case.scale
+
+
 def upstream_sink_tensor(logits: torch.Tensor, scale: float, gen: torch.Generator) -> torch.Tensor:
     """Upstream's sink form for ``logits`` [1, n_q_heads]: [n_q_heads padded to 32, 32], head h's value logits[h] /
     scale at (h, 0) (the kernels multiply it by the scale), random junk everywhere else (never to be read)."""
@@ -240,7 +247,7 @@ def inputs(case: DecodeCase, gen: torch.Generator):
     if case.attention_sink:
         t["attention_sink"] = sink_logits(case, gen)
         if case.sink_upstream_form:
-            t["attention_sink_upstream"] = upstream_sink_tensor(t["attention_sink"], case.head_dim**-0.5, gen)
+            t["attention_sink_upstream"] = upstream_sink_tensor(t["attention_sink"], softmax_scale(case), gen)
     return t
 
 
@@ -273,6 +280,8 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
         share_cache=case.share_cache,
         sliding_window_size=case.sliding_window_size,
     )
+    if case.scale is not None:
+        kwargs["scale"] = case.scale
     if case.cur_pos is None:
         kwargs["is_causal"] = False
     else:
@@ -300,8 +309,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
     sink = stored("attention_sink")
     if case.attention_sink and case.sink_upstream_form:
         # the device holds value / scale in bfloat16; the kernels' logit is scale * that value
-        scale = case.head_dim**-0.5
-        sink = scale * stored("attention_sink_upstream")[: case.n_q_heads, 0].reshape(1, case.n_q_heads)
+        sink = softmax_scale(case) * stored("attention_sink_upstream")[: case.n_q_heads, 0].reshape(1, case.n_q_heads)
 
     def expect(attention_sink):
         return golden.sdpa_decode(
@@ -313,6 +321,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
             attn_mask=stored("attn_mask", case.mask_dtype),
             sliding_window_size=case.sliding_window_size,
             attention_sink=attention_sink,
+            scale=case.scale,
             page_table=t.get("page_table"),
             share_cache=case.share_cache,
         )

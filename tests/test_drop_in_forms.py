@@ -1,11 +1,12 @@
 """Every tensor form the op accepts as a drop-in for ``ttnn.transformer``'s decode ops, each against the golden model.
 
 One test per accepted form: q (DRAM / L1 interleaved / L1 height-sharded TILE, ROW_MAJOR in DRAM or L1
-height-sharded), the output memory config (DRAM, L1 interleaved, L1 height-sharded), attention sinks (upstream's
-``[32, 32]`` tile and ours ``[1, n_q_heads]``), masks (upstream's ``[b, 1, n_q_heads, S]`` and ours
+height-sharded), the output memory config (DRAM, L1 interleaved, L1 height-sharded, the last also as a poisoned
+output_tensor of one shard per (token, user) on other cores), masks (upstream's ``[b, 1, n_q_heads, S]`` and ours
 ``[b, 1 or n_q_heads, q_len, S]``), a cache whose logical length is not a multiple of 32, rows with nothing visible, and
 the multi-latent attention (MLA) functions, whose cache must be read once, called directly and through
-``patch_ttnn()`` in upstream's positional form (this file is the MLA behaviour's one home).
+``patch_ttnn()`` in upstream's positional form. This file is the one home of the output memory configs (sharded
+outputs included) and of MLA; the attention sink forms are tests/test_features.py's (test_attention_sink).
 
 The golden sees the values the device stores (``golden.quantize_like_device``); inputs are seeded and the seed is in
 every failure message. Where a form allows it the output is a NaN-filled ``output_tensor``, so an element the kernels
@@ -22,6 +23,7 @@ import pytest
 import torch
 
 import ttflashdecode
+from decode_harness import DecodeCase, assert_matches_golden, run_case, tag
 from decode_harness import height_sharded as _height_sharded
 from decode_harness import int32 as _int32
 from decode_harness import tile as _tile
@@ -171,41 +173,24 @@ def test_output_memory_config(emu_device, form):
     check_output(emu_device.to_torch(out).float(), expected, seed, f"output {form}, poisoned output_tensor")
 
 
+@pytest.mark.parametrize("q_len", [1, 2])
+def test_l1_height_sharded_output_tensor(emu_device, q_len):
+    """A poisoned L1 height-sharded output_tensor, one shard per (token, user) on cores other than the ones computing
+    it: the writer scatters rows into them by NOC; a skipped user (cur_pos -1) gets its zeros, every tile written."""
+    case = DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64,
+                      max_cores_per_head_batch=4, q_len=q_len, out_sharded=True)  # fmt: skip
+    outcome = run_case(emu_device, case, to_device=lambda x, dtype, **kw: _tile(emu_device, x, dtype, **kw),
+                       to_torch=emu_device.to_torch)  # fmt: skip
+    assert_matches_golden(outcome, case)
+    written = outcome.stats.pages_written(outcome.out_tensor)
+    assert len(written) == outcome.out_tensor.buffer_num_pages(), f"{tag(outcome.seed)} every output tile is written"
+
+
 # ---- attention sinks --------------------------------------------------------------------------------------------
 
+# The two sink forms (upstream's [32, 32] tile, ours [1, n_q_heads]) each against the golden: tests/test_features.py,
+# their one home (test_attention_sink). Here they run back to back through the program cache.
 SINK_SCALE = 0.1  # not the default 1/sqrt(64): the sink must meet the call's scale
-
-
-def test_attention_sink_upstream_form(emu_device):
-    """Upstream's sink: a [32, 32] bfloat16 tile, head h's value at (h, 0), in unscaled score space (the effective
-    logit is scale * value). Every other entry holds junk that must not matter."""
-    seed = 130
-    gen, q, k, v = _qkv(seed)
-    logits = torch.randn(NQ, generator=gen) * 2  # the effective (scaled) logits
-    sink = torch.randn(32, 32, generator=gen) * 5  # junk outside column 0 of the first NQ rows
-    sink[:NQ, 0] = logits / SINK_SCALE  # what gpt-oss uploads: sinks / scale
-    stored_sink = _stored(sink)
-    expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=CUR_POS, scale=SINK_SCALE,
-                                  attention_sink=SINK_SCALE * stored_sink[:NQ, 0].reshape(1, NQ))  # fmt: skip
-    out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), cur_pos=CUR_POS, scale=SINK_SCALE,
-        attention_sink=_tile(emu_device, sink), output_tensor=_poison(emu_device, (1, B, NQ, D)),
-    )  # fmt: skip
-    check_output(emu_device.to_torch(out).float(), expected, seed, "sink [32, 32] (upstream form)")
-
-
-def test_attention_sink_our_form(emu_device):
-    """Ours: [1, n_q_heads], one logit per q head in scaled-score space (not multiplied by scale)."""
-    seed = 131
-    gen, q, k, v = _qkv(seed)
-    sink = torch.randn(1, NQ, generator=gen) * 2
-    expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=CUR_POS, scale=SINK_SCALE,
-                                  attention_sink=_stored(sink))  # fmt: skip
-    out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), cur_pos=CUR_POS, scale=SINK_SCALE,
-        attention_sink=_tile(emu_device, sink), output_tensor=_poison(emu_device, (1, B, NQ, D)),
-    )  # fmt: skip
-    check_output(emu_device.to_torch(out).float(), expected, seed, "sink [1, n_q_heads] (our form)")
 
 
 def test_program_cache_tells_sink_forms_apart(emu_device):

@@ -171,13 +171,16 @@ def test_sliding_window_reads_only_the_window(emu_device, window):
 # ---- 5. attention sinks ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("window, upstream_form", [(None, False), (200, True)])
-def test_attention_sink(emu_device, window, upstream_form):
+@pytest.mark.parametrize("window, upstream_form, scale", [(None, False, None), (200, True, None), (None, True, 0.1)])
+def test_attention_sink(emu_device, window, upstream_form, scale):
     """Sinks large enough to take a visible share of every row (decode_harness.sink_logits); the harness checks that
-    they moved the output. upstream_form: [32, 32] sinks holding each head's unscaled value at (h, 0), junk
-    elsewhere."""
+    they moved the output. Ours: [1, n_q_heads], one logit per q head in scaled-score space. upstream_form: [32, 32]
+    sinks holding each head's unscaled value at (h, 0), junk elsewhere; the kernels multiply it by the call's scale,
+    so one case runs at a scale other than the default 1 / sqrt(head_dim). This file is the sink forms' one home
+    (tests/test_drop_in_forms.py runs them back to back through the program cache)."""
     case = DecodeCase(2, 16, 2, 64, 1024, (1000, 300), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
-                      attention_sink=True, sink_upstream_form=upstream_form, sliding_window_size=window)  # fmt: skip
+                      attention_sink=True, sink_upstream_form=upstream_form, sliding_window_size=window,
+                      scale=scale)  # fmt: skip
     _run(emu_device, case)
 
 
@@ -258,14 +261,8 @@ def test_fp32_dest_accumulation(emu_device):
     _run(emu_device, case)
 
 
-@pytest.mark.parametrize("q_len", [1, 2])
-def test_l1_height_sharded_output(emu_device, q_len):
-    """The writer scatters rows into shards on other cores' L1 by NOC (one shard per (token, user))."""
-    case = DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64,
-                      max_cores_per_head_batch=4, q_len=q_len, out_sharded=True)  # fmt: skip
-    outcome = _run(emu_device, case)
-    written = outcome.stats.pages_written(outcome.out_tensor)
-    assert len(written) == outcome.out_tensor.buffer_num_pages(), f"{tag(outcome.seed)} every output tile is written"
+# The L1 height-sharded output against the golden (memory_config= and a poisoned output_tensor, one shard per
+# (token, user)): tests/test_drop_in_forms.py, the output memory configs' one home. Here: where its shards sit in L1.
 
 
 def test_l1_sharded_output_leaves_its_shards_room(emu_device):
