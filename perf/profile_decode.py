@@ -13,6 +13,16 @@ well after its compute means the tree merge / output write is on the critical pa
     .venv/bin/python perf/profile_decode.py --batch 8 --head-dim 64 --kv-len 1024
     .venv/bin/python perf/profile_decode.py --llama70b          # the published Llama-3.1-70B per-chip point
     .venv/bin/python perf/profile_decode.py --head-dim 128 --kv-len 8192 --k-chunk-size 256 --max-cores 16
+
+--host-profile (issue 24) answers a different question: where the HOST's time goes when the emulator runs one warm
+Llama-3.1-8B decode call (32 q / 8 kv heads, d128, bfloat8_b, --batch users at --kv-len): it runs the call under
+Linux ``perf record`` and prints the share of samples per process and shared object -- the kernels' libraries (the
+runtime loads one copy per core, named k<kernel id>_c<core>.so, summed here per kernel; ours are 0 reader, 1
+compute, 2 writer), the runtime executable (CBs, NOC, timing-model record and replay), the OS kernel (thread
+wake-ups and waits), libc / libm, and the Python side (format conversion, planning) -- then the top symbols. The
+per-core copies are deleted once loaded, so perf cannot name the functions inside a kernel's library.
+
+    .venv/bin/python perf/profile_decode.py --host-profile --batch 1 --kv-len 32768
 """
 
 from __future__ import annotations
@@ -176,6 +186,48 @@ def report(name: str, stats, plan) -> None:
 args_verbose = 0
 
 
+def host_profile(args) -> None:
+    """perf record of one warm decode call (see the module docstring), aggregated per process and library."""
+    import os
+    import re
+    import subprocess
+    import tempfile
+    from collections import Counter
+
+    if os.environ.get("TTFD_HOST_PROFILE_INNER"):
+        sys.path.insert(0, str(REPO / "perf"))
+        import emulator_throughput
+
+        dev = emulator.open_device("n150")
+        wall, stats = emulator_throughput.llama_decode(dev, args.batch, args.kv_len, False)
+        dev.close()
+        print(f"one decode call: wall {wall:.2f} s, of which the emulator child {stats.wall_seconds:.2f} s")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        data = f"{tmp}/perf.data"
+        env = dict(os.environ, TTFD_HOST_PROFILE_INNER="1")
+        cmd = ["perf", "record", "-F", "200", "-g", "-o", data, "--", sys.executable, *sys.argv]
+        print(subprocess.run(cmd, env=env, capture_output=True, text=True).stdout.strip())
+
+        def report(*extra):
+            out = subprocess.run(
+                ["perf", "report", "-i", data, "--no-children", "--stdio", "-g", "none", *extra],
+                capture_output=True,
+                text=True,
+            ).stdout
+            return [line.split() for line in out.splitlines() if re.match(r"\s+[0-9.]+%", line)]
+
+        where = Counter()
+        for pct, comm, dso, *_ in report("--sort", "comm,dso"):
+            where[(comm, re.sub(r"_c\d+\.so$", "_c*.so", dso))] += float(pct.rstrip("%"))
+        print("host samples by process and library (the whole run, warm-up call included):")
+        for (comm, dso), pct in where.most_common(10):
+            print(f"  {pct:6.2f}%  {comm:<14}{dso}")
+        print("top symbols (kernel libraries: offsets only):")
+        for row in report("--sort", "comm,dso,sym")[:12]:
+            print(f"  {row[0]:>7}  {row[1]:<14}{row[2]:<28}{' '.join(row[4:])[:70]}")
+
+
 def main() -> None:
     global args_verbose
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -209,7 +261,11 @@ def main() -> None:
     )
     ap.add_argument("--cores", type=int, default=0, help="also list the N latest-ending cores")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--host-profile", action="store_true", help="where the host's time goes (perf record; see above)")
     args = ap.parse_args()
+    if args.host_profile:
+        host_profile(args)
+        return
     args_verbose = args.cores
     if args.llama70b:
         args.batch, args.q_heads, args.kv_heads, args.head_dim = 8, 8, 1, 128
