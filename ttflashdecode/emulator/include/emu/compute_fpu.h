@@ -190,16 +190,14 @@ inline void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, u
         return;
     }
     // Each operand's fidelity parts depend only on the phase's bit (SrcA: bit 0, SrcB: bit 1), so both parts of
-    // every datum are split once here rather than once per output datum, B's transposed so that the k loop reads
-    // both operands contiguously. The products and the order of the sums are those of the phase-by-phase
-    // definition, so every result is bit for bit the same.
-    std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bt(new float[2 * ct * kTileHW]);
+    // every datum are split once here rather than once per output datum. A row's 32 outputs are then computed side by
+    // side (the j loops vectorise); each output still sums its own 16 products per half in k order and rounds into
+    // DST after each half of each phase, as the phase-by-phase definition does, so every result is bit for bit the
+    // same.
+    std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bp(new float[2 * ct * kTileHW]);
     for (uint32_t h = 0; h < 2; ++h) {
         for (uint32_t i = 0; i < rt * kTileHW; ++i) Ap[h * rt * kTileHW + i] = srcb_fidelity_part(A[i], h << 1);
-        for (uint32_t c = 0; c < ct; ++c)
-            for (uint32_t k = 0; k < 32; ++k)
-                for (uint32_t j = 0; j < 32; ++j)
-                    Bt[(h * ct + c) * kTileHW + j * 32 + k] = srca_fidelity_part(B[c * kTileHW + k * 32 + j], h);
+        for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[h * ct * kTileHW + i] = srca_fidelity_part(B[i], h);
     }
     const bool fp32 = dst_fp32();
     for (uint32_t r = 0; r < rt; ++r) {
@@ -207,19 +205,20 @@ inline void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, u
             uint32_t t = idst + r * ct + c;
             float* out = d.tile[t];
             for (uint32_t i = 0; i < 32; ++i) {
-                for (uint32_t j = 0; j < 32; ++j) {
-                    float acc = dst_acc_read(d, t, i * 32 + j);
-                    for (uint32_t p = 0; p < phases; ++p) {
-                        const float* a = &Ap[((p >> 1) & 1) * rt * kTileHW + r * kTileHW + i * 32];
-                        const float* b = &Bt[((p & 1) * ct + c) * kTileHW + j * 32];
-                        for (uint32_t half = 0; half < 2; ++half) {
-                            float s = 0.0f;
-                            for (uint32_t k = half * 16; k < half * 16 + 16; ++k) s += a[k] * b[k];
-                            acc = fp32 ? acc + s : round_to_bf16(acc + s);  // dst_round, the mode read once
-                        }
+                float acc[32];
+                for (uint32_t j = 0; j < 32; ++j) acc[j] = dst_acc_read(d, t, i * 32 + j);
+                for (uint32_t p = 0; p < phases; ++p) {
+                    const float* a = &Ap[((p >> 1) & 1) * rt * kTileHW + r * kTileHW + i * 32];
+                    const float* b = &Bp[((p & 1) * ct + c) * kTileHW];
+                    for (uint32_t half = 0; half < 2; ++half) {
+                        float s[32] = {};
+                        for (uint32_t k = half * 16; k < half * 16 + 16; ++k)
+                            for (uint32_t j = 0; j < 32; ++j) s[j] += a[k] * b[k * 32 + j];
+                        for (uint32_t j = 0; j < 32; ++j)
+                            acc[j] = fp32 ? acc[j] + s[j] : round_to_bf16(acc[j] + s[j]);  // dst_round
                     }
-                    out[i * 32 + j] = acc;
                 }
+                for (uint32_t j = 0; j < 32; ++j) out[i * 32 + j] = acc[j];
             }
             d.defined[t] = true;
             count(Counter::MatmulTiles);
