@@ -88,6 +88,13 @@ class Shape:
     head_dim_v: int = 0  # MLA: V is K's first head_dim_v columns
     tg: int = 0  # spec_multi_pos_tiles: q_len candidates per batch row
     model_cores: int = 16  # max_cores_per_head_batch the model passes
+    board: str = "n150"  # emulator.open_device's board: the chip the call runs on
+    grid: tuple = GRID  # the chip's worker grid: ours (auto) and upstream's search run over it
+    model_grid: tuple = GRID  # the grid the model's SDPAProgramConfig names (upstream as called)
+
+    def __post_init__(self):  # records on disk hold the grids as JSON lists
+        object.__setattr__(self, "grid", tuple(self.grid))
+        object.__setattr__(self, "model_grid", tuple(self.model_grid))
 
     @property
     def d_v(self) -> int:
@@ -103,6 +110,7 @@ class Shape:
         return self.batch * self.n_kv_heads * self.kv_len * cols * 1088 / 1024
 
 
+GALAXY = dict(board="galaxy", grid=(8, 9), model_grid=(8, 4))
 SHAPES = [
     Shape("llama8b-n150-4k", "Llama-3.1-8B N150 b1 32q/8kv d128 4K", 1, 32, 8, 128, 4096),
     Shape("llama8b-n150-32k", "Llama-3.1-8B N150 b1 32q/8kv d128 32K", 1, 32, 8, 128, 32768),
@@ -113,6 +121,13 @@ SHAPES = [
     Shape("grid-b8-16k", "tech report b8 8q/1kv d128 16K", 8, 8, 1, 128, 16384),
     Shape("mla-b8-4k", "DeepSeek MLA b8 16q/1kv d576/512 4K", 8, 16, 1, 576, 4096, head_dim_v=512),
     Shape("spec4-b8-4k", "q_len 4 (spec_multi_pos_tiles 4) b8 8q/1kv d128 4K", 8, 8, 1, 128, 4096, tg=4),
+    # Llama-3.1-70B on a Galaxy: kv heads over the mesh's 8 rows, the 32 users over its 4 columns, so a chip runs
+    # b8 8q/1kv. Its chips are unharvested (8x9 worker grid). models/demos/llama3_70b_galaxy's paged decode config
+    # names a 32-core sub_core_grids with compute_with_storage_grid_size (8, 4) and k_chunk_size 0; the reproduced
+    # factory takes rectangles from (0, 0), so as called runs on the 8x4 rectangle (the same core count). The
+    # published per-chip point is position 127 with 32-position blocks; this sweep's blocks are 64.
+    Shape("llama70b-galaxy-128", "Llama-3.1-70B Galaxy chip b8 8q/1kv d128 128 positions", 8, 8, 1, 128, 128, **GALAXY),
+    Shape("llama70b-galaxy-4k", "Llama-3.1-70B Galaxy chip b8 8q/1kv d128 4K", 8, 8, 1, 128, 4096, **GALAXY),
 ]
 QUICK_SHAPES = ("llama8b-n150-4k", "grid-b8-4k")
 SHAPE_BY_NAME = {s.name: s for s in SHAPES}
@@ -252,7 +267,7 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
     from ttflashdecode.emulator import timing
     from ttflashdecode.upstream import tune
 
-    dev = emulator.open_device("n150", timing_only=True)
+    dev = emulator.open_device(s.board, timing_only=True)
     dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
     dev.default_deadline_s = max(dev.default_deadline_s, 3600.0)
     records: list[dict] = []
@@ -294,16 +309,16 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
                     )
 
                 t0 = time.monotonic()
-                auto_exact = AutoProgramConfig(compute_with_storage_grid_size=GRID, exp_approx_mode=False)
+                auto_exact = AutoProgramConfig(compute_with_storage_grid_size=s.grid, exp_approx_mode=False)
                 add("ours", runner.call(ttflashdecode, auto_exact, fair), "no program config (auto), exact exp, HiFi4")
-                called = tune.Candidate(GRID, 0, s.model_cores)
+                called = tune.Candidate(s.model_grid, 0, s.model_cores)
                 n_eff = tune.effective(called, s.batch * s.n_kv_heads).max_cores_per_head
                 add(
                     "upstream as called",
                     up("called", called, False, fair, "fair"),
                     f"k_chunk_size 0, max_cores_per_head_batch {s.model_cores}"
                     + (f" (the factory applies {n_eff})" if n_eff != s.model_cores else "")
-                    + ", 8x8, exact exp, HiFi4",
+                    + f", {s.model_grid[0]}x{s.model_grid[1]}, exact exp, HiFi4",
                 )
                 if variant == timing.NOMINAL:
 
@@ -315,7 +330,7 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
                         )
                         return ns
 
-                    result = tune.search(run, grid=GRID, batch=s.batch, n_kv_heads=s.n_kv_heads, kv_len=s.kv_len,
+                    result = tune.search(run, grid=s.grid, batch=s.batch, n_kv_heads=s.n_kv_heads, kv_len=s.kv_len,
                                          paged=True, start_k_chunk_size=0)  # fmt: skip
                     ranking = [c for c, _ in result.ranked()]
                     best = result.best
