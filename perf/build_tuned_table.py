@@ -16,8 +16,10 @@ commonly allocates (batch 1 and 32; caches of 4K-32K positions); a shape the tab
 
 * Llama-3.1-8B (32 q / 8 kv heads, head_dim 128) on N150 (1 chip, 8x8 grid), N300 (2 chips, 16 q / 4 kv heads each,
   8x7 grid) and T3K (8 chips, 4 q / 1 kv head each, 8x7 grid);
-* Llama-3.1-70B (64 q / 8 kv heads, head_dim 128) on T3K (8 q / 1 kv head per chip); its weights do not fit the
-  memory of an N150 or N300, so it has no entry there.
+* Llama-3.1-70B (64 q / 8 kv heads, head_dim 128) on T3K (8 q / 1 kv head per chip) and Galaxy (kv heads over the
+  8 mesh rows, users over the 4 columns: batch 32 -> 8 users of 8 q / 1 kv head per chip, 8x9 grid; batch 1 does not
+  split over the columns, so it has no Galaxy entry); its weights do not fit the memory of an N150 or N300, so it has
+  no entry there.
 
 Shapes under the tuner's line (``tuning.RULE_MAX_KV_BYTES_PER_CORE`` of K/V per core) are recorded as the rule's
 without runs. The tuner's disk cache (``$TTFLASHDECODE_AUTO_CACHE``, default ``~/.cache/ttflashdecode/auto``) keys
@@ -41,11 +43,15 @@ from ttflashdecode import tuning  # noqa: E402
 from ttflashdecode.plan import L1_BUDGET_BYTES, DecodeShapes, plan  # noqa: E402
 from ttflashdecode.plan import auto as plan_auto  # noqa: E402
 
-# Per-chip compute grids of the emulated boards (ttflashdecode.emulator.arch.GRIDS; a T3K chip is an N300 card's).
-BOARDS = {"n150": (1, (8, 8)), "n300": (2, (8, 7)), "t3k": (8, (8, 7))}
+# Per-chip compute grids of the emulated boards (ttflashdecode.emulator.arch.GRIDS; a T3K chip is an N300 card's, a
+# Galaxy chip is unharvested). The count is the chips heads split over; a Galaxy splits over both mesh axes.
+BOARDS = {"n150": (1, (8, 8)), "n300": (2, (8, 7)), "t3k": (8, (8, 7)), "galaxy": (8, (8, 9))}
+# Boards whose mesh also splits users: models/demos/llama3_70b_galaxy puts the kv heads over the (8, 4) mesh's 8 rows
+# and the 32 users over its 4 columns; a batch that does not divide over the columns has no per-chip shape.
+USER_SPLIT = {"galaxy": 4}
 MODELS = {  # name: (q heads, kv heads, head_dim, boards it runs on)
     "llama-3.1-8b": (32, 8, 128, ("n150", "n300", "t3k")),
-    "llama-3.1-70b": (64, 8, 128, ("t3k",)),
+    "llama-3.1-70b": (64, 8, 128, ("t3k", "galaxy")),
 }
 BATCHES = (1, 32)
 KV_LENS = {1: (8192, 32768), 32: (4096,)}  # ASSUMED decode-loop cache lengths per batch size
@@ -72,10 +78,13 @@ def entries(quick: bool = False) -> list[Entry]:
             chips, grid = BOARDS[board]
             # One kv head (fewer than the chips) is replicated on every chip; else each chip takes 1/chips of them.
             chip_q, chip_kv = n_q // chips, max(1, n_kv // chips)
+            users = USER_SPLIT.get(board, 1)
             for batch in BATCHES:
+                if batch % users or batch < users:
+                    continue
                 for kv_len in KV_LENS[batch]:
-                    s = DecodeShapes(batch=batch, n_q_heads=chip_q, n_kv_heads=chip_kv, head_dim=d, kv_len=kv_len,
-                                     k_dtype="bfloat8_b", v_dtype="bfloat8_b")  # fmt: skip
+                    s = DecodeShapes(batch=batch // users, n_q_heads=chip_q, n_kv_heads=chip_kv, head_dim=d,
+                                     kv_len=kv_len, k_dtype="bfloat8_b", v_dtype="bfloat8_b")  # fmt: skip
                     out.append(Entry(model, board, s, grid))
     if quick:
         out = [e for e in out if e.shapes.batch == 1 and e.shapes.kv_len == 8192]
