@@ -101,14 +101,17 @@ def _table_entries():
 
 def test_shipped_table_covers_the_builders_shapes_and_every_entry_plans():
     """The table in the package holds every shape perf/build_tuned_table.py lists (models in program_configs/ on
-    N150, N300, T3K); each entry's config plans within L1, and its modelled duration is no worse than the rule's."""
+    N150, N300, T3K, Galaxy); each entry's config plans within L1, and its modelled duration is no worse than the
+    rule's."""
     sys.path.insert(0, str(REPO / "perf"))
     try:
         import build_tuned_table
     finally:
         sys.path.remove(str(REPO / "perf"))
     listed = build_tuned_table.entries()
-    assert len(listed) >= 12 and {e.board for e in listed} == {"n150", "n300", "t3k"}
+    assert len(listed) >= 12 and {e.board for e in listed} == {"n150", "n300", "t3k", "galaxy"}
+    galaxy = [e.shapes for e in listed if e.board == "galaxy"]  # the 2-D split: b32 -> 8 users, 8 q / 1 kv a chip
+    assert galaxy and all((s.batch, s.n_q_heads, s.n_kv_heads) == (8, 8, 1) for s in galaxy), galaxy
     assert {e.model for e in listed} == {"llama-3.1-8b", "llama-3.1-70b"}
     for e in listed:
         assert auto.table_entry(e.shapes, e.grid) is not None, f"{e.label}: not in {auto.TUNED_TABLE_PATH}"
