@@ -76,6 +76,7 @@ class FastCall:
     staging: Any
     l1_output: bool
     plan_hits: int
+    new_output: Any = None  # new_output(q): the call's output when the op allocates it (Backend.output_allocator)
     launches: dict = field(default_factory=dict)
     programs_per_launch: int = 0  # program lookups the full path makes per call (decode + convert, per chip)
 

@@ -416,6 +416,7 @@ class FlashDecodeWrapper:
             owner=self, planned=planned, check=check, lowest_l1=lowest_l1,
             positions=None if call.shapes.is_causal else positions, staging=staging,
             l1_output=call.memory_config.buffer_type == import_ttnn().BufferType.L1, plan_hits=plan_hits,
+            new_output=self._output_allocator(call),
         )  # fmt: skip
         remember_launch(entry, self._backend.address_key(out), launch)
         return out, entry
@@ -437,7 +438,7 @@ class FlashDecodeWrapper:
         """Launch a call that matched ``entry``: its output (a new one, or the given one), the entry's programs for
         the output's address, the launch. No validation, no planning, no descriptor lookup."""
         planned = entry.planned
-        out = self._output(planned.call, output_tensor, q)
+        out = entry.new_output(q) if output_tensor is None else output_tensor
         if entry.l1_output:
             _check_cbs_end_below(out, planned.plan)
         staging = entry.staging
@@ -542,13 +543,14 @@ class FlashDecodeWrapper:
     def _output(self, call: DecodeCall, output_tensor, q):
         if output_tensor is not None:
             return output_tensor
+        return self._output_allocator(call)(q)
+
+    def _output_allocator(self, call: DecodeCall):
+        """``new(q)``: a new output of ``call``. On a mesh each chip writes the users and heads of its q shard: the
+        output ([1, b, heads, d]) is laid over the chips as q is."""
         ttnn = import_ttnn()
         layout = ttnn.TILE_LAYOUT if call.out_layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
-        out = self._backend.allocate(list(call.out_shape), getattr(ttnn, call.out_dtype), layout, call.memory_config)
-        # On a mesh each chip writes the users and heads of its q shard: the output ([1, b, heads, d]) is laid over
-        # the chips as q is.
-        self._backend.share_topology(out, q)
-        return out
+        return self._backend.output_allocator(call.out_shape, getattr(ttnn, call.out_dtype), layout, call.memory_config)
 
     def _staging(self, call: DecodeCall):
         """The tensor a block-float call's decode writes (bfloat16 or float32), one per shape and dtype, reused every
