@@ -108,7 +108,7 @@ class Backend:
         """``new(like)``: :meth:`allocate` of these arguments followed by :meth:`share_topology` with ``like``, with
         everything but the allocation worked out here, once. The fast path keeps it and calls it on every hit whose
         output the op allocates: resolving the shape, memory config and chip count per call cost ~2-4 us of a hit's
-        ~8 us above ``ttnn.allocate_tensor_on_device`` alone on a mock N150 (tests/runtime/host_cost.py)."""
+        ~9 us above ``ttnn.allocate_tensor_on_device`` alone on a mock N150 (tests/runtime/host_cost.py: the rows with generic_op a no-op)."""
         ttnn = import_ttnn()
         memory_config = ttnn.DRAM_MEMORY_CONFIG if memory_config is None else memory_config
         if self.is_emulator:

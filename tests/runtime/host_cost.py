@@ -170,7 +170,20 @@ def measure(dev, repeats: int = 300) -> dict:
         finally:
             ttnn.generic_op = real
 
+    def package_alone_allocating():
+        """The op's own work on a hit that allocates its output (the output dropped at once, as a decode step drops
+        the previous step's), generic_op replaced by a no-op."""
+        ttnn.generic_op = lambda io, program: None
+        try:
+            calls["op_device_positions"]()
+        finally:
+            ttnn.generic_op = real
+
     rows["op_output_given_launch_no_op"] = ("sealed", package_alone)
+    rows["op_output_allocated_launch_no_op"] = ("sealed", package_alone_allocating)
+    out_shape = ttnn.Shape([1, b, nq, d])
+    rows["allocate_tensor_on_device_alone"] = (None, lambda: ttnn.allocate_tensor_on_device(
+        out_shape, ttnn.bfloat16, ttnn.TILE_LAYOUT, dev, ttnn.DRAM_MEMORY_CONFIG))  # fmt: skip
     rows.update({
         "generic_op_alone": (None, lambda: real(io, sealed_launchable)),
         "generic_op_alone_before": (None, lambda: real(io, plain_launchable)),
@@ -254,6 +267,8 @@ ROW_LABELS = {
     "generic_op_previous_layout": "  the op's descriptor laid out as before (per-core runtime args, a range a core)",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op alone",
+    "op_output_allocated_launch_no_op": "op, output allocated by the op, generic_op replaced by a no-op",
+    "allocate_tensor_on_device_alone": "`ttnn.allocate_tensor_on_device` of the output alone (dropped at once)",
 }
 
 
