@@ -11,7 +11,8 @@ as model code runs the ops):
   * ours: no program config (``program_config`` = the default, auto, with the exact exp: what a model that passes
     nothing but the exp mode gets);
   * upstream **as called**: ``SDPAProgramConfig(grid 8x8, k_chunk_size=0, max_cores_per_head_batch=16)`` (the
-    dynamic chunks and 16 cores per head tt_transformers passes to ``paged_scaled_dot_product_attention_decode``);
+    dynamic chunks and 16 cores per head tt_transformers passes to ``paged_scaled_dot_product_attention_decode``;
+    the Galaxy chip rows: llama3_70b_galaxy's 32 cores as the 8x4 rectangle, ours and the search over the 8x9 grid);
   * upstream **at its best**: :func:`ttflashdecode.upstream.tune.search` over upstream's own knobs (k_chunk_size,
     max_cores_per_head_batch, grid) through the timing model, about ten runs a shape under the nominal variant; under
     every other variant the nominal search's two fastest candidates run again and the fastest of them counts.
