@@ -67,8 +67,10 @@ class Entry:
     @property
     def label(self) -> str:
         s = self.shapes
-        return (f"{self.model} {self.board} b{s.batch} {s.n_q_heads}q/{s.n_kv_heads}kv d{s.head_dim} "
-                f"{s.kv_len // 1024}K {s.k_dtype}")  # fmt: skip
+        return (
+            f"{self.model} {self.board} b{s.batch} {s.n_q_heads}q/{s.n_kv_heads}kv d{s.head_dim} "
+            f"{s.kv_len // 1024}K {s.k_dtype}"
+        )
 
 
 def entries(quick: bool = False) -> list[Entry]:
@@ -83,8 +85,15 @@ def entries(quick: bool = False) -> list[Entry]:
                 if batch % users or batch < users:
                     continue
                 for kv_len in KV_LENS[batch]:
-                    s = DecodeShapes(batch=batch // users, n_q_heads=chip_q, n_kv_heads=chip_kv, head_dim=d,
-                                     kv_len=kv_len, k_dtype="bfloat8_b", v_dtype="bfloat8_b")  # fmt: skip
+                    s = DecodeShapes(
+                        batch=batch // users,
+                        n_q_heads=chip_q,
+                        n_kv_heads=chip_kv,
+                        head_dim=d,
+                        kv_len=kv_len,
+                        k_dtype="bfloat8_b",
+                        v_dtype="bfloat8_b",
+                    )
                     out.append(Entry(model, board, s, grid))
     if quick:
         out = [e for e in out if e.shapes.batch == 1 and e.shapes.kv_len == 8192]
@@ -106,20 +115,31 @@ def build(rows: list[Entry], keep: list[dict] = ()) -> dict:
         rule_key = (e.grid, rule.k_chunk_size, rule.num_cores_per_head)
         rule_ns = next((ns for g, sk, n, ns in choice.durations if (tuple(g), sk, n) == rule_key), None)
         chosen_ns = choice.durations[0][3] if choice.durations else None
-        table.append({
-            "label": e.label, "model": e.model, "board": e.board, "shapes": asdict(e.shapes), "grid": list(e.grid),
-            "fp32_dest_acc": False, "l1_budget": L1_BUDGET_BYTES,
-            "config": None if choice.config is None else asdict(choice.config),
-            "decided_by": _decided_by(choice, rule, before, after),
-            "kernel_source_hash": tuning.kernel_source_hash(), "model_hash": tuning.model_hash(),
-            "kv_bytes_per_core": plan_auto.kv_bytes_per_core(rule),
-            "modelled_ns": {"chosen": chosen_ns, "rule": rule_ns},
-            "candidates_modelled_ns": [[list(g), sk, n, ns] for g, sk, n, ns in choice.durations],
-        })  # fmt: skip
+        table.append(
+            {
+                "label": e.label,
+                "model": e.model,
+                "board": e.board,
+                "shapes": asdict(e.shapes),
+                "grid": list(e.grid),
+                "fp32_dest_acc": False,
+                "l1_budget": L1_BUDGET_BYTES,
+                "config": None if choice.config is None else asdict(choice.config),
+                "decided_by": _decided_by(choice, rule, before, after),
+                "kernel_source_hash": tuning.kernel_source_hash(),
+                "model_hash": tuning.model_hash(),
+                "kv_bytes_per_core": plan_auto.kv_bytes_per_core(rule),
+                "modelled_ns": {"chosen": chosen_ns, "rule": rule_ns},
+                "candidates_modelled_ns": [[list(g), sk, n, ns] for g, sk, n, ns in choice.durations],
+            }
+        )
         gain = f", {rule_ns / chosen_ns:.3f}x the rule (modelled)" if rule_ns and chosen_ns else ""
-        print(f"[{i}/{len(rows)}] {e.label}: {table[-1]['decided_by']}, "
-              f"{plan_auto.describe(choice.config) if choice.config else 'the rule'}{gain} "
-              f"({choice.source}, {time.monotonic() - t0:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"[{i}/{len(rows)}] {e.label}: {table[-1]['decided_by']}, "
+            f"{plan_auto.describe(choice.config) if choice.config else 'the rule'}{gain} "
+            f"({choice.source}, {time.monotonic() - t0:.0f} s)",
+            flush=True,
+        )
 
     def key(t: dict) -> str:
         return plan_auto.table_key(DecodeShapes(**t["shapes"]), t["grid"], t["fp32_dest_acc"])
@@ -161,16 +181,26 @@ def summary() -> int:
     print("|---|---|---|---|---|---|")
     for e in data["entries"]:
         c, ns = e["config"], e["modelled_ns"]
-        chosen = "the rule" if c is None else (f"k{c['k_chunk_size']} N{c['max_cores_per_head_batch']} grid "
-                                               f"{c['compute_with_storage_grid_size'][0]}x"
-                                               f"{c['compute_with_storage_grid_size'][1]}")  # fmt: skip
+        chosen = (
+            "the rule"
+            if c is None
+            else (
+                f"k{c['k_chunk_size']} N{c['max_cores_per_head_batch']} grid "
+                f"{c['compute_with_storage_grid_size'][0]}x"
+                f"{c['compute_with_storage_grid_size'][1]}"
+            )
+        )
         us = lambda v: "-" if v is None else f"{v / 1000:.1f}"  # noqa: E731
         gain = f"{ns['rule'] / ns['chosen']:.3f}x" if ns["rule"] and ns["chosen"] else "-"
-        print(f"| {e['label']} | {e['grid'][0]}x{e['grid'][1]} | {chosen} | {us(ns['chosen'])} | {us(ns['rule'])} "
-              f"| {gain} |")  # fmt: skip
-    print(f"\nModelled (emulator timing model, timing-only), built {data.get('built')} in "
-          f"{data.get('build_seconds', 0) / 60:.0f} min; kernels {data.get('kernel_source_hash')}, model "
-          f"{data.get('model_hash')}.")  # fmt: skip
+        print(
+            f"| {e['label']} | {e['grid'][0]}x{e['grid'][1]} | {chosen} | {us(ns['chosen'])} | {us(ns['rule'])} "
+            f"| {gain} |"
+        )
+    print(
+        f"\nModelled (emulator timing model, timing-only), built {data.get('built')} in "
+        f"{data.get('build_seconds', 0) / 60:.0f} min; kernels {data.get('kernel_source_hash')}, model "
+        f"{data.get('model_hash')}."
+    )
     return 0
 
 
@@ -217,22 +247,29 @@ def plan_time(repeats: int = 3) -> int:
     import subprocess
 
     hit = next(e for e in entries() if e.board == "n150")
-    unseen = DecodeShapes(batch=3, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=8192 + 96, k_dtype="bfloat8_b",
-                          v_dtype="bfloat8_b")  # fmt: skip
+    unseen = DecodeShapes(
+        batch=3, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=8192 + 96, k_dtype="bfloat8_b", v_dtype="bfloat8_b"
+    )
     for label, s in (("table hit", hit.shapes), ("unseen shape", unseen)):
         runs = []
         for _ in range(repeats):
-            done = subprocess.run([sys.executable, "-c", PLAN_TIME_SCRIPT, json.dumps(asdict(s))], capture_output=True,
-                                  text=True, cwd=REPO)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-c", PLAN_TIME_SCRIPT, json.dumps(asdict(s))],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+            )
             if done.returncode:
                 raise RuntimeError(f"the timing process failed:\n{done.stderr[-3000:]}")
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         first = sorted(r["first_ms"] for r in runs)
         again = sorted(r["again_ms"] for r in runs)
         where = "in" if runs[0]["hit"] else "not in"
-        print(f"{label} ({where} the table; plan k_chunk_size {runs[0]['k_chunk_size']}, "
-              f"{runs[0]['cores_per_group']} cores per group): first call {first[0]:.1f}-{first[-1]:.1f} ms, "
-              f"again {again[0]:.2f}-{again[-1]:.2f} ms ({repeats} fresh processes, host wall time)")  # fmt: skip
+        print(
+            f"{label} ({where} the table; plan k_chunk_size {runs[0]['k_chunk_size']}, "
+            f"{runs[0]['cores_per_group']} cores per group): first call {first[0]:.1f}-{first[-1]:.1f} ms, "
+            f"again {again[0]:.2f}-{again[-1]:.2f} ms ({repeats} fresh processes, host wall time)"
+        )
     return 0
 
 

@@ -71,14 +71,24 @@ def dram_read_through_emulator(dev, src, nbytes: int, count: int) -> float:
     """Cycles from the reader's start to its barrier's return, modelled on the emulator (1 GHz: ns = cycles)."""
     cores = _core_set(0, 0)
     pd = ttnn.ProgramDescriptor(
-        kernels=[ttnn.KernelDescriptor(
-            kernel_source=str(KERNEL), core_ranges=cores, compile_time_args=[],
-            runtime_args=[(ttnn.CoreCoord(0, 0), [src.buffer_address(), nbytes, count])],
-            config=ttnn.ReaderConfigDescriptor())],
+        kernels=[
+            ttnn.KernelDescriptor(
+                kernel_source=str(KERNEL),
+                core_ranges=cores,
+                compile_time_args=[],
+                runtime_args=[(ttnn.CoreCoord(0, 0), [src.buffer_address(), nbytes, count])],
+                config=ttnn.ReaderConfigDescriptor(),
+            )
+        ],
         semaphores=[],
-        cbs=[ttnn.CBDescriptor(total_size=8192, core_ranges=cores, format_descriptors=[
-            ttnn.CBFormatDescriptor(buffer_index=0, data_format=ttnn.bfloat16, page_size=8192)])],
-    )  # fmt: skip
+        cbs=[
+            ttnn.CBDescriptor(
+                total_size=8192,
+                core_ranges=cores,
+                format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=0, data_format=ttnn.bfloat16, page_size=8192)],
+            )
+        ],
+    )
     stats = dev.generic_op([src], pd)
     r = stats.timing.cores["0,0"]["NCRISC"]
     return r.end - r.start

@@ -105,9 +105,17 @@ def run(dev, case: Case, seed: int):
     busiest = max(per_core_dram.values())
     model_s = max(stats.dram_read_bytes / DRAM_BYTES_PER_S, busiest / CORE_NOC_BYTES_PER_S)
     return dict(
-        case=case.name, plan=run.plan, kv_read=kv_read, live=live, busiest=busiest, partial_noc=partial_noc,
-        model_us=model_s * 1e6, gbs=stats.dram_read_bytes / model_s / 1e9, pcc=pcc, wall=wall,
-    )  # fmt: skip
+        case=case.name,
+        plan=run.plan,
+        kv_read=kv_read,
+        live=live,
+        busiest=busiest,
+        partial_noc=partial_noc,
+        model_us=model_s * 1e6,
+        gbs=stats.dram_read_bytes / model_s / 1e9,
+        pcc=pcc,
+        wall=wall,
+    )
 
 
 def main() -> int:
@@ -122,19 +130,23 @@ def main() -> int:
     finally:
         dev.close()
 
-    header = (f"{'case':30} {'heads q/kv':>10} {'kv_len':>6} {'cores/grp':>9} {'rounds':>6} {'k_chunk':>7} "
-              f"{'K/V blk':>7} {'K/V read MB':>11} {'read/live':>9} {'busiest core MB':>15} {'partials NoC KB':>15} "
-              f"{'model us':>8} {'model GB/s':>10} {'PCC':>8} {'emu s':>6}")  # fmt: skip
+    header = (
+        f"{'case':30} {'heads q/kv':>10} {'kv_len':>6} {'cores/grp':>9} {'rounds':>6} {'k_chunk':>7} "
+        f"{'K/V blk':>7} {'K/V read MB':>11} {'read/live':>9} {'busiest core MB':>15} {'partials NoC KB':>15} "
+        f"{'model us':>8} {'model GB/s':>10} {'PCC':>8} {'emu s':>6}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
         p = r["plan"]
         s = p.shapes
-        print(f"{r['case']:30} {f'{s.n_q_heads}/{s.n_kv_heads}':>10} {s.kv_len:>6} {p.num_cores_per_head:>9} "
-              f"{p.rounds:>6} {p.k_chunk_size:>7} {f'{p.k_head_block}/{p.v_head_block}':>7} "
-              f"{r['kv_read'] / 1e6:>11.2f} {r['kv_read'] / r['live']:>9.3f} "
-              f"{r['busiest'] / 1e6:>15.3f} {r['partial_noc'] / 1e3:>15.1f} {r['model_us']:>8.1f} "
-              f"{r['gbs']:>10.1f} {r['pcc']:>8.5f} {r['wall']:>6.1f}")  # fmt: skip
+        print(
+            f"{r['case']:30} {f'{s.n_q_heads}/{s.n_kv_heads}':>10} {s.kv_len:>6} {p.num_cores_per_head:>9} "
+            f"{p.rounds:>6} {p.k_chunk_size:>7} {f'{p.k_head_block}/{p.v_head_block}':>7} "
+            f"{r['kv_read'] / 1e6:>11.2f} {r['kv_read'] / r['live']:>9.3f} "
+            f"{r['busiest'] / 1e6:>15.3f} {r['partial_noc'] / 1e3:>15.1f} {r['model_us']:>8.1f} "
+            f"{r['gbs']:>10.1f} {r['pcc']:>8.5f} {r['wall']:>6.1f}"
+        )
     print("\nread/live: K/V bytes read / bytes of K/V tiles holding positions <= cur_pos (1.000 = each read once).")
     print("K/V blk: head-dim tiles per K block / V column block (the whole head unless L1 needs split-D).")
     print("model: bandwidth bound only (see the module docstring); emu s: emulator wall time, not device time.")

@@ -39,12 +39,21 @@ LLAMA_8B, LLAMA_70B_T3K = (32, 8), (8, 1)  # (q heads, kv heads) on one chip
 # (batch, kv_len, cache dtype, heads): every batch and cache length of the question once, both dtypes where it is
 # cheap; 70B's one kv head leaves cores free at batch 1 (16 cores per group at most).
 SHAPES = (
-    (1, 128, "bfloat16", LLAMA_8B), (1, 128, "bfloat8_b", LLAMA_8B), (1, 1024, "bfloat8_b", LLAMA_8B),
-    (1, 8192, "bfloat8_b", LLAMA_8B), (1, 32768, "bfloat8_b", LLAMA_8B), (8, 128, "bfloat8_b", LLAMA_8B),
-    (8, 1024, "bfloat16", LLAMA_8B), (8, 1024, "bfloat8_b", LLAMA_8B), (8, 8192, "bfloat8_b", LLAMA_8B),
-    (32, 128, "bfloat8_b", LLAMA_8B), (32, 1024, "bfloat8_b", LLAMA_8B),
-    (1, 1024, "bfloat8_b", LLAMA_70B_T3K), (1, 8192, "bfloat8_b", LLAMA_70B_T3K), (8, 1024, "bfloat8_b", LLAMA_70B_T3K),
-)  # fmt: skip
+    (1, 128, "bfloat16", LLAMA_8B),
+    (1, 128, "bfloat8_b", LLAMA_8B),
+    (1, 1024, "bfloat8_b", LLAMA_8B),
+    (1, 8192, "bfloat8_b", LLAMA_8B),
+    (1, 32768, "bfloat8_b", LLAMA_8B),
+    (8, 128, "bfloat8_b", LLAMA_8B),
+    (8, 1024, "bfloat16", LLAMA_8B),
+    (8, 1024, "bfloat8_b", LLAMA_8B),
+    (8, 8192, "bfloat8_b", LLAMA_8B),
+    (32, 128, "bfloat8_b", LLAMA_8B),
+    (32, 1024, "bfloat8_b", LLAMA_8B),
+    (1, 1024, "bfloat8_b", LLAMA_70B_T3K),
+    (1, 8192, "bfloat8_b", LLAMA_70B_T3K),
+    (8, 1024, "bfloat8_b", LLAMA_70B_T3K),
+)
 
 
 def dispatch_ns() -> float:
@@ -62,8 +71,10 @@ def measure(dev, batch: int, kv_len: int, dtype: str, heads: tuple[int, int], se
     positions = [kv_len - 1 - (u * 5) % min(kv_len, 96) for u in range(batch)]  # different positions, near the end
     pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **rm)
     q = dev.from_torch(torch.randn(1, batch, n_q, HEAD_DIM, generator=gen), dtype=ttnn.bfloat16, **tile)
-    k_new, v_new = (dev.from_torch(torch.randn(1, batch, n_kv, HEAD_DIM, generator=gen), dtype=ttnn.bfloat16, **tile)
-                    for _ in range(2))  # fmt: skip
+    k_new, v_new = (
+        dev.from_torch(torch.randn(1, batch, n_kv, HEAD_DIM, generator=gen), dtype=ttnn.bfloat16, **tile)
+        for _ in range(2)
+    )
     config = ProgramConfig(compute_with_storage_grid_size=(8, 8))
 
     ttflashdecode.paged_fused_update_cache(k, k_new, v, v_new, update_idxs_tensor=pos)
@@ -73,9 +84,15 @@ def measure(dev, batch: int, kv_len: int, dtype: str, heads: tuple[int, int], se
     attention_cores = sum(c.role != "idle" for c in op.last_run.plan.cores)
     ttflashdecode.update_cache_and_decode(q, k, v, k_new, v_new, cur_pos_tensor=pos, program_config=config)
     run = fused.last_run
-    return dict(update_ns=update_ns, attention_ns=attention_ns, fused_ns=run.stats.duration_ns,
-                attention_cores=attention_cores, fused_attention_cores=len(run.plan.attention_cores),
-                update_cores=len(run.plan.update_cores), reserved_row=run.plan.reserved_row)  # fmt: skip
+    return dict(
+        update_ns=update_ns,
+        attention_ns=attention_ns,
+        fused_ns=run.stats.duration_ns,
+        attention_cores=attention_cores,
+        fused_attention_cores=len(run.plan.attention_cores),
+        update_cores=len(run.plan.update_cores),
+        reserved_row=run.plan.reserved_row,
+    )
 
 
 def main() -> None:
@@ -92,32 +109,42 @@ def main() -> None:
     dispatch = dispatch_ns()
     rows = []
     started = time.time()
-    header = ("| heads q/kv | batch | kv_len | cache | update | attention | separate (2 launches) | fused (1 launch) "
-              "| saved | attention cores separate / fused | update on |")  # fmt: skip
+    header = (
+        "| heads q/kv | batch | kv_len | cache | update | attention | separate (2 launches) | fused (1 launch) "
+        "| saved | attention cores separate / fused | update on |"
+    )
     print(f"modelled; kOpDispatchNs = {dispatch:.0f} ns per launch; durations in us\n")
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     shapes = SHAPES if not args.only else [SHAPES[int(i)] for i in args.only.split(",")]
     if args.batches:
         heads = tuple(int(h) for h in args.heads.split("/"))
-        shapes = [(int(b), int(s), d, heads) for b in args.batches.split(",") for s in args.kv_lens.split(",")
-                  for d in args.dtypes.split(",")]  # fmt: skip
+        shapes = [
+            (int(b), int(s), d, heads)
+            for b in args.batches.split(",")
+            for s in args.kv_lens.split(",")
+            for d in args.dtypes.split(",")
+        ]
     for batch, kv_len, dtype, heads in shapes:
         m = measure(dev, batch, kv_len, dtype, heads, args.seed)
         separate = m["update_ns"] + m["attention_ns"] + 2 * dispatch
         one = m["fused_ns"] + dispatch
         where = "last row (reserved)" if m["reserved_row"] else "free cores"
         rows.append((batch, kv_len, dtype, separate, one))
-        print(f"| {heads[0]}/{heads[1]} | {batch} | {kv_len} | {dtype} | {m['update_ns'] / 1e3:.2f} "
-              f"| {m['attention_ns'] / 1e3:.2f} | "
-              f"{separate / 1e3:.2f} | {one / 1e3:.2f} | {100 * (separate - one) / separate:+.1f}% | "
-              f"{m['attention_cores']} / {m['fused_attention_cores']} | {m['update_cores']} cores, {where} |",
-              flush=True)  # fmt: skip
+        print(
+            f"| {heads[0]}/{heads[1]} | {batch} | {kv_len} | {dtype} | {m['update_ns'] / 1e3:.2f} "
+            f"| {m['attention_ns'] / 1e3:.2f} | "
+            f"{separate / 1e3:.2f} | {one / 1e3:.2f} | {100 * (separate - one) / separate:+.1f}% | "
+            f"{m['attention_cores']} / {m['fused_attention_cores']} | {m['update_cores']} cores, {where} |",
+            flush=True,
+        )
     dev.close()
     wins = [r for r in rows if r[4] < r[3]]
     gains = [(r[3] - r[4]) / r[3] for r in rows]
-    print(f"\nfused faster in {len(wins)} of {len(rows)} shapes; best {max(gains):+.1%}, worst {min(gains):+.1%} "
-          f"(modelled; {time.time() - started:.0f} s)")  # fmt: skip
+    print(
+        f"\nfused faster in {len(wins)} of {len(rows)} shapes; best {max(gains):+.1%}, worst {min(gains):+.1%} "
+        f"(modelled; {time.time() - started:.0f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,10 @@ def chip_dram_gbs() -> tuple[float, str]:
 
     fig = next(f for f in timing_calibration.FIGURES if f.key == CHIP_DRAM_FIGURE)
     m = fig.modelled()
-    return m, (f"timing_calibration `{fig.key}` ({fig.what}): modelled {m:.1f} GB/s, published {fig.published:g} "
-               f"GB/s {fig.source}")  # fmt: skip
+    return m, (
+        f"timing_calibration `{fig.key}` ({fig.what}): modelled {m:.1f} GB/s, published {fig.published:g} "
+        f"GB/s {fig.source}"
+    )
 
 
 # ---- reading the records ---------------------------------------------------------------------------------------
@@ -111,8 +113,10 @@ def _variants_line(rows: list[Row], metas: dict[str, dict]) -> str:
     names = sorted({v for r in rows for v in r.variants()}, key=lambda v: (v != NOMINAL, v))
     commits = sorted({m.get("commit", "?") for m in metas.values()})
     dates = sorted(m.get("date_utc", "") for m in metas.values())
-    return (f"Variants per row: {', '.join(map(str, counts))} ({', '.join(names)}). Measured at "
-            f"{', '.join(commits)}, {dates[0] if dates else '?'} - {dates[-1] if dates else '?'} UTC.")  # fmt: skip
+    return (
+        f"Variants per row: {', '.join(map(str, counts))} ({', '.join(names)}). Measured at "
+        f"{', '.join(commits)}, {dates[0] if dates else '?'} - {dates[-1] if dates else '?'} UTC."
+    )
 
 
 def fair_table(rows: list[Row]) -> list[str]:
@@ -125,19 +129,25 @@ def fair_table(rows: list[Row]) -> list[str]:
         best = r.rec("upstream best")
         cfg = (best.get("config") or "").split(" (best")[0]
         vs_best = r.ratios("upstream best", "ours")
-        out.append(f"| {r.shape.label} | {_us(r.ns('ours'))} | {_us(r.ns('upstream as called'))} | "
-                   f"{_us(r.ns('upstream best'))} ({cfg}) | {_ratio_cell(r.ratios('upstream as called', 'ours'))} | "
-                   f"{_ratio_cell(vs_best)} | {_faster(vs_best)} |")  # fmt: skip
+        out.append(
+            f"| {r.shape.label} | {_us(r.ns('ours'))} | {_us(r.ns('upstream as called'))} | "
+            f"{_us(r.ns('upstream best'))} ({cfg}) | {_ratio_cell(r.ratios('upstream as called', 'ours'))} | "
+            f"{_ratio_cell(vs_best)} | {_faster(vs_best)} |"
+        )
     return out
 
 
 def defaults_table(rows: list[Row]) -> list[str]:
-    out = ["| shape | ours, defaults (us) | upstream, defaults (us) | ratio [min-max] | verdict |",
-           "|---|---:|---:|---:|---|"]  # fmt: skip
+    out = [
+        "| shape | ours, defaults (us) | upstream, defaults (us) | ratio [min-max] | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
     for r in rows:
         ratios = r.ratios("upstream default", "ours default")
-        out.append(f"| {r.shape.label} | {_us(r.ns('ours default'))} | {_us(r.ns('upstream default'))} | "
-                   f"{_ratio_cell(ratios)} | {_faster(ratios)} |")  # fmt: skip
+        out.append(
+            f"| {r.shape.label} | {_us(r.ns('ours default'))} | {_us(r.ns('upstream default'))} | "
+            f"{_ratio_cell(ratios)} | {_faster(ratios)} |"
+        )
     return out
 
 
@@ -151,10 +161,12 @@ def goals(rows: list[Row]) -> list[str]:
     have = [r for r in rows if mins[r.shape.name] is not None]
     lines = []
     below = [r for r in have if mins[r.shape.name] < GOAL_NO_ROW_BELOW]
-    lines.append(f"- No row below {GOAL_NO_ROW_BELOW:.2f}x (minimum over variants, vs upstream at its best): "
-                 + ("MET" if have and not below else "NOT MET") + f": {len(have) - len(below)} of {len(have)} rows"
-                 + (f"; below: {', '.join(f'{r.shape.label} {mins[r.shape.name]:.2f}x' for r in below)}"
-                    if below else ""))  # fmt: skip
+    lines.append(
+        f"- No row below {GOAL_NO_ROW_BELOW:.2f}x (minimum over variants, vs upstream at its best): "
+        + ("MET" if have and not below else "NOT MET")
+        + f": {len(have) - len(below)} of {len(have)} rows"
+        + (f"; below: {', '.join(f'{r.shape.label} {mins[r.shape.name]:.2f}x' for r in below)}" if below else "")
+    )
     for (limit, goal), cmp, what in (
         (GOAL_SHORT, lambda kv, lim: kv <= lim, "<="),
         (GOAL_LONG, lambda kv, lim: kv >= lim, ">="),
@@ -162,44 +174,79 @@ def goals(rows: list[Row]) -> list[str]:
         sel = [mins[r.shape.name] for r in have if cmp(r.shape.kv_len, limit)]
         g = _geomean(sel)
         verdict = "no rows" if g is None else ("MET" if g >= goal else "NOT MET")
-        lines.append(f"- Geometric mean >= {goal:.2f}x at {what} {limit // 1024}K positions: {verdict}"
-                     + (f": {g:.3f}x over {len(sel)} rows" if g is not None else ""))  # fmt: skip
+        lines.append(
+            f"- Geometric mean >= {goal:.2f}x at {what} {limit // 1024}K positions: {verdict}"
+            + (f": {g:.3f}x over {len(sel)} rows" if g is not None else "")
+        )
     llama = [r for r in rows if r.shape.name.startswith("llama8b-n150") and r.shape.kv_len >= GOAL_LONG[0]]
     fr = {r.shape.label: min(r.gbs("ours").values(), default=0.0) / chip for r in llama}
     verdict = "no rows" if not fr else ("MET" if min(fr.values()) >= GOAL_DRAM_FRACTION else "NOT MET")
-    lines.append(f"- Ours >= {GOAL_DRAM_FRACTION:.0%} of the chip's modelled DRAM bandwidth ({chip:.1f} GB/s) for "
-                 f"Llama-3.1-8B N150 at >= 32K (minimum over variants): {verdict}"
-                 + "".join(f"; {k}: {v:.1%}" for k, v in fr.items()))  # fmt: skip
+    lines.append(
+        f"- Ours >= {GOAL_DRAM_FRACTION:.0%} of the chip's modelled DRAM bandwidth ({chip:.1f} GB/s) for "
+        f"Llama-3.1-8B N150 at >= 32K (minimum over variants): {verdict}"
+        + "".join(f"; {k}: {v:.1%}" for k, v in fr.items())
+    )
     lines.append(f"\nChip bandwidth: {chip_src}.")
     return lines
 
 
+README_INTRO = (
+    "All durations MODELLED by the emulator's timing model (not measured on silicon); paged bfloat8_b K/V, every "
+    "user at the last position; both ops HiFi4, exact exp, bfloat16 DST. Ratio = upstream / ours at the nominal "
+    'model [minimum-maximum over the timing model\'s variants]; "ours faster" only where the minimum is above 1.'
+)
+SUMMARY_ROWS = (
+    "Every row paged (64-position blocks), bfloat8_b K/V, bfloat16 Q in DRAM, every user at the last position. "
+    'Ratio = upstream\'s duration / ours at the nominal model, [minimum-maximum] over the variants; "ours faster" '
+    "only where the minimum is above 1."
+)
+SUMMARY_SIDES = (
+    "Ours: no program config (auto). Upstream as called: k_chunk_size 0 (dynamic), 16 cores per head, 8x8 grid. "
+    "Upstream at its best: the fastest of upstream.tune's search over k_chunk_size, max_cores_per_head_batch and "
+    "grid (nominal model; the two fastest re-run under each other variant)."
+)
+DEFAULTS_HEADING = (
+    "### Each op's defaults (no program config, no compute config: ours HiFi4 + approximate exp, upstream HiFi2 "
+    "+ approximate math and exp)"
+)
+
+
 def readme_table(shapes, records: list[dict], metas: dict[str, dict]) -> str:
     rows = [Row(s, records) for s in shapes]
-    return "\n".join([
-        "All durations MODELLED by the emulator's timing model (not measured on silicon); paged bfloat8_b K/V, every "
-        "user at the last position; both ops HiFi4, exact exp, bfloat16 DST. Ratio = upstream / ours at the nominal "
-        "model [minimum-maximum over the timing model's variants]; \"ours faster\" only where the minimum is above 1.",
-        "", *fair_table(rows), "", _variants_line(rows, metas),
-        "Generated by `perf/sweep.py --readme-table` from perf/out/sweep_runs/.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            README_INTRO,
+            "",
+            *fair_table(rows),
+            "",
+            _variants_line(rows, metas),
+            "Generated by `perf/sweep.py --readme-table` from perf/out/sweep_runs/.",
+        ]
+    )
 
 
 def summary(shapes, records: list[dict], metas: dict[str, dict]) -> str:
     rows = [Row(s, records) for s in shapes]
-    return "\n".join([
-        "## ttflashdecode vs upstream sdpa_decode, like for like, MODELLED (emulator timing model; `sweep.csv`)", "",
-        _variants_line(rows, metas), "",
-        "Every row paged (64-position blocks), bfloat8_b K/V, bfloat16 Q in DRAM, every user at the last position. "
-        "Ratio = upstream's duration / ours at the nominal model, [minimum-maximum] over the variants; \"ours faster\" "
-        "only where the minimum is above 1.", "",
-        "### Like for like (both ops HiFi4, exact exp, bfloat16 DST: tt_transformers' decode settings)", "",
-        "Ours: no program config (auto). Upstream as called: k_chunk_size 0 (dynamic), 16 cores per head, 8x8 grid. "
-        "Upstream at its best: the fastest of upstream.tune's search over k_chunk_size, max_cores_per_head_batch and "
-        "grid (nominal model; the two fastest re-run under each other variant).", "",
-        *fair_table(rows), "",
-        "### Each op's defaults (no program config, no compute config: ours HiFi4 + approximate exp, upstream HiFi2 "
-        "+ approximate math and exp)", "",
-        *defaults_table(rows), "",
-        "### Goals (issue 28 item 5)", "", *goals(rows),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "## ttflashdecode vs upstream sdpa_decode, like for like, MODELLED (emulator timing model; `sweep.csv`)",
+            "",
+            _variants_line(rows, metas),
+            "",
+            SUMMARY_ROWS,
+            "",
+            "### Like for like (both ops HiFi4, exact exp, bfloat16 DST: tt_transformers' decode settings)",
+            "",
+            SUMMARY_SIDES,
+            "",
+            *fair_table(rows),
+            "",
+            DEFAULTS_HEADING,
+            "",
+            *defaults_table(rows),
+            "",
+            "### Goals (issue 28 item 5)",
+            "",
+            *goals(rows),
+        ]
+    )

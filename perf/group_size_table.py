@@ -55,24 +55,37 @@ class Case:
 
 
 def _shapes(batch, n_q, n_kv, kv_len, head_dim=128, **kw) -> DecodeShapes:
-    return DecodeShapes(batch=batch, n_q_heads=n_q, n_kv_heads=n_kv, head_dim=head_dim, kv_len=kv_len,
-                        k_dtype="bfloat8_b", v_dtype="bfloat8_b", **kw)  # fmt: skip
+    return DecodeShapes(
+        batch=batch,
+        n_q_heads=n_q,
+        n_kv_heads=n_kv,
+        head_dim=head_dim,
+        kv_len=kv_len,
+        k_dtype="bfloat8_b",
+        v_dtype="bfloat8_b",
+        **kw,
+    )
 
 
 def cases(quick: bool) -> list[Case]:
-    t3k = [Case(f"T3K chip b1 4q/1kv {kv // 1024}K", _shapes(1, 4, 1, kv), 64, None)
-           for kv in (1024, 2048, 4096, 8192, 32768, 131072)]  # fmt: skip
-    llama70b = Case("Llama-70B b8 8q/1kv paged pos 127", _shapes(8, 8, 1, 256, block_size=32, max_blocks_per_user=8),
-                    64, 127)  # fmt: skip
+    t3k = [
+        Case(f"T3K chip b1 4q/1kv {kv // 1024}K", _shapes(1, 4, 1, kv), 64, None)
+        for kv in (1024, 2048, 4096, 8192, 32768, 131072)
+    ]
+    llama70b = Case(
+        "Llama-70B b8 8q/1kv paged pos 127", _shapes(8, 8, 1, 256, block_size=32, max_blocks_per_user=8), 64, 127
+    )
     if quick:
         return [t3k[2], llama70b]
-    small = [Case("b1 8q/1kv d128 1K", _shapes(1, 8, 1, 1024), 16, None),
-             Case("b1 8q/1kv d64 4K", _shapes(1, 8, 1, 4096, head_dim=64), 16, None),
-             Case("b4 8q/2kv d64 1K", _shapes(4, 8, 2, 1024, head_dim=64), 16, None),
-             Case("b1 32q/8kv d128 1K", _shapes(1, 32, 8, 1024), 16, None),
-             Case("b1 4q/1kv d128 8K", _shapes(1, 4, 1, 8192), 16, None),
-             Case("b8 8q/1kv d128 4K", _shapes(8, 8, 1, 4096), 16, None),
-             Case("b8 8q/1kv d128 4K pos 300", _shapes(8, 8, 1, 4096), 16, 300)]  # fmt: skip
+    small = [
+        Case("b1 8q/1kv d128 1K", _shapes(1, 8, 1, 1024), 16, None),
+        Case("b1 8q/1kv d64 4K", _shapes(1, 8, 1, 4096, head_dim=64), 16, None),
+        Case("b4 8q/2kv d64 1K", _shapes(4, 8, 2, 1024, head_dim=64), 16, None),
+        Case("b1 32q/8kv d128 1K", _shapes(1, 32, 8, 1024), 16, None),
+        Case("b1 4q/1kv d128 8K", _shapes(1, 4, 1, 8192), 16, None),
+        Case("b8 8q/1kv d128 4K", _shapes(8, 8, 1, 4096), 16, None),
+        Case("b8 8q/1kv d128 4K pos 300", _shapes(8, 8, 1, 4096), 16, 300),
+    ]
     return t3k + [llama70b] + small
 
 
@@ -103,8 +116,12 @@ def measure(case: Case, exp_approx: bool | None) -> dict:
     # The op plans host positions with the batch's largest position + 1 rounded up to a power of two (op.py,
     # _positions_bound), so a decode loop meets a handful of plans; the derived plan here sees the same bound.
     bound = None if pos is None else min(case.shapes.kv_len, 1 << pos.bit_length()) - 1
-    derived = plan(case.shapes, ProgramConfig(GRID, k_chunk_size=0, max_cores_per_head_batch=case.max_cores, **extra),
-                   GRID, max_cur_pos=bound)  # fmt: skip
+    derived = plan(
+        case.shapes,
+        ProgramConfig(GRID, k_chunk_size=0, max_cores_per_head_batch=case.max_cores, **extra),
+        GRID,
+        max_cur_pos=bound,
+    )
     key = (derived.num_cores_per_head, derived.k_chunk_size)
     if key not in timed:
         timed[key] = tuning.evaluate(derived, cur_pos=pos)

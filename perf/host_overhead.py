@@ -146,8 +146,9 @@ def card() -> None:
         on = dict(device=device, layout=ttnn.TILE_LAYOUT)
         q = ttnn.from_torch(torch.randn(1, 8, 32, 128), dtype=ttnn.bfloat16, **on)
         kv = ttnn.from_torch(torch.randn(8, 8, 4096, 128), dtype=ttnn.bfloat8_b, **on)
-        pos = ttnn.from_torch(torch.full((8,), 3000, dtype=torch.int32), dtype=ttnn.int32,
-                              layout=ttnn.ROW_MAJOR_LAYOUT, device=device)  # fmt: skip
+        pos = ttnn.from_torch(
+            torch.full((8,), 3000, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT, device=device
+        )
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([1, 8, 32, 128]), ttnn.bfloat16, ttnn.TILE_LAYOUT, device)
         kwargs = dict(cur_pos_tensor=pos, output_tensor=out)
 
@@ -197,16 +198,24 @@ def main() -> int:
         return 0
     columns = []
     if args.before is not None:
-        revision = subprocess.run(["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                  text=True).stdout.strip() or str(args.before)  # fmt: skip
+        revision = subprocess.run(
+            ["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip() or str(args.before)
         env = dict(os.environ, TT_LOGGER_LEVEL="error")
-        result = subprocess.run([sys.executable, __file__, "--tree", str(args.before), "--json"], env=env,
-                                capture_output=True, text=True, check=True)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, __file__, "--tree", str(args.before), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         columns.append((f"before ({revision})", json.loads(result.stdout.strip().splitlines()[-1])))
-    revision = subprocess.run(["git", "-C", str(args.tree), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True).stdout.strip()  # fmt: skip
-    dirty = subprocess.run(["git", "-C", str(args.tree), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    revision = subprocess.run(
+        ["git", "-C", str(args.tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(args.tree), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
     columns.append((f"after ({revision}{' + working tree' if dirty else ''})", measure()))
     rows = list(dict.fromkeys(row for _, values in columns for row in values))
     width = max(len(r) for r in rows) + 2

@@ -92,9 +92,14 @@ class Shape:
 
     def decode_shapes(self) -> plan_module.DecodeShapes:
         return plan_module.DecodeShapes(
-            batch=self.batch, n_q_heads=self.n_q_heads, n_kv_heads=self.n_kv_heads, head_dim=HEAD_DIM,
-            kv_len=self.kv_len, k_dtype=KV_DTYPE, v_dtype=KV_DTYPE,
-        )  # fmt: skip
+            batch=self.batch,
+            n_q_heads=self.n_q_heads,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=HEAD_DIM,
+            kv_len=self.kv_len,
+            k_dtype=KV_DTYPE,
+            v_dtype=KV_DTYPE,
+        )
 
 
 # cur_pos None = kv_len - 1
@@ -194,14 +199,25 @@ def measure(dev, shape: Shape, tensors, cur_pos: int, split: tuple[int, int]) ->
     most_tiles = max(per_core.values(), key=lambda d: d["live"] + d["zero"])
     model, D, C = critical_path(per_core, tree, SFPU_CYCLES)
     return dict(
-        sk=k_chunk_size, active=active, rounds=rounds,
+        sk=k_chunk_size,
+        active=active,
+        rounds=rounds,
         dram=max(d["dram"] for d in per_core.values()),
-        live=most_tiles["live"], zero=most_tiles["zero"],
-        noc=core_to_core, model_us=model / 1e3, D_us=D / 1e3, C_us=C / 1e3, tree_us=tree / 1e3,
+        live=most_tiles["live"],
+        zero=most_tiles["zero"],
+        noc=core_to_core,
+        model_us=model / 1e3,
+        D_us=D / 1e3,
+        C_us=C / 1e3,
+        tree_us=tree / 1e3,
         model_dram_us=critical_path(per_core, tree, None)[0] / 1e3,
         model_approx_exp_us=critical_path(per_core, tree, SFPU_APPROX_EXP_CYCLES)[0] / 1e3,
-        pcc=pcc, err=err, ok=ok, wall=wall, mismatches=mismatches,
-    )  # fmt: skip
+        pcc=pcc,
+        err=err,
+        ok=ok,
+        wall=wall,
+        mismatches=mismatches,
+    )
 
 
 def critical_path(per_core: dict, tree: float, sfpu_cycles: float | None) -> tuple[float, float, float]:
@@ -210,9 +226,15 @@ def critical_path(per_core: dict, tree: float, sfpu_cycles: float | None) -> tup
 
     def terms(d):
         cnt = d["counters"]
-        C = 0.0 if sfpu_cycles is None else (
-            MATMUL_CYCLES * cnt.get("matmul_tiles", 0) + FPU_CYCLES * cnt.get("fpu_tiles", 0)
-            + sfpu_cycles * cnt.get("sfpu_tiles", 0))  # fmt: skip
+        C = (
+            0.0
+            if sfpu_cycles is None
+            else (
+                MATMUL_CYCLES * cnt.get("matmul_tiles", 0)
+                + FPU_CYCLES * cnt.get("fpu_tiles", 0)
+                + sfpu_cycles * cnt.get("sfpu_tiles", 0)
+            )
+        )
         n, D = d["chunks"], d["D"]
         return (D + C) / n + (n - 1) / n * max(D, C), D, C
 
@@ -226,20 +248,28 @@ def make_tensors(dev, shape: Shape, seed: int):
     k = torch.randn(shape.batch, shape.n_kv_heads, shape.kv_len, HEAD_DIM, generator=gen)
     v = torch.randn(shape.batch, shape.n_kv_heads, shape.kv_len, HEAD_DIM, generator=gen)
     kv = getattr(ttnn, KV_DTYPE)
-    tt = (dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT),
-          dev.from_torch(k, dtype=kv, layout=ttnn.TILE_LAYOUT),
-          dev.from_torch(v, dtype=kv, layout=ttnn.TILE_LAYOUT),
-          dev.from_torch(torch.zeros(1, shape.batch, shape.n_q_heads, HEAD_DIM), dtype=ttnn.bfloat16,
-                         layout=ttnn.TILE_LAYOUT))  # fmt: skip
-    stored = (golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, KV_DTYPE),
-              golden.quantize_like_device(v, KV_DTYPE))  # fmt: skip
+    tt = (
+        dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT),
+        dev.from_torch(k, dtype=kv, layout=ttnn.TILE_LAYOUT),
+        dev.from_torch(v, dtype=kv, layout=ttnn.TILE_LAYOUT),
+        dev.from_torch(
+            torch.zeros(1, shape.batch, shape.n_q_heads, HEAD_DIM), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT
+        ),
+    )
+    stored = (
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, KV_DTYPE),
+        golden.quantize_like_device(v, KV_DTYPE),
+    )
     return (*tt, stored)
 
 
 def fmt_rule(r: dict) -> str:
     tiles = f"{r['live']}+{r['zero']}"
-    return (f"{r['sk']:>4} {r['active']:>3} {r['rounds']:>3} {r['dram'] / 1e3:>7.1f} {tiles:>9} "
-            f"{r['noc'] / 1e3:>7.1f} {r['model_us']:>8.2f} {'PASS' if r['ok'] else 'FAIL':>5}")  # fmt: skip
+    return (
+        f"{r['sk']:>4} {r['active']:>3} {r['rounds']:>3} {r['dram'] / 1e3:>7.1f} {tiles:>9} "
+        f"{r['noc'] / 1e3:>7.1f} {r['model_us']:>8.2f} {'PASS' if r['ok'] else 'FAIL':>5}"
+    )
 
 
 def main() -> int:
@@ -273,8 +303,10 @@ def main() -> int:
     rule = f"{'Sk':>4} {'act':>3} {'rnd':>3} {'DRAM KB':>7} {'KV tiles':>9} {'NoC KB':>7} {'model us':>8} {'check':>5}"
     head = f"{'shape':<18} {'kv_len':>6} {'cur_pos':>7} | {rule} | {rule} | {'ratio':>5} {'DRAM+tree':>9}"
     print()
-    print(f"{'q/kv heads, batch':<33} | {'kv_len rule (op.py today)':^53} | {'max-cur_pos rule (README)':^53} "
-          "| kv/max model")  # fmt: skip
+    print(
+        f"{'q/kv heads, batch':<33} | {'kv_len rule (op.py today)':^53} | {'max-cur_pos rule (README)':^53} "
+        "| kv/max model"
+    )
     print(head)
     print("-" * len(head))
     for shape, cur_pos, a, b in rows:
@@ -302,8 +334,10 @@ def main() -> int:
             ("model_dram_us", "DRAM+tree only"),
         ):
             ratios = [a[key] / b[key] for a, b in differ]
-            print(f"kv/max ratio where the rules differ ({len(differ)} cases), {what}: "
-                  f"{min(ratios):.2f} .. {max(ratios):.2f}")  # fmt: skip
+            print(
+                f"kv/max ratio where the rules differ ({len(differ)} cases), {what}: "
+                f"{min(ratios):.2f} .. {max(ratios):.2f}"
+            )
     print(
         f"{len(runs)} emulator runs, {len(bad)} FAIL; worst PCC {min(r['pcc'] for r in runs):.5f}, worst max|err| "
         f"{max(r['err'] for r in runs):.4f}; plan vs emulator (K/V tiles = matmul_tiles / PNHt, active cores): "

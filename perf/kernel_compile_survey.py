@@ -99,9 +99,14 @@ def generated_files(text: str, compute: bool) -> dict[str, str]:
         for ns in ("args", "dfb", "tensor", "sem", "scratch")
     }
     if any(names.values()):
-        b = ["// survey stand-in for tt-metal's kernel_bindings_generated.h", "#pragma once", "#include <cstdint>",
-             '#include "api/dataflow/dfb_binding_token.h"', '#include "api/dataflow/semaphore_binding_token.h"',
-             '#include "api/tensor/tensor_binding_token.h"']  # fmt: skip
+        b = [
+            "// survey stand-in for tt-metal's kernel_bindings_generated.h",
+            "#pragma once",
+            "#include <cstdint>",
+            '#include "api/dataflow/dfb_binding_token.h"',
+            '#include "api/dataflow/semaphore_binding_token.h"',
+            '#include "api/tensor/tensor_binding_token.h"',
+        ]
         if names["dfb"]:
             b.append('#include "api/dataflow/dataflow_buffer.h"')
         if names["scratch"]:
@@ -115,17 +120,28 @@ def generated_files(text: str, compute: bool) -> dict[str, str]:
             b += ["namespace dfb {"] + [f"constexpr DFBBindingToken<> {n}{{{i}}};" for i, n in enumerate(names["dfb"])]
             b += ["}  // namespace dfb"]
         if names["sem"]:
-            b += ["namespace sem {"] + [f"constexpr SemaphoreBindingToken {n}{{{i}u, SemScope::LOCAL_NONATOMIC}};"
-                                        for i, n in enumerate(names["sem"])] + ["}  // namespace sem"]  # fmt: skip
+            b += (
+                ["namespace sem {"]
+                + [
+                    f"constexpr SemaphoreBindingToken {n}{{{i}u, SemScope::LOCAL_NONATOMIC}};"
+                    for i, n in enumerate(names["sem"])
+                ]
+                + ["}  // namespace sem"]
+            )
         if names["tensor"]:
             b += ["namespace tensor {"]
             for i, n in enumerate(names["tensor"]):
-                b += [f"using {n}_t = ::tensor_accessor::TensorBindingToken<{2 * i}u, {4 * i}u>;",
-                      f"constexpr {n}_t {n}{{binding_details::LLKMetadata{{}}}};"]  # fmt: skip
+                b += [
+                    f"using {n}_t = ::tensor_accessor::TensorBindingToken<{2 * i}u, {4 * i}u>;",
+                    f"constexpr {n}_t {n}{{binding_details::LLKMetadata{{}}}};",
+                ]
             b += ["}  // namespace tensor"]
         files["kernel_bindings_generated.h"] = "\n".join(b) + "\n"
-        a = ["// survey stand-in for tt-metal's kernel_args_generated.h", "#pragma once",
-             '#include "experimental/kernel_args.h"']  # fmt: skip
+        a = [
+            "// survey stand-in for tt-metal's kernel_args_generated.h",
+            "#pragma once",
+            '#include "experimental/kernel_args.h"',
+        ]
         if names["args"]:
             a += ["namespace args {"]
             for i, n in enumerate(names["args"]):
@@ -145,21 +161,50 @@ def generated_files(text: str, compute: bool) -> dict[str, str]:
 
 
 def flags(include: Path, gen: Path, src: Path, root: Path, compute: bool, files: dict[str, str]) -> list[str]:
-    f = ["-std=c++20", "-fsyntax-only", "-w", "-fmax-errors=40", f"-I{include}", f"-I{gen}", f"-I{src.parent}",
-         f"-I{root / 'ttnn' / 'cpp'}", f"-I{root / 'ttnn'}", f"-I{root}", f"-I{root / 'tt_metal'}",
-         f"-I{root / 'tt_metal' / 'api'}", f"-I{root / 'tt_metal' / 'hostdevcommon' / 'api'}",
-         "-DKERNEL_COMPILE_TIME_ARGS=" + ",".join([str(CT_VALUE)] * NUM_CT_ARGS),
-         "-DKERNEL_BUILD", "-DARCH_WORMHOLE", "-DTENSIX_FIRMWARE"]  # fmt: skip
+    f = [
+        "-std=c++20",
+        "-fsyntax-only",
+        "-w",
+        "-fmax-errors=40",
+        f"-I{include}",
+        f"-I{gen}",
+        f"-I{src.parent}",
+        f"-I{root / 'ttnn' / 'cpp'}",
+        f"-I{root / 'ttnn'}",
+        f"-I{root}",
+        f"-I{root / 'tt_metal'}",
+        f"-I{root / 'tt_metal' / 'api'}",
+        f"-I{root / 'tt_metal' / 'hostdevcommon' / 'api'}",
+        "-DKERNEL_COMPILE_TIME_ARGS=" + ",".join([str(CT_VALUE)] * NUM_CT_ARGS),
+        "-DKERNEL_BUILD",
+        "-DARCH_WORMHOLE",
+        "-DTENSIX_FIRMWARE",
+    ]
     if compute:
-        f += ["-DCOMPILE_FOR_TRISC", "-DUCK_CHLKC_UNPACK", "-DUCK_CHLKC_MATH", "-DUCK_CHLKC_PACK", "-DTRISC_UNPACK",
-              "-DTRISC_MATH", "-DTRISC_PACK", "-DNOC_INDEX=0", *jit_env.COMPUTE_DEFINES]  # fmt: skip
+        f += [
+            "-DCOMPILE_FOR_TRISC",
+            "-DUCK_CHLKC_UNPACK",
+            "-DUCK_CHLKC_MATH",
+            "-DUCK_CHLKC_PACK",
+            "-DTRISC_UNPACK",
+            "-DTRISC_MATH",
+            "-DTRISC_PACK",
+            "-DNOC_INDEX=0",
+            *jit_env.COMPUTE_DEFINES,
+        ]
         # as ttflashdecode.emulator.compiler: the emulator's LLK layer right after its API, the wheel's LLK trees
         # (SFPU kernels) and compute API last
         f.insert(f.index(f"-I{include}") + 1, f"-I{include.parent / 'include_llk'}")
         f += [f"-I{p}" for p in jit_env.compute_llk_include_paths()]
     else:
-        f += ["-DCOMPILE_FOR_NCRISC", "-DPROCESSOR_INDEX=1", "-DNOC_INDEX=0", "-DNOC_MODE=0", "-DNUM_L1_BANKS=64",
-              "-DLOG_BASE_2_OF_NUM_L1_BANKS=6"]  # fmt: skip
+        f += [
+            "-DCOMPILE_FOR_NCRISC",
+            "-DPROCESSOR_INDEX=1",
+            "-DNOC_INDEX=0",
+            "-DNOC_MODE=0",
+            "-DNUM_L1_BANKS=64",
+            "-DLOG_BASE_2_OF_NUM_L1_BANKS=6",
+        ]
     if jit_env.NAMED_CT_ARG_MAP_HEADER in files:
         f += ["-include", str(gen / jit_env.NAMED_CT_ARG_MAP_HEADER)]
     # as ttflashdecode.emulator.compiler: what the firmware wrapper includes ahead of the kernel
@@ -250,8 +295,10 @@ def main() -> int:
         sources = [sources[int(i * step)] for i in range(args.limit)]
     t0 = time.monotonic()
     results = []
-    with tempfile.TemporaryDirectory(prefix="ttfd_survey_") as tmp, \
-            cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory(prefix="ttfd_survey_") as tmp,
+        cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
+    ):
         futs = [pool.submit(survey_one, s, args.include.resolve(), root, Path(tmp)) for s in sources]
         for f in cf.as_completed(futs):
             results.append(f.result())

@@ -44,8 +44,10 @@ def row(head_dim: int, fp32: bool) -> str:
 
 
 def main() -> int:
-    header = (f"{'head_dim':>8} {'DST':>5} {'k_chunk':>7} {'cores/grp':>9} {'K/V blocks':>12} {'K+V KiB':>10} "
-              f"{'whole-head KiB':>14} {'O-state KiB':>12} {'L1 KiB':>9}")  # fmt: skip
+    header = (
+        f"{'head_dim':>8} {'DST':>5} {'k_chunk':>7} {'cores/grp':>9} {'K/V blocks':>12} {'K+V KiB':>10} "
+        f"{'whole-head KiB':>14} {'O-state KiB':>12} {'L1 KiB':>9}"
+    )
     print(header)
     print("-" * len(header))
     for fp32 in (False, True):

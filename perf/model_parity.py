@@ -46,21 +46,43 @@ def main() -> None:
             tf = hf_parity.teacher_forced(family, dev, dtype=dtype, block_size=block, steps=args.steps, seed=args.seed)
             greedy = "-"
             if not args.no_greedy:
-                g = hf_parity.greedy(family, dev, dtype=dtype, block_size=block, prompt_lengths=(12, 7),
-                                     new_tokens=args.tokens, seed=args.seed)  # fmt: skip
+                g = hf_parity.greedy(
+                    family,
+                    dev,
+                    dtype=dtype,
+                    block_size=block,
+                    prompt_lengths=(12, 7),
+                    new_tokens=args.tokens,
+                    seed=args.seed,
+                )
                 ties = ", ".join(f"u{u}@{s}: {lead:.3f}" for u, s, lead in g.first_differences) or "none"
                 greedy = f"{g.greedy_agree}/{g.greedy_total} (first differences: {ties})"
-            rows.append((family, dtype, tf.steps, tf.worst_pcc, tf.worst_max_abs / tf.logits_scale, greedy,
-                         tf.read_bytes_per_token, tf.launches_per_step, tf.update_read_share))  # fmt: skip
+            rows.append(
+                (
+                    family,
+                    dtype,
+                    tf.steps,
+                    tf.worst_pcc,
+                    tf.worst_max_abs / tf.logits_scale,
+                    greedy,
+                    tf.read_bytes_per_token,
+                    tf.launches_per_step,
+                    tf.update_read_share,
+                )
+            )
             print(f"# {time.time() - started:.0f} s: {_row(*rows[-1])}", flush=True)
     dev.close()
 
     paged = f"paged, block {block}" if block else "unpaged"
-    print(f"\nteacher-forced: batch 2 (prompts 20 and 13 tokens), {args.steps} decode steps, {paged}; greedy: "
-          f"{args.tokens} tokens for 2 users (prompts 12 and 7)\n")  # fmt: skip
-    print("| family | cache | steps | worst logits PCC | worst max \\|err\\| / max \\|logits\\| "
-          "| greedy tokens agreeing (eager's lead at the first difference) | device bytes read / token "
-          "| launches / step | update share of bytes |")  # fmt: skip
+    print(
+        f"\nteacher-forced: batch 2 (prompts 20 and 13 tokens), {args.steps} decode steps, {paged}; greedy: "
+        f"{args.tokens} tokens for 2 users (prompts 12 and 7)\n"
+    )
+    print(
+        "| family | cache | steps | worst logits PCC | worst max \\|err\\| / max \\|logits\\| "
+        "| greedy tokens agreeing (eager's lead at the first difference) | device bytes read / token "
+        "| launches / step | update share of bytes |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(_row(*row))

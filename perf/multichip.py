@@ -89,8 +89,12 @@ def run_context(kv_len: int, devices: list[int], cores: list[int], seed: int) ->
     k = torch.randn(1, N_KV_HEADS, kv_len, HEAD_DIM, generator=gen, dtype=torch.bfloat16)
     v = torch.randn(1, N_KV_HEADS, kv_len, HEAD_DIM, generator=gen, dtype=torch.bfloat16)
     cur_pos = [kv_len - 1]
-    expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, KV_DTYPE),
-                                  golden.quantize_like_device(v, KV_DTYPE), cur_pos=cur_pos)  # fmt: skip
+    expected = golden.sdpa_decode(
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, KV_DTYPE),
+        golden.quantize_like_device(v, KV_DTYPE),
+        cur_pos=cur_pos,
+    )
     kv_dtype = getattr(ttnn, KV_DTYPE)
     rows = []
     for n in devices:
@@ -104,8 +108,9 @@ def run_context(kv_len: int, devices: list[int], cores: list[int], seed: int) ->
             for max_cores in cores:
                 config = ProgramConfig(compute_with_storage_grid_size=CHIP_GRID, max_cores_per_head_batch=max_cores)
                 t0 = time.perf_counter()
-                tt_out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=cur_pos,
-                                                                       program_config=config)  # fmt: skip
+                tt_out = op_module.scaled_dot_product_attention_decode(
+                    tq, tk, tv, cur_pos=cur_pos, program_config=config
+                )
                 emu_s = time.perf_counter() - t0
                 run = op_module.last_run
                 out = mesh.to_torch(tt_out, mesh_composer=emulator.ConcatMeshToTensor(mesh, dim=2)).float()
@@ -113,29 +118,45 @@ def run_context(kv_len: int, devices: list[int], cores: list[int], seed: int) ->
                 dram, busiest, partials = max(per_chip)
                 bandwidth_s = max(max(d / DRAM_BYTES_PER_S, b / CORE_NOC_BYTES_PER_S) for d, b, _ in per_chip)
                 duration_ns = run.stats.duration_ns
-                rows.append(Row(
-                    devices=n, max_cores=max_cores, kv_len=kv_len, cores_per_head=run.plan.num_cores_per_head,
-                    rounds=run.plan.rounds, k_chunk=run.plan.k_chunk_size, dram_mb=dram / 1e6, busiest_mb=busiest / 1e6,
-                    partials_kb=partials / 1e3, chips_equal=len(set(per_chip)) == 1, bandwidth_us=bandwidth_s * 1e6,
-                    modelled_us=None if duration_ns is None else duration_ns / 1e3, pcc=golden.pcc(out, expected),
-                    emu_s=emu_s,
-                ))  # fmt: skip
+                rows.append(
+                    Row(
+                        devices=n,
+                        max_cores=max_cores,
+                        kv_len=kv_len,
+                        cores_per_head=run.plan.num_cores_per_head,
+                        rounds=run.plan.rounds,
+                        k_chunk=run.plan.k_chunk_size,
+                        dram_mb=dram / 1e6,
+                        busiest_mb=busiest / 1e6,
+                        partials_kb=partials / 1e3,
+                        chips_equal=len(set(per_chip)) == 1,
+                        bandwidth_us=bandwidth_s * 1e6,
+                        modelled_us=None if duration_ns is None else duration_ns / 1e3,
+                        pcc=golden.pcc(out, expected),
+                        emu_s=emu_s,
+                    )
+                )
                 print_row(rows[-1], flush=True)
                 del tt_out
     return rows
 
 
-HEADER = (f"{'devices':>7} {'max cores':>9} {'context':>7} {'cores/head':>10} {'rounds':>6} {'k_chunk':>7} "
-          f"{'DRAM MB/chip':>12} {'busiest core MB':>15} {'partials KB/chip':>16} {'bw-model us':>11} "
-          f"{'modelled us':>11} {'PCC':>8} {'emu s':>6}")  # fmt: skip
+HEADER = (
+    f"{'devices':>7} {'max cores':>9} {'context':>7} {'cores/head':>10} {'rounds':>6} {'k_chunk':>7} "
+    f"{'DRAM MB/chip':>12} {'busiest core MB':>15} {'partials KB/chip':>16} {'bw-model us':>11} "
+    f"{'modelled us':>11} {'PCC':>8} {'emu s':>6}"
+)
 
 
 def print_row(r: Row, flush: bool = False) -> None:
     modelled = "-" if r.modelled_us is None else f"{r.modelled_us:.1f}"
     note = "" if r.chips_equal else "  (chips differ: max shown)"
-    print(f"{r.devices:>7} {r.max_cores:>9} {r.kv_len:>7} {r.cores_per_head:>10} {r.rounds:>6} {r.k_chunk:>7} "
-          f"{r.dram_mb:>12.2f} {r.busiest_mb:>15.3f} {r.partials_kb:>16.1f} {r.bandwidth_us:>11.1f} {modelled:>11} "
-          f"{r.pcc:>8.5f} {r.emu_s:>6.1f}{note}", flush=flush)  # fmt: skip
+    print(
+        f"{r.devices:>7} {r.max_cores:>9} {r.kv_len:>7} {r.cores_per_head:>10} {r.rounds:>6} {r.k_chunk:>7} "
+        f"{r.dram_mb:>12.2f} {r.busiest_mb:>15.3f} {r.partials_kb:>16.1f} {r.bandwidth_us:>11.1f} {modelled:>11} "
+        f"{r.pcc:>8.5f} {r.emu_s:>6.1f}{note}",
+        flush=flush,
+    )
 
 
 def plot(rows: list[Row], path: Path) -> str:
@@ -149,8 +170,13 @@ def plot(rows: list[Row], path: Path) -> str:
     fig, ax = plt.subplots(figsize=(8, 5))
     for n, c in sorted({(r.devices, r.max_cores) for r in rows}):
         pts = sorted((r.kv_len, r.latency_us) for r in rows if (r.devices, r.max_cores) == (n, c))
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle="-" if c <= 16 else "--",
-                label=f"{n} device{'s' if n > 1 else ''}, max {c} cores/head")  # fmt: skip
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker="o",
+            linestyle="-" if c <= 16 else "--",
+            label=f"{n} device{'s' if n > 1 else ''}, max {c} cores/head",
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("context (KV positions)")

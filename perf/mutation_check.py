@@ -393,8 +393,9 @@ def check_mutations(mutations) -> list[str]:
         text = (REPO / m.path).read_text()
         count = text.count(m.old)
         if count != 1:
-            problems.append(f"{m.name}: the string to replace occurs {count} times in {m.path} (expected once):\n"
-                            f"{m.old}")  # fmt: skip
+            problems.append(
+                f"{m.name}: the string to replace occurs {count} times in {m.path} (expected once):\n{m.old}"
+            )
     return problems
 
 
@@ -416,16 +417,26 @@ def environment(copy: Path, cache: Path) -> dict:
 
 def check_import(copy: Path, env: dict) -> None:
     """The copy's package must be the one imported (it names the kernel directory)."""
-    res = subprocess.run([sys.executable, "-c", "import ttflashdecode.program_factory as p; print(p.KERNEL_DIR)"],
-                         cwd=copy, env=env, capture_output=True, text=True)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", "import ttflashdecode.program_factory as p; print(p.KERNEL_DIR)"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     kernel_dir = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
     if res.returncode != 0 or Path(kernel_dir) != copy / KERNELS:
         sys.exit(f"the copy's package is not the one imported: KERNEL_DIR={kernel_dir!r}\n{res.stderr[-2000:]}")
 
 
 def collect(copy: Path, env: dict, paths: list[str]) -> list[str]:
-    res = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths],
-                         cwd=copy, env=env, capture_output=True, text=True)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     ids = [line.strip() for line in res.stdout.splitlines() if "::" in line and not line.startswith(" ")]
     if res.returncode != 0 or not ids:
         sys.exit(f"collecting {paths} in the copy failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
@@ -449,11 +460,11 @@ FAIL_LINE = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
 def run_tests(copy: Path, env: dict, tests: list[str], timeout: float) -> tuple[str | None, str, str]:
     """(first failing test or None, why, pytest's output tail)."""
     shutil.rmtree(copy / ".hypothesis", ignore_errors=True)  # each run starts from no remembered examples
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE", "--hypothesis-seed=0",
-           *tests]  # fmt: skip
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE", "--hypothesis-seed=0", *tests]
     try:
-        res = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout,
-                             start_new_session=True)  # fmt: skip
+        res = subprocess.run(
+            cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout, start_new_session=True
+        )
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         return "(timeout)", f"no result after {timeout:.0f} s", out[-3000:]
@@ -532,8 +543,11 @@ def main() -> int:
         ]
         start = time.monotonic()
         failed, why, tail = run_tests(copy, env, targets, args.timeout)
-        print(f"baseline: {len(targets)} targeted tests, {time.monotonic() - start:.0f} s: "
-              f"{'FAILED ' + failed + ' - ' + why if failed else 'pass'}", flush=True)  # fmt: skip
+        print(
+            f"baseline: {len(targets)} targeted tests, {time.monotonic() - start:.0f} s: "
+            f"{'FAILED ' + failed + ' - ' + why if failed else 'pass'}",
+            flush=True,
+        )
         if failed:
             print(tail)
             return 1
@@ -562,8 +576,10 @@ def main() -> int:
     for name, caught, test, why, seconds in rows:
         print(f"| {name:30} | {'yes' if caught else 'NO':6} | {test:{w}} | {why:90} | {seconds:7.0f} |")
     survivors = [r[0] for r in rows if not r[1]]
-    print(f"\n{len(rows) - len(survivors)} of {len(rows)} mutations caught"
-          + (f"; SURVIVED: {', '.join(survivors)}" if survivors else ""))  # fmt: skip
+    print(
+        f"\n{len(rows) - len(survivors)} of {len(rows)} mutations caught"
+        + (f"; SURVIVED: {', '.join(survivors)}" if survivors else "")
+    )
     return 1 if survivors else 0
 
 

@@ -53,7 +53,11 @@ def draw(rng: random.Random) -> DecodeCase:
     # L1 height-sharded output (one (token, user) block per core) for non-block-float outputs that fit the grid
     out_sharded = out_dtype != "bfloat8_b" and q_len * batch <= grid[0] * grid[1] and rng.random() < 0.3
     return DecodeCase(
-        batch, n_kv * g, n_kv, head_dim, kv_len,
+        batch,
+        n_kv * g,
+        n_kv,
+        head_dim,
+        kv_len,
         tuple(rng.randint(q_len - 1, kv_len - 1) for _ in range(batch)) if causal else None,
         rng.choice(["bfloat16", "bfloat8_b"]),
         k_chunk_size=rng.choice([0, 32, 64, 128]),
@@ -69,7 +73,7 @@ def draw(rng: random.Random) -> DecodeCase:
         out_dtype=out_dtype,
         out_sharded=out_sharded,
         seed=rng.randrange(1 << 30),
-    )  # fmt: skip
+    )
 
 
 # ---- --exp: our default exp against upstream's --------------------------------------------------------------------
@@ -162,15 +166,25 @@ def run_exp_row(dev, ttnn, row: ExpRow, seed: int) -> dict[str, tuple[float, flo
     # Golden on the values the device stores (bf16 Q and mask, quantised K/V), float64 throughout.
     stored = {n: dev.to_torch(x).to(torch.float64) for n, x in (("q", tq), ("k", tk), ("v", tv))}
     expected = golden.sdpa_decode(
-        stored["q"], stored["k"], stored["v"], is_causal=not row.mask,
+        stored["q"],
+        stored["k"],
+        stored["v"],
+        is_causal=not row.mask,
         cur_pos=None if row.mask else t["positions"],
         attn_mask=dev.to_torch(kw["attn_mask"]).to(torch.float64).transpose(1, 2) if row.mask else None,
-        page_table=t.get("page_table"), dtype=torch.float64)  # fmt: skip
+        page_table=t.get("page_table"),
+        dtype=torch.float64,
+    )
 
     def config(exp):
         extra = {} if exp is None else {"exp_approx_mode": exp}
-        return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                      k_chunk_size=0, max_cores_per_head_batch=row.max_cores, **extra)  # fmt: skip
+        return ttnn.SDPAProgramConfig(
+            compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+            q_chunk_size=0,
+            k_chunk_size=0,
+            max_cores_per_head_batch=row.max_cores,
+            **extra,
+        )
 
     hifi4 = ttnn.WormholeComputeKernelConfig(
         math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=False
@@ -219,9 +233,12 @@ def exp_main(args) -> int:
             better = (ours[0] >= up[0], ours[1] <= up[1], ours[2] <= up[2])
             if not all(better):
                 worse.append((row.name, ours, up))
-            print(f"{row.name:27}" + "".join(f"{res[n][0]:>11.6f} {res[n][1]:>7.4f} {res[n][2]:>8.5f}"
-                                             for n in EXP_VARIANTS)
-                  + f"{''.join('+' if b else '-' for b in better):>7}", flush=True)  # fmt: skip
+            print(
+                f"{row.name:27}"
+                + "".join(f"{res[n][0]:>11.6f} {res[n][1]:>7.4f} {res[n][2]:>8.5f}" for n in EXP_VARIANTS)
+                + f"{''.join('+' if b else '-' for b in better):>7}",
+                flush=True,
+            )
     finally:
         dev.close()
     for name, ours, up in worse:
@@ -274,15 +291,19 @@ def main() -> int:
     finally:
         dev.close()
 
-    print(f"\n{len(rows)} cases run, {too_big} skipped (L1 overflow), "
-          f"{sum(r[3] == 'MISS' for r in rows)} outside the test thresholds")  # fmt: skip
+    print(
+        f"\n{len(rows)} cases run, {too_big} skipped (L1 overflow), "
+        f"{sum(r[3] == 'MISS' for r in rows)} outside the test thresholds"
+    )
     print(f"{'DST':>5} {'head_dim':>10} {'cases':>6} {'worst PCC':>10} {'worst max err':>14}")
     for fp32 in (False, True):
         for low, high in ((0, 256), (257, 1024), (1025, 4096)):
             group = [r for r in rows if r[0].fp32_dest_acc_en == fp32 and low <= r[0].head_dim <= high]
             if group:
-                print(f"{'fp32' if fp32 else 'bf16':>5} {f'{low}-{high}':>10} {len(group):>6} "
-                      f"{min(r[1] for r in group):>10.5f} {max(r[2] for r in group):>14.4f}")  # fmt: skip
+                print(
+                    f"{'fp32' if fp32 else 'bf16':>5} {f'{low}-{high}':>10} {len(group):>6} "
+                    f"{min(r[1] for r in group):>10.5f} {max(r[2] for r in group):>14.4f}"
+                )
     return 0
 
 

@@ -47,20 +47,8 @@ MODELS = {  # name: (n_q_heads, n_kv_heads, head_dim) per chip
     "Llama-3.1-70B T3K chip": (8, 1, 128),
 }
 QUICK = [(m, p, s, u) for m in MODELS for (p, s, u) in ((4096, 0, 16), (4096, 512, 4), (1024, 4096, 16))]
-DEFAULT = [
-    (m, p, s, u)  # fmt: skip
-    for m in MODELS
-    for p in (1024, 8192, 32768)
-    for s in (0, 4096)
-    for u in (4, 16, 64)
-]  # fmt: skip
-FULL = [
-    (m, p, s, u)  # fmt: skip
-    for m in MODELS
-    for p in (1024, 4096, 8192, 32768)
-    for s in (0, 512, 4096)
-    for u in (4, 16, 64)
-]  # fmt: skip
+DEFAULT = [(m, p, s, u) for m in MODELS for p in (1024, 8192, 32768) for s in (0, 4096) for u in (4, 16, 64)]
+FULL = [(m, p, s, u) for m in MODELS for p in (1024, 4096, 8192, 32768) for s in (0, 512, 4096) for u in (4, 16, 64)]
 
 
 @dataclass
@@ -117,17 +105,32 @@ def measure(device, model: str, prefix: int, suffix: int, users: int, max_group_
     suffix_table = int32([own[u] + [0] * (width - suffix_blocks) for u in range(users)])
     prefix_table = int32([list(range(prefix_blocks))])
     _, result = ttflashdecode.shared_prefix_decode(
-        q, k, v, groups=[list(range(users))], prefix_lens=[prefix], prefix_page_table=prefix_table,
-        suffix_page_table=suffix_table, suffix_cur_pos_tensor=int32([suffix - 1] * users), return_result=True,
+        q,
+        k,
+        v,
+        groups=[list(range(users))],
+        prefix_lens=[prefix],
+        prefix_page_table=prefix_table,
+        suffix_page_table=suffix_table,
+        suffix_cur_pos_tensor=int32([suffix - 1] * users),
+        return_result=True,
         **({} if max_group_rows is None else {"max_group_rows": max_group_rows}),
-    )  # fmt: skip
+    )
     shared_bytes = sum(s.bytes_read_from(k) + s.bytes_read_from(v) for s in (result.prefix_stats, result.suffix_stats))
     mib = 1 << 20
     return Row(
-        model, prefix, suffix, users, plain_bytes / mib, shared_bytes / mib, plain.duration_ns / 1000,
-        result.duration_ns / 1000, result.prefix_stats.duration_ns / 1000, result.suffix_stats.duration_ns / 1000,
+        model,
+        prefix,
+        suffix,
+        users,
+        plain_bytes / mib,
+        shared_bytes / mib,
+        plain.duration_ns / 1000,
+        result.duration_ns / 1000,
+        result.prefix_stats.duration_ns / 1000,
+        result.suffix_stats.duration_ns / 1000,
         result.merge_stats.duration_ns / 1000,
-    )  # fmt: skip
+    )
 
 
 def main() -> None:
@@ -146,10 +149,12 @@ def main() -> None:
         t = time.monotonic()
         row = measure(device, *point)
         rows.append(row)
-        print(f"[{i + 1}/{len(points)}] {row.model} prefix {row.prefix} suffix {row.suffix} users {row.users}: "
-              f"plain {row.plain_us:.1f} us {row.plain_kv_mib:.1f} MiB, shared {row.shared_us:.1f} us "
-              f"{row.shared_kv_mib:.1f} MiB: {row.speedup:.2f}x ({time.monotonic() - t:.0f} s)",
-              flush=True)  # fmt: skip
+        print(
+            f"[{i + 1}/{len(points)}] {row.model} prefix {row.prefix} suffix {row.suffix} users {row.users}: "
+            f"plain {row.plain_us:.1f} us {row.plain_kv_mib:.1f} MiB, shared {row.shared_us:.1f} us "
+            f"{row.shared_kv_mib:.1f} MiB: {row.speedup:.2f}x ({time.monotonic() - t:.0f} s)",
+            flush=True,
+        )
     device.close()
     write(rows, Path(args.out), time.monotonic() - t0, "--quick" if args.quick else "--full" if args.full else "")
 
@@ -158,13 +163,39 @@ def write(rows: list[Row], out: Path, wall: float, mode: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.with_suffix(".csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["model", "prefix", "suffix", "users", "plain_kv_MiB", "shared_kv_MiB", "plain_us_modelled",
-                    "shared_us_modelled", "prefix_level_us", "suffix_level_us", "merge_us",
-                    "speedup_modelled"])  # fmt: skip
+        w.writerow(
+            [
+                "model",
+                "prefix",
+                "suffix",
+                "users",
+                "plain_kv_MiB",
+                "shared_kv_MiB",
+                "plain_us_modelled",
+                "shared_us_modelled",
+                "prefix_level_us",
+                "suffix_level_us",
+                "merge_us",
+                "speedup_modelled",
+            ]
+        )
         for r in rows:
-            w.writerow([r.model, r.prefix, r.suffix, r.users, f"{r.plain_kv_mib:.2f}", f"{r.shared_kv_mib:.2f}",
-                        f"{r.plain_us:.1f}", f"{r.shared_us:.1f}", f"{r.prefix_us:.1f}", f"{r.suffix_us:.1f}",
-                        f"{r.merge_us:.1f}", f"{r.speedup:.3f}"])  # fmt: skip
+            w.writerow(
+                [
+                    r.model,
+                    r.prefix,
+                    r.suffix,
+                    r.users,
+                    f"{r.plain_kv_mib:.2f}",
+                    f"{r.shared_kv_mib:.2f}",
+                    f"{r.plain_us:.1f}",
+                    f"{r.shared_us:.1f}",
+                    f"{r.prefix_us:.1f}",
+                    f"{r.suffix_us:.1f}",
+                    f"{r.merge_us:.1f}",
+                    f"{r.speedup:.3f}",
+                ]
+            )
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
     lines = [
         "| model (per chip) | prefix | suffix | users | K/V read plain / shared (MiB) | plain (us, modelled) | "
@@ -178,8 +209,10 @@ def write(rows: list[Row], out: Path, wall: float, mode: str) -> None:
             f"{r.speedup:.2f}x |"
         )
     lines.append("")
-    lines.append(f"bfloat8_b K/V, block 64, one prefix group, emulated N150 chip, timing-only; at "
-                 f"{commit.stdout.strip()}, `perf/shared_prefix.py {mode}`, {wall / 60:.1f} min wall.")  # fmt: skip
+    lines.append(
+        f"bfloat8_b K/V, block 64, one prefix group, emulated N150 chip, timing-only; at "
+        f"{commit.stdout.strip()}, `perf/shared_prefix.py {mode}`, {wall / 60:.1f} min wall."
+    )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     plot(rows, out.with_suffix(".png"))
     print(f"wrote {out.with_suffix('.csv')}, .md, .png")

@@ -106,8 +106,9 @@ def decode(seed: int) -> Workload:
     config = ProgramConfig(compute_with_storage_grid_size=(8, 8), k_chunk_size=32)
 
     def call():
-        return dev.to_torch(ttflashdecode.scaled_dot_product_attention_decode(
-            tq, tk, tv, cur_pos_tensor=pos, program_config=config))  # fmt: skip
+        return dev.to_torch(
+            ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, program_config=config)
+        )
 
     expected = golden.sdpa_decode(_q(q, "bfloat16"), _q(k, "bfloat16"), _q(v, "bfloat16"), cur_pos=positions)
     return Workload("decode", call, expected, dev.close)
@@ -129,11 +130,15 @@ def paged(seed: int) -> Workload:
     config = ProgramConfig(compute_with_storage_grid_size=(8, 4), k_chunk_size=32)
 
     def call():
-        return dev.to_torch(ttflashdecode.paged_scaled_dot_product_attention_decode(
-            tq, tk, tv, tt_table, cur_pos_tensor=pos, program_config=config))  # fmt: skip
+        return dev.to_torch(
+            ttflashdecode.paged_scaled_dot_product_attention_decode(
+                tq, tk, tv, tt_table, cur_pos_tensor=pos, program_config=config
+            )
+        )
 
-    expected = golden.sdpa_decode(_q(q, "bfloat16"), _q(k, "bfloat8_b"), _q(v, "bfloat8_b"), cur_pos=positions,
-                                  page_table=table)  # fmt: skip
+    expected = golden.sdpa_decode(
+        _q(q, "bfloat16"), _q(k, "bfloat8_b"), _q(v, "bfloat8_b"), cur_pos=positions, page_table=table
+    )
     return Workload("paged", call, expected, dev.close)
 
 
@@ -143,8 +148,9 @@ def mesh(seed: int) -> Workload:
     positions = [255, 90]
     q, k, v = _rand(gen, 1, 2, 8, 64), _rand(gen, 2, 2, 256, 64), _rand(gen, 2, 2, 256, 64)
     tq = m.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=emulator.ShardTensorToMesh(m, dim=2), **TILE)
-    tk, tv = (m.from_torch(x, dtype=ttnn.bfloat16, mesh_mapper=emulator.ShardTensorToMesh(m, dim=1), **TILE)
-              for x in (k, v))  # fmt: skip
+    tk, tv = (
+        m.from_torch(x, dtype=ttnn.bfloat16, mesh_mapper=emulator.ShardTensorToMesh(m, dim=1), **TILE) for x in (k, v)
+    )
     pos = m.from_torch(torch.tensor(positions, dtype=torch.int32), **ROW_MAJOR_INT)
     config = ProgramConfig(compute_with_storage_grid_size=(8, 4), k_chunk_size=32)
 
@@ -172,8 +178,9 @@ def fused(seed: int) -> Workload:
 
     def call():
         # The same rows written at the same positions every call: the cache, and so the output, stay the same.
-        ttflashdecode.update_cache_and_decode(tq, tk, tv, tnk, tnv, cur_pos_tensor=pos, program_config=config,
-                                              output_tensor=out)  # fmt: skip
+        ttflashdecode.update_cache_and_decode(
+            tq, tk, tv, tnk, tnv, cur_pos_tensor=pos, program_config=config, output_tensor=out
+        )
         return dev.to_torch(out)
 
     for u, p in enumerate(positions):
@@ -188,20 +195,30 @@ def upstream_kernels(seed: int) -> Workload:
     positions, q, k, v = _small(gen)
     tq, tk, tv = (dev.from_torch(x, dtype=ttnn.bfloat16, **TILE) for x in (q, k, v))
     pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **ROW_MAJOR_INT)
-    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                    k_chunk_size=32, max_cores_per_head_batch=16)  # fmt: skip
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+        q_chunk_size=0,
+        k_chunk_size=32,
+        max_cores_per_head_batch=16,
+    )
 
     def call():
-        return dev.to_torch(upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos,
-                                                                         program_config=config))  # fmt: skip
+        return dev.to_torch(
+            upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, program_config=config)
+        )
 
     expected = golden.sdpa_decode(_q(q, "bfloat16"), _q(k, "bfloat16"), _q(v, "bfloat16"), cur_pos=positions)
     return Workload("upstream", call, expected, dev.close)
 
 
 WORKLOADS: dict[str, Callable[[int], Workload]] = {
-    "issue": issue, "decode": decode, "paged": paged, "mesh": mesh, "fused": fused, "upstream": upstream_kernels,
-}  # fmt: skip
+    "issue": issue,
+    "decode": decode,
+    "paged": paged,
+    "mesh": mesh,
+    "fused": fused,
+    "upstream": upstream_kernels,
+}
 
 
 def golden_check(name: str, got: torch.Tensor, expected: torch.Tensor) -> None:
@@ -231,8 +248,10 @@ def one_call(w: Workload, t: Tally, keep: int = 3) -> None:
             golden_check(w.name, got, w.expected)
             w.reference = got.clone()
             problem = None
-        elif not torch.equal(got.view(torch.int16) if got.dtype == torch.bfloat16 else got, w.reference.view(
-                torch.int16) if w.reference.dtype == torch.bfloat16 else w.reference):  # fmt: skip
+        elif not torch.equal(
+            got.view(torch.int16) if got.dtype == torch.bfloat16 else got,
+            w.reference.view(torch.int16) if w.reference.dtype == torch.bfloat16 else w.reference,
+        ):
             problem = ("mismatch", f"{w.name}: output differs from the first call's (same program, same inputs)")
         else:
             problem = None
@@ -314,8 +333,14 @@ def main() -> int:
         flush=True,
     )
     t0 = time.monotonic()
-    tallies = run_stress(names, args.calls, seconds=args.minutes * 60 if args.minutes else None, load=args.load,
-                         seed=args.seed, report=lambda s: print(s, flush=True))  # fmt: skip
+    tallies = run_stress(
+        names,
+        args.calls,
+        seconds=args.minutes * 60 if args.minutes else None,
+        load=args.load,
+        seed=args.seed,
+        report=lambda s: print(s, flush=True),
+    )
     print(f"{'workload':<10} {'calls':>7} {'faults':>7} {'s/call':>7}  kinds")
     for name, t in tallies.items():
         kinds = ", ".join(f"{k} {n}" for k, n in t.kinds.items()) or "-"

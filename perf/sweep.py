@@ -149,8 +149,9 @@ class Runner:
         self.dev, self.s = dev, s
         blocks = s.kv_len // BLOCK
         g = torch.Generator().manual_seed(12)
-        self.q = dev.from_torch(torch.randn(1, s.batch, s.q_rows, s.head_dim, generator=g), dtype=ttnn.bfloat16,
-                                layout=ttnn.TILE_LAYOUT)  # fmt: skip
+        self.q = dev.from_torch(
+            torch.randn(1, s.batch, s.q_rows, s.head_dim, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT
+        )
         self.k = dev.empty((s.batch * blocks, s.n_kv_heads, BLOCK, s.head_dim), ttnn.bfloat8_b)
         self.v = None if s.head_dim_v else dev.empty((s.batch * blocks, s.n_kv_heads, BLOCK, s.d_v), ttnn.bfloat8_b)
         self.table = torch.arange(s.batch * blocks, dtype=torch.int32).reshape(s.batch, blocks)
@@ -158,12 +159,15 @@ class Runner:
             pos = [s.kv_len - s.tg + j for _ in range(s.batch) for j in range(s.tg)]
         else:
             pos = [s.kv_len - 1] * s.batch
-        self.pos = dev.from_torch(torch.tensor(pos, dtype=torch.int32), dtype=ttnn.int32,
-                                  layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+        self.pos = dev.from_torch(torch.tensor(pos, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
     def fair_compute(self):
-        return self.ttnn.WormholeComputeKernelConfig(math_fidelity=self.ttnn.MathFidelity.HiFi4, math_approx_mode=False,
-                                                     fp32_dest_acc_en=False, packer_l1_acc=False)  # fmt: skip
+        return self.ttnn.WormholeComputeKernelConfig(
+            math_fidelity=self.ttnn.MathFidelity.HiFi4,
+            math_approx_mode=False,
+            fp32_dest_acc_en=False,
+            packer_l1_acc=False,
+        )
 
     def call(self, module, program_config, compute_kernel_config) -> dict:
         """One call of ``module``'s paged entry point; a record (duration, bytes, plan) or the refusal."""
@@ -171,8 +175,9 @@ class Runner:
         kw = dict(cur_pos_tensor=self.pos, program_config=program_config, compute_kernel_config=compute_kernel_config)
         try:
             if s.head_dim_v:
-                out = module.paged_flash_multi_latent_attention_decode(self.q, self.k, self.table,
-                                                                       head_dim_v=s.head_dim_v, **kw)  # fmt: skip
+                out = module.paged_flash_multi_latent_attention_decode(
+                    self.q, self.k, self.table, head_dim_v=s.head_dim_v, **kw
+                )
             else:
                 if s.tg:
                     kw["spec_multi_pos_tiles"] = s.tg
@@ -181,8 +186,13 @@ class Runner:
             return {"ns": None, "note": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
         run = getattr(module, "op", module).last_run  # ours: ttflashdecode.op.last_run; upstream: upstream.last_run
         out.deallocate()
-        return {"ns": run.stats.duration_ns, "bytes": run.stats.dram_read_bytes + run.stats.dram_write_bytes,
-                "plan": _plan_text(run.plan), "cores": _plan_cores(run.plan), "note": ""}  # fmt: skip
+        return {
+            "ns": run.stats.duration_ns,
+            "bytes": run.stats.dram_read_bytes + run.stats.dram_write_bytes,
+            "plan": _plan_text(run.plan),
+            "cores": _plan_cores(run.plan),
+            "note": "",
+        }
 
     def close(self):
         for t in (self.q, self.k, self.v, self.pos):
@@ -208,8 +218,14 @@ def _plan_cores(p) -> int:
 
 # Upstream's records depend only on these (its descriptor, the emulator and its timing model, the mock cluster,
 # argument checks), the wheel and how Runner makes a call: never on our kernels or planner.
-UPSTREAM_SOURCES = ("ttflashdecode/upstream", "ttflashdecode/emulator", "ttflashdecode/cluster_descriptors",
-                    "ttflashdecode/backend.py", "ttflashdecode/ttnn_env.py", "ttflashdecode/validate.py")  # fmt: skip
+UPSTREAM_SOURCES = (
+    "ttflashdecode/upstream",
+    "ttflashdecode/emulator",
+    "ttflashdecode/cluster_descriptors",
+    "ttflashdecode/backend.py",
+    "ttflashdecode/ttnn_env.py",
+    "ttflashdecode/validate.py",
+)
 UPSTREAM_CACHE = OUT / "upstream_cache"
 
 
@@ -331,8 +347,15 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
                         )
                         return ns
 
-                    result = tune.search(run, grid=s.grid, batch=s.batch, n_kv_heads=s.n_kv_heads, kv_len=s.kv_len,
-                                         paged=True, start_k_chunk_size=0)  # fmt: skip
+                    result = tune.search(
+                        run,
+                        grid=s.grid,
+                        batch=s.batch,
+                        n_kv_heads=s.n_kv_heads,
+                        kv_len=s.kv_len,
+                        paged=True,
+                        start_k_chunk_size=0,
+                    )
                     ranking = [c for c, _ in result.ranked()]
                     best = result.best
                     tried = len(result.runs)
@@ -392,16 +415,59 @@ def load_records(out: Path) -> tuple[list[Shape], list[dict], dict[str, dict]]:
 
 PERF_REPORT_COLUMNS = [
     # tt-metal's ops perf report (tt-perf-report reads these; DEVICE ID is required)
-    "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "ATTRIBUTES", "MATH FIDELITY", "CORE COUNT",
-    "AVAILABLE WORKER CORE COUNT", "PARALLELIZATION STRATEGY", "HOST START TS", "HOST END TS", "HOST DURATION [ns]",
-    "DEVICE FW START CYCLE", "DEVICE FW END CYCLE", "OP TO OP LATENCY [ns]", "DEVICE FW DURATION [ns]",
-    "DEVICE KERNEL DURATION [ns]", "DEVICE ARCH",
-    "INPUT_0_W", "INPUT_0_Z", "INPUT_0_Y", "INPUT_0_X", "INPUT_0_LAYOUT", "INPUT_0_DATATYPE", "INPUT_0_MEMORY",
-    "INPUT_1_W", "INPUT_1_Z", "INPUT_1_Y", "INPUT_1_X", "INPUT_1_LAYOUT", "INPUT_1_DATATYPE", "INPUT_1_MEMORY",
-    "OUTPUT_0_W", "OUTPUT_0_Z", "OUTPUT_0_Y", "OUTPUT_0_X", "OUTPUT_0_LAYOUT", "OUTPUT_0_DATATYPE", "OUTPUT_0_MEMORY",
-]  # fmt: skip
-EXTRA_COLUMNS = ["SHAPE", "SIDE", "TABLE", "VARIANT", "CONFIG", "PLAN", "KV LEN", "DRAM BYTES", "GB/s", "SOURCE",
-                 "NOTE"]  # fmt: skip
+    "OP CODE",
+    "OP TYPE",
+    "GLOBAL CALL COUNT",
+    "DEVICE ID",
+    "ATTRIBUTES",
+    "MATH FIDELITY",
+    "CORE COUNT",
+    "AVAILABLE WORKER CORE COUNT",
+    "PARALLELIZATION STRATEGY",
+    "HOST START TS",
+    "HOST END TS",
+    "HOST DURATION [ns]",
+    "DEVICE FW START CYCLE",
+    "DEVICE FW END CYCLE",
+    "OP TO OP LATENCY [ns]",
+    "DEVICE FW DURATION [ns]",
+    "DEVICE KERNEL DURATION [ns]",
+    "DEVICE ARCH",
+    "INPUT_0_W",
+    "INPUT_0_Z",
+    "INPUT_0_Y",
+    "INPUT_0_X",
+    "INPUT_0_LAYOUT",
+    "INPUT_0_DATATYPE",
+    "INPUT_0_MEMORY",
+    "INPUT_1_W",
+    "INPUT_1_Z",
+    "INPUT_1_Y",
+    "INPUT_1_X",
+    "INPUT_1_LAYOUT",
+    "INPUT_1_DATATYPE",
+    "INPUT_1_MEMORY",
+    "OUTPUT_0_W",
+    "OUTPUT_0_Z",
+    "OUTPUT_0_Y",
+    "OUTPUT_0_X",
+    "OUTPUT_0_LAYOUT",
+    "OUTPUT_0_DATATYPE",
+    "OUTPUT_0_MEMORY",
+]
+EXTRA_COLUMNS = [
+    "SHAPE",
+    "SIDE",
+    "TABLE",
+    "VARIANT",
+    "CONFIG",
+    "PLAN",
+    "KV LEN",
+    "DRAM BYTES",
+    "GB/s",
+    "SOURCE",
+    "NOTE",
+]
 COLUMNS = PERF_REPORT_COLUMNS + EXTRA_COLUMNS
 
 
@@ -410,37 +476,84 @@ def csv_rows(shapes: list[Shape], records: list[dict]) -> list[dict]:
     modelled (SOURCE); host columns are 0 (no host ran); HOST START TS orders the lines (tt-perf-report sorts by it)."""
     by_shape = {s.name: s for s in shapes}
     rows = []
-    for rec in sorted(records, key=lambda r: ([s.name for s in shapes].index(r["shape"]), r["variant"] != "nominal",
-                                               r["variant"], SIDES.index(r["side"]))):  # fmt: skip
+    for rec in sorted(
+        records,
+        key=lambda r: (
+            [s.name for s in shapes].index(r["shape"]),
+            r["variant"] != "nominal",
+            r["variant"],
+            SIDES.index(r["side"]),
+        ),
+    ):
         s = by_shape[rec["shape"]]
         i = len(rows) + 1
         ns = rec.get("ns")
         fidelity = "HiFi2" if rec["side"] == "upstream default" else "HiFi4"
         blocks = s.batch * s.kv_len // BLOCK
-        rows.append({
-            "OP CODE": OURS if rec["side"].startswith("ours") else UPSTREAM_OP, "OP TYPE": "tt_dnn_device",
-            "GLOBAL CALL COUNT": i, "DEVICE ID": 0,
-            "ATTRIBUTES": json.dumps({"shape": s.label, "side": rec["side"], "variant": rec["variant"],
-                                      "config": rec.get("config", ""), "paged_block_size": BLOCK,
-                                      "spec_multi_pos_tiles": s.tg, "head_dim_v": s.d_v}),  # fmt: skip
-            "MATH FIDELITY": fidelity, "CORE COUNT": rec.get("cores", ""), "AVAILABLE WORKER CORE COUNT": 64,
-            "PARALLELIZATION STRATEGY": "", "HOST START TS": i, "HOST END TS": i, "HOST DURATION [ns]": 0,
-            "DEVICE FW START CYCLE": 0, "DEVICE FW END CYCLE": 0, "OP TO OP LATENCY [ns]": 0,
-            "DEVICE FW DURATION [ns]": f"{ns:.0f}" if ns else "",
-            "DEVICE KERNEL DURATION [ns]": f"{ns:.0f}" if ns else "",
-            "DEVICE ARCH": "wormhole_b0",
-            "INPUT_0_W": 1, "INPUT_0_Z": s.batch, "INPUT_0_Y": s.q_rows, "INPUT_0_X": s.head_dim,
-            "INPUT_0_LAYOUT": "TILE", "INPUT_0_DATATYPE": "BFLOAT16", "INPUT_0_MEMORY": "DEV_0_DRAM_INTERLEAVED",
-            "INPUT_1_W": blocks, "INPUT_1_Z": s.n_kv_heads, "INPUT_1_Y": BLOCK, "INPUT_1_X": s.head_dim,
-            "INPUT_1_LAYOUT": "TILE", "INPUT_1_DATATYPE": "BFLOAT8_B", "INPUT_1_MEMORY": "DEV_0_DRAM_INTERLEAVED",
-            "OUTPUT_0_W": 1, "OUTPUT_0_Z": s.batch, "OUTPUT_0_Y": s.q_rows, "OUTPUT_0_X": s.d_v,
-            "OUTPUT_0_LAYOUT": "TILE", "OUTPUT_0_DATATYPE": "BFLOAT16", "OUTPUT_0_MEMORY": "DEV_0_DRAM_INTERLEAVED",
-            "SHAPE": s.label, "SIDE": rec["side"], "TABLE": "fair" if rec["side"] in FAIR_SIDES else "defaults",
-            "VARIANT": rec["variant"], "CONFIG": rec.get("config", ""), "PLAN": rec.get("plan", ""),
-            "KV LEN": s.kv_len, "DRAM BYTES": rec.get("bytes", ""),
-            "GB/s": f"{rec['bytes'] / ns:.1f}" if ns and rec.get("bytes") else "", "SOURCE": "modelled",
-            "NOTE": rec.get("note", ""),
-        })  # fmt: skip
+        rows.append(
+            {
+                "OP CODE": OURS if rec["side"].startswith("ours") else UPSTREAM_OP,
+                "OP TYPE": "tt_dnn_device",
+                "GLOBAL CALL COUNT": i,
+                "DEVICE ID": 0,
+                "ATTRIBUTES": json.dumps(
+                    {
+                        "shape": s.label,
+                        "side": rec["side"],
+                        "variant": rec["variant"],
+                        "config": rec.get("config", ""),
+                        "paged_block_size": BLOCK,
+                        "spec_multi_pos_tiles": s.tg,
+                        "head_dim_v": s.d_v,
+                    }
+                ),
+                "MATH FIDELITY": fidelity,
+                "CORE COUNT": rec.get("cores", ""),
+                "AVAILABLE WORKER CORE COUNT": 64,
+                "PARALLELIZATION STRATEGY": "",
+                "HOST START TS": i,
+                "HOST END TS": i,
+                "HOST DURATION [ns]": 0,
+                "DEVICE FW START CYCLE": 0,
+                "DEVICE FW END CYCLE": 0,
+                "OP TO OP LATENCY [ns]": 0,
+                "DEVICE FW DURATION [ns]": f"{ns:.0f}" if ns else "",
+                "DEVICE KERNEL DURATION [ns]": f"{ns:.0f}" if ns else "",
+                "DEVICE ARCH": "wormhole_b0",
+                "INPUT_0_W": 1,
+                "INPUT_0_Z": s.batch,
+                "INPUT_0_Y": s.q_rows,
+                "INPUT_0_X": s.head_dim,
+                "INPUT_0_LAYOUT": "TILE",
+                "INPUT_0_DATATYPE": "BFLOAT16",
+                "INPUT_0_MEMORY": "DEV_0_DRAM_INTERLEAVED",
+                "INPUT_1_W": blocks,
+                "INPUT_1_Z": s.n_kv_heads,
+                "INPUT_1_Y": BLOCK,
+                "INPUT_1_X": s.head_dim,
+                "INPUT_1_LAYOUT": "TILE",
+                "INPUT_1_DATATYPE": "BFLOAT8_B",
+                "INPUT_1_MEMORY": "DEV_0_DRAM_INTERLEAVED",
+                "OUTPUT_0_W": 1,
+                "OUTPUT_0_Z": s.batch,
+                "OUTPUT_0_Y": s.q_rows,
+                "OUTPUT_0_X": s.d_v,
+                "OUTPUT_0_LAYOUT": "TILE",
+                "OUTPUT_0_DATATYPE": "BFLOAT16",
+                "OUTPUT_0_MEMORY": "DEV_0_DRAM_INTERLEAVED",
+                "SHAPE": s.label,
+                "SIDE": rec["side"],
+                "TABLE": "fair" if rec["side"] in FAIR_SIDES else "defaults",
+                "VARIANT": rec["variant"],
+                "CONFIG": rec.get("config", ""),
+                "PLAN": rec.get("plan", ""),
+                "KV LEN": s.kv_len,
+                "DRAM BYTES": rec.get("bytes", ""),
+                "GB/s": f"{rec['bytes'] / ns:.1f}" if ns and rec.get("bytes") else "",
+                "SOURCE": "modelled",
+                "NOTE": rec.get("note", ""),
+            }
+        )
     return rows
 
 
@@ -471,8 +584,11 @@ def source_tag() -> str:
         status = _git("status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS)
         if not status.strip():
             return head
-        h = hashlib.sha1(subprocess.run(["git", "-C", str(REPO), "diff", "HEAD", "--", *SOURCE_PATHS],
-                                        capture_output=True, check=True).stdout)  # fmt: skip
+        h = hashlib.sha1(
+            subprocess.run(
+                ["git", "-C", str(REPO), "diff", "HEAD", "--", *SOURCE_PATHS], capture_output=True, check=True
+            ).stdout
+        )
         for line in status.splitlines():
             if line.startswith("??"):
                 path = REPO / line[3:]
@@ -493,9 +609,11 @@ def plot_ratios(shapes: list[Shape], records: list[dict], path: Path) -> None:
 
     rows = [goals.Row(s, records) for s in shapes]
     fig, ax = plt.subplots(figsize=(max(8.0, 1.3 * len(rows)), 5.0))
-    pairs = (("upstream as called", "ours", "vs upstream as called"),
-             ("upstream best", "ours", "vs upstream at its best"),
-             ("upstream default", "ours default", "defaults vs defaults"))  # fmt: skip
+    pairs = (
+        ("upstream as called", "ours", "vs upstream as called"),
+        ("upstream best", "ours", "vs upstream at its best"),
+        ("upstream default", "ours default", "defaults vs defaults"),
+    )
     width = 0.8 / len(pairs)
     for k, (up_side, ours_side, label) in enumerate(pairs):
         xs, ys, lo, hi = [], [], [], []
@@ -513,8 +631,11 @@ def plot_ratios(shapes: list[Shape], records: list[dict], path: Path) -> None:
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r.shape.label.replace(" b", "\nb", 1) for r in rows], fontsize=7, rotation=20, ha="right")
     ax.set_ylabel("upstream duration / ours (above 1: ours faster)")
-    ax.set_title("ttflashdecode vs upstream sdpa_decode, MODELLED\n(bars: nominal model; whiskers: min-max over the "
-                 "timing model's variants)", fontsize=9)  # fmt: skip
+    ax.set_title(
+        "ttflashdecode vs upstream sdpa_decode, MODELLED\n(bars: nominal model; whiskers: min-max over the "
+        "timing model's variants)",
+        fontsize=9,
+    )
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
@@ -555,24 +676,34 @@ def _worker(args) -> None:
         }
         save_records(args.out, s, records, meta)
 
-    measure_shape(s, args.variants, UpstreamCache(not args.no_upstream_cache), log=lambda m: print(m, flush=True),
-                  save=save)  # fmt: skip
+    measure_shape(
+        s, args.variants, UpstreamCache(not args.no_upstream_cache), log=lambda m: print(m, flush=True), save=save
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", nargs="+", choices=list(SHAPE_BY_NAME), help="rows to run (default: all)")
     ap.add_argument("--variants", nargs="+", help="timing variants to run (default: all of variant_names())")
-    ap.add_argument("--quick", action="store_true",
-                    help=f"{len(QUICK_SHAPES)} shapes ({', '.join(QUICK_SHAPES)}) x {len(QUICK_VARIANTS)} variants "
-                         f"({', '.join(QUICK_VARIANTS)}), for checking")  # fmt: skip
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{len(QUICK_SHAPES)} shapes ({', '.join(QUICK_SHAPES)}) x {len(QUICK_VARIANTS)} variants "
+        f"({', '.join(QUICK_VARIANTS)}), for checking",
+    )
     ap.add_argument("--jobs", type=int, default=1, help="shapes run in this many worker processes at once")
-    ap.add_argument("--append", action="store_true", help="skip shapes sweep_runs/ holds at this commit with every "
-                                                          "variant asked for")  # fmt: skip
+    ap.add_argument(
+        "--append",
+        action="store_true",
+        help="skip shapes sweep_runs/ holds at this commit with every variant asked for",
+    )
     ap.add_argument("--no-upstream-cache", action="store_true", help="run upstream even when its cache has the call")
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--table", action="store_true", help="rewrite sweep.csv and sweep_summary.md from sweep_runs/, "
-                                                         "print the summary and exit")  # fmt: skip
+    ap.add_argument(
+        "--table",
+        action="store_true",
+        help="rewrite sweep.csv and sweep_summary.md from sweep_runs/, print the summary and exit",
+    )
     ap.add_argument("--readme-table", action="store_true", help="print the fair table's markdown and exit")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -598,12 +729,16 @@ def main() -> None:
     if args.append:
         _, _, metas = load_records(args.out)
         tag = source_tag()
-        names = [n for n in names if not (metas.get(n, {}).get("commit") == tag
-                                          and set(args.variants) <= set(metas[n].get("variants", [])))]  # fmt: skip
+        names = [
+            n
+            for n in names
+            if not (metas.get(n, {}).get("commit") == tag and set(args.variants) <= set(metas[n].get("variants", [])))
+        ]
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    print(f"{len(names)} shapes x {len(args.variants)} variants, --jobs {args.jobs} (all durations modelled)",
-          flush=True)  # fmt: skip
+    print(
+        f"{len(names)} shapes x {len(args.variants)} variants, --jobs {args.jobs} (all durations modelled)", flush=True
+    )
     pending, running = list(names), {}
     while pending or running:
         while pending and len(running) < args.jobs:
@@ -625,8 +760,10 @@ def main() -> None:
             print(f"[{name}] exit {p.returncode} after {time.monotonic() - started:.0f} s", flush=True)
     summary = write_outputs(args.out)
     print(summary.read_text())
-    print(f"{len(names)} shapes in {(time.monotonic() - t0) / 60:.1f} min wall; wrote {args.out / 'sweep.csv'} and "
-          f"{summary} (all durations modelled)")  # fmt: skip
+    print(
+        f"{len(names)} shapes in {(time.monotonic() - t0) / 60:.1f} min wall; wrote {args.out / 'sweep.csv'} and "
+        f"{summary} (all durations modelled)"
+    )
 
 
 if __name__ == "__main__":

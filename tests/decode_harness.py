@@ -96,8 +96,9 @@ def error_bound(expected: torch.Tensor, kv_dtype: str, factor: float = 1.0) -> f
     return factor * max(MAX_ABS_REL[kv_dtype] * peak, MAX_ABS_FLOOR[kv_dtype])
 
 
-def check_close(out: torch.Tensor, expected: torch.Tensor, kv_dtype: str, seed: int | None, what: str,
-                factor: float = 1.0) -> None:  # fmt: skip
+def check_close(
+    out: torch.Tensor, expected: torch.Tensor, kv_dtype: str, seed: int | None, what: str, factor: float = 1.0
+) -> None:
     """Shape, every element written (no NaN), PCC and the relative max-abs bound, with the seed in every message."""
     t = f"{tag(seed)} {what}"
     assert out.shape == expected.shape, f"{t}: output shape {tuple(out.shape)} != {tuple(expected.shape)}"
@@ -167,10 +168,18 @@ class DecodeCase:
             "" if self.exp_approx_mode is None else ("exp-approx" if self.exp_approx_mode else "exp-exact"),
         ]
         return "-".join(
-            [f"b{self.batch}", f"h{self.n_q_heads}/{self.n_kv_heads}", f"d{self.head_dim}", f"S{self.kv_len}",
-             self.kv_dtype, f"sk{self.k_chunk_size}", f"c{self.max_cores_per_head_batch}",
-             f"g{self.grid[0]}x{self.grid[1]}", *[f for f in features if f]]
-        )  # fmt: skip
+            [
+                f"b{self.batch}",
+                f"h{self.n_q_heads}/{self.n_kv_heads}",
+                f"d{self.head_dim}",
+                f"S{self.kv_len}",
+                self.kv_dtype,
+                f"sk{self.k_chunk_size}",
+                f"c{self.max_cores_per_head_batch}",
+                f"g{self.grid[0]}x{self.grid[1]}",
+                *[f for f in features if f],
+            ]
+        )
 
 
 @dataclass
@@ -258,8 +267,9 @@ def height_sharded_output_config(case: DecodeCase):
     width = -(-(case.v_head_dim or case.head_dim) // 32) * 32
     num_shards = case.q_len * case.batch
     gx = case.grid[0]
-    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(i % gx, i // gx), ttnn.CoreCoord(i % gx, i // gx))
-                               for i in range(num_shards)])  # fmt: skip
+    cores = ttnn.CoreRangeSet(
+        [ttnn.CoreRange(ttnn.CoreCoord(i % gx, i // gx), ttnn.CoreCoord(i % gx, i // gx)) for i in range(num_shards)]
+    )
     spec = ttnn.ShardSpec(cores, [rows, width], ttnn.ShardOrientation.ROW_MAJOR)
     return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
 
@@ -420,9 +430,11 @@ def height_sharded(num_shards: int, shard_shape, grid_x: int = 8):
     core (i % grid_x, i // grid_x), ROW_MAJOR orientation."""
     ttnn = import_ttnn()
     cores = ttnn.CoreRangeSet(
-        [ttnn.CoreRange(ttnn.CoreCoord(i % grid_x, i // grid_x), ttnn.CoreCoord(i % grid_x, i // grid_x))
-         for i in range(num_shards)]
-    )  # fmt: skip
+        [
+            ttnn.CoreRange(ttnn.CoreCoord(i % grid_x, i // grid_x), ttnn.CoreCoord(i % grid_x, i // grid_x))
+            for i in range(num_shards)
+        ]
+    )
     spec = ttnn.ShardSpec(cores, list(shard_shape), ttnn.ShardOrientation.ROW_MAJOR)
     return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
 
@@ -430,21 +442,27 @@ def height_sharded(num_shards: int, shard_shape, grid_x: int = 8):
 def hifi4():
     """tt_transformers' sdpa_decode_compute_kernel_cfg (and the other models' decode configs)."""
     ttnn = import_ttnn()
-    return ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False,
-                                            fp32_dest_acc_en=False, packer_l1_acc=False)  # fmt: skip
+    return ttnn.WormholeComputeKernelConfig(
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=False, packer_l1_acc=False
+    )
 
 
 def sdpa_config(k_chunk_size: int, q_chunk_size: int = 0):
     """upstream's SDPAProgramConfig on the 8x8 grid with the exact exp."""
     ttnn = import_ttnn()
-    return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=q_chunk_size,
-                                  k_chunk_size=k_chunk_size, exp_approx_mode=False)  # fmt: skip
+    return ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=(8, 8),
+        q_chunk_size=q_chunk_size,
+        k_chunk_size=k_chunk_size,
+        exp_approx_mode=False,
+    )
 
 
 def decode_config(k_chunk_size: int = 64, cores: int = 4) -> ProgramConfig:
     """The package's ProgramConfig on the 8x8 grid with ``cores`` cores per (head, batch)."""
-    return ProgramConfig(compute_with_storage_grid_size=(8, 8), k_chunk_size=k_chunk_size,
-                         max_cores_per_head_batch=cores)  # fmt: skip
+    return ProgramConfig(
+        compute_with_storage_grid_size=(8, 8), k_chunk_size=k_chunk_size, max_cores_per_head_batch=cores
+    )
 
 
 def emulated_n150(*, min_hang_ms: int = 0):

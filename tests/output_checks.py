@@ -11,8 +11,15 @@ import torch
 from decode_harness import check_close, tag
 
 
-def check_output(out: torch.Tensor, expected: torch.Tensor, seed: int, what: str, kv_dtype: str = "bfloat16",
-                 zero_users=(), factor: float = 1.0) -> None:  # fmt: skip
+def check_output(
+    out: torch.Tensor,
+    expected: torch.Tensor,
+    seed: int,
+    what: str,
+    kv_dtype: str = "bfloat16",
+    zero_users=(),
+    factor: float = 1.0,
+) -> None:
     t = f"{tag(seed)} {what}"
     assert tuple(out.shape) == tuple(expected.shape), f"{t}: shape {tuple(out.shape)} != {tuple(expected.shape)}"
     assert not torch.isnan(out).any(), f"{t}: NaN in the output (garbage leaked, or an element was never written)"

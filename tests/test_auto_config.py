@@ -143,11 +143,24 @@ def test_default_plans_from_the_table_or_the_rule_without_tuning(monkeypatch):
             wrapper = op_module.FlashDecodeWrapper(dev, program_config=config)
             assert isinstance(wrapper.program_config, AutoProgramConfig)
             ttnn = import_ttnn()
-            got = wrapper.plan(batch=s.batch, n_q_heads=s.n_q_heads, n_kv_heads=s.n_kv_heads, head_dim=s.head_dim,
-                               kv_len=s.kv_len, kv_dtype=getattr(ttnn, s.k_dtype))  # fmt: skip
+            got = wrapper.plan(
+                batch=s.batch,
+                n_q_heads=s.n_q_heads,
+                n_kv_heads=s.n_kv_heads,
+                head_dim=s.head_dim,
+                kv_len=s.kv_len,
+                kv_dtype=getattr(ttnn, s.k_dtype),
+            )
             assert got == plan(s, ProgramConfig(**hit["config"]), GRID)
-            unseen = wrapper.plan(batch=3, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=8192 + 96,
-                                  kv_dtype=ttnn.bfloat8_b, max_cur_pos=5000)  # fmt: skip
+            unseen = wrapper.plan(
+                batch=3,
+                n_q_heads=8,
+                n_kv_heads=1,
+                head_dim=64,
+                kv_len=8192 + 96,
+                kv_dtype=ttnn.bfloat8_b,
+                max_cur_pos=5000,
+            )
             assert unseen == plan(unseen.shapes, None, GRID, max_cur_pos=5000)
     finally:
         dev.close()
@@ -162,13 +175,17 @@ def test_default_on_a_mesh_plans_each_chips_share_from_the_table(board, n_q_head
         chip = mesh.get_devices()[0] if hasattr(mesh, "get_devices") else mesh
         _forbid_tuning_runs_and_compiles(monkeypatch, chip)
         ttnn = import_ttnn()
-        got = op_module.FlashDecodeWrapper(mesh).plan(batch=1, n_q_heads=n_q_heads, n_kv_heads=8, head_dim=128,
-                                                      kv_len=8192, kv_dtype=ttnn.bfloat8_b)  # fmt: skip
+        got = op_module.FlashDecodeWrapper(mesh).plan(
+            batch=1, n_q_heads=n_q_heads, n_kv_heads=8, head_dim=128, kv_len=8192, kv_dtype=ttnn.bfloat8_b
+        )
     finally:
         mesh.close()
     model = {32: "llama-3.1-8b", 64: "llama-3.1-70b"}[n_q_heads]
-    entry = next(e for e in _table_entries() if (e["model"], e["board"], e["shapes"]["batch"], e["shapes"]["kv_len"])
-                 == (model, board, 1, 8192))  # fmt: skip
+    entry = next(
+        e
+        for e in _table_entries()
+        if (e["model"], e["board"], e["shapes"]["batch"], e["shapes"]["kv_len"]) == (model, board, 1, 8192)
+    )
     assert got.shapes == DecodeShapes(**entry["shapes"]) and got.grid == tuple(entry["grid"])
     assert got == plan(got.shapes, ProgramConfig(**entry["config"]), got.grid)
 

@@ -121,8 +121,14 @@ def test_paged_fill_into_a_ring_keeps_the_last_positions(dev, valid_len):
     prefill = torch.randn(1, n_kv, seq, d, generator=gen)
     valid = None if valid_len is None else dev.from_torch(torch.tensor([valid_len], dtype=torch.int32), **RM)
     user = 1
-    ttflashdecode.paged_fill_cache(cache, tiles(dev, prefill, "bfloat16"), dev.from_torch(table.to(torch.int32), **RM),
-                                   batch_idx=user, cache_position_modulo=ring, valid_seq_len_tensor=valid)  # fmt: skip
+    ttflashdecode.paged_fill_cache(
+        cache,
+        tiles(dev, prefill, "bfloat16"),
+        dev.from_torch(table.to(torch.int32), **RM),
+        batch_idx=user,
+        cache_position_modulo=ring,
+        valid_seq_len_tensor=valid,
+    )
     end = seq if valid_len is None else -(-valid_len // block) * block
     values = stored(prefill[0], "bfloat8_b")
     for p in range(end - ring, end):

@@ -91,8 +91,9 @@ def test_tt_transformers_update_then_paged_attention(emu_device):
     seed = 900
     gen = torch.Generator().manual_seed(seed)
     batch, n_q, n_kv, d = 2, 32, 8, 128
-    layer = PagedLayerCache(emu_device, gen, batch=batch, n_kv=n_kv, head_dim=d, block=64, per_user=16,
-                            dtype="bfloat16")  # fmt: skip
+    layer = PagedLayerCache(
+        emu_device, gen, batch=batch, n_kv=n_kv, head_dim=d, block=64, per_user=16, dtype="bfloat16"
+    )
     keys, values = layer.caches
     positions = [[511, 95], [512, 96]]
     current_pos = _int32(emu_device, torch.tensor(positions[0]))
@@ -106,26 +107,48 @@ def test_tt_transformers_update_then_paged_attention(emu_device):
         q_heads_1BQD = _tile(emu_device, q, memory_config=rows)
 
         def update_and_attend(experimental, transformer):
-            experimental.paged_update_cache(keys, k_heads_1BKD, update_idxs_tensor=current_pos,
-                                            page_table=layer.page_table)  # fmt: skip
-            experimental.paged_update_cache(values, v_heads_1BKD, update_idxs_tensor=current_pos,
-                                            page_table=layer.page_table)  # fmt: skip
+            experimental.paged_update_cache(
+                keys, k_heads_1BKD, update_idxs_tensor=current_pos, page_table=layer.page_table
+            )
+            experimental.paged_update_cache(
+                values, v_heads_1BKD, update_idxs_tensor=current_pos, page_table=layer.page_table
+            )
             if transformer is ttflashdecode:
                 return ttflashdecode.paged_scaled_dot_product_attention_decode(
-                    q_heads_1BQD, keys, values, layer.page_table, cur_pos_tensor=current_pos, scale=scale,
-                    program_config=program_config, compute_kernel_config=compute_kernel_config,
-                    memory_config=rows)  # fmt: skip
+                    q_heads_1BQD,
+                    keys,
+                    values,
+                    layer.page_table,
+                    cur_pos_tensor=current_pos,
+                    scale=scale,
+                    program_config=program_config,
+                    compute_kernel_config=compute_kernel_config,
+                    memory_config=rows,
+                )
             return transformer.paged_scaled_dot_product_attention_decode(
-                q_heads_1BQD, keys, values, cur_pos_tensor=current_pos, page_table_tensor=layer.page_table,
-                scale=scale, program_config=program_config, compute_kernel_config=compute_kernel_config,
-                memory_config=rows)  # fmt: skip
+                q_heads_1BQD,
+                keys,
+                values,
+                cur_pos_tensor=current_pos,
+                page_table_tensor=layer.page_table,
+                scale=scale,
+                program_config=program_config,
+                compute_kernel_config=compute_kernel_config,
+                memory_config=rows,
+            )
 
         outs = _step_both(emu_device, update_and_attend, f"step {step}")
         layer.write_host(0, k_new, pos)
         layer.write_host(1, v_new, pos)
         layer.check_stored(seed, f"step {step}")
-        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), layer.host[0], layer.host[1],
-                                      cur_pos=pos, page_table=layer.table, scale=scale)  # fmt: skip
+        expected = golden.sdpa_decode(
+            golden.quantize_like_device(q, "bfloat16"),
+            layer.host[0],
+            layer.host[1],
+            cur_pos=pos,
+            page_table=layer.table,
+            scale=scale,
+        )
         _check_both(outs, expected, seed, f"step {step}, cur_pos {pos}", kv_dtype="bfloat16")
         with ttflashdecode.patch_ttnn():  # tt_transformers frees the heads after the update
             for t in (k_heads_1BKD, v_heads_1BKD):
@@ -140,8 +163,9 @@ def test_gpt_oss_update_then_attention_with_sinks_and_window(emu_device):
     gen = torch.Generator().manual_seed(seed)
     batch, n_q, n_kv, d = 2, 8, 1, 64
     scaling = d**-0.5
-    layer = PagedLayerCache(emu_device, gen, batch=batch, n_kv=n_kv, head_dim=d, block=64, per_user=8,
-                            dtype="bfloat8_b")  # fmt: skip
+    layer = PagedLayerCache(
+        emu_device, gen, batch=batch, n_kv=n_kv, head_dim=d, block=64, per_user=8, dtype="bfloat8_b"
+    )
     k_cache, v_cache = layer.caches
     sinks = torch.randn(n_q, generator=gen) * 2
     decode_sinks = torch.nn.functional.pad(sinks.view(-1, 1), (0, 31), "constant", value=0.0) / scaling
@@ -156,9 +180,15 @@ def test_gpt_oss_update_then_attention_with_sinks_and_window(emu_device):
         k_new, v_new = (torch.randn(1, batch, n_kv, d, generator=gen) for _ in range(2))
         q = torch.randn(1, batch, n_q, d, generator=gen)
         tt_k, tt_v, tt_q = (_tile(emu_device, x, memory_config=rows) for x in (k_new, v_new, q))
-        options = dict(cur_pos_tensor=position_idx, sliding_window_size=128, attention_sink=tt_sinks, scale=scaling,
-                       program_config=program_config, compute_kernel_config=compute_kernel_config,
-                       memory_config=ttnn.DRAM_MEMORY_CONFIG)  # fmt: skip
+        options = dict(
+            cur_pos_tensor=position_idx,
+            sliding_window_size=128,
+            attention_sink=tt_sinks,
+            scale=scaling,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+            memory_config=ttnn.DRAM_MEMORY_CONFIG,
+        )
 
         def update_and_attend(experimental, transformer):
             experimental.paged_update_cache(k_cache, tt_k, update_idxs_tensor=position_idx, page_table=layer.page_table)
@@ -175,9 +205,16 @@ def test_gpt_oss_update_then_attention_with_sinks_and_window(emu_device):
         layer.write_host(0, k_new, pos)
         layer.write_host(1, v_new, pos)
         layer.check_stored(seed, f"step {step}")
-        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), layer.host[0], layer.host[1],
-                                      cur_pos=pos, page_table=layer.table, scale=scaling, sliding_window_size=128,
-                                      attention_sink=golden_sinks)  # fmt: skip
+        expected = golden.sdpa_decode(
+            golden.quantize_like_device(q, "bfloat16"),
+            layer.host[0],
+            layer.host[1],
+            cur_pos=pos,
+            page_table=layer.table,
+            scale=scaling,
+            sliding_window_size=128,
+            attention_sink=golden_sinks,
+        )
         _check_both(outs, expected, seed, f"step {step}, cur_pos {pos}", kv_dtype="bfloat8_b")
 
 
@@ -187,8 +224,9 @@ def test_deepseek_v3_mla_update_then_flash_mla(emu_device):
     seed = 920
     gen = torch.Generator().manual_seed(seed)
     batch, n_q, head_dim, kv_lora_rank = 2, 128, 576, 512
-    layer = PagedLayerCache(emu_device, gen, batch=batch, n_kv=1, head_dim=head_dim, block=32, per_user=8,
-                            dtype="bfloat8_b", with_v=False)  # fmt: skip
+    layer = PagedLayerCache(
+        emu_device, gen, batch=batch, n_kv=1, head_dim=head_dim, block=32, per_user=8, dtype="bfloat8_b", with_v=False
+    )
     (kvpe_cache,) = layer.caches
     positions = [[200, 63], [201, 64]]
     position_idxs = _int32(emu_device, torch.tensor(positions[0]))
@@ -208,8 +246,9 @@ def test_deepseek_v3_mla_update_then_flash_mla(emu_device):
         tt_q = _tile(emu_device, q, memory_config=_height_sharded(shards, [32, head_dim]))
 
         def update_and_attend(experimental, transformer):
-            experimental.paged_update_cache(kvpe_cache, tt_kvpe, update_idxs_tensor=position_idxs,
-                                            page_table=layer.page_table)  # fmt: skip
+            experimental.paged_update_cache(
+                kvpe_cache, tt_kvpe, update_idxs_tensor=position_idxs, page_table=layer.page_table
+            )
             if transformer is ttflashdecode:
                 return ttflashdecode.paged_flash_multi_latent_attention_decode(
                     tt_q, kvpe_cache, layer.page_table, cur_pos_tensor=position_idxs, **flash_mla
@@ -222,6 +261,12 @@ def test_deepseek_v3_mla_update_then_flash_mla(emu_device):
         layer.write_host(0, kvpe, pos)
         layer.check_stored(seed, f"step {step}")
         ks = layer.host[0]
-        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), ks, ks[..., :kv_lora_rank],
-                                      cur_pos=pos, page_table=layer.table, scale=flash_mla["scale"])  # fmt: skip
+        expected = golden.sdpa_decode(
+            golden.quantize_like_device(q, "bfloat16"),
+            ks,
+            ks[..., :kv_lora_rank],
+            cur_pos=pos,
+            page_table=layer.table,
+            scale=flash_mla["scale"],
+        )
         _check_both(outs, expected, seed, f"step {step}, cur_pos {pos}", kv_dtype="bfloat8_b")

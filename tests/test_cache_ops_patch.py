@@ -63,8 +63,9 @@ def test_ttnn_fill_ops_route_to_the_packages_programs(emu_device):
     expected_paged[2, :, :] = stored[0, :, 32:]
     with ttflashdecode.patch_ttnn():
         ttnn.fill_cache(cache, _tile(emu_device, prefill), 1)
-        ttnn.experimental.paged_fill_cache(paged, _tile(emu_device, prefill), emu_device.from_torch(table, **RM),
-                                           batch_idx=1)  # fmt: skip
+        ttnn.experimental.paged_fill_cache(
+            paged, _tile(emu_device, prefill), emu_device.from_torch(table, **RM), batch_idx=1
+        )
     assert torch.equal(emu_device.to_torch(cache).float(), expected), tag(seed)
     assert torch.equal(emu_device.to_torch(paged).float(), expected_paged), tag(seed)
 
@@ -101,14 +102,18 @@ def test_ttnn_tensor_calls_on_emulator_tensors(emu_device):
     with ttflashdecode.patch_ttnn():
         rm = ttnn.from_torch(x, dtype=ttnn.bfloat16, device=emu_device)
         assert rm.layout == ttnn.ROW_MAJOR_LAYOUT and rm.device() is emu_device
-        t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=emu_device,
-                            memory_config=ttnn.DRAM_MEMORY_CONFIG)  # fmt: skip
+        t = ttnn.from_torch(
+            x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=emu_device, memory_config=ttnn.DRAM_MEMORY_CONFIG
+        )
         assert torch.equal(ttnn.to_torch(t).float(), x.float())
         assert ttnn.to_torch(t, dtype=torch.float32).dtype == torch.float32
         assert ttnn.to_memory_config(t, ttnn.DRAM_MEMORY_CONFIG) is t
         cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))])
-        sharded_mc = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
-                                       ttnn.ShardSpec(cores, [32, 64], ttnn.ShardOrientation.ROW_MAJOR))  # fmt: skip
+        sharded_mc = ttnn.MemoryConfig(
+            ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+            ttnn.BufferType.L1,
+            ttnn.ShardSpec(cores, [32, 64], ttnn.ShardOrientation.ROW_MAJOR),
+        )
         sharded = ttnn.to_memory_config(t, sharded_mc)
         assert sharded.is_sharded() and torch.equal(ttnn.to_torch(sharded).float(), x.float())
         back = ttnn.to_memory_config(sharded, ttnn.DRAM_MEMORY_CONFIG)

@@ -93,8 +93,13 @@ def test_sliding_window_decode_loop_on_a_ring_cache(emu_device):
     position = _int32(emu_device, torch.tensor(start))
     rows = _height_sharded(batch, [32, d])
     program_config, compute_kernel_config = _sdpa_config(64), _hifi4()
-    options = dict(sliding_window_size=window, cache_position_modulo=ring, scale=scale, program_config=program_config,
-                   compute_kernel_config=compute_kernel_config)  # fmt: skip
+    options = dict(
+        sliding_window_size=window,
+        cache_position_modulo=ring,
+        scale=scale,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+    )
 
     for step in range(steps):
         positions = [s + step for s in start]
@@ -107,18 +112,26 @@ def test_sliding_window_decode_loop_on_a_ring_cache(emu_device):
         if patched:
             with ttflashdecode.patch_ttnn():
                 for cache, new in ((k_cache, tt_k), (v_cache, tt_v)):
-                    ttnn.experimental.paged_update_cache(cache, new, update_idxs_tensor=position, page_table=page_table,
-                                                         cache_position_modulo=ring)  # fmt: skip
+                    ttnn.experimental.paged_update_cache(
+                        cache, new, update_idxs_tensor=position, page_table=page_table, cache_position_modulo=ring
+                    )
                 out = ttnn.transformer.paged_scaled_dot_product_attention_decode(
                     tt_q, k_cache, v_cache, page_table_tensor=page_table, cur_pos_tensor=position, **options
                 )
         else:
             for cache, new in ((k_cache, tt_k), (v_cache, tt_v)):
-                ttflashdecode.paged_update_cache(cache, new, update_idxs_tensor=position, page_table=page_table,
-                                                 cache_position_modulo=ring)  # fmt: skip
+                ttflashdecode.paged_update_cache(
+                    cache, new, update_idxs_tensor=position, page_table=page_table, cache_position_modulo=ring
+                )
             out = ttflashdecode.paged_scaled_dot_product_attention_decode(
-                tt_q, k_cache, v_cache, page_table, cur_pos_tensor=position,
-                output_tensor=_tile(emu_device, torch.full(tuple(q.shape), float("nan"))), **options)  # fmt: skip
+                tt_q,
+                k_cache,
+                v_cache,
+                page_table,
+                cur_pos_tensor=position,
+                output_tensor=_tile(emu_device, torch.full(tuple(q.shape), float("nan"))),
+                **options,
+            )
         for which, new in enumerate((k_new, v_new)):
             for u, p in enumerate(positions):
                 full[which][u, :, p] = packed_by_the_packer(new[0, u], "bfloat8_b")

@@ -35,8 +35,9 @@ def test_exp_default_is_upstreams_approximate_exp(ttnn):
     unset = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=0, k_chunk_size=0)
     assert unset.exp_approx_mode is None and ProgramConfig.from_ttnn(unset).exp_approx_mode is True
     assert ProgramConfig.coerce(None).exp_approx_mode is True and ProgramConfig.coerce(AUTO).exp_approx_mode is True
-    exact = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=0, k_chunk_size=0,
-                                   exp_approx_mode=False)  # fmt: skip
+    exact = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=(8, 8), q_chunk_size=0, k_chunk_size=0, exp_approx_mode=False
+    )
     assert ProgramConfig.from_ttnn(exact).exp_approx_mode is False
     assert ProgramConfig((8, 8), exp_approx_mode=False).to_ttnn().exp_approx_mode is False
 
@@ -47,8 +48,9 @@ def test_fast_path_key_tells_exp_modes_apart(ttnn):
     from ttflashdecode.fast_path import program_config_value
 
     def value(**extra):
-        return program_config_value(ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=0,
-                                                           k_chunk_size=0, **extra))  # fmt: skip
+        return program_config_value(
+            ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=0, k_chunk_size=0, **extra)
+        )
 
     unset, approx, exact = value(), value(exp_approx_mode=True), value(exp_approx_mode=False)
     assert exact != unset and exact != approx and unset != approx
@@ -138,10 +140,12 @@ REQUIRED = ["llama-3.1-8b/n150", "llama-3.1-8b/t3k", "llama-3.1-70b/t3k", "small
 def test_required_configs_ship():
     assert set(REQUIRED) <= set(list_program_configs())
     # These files pin the exact exp (exp_approx_mode: false), so they differ from the dataclass default there.
-    assert load_program_config("llama-3.1-8b/n150") == ProgramConfig((8, 8), k_chunk_size=0, exp_approx_mode=False,
-                                                                     max_cores_per_head_batch=16)  # fmt: skip
-    assert load_program_config("llama-3.1-8b/t3k") == ProgramConfig((8, 8), exp_approx_mode=False,
-                                                                    max_cores_per_head_batch=16)  # fmt: skip
+    assert load_program_config("llama-3.1-8b/n150") == ProgramConfig(
+        (8, 8), k_chunk_size=0, exp_approx_mode=False, max_cores_per_head_batch=16
+    )
+    assert load_program_config("llama-3.1-8b/t3k") == ProgramConfig(
+        (8, 8), exp_approx_mode=False, max_cores_per_head_batch=16
+    )
 
 
 @pytest.mark.parametrize("name", list_program_configs())

@@ -43,8 +43,14 @@ def tt_mesh(ttnn, request):
 
 def _mesh_tensor(ttnn, mesh, x, dtype, dim=None, layout=None):
     mapper = ttnn.ReplicateTensorToMesh(mesh) if dim is None else ttnn.ShardTensorToMesh(mesh, dim=dim)
-    return ttnn.from_torch(x, dtype=dtype, layout=layout or ttnn.TILE_LAYOUT, device=mesh,
-                           memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=mapper)  # fmt: skip
+    return ttnn.from_torch(
+        x,
+        dtype=dtype,
+        layout=layout or ttnn.TILE_LAYOUT,
+        device=mesh,
+        memory_config=ttnn.DRAM_MEMORY_CONFIG,
+        mesh_mapper=mapper,
+    )
 
 
 @pytest.mark.parametrize("tt_mesh", [2, 4, 8], indirect=True, ids=lambda n: f"{n}chips")
@@ -58,8 +64,9 @@ def test_llama_3_1_8b_heads_over_mesh_on_card(ttnn, tt_mesh):
     k, v = (torch.randn(4, 8, 1024, 128, generator=gen) for _ in range(2))
     tq = _mesh_tensor(ttnn, tt_mesh, q, ttnn.bfloat16, dim=2)
     tk, tv = (_mesh_tensor(ttnn, tt_mesh, x, ttnn.bfloat8_b, dim=1) for x in (k, v))
-    pos = _mesh_tensor(ttnn, tt_mesh, torch.tensor(positions, dtype=torch.int32), ttnn.int32,
-                       layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+    pos = _mesh_tensor(
+        ttnn, tt_mesh, torch.tensor(positions, dtype=torch.int32), ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    )
     out = _mesh_tensor(ttnn, tt_mesh, torch.full((1, 4, 32, 128), float("nan")), ttnn.bfloat16, dim=2)
     out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out)
     got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
@@ -93,8 +100,15 @@ def test_llama_3_1_70b_paged_on_t3k(ttnn, tt_mesh):
     pos = _mesh_tensor(ttnn, tt_mesh, positions.to(torch.int32), ttnn.int32, **rm)
     grid = tt_mesh.compute_with_storage_grid_size()
     wrapper = FlashDecodeWrapper(tt_mesh, program_config=ProgramConfig(compute_with_storage_grid_size=(grid.x, grid.y)))
-    wrapper.plan(batch=batch, n_q_heads=64, n_kv_heads=8, head_dim=128, kv_dtype=ttnn.bfloat8_b, block_size=block,
-                 max_blocks_per_user=blocks_per_user)  # fmt: skip
+    wrapper.plan(
+        batch=batch,
+        n_q_heads=64,
+        n_kv_heads=8,
+        head_dim=128,
+        kv_dtype=ttnn.bfloat8_b,
+        block_size=block,
+        max_blocks_per_user=blocks_per_user,
+    )
     out = wrapper.run(tq, tk, tv, cur_pos_tensor=pos, page_table_tensor=tt_table)
     got = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(tt_mesh, dim=2)).float()
     expected = golden.sdpa_decode(
@@ -134,8 +148,20 @@ def test_matrix_on_card(ttnn, tt_device, case):
 
 # The decode features of test_features.py, one representative case each, on a card.
 FEATURES = [
-    DecodeCase(2, 8, 2, 64, 1024, (1000, 333), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4,
-               block_size=64, sliding_window_size=200, attention_sink=True),
+    DecodeCase(
+        2,
+        8,
+        2,
+        64,
+        1024,
+        (1000, 333),
+        "bfloat8_b",
+        k_chunk_size=64,
+        max_cores_per_head_batch=4,
+        block_size=64,
+        sliding_window_size=200,
+        attention_sink=True,
+    ),
     DecodeCase(3, 16, 4, 128, 1024, (1023, 300, 2), "bfloat8_b", k_chunk_size=128, q_len=3),
     DecodeCase(2, 8, 2, 64, 512, None, "bfloat8_b", k_chunk_size=64, mask_heads=8, mask_dtype="bfloat8_b"),
     DecodeCase(4, 8, 1, 64, 1024, (900, 10, 512, 1023), "bfloat8_b", k_chunk_size=128, share_cache=True),
@@ -144,7 +170,7 @@ FEATURES = [
     DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64, out_dtype="bfloat8_b"),
     DecodeCase(2, 8, 2, 64, 512, (511, 100), "bfloat16", k_chunk_size=64, fp32_dest_acc_en=True, out_dtype="float32"),
     DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64, q_len=2, out_sharded=True),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("case", FEATURES, ids=str)
@@ -157,8 +183,18 @@ def test_card_and_emulator_agree(ttnn, tt_device, emu_device):
     """Same inputs, same descriptor: the card's and the emulator's outputs are close (not bit-equal: the
     emulator models SFPU exp/recip to within their documented accuracy, not bit for bit)."""
     # One fresh seed for both runs, so both backends see the same inputs.
-    case = DecodeCase(4, 32, 8, 128, 2048, (0, 2047, 1000, 64), "bfloat8_b", k_chunk_size=256,
-                      max_cores_per_head_batch=2, seed=random.randrange(1 << 30))  # fmt: skip
+    case = DecodeCase(
+        4,
+        32,
+        8,
+        128,
+        2048,
+        (0, 2047, 1000, 64),
+        "bfloat8_b",
+        k_chunk_size=256,
+        max_cores_per_head_batch=2,
+        seed=random.randrange(1 << 30),
+    )
     to_device, to_torch = _adapters(ttnn, tt_device)
     on_card = run_case(tt_device, case, to_device=to_device, to_torch=to_torch).out
     on_emu = run_case(

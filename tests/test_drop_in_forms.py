@@ -68,8 +68,9 @@ def _stored(x: torch.Tensor, dtype: str = "bfloat16") -> torch.Tensor:
 
 
 def _poison(dev, shape, layout=ttnn.TILE_LAYOUT, memory_config=None):
-    return dev.from_torch(torch.full(shape, float("nan")), dtype=ttnn.bfloat16, layout=layout,
-                          memory_config=memory_config)  # fmt: skip
+    return dev.from_torch(
+        torch.full(shape, float("nan")), dtype=ttnn.bfloat16, layout=layout, memory_config=memory_config
+    )
 
 
 def _is_mem(tensor, buffer_type, memory_layout) -> bool:
@@ -151,9 +152,12 @@ def test_q_row_major_l1_height_sharded(emu_device):
 OUT_FORMS = {
     "dram-interleaved": (lambda: ttnn.DRAM_MEMORY_CONFIG, ttnn.BufferType.DRAM, ttnn.TensorMemoryLayout.INTERLEAVED),
     "l1-interleaved": (lambda: ttnn.L1_MEMORY_CONFIG, ttnn.BufferType.L1, ttnn.TensorMemoryLayout.INTERLEAVED),
-    "l1-height-sharded": (lambda: _height_sharded(B, [32, D]), ttnn.BufferType.L1,
-                          ttnn.TensorMemoryLayout.HEIGHT_SHARDED),
-}  # fmt: skip
+    "l1-height-sharded": (
+        lambda: _height_sharded(B, [32, D]),
+        ttnn.BufferType.L1,
+        ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+    ),
+}
 
 
 @pytest.mark.parametrize("form", list(OUT_FORMS))
@@ -177,10 +181,25 @@ def test_output_memory_config(emu_device, form):
 def test_l1_height_sharded_output_tensor(emu_device, q_len):
     """A poisoned L1 height-sharded output_tensor, one shard per (token, user) on cores other than the ones computing
     it: the writer scatters rows into them by NOC; a skipped user (cur_pos -1) gets its zeros, every tile written."""
-    case = DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64,
-                      max_cores_per_head_batch=4, q_len=q_len, out_sharded=True)  # fmt: skip
-    outcome = run_case(emu_device, case, to_device=lambda x, dtype, **kw: _tile(emu_device, x, dtype, **kw),
-                       to_torch=emu_device.to_torch)  # fmt: skip
+    case = DecodeCase(
+        4,
+        8,
+        2,
+        64,
+        512,
+        (511, 100, -1, 300),
+        "bfloat8_b",
+        k_chunk_size=64,
+        max_cores_per_head_batch=4,
+        q_len=q_len,
+        out_sharded=True,
+    )
+    outcome = run_case(
+        emu_device,
+        case,
+        to_device=lambda x, dtype, **kw: _tile(emu_device, x, dtype, **kw),
+        to_torch=emu_device.to_torch,
+    )
     assert_matches_golden(outcome, case)
     written = outcome.stats.pages_written(outcome.out_tensor)
     assert len(written) == outcome.out_tensor.buffer_num_pages(), f"{tag(outcome.seed)} every output tile is written"
@@ -211,10 +230,12 @@ def test_program_cache_tells_sink_forms_apart(emu_device):
     ):
         tsink = _tile(emu_device, sink)
         addresses.append(tsink.buffer_address())
-        ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, scale=SINK_SCALE,
-                                                          attention_sink=tsink, output_tensor=out)  # fmt: skip
-        expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=CUR_POS, scale=SINK_SCALE,
-                                      attention_sink=golden_sink)  # fmt: skip
+        ttflashdecode.scaled_dot_product_attention_decode(
+            tq, tk, tv, cur_pos_tensor=pos, scale=SINK_SCALE, attention_sink=tsink, output_tensor=out
+        )
+        expected = golden.sdpa_decode(
+            _stored(q), _stored(k), _stored(v), cur_pos=CUR_POS, scale=SINK_SCALE, attention_sink=golden_sink
+        )
         check_output(emu_device.to_torch(out).float(), expected, seed, what)
         tsink.deallocate()
     assert addresses[0] == addresses[1], f"the sinks must share an address for this test to mean anything: {addresses}"
@@ -238,9 +259,13 @@ def test_attn_mask_upstream_form(emu_device):
     golden_mask = _stored(mask).permute(0, 2, 1, 3)  # -> [b, n_q_heads, q_len 1, S]
     expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), is_causal=False, attn_mask=golden_mask)
     out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), is_causal=False,
-        attn_mask=_tile(emu_device, mask), output_tensor=_poison(emu_device, (1, B, NQ, D)),
-    )  # fmt: skip
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        is_causal=False,
+        attn_mask=_tile(emu_device, mask),
+        output_tensor=_poison(emu_device, (1, B, NQ, D)),
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, "mask [b, 1, n_q_heads, S] (upstream form)")
 
 
@@ -252,9 +277,13 @@ def test_attn_mask_our_form(emu_device, mask_heads, q_len):
     mask = _random_mask(gen, (B, mask_heads, q_len, S))
     expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), is_causal=False, attn_mask=_stored(mask))
     out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), is_causal=False,
-        attn_mask=_tile(emu_device, mask), output_tensor=_poison(emu_device, (q_len, B, NQ, D)),
-    )  # fmt: skip
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        is_causal=False,
+        attn_mask=_tile(emu_device, mask),
+        output_tensor=_poison(emu_device, (q_len, B, NQ, D)),
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"mask [b, {mask_heads}, {q_len}, S] (our form)")
 
 
@@ -282,10 +311,15 @@ def test_program_cache_tells_mask_forms_apart(emu_device):
     filler = _tile(emu_device, torch.zeros(12 * filler_rows * 32, 32)) if filler_rows else None
     assert tmask.buffer_address() == first, f"the masks must share an address: {first} != {tmask.buffer_address()}"
     ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, is_causal=False, attn_mask=tmask, output_tensor=out)
-    expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), is_causal=False,
-                                  attn_mask=_stored(upstream).permute(0, 2, 1, 3))  # fmt: skip
-    check_output(emu_device.to_torch(out).float(), expected, seed,
-           "[b, 1, n_q_heads, S] mask after a [b, n_q_heads, 1, S] one at the same address")  # fmt: skip
+    expected = golden.sdpa_decode(
+        _stored(q), _stored(k), _stored(v), is_causal=False, attn_mask=_stored(upstream).permute(0, 2, 1, 3)
+    )
+    check_output(
+        emu_device.to_torch(out).float(),
+        expected,
+        seed,
+        "[b, 1, n_q_heads, S] mask after a [b, n_q_heads, 1, S] one at the same address",
+    )
     del filler
 
 
@@ -307,9 +341,12 @@ def test_kv_len_1000_causal(emu_device):
     cur_pos = [S_ODD - 1, 500]
     expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=cur_pos)
     out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), cur_pos=cur_pos,
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        cur_pos=cur_pos,
         output_tensor=_poison(emu_device, (1, B, NQ, D)),
-    )  # fmt: skip
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"kv_len {S_ODD}, causal, cur_pos {cur_pos}")
 
 
@@ -319,9 +356,12 @@ def test_kv_len_1000_non_causal_without_mask(emu_device):
     _, q, k, v = _negative_score_inputs(seed)
     expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), is_causal=False)
     out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), is_causal=False,
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        is_causal=False,
         output_tensor=_poison(emu_device, (1, B, NQ, D)),
-    )  # fmt: skip
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"kv_len {S_ODD}, non-causal, no mask")
 
 
@@ -333,9 +373,13 @@ def test_kv_len_1000_non_causal_with_mask(emu_device):
     golden_mask = _stored(mask).permute(0, 2, 1, 3)
     expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), is_causal=False, attn_mask=golden_mask)
     out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), is_causal=False,
-        attn_mask=_tile(emu_device, mask), output_tensor=_poison(emu_device, (1, B, NQ, D)),
-    )  # fmt: skip
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        is_causal=False,
+        attn_mask=_tile(emu_device, mask),
+        output_tensor=_poison(emu_device, (1, B, NQ, D)),
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"kv_len {S_ODD}, non-causal, mask of {S_ODD}")
 
 
@@ -360,9 +404,12 @@ def test_cur_pos_minus_one_rows_exactly_zero(emu_device, source):
     positions = {"cur_pos": cur_pos} if source == "host-list" else {"cur_pos_tensor": _int32(emu_device, cur_pos)}
     expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), cur_pos=cur_pos)
     out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), **positions,
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        **positions,
         output_tensor=_poison(emu_device, (1, B, NQ, D)),
-    )  # fmt: skip
+    )
     check_output(
         emu_device.to_torch(out).float(), expected, seed, f"cur_pos {cur_pos} ({source})", zero_users=(skipped,)
     )
@@ -381,14 +428,28 @@ def test_mask_all_minus_inf_user_exactly_zero(emu_device, with_sink):
         sink[:NQ, 0] = torch.randn(NQ, generator=gen) * 2 / SINK_SCALE
         kwargs["attention_sink"] = _tile(emu_device, sink)
         golden_sink = SINK_SCALE * _stored(sink)[:NQ, 0].reshape(1, NQ)
-    expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), is_causal=False, scale=SINK_SCALE,
-                                  attn_mask=_stored(mask).permute(0, 2, 1, 3), attention_sink=golden_sink)  # fmt: skip
+    expected = golden.sdpa_decode(
+        _stored(q),
+        _stored(k),
+        _stored(v),
+        is_causal=False,
+        scale=SINK_SCALE,
+        attn_mask=_stored(mask).permute(0, 2, 1, 3),
+        attention_sink=golden_sink,
+    )
     out = ttflashdecode.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), is_causal=False, scale=SINK_SCALE,
-        attn_mask=_tile(emu_device, mask), output_tensor=_poison(emu_device, (1, B, NQ, D)), **kwargs,
-    )  # fmt: skip
-    check_output(emu_device.to_torch(out).float(), expected, seed, f"user 0 fully masked, sink={with_sink}",
-           zero_users=(0,))  # fmt: skip
+        _tile(emu_device, q),
+        _tile(emu_device, k),
+        _tile(emu_device, v),
+        is_causal=False,
+        scale=SINK_SCALE,
+        attn_mask=_tile(emu_device, mask),
+        output_tensor=_poison(emu_device, (1, B, NQ, D)),
+        **kwargs,
+    )
+    check_output(
+        emu_device.to_torch(out).float(), expected, seed, f"user 0 fully masked, sink={with_sink}", zero_users=(0,)
+    )
 
 
 # ---- multi-latent attention: V = the first head_dim_v columns of K, the cache read once ------------------------
@@ -516,8 +577,9 @@ def test_mla_deepseek_576_512_short_cache(emu_device):
     scale = DS_D**-0.5 * 1.3  # DeepSeek passes its own (mscale-adjusted) scale
     poisoned = _poison(emu_device, (1, B, DS_NQ, DS_DV))
     start = time.monotonic()
-    out = ttflashdecode.flash_multi_latent_attention_decode(tq, tk, head_dim_v=DS_DV, cur_pos=cur_pos, scale=scale,
-                                                            output_tensor=poisoned)  # fmt: skip
+    out = ttflashdecode.flash_multi_latent_attention_decode(
+        tq, tk, head_dim_v=DS_DV, cur_pos=cur_pos, scale=scale, output_tensor=poisoned
+    )
     got = emu_device.to_torch(out).float()
     seconds = time.monotonic() - start
     assert seconds < DS_SECONDS, f"[seed {seed}] MLA 576/512: one call took {seconds:.1f} s (> {DS_SECONDS} s)"

@@ -31,8 +31,18 @@ def _run(device, case):
 
 @pytest.mark.parametrize("block_size", [32, 64, 128])
 def test_paged(emu_device, block_size):
-    case = DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", k_chunk_size=128,
-                      max_cores_per_head_batch=4, block_size=block_size)  # fmt: skip
+    case = DecodeCase(
+        4,
+        8,
+        2,
+        64,
+        1024,
+        (1023, 500, 64, 0),
+        "bfloat8_b",
+        k_chunk_size=128,
+        max_cores_per_head_batch=4,
+        block_size=block_size,
+    )
     outcome = _run(emu_device, case)
     # Counters: only blocks holding positions <= cur_pos are read, each tile once.
     reads = outcome.stats.pages_read(outcome.k)
@@ -51,8 +61,10 @@ def test_paged(emu_device, block_size):
 def test_paged_rejects_out_of_range_host_table(emu_device):
     ttnn = import_ttnn()
     gen = generator(seed_for("test_paged_rejects_out_of_range_host_table"))
-    q, k, v = (emu_device.from_torch(torch.randn(*shape, generator=gen), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-               for shape in ((1, 2, 8, 64), (4, 1, 32, 64), (4, 1, 32, 64)))  # fmt: skip
+    q, k, v = (
+        emu_device.from_torch(torch.randn(*shape, generator=gen), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+        for shape in ((1, 2, 8, 64), (4, 1, 32, 64), (4, 1, 32, 64))
+    )
     table = torch.tensor([[0, 1], [2, 4]], dtype=torch.int32)  # block 4 does not exist
     with pytest.raises(ValueError, match=r"page_table_tensor\[3\]=4"):
         op_module.paged_scaled_dot_product_attention_decode(q, k, v, table, cur_pos=[10, 10])
@@ -141,8 +153,19 @@ def test_page_table_tensor_reuses_one_program(emu_device):
     "mask_heads, mask_dtype", [(1, "bfloat16"), (8, "bfloat16"), (1, "bfloat8_b"), (8, "bfloat8_b")]
 )
 def test_attn_mask(emu_device, mask_heads, mask_dtype):
-    case = DecodeCase(2, 8, 2, 64, 512, None, "bfloat16", k_chunk_size=128, max_cores_per_head_batch=2,
-                      mask_heads=mask_heads, mask_dtype=mask_dtype)  # fmt: skip
+    case = DecodeCase(
+        2,
+        8,
+        2,
+        64,
+        512,
+        None,
+        "bfloat16",
+        k_chunk_size=128,
+        max_cores_per_head_batch=2,
+        mask_heads=mask_heads,
+        mask_dtype=mask_dtype,
+    )
     _run(emu_device, case)
 
 
@@ -155,8 +178,18 @@ def test_non_causal_without_mask(emu_device):
 
 @pytest.mark.parametrize("window", [32, 100, 129, 1000])
 def test_sliding_window_reads_only_the_window(emu_device, window):
-    case = DecodeCase(2, 8, 1, 64, 2048, (2000, 150), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
-                      sliding_window_size=window)  # fmt: skip
+    case = DecodeCase(
+        2,
+        8,
+        1,
+        64,
+        2048,
+        (2000, 150),
+        "bfloat16",
+        k_chunk_size=128,
+        max_cores_per_head_batch=4,
+        sliding_window_size=window,
+    )
     outcome = _run(emu_device, case)
     reads = outcome.stats.pages_read(outcome.k)
     dht, st_ = case.head_dim // 32, case.kv_len // 32
@@ -178,9 +211,21 @@ def test_attention_sink(emu_device, window, upstream_form, scale):
     sinks holding each head's unscaled value at (h, 0), junk elsewhere; the kernels multiply it by the call's scale,
     so one case runs at a scale other than the default 1 / sqrt(head_dim). This file is the sink forms' one home
     (tests/test_drop_in_forms.py runs them back to back through the program cache)."""
-    case = DecodeCase(2, 16, 2, 64, 1024, (1000, 300), "bfloat16", k_chunk_size=128, max_cores_per_head_batch=4,
-                      attention_sink=True, sink_upstream_form=upstream_form, sliding_window_size=window,
-                      scale=scale)  # fmt: skip
+    case = DecodeCase(
+        2,
+        16,
+        2,
+        64,
+        1024,
+        (1000, 300),
+        "bfloat16",
+        k_chunk_size=128,
+        max_cores_per_head_batch=4,
+        attention_sink=True,
+        sink_upstream_form=upstream_form,
+        sliding_window_size=window,
+        scale=scale,
+    )
     _run(emu_device, case)
 
 
@@ -192,8 +237,9 @@ def test_multi_token(emu_device, q_len):
     """Each token sees up to its own position. User 2's first token sits two positions before the end of chunk 0,
     with ~30 positions visible: a causal edge off by one (a chunk ending one past the first token left unmasked, or
     tokens placed one position early) moves its rows by ~10% of the output, not the ~1% of a long row."""
-    case = DecodeCase(3, 8, 2, 64, 1024, (700, 127, 29 + q_len), "bfloat16", k_chunk_size=32,
-                      max_cores_per_head_batch=4, q_len=q_len)  # fmt: skip
+    case = DecodeCase(
+        3, 8, 2, 64, 1024, (700, 127, 29 + q_len), "bfloat16", k_chunk_size=32, max_cores_per_head_batch=4, q_len=q_len
+    )
     _run(emu_device, case)
 
 
@@ -201,8 +247,20 @@ def test_multi_token(emu_device, q_len):
 def test_multi_token_non_causal(emu_device, mask_heads):
     """Non-causal queries see every position, whatever their token index (no causal edge between tokens)."""
     # Short cache, many tokens: a causal edge wrongly applied would hide up to 7 of 64 positions from a query.
-    case = DecodeCase(1, 8, 2, 64, 64, None, "bfloat16", k_chunk_size=32, max_cores_per_head_batch=4, grid=(1, 1),
-                      q_len=8, mask_heads=mask_heads)  # fmt: skip
+    case = DecodeCase(
+        1,
+        8,
+        2,
+        64,
+        64,
+        None,
+        "bfloat16",
+        k_chunk_size=32,
+        max_cores_per_head_batch=4,
+        grid=(1, 1),
+        q_len=8,
+        mask_heads=mask_heads,
+    )
     _run(emu_device, case)
 
 
@@ -210,8 +268,18 @@ def test_multi_token_non_causal(emu_device, mask_heads):
 
 
 def test_share_cache(emu_device):
-    case = DecodeCase(4, 8, 1, 64, 1024, (900, 10, 512, 1023), "bfloat8_b", k_chunk_size=128,
-                      max_cores_per_head_batch=4, share_cache=True)  # fmt: skip
+    case = DecodeCase(
+        4,
+        8,
+        1,
+        64,
+        1024,
+        (900, 10, 512, 1023),
+        "bfloat8_b",
+        k_chunk_size=128,
+        max_cores_per_head_batch=4,
+        share_cache=True,
+    )
     _run(emu_device, case)
 
 
@@ -220,12 +288,18 @@ def test_share_cache(emu_device):
 
 @pytest.mark.parametrize(
     "head_dim, v_head_dim, kv_dtype",
-    [(320, None, "bfloat16"), (512, None, "bfloat8_b"), (576, 512, "bfloat8_b"), (1024, None, "bfloat16"),
-     (2048, None, "bfloat8_b")],
-)  # fmt: skip
+    [
+        (320, None, "bfloat16"),
+        (512, None, "bfloat8_b"),
+        (576, 512, "bfloat8_b"),
+        (1024, None, "bfloat16"),
+        (2048, None, "bfloat8_b"),
+    ],
+)
 def test_large_head_dims(emu_device, head_dim, v_head_dim, kv_dtype):
-    case = DecodeCase(1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4,
-                      v_head_dim=v_head_dim)  # fmt: skip
+    case = DecodeCase(
+        1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4, v_head_dim=v_head_dim
+    )
     outcome = _run(emu_device, case)
     p = outcome.plan
     if head_dim >= 2048:
@@ -243,9 +317,20 @@ def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
     partials leave room for whole-head blocks.)"""
     # fp32 DST: the exact exp (the fp32 bound, 0.4x, is the exact path's; the default approximate exp measured 0.0304
     # against a 0.0292 bound here).
-    case = DecodeCase(2, 16, 1, 2048, 256, (250, 77), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=2,
-                      q_len=q_len, fp32_dest_acc_en=fp32_dest_acc_en,
-                      exp_approx_mode=False if fp32_dest_acc_en else None)  # fmt: skip
+    case = DecodeCase(
+        2,
+        16,
+        1,
+        2048,
+        256,
+        (250, 77),
+        "bfloat8_b",
+        k_chunk_size=64,
+        max_cores_per_head_batch=2,
+        q_len=q_len,
+        fp32_dest_acc_en=fp32_dest_acc_en,
+        exp_approx_mode=False if fp32_dest_acc_en else None,
+    )
     outcome = _run(emu_device, case)
     p = outcome.plan
     assert p.shapes.PNHt == -(-q_len * 16 // 32)
@@ -256,8 +341,9 @@ def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
 
 
 def test_fp32_dest_accumulation(emu_device):
-    case = DecodeCase(2, 8, 2, 128, 1024, (1000, 77), "bfloat8_b", k_chunk_size=128, max_cores_per_head_batch=4,
-                      fp32_dest_acc_en=True)  # fmt: skip
+    case = DecodeCase(
+        2, 8, 2, 128, 1024, (1000, 77), "bfloat8_b", k_chunk_size=128, max_cores_per_head_batch=4, fp32_dest_acc_en=True
+    )
     _run(emu_device, case)
 
 
@@ -289,8 +375,9 @@ def _l1_hog_and_decode_inputs(emu_device):
     hog_config = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, hog_spec)
     seed = seed_for("l1_hog_and_decode_inputs")
     gen = generator(seed)
-    hog = emu_device.from_torch(torch.randn(64, 32, 1024, generator=gen), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
-                                memory_config=hog_config)  # fmt: skip
+    hog = emu_device.from_torch(
+        torch.randn(64, 32, 1024, generator=gen), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, memory_config=hog_config
+    )
     q = torch.randn(2, 1, 16, 2048, generator=gen)
     k, v = torch.randn(1, 1, 512, 2048, generator=gen), torch.randn(1, 1, 512, 2048, generator=gen)
     tt_q, tt_k, tt_v = (emu_device.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT) for x in (q, k, v))
@@ -307,13 +394,20 @@ def test_cbs_are_planned_below_live_l1_buffers(emu_device):
     from ttflashdecode.plan import L1_RESERVED_BYTES
 
     seed, hog, qkv, tt_qkv, out_config = _l1_hog_and_decode_inputs(emu_device)
-    out = op_module.scaled_dot_product_attention_decode(*tt_qkv, cur_pos=[500], memory_config=out_config,
-                                                        program_config="small/test-2x2")  # fmt: skip
+    out = op_module.scaled_dot_product_attention_decode(
+        *tt_qkv, cur_pos=[500], memory_config=out_config, program_config="small/test-2x2"
+    )
     plan_end = L1_RESERVED_BYTES + op_module.last_run.plan.l1_bytes
     assert plan_end <= out.buffer_address() < hog.buffer_address(), tag(seed)
     stored = [golden.quantize_like_device(x, "bfloat16") for x in qkv]
-    check_close(emu_device.to_torch(out).float(), golden.sdpa_decode(*stored, cur_pos=[500]), "bfloat16", seed,
-                "head_dim 2048 below an L1 hog", dst_factor(2048, False))  # fmt: skip
+    check_close(
+        emu_device.to_torch(out).float(),
+        golden.sdpa_decode(*stored, cur_pos=[500]),
+        "bfloat16",
+        seed,
+        "head_dim 2048 below an L1 hog",
+        dst_factor(2048, False),
+    )
 
 
 def test_output_placed_below_the_plan_is_refused(emu_device, monkeypatch):
@@ -325,30 +419,55 @@ def test_output_placed_below_the_plan_is_refused(emu_device, monkeypatch):
     monkeypatch.setattr(Backend, "lowest_l1_buffer_address", lambda self: None)  # the hog is invisible
     refused = r"memory_config: the L1 output sits at L1 address 0x[0-9a-f]+ \(below other live L1 buffers"
     with pytest.raises(ValueError, match=refused):
-        op_module.scaled_dot_product_attention_decode(*tt_qkv, cur_pos=[500], memory_config=out_config,
-                                                      program_config="small/test-2x2")  # fmt: skip
+        op_module.scaled_dot_product_attention_decode(
+            *tt_qkv, cur_pos=[500], memory_config=out_config, program_config="small/test-2x2"
+        )
     del hog
 
 
 def test_float32_output(emu_device):
     # fp32 end to end with the exact exp: the 1% bound is the exact path's (the approximate exp measured 1.96%).
-    case = DecodeCase(2, 8, 2, 64, 512, (511, 100), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4,
-                      fp32_dest_acc_en=True, out_dtype="float32", exp_approx_mode=False)  # fmt: skip
+    case = DecodeCase(
+        2,
+        8,
+        2,
+        64,
+        512,
+        (511, 100),
+        "bfloat16",
+        k_chunk_size=64,
+        max_cores_per_head_batch=4,
+        fp32_dest_acc_en=True,
+        out_dtype="float32",
+        exp_approx_mode=False,
+    )
     outcome = _run(emu_device, case)
     assert outcome.out.dtype == torch.float32
     # fp32 accumulation and a float32 output: within 1% of the output's magnitude (measured: 0.2%)
     peak = float(outcome.expected.abs().max())
     assert outcome.max_abs_err < 0.01 * peak, (
         f"{tag(outcome.seed)} {case}: max |error| {outcome.max_abs_err:.5f} >= 1% of max |expected| {peak:.4f} "
-        "with fp32 end to end")  # fmt: skip
+        "with fp32 end to end"
+    )
 
 
 @pytest.mark.parametrize("fp32_dest_acc_en", [False, True])
 def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
     """The decode writes a bfloat16 (float32) staging tensor; the tile convert program packs it into bfloat8_b."""
     ttnn = import_ttnn()
-    case = DecodeCase(4, 8, 2, 64, 512, (511, 100, -1, 300), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4,
-                      fp32_dest_acc_en=fp32_dest_acc_en, out_dtype="bfloat8_b")  # fmt: skip
+    case = DecodeCase(
+        4,
+        8,
+        2,
+        64,
+        512,
+        (511, 100, -1, 300),
+        "bfloat8_b",
+        k_chunk_size=64,
+        max_cores_per_head_batch=4,
+        fp32_dest_acc_en=fp32_dest_acc_en,
+        out_dtype="bfloat8_b",
+    )
     outcome = _run(emu_device, case)
     out = outcome.out_tensor
     assert out.dtype == ttnn.bfloat8_b
@@ -369,15 +488,25 @@ def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
         assert (outcome.out - staged).abs().max() <= step, f"{tag(outcome.seed)} output off the staging by > 1 step"
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(dtype="uint16"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32, ttnn.bfloat8_b"),
-    (dict(dtype="bfloat8_b", memory_config="sharded"),
-     "memory_config=.*a bfloat8_b output must be TILE and DRAM interleaved"),
-    (dict(memory_config="width sharded"),
-     "memory_config=.*expected ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config"),
-    (dict(memory_config="narrow shards"), r"memory_config: shard shape \[32, 32\]: expected \[a multiple of 32, 64\]"),
-    (dict(memory_config="too few cores"), "memory_config: 2 shards of 32 rows .* shard grid has 1 cores"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(dtype="uint16"), "dtype=.*expected one of ttnn.bfloat16, ttnn.float32, ttnn.bfloat8_b"),
+        (
+            dict(dtype="bfloat8_b", memory_config="sharded"),
+            "memory_config=.*a bfloat8_b output must be TILE and DRAM interleaved",
+        ),
+        (
+            dict(memory_config="width sharded"),
+            "memory_config=.*expected ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG or an L1 HEIGHT_SHARDED config",
+        ),
+        (
+            dict(memory_config="narrow shards"),
+            r"memory_config: shard shape \[32, 32\]: expected \[a multiple of 32, 64\]",
+        ),
+        (dict(memory_config="too few cores"), "memory_config: 2 shards of 32 rows .* shard grid has 1 cores"),
+    ],
+)
 def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
     ttnn = import_ttnn()
     gen = generator(seed_for(f"test_unsupported_outputs_are_rejected {match}"))
@@ -411,14 +540,27 @@ def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
 
 
 def test_paged_window_sink(emu_device):
-    case = DecodeCase(2, 8, 2, 64, 1024, (1000, 333), "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4,
-                      block_size=64, sliding_window_size=300, attention_sink=True)  # fmt: skip
+    case = DecodeCase(
+        2,
+        8,
+        2,
+        64,
+        1024,
+        (1000, 333),
+        "bfloat8_b",
+        k_chunk_size=64,
+        max_cores_per_head_batch=4,
+        block_size=64,
+        sliding_window_size=300,
+        attention_sink=True,
+    )
     _run(emu_device, case)
 
 
 def test_paged_multi_token(emu_device):
-    case = DecodeCase(2, 8, 2, 64, 512, (511, 40), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4,
-                      block_size=32, q_len=3)  # fmt: skip
+    case = DecodeCase(
+        2, 8, 2, 64, 512, (511, 40), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4, block_size=32, q_len=3
+    )
     _run(emu_device, case)
 
 
@@ -439,7 +581,12 @@ def test_random_feature_mix(emu_device, data):
     causal = data.draw(st.booleans())
     cur_pos = tuple(data.draw(st.integers(q_len - 1, kv_len - 1)) for _ in range(batch)) if causal else None
     case = DecodeCase(
-        batch, n_kv * g, n_kv, data.draw(st.sampled_from([32, 64, 128])), kv_len, cur_pos,
+        batch,
+        n_kv * g,
+        n_kv,
+        data.draw(st.sampled_from([32, 64, 128])),
+        kv_len,
+        cur_pos,
         data.draw(st.sampled_from(["bfloat16", "bfloat8_b"])),
         k_chunk_size=data.draw(st.sampled_from([32, 64, 128])),
         max_cores_per_head_batch=data.draw(st.sampled_from([1, 2, 4, 8])),
@@ -452,5 +599,5 @@ def test_random_feature_mix(emu_device, data):
         mask_heads=0 if causal else data.draw(st.sampled_from([0, 1])),
         out_dtype=data.draw(st.sampled_from(["bfloat16", "bfloat8_b"])),
         seed=data.draw(st.integers(0, 2**31 - 1)),
-    )  # fmt: skip
+    )
     _run(emu_device, case)

@@ -68,8 +68,10 @@ def test_matrix(emu_device, case):
     assert_matches_golden(outcome, case)
 
 
-@pytest.mark.parametrize("cur_pos, exp_approx_mode", [(p, None) for p in (0, 31, 32, 127, 128, 129, 511, 512, 1023)]
-                         + [(p, False) for p in (31, 129, 1023)])  # fmt: skip
+@pytest.mark.parametrize(
+    "cur_pos, exp_approx_mode",
+    [(p, None) for p in (0, 31, 32, 127, 128, 129, 511, 512, 1023)] + [(p, False) for p in (31, 129, 1023)],
+)
 def test_chunk_edges(emu_device, cur_pos, exp_approx_mode):
     """cur_pos at, before and after tile and chunk boundaries, on a 4-core group with 128-position chunks; with the
     default (approximate) exp, and with the exact one at three of them (its Q scaling and exp)."""

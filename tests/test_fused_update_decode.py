@@ -53,12 +53,18 @@ def _case(dev, gen, dtype: str, paged: bool, positions: list[int]):
     new_k, new_v = (torch.randn(1, b, n_kv, d, generator=gen) for _ in range(2))
     q = torch.randn(1, b, n_q, d, generator=gen)
     return dict(
-        K=K, V=V, table=table, q=q, new_k=new_k, new_v=new_v,
+        K=K,
+        V=V,
+        table=table,
+        q=q,
+        new_k=new_k,
+        new_v=new_v,
         caches=[(tiles(dev, K, dtype), tiles(dev, V, dtype)) for _ in range(2)],
-        dev_new=(tiles(dev, new_k, "bfloat16"), tiles(dev, new_v, "bfloat16")), dev_q=tiles(dev, q, "bfloat16"),
+        dev_new=(tiles(dev, new_k, "bfloat16"), tiles(dev, new_v, "bfloat16")),
+        dev_q=tiles(dev, q, "bfloat16"),
         dev_table=None if table is None else dev.from_torch(table, **RM),
         pos=dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM),
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("paged", [False, True], ids=["unpaged", "paged"])
@@ -86,8 +92,9 @@ def test_attention_reads_the_new_rows(dev, dtype, paged):
     assert run.plan.decode.num_cores_per_head > 1, f"{tag(seed)}: the case must split users over cores"
 
     # The caches: exactly what the separate update makes of the same caches.
-    ttflashdecode.paged_fused_update_cache(k_sep, new_k, v_sep, new_v, update_idxs_tensor=c["pos"],
-                                           page_table=c["dev_table"])  # fmt: skip
+    ttflashdecode.paged_fused_update_cache(
+        k_sep, new_k, v_sep, new_v, update_idxs_tensor=c["pos"], page_table=c["dev_table"]
+    )
     for name, a, b in (("K", k, k_sep), ("V", v, v_sep)):
         assert dev._read_pages(a) == dev._read_pages(b), f"{tag(seed)}: {name} cache differs from the separate update's"
     K_after, V_after = dev.to_torch(k).float(), dev.to_torch(v).float()
@@ -122,12 +129,14 @@ def test_one_program_over_steps_and_free_cores(dev):
     programs = device_cache(dev).stats()["programs"]
     for step, positions in enumerate(([10, 150], [11, 151])):
         dev.write(c["pos"], torch.tensor(positions, dtype=torch.int32))
-        ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, cur_pos_tensor=c["pos"],
-                                              program_config=config, output_tensor=out)  # fmt: skip
+        ttflashdecode.update_cache_and_decode(
+            c["dev_q"], k, v, new_k, new_v, cur_pos_tensor=c["pos"], program_config=config, output_tensor=out
+        )
         plan = fused.last_run.plan
         assert not plan.reserved_row and all(y >= 4 for _, y in plan.update_cores), f"{tag(seed)}: {plan.update_cores}"
-        expected = golden.sdpa_decode(c["q"].bfloat16().float(), dev.to_torch(k).float(), dev.to_torch(v).float(),
-                                      cur_pos=positions)  # fmt: skip
+        expected = golden.sdpa_decode(
+            c["q"].bfloat16().float(), dev.to_torch(k).float(), dev.to_torch(v).float(), cur_pos=positions
+        )
         check_output(dev.to_torch(out).float(), expected, seed, f"step {step}", "bfloat8_b")
     assert device_cache(dev).stats()["programs"] - programs == 1, f"{tag(seed)}: expected one program for both steps"
 
@@ -142,8 +151,9 @@ def test_refused_before_anything_runs(dev):
     with pytest.raises(ValueError, match=r"^q: q_len=2"):
         ttflashdecode.update_cache_and_decode(q2, k, v, new_k, new_v, cur_pos_tensor=c["pos"])
     with pytest.raises(ValueError, match=r"^dtype=bfloat8_b"):
-        ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, cur_pos_tensor=c["pos"],
-                                              dtype=ttnn.bfloat8_b)  # fmt: skip
+        ttflashdecode.update_cache_and_decode(
+            c["dev_q"], k, v, new_k, new_v, cur_pos_tensor=c["pos"], dtype=ttnn.bfloat8_b
+        )
     wrong = tiles(dev, torch.randn(1, 3, 2, 32, generator=gen), "bfloat16")
     with pytest.raises(ValueError, match=r"^k_new: shape"):
         ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, wrong, new_v, cur_pos_tensor=c["pos"])

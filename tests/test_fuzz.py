@@ -101,21 +101,45 @@ class Shape:
 
     def harness_case(self, cur_pos) -> DecodeCase:
         """The decode_harness case with this shape (for its thresholds and its name)."""
-        return DecodeCase(self.batch, self.n_q, self.n_kv, self.head_dim, self.kv_len,
-                          None if cur_pos is None else tuple(cur_pos), self.kv_dtype, k_chunk_size=self.k_chunk_size,
-                          max_cores_per_head_batch=self.cores, q_len=self.q_len, sliding_window_size=self.window,
-                          block_size=self.block_size, mask_heads=self.mask_heads,
-                          mask_dtype=self.mask_dtype)  # fmt: skip
+        return DecodeCase(
+            self.batch,
+            self.n_q,
+            self.n_kv,
+            self.head_dim,
+            self.kv_len,
+            None if cur_pos is None else tuple(cur_pos),
+            self.kv_dtype,
+            k_chunk_size=self.k_chunk_size,
+            max_cores_per_head_batch=self.cores,
+            q_len=self.q_len,
+            sliding_window_size=self.window,
+            block_size=self.block_size,
+            mask_heads=self.mask_heads,
+            mask_dtype=self.mask_dtype,
+        )
 
 
 CONTIG = Shape("contig", 3, 8, 2, 64, 512)
 CONTIG_Q3 = Shape("contig-bfp8-q3-win100", 3, 8, 2, 64, 512, "bfloat8_b", q_len=3, window=100)
 PAGED = Shape("paged32-d32", 3, 8, 2, 32, 512, block_size=32, num_blocks=52, k_chunk_size=64)
-PAGED_WIN = Shape("paged64-bfp4-q2-win200", 3, 8, 1, 64, 512, "bfloat4_b", q_len=2, window=200, block_size=64,
-                  num_blocks=28)  # fmt: skip
+PAGED_WIN = Shape(
+    "paged64-bfp4-q2-win200", 3, 8, 1, 64, 512, "bfloat4_b", q_len=2, window=200, block_size=64, num_blocks=28
+)
 MASK1 = Shape("mask1", 2, 8, 2, 64, 256, k_chunk_size=64, mask_heads=1)
-MASK8 = Shape("mask8-bfp8-q2", 2, 8, 2, 64, 256, "bfloat8_b", q_len=2, k_chunk_size=64, cores=2, mask_heads=8,
-              mask_dtype="bfloat8_b")  # fmt: skip
+MASK8 = Shape(
+    "mask8-bfp8-q2",
+    2,
+    8,
+    2,
+    64,
+    256,
+    "bfloat8_b",
+    q_len=2,
+    k_chunk_size=64,
+    cores=2,
+    mask_heads=8,
+    mask_dtype="bfloat8_b",
+)
 
 
 # ---- the fuzz loop ---------------------------------------------------------------------------------------------
@@ -160,13 +184,17 @@ def fuzz(test: str, shapes, run_one, *, min_cases: int, max_cases: int) -> None:
         ran += 1
         counts[f"shape {desc['shape']}"] += 1
     elapsed = time.monotonic() - start
-    print(f"\n[fuzz {test}] seed={SEED} cases={ran} failed={len(failures)} time={elapsed:.1f}s "
-          f"(budget {BUDGET_S:g}s, min {min_cases}, max {max_cases})")  # fmt: skip
+    print(
+        f"\n[fuzz {test}] seed={SEED} cases={ran} failed={len(failures)} time={elapsed:.1f}s "
+        f"(budget {BUDGET_S:g}s, min {min_cases}, max {max_cases})"
+    )
     for key in sorted(counts):
         print(f"    {key}: {counts[key]}")
     if failures:
-        pytest.fail(f"{len(failures)} of {ran} fuzz cases broke the contract (seed {SEED}):\n" + "\n".join(failures),
-                    pytrace=False)  # fmt: skip
+        pytest.fail(
+            f"{len(failures)} of {ran} fuzz cases broke the contract (seed {SEED}):\n" + "\n".join(failures),
+            pytrace=False,
+        )
     if REPLAY_CASE is None:
         assert ran >= min_cases, f"only {ran} fuzz cases ran (seed {SEED}); expected at least {min_cases}"
 
@@ -419,15 +447,24 @@ def _check_stored(dev, tensor, clean_stored: torch.Tensor, garbage: torch.Tensor
 # ---- output checks ---------------------------------------------------------------------------------------------
 
 
-def _check_output(out: torch.Tensor, expected: torch.Tensor, shape: Shape, cur_pos, *, zero_users=(),
-                  zero_rows: torch.Tensor | None = None) -> None:  # fmt: skip
+def _check_output(
+    out: torch.Tensor,
+    expected: torch.Tensor,
+    shape: Shape,
+    cur_pos,
+    *,
+    zero_users=(),
+    zero_rows: torch.Tensor | None = None,
+) -> None:
     """Every output element finite (the buffer was NaN-poisoned), users / rows that must be zero exactly zero, the
     rest against the golden with decode_harness's thresholds."""
     assert out.shape == expected.shape, f"output shape {tuple(out.shape)} != {tuple(expected.shape)}"
     for u in range(shape.batch):
         bad = int((~torch.isfinite(out[:, u])).sum())
-        assert bad == 0, (f"user {u}: {bad} NaN/Inf output elements (garbage leaked into its rows, or rows never "
-                          "written over the NaN poison)")  # fmt: skip
+        assert bad == 0, (
+            f"user {u}: {bad} NaN/Inf output elements (garbage leaked into its rows, or rows never "
+            "written over the NaN poison)"
+        )
     for u in zero_users:
         nonzero = int(torch.count_nonzero(out[:, u]))
         assert nonzero == 0, (
@@ -441,9 +478,17 @@ def _check_output(out: torch.Tensor, expected: torch.Tensor, shape: Shape, cur_p
             f"{int((got != 0).any(-1).sum())} are not (max |out| {got.abs().max().item():.4g})"
         )
     case = shape.harness_case(cur_pos)
-    outcome = DecodeOutcome(out=out, expected=expected, pcc=golden.pcc(out, expected),
-                            max_abs_err=golden.max_abs_error(out, expected), stats=None, plan=None, k=None, v=None,
-                            page_table=None)  # fmt: skip
+    outcome = DecodeOutcome(
+        out=out,
+        expected=expected,
+        pcc=golden.pcc(out, expected),
+        max_abs_err=golden.max_abs_error(out, expected),
+        stats=None,
+        plan=None,
+        k=None,
+        v=None,
+        page_table=None,
+    )
     assert_matches_golden(outcome, case)
 
 
@@ -451,10 +496,18 @@ def _run_causal(dev, shape: Shape, rng, counts, desc, inputs: CausalInputs, devi
     """Uploads ``inputs`` (dirty K/V and table), runs the op with ``device_pos`` and checks it against the golden
     on the clean copy at ``golden_pos`` (users whose rows must be zero at -1)."""
     qdt = shape.kv_dtype
-    stored = {name: golden.quantize_like_device(x, dt) for name, x, dt in
-              (("q", inputs.q, "bfloat16"), ("k", inputs.k_clean, qdt), ("v", inputs.v_clean, qdt))}  # fmt: skip
-    expected = golden.sdpa_decode(stored["q"], stored["k"], stored["v"], cur_pos=list(golden_pos),
-                                  sliding_window_size=shape.window, page_table=inputs.table)  # fmt: skip
+    stored = {
+        name: golden.quantize_like_device(x, dt)
+        for name, x, dt in (("q", inputs.q, "bfloat16"), ("k", inputs.k_clean, qdt), ("v", inputs.v_clean, qdt))
+    }
+    expected = golden.sdpa_decode(
+        stored["q"],
+        stored["k"],
+        stored["v"],
+        cur_pos=list(golden_pos),
+        sliding_window_size=shape.window,
+        page_table=inputs.table,
+    )
     tt_q, tt_k, tt_v = _put(dev, inputs.q), _put(dev, inputs.k_dirty, qdt), _put(dev, inputs.v_dirty, qdt)
     out = _poisoned_output(dev, shape)
     owned = [tt_q, tt_k, tt_v, out]
@@ -503,14 +556,29 @@ def test_garbage_never_poisons_visible_rows(device):
         inputs = _causal_inputs(shape, rng, g, counts, desc, pos, garbage=rng.random() > 0.08)
         _run_causal(device, shape, rng, counts, desc, inputs, pos, pos)
 
-    fuzz("test_garbage_never_poisons_visible_rows", [CONTIG, CONTIG_Q3, PAGED, PAGED_WIN], one, min_cases=8,
-         max_cases=300)  # fmt: skip
+    fuzz(
+        "test_garbage_never_poisons_visible_rows",
+        [CONTIG, CONTIG_Q3, PAGED, PAGED_WIN],
+        one,
+        min_cases=8,
+        max_cases=300,
+    )
 
 
 # ---- B: masks with -inf (non-causal) ---------------------------------------------------------------------------
 
-MASK_PATTERNS = ("finite", "random-30%", "chunk-holes", "all-inf", "one-visible", "left-pad", "right-pad",
-                 "only-first-chunk", "only-last-chunk", "one-visible-chunk")  # fmt: skip
+MASK_PATTERNS = (
+    "finite",
+    "random-30%",
+    "chunk-holes",
+    "all-inf",
+    "one-visible",
+    "left-pad",
+    "right-pad",
+    "only-first-chunk",
+    "only-last-chunk",
+    "one-visible-chunk",
+)
 
 
 def _mask_row(pattern: str, rng: random.Random, g: torch.Generator, S: int, ck: int) -> torch.Tensor:
@@ -557,20 +625,34 @@ def test_masked_rows(device):
                     mask[bi, h, t] = _mask_row(pattern, rng, g, S, shape.k_chunk_size)
         desc["mask_rows"] = patterns
         stored_mask = golden.quantize_like_device(mask, shape.mask_dtype)
-        stored = [golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k, shape.kv_dtype),
-                                                                 (v, shape.kv_dtype))]  # fmt: skip
+        stored = [
+            golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k, shape.kv_dtype), (v, shape.kv_dtype))
+        ]
         expected = golden.sdpa_decode(*stored, is_causal=False, attn_mask=stored_mask)
         dead = (stored_mask == -INF).all(-1)  # [b, mh, q_len]: rows that see nothing
         zero_rows = dead.permute(2, 0, 1).expand(ql, b, shape.n_q)  # [q_len, b, n_q]
         expected[zero_rows] = 0.0
         counts["fully masked output rows"] += int(zero_rows.sum())
-        tt = [_put(device, q), _put(device, k, shape.kv_dtype), _put(device, v, shape.kv_dtype),
-              _put(device, mask, shape.mask_dtype), _poisoned_output(device, shape)]  # fmt: skip
+        tt = [
+            _put(device, q),
+            _put(device, k, shape.kv_dtype),
+            _put(device, v, shape.kv_dtype),
+            _put(device, mask, shape.mask_dtype),
+            _poisoned_output(device, shape),
+        ]
         try:
             if not torch.equal(device.to_torch(tt[3]).float(), stored_mask):
                 raise FuzzTestBug("attn_mask: the device stores other values than golden.quantize_like_device")
-            _call_op(op_module.scaled_dot_product_attention_decode, tt[0], tt[1], tt[2], is_causal=False,
-                     attn_mask=tt[3], program_config=shape.program_config(), output_tensor=tt[4])  # fmt: skip
+            _call_op(
+                op_module.scaled_dot_product_attention_decode,
+                tt[0],
+                tt[1],
+                tt[2],
+                is_causal=False,
+                attn_mask=tt[3],
+                program_config=shape.program_config(),
+                output_tensor=tt[4],
+            )
             got = device.to_torch(tt[4]).float()
         finally:
             _free(*tt)
@@ -640,8 +722,11 @@ def test_bad_device_page_table(device):
                 kind = rng.choice(BAD_ENTRIES)
                 inputs.table_dirty[u, j] = _bad_entry(rng, kind, shape.num_blocks)
                 counts[f"bad needed entry {kind}"] += 1
-                counts["bad needed entry at " + ("first" if j == first else "last" if j == last else "middle")
-                       + " needed slot"] += 1  # fmt: skip
+                counts[
+                    "bad needed entry at "
+                    + ("first" if j == first else "last" if j == last else "middle")
+                    + " needed slot"
+                ] += 1
         golden_pos = [-1 if u in bad_users else p for u, p in enumerate(pos)]
         desc["cur_pos"], desc["bad_users"], desc["table_dirty"] = pos, bad_users, inputs.table_dirty.tolist()
         counts["users with a bad needed entry"] += len(bad_users)
@@ -655,8 +740,21 @@ def test_bad_device_page_table(device):
 DB, DNQ, DNKV, DD, DS, DBS, DNB = 2, 8, 2, 64, 256, 32, 20  # a valid call: 2 users, GQA 8/2, 256 positions
 # Positive finite scales outside [SCALE_MIN, SCALE_MAX]: fp32 denormals and zeros, the approximate exp's leaking
 # masks, the exact exp's losing ones, its multiplier's fp32 overflow, no fp32 at all, a Python int past float.
-OUT_OF_RANGE_SCALES = (SCALE_MIN * 0.999, 1e-30, 1e-38, 1e-40, 1e-46, 5e-324, SCALE_MAX * 1.001, 1e28, 9e35, 3.4e38,
-                       3.5e38, 1.7e308, 10**400)  # fmt: skip
+OUT_OF_RANGE_SCALES = (
+    SCALE_MIN * 0.999,
+    1e-30,
+    1e-38,
+    1e-40,
+    1e-46,
+    5e-324,
+    SCALE_MAX * 1.001,
+    1e28,
+    9e35,
+    3.4e38,
+    3.5e38,
+    1.7e308,
+    10**400,
+)
 D_CONFIG = ProgramConfig((8, 8), k_chunk_size=64, max_cores_per_head_batch=2)
 
 
@@ -670,8 +768,16 @@ class _BadCallCase:
     def __init__(self, dev, other, rng: random.Random):
         self.dev, self.other, self.rng = dev, other, rng
         self.tensors = []
-        self.kind = rng.choice(("causal-list", "causal-device-pos", "causal-host-pos-tensor", "noncausal",
-                                "paged-host-table", "paged-device-table"))  # fmt: skip
+        self.kind = rng.choice(
+            (
+                "causal-list",
+                "causal-device-pos",
+                "causal-host-pos-tensor",
+                "noncausal",
+                "paged-host-table",
+                "paged-device-table",
+            )
+        )
         self.q_len = rng.choice((1, 1, 2))
         self.paged = self.kind.startswith("paged")
         self.causal = self.kind != "noncausal"
@@ -725,8 +831,11 @@ class _BadCallCase:
 
     def put_int(self, values, device=None, dtype=None, layout=None):
         ttnn = _ttnn()
-        t = (device or self.dev).from_torch(torch.as_tensor(values, dtype=torch.int32), dtype=dtype or ttnn.int32,
-                                            layout=layout or ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+        t = (device or self.dev).from_torch(
+            torch.as_tensor(values, dtype=torch.int32),
+            dtype=dtype or ttnn.int32,
+            layout=layout or ttnn.ROW_MAJOR_LAYOUT,
+        )
         self.tensors.append(t)
         return t
 
@@ -769,8 +878,9 @@ class _BadCallCase:
             )
             return mla[0](self.q, self.k, *mla[1:], head_dim_v=self.mla_head_dim_v, **self.kwargs)
         if self.paged:
-            return op_module.paged_scaled_dot_product_attention_decode(self.q, self.k, self.v, self.page_table,
-                                                                       **self.kwargs)  # fmt: skip
+            return op_module.paged_scaled_dot_product_attention_decode(
+                self.q, self.k, self.v, self.page_table, **self.kwargs
+            )
         return op_module.scaled_dot_product_attention_decode(self.q, self.k, self.v, **self.kwargs)
 
     def free(self):
@@ -803,23 +913,27 @@ def _mutations(c: _BadCallCase):
 
     # q / k / v
     for label, make in (
-        ("rank 3", lambda: c.put((DB, DNQ, DD))), ("rank 5", lambda: c.put((1, ql, DB, DNQ, DD))),
+        ("rank 3", lambda: c.put((DB, DNQ, DD))),
+        ("rank 5", lambda: c.put((1, ql, DB, DNQ, DD))),
         ("dtype bfloat8_b", lambda: c.put((ql, DB, DNQ, DD), "bfloat8_b")),
         ("dtype float32", lambda: c.put((ql, DB, DNQ, DD), "float32")),
         ("other device", lambda: c.put((ql, DB, DNQ, DD), device=c.other)),
-        ("deallocated", lambda: c.dead((ql, DB, DNQ, DD))), ("torch tensor", lambda: torch.randn(ql, DB, DNQ, DD)),
-    ):  # fmt: skip
+        ("deallocated", lambda: c.dead((ql, DB, DNQ, DD))),
+        ("torch tensor", lambda: torch.randn(ql, DB, DNQ, DD)),
+    ):
         m.append((f"q {label}", {"q", "k"} if label == "other device" else {"q"}, setattr_("q", make)))
     m.append(("q q_len 9", {"q"}, setattr_("q", lambda: c.put((9, DB, DNQ, DD)))))
     m.append(("q 5 heads", {"q", "k"}, setattr_("q", lambda: c.put((ql, DB, 5, DD)))))
     m.append(("q head_dim 32", {"q", "k"}, setattr_("q", lambda: c.put((ql, DB, DNQ, 32)))))
     for name in ("k", "v"):
         for label, make in (
-            ("rank 3", lambda: c.put(kv_shape[1:])), ("dtype float32", lambda: c.put(kv_shape, "float32")),
+            ("rank 3", lambda: c.put(kv_shape[1:])),
+            ("dtype float32", lambda: c.put(kv_shape, "float32")),
             ("ROW_MAJOR layout", lambda: c.put(kv_shape, layout=rm)),
-            ("other device", lambda: c.put(kv_shape, device=c.other)), ("deallocated", lambda: c.dead(kv_shape)),
+            ("other device", lambda: c.put(kv_shape, device=c.other)),
+            ("deallocated", lambda: c.dead(kv_shape)),
             ("torch tensor", lambda: torch.randn(*kv_shape)),
-        ):  # fmt: skip
+        ):
             m.append((f"{name} {label}", {name}, setattr_(name, make)))
     m.append(("k head_dim 32", {"k", "q"}, setattr_("k", lambda: c.put(kv_shape[:3] + (32,)))))
     m.append(("v length halved", {"v", "k"}, setattr_("v", lambda: c.put(kv_shape[:2] + (kv_shape[2] // 2, DD)))))
@@ -847,28 +961,44 @@ def _mutations(c: _BadCallCase):
         m.append(("sliding_window_size with is_causal=False", {"sliding_window_size"}, arg("sliding_window_size", 64)))
     # positions
     if c.causal:
-        lists = [("cur_pos too short", [5]), ("cur_pos too long", [5] * (DB + 1)), ("cur_pos bare int", 5),
-                 ("cur_pos = kv_len", [5, c.kv_len()]), ("cur_pos 10**6", [10**6, 5]), ("cur_pos -2", [5, -2]),
-                 ("cur_pos int32_min", [INT32_MIN, 5]), ("cur_pos floats", [5.0, 6.0]), ("cur_pos string", "12"),
-                 ("cur_pos bools", [True, 5]), ("cur_pos None", None)]  # fmt: skip
+        lists = [
+            ("cur_pos too short", [5]),
+            ("cur_pos too long", [5] * (DB + 1)),
+            ("cur_pos bare int", 5),
+            ("cur_pos = kv_len", [5, c.kv_len()]),
+            ("cur_pos 10**6", [10**6, 5]),
+            ("cur_pos -2", [5, -2]),
+            ("cur_pos int32_min", [INT32_MIN, 5]),
+            ("cur_pos floats", [5.0, 6.0]),
+            ("cur_pos string", "12"),
+            ("cur_pos bools", [True, 5]),
+            ("cur_pos None", None),
+        ]
         if ql > 1:
             lists.append(("cur_pos below q_len-1", [0, 5]))
         for label, value in lists:
             m.append((label, {"cur_pos", "cur_pos_tensor"}, pos_arg(lambda value=value: {"cur_pos": value})))
-        m.append(("cur_pos and cur_pos_tensor", {"cur_pos", "cur_pos_tensor"},
-                  pos_arg(lambda: {"cur_pos": [5, 6], "cur_pos_tensor": c.put_int([5, 6])})))  # fmt: skip
+        m.append(
+            (
+                "cur_pos and cur_pos_tensor",
+                {"cur_pos", "cur_pos_tensor"},
+                pos_arg(lambda: {"cur_pos": [5, 6], "cur_pos_tensor": c.put_int([5, 6])}),
+            )
+        )
         for label, make in (
             ("bfloat16", lambda: c.put_float([5.0, 6.0], "bfloat16")),
             ("float32", lambda: c.put_float([5.0, 6.0], "float32")),
-            ("3 entries", lambda: c.put_int([5, 6, 7])), ("shape [1, 2]", lambda: c.put_int([[5, 6]])),
+            ("3 entries", lambda: c.put_int([5, 6, 7])),
+            ("shape [1, 2]", lambda: c.put_int([[5, 6]])),
             ("other device", lambda: c.put_int([5, 6], device=c.other)),
             ("deallocated", lambda: _dealloc(c.put_int([5, 6]))),
             ("host out of range", lambda: torch.tensor([5, c.kv_len()], dtype=torch.int32)),
             ("host -2", lambda: torch.tensor([-2, 5], dtype=torch.int32)),
             ("host float", lambda: torch.tensor([5.0, 6.0])),
-        ):  # fmt: skip
-            m.append((f"cur_pos_tensor {label}", {"cur_pos_tensor"},
-                      pos_arg(lambda make=make: {"cur_pos_tensor": make()})))  # fmt: skip
+        ):
+            m.append(
+                (f"cur_pos_tensor {label}", {"cur_pos_tensor"}, pos_arg(lambda make=make: {"cur_pos_tensor": make()}))
+            )
 
         def bad_device_pos():
             c.kwargs.pop("cur_pos", None)
@@ -885,7 +1015,8 @@ def _mutations(c: _BadCallCase):
         for label, make in (
             ("host 3 rows", lambda: torch.zeros(rows + 1, cols, dtype=torch.int32)),
             ("host 4 rows", lambda: torch.zeros(rows + 2, cols, dtype=torch.int32)),
-            ("host rank 1", lambda: c.table.flatten()), ("host float", lambda: c.table.float()),
+            ("host rank 1", lambda: c.table.flatten()),
+            ("host float", lambda: c.table.float()),
             ("host needed entry -5", lambda: _with_entry(c.table, c.needed_slot(), -5)),
             ("host needed entry num_blocks+7", lambda: _with_entry(c.table, c.needed_slot(), DNB + 7)),
             ("device 3 rows", lambda: c.put_int(torch.zeros(rows + 1, cols))),
@@ -893,7 +1024,7 @@ def _mutations(c: _BadCallCase):
             ("device TILE layout", lambda: c.put_int(c.table, layout=ttnn.TILE_LAYOUT)),
             ("device other device", lambda: c.put_int(c.table, device=c.other)),
             ("device deallocated", lambda: _dealloc(c.put_int(c.table))),
-        ):  # fmt: skip
+        ):
             m.append((f"page_table_tensor {label}", {"page_table_tensor"}, setattr_("page_table", make)))
 
         def bad_needed_entry():
@@ -907,24 +1038,31 @@ def _mutations(c: _BadCallCase):
         m.append(("attn_mask with is_causal=True", {"attn_mask"}, argf("attn_mask", lambda: c.put(mask_shape))))
     else:
         for label, make in (
-            ("short", lambda: c.put((DB, 1, ql, c.kv_len() // 2))), ("3 heads", lambda: c.put((DB, 3, ql, c.kv_len()))),
-            ("float32", lambda: c.put(mask_shape, "float32")), ("ROW_MAJOR", lambda: c.put(mask_shape, layout=rm)),
-            ("other device", lambda: c.put(mask_shape, device=c.other)), ("deallocated", lambda: c.dead(mask_shape)),
+            ("short", lambda: c.put((DB, 1, ql, c.kv_len() // 2))),
+            ("3 heads", lambda: c.put((DB, 3, ql, c.kv_len()))),
+            ("float32", lambda: c.put(mask_shape, "float32")),
+            ("ROW_MAJOR", lambda: c.put(mask_shape, layout=rm)),
+            ("other device", lambda: c.put(mask_shape, device=c.other)),
+            ("deallocated", lambda: c.dead(mask_shape)),
             ("torch tensor", lambda: torch.zeros(mask_shape)),
-        ):  # fmt: skip
+        ):
             m.append((f"attn_mask {label}", {"attn_mask"}, argf("attn_mask", make)))
     for label, make in (
-        ("[1, 4]", lambda: c.put((1, 4))), ("float32", lambda: c.put((1, DNQ), "float32")),
-        ("other device", lambda: c.put((1, DNQ), device=c.other)), ("deallocated", lambda: c.dead((1, DNQ))),
+        ("[1, 4]", lambda: c.put((1, 4))),
+        ("float32", lambda: c.put((1, DNQ), "float32")),
+        ("other device", lambda: c.put((1, DNQ), device=c.other)),
+        ("deallocated", lambda: c.dead((1, DNQ))),
         ("torch tensor", lambda: torch.zeros(1, DNQ)),
-    ):  # fmt: skip
+    ):
         m.append((f"attention_sink {label}", {"attention_sink"}, argf("attention_sink", make)))
     out_shape = (ql, DB, DNQ, DD)
     for label, make in (
-        ("head_dim 32", lambda: c.put(out_shape[:3] + (32,))), ("bfloat4_b", lambda: c.put(out_shape, "bfloat4_b")),
-        ("other device", lambda: c.put(out_shape, device=c.other)), ("deallocated", lambda: c.dead(out_shape)),
+        ("head_dim 32", lambda: c.put(out_shape[:3] + (32,))),
+        ("bfloat4_b", lambda: c.put(out_shape, "bfloat4_b")),
+        ("other device", lambda: c.put(out_shape, device=c.other)),
+        ("deallocated", lambda: c.dead(out_shape)),
         ("torch tensor", lambda: torch.zeros(out_shape)),
-    ):  # fmt: skip
+    ):
         m.append((f"output_tensor {label}", {"output_tensor"}, argf("output_tensor", make)))
     if "output_tensor" not in c.kwargs:
         width_sharded = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.L1)
@@ -933,13 +1071,25 @@ def _mutations(c: _BadCallCase):
         for value in (ttnn.int32, 42, "float16"):
             m.append((f"dtype={value!r}", {"dtype"}, arg("dtype", value)))
     sdpa = ttnn.SDPAProgramConfig  # its constructor checks nothing, so the op's coercion must
-    for label, make in (("ttnn k_chunk_size 48", lambda: sdpa(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
-                                                              q_chunk_size=32, k_chunk_size=48)),
-                        ("ttnn grid 9x8", lambda: sdpa(compute_with_storage_grid_size=ttnn.CoreCoord(9, 8),
-                                                       q_chunk_size=32, k_chunk_size=64)),
-                        ("grid 9x8", lambda: ProgramConfig((9, 8))), ("42", lambda: 42)):  # fmt: skip
-        m.append((f"program_config {label}", {"program_config", "k_chunk_size", "compute_with_storage_grid_size"},
-                  argf("program_config", make)))  # fmt: skip
+    for label, make in (
+        (
+            "ttnn k_chunk_size 48",
+            lambda: sdpa(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=32, k_chunk_size=48),
+        ),
+        (
+            "ttnn grid 9x8",
+            lambda: sdpa(compute_with_storage_grid_size=ttnn.CoreCoord(9, 8), q_chunk_size=32, k_chunk_size=64),
+        ),
+        ("grid 9x8", lambda: ProgramConfig((9, 8))),
+        ("42", lambda: 42),
+    ):
+        m.append(
+            (
+                f"program_config {label}",
+                {"program_config", "k_chunk_size", "compute_with_storage_grid_size"},
+                argf("program_config", make),
+            )
+        )
     for value in (42, "HiFi4"):
         m.append((f"compute_kernel_config={value!r}", {"compute_kernel_config"}, arg("compute_kernel_config", value)))
     return m
@@ -1061,11 +1211,17 @@ def test_scale_range(device, monkeypatch):
                     for method in ("allocate", "from_torch", "generic_op"):
                         mp.setattr(device, method, _raise_reached(method))
                     for what, call in (
-                        ("op", lambda: op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos=[5, 6],
-                                                                                     scale=scale)),
-                        ("plan", lambda: FlashDecodeWrapper(device).plan(batch=2, n_q_heads=8, n_kv_heads=2,
-                                                                         head_dim=64, kv_len=256, scale=scale)),
-                    ):  # fmt: skip
+                        (
+                            "op",
+                            lambda: op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos=[5, 6], scale=scale),
+                        ),
+                        (
+                            "plan",
+                            lambda: FlashDecodeWrapper(device).plan(
+                                batch=2, n_q_heads=8, n_kv_heads=2, head_dim=64, kv_len=256, scale=scale
+                            ),
+                        ),
+                    ):
                         try:
                             call()
                             raised = None
@@ -1099,8 +1255,14 @@ def test_scale_range(device, monkeypatch):
         tensors = [_put(device, x) for x in (q, k, v)] + [_poisoned_output(device, shape)]
         try:
             config = ProgramConfig((8, 8), k_chunk_size=shape.k_chunk_size, exp_approx_mode=approx)
-            _call_op(op_module.scaled_dot_product_attention_decode, *tensors[:3], cur_pos=pos, scale=scale,
-                     program_config=config, output_tensor=tensors[3])  # fmt: skip
+            _call_op(
+                op_module.scaled_dot_product_attention_decode,
+                *tensors[:3],
+                cur_pos=pos,
+                scale=scale,
+                program_config=config,
+                output_tensor=tensors[3],
+            )
             got = device.to_torch(tensors[3]).float()
         finally:
             _free(*tensors)
@@ -1112,9 +1274,18 @@ def test_scale_range(device, monkeypatch):
 # ---- G: plan() refuses what run() refuses, and runs what it plans --------------------------------------------
 
 # plan()'s argument -> the op arguments (tensors) that carry it
-_PLAN_TO_RUN = {"q_len": {"q"}, "head_dim": {"q", "k"}, "n_q_heads": {"q", "n_q_heads"}, "kv_dtype": {"k"},
-                "v_dtype": {"v"}, "dtype": {"dtype"}, "attn_mask_dtype": {"attn_mask"}, "scale": {"scale"},
-                "sliding_window_size": {"sliding_window_size"}, "attention_sink": {"attention_sink"}}  # fmt: skip
+_PLAN_TO_RUN = {
+    "q_len": {"q"},
+    "head_dim": {"q", "k"},
+    "n_q_heads": {"q", "n_q_heads"},
+    "kv_dtype": {"k"},
+    "v_dtype": {"v"},
+    "dtype": {"dtype"},
+    "attn_mask_dtype": {"attn_mask"},
+    "scale": {"scale"},
+    "sliding_window_size": {"sliding_window_size"},
+    "attention_sink": {"attention_sink"},
+}
 _PLAN_MUTATIONS = {
     "q_len": (0, 9, 10, 100),
     "head_dim": (48, 100),
@@ -1131,8 +1302,16 @@ PV_CONFIG = ProgramConfig((8, 8), k_chunk_size=64, max_cores_per_head_batch=2)
 
 def _plan_spec(rng: random.Random) -> dict:
     """A valid plan's arguments (the shape of test D's calls), as ttnn dtype names."""
-    spec = dict(batch=DB, n_q_heads=DNQ, n_kv_heads=DNKV, head_dim=DD, kv_len=DS, q_len=rng.choice((1, 1, 2)),
-                kv_dtype=rng.choice(("bfloat16", "bfloat8_b")), is_causal=rng.random() < 0.75)  # fmt: skip
+    spec = dict(
+        batch=DB,
+        n_q_heads=DNQ,
+        n_kv_heads=DNKV,
+        head_dim=DD,
+        kv_len=DS,
+        q_len=rng.choice((1, 1, 2)),
+        kv_dtype=rng.choice(("bfloat16", "bfloat8_b")),
+        is_causal=rng.random() < 0.75,
+    )
     spec["v_dtype"] = spec["kv_dtype"] if rng.random() < 0.7 else rng.choice(("bfloat16", "bfloat8_b"))
     if spec["is_causal"]:
         if rng.random() < 0.3:
@@ -1183,16 +1362,24 @@ def test_plan_refuses_what_run_refuses(device, monkeypatch):
             assert plan_error is not None, f"plan() accepted {bad}={spec[bad]!r}"
             return
         pos = [rng.randrange(ql - 1, DS) for _ in range(DB)]
-        tensors = [_put(device, torch.randn(ql, DB, nq, d)),
-                   _put(device, torch.randn(DB, DNKV, DS, d), spec["kv_dtype"]),
-                   _put(device, torch.randn(DB, DNKV, DS, d), spec["v_dtype"])]  # fmt: skip
-        kwargs = dict(is_causal=spec["is_causal"], scale=spec.get("scale"), program_config=PV_CONFIG,
-                      sliding_window_size=spec.get("sliding_window_size"), dtype=dtypes.get("dtype"))  # fmt: skip
+        tensors = [
+            _put(device, torch.randn(ql, DB, nq, d)),
+            _put(device, torch.randn(DB, DNKV, DS, d), spec["kv_dtype"]),
+            _put(device, torch.randn(DB, DNKV, DS, d), spec["v_dtype"]),
+        ]
+        kwargs = dict(
+            is_causal=spec["is_causal"],
+            scale=spec.get("scale"),
+            program_config=PV_CONFIG,
+            sliding_window_size=spec.get("sliding_window_size"),
+            dtype=dtypes.get("dtype"),
+        )
         if spec["is_causal"]:
             kwargs["cur_pos"] = pos
         if spec.get("attn_mask_heads"):
-            kwargs["attn_mask"] = _put(device, torch.zeros(DB, spec["attn_mask_heads"], ql, DS),
-                                       spec["attn_mask_dtype"])  # fmt: skip
+            kwargs["attn_mask"] = _put(
+                device, torch.zeros(DB, spec["attn_mask_heads"], ql, DS), spec["attn_mask_dtype"]
+            )
             tensors.append(kwargs["attn_mask"])
         if spec.get("attention_sink"):
             kwargs["attention_sink"] = _put(device, torch.zeros(1, nq))
@@ -1272,18 +1459,33 @@ def test_garbage_behind_masks(device):
         desc["garbage"] = f"{kind} in {target}, {n_rows} (user, kv head, position) rows"
         counts["garbage rows behind masks"] += n_rows
         counts[f"garbage value {kind} in {target}"] += 1
-        stored = [golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k_clean, shape.kv_dtype),
-                                                                 (v_clean, shape.kv_dtype))]  # fmt: skip
+        stored = [
+            golden.quantize_like_device(x, dt)
+            for x, dt in ((q, "bfloat16"), (k_clean, shape.kv_dtype), (v_clean, shape.kv_dtype))
+        ]
         expected = golden.sdpa_decode(*stored, is_causal=False, attn_mask=stored_mask)
         zero_rows = hidden.all(-1).permute(2, 0, 1).expand(ql, b, shape.n_q)  # [q_len, b, n_q]
         expected[zero_rows] = 0.0
-        tt = [_put(device, q), _put(device, k_dirty, shape.kv_dtype), _put(device, v_dirty, shape.kv_dtype),
-              _put(device, mask, shape.mask_dtype), _poisoned_output(device, shape)]  # fmt: skip
+        tt = [
+            _put(device, q),
+            _put(device, k_dirty, shape.kv_dtype),
+            _put(device, v_dirty, shape.kv_dtype),
+            _put(device, mask, shape.mask_dtype),
+            _poisoned_output(device, shape),
+        ]
         try:
             _check_stored(device, tt[1], stored[1], k_garbage, "k", counts)
             _check_stored(device, tt[2], stored[2], v_garbage, "v", counts)
-            _call_op(op_module.scaled_dot_product_attention_decode, tt[0], tt[1], tt[2], is_causal=False,
-                     attn_mask=tt[3], program_config=shape.program_config(), output_tensor=tt[4])  # fmt: skip
+            _call_op(
+                op_module.scaled_dot_product_attention_decode,
+                tt[0],
+                tt[1],
+                tt[2],
+                is_causal=False,
+                attn_mask=tt[3],
+                program_config=shape.program_config(),
+                output_tensor=tt[4],
+            )
             got = device.to_torch(tt[4]).float()
         finally:
             _free(*tt)

@@ -49,8 +49,9 @@ def dev():
 def test_teacher_forced_logits(dev, family, dtype, block_size):
     """Logits at every decode step (the same tokens fed to both) match the eager model's full forward."""
     seed = seed_for(f"test_teacher_forced_logits[{family}-{dtype}-{block_size}]")
-    r = hf_parity.teacher_forced(family, dev, dtype=dtype, block_size=block_size, prompt_lengths=(20, 13), steps=2,
-                                 seed=seed)  # fmt: skip
+    r = hf_parity.teacher_forced(
+        family, dev, dtype=dtype, block_size=block_size, prompt_lengths=(20, 13), steps=2, seed=seed
+    )
     bound = MAX_ABS_REL[dtype] * r.logits_scale
     steps = ", ".join(f"({p:.5f}, {m:.4f})" for p, m in r.per_step)
     assert r.worst_pcc >= 0.999, f"{tag(seed)} {family} {dtype}: PCC {r.worst_pcc:.5f} < 0.999; per step {steps}"
@@ -67,8 +68,9 @@ def test_multi_token_decode_steps(dev):
     """Decode steps of 3 new tokens per user (speculative decoding's verify step): each token's row is written at its
     own position and the 3 queries attend causally; logits of all 3 tokens match eager."""
     seed = seed_for("test_multi_token_decode_steps")
-    r = hf_parity.teacher_forced("llama", dev, dtype="bfloat16", prompt_lengths=(20, 13), steps=2, tokens_per_step=3,
-                                 seed=seed)  # fmt: skip
+    r = hf_parity.teacher_forced(
+        "llama", dev, dtype="bfloat16", prompt_lengths=(20, 13), steps=2, tokens_per_step=3, seed=seed
+    )
     bound = MAX_ABS_REL["bfloat16"] * r.logits_scale
     assert r.worst_pcc >= 0.999 and r.worst_max_abs <= bound, f"{tag(seed)}: per step {r.per_step}, bound {bound:.4f}"
 

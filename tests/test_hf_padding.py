@@ -68,17 +68,28 @@ def test_cases_cover_every_length_on_both_sides():
     assert {len(c[4]) for c in CASES} == {1, 2, 3, 4} and any(len(c[4]) < c[3] for c in CASES)
 
 
-@pytest.mark.parametrize("padding,dtype,block_size,max_batch_size,prompt_lengths", CASES,
-                         ids=[f"{c[0]}-{c[1]}-{'paged' if c[2] else 'flat'}-max{c[3]}-{'_'.join(map(str, c[4]))}"
-                              for c in CASES])  # fmt: skip
+@pytest.mark.parametrize(
+    "padding,dtype,block_size,max_batch_size,prompt_lengths",
+    CASES,
+    ids=[f"{c[0]}-{c[1]}-{'paged' if c[2] else 'flat'}-max{c[3]}-{'_'.join(map(str, c[4]))}" for c in CASES],
+)
 def test_prompt_lengths_and_padding(dev, models, padding, dtype, block_size, max_batch_size, prompt_lengths):
     """The prefill's last-token logits and the next decode step's logits match eager for every user of the batch."""
     seed = seed_for(f"test_prompt_lengths_and_padding[{padding}-{dtype}-{block_size}-{prompt_lengths}]")
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)  # handing over the cache must not be a deprecated form
-        r = hf_parity.teacher_forced("llama", dev, dtype=dtype, block_size=block_size, prompt_lengths=prompt_lengths,
-                                     steps=1, seed=seed, padding=padding, max_batch_size=max_batch_size,
-                                     models=models)  # fmt: skip
+        r = hf_parity.teacher_forced(
+            "llama",
+            dev,
+            dtype=dtype,
+            block_size=block_size,
+            prompt_lengths=prompt_lengths,
+            steps=1,
+            seed=seed,
+            padding=padding,
+            max_batch_size=max_batch_size,
+            models=models,
+        )
     bound = MAX_ABS_REL[dtype] * r.logits_scale
     where = (
         f"{tag(seed)} {padding}-padded {prompt_lengths} in a cache of {max_batch_size} ({dtype}, block {block_size})"
@@ -95,8 +106,17 @@ def test_greedy_generation_with_padding(dev, models, padding, max_batch_size, pr
     seed = seed_for(f"test_greedy_generation_with_padding[{padding}-{prompt_lengths}]")
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
-        r = hf_parity.greedy("llama", dev, dtype="bfloat16", prompt_lengths=prompt_lengths, new_tokens=4, seed=seed,
-                             padding=padding, max_batch_size=max_batch_size, models=models)  # fmt: skip
+        r = hf_parity.greedy(
+            "llama",
+            dev,
+            dtype="bfloat16",
+            prompt_lengths=prompt_lengths,
+            new_tokens=4,
+            seed=seed,
+            padding=padding,
+            max_batch_size=max_batch_size,
+            models=models,
+        )
     want, got = r.tokens
     tie = TIE_REL * r.logits_scale
     for user, step, deficit in r.first_differences:
@@ -115,8 +135,9 @@ def test_reuse_needs_reset(dev, models):
     with_cache = tthf.cache_argument(model, cache)
     first, first_mask = hf_parity.padded_prompts([3, 2], gen)
     with torch.no_grad():
-        model(input_ids=first, attention_mask=first_mask, position_ids=hf_parity.position_ids_of(first_mask),
-              **with_cache)  # fmt: skip
+        model(
+            input_ids=first, attention_mask=first_mask, position_ids=hf_parity.position_ids_of(first_mask), **with_cache
+        )
         for width in (12, 4):  # chunked prefill; a short prompt that does not append
             ids, mask = hf_parity.padded_prompts([width, 2], gen)
             with pytest.raises((ValueError, NotImplementedError), match=r"cache\.reset\(\)"):
@@ -134,8 +155,12 @@ def test_reuse_needs_reset(dev, models):
         step = torch.randint(1, hf_parity.VOCAB, (2, 1), generator=torch.Generator().manual_seed(seed))
         full = torch.cat([ids, step], 1)
         full_mask = torch.cat([mask, torch.ones_like(step)], 1)
-        got = model(input_ids=step, attention_mask=full_mask, position_ids=hf_parity.position_ids_of(full_mask)[:, -1:],
-                    **with_cache).logits[:, -1]  # fmt: skip
+        got = model(
+            input_ids=step,
+            attention_mask=full_mask,
+            position_ids=hf_parity.position_ids_of(full_mask)[:, -1:],
+            **with_cache,
+        ).logits[:, -1]
         want = eager(input_ids=full, attention_mask=full_mask, position_ids=hf_parity.position_ids_of(full_mask)).logits
     bound = MAX_ABS_REL["bfloat16"] * float(want[:, -1].abs().max())
     err = float((got - want[:, -1]).abs().max())

@@ -84,18 +84,25 @@ def _poisoned_output(device, shape):
 
 def _decode(device, q, k, v, kv_dtype, gen, hidden, **kwargs):
     q_len, b, nq, d = q.shape
-    return device.to_torch(op_module.scaled_dot_product_attention_decode(
-        _tile(device, q), _cache_with_garbage(device, k, hidden, kv_dtype, gen),
-        _cache_with_garbage(device, v, hidden, kv_dtype, gen), program_config=_config(),
-        output_tensor=_poisoned_output(device, (q_len, b, nq, d)), **kwargs,
-    )).float()  # fmt: skip
+    return device.to_torch(
+        op_module.scaled_dot_product_attention_decode(
+            _tile(device, q),
+            _cache_with_garbage(device, k, hidden, kv_dtype, gen),
+            _cache_with_garbage(device, v, hidden, kv_dtype, gen),
+            program_config=_config(),
+            output_tensor=_poisoned_output(device, (q_len, b, nq, d)),
+            **kwargs,
+        )
+    ).float()
 
 
 def _expected(q, k, v, kv_dtype, **kwargs):
     return golden.sdpa_decode(
-        golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, kv_dtype),
-        golden.quantize_like_device(v, kv_dtype), **kwargs,
-    )  # fmt: skip
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, kv_dtype),
+        golden.quantize_like_device(v, kv_dtype),
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize("kv_dtype", KV_DTYPES)
@@ -123,8 +130,7 @@ def test_garbage_behind_minus_inf_masks_contributes_nothing(emu_device, kv_dtype
     out = _decode(emu_device, q, k, v, kv_dtype, gen, hidden, is_causal=False, attn_mask=_tile(emu_device, mask))
     expected = _expected(q, k, v, kv_dtype, is_causal=False, attn_mask=golden.quantize_like_device(mask, "bfloat16"))
     assert torch.count_nonzero(out[:, 3, :g]) == 0, f"[seed {seed}] user 3's heads 0..{g - 1} see nothing: zero rows"
-    check_output(out[:, :3], expected[:, :3], seed, f"{kv_dtype} -inf masks", kv_dtype,
-                 zero_users=(2,))  # fmt: skip
+    check_output(out[:, :3], expected[:, :3], seed, f"{kv_dtype} -inf masks", kv_dtype, zero_users=(2,))
     check_output(out[:, 3:, g:], expected[:, 3:, g:], seed, f"{kv_dtype} user 3, kv head 1", kv_dtype)
 
 

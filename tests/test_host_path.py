@@ -76,11 +76,17 @@ def test_repeated_calls_take_the_fast_path_with_the_same_result(emu_device, path
     clear_program_cache()
     for step, positions in enumerate(([100, 37], [101, 255], [102, 0])):
         dev.write(pos, torch.tensor(positions, dtype=torch.int32))
-        got = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out,
-                                                            program_config=CONFIG)  # fmt: skip
+        got = op_module.scaled_dot_product_attention_decode(
+            tq, tk, tv, cur_pos_tensor=pos, output_tensor=out, program_config=CONFIG
+        )
         assert got is out
-        check_close(dev.to_torch(out).float(), golden.sdpa_decode(qd, kd, vd, cur_pos=positions), "bfloat16", seed,
-                    f"op step {step}")  # fmt: skip
+        check_close(
+            dev.to_torch(out).float(),
+            golden.sdpa_decode(qd, kd, vd, cur_pos=positions),
+            "bfloat16",
+            seed,
+            f"op step {step}",
+        )
     assert paths == {"full": 1, "fast": 2}, paths
     assert cache_stats() == {"plans": 1, "plan_hits": 2, "programs": 1, "program_hits": 2}, cache_stats()
     assert op_module.last_run.plan is device_cache(dev).calls[next(iter(device_cache(dev).calls))].planned.plan
@@ -88,8 +94,13 @@ def test_repeated_calls_take_the_fast_path_with_the_same_result(emu_device, path
     # A new output every call: a signature of its own (no output_tensor); the output lands where the freed last one was
     for step in range(2):
         new = op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, program_config=CONFIG)
-        check_close(dev.to_torch(new).float(), golden.sdpa_decode(qd, kd, vd, cur_pos=[102, 0]), "bfloat16", seed,
-                    f"new output {step}")  # fmt: skip
+        check_close(
+            dev.to_torch(new).float(),
+            golden.sdpa_decode(qd, kd, vd, cur_pos=[102, 0]),
+            "bfloat16",
+            seed,
+            f"new output {step}",
+        )
         del new
     assert paths == {"full": 2, "fast": 3}, paths
 
@@ -99,8 +110,13 @@ def test_repeated_calls_take_the_fast_path_with_the_same_result(emu_device, path
         dev.write(pos, torch.tensor(positions, dtype=torch.int32))
         got, run = wrapper.run(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out, return_stats=True)
         assert got is out and run is wrapper.last_run and run.plan is wrapper.decode_plan
-        check_close(dev.to_torch(out).float(), golden.sdpa_decode(qd, kd, vd, cur_pos=positions), "bfloat16", seed,
-                    f"wrapper run {step}")  # fmt: skip
+        check_close(
+            dev.to_torch(out).float(),
+            golden.sdpa_decode(qd, kd, vd, cur_pos=positions),
+            "bfloat16",
+            seed,
+            f"wrapper run {step}",
+        )
     assert paths == {"full": 3, "fast": 4}, paths
     # A new plan drops the wrapper's fast calls: the next run is checked against it.
     wrapper.plan(batch=B, n_q_heads=NQ, n_kv_heads=NKV, head_dim=D, kv_len=S)
@@ -229,8 +245,10 @@ def test_a_wrapper_run_that_changed_fails_as_before(fresh_devices, paths, monkey
     assert paths["fast"] == 1
     wide = _replaced_at_its_address(dev, out, [1, B, 32, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
     short_k = dev.from_torch(torch.randn(B, NKV, S // 2, D), dtype=ttnn.bfloat16, **TILE)
-    for what, run in (("output of another shape", lambda w: w.run(tq, tk, tv, cur_pos_tensor=pos, output_tensor=wide)),
-                      ("k of another length", lambda w: w.run(tq, short_k, short_k, cur_pos_tensor=pos))):  # fmt: skip
+    for what, run in (
+        ("output of another shape", lambda w: w.run(tq, tk, tv, cur_pos_tensor=pos, output_tensor=wide)),
+        ("k of another length", lambda w: w.run(tq, short_k, short_k, cur_pos_tensor=pos)),
+    ):
         warm, cold = _error(lambda: run(warm_wrapper)), _error(lambda: run(planned()))
         assert cold is not None and warm == cold, f"{what}: {warm} != {cold}"
     assert paths["fast"] == 1
@@ -247,8 +265,9 @@ def test_an_l1_tensor_allocated_since_takes_the_full_path(emu_device, paths, mon
     clear_program_cache()
 
     def call():
-        op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, output_tensor=out,
-                                                      program_config=CONFIG)  # fmt: skip
+        op_module.scaled_dot_product_attention_decode(
+            tq, tk, tv, cur_pos_tensor=pos, output_tensor=out, program_config=CONFIG
+        )
 
     call()
     call()

@@ -24,9 +24,27 @@ from ttflashdecode import kernel_args
 
 EMULATOR_API = REPO / "ttflashdecode" / "emulator" / "include"
 KERNEL_SOURCES = sorted([*KERNEL_ROOT.rglob("*.cpp"), *KERNEL_ROOT.rglob("*.hpp")])
-NOT_API = {"if", "for", "while", "switch", "return", "sizeof", "static_assert", "static_cast", "reinterpret_cast",
-           "const_cast", "decltype", "defined", "uint32_t", "int32_t", "uint16_t", "uint8_t", "int64_t", "uint64_t",
-           "float"}  # fmt: skip
+NOT_API = {
+    "if",
+    "for",
+    "while",
+    "switch",
+    "return",
+    "sizeof",
+    "static_assert",
+    "static_cast",
+    "reinterpret_cast",
+    "const_cast",
+    "decltype",
+    "defined",
+    "uint32_t",
+    "int32_t",
+    "uint16_t",
+    "uint8_t",
+    "int64_t",
+    "uint64_t",
+    "float",
+}
 
 
 def _wheel_inc() -> Path:
@@ -80,9 +98,23 @@ def test_kernel_api_calls_are_declared_in_the_wheel():
     wheel_text = "\n".join(_code(p) for root in (_wheel_inc(), llk_lib) for p in root.rglob("*.h"))
     calls = _api_calls()
     # The FlashDecode kernels need at least CBs, NOC reads/writes, semaphores, matmul, reduce and exp.
-    for needed in ("async_read", "async_write", "async_read_barrier", "wait_front", "reserve_back", "get_write_ptr",
-                   "TensorAccessor", "CircularBuffer", "CoreLocalMem", "Semaphore", "up", "matmul_tiles", "reduce_tile",
-                   "exp_tile", "pack_tile"):  # fmt: skip
+    for needed in (
+        "async_read",
+        "async_write",
+        "async_read_barrier",
+        "wait_front",
+        "reserve_back",
+        "get_write_ptr",
+        "TensorAccessor",
+        "CircularBuffer",
+        "CoreLocalMem",
+        "Semaphore",
+        "up",
+        "matmul_tiles",
+        "reduce_tile",
+        "exp_tile",
+        "pack_tile",
+    ):
         assert needed in calls, f"{needed} not found among the kernels' API calls: the scan is broken"
     missing = {
         name: files
@@ -92,24 +124,53 @@ def test_kernel_api_calls_are_declared_in_the_wheel():
     assert not missing, f"called by our kernels, provided by the emulator, absent from the wheel: {missing}"
 
 
-@pytest.mark.parametrize("header", sorted(p.relative_to(EMULATOR_API) for p in (EMULATOR_API / "api").rglob("*.h")),
-                         ids=str)  # fmt: skip
+@pytest.mark.parametrize(
+    "header", sorted(p.relative_to(EMULATOR_API) for p in (EMULATOR_API / "api").rglob("*.h")), ids=str
+)
 def test_emulator_api_headers_mirror_wheel_paths(header):
     """Kernels include the same paths on silicon and here, so each emulator API header stands where the wheel's is."""
     assert (_wheel_inc() / header).is_file(), f"emulator header {header} has no counterpart in the wheel's hw/inc"
 
 
 # ---- Device 2.0 style -------------------------------------------------------------------------------------------
-DEVICE2_TYPES = ("Noc", "CircularBuffer", "CoreLocalMem", "Semaphore", "TensorAccessor", "TensorAccessorArgs",
-                 "UnicastEndpoint")  # fmt: skip
+DEVICE2_TYPES = (
+    "Noc",
+    "CircularBuffer",
+    "CoreLocalMem",
+    "Semaphore",
+    "TensorAccessor",
+    "TensorAccessorArgs",
+    "UnicastEndpoint",
+)
 # The legacy free functions the Device 2.0 objects replace (api/dataflow/dataflow_api.h); compute kernels still call
 # the compute API by CB index, as upstream's, but synchronise CBs through CircularBuffer.
-LEGACY = ("noc_async_read", "noc_async_write", "noc_async_read_tile", "noc_async_write_tile", "noc_async_read_page",
-          "noc_async_write_page", "noc_async_read_barrier", "noc_async_write_barrier", "noc_async_atomic_barrier",
-          "noc_semaphore_wait", "noc_semaphore_set", "noc_semaphore_inc", "get_semaphore", "get_noc_addr",
-          "cb_reserve_back", "cb_push_back", "cb_wait_front", "cb_pop_front", "get_write_ptr", "get_read_ptr",
-          "InterleavedAddrGen", "InterleavedAddrGenFast", "InterleavedPow2AddrGen", "InterleavedPow2AddrGenFast",
-          "get_compile_time_arg_val")  # fmt: skip
+LEGACY = (
+    "noc_async_read",
+    "noc_async_write",
+    "noc_async_read_tile",
+    "noc_async_write_tile",
+    "noc_async_read_page",
+    "noc_async_write_page",
+    "noc_async_read_barrier",
+    "noc_async_write_barrier",
+    "noc_async_atomic_barrier",
+    "noc_semaphore_wait",
+    "noc_semaphore_set",
+    "noc_semaphore_inc",
+    "get_semaphore",
+    "get_noc_addr",
+    "cb_reserve_back",
+    "cb_push_back",
+    "cb_wait_front",
+    "cb_pop_front",
+    "get_write_ptr",
+    "get_read_ptr",
+    "InterleavedAddrGen",
+    "InterleavedAddrGenFast",
+    "InterleavedPow2AddrGen",
+    "InterleavedPow2AddrGenFast",
+    "get_compile_time_arg_val",
+)
 KERNELS = {
     "reader_flash_decode.cpp": (kernel_args.READER_ARGS, kernel_args.ReaderCommonArgs),
     "compute_flash_decode.cpp": (kernel_args.COMPUTE_ARGS, kernel_args.ComputeCommonArgs),
@@ -192,8 +253,17 @@ def test_our_kernels_compile_without_deprecation_warnings(emu_device):
 
     ttnn = import_ttnn()
     compiler.reset_compile_warnings()
-    case = DecodeCase(batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=256, cur_pos=(200,), k_chunk_size=64,
-                      max_cores_per_head_batch=4, out_dtype="bfloat8_b")  # fmt: skip
+    case = DecodeCase(
+        batch=1,
+        n_q_heads=8,
+        n_kv_heads=1,
+        head_dim=64,
+        kv_len=256,
+        cur_pos=(200,),
+        k_chunk_size=64,
+        max_cores_per_head_batch=4,
+        out_dtype="bfloat8_b",
+    )
     outcome = run_case(
         emu_device,
         case,
@@ -201,8 +271,11 @@ def test_our_kernels_compile_without_deprecation_warnings(emu_device):
         to_device=lambda x, dtype, **kw: emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw),
     )
     assert_matches_golden(outcome, case)
-    ours = sorted(str(p) for p in KERNEL_SOURCES if p.suffix == ".cpp" and
-                  (KERNEL_ROOT / "convert" in p.parents or p.name.endswith("_flash_decode.cpp")))  # fmt: skip
+    ours = sorted(
+        str(p)
+        for p in KERNEL_SOURCES
+        if p.suffix == ".cpp" and (KERNEL_ROOT / "convert" in p.parents or p.name.endswith("_flash_decode.cpp"))
+    )
     assert set(ours) <= compiler.compiled_sources(), sorted(set(ours) - compiler.compiled_sources())
     deprecated = [str(w) for src in ours for w in compiler.compile_warnings(src, deprecated_only=True)]
     assert not deprecated, deprecated

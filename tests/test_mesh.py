@@ -45,9 +45,14 @@ def poisoned_output(mesh, q_len, batch, n_q_heads, v_head_dim):
 
 @pytest.mark.parametrize(
     "board, mesh_shape, expected",
-    [("n300", None, (1, 2)), ("t3k", None, (2, 4)), ("t3k", (1, 8), (1, 8)), ("t3k", (1, 4), (1, 4)),
-     ("n300", (1, 1), (1, 1))],
-)  # fmt: skip
+    [
+        ("n300", None, (1, 2)),
+        ("t3k", None, (2, 4)),
+        ("t3k", (1, 8), (1, 8)),
+        ("t3k", (1, 4), (1, 4)),
+        ("n300", (1, 1), (1, 1)),
+    ],
+)
 def test_mesh_shapes_and_surface(board, mesh_shape, expected):
     """ttnn's default shapes (the wheel's n300 / t3k mesh graph descriptors), and the MeshDevice queries."""
     with emulator.open_mesh_device(board=board, mesh_shape=mesh_shape) as mesh:
@@ -112,7 +117,7 @@ LLAMA_8B = dict(n_q_heads=32, n_kv_heads=8, head_dim=128)
 @pytest.mark.parametrize(
     "split, positions, device_positions",
     [(1, (511, 300), False), (2, (400, -1), True), (4, (511, 5), False), (8, (256, 500), True)],
-)  # fmt: skip
+)
 def test_llama_3_1_8b_head_splits(split, positions, device_positions):
     """Llama-3.1-8B (32 q / 8 kv heads, head_dim 128, bfloat8_b cache) with its heads over 1/2/4/8 chips."""
     board, mesh_shape = MESHES[split]
@@ -136,9 +141,12 @@ def test_llama_3_1_8b_head_splits(split, positions, device_positions):
         tt_out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, output_tensor=out_tensor, **where)
         after = cache_stats()
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
-        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"),
-                                      golden.quantize_like_device(k, "bfloat8_b"),
-                                      golden.quantize_like_device(v, "bfloat8_b"), cur_pos=list(positions))  # fmt: skip
+        expected = golden.sdpa_decode(
+            golden.quantize_like_device(q, "bfloat16"),
+            golden.quantize_like_device(k, "bfloat8_b"),
+            golden.quantize_like_device(v, "bfloat8_b"),
+            cur_pos=list(positions),
+        )
         check_close(out, expected, "bfloat8_b", seed, f"Llama-3.1-8B over {split} chips")
         for b, p in enumerate(positions):
             if p == -1:
@@ -178,9 +186,12 @@ def test_chips_at_different_addresses_get_their_own_descriptors():
         )
         assert cache_stats()["programs"] - before["programs"] == 2, tag(seed)
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
-        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"),
-                                      golden.quantize_like_device(k, "bfloat8_b"),
-                                      golden.quantize_like_device(v, "bfloat8_b"), cur_pos=positions)  # fmt: skip
+        expected = golden.sdpa_decode(
+            golden.quantize_like_device(q, "bfloat16"),
+            golden.quantize_like_device(k, "bfloat8_b"),
+            golden.quantize_like_device(v, "bfloat8_b"),
+            cur_pos=positions,
+        )
         check_close(out, expected, "bfloat8_b", seed, "chips at different addresses")
         del spacer
 
@@ -206,16 +217,27 @@ def test_llama_3_1_70b_t3k_paged_batch32_per_chip_page_tables():
     v = torch.randn(num_blocks, nkv, block, d, generator=gen)
     with emulator.open_mesh_device(board="t3k") as mesh:
         n = mesh.get_num_devices()
-        tables = [torch.randperm(num_blocks, generator=gen)[: batch * blocks_per_user].reshape(batch, blocks_per_user)
-                  .to(torch.int32) for _ in range(n)]  # fmt: skip
+        tables = [
+            torch.randperm(num_blocks, generator=gen)[: batch * blocks_per_user]
+            .reshape(batch, blocks_per_user)
+            .to(torch.int32)
+            for _ in range(n)
+        ]
         tq = mesh.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 2), **TILE)
         tk = mesh.from_torch(k, dtype=ttnn.bfloat8_b, mesh_mapper=shard(mesh, 1), **TILE)
         tv = mesh.from_torch(v, dtype=ttnn.bfloat8_b, mesh_mapper=shard(mesh, 1), **TILE)
         table = mesh.from_torch(torch.cat(tables), mesh_mapper=shard(mesh, 0), **ROW_MAJOR_INT)
         pos = mesh.from_torch(positions.to(torch.int32), **ROW_MAJOR_INT)  # replicated (no mapper)
         wrapper = FlashDecodeWrapper(mesh, program_config=ProgramConfig(compute_with_storage_grid_size=(8, 7)))
-        plan = wrapper.plan(batch=batch, n_q_heads=nq, n_kv_heads=nkv, head_dim=d, kv_dtype=ttnn.bfloat8_b,
-                            block_size=block, max_blocks_per_user=blocks_per_user)  # fmt: skip
+        plan = wrapper.plan(
+            batch=batch,
+            n_q_heads=nq,
+            n_kv_heads=nkv,
+            head_dim=d,
+            kv_dtype=ttnn.bfloat8_b,
+            block_size=block,
+            max_blocks_per_user=blocks_per_user,
+        )
         assert (plan.shapes.n_q_heads, plan.shapes.n_kv_heads) == (8, 1)
         tt_out, run = wrapper.run(
             tq,
@@ -228,13 +250,25 @@ def test_llama_3_1_70b_t3k_paged_batch32_per_chip_page_tables():
             validate_device_tensors=True,
         )
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
-        qq, kq, vq = (golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
-                      golden.quantize_like_device(v, "bfloat8_b"))  # fmt: skip
+        qq, kq, vq = (
+            golden.quantize_like_device(q, "bfloat16"),
+            golden.quantize_like_device(k, "bfloat8_b"),
+            golden.quantize_like_device(v, "bfloat8_b"),
+        )
         per = nq // n
-        expected = torch.cat([
-            golden.sdpa_decode(qq[:, :, c * per:(c + 1) * per], kq[:, c:c + 1], vq[:, c:c + 1],
-                               cur_pos=positions.tolist(), page_table=tables[c])
-            for c in range(n)], dim=2)  # fmt: skip
+        expected = torch.cat(
+            [
+                golden.sdpa_decode(
+                    qq[:, :, c * per : (c + 1) * per],
+                    kq[:, c : c + 1],
+                    vq[:, c : c + 1],
+                    cur_pos=positions.tolist(),
+                    page_table=tables[c],
+                )
+                for c in range(n)
+            ],
+            dim=2,
+        )
         check_close(out, expected, "bfloat8_b", seed, "Llama-3.1-70B T3K paged batch 32")
         assert torch.count_nonzero(out[:, 3]) == 0, f"{tag(seed)} user 3 at -1 must get zero rows"
         live = live_kv_bytes(positions.tolist(), 1, d, tk.buffer_page_size())
@@ -264,8 +298,13 @@ def test_paged_mla_over_n300():
         )
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
         kq = golden.quantize_like_device(kvpe, "bfloat8_b")
-        expected = golden.sdpa_decode(golden.quantize_like_device(q, "bfloat16"), kq, kq[..., :dv],
-                                      cur_pos=positions, page_table=table.to(torch.int32))  # fmt: skip
+        expected = golden.sdpa_decode(
+            golden.quantize_like_device(q, "bfloat16"),
+            kq,
+            kq[..., :dv],
+            cur_pos=positions,
+            page_table=table.to(torch.int32),
+        )
         check_close(out, expected, "bfloat8_b", seed, "paged MLA over an N300")
 
 
@@ -287,12 +326,14 @@ def test_mesh_that_does_not_divide_the_heads():
         with pytest.raises(ValueError, match=r"n_q_heads=12: .*expected a multiple of 8"):
             wrapper.plan(batch=1, n_q_heads=12, n_kv_heads=1, head_dim=128, kv_len=256)
         with pytest.raises(ValueError, match=r"dim 1 of shape \[1, 4, 256, 64\] has size 4, which the mesh's 8 chips"):
-            mesh.from_torch(torch.randn(1, 4, 256, 64, generator=gen), dtype=ttnn.bfloat16,
-                            mesh_mapper=shard(mesh, 1), **TILE)  # fmt: skip
+            mesh.from_torch(
+                torch.randn(1, 4, 256, 64, generator=gen), dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 1), **TILE
+            )
         before = cache_stats()
         q12 = mesh.from_torch(torch.randn(1, 1, 12, 64, generator=gen), dtype=ttnn.bfloat16, **TILE)  # replicated
-        k = mesh.from_torch(torch.randn(1, 8, 256, 64, generator=gen), dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 1),
-                            **TILE)  # fmt: skip
+        k = mesh.from_torch(
+            torch.randn(1, 8, 256, 64, generator=gen), dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 1), **TILE
+        )
         with pytest.raises(
             ValueError,
             match=r"q: replicated on every chip of the mesh \(2, 4\) \(n_q_heads=12, 12 per "
@@ -301,8 +342,9 @@ def test_mesh_that_does_not_divide_the_heads():
             r"multiple of 8; 12 is not",
         ):
             op_module.scaled_dot_product_attention_decode(q12, k, k, cur_pos=[100])
-        q = mesh.from_torch(torch.randn(1, 1, 32, 64, generator=gen), dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 2),
-                            **TILE)  # fmt: skip
+        q = mesh.from_torch(
+            torch.randn(1, 1, 32, 64, generator=gen), dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 2), **TILE
+        )
         k_rep = mesh.from_torch(torch.randn(1, 8, 256, 64, generator=gen), dtype=ttnn.bfloat16, **TILE)
         with pytest.raises(
             ValueError,

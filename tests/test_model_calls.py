@@ -77,8 +77,10 @@ def _run_both(dev, upstream_call, direct_call, what: str):
     del out
     assert torch.equal(torch.nan_to_num(patched), torch.nan_to_num(direct)) and torch.equal(
         patched.isnan(), direct.isnan()
-    ), f"{what}: the patched ttnn.transformer call and the direct call differ (max |diff| "  \
-       f"{(patched - direct).abs().nan_to_num(float('inf')).max():.4g})"  # fmt: skip
+    ), (
+        f"{what}: the patched ttnn.transformer call and the direct call differ (max |diff| "
+        f"{(patched - direct).abs().nan_to_num(float('inf')).max():.4g})"
+    )
     return patched, direct
 
 
@@ -90,8 +92,9 @@ def _check_both(outs, expected, seed, what, **kwargs):
 # ---- Llama-3.1-8B and -70B as tt_transformers decodes them ---------------------------------------------------
 
 
-def _tt_transformers_decode(dev, seed, *, batch, n_q, n_kv, head_dim, block, per_user, kv_dtype, out_sharded,
-                            positions):  # fmt: skip
+def _tt_transformers_decode(
+    dev, seed, *, batch, n_q, n_kv, head_dim, block, per_user, kv_dtype, out_sharded, positions
+):
     """tt_transformers' Attention.forward_decode, paged branch: q height-sharded [32, head_dim] one user per core,
     keys/values positional, cur_pos_tensor / page_table_tensor / scale / program_config / compute_kernel_config /
     memory_config by keyword."""
@@ -114,17 +117,29 @@ def _tt_transformers_decode(dev, seed, *, batch, n_q, n_kv, head_dim, block, per
         outs = _run_both(
             dev,
             lambda transformer: transformer.paged_scaled_dot_product_attention_decode(
-                q_heads_1BQD, keys, values, cur_pos_tensor=current_pos, page_table_tensor=page_table, scale=scale,
-                program_config=program_config, compute_kernel_config=compute_kernel_config,
+                q_heads_1BQD,
+                keys,
+                values,
+                cur_pos_tensor=current_pos,
+                page_table_tensor=page_table,
+                scale=scale,
+                program_config=program_config,
+                compute_kernel_config=compute_kernel_config,
                 memory_config=memory_config,
             ),
             lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(
-                q_heads_1BQD, keys, values, page_table, cur_pos_tensor=current_pos, scale=scale,
-                program_config=program_config, compute_kernel_config=compute_kernel_config,
+                q_heads_1BQD,
+                keys,
+                values,
+                page_table,
+                cur_pos_tensor=current_pos,
+                scale=scale,
+                program_config=program_config,
+                compute_kernel_config=compute_kernel_config,
                 memory_config=memory_config,
             ),
             f"step {step}",
-        )  # fmt: skip
+        )
         expected = golden.sdpa_decode(_stored(q), ks, vs, cur_pos=pos, page_table=table, scale=scale)
         _check_both(outs, expected, seed, f"step {step}, cur_pos {pos}", kv_dtype=kv_dtype)
 
@@ -132,16 +147,36 @@ def _tt_transformers_decode(dev, seed, *, batch, n_q, n_kv, head_dim, block, per
 def test_llama_3_1_8b_tt_transformers_decode(emu_device):
     """One N150 chip: 32 q heads / 8 kv heads x 128, paged bfloat16 cache (blocks of 64), height-sharded output;
     user 0 crosses a block boundary, user 1 a tile boundary."""
-    _tt_transformers_decode(emu_device, 800, batch=2, n_q=32, n_kv=8, head_dim=128, block=64, per_user=16,
-                            kv_dtype="bfloat16", out_sharded=True,
-                            positions=[[510, 94], [511, 95], [512, 96]])  # fmt: skip
+    _tt_transformers_decode(
+        emu_device,
+        800,
+        batch=2,
+        n_q=32,
+        n_kv=8,
+        head_dim=128,
+        block=64,
+        per_user=16,
+        kv_dtype="bfloat16",
+        out_sharded=True,
+        positions=[[510, 94], [511, 95], [512, 96]],
+    )
 
 
 def test_llama_3_1_70b_tt_transformers_decode(emu_device):
     """One chip of eight: 8 q heads / 1 kv head x 128, paged bfloat8_b cache, DRAM output (tt_transformers)."""
-    _tt_transformers_decode(emu_device, 801, batch=4, n_q=8, n_kv=1, head_dim=128, block=64, per_user=16,
-                            kv_dtype="bfloat8_b", out_sharded=False,
-                            positions=[[1000, 63, 300, 0], [1001, 64, 301, 1], [1002, 65, 302, 2]])  # fmt: skip
+    _tt_transformers_decode(
+        emu_device,
+        801,
+        batch=4,
+        n_q=8,
+        n_kv=1,
+        head_dim=128,
+        block=64,
+        per_user=16,
+        kv_dtype="bfloat8_b",
+        out_sharded=False,
+        positions=[[1000, 63, 300, 0], [1001, 64, 301, 1], [1002, 65, 302, 2]],
+    )
 
 
 # ---- gpt-oss: sinks and alternating sliding-window / full layers ------------------------------------------------
@@ -163,12 +198,19 @@ def test_gpt_oss_decode_sinks_and_alternating_windows(emu_device):
         v = torch.randn(num_blocks, n_kv, block, head_dim, generator=gen)
         sinks = torch.randn(n_q, generator=gen) * 2  # the model's sinks, in scaled-logit space
         decode_sinks = torch.nn.functional.pad(sinks.view(-1, 1), (0, 31), "constant", value=0.0) / scaling
-        layers.append(dict(
-            window=sliding_window if layer % 2 == 0 else None, table=table, page_table=_int32(emu_device, table),
-            k=_tile(emu_device, k, "bfloat8_b"), v=_tile(emu_device, v, "bfloat8_b"),
-            ks=_stored(k, "bfloat8_b"), vs=_stored(v, "bfloat8_b"), sinks=_tile(emu_device, decode_sinks),
-            golden_sinks=scaling * _stored(decode_sinks)[:, 0].reshape(1, n_q),
-        ))  # fmt: skip
+        layers.append(
+            dict(
+                window=sliding_window if layer % 2 == 0 else None,
+                table=table,
+                page_table=_int32(emu_device, table),
+                k=_tile(emu_device, k, "bfloat8_b"),
+                v=_tile(emu_device, v, "bfloat8_b"),
+                ks=_stored(k, "bfloat8_b"),
+                vs=_stored(v, "bfloat8_b"),
+                sinks=_tile(emu_device, decode_sinks),
+                golden_sinks=scaling * _stored(decode_sinks)[:, 0].reshape(1, n_q),
+            )
+        )
     positions = [[300, 140], [301, 141], [302, 142]]
     position_idx = _int32(emu_device, torch.tensor(positions[0]))
     for step, pos in enumerate(positions):
@@ -179,24 +221,50 @@ def test_gpt_oss_decode_sinks_and_alternating_windows(emu_device):
             outs = _run_both(
                 emu_device,
                 lambda transformer: transformer.paged_scaled_dot_product_attention_decode(
-                    tt_q, w["k"], w["v"], cur_pos_tensor=position_idx, sliding_window_size=w["window"],
-                    attention_sink=w["sinks"], page_table_tensor=w["page_table"], scale=scaling,
-                    program_config=program_config, compute_kernel_config=compute_kernel_config,
+                    tt_q,
+                    w["k"],
+                    w["v"],
+                    cur_pos_tensor=position_idx,
+                    sliding_window_size=w["window"],
+                    attention_sink=w["sinks"],
+                    page_table_tensor=w["page_table"],
+                    scale=scaling,
+                    program_config=program_config,
+                    compute_kernel_config=compute_kernel_config,
                     memory_config=ttnn.DRAM_MEMORY_CONFIG,
                 ),
                 lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(
-                    tt_q, w["k"], w["v"], w["page_table"], cur_pos_tensor=position_idx,
-                    sliding_window_size=w["window"], attention_sink=w["sinks"], scale=scaling,
-                    program_config=program_config, compute_kernel_config=compute_kernel_config,
+                    tt_q,
+                    w["k"],
+                    w["v"],
+                    w["page_table"],
+                    cur_pos_tensor=position_idx,
+                    sliding_window_size=w["window"],
+                    attention_sink=w["sinks"],
+                    scale=scaling,
+                    program_config=program_config,
+                    compute_kernel_config=compute_kernel_config,
                     memory_config=ttnn.DRAM_MEMORY_CONFIG,
                 ),
                 f"step {step} layer {layer}",
-            )  # fmt: skip
-            expected = golden.sdpa_decode(_stored(q), w["ks"], w["vs"], cur_pos=pos, page_table=w["table"],
-                                          scale=scaling, sliding_window_size=w["window"],
-                                          attention_sink=w["golden_sinks"])  # fmt: skip
-            _check_both(outs, expected, seed, f"step {step} layer {layer} (window {w['window']}), cur_pos {pos}",
-                        kv_dtype="bfloat8_b")  # fmt: skip
+            )
+            expected = golden.sdpa_decode(
+                _stored(q),
+                w["ks"],
+                w["vs"],
+                cur_pos=pos,
+                page_table=w["table"],
+                scale=scaling,
+                sliding_window_size=w["window"],
+                attention_sink=w["golden_sinks"],
+            )
+            _check_both(
+                outs,
+                expected,
+                seed,
+                f"step {step} layer {layer} (window {w['window']}), cur_pos {pos}",
+                kv_dtype="bfloat8_b",
+            )
 
 
 # ---- DeepSeek-V3 multi-latent attention ----------------------------------------------------------------------
@@ -236,9 +304,10 @@ def test_deepseek_v3_mla_decode(emu_device):
                 tt_q, kvpe_cache, page_table, cur_pos_tensor=position_idxs, **flash_mla
             ),
             f"step {step}",
-        )  # fmt: skip
-        expected = golden.sdpa_decode(_stored(q), ks, ks[..., :kv_lora_rank], cur_pos=pos, page_table=table,
-                                      scale=flash_mla["scale"])  # fmt: skip
+        )
+        expected = golden.sdpa_decode(
+            _stored(q), ks, ks[..., :kv_lora_rank], cur_pos=pos, page_table=table, scale=flash_mla["scale"]
+        )
         _check_both(outs, expected, seed, f"step {step}, cur_pos {pos}", kv_dtype="bfloat8_b")
 
 
@@ -259,7 +328,7 @@ VISION_MASK_FORMS = {
         "model-1-b-nh-s",
         "b-1-nh-s",
     ],
-)  # fmt: skip
+)
 def test_llama_3_2_vision_cross_attention_decode(emu_device, mask_form):
     """LlamaCrossAttention.forward_decode: xq [1, B, heads, 64] in DRAM, the cross-attention cache [B, kv heads,
     vision tokens, 64], is_causal=False with a mask per step (0 where the text token sees an image chunk, the
@@ -287,18 +356,31 @@ def test_llama_3_2_vision_cross_attention_decode(emu_device, mask_form):
         outs = _run_both(
             emu_device,
             lambda transformer: transformer.scaled_dot_product_attention_decode(
-                xq, xk, xv, is_causal=False, attn_mask=xattn_mask, scale=scale, program_config=program_config,
+                xq,
+                xk,
+                xv,
+                is_causal=False,
+                attn_mask=xattn_mask,
+                scale=scale,
+                program_config=program_config,
                 compute_kernel_config=compute_kernel_config,
             ),
             lambda: ttflashdecode.scaled_dot_product_attention_decode(
-                xq, xk, xv, is_causal=False, attn_mask=xattn_mask, scale=scale, program_config=program_config,
+                xq,
+                xk,
+                xv,
+                is_causal=False,
+                attn_mask=xattn_mask,
+                scale=scale,
+                program_config=program_config,
                 compute_kernel_config=compute_kernel_config,
             ),
             f"step {step}",
-        )  # fmt: skip
+        )
         golden_mask = _stored(mask).unsqueeze(2)  # [b, heads, q_len 1, tokens]
-        expected = golden.sdpa_decode(_stored(q), _stored(k), _stored(v), is_causal=False, attn_mask=golden_mask,
-                                      scale=scale)  # fmt: skip
+        expected = golden.sdpa_decode(
+            _stored(q), _stored(k), _stored(v), is_causal=False, attn_mask=golden_mask, scale=scale
+        )
         _check_both(outs, expected, seed, f"step {step}, visible chunks {per_user}")
 
 
@@ -341,8 +423,10 @@ def test_serving_engine_paged_decode_with_inactive_slots(emu_device):
         for slot, pos in enumerate(positions):
             if pos < 0 and slot in owned:  # finished: the engine frees its blocks
                 free_blocks.extend(owned.pop(slot))
-        table = torch.tensor([GARBAGE_ENTRIES[(s + j) % len(GARBAGE_ENTRIES)] for s in range(slots)
-                              for j in range(per_user)], dtype=torch.int32).reshape(slots, per_user)  # fmt: skip
+        table = torch.tensor(
+            [GARBAGE_ENTRIES[(s + j) % len(GARBAGE_ENTRIES)] for s in range(slots) for j in range(per_user)],
+            dtype=torch.int32,
+        ).reshape(slots, per_user)
         for slot, pos in enumerate(positions):
             if pos >= 0:
                 mine = blocks_for(slot, pos)
@@ -354,19 +438,32 @@ def test_serving_engine_paged_decode_with_inactive_slots(emu_device):
         outs = _run_both(
             emu_device,
             lambda transformer: transformer.paged_scaled_dot_product_attention_decode(
-                tt_q, keys, values, cur_pos_tensor=cur_pos_tensor, page_table_tensor=page_table, scale=scale,
-                program_config=program_config, compute_kernel_config=compute_kernel_config,
+                tt_q,
+                keys,
+                values,
+                cur_pos_tensor=cur_pos_tensor,
+                page_table_tensor=page_table,
+                scale=scale,
+                program_config=program_config,
+                compute_kernel_config=compute_kernel_config,
                 memory_config=ttnn.DRAM_MEMORY_CONFIG,
             ),
             lambda: ttflashdecode.paged_scaled_dot_product_attention_decode(
-                tt_q, keys, values, page_table, cur_pos_tensor=cur_pos_tensor, scale=scale,
-                program_config=program_config, compute_kernel_config=compute_kernel_config,
+                tt_q,
+                keys,
+                values,
+                page_table,
+                cur_pos_tensor=cur_pos_tensor,
+                scale=scale,
+                program_config=program_config,
+                compute_kernel_config=compute_kernel_config,
                 memory_config=ttnn.DRAM_MEMORY_CONFIG,
             ),
             f"step {step}",
-        )  # fmt: skip
+        )
         clean = torch.where((table >= 0) & (table < num_blocks), table, torch.zeros_like(table))  # golden indexing
         expected = golden.sdpa_decode(_stored(q), ks, vs, cur_pos=positions, page_table=clean, scale=scale)
         inactive = tuple(s for s, p in enumerate(positions) if p < 0)
-        _check_both(outs, expected, seed, f"step {step}, positions {positions}", kv_dtype="bfloat8_b",
-                    zero_users=inactive)  # fmt: skip
+        _check_both(
+            outs, expected, seed, f"step {step}, positions {positions}", kv_dtype="bfloat8_b", zero_users=inactive
+        )

@@ -68,8 +68,9 @@ def test_spec_multi_pos_reads_a_row_once(emu_device, cores):
     assert run.plan.num_groups == rows and run.plan.shapes.PNHt == tg, run.plan.describe()
     as_users = (1, rows * tg, 32, d)
     skipped = [u for u, p in enumerate(cur_pos) if p < 0]
-    check_output(emu_device.to_torch(out).float().reshape(as_users), expected.reshape(as_users), seed, "spec",
-                 zero_users=skipped)  # fmt: skip
+    check_output(
+        emu_device.to_torch(out).float().reshape(as_users), expected.reshape(as_users), seed, "spec", zero_users=skipped
+    )
     tiles = _tiles_read([max(row) for row in SPEC_POSITIONS], d)
     assert run.stats.bytes_read_from(tk) == tiles * tk.buffer_page_size(), "K bytes read"
     assert run.stats.bytes_read_from(tv) == tiles * tv.buffer_page_size(), "V bytes read"
@@ -88,8 +89,12 @@ def test_q_len_4_reads_each_chunk_once(emu_device):
     expected = golden.sdpa_decode(_q(q), _q(k), _q(v), cur_pos=cur_pos)
     tk, tv = _tile(emu_device, _garbage_where(k, hidden, gen)), _tile(emu_device, _garbage_where(v, hidden, gen))
     out = op_module.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), tk, tv, cur_pos_tensor=_int32(emu_device, cur_pos), program_config=_config(64, 4),
-    )  # fmt: skip
+        _tile(emu_device, q),
+        tk,
+        tv,
+        cur_pos_tensor=_int32(emu_device, cur_pos),
+        program_config=_config(64, 4),
+    )
     run = op_module.last_run
     check_output(emu_device.to_torch(out).float(), expected, seed, "q_len 4")
     tiles = _tiles_read(cur_pos, d)

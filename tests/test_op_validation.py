@@ -34,8 +34,9 @@ def tensors(emu_device, other_emu_device):
         return device.from_torch(torch.randn(*shape), dtype=dtype or ttnn.bfloat16, layout=layout or ttnn.TILE_LAYOUT)
 
     def ints(values, layout=None, device=dev, dtype=None):  # int32 (or dtype) values, ROW_MAJOR unless layout
-        return device.from_torch(torch.tensor(values, dtype=torch.int32), dtype=dtype or ttnn.int32,
-                                 layout=layout or ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+        return device.from_torch(
+            torch.tensor(values, dtype=torch.int32), dtype=dtype or ttnn.int32, layout=layout or ttnn.ROW_MAJOR_LAYOUT
+        )
 
     def dead(tensor):
         tensor.deallocate()
@@ -103,8 +104,10 @@ _PAGED_WITHOUT_TABLE = "paged op, page_table_tensor=None"
 def _call(t, q="q", k="k", v="v", page_table=None, **kwargs):
     args = dict(cur_pos=[100, 200]) | kwargs
     # strings name tensors of the fixture; callables build what would raise at collection time (configs)
-    args = {name: t.get(value, value) if isinstance(value, str) else value() if callable(value) else value
-            for name, value in args.items()}  # fmt: skip
+    args = {
+        name: t.get(value, value) if isinstance(value, str) else value() if callable(value) else value
+        for name, value in args.items()
+    }
     q, k, v = (t[x] if isinstance(x, str) else x for x in (q, k, v))  # None stays None
     if page_table is not None:
         if isinstance(page_table, str):
@@ -131,36 +134,65 @@ CASES = [
     (dict(cur_pos=[100, 256]), ValueError, r"cur_pos\[1\]=256: expected an int in \[-1, 256\) \(kv_len=256"),
     (dict(cur_pos=[100, -2]), ValueError, r"cur_pos\[1\]=-2: expected an int in \[-1, 256\)"),
     (dict(cur_pos=[100]), ValueError, "cur_pos: expected 2 entries, got 1"),
-    (dict(cur_pos=None, cur_pos_tensor="pos_bf16"), TypeError,
-     "cur_pos_tensor: dtype bfloat16 not supported; expected one of int32, uint32"),
+    (
+        dict(cur_pos=None, cur_pos_tensor="pos_bf16"),
+        TypeError,
+        "cur_pos_tensor: dtype bfloat16 not supported; expected one of int32, uint32",
+    ),
     (dict(attn_mask="mask"), ValueError, "attn_mask: must be None when is_causal=True"),
     (dict(is_causal=False), ValueError, "cur_pos, cur_pos_tensor: must be None when is_causal=False"),
-    (dict(is_causal=False, cur_pos=None, attn_mask="mask_short"), ValueError,
-     r"attn_mask: expected shape \[2, 1 or 8, 1, 256\], got \[2, 1, 1, 128\]"),
-    (dict(is_causal=False, cur_pos=None, sliding_window_size=64), ValueError,
-     "sliding_window_size: only supported with is_causal=True"),
+    (
+        dict(is_causal=False, cur_pos=None, attn_mask="mask_short"),
+        ValueError,
+        r"attn_mask: expected shape \[2, 1 or 8, 1, 256\], got \[2, 1, 1, 128\]",
+    ),
+    (
+        dict(is_causal=False, cur_pos=None, sliding_window_size=64),
+        ValueError,
+        "sliding_window_size: only supported with is_causal=True",
+    ),
     (dict(attention_sink="sink_bad"), ValueError, r"attention_sink: expected shape \[1, 8\], got \[1, 4\]"),
     (dict(output_tensor="out_bad"), ValueError, r"output_tensor: expected shape \[1, 2, 8, 64\], got \[1, 2, 8, 32\]"),
     (dict(k="k_other", v="k_other"), ValueError, "k: lives on a different device than q"),
-    (dict(program_config=lambda: ProgramConfig((8, 8), k_chunk_size=48)), ValueError,
-     "k_chunk_size=48.*multiple of 32"),
-    (dict(program_config=lambda: ProgramConfig((8, 8), k_chunk_size=96)), ValueError,
-     "k_chunk_size=96: expected a divisor of kv_len=256"),
-    (dict(program_config=lambda: ProgramConfig((9, 8))), ValueError,
-     r"compute_with_storage_grid_size=\(9, 8\): larger than the device grid=\(8, 8\)"),
-    (dict(q="q_d256", k="k_d256", v="k_d256", program_config=lambda: ProgramConfig((8, 8), k_chunk_size=8192)),
-     L1OverflowError,
-     "circular buffers need .* B of L1 per core, .* over the budget"),
-    (dict(k="k_block48", v="k_block48", page_table=torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)), ValueError,
-     r"k: block_size \(dim 2\) = 48: expected a multiple of 32"),
+    (
+        dict(program_config=lambda: ProgramConfig((8, 8), k_chunk_size=48)),
+        ValueError,
+        "k_chunk_size=48.*multiple of 32",
+    ),
+    (
+        dict(program_config=lambda: ProgramConfig((8, 8), k_chunk_size=96)),
+        ValueError,
+        "k_chunk_size=96: expected a divisor of kv_len=256",
+    ),
+    (
+        dict(program_config=lambda: ProgramConfig((9, 8))),
+        ValueError,
+        r"compute_with_storage_grid_size=\(9, 8\): larger than the device grid=\(8, 8\)",
+    ),
+    (
+        dict(q="q_d256", k="k_d256", v="k_d256", program_config=lambda: ProgramConfig((8, 8), k_chunk_size=8192)),
+        L1OverflowError,
+        "circular buffers need .* B of L1 per core, .* over the budget",
+    ),
+    (
+        dict(k="k_block48", v="k_block48", page_table=torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)),
+        ValueError,
+        r"k: block_size \(dim 2\) = 48: expected a multiple of 32",
+    ),
     # ---- every device tensor: on q's device, and allocated
     (dict(cur_pos=None, cur_pos_tensor="pos_other"), ValueError, "cur_pos_tensor: lives on a different device than q"),
-    (dict(is_causal=False, cur_pos=None, attn_mask="mask_other"), ValueError,
-     "attn_mask: lives on a different device than q"),
+    (
+        dict(is_causal=False, cur_pos=None, attn_mask="mask_other"),
+        ValueError,
+        "attn_mask: lives on a different device than q",
+    ),
     (dict(attention_sink="sink_other"), ValueError, "attention_sink: lives on a different device than q"),
     (dict(output_tensor="out_other"), ValueError, "output_tensor: lives on a different device than q"),
-    (dict(k="kp", v="kp", page_table="table_other"), ValueError,
-     "page_table_tensor: lives on a different device than q"),
+    (
+        dict(k="kp", v="kp", page_table="table_other"),
+        ValueError,
+        "page_table_tensor: lives on a different device than q",
+    ),
     (dict(q="q_dead"), ValueError, r"q: the tensor was deallocated \(is_allocated\(\) is False\)"),
     (dict(k="k_dead"), ValueError, "k: the tensor was deallocated"),
     (dict(cur_pos=None, cur_pos_tensor="pos_dead"), ValueError, "cur_pos_tensor: the tensor was deallocated"),
@@ -169,22 +201,46 @@ CASES = [
     (dict(output_tensor="out_dead"), ValueError, "output_tensor: the tensor was deallocated"),
     (dict(k="kp", v="kp", page_table="table_dead"), ValueError, "page_table_tensor: the tensor was deallocated"),
     # ---- device cur_pos_tensor: ROW_MAJOR int32 / uint32 [b]; device page table: ROW_MAJOR int32 / uint32 [b or 1, n]
-    (dict(cur_pos=None, cur_pos_tensor="pos_tile"), ValueError,
-     "cur_pos_tensor: expected Layout.ROW_MAJOR, got Layout.TILE"),
-    (dict(cur_pos=None, cur_pos_tensor="pos_rank2"), ValueError,
-     r"cur_pos_tensor: expected a rank-1 tensor, got shape \[1, 2\]"),
-    (dict(cur_pos=None, cur_pos_tensor="pos_b3"), ValueError,
-     r"cur_pos_tensor: expected shape \[2\] \(one position per user\), got \[3\]"),
-    (dict(k="kp", v="kp", page_table="table_1row"), ValueError,
-     r"page_table_tensor: expected 2 rows, one per user \(1 row only with share_cache=True\), got shape \[1, 4\]"),
-    (dict(k="kp", v="kp", page_table="table_3rows", share_cache=True), ValueError,
-     r"page_table_tensor: expected 2 rows, or 1 \(share_cache=True: every user reads row 0\), got shape \[3, 4\]"),
-    (dict(k="kp", v="kp", page_table="table_tile"), ValueError,
-     "page_table_tensor: expected Layout.ROW_MAJOR, got Layout.TILE"),
-    (dict(k="kp", v="kp", page_table="table_f32"), TypeError,
-     "page_table_tensor: dtype float32 not supported; expected one of int32, uint32"),
-    (dict(k="kp", v="kp", page_table=torch.zeros(1, 4, dtype=torch.int32)), ValueError,
-     r"page_table_tensor: expected shape \[2, max_blocks_per_user\] \(2 rows, one per user .*got \[1, 4\]"),
+    (
+        dict(cur_pos=None, cur_pos_tensor="pos_tile"),
+        ValueError,
+        "cur_pos_tensor: expected Layout.ROW_MAJOR, got Layout.TILE",
+    ),
+    (
+        dict(cur_pos=None, cur_pos_tensor="pos_rank2"),
+        ValueError,
+        r"cur_pos_tensor: expected a rank-1 tensor, got shape \[1, 2\]",
+    ),
+    (
+        dict(cur_pos=None, cur_pos_tensor="pos_b3"),
+        ValueError,
+        r"cur_pos_tensor: expected shape \[2\] \(one position per user\), got \[3\]",
+    ),
+    (
+        dict(k="kp", v="kp", page_table="table_1row"),
+        ValueError,
+        r"page_table_tensor: expected 2 rows, one per user \(1 row only with share_cache=True\), got shape \[1, 4\]",
+    ),
+    (
+        dict(k="kp", v="kp", page_table="table_3rows", share_cache=True),
+        ValueError,
+        r"page_table_tensor: expected 2 rows, or 1 \(share_cache=True: every user reads row 0\), got shape \[3, 4\]",
+    ),
+    (
+        dict(k="kp", v="kp", page_table="table_tile"),
+        ValueError,
+        "page_table_tensor: expected Layout.ROW_MAJOR, got Layout.TILE",
+    ),
+    (
+        dict(k="kp", v="kp", page_table="table_f32"),
+        TypeError,
+        "page_table_tensor: dtype float32 not supported; expected one of int32, uint32",
+    ),
+    (
+        dict(k="kp", v="kp", page_table=torch.zeros(1, 4, dtype=torch.int32)),
+        ValueError,
+        r"page_table_tensor: expected shape \[2, max_blocks_per_user\] \(2 rows, one per user .*got \[1, 4\]",
+    ),
     # ---- argument types
     (dict(is_causal=2), TypeError, r"is_causal=2 \(int\): expected True or False"),
     (dict(share_cache="yes"), TypeError, r"share_cache='yes' \(str\): expected True or False"),
@@ -197,8 +253,11 @@ CASES = [
     (dict(cur_pos=5), TypeError, r"cur_pos=5 \(int\): expected a list of 2 ints \(one position per user"),
     (dict(cur_pos="ab"), TypeError, r"cur_pos='ab' \(str\): expected a list of 2 ints"),
     (dict(cur_pos=np.array([1.5, 2.0])), TypeError, "cur_pos: expected integers .*got a float64 array"),
-    (dict(cur_pos=torch.tensor([[100, 200]])), ValueError,
-     r"cur_pos: expected a 1-D tensor of 2 ints .*got shape \[1, 2\]"),
+    (
+        dict(cur_pos=torch.tensor([[100, 200]])),
+        ValueError,
+        r"cur_pos: expected a 1-D tensor of 2 ints .*got shape \[1, 2\]",
+    ),
     (dict(cur_pos=[100, 2.0]), ValueError, r"cur_pos\[1\]=2.0: expected an int in \[-1, 256\)"),
     (dict(cur_pos=[100, True]), ValueError, r"cur_pos\[1\]=True: expected an int"),
     (dict(sliding_window_size=64.0), TypeError, r"sliding_window_size=64.0 \(float\): expected a positive int or None"),
@@ -216,27 +275,48 @@ CASES = [
     # (no host positions: the call is signed for the fast path first, which must leave q=None to validation)
     (dict(q=None, is_causal=False, cur_pos=None), TypeError, "q: expected a ttnn or emulator device tensor, got None"),
     (dict(v=None), TypeError, "v: expected a ttnn or emulator device tensor, got NoneType"),
-    (dict(k="kp", v="kp", page_table=_PAGED_WITHOUT_TABLE), TypeError, "page_table_tensor=None: the paged op needs a "
-     "page table"),
+    (
+        dict(k="kp", v="kp", page_table=_PAGED_WITHOUT_TABLE),
+        TypeError,
+        "page_table_tensor=None: the paged op needs a page table",
+    ),
     (dict(memory_config="DRAM"), TypeError, r"memory_config='DRAM' \(str\): expected a ttnn.MemoryConfig"),
     (dict(dtype="bfloat16"), TypeError, r"dtype='bfloat16' \(str\): expected a ttnn.DataType"),
-    (dict(compute_kernel_config="HiFi4"), TypeError,
-     "compute_kernel_config='HiFi4': expected ttnn.WormholeComputeKernelConfig"),
+    (
+        dict(compute_kernel_config="HiFi4"),
+        TypeError,
+        "compute_kernel_config='HiFi4': expected ttnn.WormholeComputeKernelConfig",
+    ),
     (dict(program_config=42), TypeError, r"program_config=42 \(int\): expected ProgramConfig"),
     # ---- validate_device_tensors=True: the values inside device tensors (read back, nothing uploaded or launched)
-    (dict(cur_pos=None, cur_pos_tensor="pos_256", validate_device_tensors=True), ValueError,
-     r"cur_pos_tensor\[1\]=256 \(read back from the device for user 1\): expected -1 \(skip the user\) "
-     r"or a position in \[0, 256\)"),
-    (dict(cur_pos=None, cur_pos_tensor="pos_m2", validate_device_tensors=True), ValueError,
-     r"cur_pos_tensor\[0\]=-2 .*user 0"),
-    (dict(q="q_len3", cur_pos=None, cur_pos_tensor="pos_1", validate_device_tensors=True), ValueError,
-     r"cur_pos_tensor\[0\]=1 .*a position in \[2, 256\) \(q_len=3"),
-    (dict(k="kp", v="kp", page_table="table_bad_needed", validate_device_tensors=True), ValueError,
-     r"page_table_tensor\[1, 2\]=99 \(read back from the device\): expected a block in \[0, 8\) .*user 1 reads entries "
-     r"0..3 of row 1 for its positions \[0, 200\]"),
-    (dict(k="kp", v="kp", page_table="table_bad_shared", share_cache=True, validate_device_tensors=True), ValueError,
-     r"page_table_tensor\[0, 3\]=-1 .*user 1 reads entries 0..3 of row 0"),
-]  # fmt: skip
+    (
+        dict(cur_pos=None, cur_pos_tensor="pos_256", validate_device_tensors=True),
+        ValueError,
+        r"cur_pos_tensor\[1\]=256 \(read back from the device for user 1\): expected -1 \(skip the user\) "
+        r"or a position in \[0, 256\)",
+    ),
+    (
+        dict(cur_pos=None, cur_pos_tensor="pos_m2", validate_device_tensors=True),
+        ValueError,
+        r"cur_pos_tensor\[0\]=-2 .*user 0",
+    ),
+    (
+        dict(q="q_len3", cur_pos=None, cur_pos_tensor="pos_1", validate_device_tensors=True),
+        ValueError,
+        r"cur_pos_tensor\[0\]=1 .*a position in \[2, 256\) \(q_len=3",
+    ),
+    (
+        dict(k="kp", v="kp", page_table="table_bad_needed", validate_device_tensors=True),
+        ValueError,
+        r"page_table_tensor\[1, 2\]=99 \(read back from the device\): expected a block in \[0, 8\) "
+        r".*user 1 reads entries 0..3 of row 1 for its positions \[0, 200\]",
+    ),
+    (
+        dict(k="kp", v="kp", page_table="table_bad_shared", share_cache=True, validate_device_tensors=True),
+        ValueError,
+        r"page_table_tensor\[0, 3\]=-1 .*user 1 reads entries 0..3 of row 0",
+    ),
+]
 
 
 @pytest.mark.parametrize("kwargs, exc, match", CASES, ids=[c[2][:48] for c in CASES])
@@ -276,7 +356,7 @@ ACCEPTED = [
     dict(cur_pos=None, cur_pos_tensor="pos_good", validate_device_tensors=True),
     dict(validate_device_tensors=np.bool_(True)),  # host positions: nothing to read back
     dict(sliding_window_size=2**32 - 1),  # the largest window (a uint32): the same as none
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("kwargs", ACCEPTED, ids=[str(sorted(a)) + str(i) for i, a in enumerate(ACCEPTED)])
@@ -332,8 +412,9 @@ def test_scale_range_is_refused_past_both_ends(tensors):
         with pytest.raises(ValueError, match=rf"scale={re.escape(repr(scale))}: {in_range}"):
             _call(tensors, scale=scale)
         with pytest.raises(ValueError, match=rf"scale={re.escape(repr(scale))}: expected"):
-            FlashDecodeWrapper(tensors["q"].device()).plan(batch=B, n_q_heads=NQ, n_kv_heads=NKV, head_dim=D,
-                                                           kv_len=S, scale=scale)  # fmt: skip
+            FlashDecodeWrapper(tensors["q"].device()).plan(
+                batch=B, n_q_heads=NQ, n_kv_heads=NKV, head_dim=D, kv_len=S, scale=scale
+            )
     assert validate.check_scale(validate.SCALE_MIN) == validate.SCALE_MIN
     assert validate.check_scale(np.float64(validate.SCALE_MAX)) == validate.SCALE_MAX
 
@@ -361,8 +442,16 @@ def test_l1_overflow_advice_names_what_would_fit():
     from ttflashdecode.plan import DecodeShapes, plan
 
     def mla(q_len, heads):
-        return DecodeShapes(batch=1, n_q_heads=heads, n_kv_heads=1, head_dim=576, v_head_dim=512, kv_len=1024,
-                            q_len=q_len, v_from_k=True)  # fmt: skip
+        return DecodeShapes(
+            batch=1,
+            n_q_heads=heads,
+            n_kv_heads=1,
+            head_dim=576,
+            v_head_dim=512,
+            kv_len=1024,
+            q_len=q_len,
+            v_from_k=True,
+        )
 
     with pytest.raises(L1OverflowError) as raised:
         plan(mla(2, 128), None)
@@ -405,8 +494,10 @@ def test_translated_positions_and_deallocate_force(emu_device, tensors, referenc
     """``from_torch(torch.tensor(pos), dtype=ttnn.int32)`` as a model writes it for ttnn (ROW_MAJOR by default) is a
     valid cur_pos_tensor; ``t.deallocate(True)`` (gpt-oss) frees an emulator tensor as ttnn's does."""
     ttnn = import_ttnn()
-    for pos in (emu_device.from_torch(torch.tensor([100, 200]), dtype=ttnn.int32),
-                emu_device.from_torch(torch.tensor([100, 200], dtype=torch.int32))):  # fmt: skip
+    for pos in (
+        emu_device.from_torch(torch.tensor([100, 200]), dtype=ttnn.int32),
+        emu_device.from_torch(torch.tensor([100, 200], dtype=torch.int32)),
+    ):
         assert torch.equal(emu_device.to_torch(_call(tensors, cur_pos=None, cur_pos_tensor=pos)), reference)
         pos.deallocate(True)
         assert not pos.is_allocated()
@@ -445,8 +536,9 @@ def test_device_tensors_are_read_back_only_when_asked(emu_device, tensors, monke
     to_torch = emu_device.to_torch
     monkeypatch.setattr(emu_device, "to_torch", lambda t: reads.append(t) or to_torch(t))
     ttnn = import_ttnn()
-    table = emu_device.from_torch(torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]], dtype=torch.int32), dtype=ttnn.int32,
-                                  layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+    table = emu_device.from_torch(
+        torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    )
     kwargs = dict(k="kp", v="kp", page_table=table, cur_pos=None, cur_pos_tensor="pos_good", sliding_window_size=64)
     _call(tensors, **kwargs)
     assert reads == [], "a decode step without validate_device_tensors read device tensors back"
@@ -464,8 +556,10 @@ def _decode_on_fresh_device():
 
     ttnn = import_ttnn()
     dev = emulator.open_device(board="n150")
-    q, k = (dev.from_torch(torch.ones(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-            for shape in ((1, B, NQ, D), (B, NKV, S, D)))  # fmt: skip
+    q, k = (
+        dev.from_torch(torch.ones(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+        for shape in ((1, B, NQ, D), (B, NKV, S, D))
+    )
     op_module.scaled_dot_product_attention_decode(q, k, k, cur_pos=[100, 200], dtype=ttnn.bfloat8_b)
     return dev
 

@@ -71,9 +71,14 @@ def _ring_case(seed, cur_pos, ring, window, kv_dtype):
     v_bad = torch.where(hidden, _garbage_like(v, gen), v)
     expected_table = torch.cat([table, torch.zeros(b, per_user - ring_blocks, dtype=torch.int32)], dim=1)
     expected = golden.paged_sdpa_decode(
-        _q(q), golden.quantize_like_device(k, kv_dtype), golden.quantize_like_device(v, kv_dtype), expected_table,
-        cur_pos=cur_pos, cache_position_modulo=ring, sliding_window_size=window,
-    )  # fmt: skip
+        _q(q),
+        golden.quantize_like_device(k, kv_dtype),
+        golden.quantize_like_device(v, kv_dtype),
+        expected_table,
+        cur_pos=cur_pos,
+        cache_position_modulo=ring,
+        sliding_window_size=window,
+    )
     return q, k_bad, v_bad, device_table, expected
 
 
@@ -86,10 +91,16 @@ def test_ring_cache_reads_logical_positions_modulo_the_ring(emu_device, kv_dtype
     cur_pos, ring, window = [300, 20, 1000, 4157], 128, 64
     q, k, v, table, expected = _ring_case(seed, cur_pos, ring, window, kv_dtype)
     out = op_module.paged_scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k, kv_dtype), _tile(emu_device, v, kv_dtype),
-        _int32(emu_device, table.tolist()), cur_pos_tensor=_int32(emu_device, cur_pos), sliding_window_size=window,
-        cache_position_modulo=ring, program_config=_config(), output_tensor=_poisoned(emu_device, tuple(q.shape)),
-    )  # fmt: skip
+        _tile(emu_device, q),
+        _tile(emu_device, k, kv_dtype),
+        _tile(emu_device, v, kv_dtype),
+        _int32(emu_device, table.tolist()),
+        cur_pos_tensor=_int32(emu_device, cur_pos),
+        sliding_window_size=window,
+        cache_position_modulo=ring,
+        program_config=_config(),
+        output_tensor=_poisoned(emu_device, tuple(q.shape)),
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"ring {ring} window {window}", kv_dtype)
 
 
@@ -102,9 +113,14 @@ def test_ring_without_window_through_patched_ttnn(emu_device, transformer):
     positions = [*cur_pos[:2], ring]  # user 2 past the ring
     with ttflashdecode.patch_ttnn():
         out = transformer.paged_scaled_dot_product_attention_decode(
-            _tile(emu_device, q), _tile(emu_device, k), _tile(emu_device, v), _int32(emu_device, table.tolist()),
-            cur_pos_tensor=_int32(emu_device, positions), cache_position_modulo=ring, program_config=_config(),
-        )  # fmt: skip
+            _tile(emu_device, q),
+            _tile(emu_device, k),
+            _tile(emu_device, v),
+            _int32(emu_device, table.tolist()),
+            cur_pos_tensor=_int32(emu_device, positions),
+            cache_position_modulo=ring,
+            program_config=_config(),
+        )
     check_output(emu_device.to_torch(out).float(), expected, seed, "ring, no window", zero_users=(2,))
 
 
@@ -116,8 +132,13 @@ def test_golden_view_recuts_each_blocks_tiles_in_order():
     tile number (h * view_bs_tiles + t) * view_d_tiles + c, tiles numbered (head, position tile, column tile)."""
     cache = torch.randn(3, 2, 64, 64)
     view = golden.paged_cache_view(cache, 32, 2, 128)
-    tiles = [cache[n, h, 32 * t: 32 * t + 32, 32 * c: 32 * c + 32] for n in range(3) for h in range(2) for t in range(2)
-             for c in range(2)]  # fmt: skip
+    tiles = [
+        cache[n, h, 32 * t : 32 * t + 32, 32 * c : 32 * c + 32]
+        for n in range(3)
+        for h in range(2)
+        for t in range(2)
+        for c in range(2)
+    ]
     for n in range(3):
         for h in range(2):
             for c in range(4):
@@ -126,8 +147,11 @@ def test_golden_view_recuts_each_blocks_tiles_in_order():
     assert torch.equal(golden.paged_cache_view(view, 64, 2, 64), cache)
 
 
-@pytest.mark.parametrize("cache_shape, view", [((1, 64, 128), (32, 2)), ((4, 64, 64), (64, 2))],
-                         ids=["kv1-b64-to-kv2-b32", "kv4-d64-to-kv2-d128"])  # fmt: skip
+@pytest.mark.parametrize(
+    "cache_shape, view",
+    [((1, 64, 128), (32, 2)), ((4, 64, 64), (64, 2))],
+    ids=["kv1-b64-to-kv2-b32", "kv4-d64-to-kv2-d128"],
+)
 def test_geometry_view_of_another_layers_cache(emu_device, transformer, cache_shape, view):
     """A cache allocated [num_blocks, *cache_shape] read as (block_size, num_kv_heads) = view with q's head dim 128 and
     GQA 4:1, through the op and through patch_ttnn() with a ttnn.PagedCacheGeometryOverride; blocks no user needs hold
@@ -151,22 +175,35 @@ def test_geometry_view_of_another_layers_cache(emu_device, transformer, cache_sh
     v_cache = golden.paged_cache_view(v_view, cache_shape[1], cache_shape[0], cache_shape[2])
     q = torch.randn(1, b, nq, d, generator=gen)
     clean = torch.where(unused[:, None, None, None], 0.0, 1.0)
-    k_clean, v_clean = (golden.paged_cache_view(x.nan_to_num(0, 0, 0) * clean, cache_shape[1], cache_shape[0],
-                                                cache_shape[2]) for x in (k_view, v_view))  # fmt: skip
-    expected = golden.paged_sdpa_decode(_q(q), _q(k_clean), _q(v_clean), table, cur_pos=cur_pos,
-                                        paged_cache_geometry=(block_size, num_kv_heads))  # fmt: skip
-    args = (_tile(emu_device, q), _tile(emu_device, k_cache), _tile(emu_device, v_cache),
-            _int32(emu_device, table.tolist()))  # fmt: skip
+    k_clean, v_clean = (
+        golden.paged_cache_view(x.nan_to_num(0, 0, 0) * clean, cache_shape[1], cache_shape[0], cache_shape[2])
+        for x in (k_view, v_view)
+    )
+    expected = golden.paged_sdpa_decode(
+        _q(q), _q(k_clean), _q(v_clean), table, cur_pos=cur_pos, paged_cache_geometry=(block_size, num_kv_heads)
+    )
+    args = (
+        _tile(emu_device, q),
+        _tile(emu_device, k_cache),
+        _tile(emu_device, v_cache),
+        _int32(emu_device, table.tolist()),
+    )
     geometry = ttnn.PagedCacheGeometryOverride(block_size=block_size, num_kv_heads=num_kv_heads)
     out = op_module.paged_scaled_dot_product_attention_decode(
-        *args, cur_pos=cur_pos, paged_cache_geometry=geometry, program_config=_config(),
+        *args,
+        cur_pos=cur_pos,
+        paged_cache_geometry=geometry,
+        program_config=_config(),
         output_tensor=_poisoned(emu_device, (1, b, nq, d)),
-    )  # fmt: skip
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"geometry {view} of {cache_shape}")
     with ttflashdecode.patch_ttnn():
         patched = transformer.paged_scaled_dot_product_attention_decode(
-            *args, cur_pos_tensor=_int32(emu_device, cur_pos), paged_cache_geometry=geometry, program_config=_config(),
-        )  # fmt: skip
+            *args,
+            cur_pos_tensor=_int32(emu_device, cur_pos),
+            paged_cache_geometry=geometry,
+            program_config=_config(),
+        )
     check_output(emu_device.to_torch(patched).float(), expected, seed, f"patched geometry {view} of {cache_shape}")
 
 
@@ -185,26 +222,38 @@ def test_spec_multi_pos_candidates_have_their_own_bounds(emu_device, transformer
     k_bad = torch.where(hidden, _garbage_like(k, gen), k)
     v_bad = torch.where(hidden, _garbage_like(v, gen), v)
     expected = golden.paged_sdpa_decode(_q(q), _q(k), _q(v), table, cur_pos=cur_pos, spec_multi_pos_tiles=tg)
-    args = (_tile(emu_device, q), _tile(emu_device, k_bad), _tile(emu_device, v_bad),
-            _int32(emu_device, table.tolist()))  # fmt: skip
+    args = (
+        _tile(emu_device, q),
+        _tile(emu_device, k_bad),
+        _tile(emu_device, v_bad),
+        _int32(emu_device, table.tolist()),
+    )
     out = op_module.paged_scaled_dot_product_attention_decode(
-        *args, cur_pos_tensor=_int32(emu_device, cur_pos), spec_multi_pos_tiles=tg, program_config=_config(),
+        *args,
+        cur_pos_tensor=_int32(emu_device, cur_pos),
+        spec_multi_pos_tiles=tg,
+        program_config=_config(),
         output_tensor=_poisoned(emu_device, tuple(q.shape)),
-    )  # fmt: skip
+    )
     # check_output's users are dim 1: view both as [1, candidates, 32, d]
     as_users = (1, rows * tg, 32, d)
     check_output(emu_device.to_torch(out).float().reshape(as_users), expected.reshape(as_users), seed, "spec")
     # Each candidate is its batch row's legacy user (upstream's own test): the same numbers as B * Tg rows.
-    legacy = golden.paged_sdpa_decode(_q(q).reshape(as_users), _q(k), _q(v), table.repeat_interleave(tg, dim=0),
-                                      cur_pos=cur_pos)  # fmt: skip
+    legacy = golden.paged_sdpa_decode(
+        _q(q).reshape(as_users), _q(k), _q(v), table.repeat_interleave(tg, dim=0), cur_pos=cur_pos
+    )
     assert torch.equal(legacy.reshape(q.shape), expected)
     with ttflashdecode.patch_ttnn():
         patched = transformer.paged_scaled_dot_product_attention_decode(
-            *args, cur_pos_tensor=_int32(emu_device, cur_pos), spec_multi_pos_tiles=tg, program_config=_config(),
-        )  # fmt: skip
+            *args,
+            cur_pos_tensor=_int32(emu_device, cur_pos),
+            spec_multi_pos_tiles=tg,
+            program_config=_config(),
+        )
     assert tuple(patched.shape) == tuple(q.shape)
-    check_output(emu_device.to_torch(patched).float().reshape(as_users), expected.reshape(as_users), seed,
-                 "spec, patched")  # fmt: skip
+    check_output(
+        emu_device.to_torch(patched).float().reshape(as_users), expected.reshape(as_users), seed, "spec, patched"
+    )
 
 
 # ---- invalid values -----------------------------------------------------------------------------------------------
@@ -217,18 +266,27 @@ def _invalid_cases():
         ({"cache_position_modulo": 48}, ValueError, ["cache_position_modulo=48", "multiple of block_size=32"]),
         ({"cache_position_modulo": 0}, ValueError, ["cache_position_modulo=0"]),
         ({"cache_position_modulo": 512}, ValueError, ["cache_position_modulo=512", "256"]),
-        ({"cache_position_modulo": 64, "sliding_window_size": 96}, ValueError,
-         ["cache_position_modulo=64", "sliding_window_size=96"]),
+        (
+            {"cache_position_modulo": 64, "sliding_window_size": 96},
+            ValueError,
+            ["cache_position_modulo=64", "sliding_window_size=96"],
+        ),
         ({"cache_position_modulo": 64.0}, TypeError, ["cache_position_modulo=64.0"]),
-        ({"paged_cache_geometry": geo(block_size=32, num_kv_heads=1)}, ValueError,
-         ["paged_cache_geometry", "num_kv_heads=1", "block_size=32", "expected equal"]),
-        ({"paged_cache_geometry": geo(block_size=16, num_kv_heads=4)}, ValueError,
-         ["paged_cache_geometry", "block_size=16", "multiple of 32"]),
+        (
+            {"paged_cache_geometry": geo(block_size=32, num_kv_heads=1)},
+            ValueError,
+            ["paged_cache_geometry", "num_kv_heads=1", "block_size=32", "expected equal"],
+        ),
+        (
+            {"paged_cache_geometry": geo(block_size=16, num_kv_heads=4)},
+            ValueError,
+            ["paged_cache_geometry", "block_size=16", "multiple of 32"],
+        ),
         ({"paged_cache_geometry": geo()}, ValueError, ["paged_cache_geometry", "expected both > 0"]),
         ({"paged_cache_geometry": (32, 2)}, TypeError, ["paged_cache_geometry=(32, 2)"]),
         ({"spec_multi_pos_tiles": 2}, ValueError, ["spec_multi_pos_tiles=2", "[1, b, 64, head_dim]"]),
         ({"spec_multi_pos_tiles": -1}, ValueError, ["spec_multi_pos_tiles=-1"]),
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize("case", range(11))
@@ -257,7 +315,7 @@ def test_spec_requirements_are_upstreams(emu_device):
         ((q, one, one, table), dict(cur_pos=[1, 2, 3, 4], sliding_window_size=8), ["sliding_window_size=8"]),
         ((q, one, one, _int32(emu_device, [[0] * 8] * 4)), dict(cur_pos=[1, 2, 3, 4]), ["page_table_tensor", "2 rows"]),
         ((q, one, one, table), dict(cur_pos=[1, 2]), ["cur_pos", "expected 4 entries"]),
-    ]  # fmt: skip
+    ]
     for args, kwargs, named in cases:
         with pytest.raises(ValueError) as raised:
             op_module.paged_scaled_dot_product_attention_decode(*args, **kwargs, **spec)

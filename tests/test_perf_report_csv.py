@@ -70,8 +70,12 @@ def test_sweep_csv_has_the_ops_report_columns(tmp_path):
 def test_tt_perf_report_reads_the_sweep_csv_unchanged(tmp_path):
     path, rows = _write(tmp_path)
     out_csv = tmp_path / "report.csv"
-    res = subprocess.run([TOOL, str(path), "--no-color", "--no-advice", "--csv", str(out_csv)],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    res = subprocess.run(
+        [TOOL, str(path), "--no-color", "--no-advice", "--csv", str(out_csv)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, f"tt-perf-report failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     assert "missing" not in res.stdout.lower(), res.stdout[-3000:]
     with open(out_csv, newline="") as f:

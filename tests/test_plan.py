@@ -254,14 +254,25 @@ def test_plan_with_max_cur_pos_uses_the_bucketed_chunk():
         n = default_num_cores_per_head(s, 16, p)
         assert (decode_plan.num_cores_per_head, decode_plan.k_chunk_size) == (n, default_k_chunk_size(s, n, p))
         got[p] = (n, decode_plan.k_chunk_size)
-    assert got == {100: (1, 128), 511: (2, 256), 512: (2, 512), 1000: (2, 512), 2047: (8, 256), 4000: (8, 512),
-                   4095: (16, 256), 4096: (16, 512), 8191: (16, 512)}  # fmt: skip
+    assert got == {
+        100: (1, 128),
+        511: (2, 256),
+        512: (2, 512),
+        1000: (2, 512),
+        2047: (8, 256),
+        4000: (8, 512),
+        4095: (16, 256),
+        4096: (16, 512),
+        8191: (16, 512),
+    }
     # An explicit k_chunk_size is the user's: max_cur_pos does not touch it.
     assert plan(s, replace(config, k_chunk_size=128), max_cur_pos=100).k_chunk_size == 128
 
 
-@pytest.mark.parametrize("kv_len, max_cores, expected", [(4096, 64, 16), (32768, 64, 16), (131072, 64, 32),
-                                                          (1024, 16, 4), (8192, 16, 16), (256, 8, 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "kv_len, max_cores, expected",
+    [(4096, 64, 16), (32768, 64, 16), (131072, 64, 32), (1024, 16, 4), (8192, 16, 16), (256, 8, 1)],
+)
 def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
     """With k_chunk_size 0 the planner picks the group size (at least 256 positions a core; past 16 cores only when
     16 would read more than 4096 positions each: rules.py's constants, measured in perf/group_size_table.py), never
@@ -487,8 +498,12 @@ def test_large_head_dim_gives_up_cores_before_failing():
     32 q heads: full 32-row tiles (8 would take 16-row tiles, whose smaller slots fit more cores). Since the merge
     stages only two statistics tiles (merge_factors), head_dim 1024 fits all 16 cores."""
     fits = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=1, head_dim=1536, kv_len=8192)
-    p = plan(fits, ProgramConfig(compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=16), (8, 8),
-             fp32_dest_acc=True)  # fmt: skip
+    p = plan(
+        fits,
+        ProgramConfig(compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=16),
+        (8, 8),
+        fp32_dest_acc=True,
+    )
     assert 1 <= p.num_cores_per_head < 16
     assert p.l1_bytes <= L1_BUDGET_BYTES
     too_big = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=1, head_dim=4096, kv_len=8192)
@@ -500,9 +515,19 @@ def test_large_head_dim_gives_up_cores_before_failing():
 
 # What the planner must never load: ttnn and its devices, the emulator, the program factory and everything that
 # launches, and the tuner (the layer above the factory that runs candidates).
-FORBIDDEN = ("ttnn", "torch", "ttflashdecode.emulator", "ttflashdecode.program_factory", "ttflashdecode.tuning",
-             "ttflashdecode.wrapper", "ttflashdecode.op", "ttflashdecode.backend", "ttflashdecode.ttnn_env",
-             "ttflashdecode.kernel_args", "ttflashdecode.upstream")  # fmt: skip
+FORBIDDEN = (
+    "ttnn",
+    "torch",
+    "ttflashdecode.emulator",
+    "ttflashdecode.program_factory",
+    "ttflashdecode.tuning",
+    "ttflashdecode.wrapper",
+    "ttflashdecode.op",
+    "ttflashdecode.backend",
+    "ttflashdecode.ttnn_env",
+    "ttflashdecode.kernel_args",
+    "ttflashdecode.upstream",
+)
 
 PURE_PLANNER_SCRIPT = """
 import importlib.util, json, sys, types

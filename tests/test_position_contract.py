@@ -61,9 +61,12 @@ def test_garbage_outside_the_visible_positions_never_reaches_the_output(emu_devi
         output_tensor=_poisoned_output(emu_device, (q_len, b, nq, d)),
     )
     expected = golden.sdpa_decode(
-        golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, kv_dtype),
-        golden.quantize_like_device(v, kv_dtype), cur_pos=cur_pos, sliding_window_size=window,
-    )  # fmt: skip
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, kv_dtype),
+        golden.quantize_like_device(v, kv_dtype),
+        cur_pos=cur_pos,
+        sliding_window_size=window,
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"{kv_dtype} window={window}", kv_dtype)
 
 
@@ -87,15 +90,22 @@ def test_garbage_in_unused_page_slots_and_blocks_is_never_read(emu_device):
     k_bad, v_bad = _plant(k, unused.expand_as(k), gen), _plant(v, unused.expand_as(v), gen)
 
     out = op_module.paged_scaled_dot_product_attention_decode(
-        _tile(emu_device, q), _tile(emu_device, k_bad, "bfloat8_b"), _tile(emu_device, v_bad, "bfloat8_b"),
-        _int32(emu_device, table.tolist()), cur_pos=cur_pos, program_config=_config(),
+        _tile(emu_device, q),
+        _tile(emu_device, k_bad, "bfloat8_b"),
+        _tile(emu_device, v_bad, "bfloat8_b"),
+        _int32(emu_device, table.tolist()),
+        cur_pos=cur_pos,
+        program_config=_config(),
         output_tensor=_poisoned_output(emu_device, (1, b, nq, d)),
-    )  # fmt: skip
+    )
     clean_table = torch.where((table >= 0) & (table < num_blocks), table, torch.zeros_like(table))
     expected = golden.sdpa_decode(
-        golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
-        golden.quantize_like_device(v, "bfloat8_b"), cur_pos=cur_pos, page_table=clean_table,
-    )  # fmt: skip
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, "bfloat8_b"),
+        golden.quantize_like_device(v, "bfloat8_b"),
+        cur_pos=cur_pos,
+        page_table=clean_table,
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, "paged, garbage slots", "bfloat8_b")
 
 
@@ -126,10 +136,11 @@ def test_minus_inf_masks(emu_device, with_sink):
         **kwargs,
     )
     expected = golden.sdpa_decode(
-        *(golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)), is_causal=False,
+        *(golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)),
+        is_causal=False,
         attn_mask=golden.quantize_like_device(mask, "bfloat16"),
         attention_sink=None if sink is None else golden.quantize_like_device(sink, "bfloat16"),
-    )  # fmt: skip
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, f"-inf mask, sink={with_sink}", zero_users=(2,))
 
 
@@ -145,14 +156,20 @@ def test_out_of_range_device_positions_skip_their_user(emu_device, q_len):
     k, v = torch.randn(b, nkv, S, d, generator=gen), torch.randn(b, nkv, S, d, generator=gen)
     tk = _tile(emu_device, k, "bfloat8_b")
     out = op_module.scaled_dot_product_attention_decode(
-        _tile(emu_device, q), tk, _tile(emu_device, v, "bfloat8_b"), cur_pos_tensor=_int32(emu_device, cur_pos),
-        program_config=_config(), output_tensor=_poisoned_output(emu_device, (q_len, b, nq, d)),
-    )  # fmt: skip
+        _tile(emu_device, q),
+        tk,
+        _tile(emu_device, v, "bfloat8_b"),
+        cur_pos_tensor=_int32(emu_device, cur_pos),
+        program_config=_config(),
+        output_tensor=_poisoned_output(emu_device, (q_len, b, nq, d)),
+    )
     clean = [p if q_len - 1 <= p < S else -1 for p in cur_pos]
     expected = golden.sdpa_decode(
-        golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
-        golden.quantize_like_device(v, "bfloat8_b"), cur_pos=clean,
-    )  # fmt: skip
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, "bfloat8_b"),
+        golden.quantize_like_device(v, "bfloat8_b"),
+        cur_pos=clean,
+    )
     check_output(
         emu_device.to_torch(out).float(), expected, seed, f"q_len={q_len}", "bfloat8_b", zero_users=(0, 1, 3, 4)
     )
@@ -177,15 +194,20 @@ def test_page_table_entries_outside_the_cache_skip_their_user(emu_device):
     v = torch.randn(num_blocks, nkv, block, d, generator=gen)
     tk = _tile(emu_device, k)
     out = op_module.paged_scaled_dot_product_attention_decode(
-        _tile(emu_device, q), tk, _tile(emu_device, v), _int32(emu_device, table.tolist()),
-        cur_pos_tensor=_int32(emu_device, cur_pos), program_config=_config(),
+        _tile(emu_device, q),
+        tk,
+        _tile(emu_device, v),
+        _int32(emu_device, table.tolist()),
+        cur_pos_tensor=_int32(emu_device, cur_pos),
+        program_config=_config(),
         output_tensor=_poisoned_output(emu_device, (1, b, nq, d)),
-    )  # fmt: skip
+    )
     clean_table = torch.where((table >= 0) & (table < num_blocks), table, torch.zeros_like(table))
     expected = golden.sdpa_decode(
-        *(golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)), cur_pos=[-1, -1, 255],
+        *(golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)),
+        cur_pos=[-1, -1, 255],
         page_table=clean_table,
-    )  # fmt: skip
+    )
     check_output(emu_device.to_torch(out).float(), expected, seed, "bad page entries", zero_users=(0, 1))
     reads = op_module.last_run.stats.pages_read(tk)
     assert all(0 <= page < tk.buffer_num_pages() for page in reads), f"[seed {seed}] read outside K: {dict(reads)}"

@@ -50,8 +50,9 @@ def _tensors(dev, seed: int = 0):
 
 
 def _descriptor(dev, buffers, *, k_chunk_size=64, compute=ComputeSettings()):
-    wrapper = FlashDecodeWrapper(dev, ProgramConfig(compute_with_storage_grid_size=dev.grid, k_chunk_size=k_chunk_size),
-                                 compute)  # fmt: skip
+    wrapper = FlashDecodeWrapper(
+        dev, ProgramConfig(compute_with_storage_grid_size=dev.grid, k_chunk_size=k_chunk_size), compute
+    )
     plan = wrapper.plan(**SHAPE)
     return build_program(plan, buffers, backend_for(dev).noc_coord, compute)
 
@@ -108,7 +109,7 @@ def test_the_key_changes_with_every_compile_time_input_and_only_with_them(device
         "kernel source": _edit_kernel(fresh(), 0, kernel_source=str(fresh().kernels[2].kernel_source)),
         "another plan (k_chunk_size)": _descriptor(device, buffers, k_chunk_size=128),
         "compute config (fidelity)": _descriptor(device, buffers, compute=ComputeSettings(math_fidelity="HiFi2")),
-    }  # fmt: skip
+    }
     if sems:
         sems[0].initial_value = int(sems[0].initial_value) + 1
         edited = fresh()

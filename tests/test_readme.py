@@ -18,8 +18,12 @@ from ttflashdecode import golden
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 PAGES = (README, REPO / "docs" / "USER_GUIDE.md")  # the pages whose examples run
-OPS = ("scaled_dot_product_attention_decode", "paged_scaled_dot_product_attention_decode",
-       "flash_multi_latent_attention_decode", "paged_flash_multi_latent_attention_decode")  # fmt: skip
+OPS = (
+    "scaled_dot_product_attention_decode",
+    "paged_scaled_dot_product_attention_decode",
+    "flash_multi_latent_attention_decode",
+    "paged_flash_multi_latent_attention_decode",
+)
 
 
 CARD_ONLY = "# on a card"  # the first line of an example that needs a Wormhole card
@@ -61,8 +65,15 @@ def _chip_calls(call) -> list[dict]:
         return [call]
     (n,) = chips
     pick = lambda v, i: v[i] if isinstance(v, _PerChip) else v  # noqa: E731
-    return [{**call, "args": {k: pick(v, i) for k, v in call["args"].items()}, "out": pick(call["out"], i),
-             "op": f"{call['op']} (chip {i})"} for i in range(n)]  # fmt: skip
+    return [
+        {
+            **call,
+            "args": {k: pick(v, i) for k, v in call["args"].items()},
+            "out": pick(call["out"], i),
+            "op": f"{call['op']} (chip {i})",
+        }
+        for i in range(n)
+    ]
 
 
 def _dtype_name(x) -> str:
@@ -87,15 +98,17 @@ def _recording(op, calls: list):
         direct = _called_from_readme(sys._getframe(1))
         out = op(*args, **kwargs)
         arguments = signature.bind(*args, **kwargs).arguments
-        calls.append({
-            "op": op.__name__,
-            "direct": direct,
-            "given": sorted(kwargs),
-            "kv_dtype": _dtype_name(arguments["k"]),
-            "k_is_v": arguments["k"] is arguments.get("v"),
-            "args": {name: _host(value) for name, value in arguments.items()},
-            "out": _float(_host(out)),
-        })  # fmt: skip
+        calls.append(
+            {
+                "op": op.__name__,
+                "direct": direct,
+                "given": sorted(kwargs),
+                "kv_dtype": _dtype_name(arguments["k"]),
+                "k_is_v": arguments["k"] is arguments.get("v"),
+                "args": {name: _host(value) for name, value in arguments.items()},
+                "out": _float(_host(out)),
+            }
+        )
         return out
 
     return call
@@ -116,19 +129,25 @@ def _recording_wrapper_run(run, calls: list):
         del arguments["self"]
         planned = self._planned.call
         s = planned.shapes
-        options = {"is_causal": s.is_causal, "sliding_window_size": s.sliding_window_size or None,
-                   "share_cache": s.share_cache, "scale": planned.scale}  # fmt: skip
+        options = {
+            "is_causal": s.is_causal,
+            "sliding_window_size": s.sliding_window_size or None,
+            "share_cache": s.share_cache,
+            "scale": planned.scale,
+        }
         if s.v_from_k:
             options["head_dim_v"] = s.v_head_dim
-        calls.append({
-            "op": "FlashDecodeWrapper.run",
-            "direct": False,
-            "given": sorted(kwargs),
-            "kv_dtype": _dtype_name(arguments["k"]),
-            "k_is_v": arguments["k"] is arguments.get("v"),
-            "args": {**options, **{name: _host(value) for name, value in arguments.items()}},
-            "out": _float(_host(out[0] if isinstance(out, tuple) else out)),
-        })  # fmt: skip
+        calls.append(
+            {
+                "op": "FlashDecodeWrapper.run",
+                "direct": False,
+                "given": sorted(kwargs),
+                "kv_dtype": _dtype_name(arguments["k"]),
+                "k_is_v": arguments["k"] is arguments.get("v"),
+                "args": {**options, **{name: _host(value) for name, value in arguments.items()}},
+                "out": _float(_host(out[0] if isinstance(out, tuple) else out)),
+            }
+        )
         return out
 
     return call
@@ -149,11 +168,18 @@ def _golden(call) -> torch.Tensor:
     is_causal = a.get("is_causal", True)
     mask = a.get("attn_mask")
     return golden.sdpa_decode(
-        q, k, v, is_causal=is_causal, cur_pos=list(cur_pos) if is_causal else None,
-        attn_mask=None if mask is None else mask.float(), scale=scale,
-        sliding_window_size=a.get("sliding_window_size"), attention_sink=None if sink is None else sink.float(),
-        page_table=a.get("page_table_tensor"), share_cache=bool(a.get("share_cache", False)),
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        is_causal=is_causal,
+        cur_pos=list(cur_pos) if is_causal else None,
+        attn_mask=None if mask is None else mask.float(),
+        scale=scale,
+        sliding_window_size=a.get("sliding_window_size"),
+        attention_sink=None if sink is None else sink.float(),
+        page_table=a.get("page_table_tensor"),
+        share_cache=bool(a.get("share_cache", False)),
+    )
 
 
 def test_readme_examples_run_and_match_golden(capsys, monkeypatch):
@@ -176,8 +202,9 @@ def test_readme_examples_run_and_match_golden(capsys, monkeypatch):
     printed = capsys.readouterr().out
     assert printed.strip(), f"{tag(seed)} the README example prints the output shape"
 
-    written = sum(len(re.findall(rf"\b(?:ttflashdecode|ttnn\.transformer)\.{name}\(", block))
-                  for block in blocks for name in OPS)  # fmt: skip
+    written = sum(
+        len(re.findall(rf"\b(?:ttflashdecode|ttnn\.transformer)\.{name}\(", block)) for block in blocks for name in OPS
+    )
     op_calls = sum(call["direct"] for call in calls)  # calls the transformers example's model makes are checked too
     assert op_calls == written, f"{tag(seed)} {written} op calls in the README, {op_calls} ran"
     runs_written = sum(len(re.findall(r"\bwrapper\.run\(", block)) for block in blocks)

@@ -27,8 +27,9 @@ GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 
 
 def _config(k_chunk_size: int, cores: int) -> ProgramConfig:
-    return ProgramConfig(compute_with_storage_grid_size=(8, 8), k_chunk_size=k_chunk_size,
-                         max_cores_per_head_batch=cores)  # fmt: skip
+    return ProgramConfig(
+        compute_with_storage_grid_size=(8, 8), k_chunk_size=k_chunk_size, max_cores_per_head_batch=cores
+    )
 
 
 class Case:
@@ -36,8 +37,22 @@ class Case:
     positions 0 .. suffix_pos[u]. Blocks are dealt at random from one pool (prefix blocks first, then suffix blocks,
     then spare blocks nobody reaches)."""
 
-    def __init__(self, seed, *, n_q, n_kv, d, block, groups, prefix_lens, suffix_pos, kv_dtype="bfloat16",
-                 max_prefix_blocks=None, max_suffix_blocks=None, spare=2):  # fmt: skip
+    def __init__(
+        self,
+        seed,
+        *,
+        n_q,
+        n_kv,
+        d,
+        block,
+        groups,
+        prefix_lens,
+        suffix_pos,
+        kv_dtype="bfloat16",
+        max_prefix_blocks=None,
+        max_suffix_blocks=None,
+        spare=2,
+    ):
         self.seed, self.kv_dtype = seed, kv_dtype
         self.groups, self.prefix_lens, self.suffix_pos = groups, prefix_lens, suffix_pos
         self.batch = sum(len(g) for g in groups)
@@ -107,13 +122,25 @@ class Case:
         self.tk = tile(device, self.k_dirty, self.kv_dtype)
         self.tv = tile(device, self.v_dirty, self.kv_dtype)
         out = tile(device, torch.full((1, self.batch, self.n_q, self.d), float("nan")))
-        positions = dict(suffix_cur_pos_tensor=int32(device, self.suffix_pos)) if cur_pos_on_device else dict(
-            suffix_cur_pos=list(self.suffix_pos))  # fmt: skip
+        positions = (
+            dict(suffix_cur_pos_tensor=int32(device, self.suffix_pos))
+            if cur_pos_on_device
+            else dict(suffix_cur_pos=list(self.suffix_pos))
+        )
         result = shared_prefix_decode(
-            tile(device, self.q), self.tk, self.tv, groups=self.groups, prefix_lens=self.prefix_lens,
-            prefix_page_table=int32(device, self.prefix_table), suffix_page_table=int32(device, self.suffix_table),
-            program_config=config, output_tensor=out, return_result=True, **positions, **kwargs,
-        )  # fmt: skip
+            tile(device, self.q),
+            self.tk,
+            self.tv,
+            groups=self.groups,
+            prefix_lens=self.prefix_lens,
+            prefix_page_table=int32(device, self.prefix_table),
+            suffix_page_table=int32(device, self.suffix_table),
+            program_config=config,
+            output_tensor=out,
+            return_result=True,
+            **positions,
+            **kwargs,
+        )
         return result if return_result else result[0]
 
     def check(self, device, out, what):
@@ -122,8 +149,9 @@ class Case:
 
 # Llama-3.1-8B's per-chip GQA ratio (4 q heads per kv head), two groups of different sizes, non-consecutive users; one
 # user with no suffix (-1), one whose suffix ends on a block edge, a prefix that ends mid-block.
-MIXED = dict(n_q=8, n_kv=2, d=64, block=32, groups=[[0, 3, 4], [1, 2]], prefix_lens=[150, 64],
-             suffix_pos=[40, -1, 31, 0, 95])  # fmt: skip
+MIXED = dict(
+    n_q=8, n_kv=2, d=64, block=32, groups=[[0, 3, 4], [1, 2]], prefix_lens=[150, 64], suffix_pos=[40, -1, 31, 0, 95]
+)
 
 
 @pytest.mark.parametrize("kv_dtype, grid", [("bfloat16", (8, 8)), ("bfloat8_b", (2, 2))])
@@ -138,17 +166,28 @@ def test_matches_concatenated_attention(emu_device, kv_dtype, grid):
 def test_mqa_many_users_several_row_tiles_bfloat4_b(emu_device):
     """MQA (8 q heads, 1 kv head) with 6 users in one group: 48 query rows, two row tiles of the prefix group; a
     second group of one user; suffix positions read at run time from a device tensor."""
-    case = Case(seed_for("shared prefix mqa"), n_q=8, n_kv=1, d=64, block=64, groups=[[5, 0, 1, 2, 3, 4], [6]],
-                prefix_lens=[300, 33], suffix_pos=[0, 10, 70, -1, 127, 5, 64], kv_dtype="bfloat4_b",
-                max_suffix_blocks=4)  # fmt: skip
-    out, result = case.run(emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24,
-                           return_result=True)  # fmt: skip
+    case = Case(
+        seed_for("shared prefix mqa"),
+        n_q=8,
+        n_kv=1,
+        d=64,
+        block=64,
+        groups=[[5, 0, 1, 2, 3, 4], [6]],
+        prefix_lens=[300, 33],
+        suffix_pos=[0, 10, 70, -1, 127, 5, 64],
+        kv_dtype="bfloat4_b",
+        max_suffix_blocks=4,
+    )
+    out, result = case.run(
+        emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24, return_result=True
+    )
     # 24 rows = 3 users a sub-group: the group of 6 in two sub-groups, the group of 1 in one.
     assert [len(u) for _, u in result.plan.groups.subgroups] == [3, 3, 1]
     case.check(emu_device, out, "shared prefix mqa bfloat4_b")
     # The op form keeps its planned wrapper on the device: a second call with the same arguments plans nothing.
-    _, again = case.run(emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24,
-                        return_result=True)  # fmt: skip
+    _, again = case.run(
+        emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24, return_result=True
+    )
     assert again.plan is result.plan
 
 
@@ -157,8 +196,16 @@ def test_prefix_read_once_per_group_and_kv_head(emu_device, max_group_rows, read
     """The emulator's DRAM counters: every K/V tile of a prefix is read once per (group, kv head) however many users
     share it (once per sub-group when max_group_rows splits a group: 8 rows = 2 users here), every suffix tile once per
     (user, kv head), and no tile past a length or outside the tables."""
-    case = Case(seed_for("shared prefix read once"), n_q=8, n_kv=2, d=64, block=32, groups=[[0, 1, 2, 3], [4, 5]],
-                prefix_lens=[200, 96], suffix_pos=[3, 40, -1, 64, 0, 31])  # fmt: skip
+    case = Case(
+        seed_for("shared prefix read once"),
+        n_q=8,
+        n_kv=2,
+        d=64,
+        block=32,
+        groups=[[0, 1, 2, 3], [4, 5]],
+        prefix_lens=[200, 96],
+        suffix_pos=[3, 40, -1, 64, 0, 31],
+    )
     out, result = case.run(emu_device, config=_config(64, 4), return_result=True, max_group_rows=max_group_rows)
     case.check(emu_device, out, "shared prefix read once")
     dht = case.d // 32
@@ -188,14 +235,29 @@ def test_prefix_read_once_per_group_and_kv_head(emu_device, max_group_rows, read
 
 def test_float32_output_single_user_groups(emu_device):
     """A float32 output, and groups of one user each (one slot a sub-group: no padding, no shared rows)."""
-    case = Case(seed_for("shared prefix fp32"), n_q=4, n_kv=2, d=32, block=32, groups=[[2], [0], [1]],
-                prefix_lens=[1, 45, 32], suffix_pos=[5, -1, 33])  # fmt: skip
+    case = Case(
+        seed_for("shared prefix fp32"),
+        n_q=4,
+        n_kv=2,
+        d=32,
+        block=32,
+        groups=[[2], [0], [1]],
+        prefix_lens=[1, 45, 32],
+        suffix_pos=[5, -1, 33],
+    )
     ttnn = import_ttnn()
     out = shared_prefix_decode(
-        tile(emu_device, case.q), tile(emu_device, case.k_dirty), tile(emu_device, case.v_dirty), groups=case.groups,
-        prefix_lens=case.prefix_lens, prefix_page_table=case.prefix_table, suffix_page_table=case.suffix_table,
-        suffix_cur_pos=list(case.suffix_pos), dtype=ttnn.float32, program_config=_config(32, 2),
-    )  # fmt: skip
+        tile(emu_device, case.q),
+        tile(emu_device, case.k_dirty),
+        tile(emu_device, case.v_dirty),
+        groups=case.groups,
+        prefix_lens=case.prefix_lens,
+        prefix_page_table=case.prefix_table,
+        suffix_page_table=case.suffix_table,
+        suffix_cur_pos=list(case.suffix_pos),
+        dtype=ttnn.float32,
+        program_config=_config(32, 2),
+    )
     assert str(out.dtype).endswith("FLOAT32"), out.dtype
     case.check(emu_device, out, "shared prefix float32 output")
 
@@ -203,16 +265,35 @@ def test_float32_output_single_user_groups(emu_device):
 def test_wrapper_plans_once_and_runs_each_step(emu_device):
     """The plan / run form over a decode loop: one plan, two steps whose suffix positions grow (read at run time from
     the same device tensor, rewritten between steps), the programs built once."""
-    case = Case(seed_for("shared prefix wrapper"), n_q=4, n_kv=1, d=64, block=32, groups=[[1, 0], [2]],
-                prefix_lens=[70, 40], suffix_pos=[11, 21, 0], max_suffix_blocks=2)  # fmt: skip
+    case = Case(
+        seed_for("shared prefix wrapper"),
+        n_q=4,
+        n_kv=1,
+        d=64,
+        block=32,
+        groups=[[1, 0], [2]],
+        prefix_lens=[70, 40],
+        suffix_pos=[11, 21, 0],
+        max_suffix_blocks=2,
+    )
     ttnn = import_ttnn()
     wrapper = SharedPrefixDecodeWrapper(emu_device, _config(32, 2))
-    wrapper.plan(groups=case.groups, prefix_lens=case.prefix_lens, batch=3, n_q_heads=4, n_kv_heads=1, head_dim=64,
-                 block_size=32, max_prefix_blocks=case.max_prefix_blocks, max_suffix_blocks=2,
-                 kv_dtype=ttnn.bfloat16)  # fmt: skip
+    wrapper.plan(
+        groups=case.groups,
+        prefix_lens=case.prefix_lens,
+        batch=3,
+        n_q_heads=4,
+        n_kv_heads=1,
+        head_dim=64,
+        block_size=32,
+        max_prefix_blocks=case.max_prefix_blocks,
+        max_suffix_blocks=2,
+        kv_dtype=ttnn.bfloat16,
+    )
     q, k, v = tile(emu_device, case.q), tile(emu_device, case.k_dirty), tile(emu_device, case.v_dirty)
-    tables = dict(prefix_page_table=int32(emu_device, case.prefix_table),
-                  suffix_page_table=int32(emu_device, case.suffix_table))  # fmt: skip
+    tables = dict(
+        prefix_page_table=int32(emu_device, case.prefix_table), suffix_page_table=int32(emu_device, case.suffix_table)
+    )
     positions = int32(emu_device, case.suffix_pos)
     out = tile(emu_device, torch.full((1, 3, 4, 64), float("nan")))  # the loop's output, at one address
     for step, suffix_pos in enumerate(([10, 20, -1], [11, 21, 0])):
@@ -253,18 +334,34 @@ def test_thresholds_reject_a_dropped_level(emu_device):
 )
 def test_bad_arguments_are_named(emu_device, change, argument):
     case = Case(seed_for("shared prefix errors"), **MIXED)
-    kwargs = dict(groups=case.groups, prefix_lens=case.prefix_lens, prefix_page_table=case.prefix_table,
-                  suffix_page_table=case.suffix_table, suffix_cur_pos=list(case.suffix_pos))  # fmt: skip
+    kwargs = dict(
+        groups=case.groups,
+        prefix_lens=case.prefix_lens,
+        prefix_page_table=case.prefix_table,
+        suffix_page_table=case.suffix_table,
+        suffix_cur_pos=list(case.suffix_pos),
+    )
     kwargs.update(change)
     with pytest.raises((ValueError, TypeError), match=re.escape(argument)):
-        shared_prefix_decode(tile(emu_device, case.q), tile(emu_device, case.k, case.kv_dtype),
-                             tile(emu_device, case.v, case.kv_dtype), **kwargs)  # fmt: skip
+        shared_prefix_decode(
+            tile(emu_device, case.q),
+            tile(emu_device, case.k, case.kv_dtype),
+            tile(emu_device, case.v, case.kv_dtype),
+            **kwargs,
+        )
 
 
 def test_q_len_above_one_is_refused(emu_device):
     case = Case(seed_for("shared prefix q_len"), **MIXED)
     q = tile(emu_device, torch.randn(2, case.batch, case.n_q, case.d))
     with pytest.raises(ValueError, match="q_len=2"):
-        shared_prefix_decode(q, tile(emu_device, case.k), tile(emu_device, case.v), groups=case.groups,
-                             prefix_lens=case.prefix_lens, prefix_page_table=case.prefix_table,
-                             suffix_page_table=case.suffix_table, suffix_cur_pos=list(case.suffix_pos))  # fmt: skip
+        shared_prefix_decode(
+            q,
+            tile(emu_device, case.k),
+            tile(emu_device, case.v),
+            groups=case.groups,
+            prefix_lens=case.prefix_lens,
+            prefix_page_table=case.prefix_table,
+            suffix_page_table=case.suffix_table,
+            suffix_cur_pos=list(case.suffix_pos),
+        )

@@ -67,8 +67,7 @@ def test_decode_loop_captured_once_replays_16_steps(emu_device):
     trace = emulator.get_trace(dev, trace_id)
     assert trace.num_launches == 1 and trace.host_transfers == [], (trace.num_launches, trace.host_transfers)
 
-    qd, kd, vd = (golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k, "bfloat8_b"),
-                                                                    (v, "bfloat8_b")))  # fmt: skip
+    qd, kd, vd = (golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k, "bfloat8_b"), (v, "bfloat8_b")))
     poison = torch.full((1, B, NQ, D), float("nan"))
     for s in range(16):
         positions, table = _step_inputs(gen, s)
@@ -136,10 +135,16 @@ def test_captured_calls_make_no_host_transfer(emu_device):
     emulator.release_trace(dev, trace_id)
     qd, kd, vd = (golden.quantize_like_device(x, "bfloat16") for x in (q, k, v))
     check_close(dev.to_torch(out).float(), golden.sdpa_decode(qd, kd, vd, cur_pos=positions), "bfloat16", seed, "op")
-    check_close(dev.to_torch(bfp8_out).float(), golden.sdpa_decode(qd, kd, vd, cur_pos=positions), "bfloat8_b", seed,
-                "bfloat8_b output")  # fmt: skip
-    check_close(dev.to_torch(full_out).float(), golden.sdpa_decode(qd, kd, vd, is_causal=False), "bfloat16", seed,
-                "non-causal")  # fmt: skip
+    check_close(
+        dev.to_torch(bfp8_out).float(),
+        golden.sdpa_decode(qd, kd, vd, cur_pos=positions),
+        "bfloat8_b",
+        seed,
+        "bfloat8_b output",
+    )
+    check_close(
+        dev.to_torch(full_out).float(), golden.sdpa_decode(qd, kd, vd, is_causal=False), "bfloat16", seed, "non-causal"
+    )
 
 
 def test_trace_calls_are_checked(emu_device):
@@ -190,8 +195,9 @@ def test_decode_loop_trace_on_card(ttnn):
         trace_id = ttnn.begin_trace_capture(device, cq_id=0)
         out = step()
         ttnn.end_trace_capture(device, trace_id, cq_id=0)
-        qd, kd, vd = (golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k, "bfloat8_b"),
-                                                                        (v, "bfloat8_b")))  # fmt: skip
+        qd, kd, vd = (
+            golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k, "bfloat8_b"), (v, "bfloat8_b"))
+        )
         for s in range(16):
             positions, table = _step_inputs(gen, s)
             ttnn.copy_host_to_device_tensor(ttnn.from_torch(_int32(positions), **rm), pos)

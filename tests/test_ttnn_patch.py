@@ -127,8 +127,12 @@ class Spy:
 @pytest.fixture
 def spies(monkeypatch):
     """The package's four ops replaced by spies (the MLA ones set even before they land)."""
-    names = ("scaled_dot_product_attention_decode", "paged_scaled_dot_product_attention_decode",
-             "flash_multi_latent_attention_decode", "paged_flash_multi_latent_attention_decode")  # fmt: skip
+    names = (
+        "scaled_dot_product_attention_decode",
+        "paged_scaled_dot_product_attention_decode",
+        "flash_multi_latent_attention_decode",
+        "paged_flash_multi_latent_attention_decode",
+    )
     spies = {name: Spy() for name in names}
     for name, spy in spies.items():
         monkeypatch.setattr(ttflashdecode, name, spy, raising=False)
@@ -150,9 +154,19 @@ def test_upstream_defaults_map_to_the_packages(transformer, spies):
     assert kwargs["cur_pos"] is None, "upstream's cur_pos=[] means not given"
     assert kwargs["share_cache"] is False, "upstream's share_cache=None means False"
     assert kwargs["is_causal"] is False
-    assert set(kwargs) == {"is_causal", "attn_mask", "cur_pos", "cur_pos_tensor", "attention_sink", "scale",
-                           "sliding_window_size", "memory_config", "program_config", "compute_kernel_config",
-                           "share_cache"}  # fmt: skip
+    assert set(kwargs) == {
+        "is_causal",
+        "attn_mask",
+        "cur_pos",
+        "cur_pos_tensor",
+        "attention_sink",
+        "scale",
+        "sliding_window_size",
+        "memory_config",
+        "program_config",
+        "compute_kernel_config",
+        "share_cache",
+    }
 
 
 def test_upstream_keyword_names_pass_through(transformer, spies):
@@ -172,9 +186,16 @@ def test_upstream_keyword_names_pass_through(transformer, spies):
     with ttflashdecode.patch_ttnn():
         transformer.scaled_dot_product_attention_decode(input_tensor_q=Q, input_tensor_k=K, input_tensor_v=V, **given)
         transformer.paged_scaled_dot_product_attention_decode(
-            input_tensor_q=Q, input_tensor_k=K, input_tensor_v=V, page_table_tensor=TABLE, cur_pos_tensor=POS,
-            scale=0.25, paged_cache_geometry=None, cache_position_modulo=None, spec_multi_pos_tiles=0,
-        )  # fmt: skip
+            input_tensor_q=Q,
+            input_tensor_k=K,
+            input_tensor_v=V,
+            page_table_tensor=TABLE,
+            cur_pos_tensor=POS,
+            scale=0.25,
+            paged_cache_geometry=None,
+            cache_position_modulo=None,
+            spec_multi_pos_tiles=0,
+        )
     args, kwargs = spies.scaled_dot_product_attention_decode.only
     assert args == (Q, K, V) and kwargs == given
     args, kwargs = spies.paged_scaled_dot_product_attention_decode.only
@@ -189,9 +210,15 @@ def test_upstream_paged_arguments_pass_through(transformer, spies):
     geometry = object()
     with ttflashdecode.patch_ttnn():
         transformer.paged_scaled_dot_product_attention_decode(
-            Q, K, V, TABLE, cur_pos_tensor=POS, paged_cache_geometry=geometry, cache_position_modulo=4096,
+            Q,
+            K,
+            V,
+            TABLE,
+            cur_pos_tensor=POS,
+            paged_cache_geometry=geometry,
+            cache_position_modulo=4096,
             spec_multi_pos_tiles=2,
-        )  # fmt: skip
+        )
     _, kwargs = spies.paged_scaled_dot_product_attention_decode.only
     assert kwargs["paged_cache_geometry"] is geometry
     assert kwargs["cache_position_modulo"] == 4096 and kwargs["spec_multi_pos_tiles"] == 2
@@ -210,20 +237,39 @@ def test_package_extras_pass_through(transformer, spies):
     [
         ("scaled_dot_product_attention_decode", (Q, K, V), {"q_chunk_size": 32}, TypeError, ["q_chunk_size"]),
         ("scaled_dot_product_attention_decode", (Q, K, V), {"foo": 1, "bar": 2}, TypeError, ["bar", "foo"]),
-        ("paged_scaled_dot_product_attention_decode", (Q, K, V, TABLE), {"is_causual": True}, TypeError,
-         ["is_causual"]),
+        (
+            "paged_scaled_dot_product_attention_decode",
+            (Q, K, V, TABLE),
+            {"is_causual": True},
+            TypeError,
+            ["is_causual"],
+        ),
         ("flash_multi_latent_attention_decode", (Q, K), {}, TypeError, ["head_dim_v"]),
-        ("flash_multi_latent_attention_decode", (Q, K, None, 64), {"paged_cache_geometry": None}, TypeError,
-         ["paged_cache_geometry"]),
-        ("flash_multi_latent_attention_decode", (Q, K, _tensor(128), 64), {}, ValueError,
-         ["input_tensor_v", "128", "head_dim_v=64"]),
+        (
+            "flash_multi_latent_attention_decode",
+            (Q, K, None, 64),
+            {"paged_cache_geometry": None},
+            TypeError,
+            ["paged_cache_geometry"],
+        ),
+        (
+            "flash_multi_latent_attention_decode",
+            (Q, K, _tensor(128), 64),
+            {},
+            ValueError,
+            ["input_tensor_v", "128", "head_dim_v=64"],
+        ),
         ("paged_flash_multi_latent_attention_decode", (Q, K, None, 64), {}, TypeError, ["page_table_tensor"]),
-        ("paged_flash_multi_latent_attention_decode", (Q, K), {"page_table_tensor": TABLE}, TypeError,
-         ["head_dim_v"]),
-        ("paged_flash_multi_latent_attention_decode", (Q, K, _tensor(32), 64, TABLE), {}, ValueError,
-         ["input_tensor_v", "32", "head_dim_v=64"]),
+        ("paged_flash_multi_latent_attention_decode", (Q, K), {"page_table_tensor": TABLE}, TypeError, ["head_dim_v"]),
+        (
+            "paged_flash_multi_latent_attention_decode",
+            (Q, K, _tensor(32), 64, TABLE),
+            {},
+            ValueError,
+            ["input_tensor_v", "32", "head_dim_v=64"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_unsupported_arguments_raise_naming_them_before_anything_runs(transformer, spies, op, args, bad, error, named):
     with ttflashdecode.patch_ttnn():
         with pytest.raises(error) as info:
@@ -240,8 +286,9 @@ def test_mla_forms_route_to_the_packages_mla_functions(transformer, spies):
     with ttflashdecode.patch_ttnn():
         transformer.flash_multi_latent_attention_decode(Q, K, head_dim_v=512, cur_pos=[7, 8])
         transformer.flash_multi_latent_attention_decode(Q, K, None, 512, cur_pos_tensor=POS)
-        transformer.flash_multi_latent_attention_decode(input_tensor_q=Q, input_tensor_k=K, input_tensor_v=None,
-                                                        head_dim_v=512, scale=0.1)  # fmt: skip
+        transformer.flash_multi_latent_attention_decode(
+            input_tensor_q=Q, input_tensor_k=K, input_tensor_v=None, head_dim_v=512, scale=0.1
+        )
         transformer.paged_flash_multi_latent_attention_decode(Q, K, None, 512, table, cur_pos_tensor=POS)
         transformer.paged_flash_multi_latent_attention_decode(
             input_tensor_q=Q, input_tensor_k=K, head_dim_v=512, page_table_tensor=table, cur_pos_tensor=POS
@@ -263,17 +310,42 @@ def test_model_code_call_forms(transformer, spies):
     sink, pc, ckc, mem = object(), object(), object(), object()
     with ttflashdecode.patch_ttnn():
         transformer.paged_scaled_dot_product_attention_decode(
-            Q, K, V, cur_pos_tensor=POS, sliding_window_size=128, attention_sink=sink, page_table_tensor=TABLE,
-            scale=0.125, program_config=pc, compute_kernel_config=ckc, memory_config=mem,
-        )  # fmt: skip
+            Q,
+            K,
+            V,
+            cur_pos_tensor=POS,
+            sliding_window_size=128,
+            attention_sink=sink,
+            page_table_tensor=TABLE,
+            scale=0.125,
+            program_config=pc,
+            compute_kernel_config=ckc,
+            memory_config=mem,
+        )
         transformer.scaled_dot_product_attention_decode(
-            Q, K, V, cur_pos_tensor=POS, is_causal=True, attn_mask=None, attention_sink=sink, scale=0.125,
-            program_config=pc, compute_kernel_config=ckc, memory_config=mem,
-        )  # fmt: skip
+            Q,
+            K,
+            V,
+            cur_pos_tensor=POS,
+            is_causal=True,
+            attn_mask=None,
+            attention_sink=sink,
+            scale=0.125,
+            program_config=pc,
+            compute_kernel_config=ckc,
+            memory_config=mem,
+        )
         transformer.paged_flash_multi_latent_attention_decode(
-            Q, K, page_table_tensor=TABLE, cur_pos_tensor=POS, head_dim_v=512, scale=0.1, program_config=pc,
-            compute_kernel_config=ckc, memory_config=mem,
-        )  # fmt: skip
+            Q,
+            K,
+            page_table_tensor=TABLE,
+            cur_pos_tensor=POS,
+            head_dim_v=512,
+            scale=0.1,
+            program_config=pc,
+            compute_kernel_config=ckc,
+            memory_config=mem,
+        )
     args, kwargs = spies.paged_scaled_dot_product_attention_decode.only
     assert args == (Q, K, V, TABLE) and kwargs["attention_sink"] is sink and kwargs["sliding_window_size"] == 128
     assert kwargs["program_config"] is pc and kwargs["compute_kernel_config"] is ckc and kwargs["memory_config"] is mem
@@ -330,9 +402,13 @@ def test_plain_op_upstream_forms_match_golden(emu_device, transformer, form):
     with ttflashdecode.patch_ttnn():
         if form == "keywords":
             out = transformer.scaled_dot_product_attention_decode(
-                input_tensor_q=tq, input_tensor_k=tk, input_tensor_v=tv, cur_pos=CUR_POS, scale=0.125,
+                input_tensor_q=tq,
+                input_tensor_k=tk,
+                input_tensor_v=tv,
+                cur_pos=CUR_POS,
+                scale=0.125,
                 share_cache=None,
-            )  # fmt: skip
+            )
         else:
             out = transformer.scaled_dot_product_attention_decode(
                 tq, tk, tv, cur_pos_tensor=_positions(emu_device, ttnn, CUR_POS)
@@ -377,9 +453,14 @@ def test_paged_op_upstream_forms_match_golden(emu_device, transformer, form):
     with ttflashdecode.patch_ttnn():
         if form == "keywords":
             out = transformer.paged_scaled_dot_product_attention_decode(
-                input_tensor_q=tq, input_tensor_k=tk, input_tensor_v=tv, page_table_tensor=tt_table,
-                cur_pos_tensor=pos, is_causal=True, spec_multi_pos_tiles=0,
-            )  # fmt: skip
+                input_tensor_q=tq,
+                input_tensor_k=tk,
+                input_tensor_v=tv,
+                page_table_tensor=tt_table,
+                cur_pos_tensor=pos,
+                is_causal=True,
+                spec_multi_pos_tiles=0,
+            )
         elif form == "positional":
             out = transformer.paged_scaled_dot_product_attention_decode(tq, tk, tv, tt_table, cur_pos_tensor=pos)
         else:  # tt_transformers: q, k, v positional, the page table by keyword after cur_pos_tensor

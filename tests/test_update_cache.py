@@ -71,8 +71,9 @@ def test_rows_written_over_steps(dev, dtype, paged):
         new = torch.randn(1, b, n_kv, d, generator=gen) * (1 + 10 * step)  # other magnitudes: other exponents
         before = dev.to_torch(cache).float()
         if paged:
-            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos,
-                                             page_table=page_table)  # fmt: skip
+            ttflashdecode.paged_update_cache(
+                cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos, page_table=page_table
+            )
             rows = [(u, int(table[u, p // block]), p % block) for u, p in enumerate(positions) if p >= 0]
         else:
             ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos)
@@ -110,12 +111,18 @@ def test_ring_positions_wrap_before_the_page_table(dev):
         before = dev.to_torch(cache).float()
         if step == 0:
             pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
-            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos,
-                                             page_table=page_table, cache_position_modulo=ring)  # fmt: skip
+            ttflashdecode.paged_update_cache(
+                cache,
+                tiles(dev, new, "bfloat16"),
+                update_idxs_tensor=pos,
+                page_table=page_table,
+                cache_position_modulo=ring,
+            )
         else:
             positions[2] = -1  # host positions: -1 is the only negative accepted
-            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs=positions,
-                                             page_table=table, cache_position_modulo=ring)  # fmt: skip
+            ttflashdecode.paged_update_cache(
+                cache, tiles(dev, new, "bfloat16"), update_idxs=positions, page_table=table, cache_position_modulo=ring
+            )
         rows = [(u, int(table[u, p % ring // block]), p % ring % block) for u, p in enumerate(positions) if p >= 0]
         expected = expected_after(dev, before, new, rows, "bfloat8_b")
         after = dev.to_torch(cache).float()
@@ -123,8 +130,9 @@ def test_ring_positions_wrap_before_the_page_table(dev):
         assert not bad, f"{tag(seed)} positions {positions}: {len(bad)} values differ, first at {bad[:3]}"
         assert uc.last_run.stats.bytes_written_to(cache) == len(rows) * n_kv * (d // 32) * cache.buffer_page_size()
     with pytest.raises(ValueError, match=r"update_idxs\[2\]=-5"):
-        ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs=[1, 2, -5, 3],
-                                         page_table=table, cache_position_modulo=ring)  # fmt: skip
+        ttflashdecode.paged_update_cache(
+            cache, tiles(dev, new, "bfloat16"), update_idxs=[1, 2, -5, 3], page_table=table, cache_position_modulo=ring
+        )
 
 
 def test_host_positions_and_upstream_int_form(dev):
@@ -193,50 +201,108 @@ def test_bad_calls_raise_before_anything_runs(dev):
     table = torch.tensor([[0], [1]], dtype=torch.int32)
     uc.last_run = None
     cases = [
-        (lambda: ttflashdecode.update_cache(cache, new, 64), ValueError,
-         r"update_idx\[0\]=64: expected an int in \[-1, 64\)"),
-        (lambda: ttflashdecode.update_cache(cache, new, [1, 2, 3]), ValueError,
-         r"update_idx: expected 2 entries, got 3"),
+        (
+            lambda: ttflashdecode.update_cache(cache, new, 64),
+            ValueError,
+            r"update_idx\[0\]=64: expected an int in \[-1, 64\)",
+        ),
+        (
+            lambda: ttflashdecode.update_cache(cache, new, [1, 2, 3]),
+            ValueError,
+            r"update_idx: expected 2 entries, got 3",
+        ),
         (lambda: ttflashdecode.update_cache(cache, new, 1.5), TypeError, r"update_idx"),
-        (lambda: ttflashdecode.update_cache(cache, new, 3, batch_offset=31), ValueError,
-         r"batch_offset=31: the 2 users of cache take input rows batch_offset .. batch_offset \+ 1, past input's 32"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], batch_offset=2), ValueError,
-         r"batch_offset=2: not supported by ttflashdecode.paged_update_cache"),
-        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 2, 64), "bfloat8_b"), 3), TypeError,
-         r"input: dtype bfloat8_b not supported; expected one of bfloat16"),
-        (lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 4, 2, 64), "bfloat16"), 3), ValueError,
-         r"input: shape \[1, 4, 2, 64\] does not match cache \[2, 2, 64, 64\]: expected n_kv_heads=2"),
-        (lambda: ttflashdecode.paged_update_cache(cache, tiles(dev, torch.randn(1, 3, 2, 64), "bfloat16"),
-                                                  update_idxs=[1, 2, 3]),
-         ValueError, r"cache: has 2 users but input has b=3"),
+        (
+            lambda: ttflashdecode.update_cache(cache, new, 3, batch_offset=31),
+            ValueError,
+            r"batch_offset=31: the 2 users of cache take input rows batch_offset .. batch_offset \+ 1, past input's 32",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], batch_offset=2),
+            ValueError,
+            r"batch_offset=2: not supported by ttflashdecode.paged_update_cache",
+        ),
+        (
+            lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 2, 2, 64), "bfloat8_b"), 3),
+            TypeError,
+            r"input: dtype bfloat8_b not supported; expected one of bfloat16",
+        ),
+        (
+            lambda: ttflashdecode.update_cache(cache, tiles(dev, torch.randn(1, 4, 2, 64), "bfloat16"), 3),
+            ValueError,
+            r"input: shape \[1, 4, 2, 64\] does not match cache \[2, 2, 64, 64\]: expected n_kv_heads=2",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(
+                cache, tiles(dev, torch.randn(1, 3, 2, 64), "bfloat16"), update_idxs=[1, 2, 3]
+            ),
+            ValueError,
+            r"cache: has 2 users but input has b=3",
+        ),
         (lambda: ttflashdecode.update_cache(torch.zeros(2, 2, 64, 64), new, 3), TypeError, r"cache: expected a ttnn"),
-        (lambda: ttflashdecode.update_cache(cache, new, dev.from_torch(torch.zeros(3, dtype=torch.int32), **RM)),
-         ValueError, r"update_idx: expected 2 entries \(one position per user\), got shape \[3\]"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2],
-                                                  page_table=torch.tensor([[0], [2]], dtype=torch.int32)),
-         ValueError, r"page_table\[1\]=2: expected an int in \[0, 2\)"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, page_table=torch.tensor([[0], [1]])), ValueError,
-         r"expected exactly one of them, got neither"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], share_cache=True), ValueError,
-         r"share_cache=True: not supported"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], cache_position_modulo=64),
-         ValueError, r"cache_position_modulo=64: only supported in paged mode \(when page_table is provided\)"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
-                                                  cache_position_modulo=32),
-         ValueError, r"cache_position_modulo=32: expected a positive multiple of block_size=64"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
-                                                  cache_position_modulo=0),
-         ValueError, r"cache_position_modulo=0: expected a positive multiple"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
-                                                  cache_position_modulo=128),
-         ValueError, r"cache_position_modulo=128: expected at most max_blocks_per_user \* block_size = 1 \* 64"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], page_table=table,
-                                                  cache_position_modulo=64.0),
-         TypeError, r"cache_position_modulo=64.0 \(float\): expected a positive int or None"),
-        (lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[2**31, 2], page_table=table,
-                                                  cache_position_modulo=64),
-         ValueError, r"update_idxs\[0\]=2147483648: expected an int in \[-1, 2147483648\) \(a ring position"),
-    ]  # fmt: skip
+        (
+            lambda: ttflashdecode.update_cache(cache, new, dev.from_torch(torch.zeros(3, dtype=torch.int32), **RM)),
+            ValueError,
+            r"update_idx: expected 2 entries \(one position per user\), got shape \[3\]",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(
+                cache, new, update_idxs=[1, 2], page_table=torch.tensor([[0], [2]], dtype=torch.int32)
+            ),
+            ValueError,
+            r"page_table\[1\]=2: expected an int in \[0, 2\)",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(cache, new, page_table=torch.tensor([[0], [1]])),
+            ValueError,
+            r"expected exactly one of them, got neither",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], share_cache=True),
+            ValueError,
+            r"share_cache=True: not supported",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(cache, new, update_idxs=[1, 2], cache_position_modulo=64),
+            ValueError,
+            r"cache_position_modulo=64: only supported in paged mode \(when page_table is provided\)",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(
+                cache, new, update_idxs=[1, 2], page_table=table, cache_position_modulo=32
+            ),
+            ValueError,
+            r"cache_position_modulo=32: expected a positive multiple of block_size=64",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(
+                cache, new, update_idxs=[1, 2], page_table=table, cache_position_modulo=0
+            ),
+            ValueError,
+            r"cache_position_modulo=0: expected a positive multiple",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(
+                cache, new, update_idxs=[1, 2], page_table=table, cache_position_modulo=128
+            ),
+            ValueError,
+            r"cache_position_modulo=128: expected at most max_blocks_per_user \* block_size = 1 \* 64",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(
+                cache, new, update_idxs=[1, 2], page_table=table, cache_position_modulo=64.0
+            ),
+            TypeError,
+            r"cache_position_modulo=64.0 \(float\): expected a positive int or None",
+        ),
+        (
+            lambda: ttflashdecode.paged_update_cache(
+                cache, new, update_idxs=[2**31, 2], page_table=table, cache_position_modulo=64
+            ),
+            ValueError,
+            r"update_idxs\[0\]=2147483648: expected an int in \[-1, 2147483648\) \(a ring position",
+        ),
+    ]
     for call, error, message in cases:
         with pytest.raises(error, match=message):
             call()
@@ -258,9 +324,14 @@ def test_fused_k_and_v_update(dev, paged):
     positions = [45, 6]
     pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
     page_table = dev.from_torch(table, **RM) if paged else None
-    out = ttflashdecode.paged_fused_update_cache(caches[0], tiles(dev, news[0], "bfloat16"), caches[1],
-                                                 tiles(dev, news[1], "bfloat16"), update_idxs_tensor=pos,
-                                                 page_table=page_table)  # fmt: skip
+    out = ttflashdecode.paged_fused_update_cache(
+        caches[0],
+        tiles(dev, news[0], "bfloat16"),
+        caches[1],
+        tiles(dev, news[1], "bfloat16"),
+        update_idxs_tensor=pos,
+        page_table=page_table,
+    )
     assert out[0] is caches[0] and out[1] is caches[1]
     rows = [(u, int(table[u, p // block]) if paged else u, p % block if paged else p) for u, p in enumerate(positions)]
     for which in range(2):
@@ -268,6 +339,10 @@ def test_fused_k_and_v_update(dev, paged):
         assert torch.equal(dev.to_torch(caches[which]).float(), expected), f"{tag(seed)} cache {which + 1}"
     assert uc.last_run.shapes.num_caches == 2
     with pytest.raises(ValueError, match=r"cache_tensor2: shape, dtype and placement"):
-        ttflashdecode.paged_fused_update_cache(caches[0], tiles(dev, news[0], "bfloat16"),
-                                               tiles(dev, torch.randn(*shape), "bfloat16"),
-                                               tiles(dev, news[1], "bfloat16"), update_idxs=positions)  # fmt: skip
+        ttflashdecode.paged_fused_update_cache(
+            caches[0],
+            tiles(dev, news[0], "bfloat16"),
+            tiles(dev, torch.randn(*shape), "bfloat16"),
+            tiles(dev, news[1], "bfloat16"),
+            update_idxs=positions,
+        )

@@ -34,11 +34,14 @@ def compile_time_names(src: str) -> list[str]:
     return [n for _, n in found]
 
 
-@pytest.mark.parametrize("kernel, names", [
-    ("dataflow/reader_decode_all.cpp", program.READER_CT_NAMES),
-    ("dataflow/writer_decode_all.cpp", program.WRITER_CT_NAMES),
-    ("compute/sdpa_flash_decode.cpp", program.COMPUTE_CT_NAMES),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kernel, names",
+    [
+        ("dataflow/reader_decode_all.cpp", program.READER_CT_NAMES),
+        ("dataflow/writer_decode_all.cpp", program.WRITER_CT_NAMES),
+        ("compute/sdpa_flash_decode.cpp", program.COMPUTE_CT_NAMES),
+    ],
+)
 def test_compile_time_args_match_the_wheels_kernels(kernel, names):
     wheel_names = compile_time_names(_source(kernel))
     diff = next((i for i, (a, b) in enumerate(zip(wheel_names, names)) if a != b), min(len(wheel_names), len(names)))
@@ -75,8 +78,11 @@ def test_writer_runtime_args_match():
     assert _runtime_names(src, "// Semaphore encoding") == list(program.WRITER_RT_NAMES)
     # then children_per_round[MAX_TREE_REDUCTION_ROUNDS], the group's x then y coordinates
     tail = src[src.index("// Semaphore encoding") :]
-    assert re.search(r"for \(uint32_t r = 0; r < MAX_TREE_REDUCTION_ROUNDS; \+\+r\) \{\s*children_per_round\[r\] = "
-                     r"get_arg_val<uint32_t>\(arg_idx\+\+\);", tail)  # fmt: skip
+    assert re.search(
+        r"for \(uint32_t r = 0; r < MAX_TREE_REDUCTION_ROUNDS; \+\+r\) \{\s*children_per_round\[r\] = "
+        r"get_arg_val<uint32_t>\(arg_idx\+\+\);",
+        tail,
+    )
     assert tail.index("reduction_group_core_xs") < tail.index("reduction_group_core_ys")
 
 

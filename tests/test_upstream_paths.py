@@ -33,8 +33,12 @@ def _seed(name: str) -> int:
 
 
 def _config(ttnn, k_chunk_size: int, cores: int):
-    return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                  k_chunk_size=k_chunk_size, max_cores_per_head_batch=cores)  # fmt: skip
+    return ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+        q_chunk_size=0,
+        k_chunk_size=k_chunk_size,
+        max_cores_per_head_batch=cores,
+    )
 
 
 def _check(tag, got, expected):
@@ -61,8 +65,9 @@ def test_upstream_mla_reads_v_out_of_k(emu_device, ttnn, paged):
     tk = emu_device.from_torch(k, dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT)
     out = emu_device.allocate([1, b, hq, dv], ttnn.bfloat16, ttnn.TILE_LAYOUT, fill=NAN_POISON)
     positions = [kv_len - 37, 70]
-    pos = emu_device.from_torch(torch.tensor(positions, dtype=torch.int32), dtype=ttnn.int32,
-                                layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+    pos = emu_device.from_torch(
+        torch.tensor(positions, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    )
     kwargs = dict(cur_pos_tensor=pos, program_config=_config(ttnn, 0 if paged else 64, 4), output_tensor=out)
     table = None
     if paged:
@@ -105,11 +110,19 @@ def test_upstream_spec_multi_pos_tiles_reads_a_row_once(emu_device, ttnn):
     # Row 0's candidates straddle a chunk boundary (each bound masks inside its own chunk); row 1's sit in one chunk.
     positions = [253, 254, 256, 95, 96, 97]
     table = torch.randperm(num_blocks, generator=g)[: b * per_user].reshape(b, per_user).to(torch.int32)
-    pos = emu_device.from_torch(torch.tensor(positions, dtype=torch.int32), dtype=ttnn.int32,
-                                layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+    pos = emu_device.from_torch(
+        torch.tensor(positions, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    )
     upstream.paged_scaled_dot_product_attention_decode(
-        tq, tk, tv, table, cur_pos_tensor=pos, spec_multi_pos_tiles=tg, program_config=_config(ttnn, 0, 4),
-        output_tensor=out)  # fmt: skip
+        tq,
+        tk,
+        tv,
+        table,
+        cur_pos_tensor=pos,
+        spec_multi_pos_tiles=tg,
+        program_config=_config(ttnn, 0, 4),
+        output_tensor=out,
+    )
     plan = upstream.last_run.plan
     assert plan.spec_multi_pos_T == tg and plan.PNHt == tg and not plan.use_half_tile, f"{tag}: {plan.summary()}"
 
@@ -134,13 +147,15 @@ def test_upstream_paths_refuse_bad_arguments(emu_device, ttnn):
     table = torch.arange(8, dtype=torch.int32).reshape(2, 4)
     before = upstream.last_run
     with pytest.raises(ValueError, match=r"spec_multi_pos_tiles=3 needs 96 rows"):
-        upstream.paged_scaled_dot_product_attention_decode(q, k, k, table, cur_pos_tensor=torch.tensor([1] * 6),
-                                                           spec_multi_pos_tiles=3)  # fmt: skip
+        upstream.paged_scaled_dot_product_attention_decode(
+            q, k, k, table, cur_pos_tensor=torch.tensor([1] * 6), spec_multi_pos_tiles=3
+        )
     with pytest.raises(ValueError, match=r"cur_pos_tensor: .*reads its 2 x 2 candidate bounds"):
         upstream.paged_scaled_dot_product_attention_decode(q, k, k, table, cur_pos=[1, 2, 3, 4], spec_multi_pos_tiles=2)
     with pytest.raises(ValueError, match=r"cur_pos_tensor\[2:4\]=\[9, 3\].*non-decreasing"):
-        upstream.paged_scaled_dot_product_attention_decode(q, k, k, table, cur_pos_tensor=torch.tensor([1, 2, 9, 3]),
-                                                           spec_multi_pos_tiles=2)  # fmt: skip
+        upstream.paged_scaled_dot_product_attention_decode(
+            q, k, k, table, cur_pos_tensor=torch.tensor([1, 2, 9, 3]), spec_multi_pos_tiles=2
+        )
     with pytest.raises(ValueError, match=r"head_dim_v=None"):
         upstream.flash_multi_latent_attention_decode(q, k, cur_pos=[1, 2])
     with pytest.raises(ValueError, match=r"head_dim_v=96: must be at most k's head dim 64"):

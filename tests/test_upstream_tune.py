@@ -14,23 +14,38 @@ def fake_cost_model(best_n: int, best_k: int, refuse_k: tuple[int, ...] = ()):
         if c.k_chunk_size in refuse_k:
             return None
         k = c.k_chunk_size or 96  # dynamic chunks cost like a 96-position chunk here
-        return 1000.0 * (1 + abs(c.max_cores_per_head.bit_length() - best_n.bit_length())
-                         + abs(k.bit_length() - best_k.bit_length())) + c.grid[1]  # fmt: skip
+        return (
+            1000.0
+            * (
+                1
+                + abs(c.max_cores_per_head.bit_length() - best_n.bit_length())
+                + abs(k.bit_length() - best_k.bit_length())
+            )
+            + c.grid[1]
+        )
 
     return run
 
 
 def test_search_finds_the_bowls_bottom_in_about_ten_runs():
-    res = search(fake_cost_model(16, 128), grid=(8, 8), batch=1, n_kv_heads=1, kv_len=32768, paged=True,
-                 start_k_chunk_size=0)  # fmt: skip
+    res = search(
+        fake_cost_model(16, 128), grid=(8, 8), batch=1, n_kv_heads=1, kv_len=32768, paged=True, start_k_chunk_size=0
+    )
     assert res.best == Candidate((8, 2), 128, 16), res.best
     assert len(res.runs) <= 10
     assert {c.max_cores_per_head for c in res.runs} == {64, 32, 16}
 
 
 def test_refused_candidates_never_win_and_only_chunks_up_to_kv_len_run():
-    res = search(fake_cost_model(4, 512, refuse_k=(512,)), grid=(8, 8), batch=8, n_kv_heads=1, kv_len=256,
-                 paged=False, start_k_chunk_size=256)  # fmt: skip
+    res = search(
+        fake_cost_model(4, 512, refuse_k=(512,)),
+        grid=(8, 8),
+        batch=8,
+        n_kv_heads=1,
+        kv_len=256,
+        paged=False,
+        start_k_chunk_size=256,
+    )
     assert res.best is not None and res.best.k_chunk_size == 256
     assert max(c.k_chunk_size for c in res.runs) <= 256
     assert {c.max_cores_per_head for c in res.runs} == {8, 4, 2}

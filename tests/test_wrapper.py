@@ -39,17 +39,23 @@ def layers(emu_device):
     seed = seed_for("test_wrapper.layers")
     gen = generator(seed)
     host = [
-        (torch.randn(1, B, NQ, D, generator=gen), torch.randn(B, NKV, S, D, generator=gen),
-         torch.randn(B, NKV, S, D, generator=gen))
+        (
+            torch.randn(1, B, NQ, D, generator=gen),
+            torch.randn(B, NKV, S, D, generator=gen),
+            torch.randn(B, NKV, S, D, generator=gen),
+        )
         for _ in range(3)
-    ]  # fmt: skip
+    ]
     kv = ttnn.bfloat8_b
     tt = [(_to_device(emu_device, q), _to_device(emu_device, k, kv), _to_device(emu_device, v, kv)) for q, k, v in host]
     stored = [
-        (golden.quantize_like_device(q, "bfloat16"), golden.quantize_like_device(k, "bfloat8_b"),
-         golden.quantize_like_device(v, "bfloat8_b"))
+        (
+            golden.quantize_like_device(q, "bfloat16"),
+            golden.quantize_like_device(k, "bfloat8_b"),
+            golden.quantize_like_device(v, "bfloat8_b"),
+        )
         for q, k, v in host
-    ]  # fmt: skip
+    ]
     return seed, tt, stored
 
 
@@ -77,8 +83,13 @@ def test_plan_once_run_every_layer_and_step(emu_device, layers):
             if compiles_after_first is None:
                 compiles_after_first = emulator.compile_cache_stats()["misses"]
             expected = golden.sdpa_decode(*stored[layer], cur_pos=positions)
-            check_close(emu_device.to_torch(out).float(), expected, "bfloat8_b", seed,
-                        f"layer {layer}, step {step}, cur_pos {positions}")  # fmt: skip
+            check_close(
+                emu_device.to_torch(out).float(),
+                expected,
+                "bfloat8_b",
+                seed,
+                f"layer {layer}, step {step}, cur_pos {positions}",
+            )
             assert wrapper.last_run.plan is decode_plan
     assert emulator.compile_cache_stats()["misses"] == compiles_after_first, tag(seed) + " kernels recompiled"
     runs, num_layers = len(steps) * len(tt), len(tt)
@@ -96,8 +107,13 @@ def test_run_returns_stats_when_asked(emu_device, layers):
     out, run = wrapper.run(q, k, v, cur_pos=[100, 5], return_stats=True)
     assert run is wrapper.last_run and run.plan is wrapper.decode_plan
     assert run.stats.pages_read(k) and run.stats.pages_read(v), "the emulator's statistics of the run"
-    check_close(emu_device.to_torch(out).float(), golden.sdpa_decode(*stored[0], cur_pos=[100, 5]), "bfloat8_b", seed,
-                "host cur_pos")  # fmt: skip
+    check_close(
+        emu_device.to_torch(out).float(),
+        golden.sdpa_decode(*stored[0], cur_pos=[100, 5]),
+        "bfloat8_b",
+        seed,
+        "host cur_pos",
+    )
 
 
 def test_module_functions_share_the_wrapper_plan(emu_device, layers):
@@ -111,8 +127,13 @@ def test_module_functions_share_the_wrapper_plan(emu_device, layers):
     out = op_module.scaled_dot_product_attention_decode(*tt[1], cur_pos_tensor=pos, program_config=CONFIG)
     assert op_module.last_run.plan is wrapper.decode_plan
     assert cache_stats()["plans"] == 1 and cache_stats()["plan_hits"] == 1, tag(seed)
-    check_close(emu_device.to_torch(out).float(), golden.sdpa_decode(*stored[1], cur_pos=[150, 60]), "bfloat8_b", seed,
-                "module-level call")  # fmt: skip
+    check_close(
+        emu_device.to_torch(out).float(),
+        golden.sdpa_decode(*stored[1], cur_pos=[150, 60]),
+        "bfloat8_b",
+        seed,
+        "module-level call",
+    )
 
 
 def test_paged_and_latent_plans_run(emu_device):
@@ -128,8 +149,13 @@ def test_paged_and_latent_plans_run(emu_device):
     paged = FlashDecodeWrapper(emu_device, program_config=CONFIG)
     paged.plan(**_shape_kwargs(kv_len=None, block_size=block_size, max_blocks_per_user=blocks_per_user))
     positions = [blocks_per_user * block_size - 1, 70]
-    out = paged.run(_to_device(emu_device, q), _to_device(emu_device, k), _to_device(emu_device, v),
-                    cur_pos_tensor=_positions_tensor(emu_device, positions), page_table_tensor=tt_table)  # fmt: skip
+    out = paged.run(
+        _to_device(emu_device, q),
+        _to_device(emu_device, k),
+        _to_device(emu_device, v),
+        cur_pos_tensor=_positions_tensor(emu_device, positions),
+        page_table_tensor=tt_table,
+    )
     stored = [golden.quantize_like_device(x, "bfloat16") for x in (q, k, v)]
     expected = golden.sdpa_decode(*stored, cur_pos=positions, page_table=table)
     check_close(emu_device.to_torch(out).float(), expected, "bfloat16", seed, "paged")
@@ -158,24 +184,44 @@ def _mismatches(device):
     q, k, v = t(1, B, NQ, D), t(B, NKV, S, D, dtype=ttnn.bfloat8_b), t(B, NKV, S, D, dtype=ttnn.bfloat8_b)
     pos = dict(cur_pos=[3, 4])
     return {
-        "batch": ((t(1, 1, NQ, D), t(1, NKV, S, D, dtype=ttnn.bfloat8_b), t(1, NKV, S, D, dtype=ttnn.bfloat8_b)),
-                  dict(cur_pos=[3]), r"q: batch=1 does not match the plan's batch=2"),
+        "batch": (
+            (t(1, 1, NQ, D), t(1, NKV, S, D, dtype=ttnn.bfloat8_b), t(1, NKV, S, D, dtype=ttnn.bfloat8_b)),
+            dict(cur_pos=[3]),
+            r"q: batch=1 does not match the plan's batch=2",
+        ),
         "q heads": ((t(1, B, 2 * NQ, D), k, v), pos, r"q: n_q_heads=16 does not match the plan's n_q_heads=8"),
-        "cache length": ((q, t(B, NKV, 2 * S, D, dtype=ttnn.bfloat8_b), t(B, NKV, 2 * S, D, dtype=ttnn.bfloat8_b)),
-                         pos, r"k: kv_len=512 does not match the plan's kv_len=256"),
-        "k dtype": ((q, t(B, NKV, S, D), v), pos,
-                    r"k: k_dtype='bfloat16' does not match the plan's k_dtype='bfloat8_b'"),
-        "v dtype": ((q, k, t(B, NKV, S, D)), pos,
-                    r"v: v_dtype='bfloat16' does not match the plan's v_dtype='bfloat8_b'"),
-        "sink": ((q, k, v), dict(pos, attention_sink=t(1, NQ)),
-                 r"attention_sink: has_attention_sink=True does not match the plan's has_attention_sink=False"),
-        "page table": ((q, k, v), dict(pos, page_table_tensor=torch.zeros(B, 8, dtype=torch.int32)),
-                       r"page_table_tensor: expected None \(the plan is not paged\)"),
-        "output dtype": ((q, k, v), dict(pos, output_tensor=device.allocate([1, B, NQ, D], ttnn.float32,
-                                                                            ttnn.TILE_LAYOUT)),
-                         r"output_tensor: out_dtype='float32' does not match the plan's out_dtype='bfloat16'"),
+        "cache length": (
+            (q, t(B, NKV, 2 * S, D, dtype=ttnn.bfloat8_b), t(B, NKV, 2 * S, D, dtype=ttnn.bfloat8_b)),
+            pos,
+            r"k: kv_len=512 does not match the plan's kv_len=256",
+        ),
+        "k dtype": (
+            (q, t(B, NKV, S, D), v),
+            pos,
+            r"k: k_dtype='bfloat16' does not match the plan's k_dtype='bfloat8_b'",
+        ),
+        "v dtype": (
+            (q, k, t(B, NKV, S, D)),
+            pos,
+            r"v: v_dtype='bfloat16' does not match the plan's v_dtype='bfloat8_b'",
+        ),
+        "sink": (
+            (q, k, v),
+            dict(pos, attention_sink=t(1, NQ)),
+            r"attention_sink: has_attention_sink=True does not match the plan's has_attention_sink=False",
+        ),
+        "page table": (
+            (q, k, v),
+            dict(pos, page_table_tensor=torch.zeros(B, 8, dtype=torch.int32)),
+            r"page_table_tensor: expected None \(the plan is not paged\)",
+        ),
+        "output dtype": (
+            (q, k, v),
+            dict(pos, output_tensor=device.allocate([1, B, NQ, D], ttnn.float32, ttnn.TILE_LAYOUT)),
+            r"output_tensor: out_dtype='float32' does not match the plan's out_dtype='bfloat16'",
+        ),
         "mla v": ((q, k, v), pos, None),  # checked against a latent plan below
-    }  # fmt: skip
+    }
 
 
 MISMATCHES = ["batch", "q heads", "cache length", "k dtype", "v dtype", "sink", "page table", "output dtype"]
@@ -249,10 +295,14 @@ def test_run_names_the_wrapper_s_device(emu_device, other_emu_device):
     to q's), before anything runs."""
     wrapper = FlashDecodeWrapper(emu_device, program_config=CONFIG)
     wrapper.plan(**_shape_kwargs())
-    q, k, v = (_to_device(other_emu_device, torch.randn(*shape)) for shape in ((1, B, NQ, D), (B, NKV, S, D),
-                                                                                (B, NKV, S, D)))  # fmt: skip
-    with pytest.raises(ValueError, match=r"q: lives on a different device than the wrapper \(got a tensor on .*"
-                                         r"expected the wrapper's"):  # fmt: skip
+    q, k, v = (
+        _to_device(other_emu_device, torch.randn(*shape)) for shape in ((1, B, NQ, D), (B, NKV, S, D), (B, NKV, S, D))
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"q: lives on a different device than the wrapper \(got a tensor on .*"
+        r"expected the wrapper's",
+    ):
         wrapper.run(q, k, v, cur_pos=[9, 99])
     with pytest.raises(TypeError, match="q: expected a ttnn or emulator device tensor, got NoneType"):
         wrapper.run(None, k, v, cur_pos=[9, 99])
@@ -275,8 +325,9 @@ def test_cache_dies_with_the_device():
     dev = emulator.open_device(board="n150")
     wrapper = FlashDecodeWrapper(dev, program_config=CONFIG)
     wrapper.plan(**_shape_kwargs(dtype=ttnn.bfloat8_b))  # a block-float output: a staging tensor too
-    q, k, v = (_to_device(dev, torch.randn(*shape, generator=gen)) for shape in ((1, B, NQ, D), (B, NKV, S, D),
-                                                                                 (B, NKV, S, D)))  # fmt: skip
+    q, k, v = (
+        _to_device(dev, torch.randn(*shape, generator=gen)) for shape in ((1, B, NQ, D), (B, NKV, S, D), (B, NKV, S, D))
+    )
     wrapper.run(q, k, v, cur_pos=[9, 99])
     cache = device_cache(dev)
     stats = cache.stats()

@@ -68,8 +68,14 @@ class Backend:
         if self.is_emulator:
             return self.device.from_torch(tensor, dtype=dtype, layout=layout)
         mapper = ttnn.replicate_tensor_to_mesh_mapper(self.device) if self.num_chips > 1 else None
-        return ttnn.from_torch(tensor, dtype=dtype, layout=layout, device=self.device,
-                               memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=mapper)  # fmt: skip
+        return ttnn.from_torch(
+            tensor,
+            dtype=dtype,
+            layout=layout,
+            device=self.device,
+            memory_config=ttnn.DRAM_MEMORY_CONFIG,
+            mesh_mapper=mapper,
+        )
 
     def int32_tensor(self, values, shape: list[int]):
         """Host int32 ``values`` (positions, page-table rows) as a row-major device tensor of ``shape``, the layout
@@ -108,7 +114,8 @@ class Backend:
         """``new(like)``: :meth:`allocate` of these arguments followed by :meth:`share_topology` with ``like``, with
         everything but the allocation worked out here, once. The fast path keeps it and calls it on every hit whose
         output the op allocates: resolving the shape, memory config and chip count per call cost ~2-4 us of a hit's
-        ~9 us above ``ttnn.allocate_tensor_on_device`` alone on a mock N150 (tests/runtime/host_cost.py: the rows with generic_op a no-op)."""
+        ~9 us above ``ttnn.allocate_tensor_on_device`` alone on a mock N150 (tests/runtime/host_cost.py: the rows with
+        generic_op a no-op)."""
         ttnn = import_ttnn()
         memory_config = ttnn.DRAM_MEMORY_CONFIG if memory_config is None else memory_config
         if self.is_emulator:

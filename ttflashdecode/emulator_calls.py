@@ -35,8 +35,10 @@ import torch
 from ttflashdecode.ttnn_env import import_ttnn
 
 NAMESPACES = ("", "experimental", "transformer")  # ttnn, ttnn.experimental, ttnn.transformer
-EMULATOR_METHODS = ("device.from_torch(x, dtype=, layout=, memory_config=), device.to_torch(t), device.write(t, x) "
-                    "(ttnn.copy_host_to_device_tensor), t.deallocate()")  # fmt: skip
+EMULATOR_METHODS = (
+    "device.from_torch(x, dtype=, layout=, memory_config=), device.to_torch(t), device.write(t, x) "
+    "(ttnn.copy_host_to_device_tensor), t.deallocate()"
+)
 
 
 class EmulatorTensorError(TypeError):
@@ -115,8 +117,10 @@ def _from_torch(tensor=None, dtype=None, *, layout=None, device=None, memory_con
         return NotImplemented
     unsupported = sorted(k for k, v in rest.items() if v not in (None, False))
     if unsupported:
-        raise EmulatorTensorError(f"ttnn.from_torch(device=<emulator device>): {', '.join(unsupported)} not supported "
-                                  "on the emulator; expected dtype, layout, memory_config, mesh_mapper")  # fmt: skip
+        raise EmulatorTensorError(
+            f"ttnn.from_torch(device=<emulator device>): {', '.join(unsupported)} not supported "
+            "on the emulator; expected dtype, layout, memory_config, mesh_mapper"
+        )
     options = dict(dtype=dtype, layout=layout, memory_config=memory_config)  # the device's defaults are ttnn's
     if mesh_mapper is not None:
         options["mesh_mapper"] = mesh_mapper
@@ -153,8 +157,12 @@ def _to_memory_config(tensor=None, memory_config=None, dtype=None, **rest):
     if isinstance(tensor, emulator.EmuMeshTensor):
         raise refusal("to_memory_config", tensor)
     device = tensor.device()
-    return device.from_torch(device.to_torch(tensor), dtype=tensor.dtype if same_dtype else dtype,
-                             layout=tensor.layout, memory_config=memory_config)  # fmt: skip
+    return device.from_torch(
+        device.to_torch(tensor),
+        dtype=tensor.dtype if same_dtype else dtype,
+        layout=tensor.layout,
+        memory_config=memory_config,
+    )
 
 
 def _copy_host_to_device_tensor(host_tensor=None, device_tensor=None, cq_id=None):

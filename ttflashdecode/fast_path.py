@@ -148,9 +148,19 @@ def program_config_value(program_config):
         raise NotSignable("program_config")
     c = program_config
     grid = c.compute_with_storage_grid_size
-    return ("SDPAProgramConfig", int(grid.x), int(grid.y), c.q_chunk_size, c.k_chunk_size, c.exp_approx_mode,
-            c.max_cores_per_head_batch, getattr(c, "sub_core_grids", None), getattr(c, "max_k_splits", 1),
-            getattr(c, "matmul_math_fidelity", None), getattr(c, "segmented_accumulation", False))  # fmt: skip
+    return (
+        "SDPAProgramConfig",
+        int(grid.x),
+        int(grid.y),
+        c.q_chunk_size,
+        c.k_chunk_size,
+        c.exp_approx_mode,
+        c.max_cores_per_head_batch,
+        getattr(c, "sub_core_grids", None),
+        getattr(c, "max_k_splits", 1),
+        getattr(c, "matmul_math_fidelity", None),
+        getattr(c, "segmented_accumulation", False),
+    )
 
 
 def compute_config_value(compute_kernel_config):

@@ -59,11 +59,31 @@ TARGET_RECORD_BYTES = 16  # write flag, first tile (two words padded to the L1 a
 PAGES_PER_CB = 2  # double-buffered tiles: the reader fetches tile i+1 while compute packs tile i
 
 READER_ARGS = (
-    "Wt", "n_kv_heads", "seq_tiles", "cache_users", "first_seq_tile", "is_paged", "block_size", "max_blocks_per_user",
-    "num_blocks", "batch_from_tensor", "ring_tiles", "valid_from_tensor", "index_page_bytes", "page_table_page_bytes",
-    "valid_page_bytes", "input_cta_offset", "index_cta_offset", "page_table_cta_offset", "valid_cta_offset", "cb_in",
-    "cb_index", "cb_page_table", "cb_valid_len", "cb_target",
-)  # fmt: skip
+    "Wt",
+    "n_kv_heads",
+    "seq_tiles",
+    "cache_users",
+    "first_seq_tile",
+    "is_paged",
+    "block_size",
+    "max_blocks_per_user",
+    "num_blocks",
+    "batch_from_tensor",
+    "ring_tiles",
+    "valid_from_tensor",
+    "index_page_bytes",
+    "page_table_page_bytes",
+    "valid_page_bytes",
+    "input_cta_offset",
+    "index_cta_offset",
+    "page_table_cta_offset",
+    "valid_cta_offset",
+    "cb_in",
+    "cb_index",
+    "cb_page_table",
+    "cb_valid_len",
+    "cb_target",
+)
 COMPUTE_ARGS = ("cb_in", "cb_out")
 WRITER_ARGS = ("Wt", "cache_cta_offset", "cb_out", "cb_target")
 
@@ -132,17 +152,39 @@ def fill_cache(cache_tensor, input_tensor, batch_idx, *, update_idx=0):
     seq_tiles = -(-input_shape[2] // TILE)
     padded_S = -(-S // TILE) * TILE
     if start < 0 or start % TILE or start + seq_tiles * TILE > padded_S:
-        raise ValueError(f"update_idx={update_idx!r}: expected a multiple of {TILE} >= 0 with update_idx + seq_len "
-                         f"(tile-padded: {seq_tiles * TILE}) <= cache_tensor's {padded_S} positions")  # fmt: skip
-    shapes = FillShapes(1, cache_shape[1], cache_shape[3], seq_tiles, dtype_name(cache_tensor),
-                        dtype_name(input_tensor), users, padded_S, False, first_seq_tile=start // TILE)  # fmt: skip
+        raise ValueError(
+            f"update_idx={update_idx!r}: expected a multiple of {TILE} >= 0 with update_idx + seq_len "
+            f"(tile-padded: {seq_tiles * TILE}) <= cache_tensor's {padded_S} positions"
+        )
+    shapes = FillShapes(
+        1,
+        cache_shape[1],
+        cache_shape[3],
+        seq_tiles,
+        dtype_name(cache_tensor),
+        dtype_name(input_tensor),
+        users,
+        padded_S,
+        False,
+        first_seq_tile=start // TILE,
+    )
     _fill(cache_tensor, input_tensor, shapes, batch, None, None)
     return cache_tensor
 
 
-def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor=None, batch_idx=0,
-                     compute_kernel_config=None, mesh_coords=None, block_size=None, cache_position_modulo=None,
-                     valid_seq_len_tensor=None):  # fmt: skip
+def paged_fill_cache(
+    cache_tensor,
+    input_tensor,
+    page_table,
+    *,
+    batch_idx_tensor=None,
+    batch_idx=0,
+    compute_kernel_config=None,
+    mesh_coords=None,
+    block_size=None,
+    cache_position_modulo=None,
+    valid_seq_len_tensor=None,
+):
     """``ttnn.experimental.paged_fill_cache``: writes ``input_tensor`` (``[input_batch, n_kv_heads, seq_len,
     head_dim]``) into the paged ``cache_tensor`` (``[num_blocks, n_kv_heads, block_size, head_dim]``) from position 0
     of user ``batch_idx_tensor[i]`` for input row i (an int32 ``[input_batch]`` device tensor read at run time, or a
@@ -177,19 +219,25 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
     index_values = None
     if batch_idx_tensor is not None:
         if isinstance(batch_idx_tensor, torch.Tensor):
-            index_values = int_list("batch_idx_tensor", batch_idx_tensor.flatten(), input_batch, 0, users,
-                                    f"a row of page_table's {users}")  # fmt: skip
+            index_values = int_list(
+                "batch_idx_tensor", batch_idx_tensor.flatten(), input_batch, 0, users, f"a row of page_table's {users}"
+            )
         else:
-            shape = check_device_tensor("batch_idx_tensor", batch_idx_tensor, 1, ("int32", "uint32"),
-                                        layout="ROW_MAJOR", device=device)  # fmt: skip
+            shape = check_device_tensor(
+                "batch_idx_tensor", batch_idx_tensor, 1, ("int32", "uint32"), layout="ROW_MAJOR", device=device
+            )
             if shape[0] != input_batch:
-                raise ValueError(f"batch_idx_tensor: expected {input_batch} entries (one per input_tensor row), got "
-                                 f"shape {list(shape)}")  # fmt: skip
+                raise ValueError(
+                    f"batch_idx_tensor: expected {input_batch} entries (one per input_tensor row), got "
+                    f"shape {list(shape)}"
+                )
         batch = 0
     else:
         if input_batch != 1:
-            raise ValueError(f"input_tensor: input_batch={input_batch} needs batch_idx_tensor (one user per row); "
-                             "with batch_idx the input must have input_batch 1")  # fmt: skip
+            raise ValueError(
+                f"input_tensor: input_batch={input_batch} needs batch_idx_tensor (one user per row); "
+                "with batch_idx the input must have input_batch 1"
+            )
         batch = _host_int("batch_idx", batch_idx)
         if not 0 <= batch < users:
             raise ValueError(f"batch_idx={batch_idx!r}: expected a row of page_table's {users}, in [0, {users})")
@@ -197,12 +245,30 @@ def paged_fill_cache(cache_tensor, input_tensor, page_table, *, batch_idx_tensor
     if table_rows is not None:  # a host table: every block the fill reaches must be in the cache
         needed = -(-min(seq_tiles * TILE, ring or seq_tiles * TILE) // block)
         for user in sorted(set(index_values if index_values is not None else [batch])):
-            int_list(f"page_table[{user}]", table_rows[user][:needed], needed, 0, num_blocks,
-                     f"a block of cache_tensor's {num_blocks}")  # fmt: skip
-    shapes = FillShapes(input_batch, cache_shape[1], cache_shape[3], seq_tiles, dtype_name(cache_tensor),
-                        dtype_name(input_tensor), users, block, True, max_blocks_per_user=max_blocks,
-                        num_blocks=num_blocks, batch_from_tensor=batch_idx_tensor is not None, ring_tiles=ring // TILE,
-                        valid_from_tensor=valid_seq_len_tensor is not None)  # fmt: skip
+            int_list(
+                f"page_table[{user}]",
+                table_rows[user][:needed],
+                needed,
+                0,
+                num_blocks,
+                f"a block of cache_tensor's {num_blocks}",
+            )
+    shapes = FillShapes(
+        input_batch,
+        cache_shape[1],
+        cache_shape[3],
+        seq_tiles,
+        dtype_name(cache_tensor),
+        dtype_name(input_tensor),
+        users,
+        block,
+        True,
+        max_blocks_per_user=max_blocks,
+        num_blocks=num_blocks,
+        batch_from_tensor=batch_idx_tensor is not None,
+        ring_tiles=ring // TILE,
+        valid_from_tensor=valid_seq_len_tensor is not None,
+    )
     backend = backend_for(device)
     ttnn = import_ttnn()
     if table_rows is not None:
@@ -228,8 +294,10 @@ def _check_tensors(cache, new):
     cache_shape = check_device_tensor("cache_tensor", cache, 4, KV_DTYPES)
     new_shape = check_device_tensor("input_tensor", new, 4, INPUT_DTYPES, dram=False, device=cache.device())
     if new.memory_config().is_sharded():
-        raise ValueError(f"input_tensor: expected a DRAM or L1 interleaved tensor, got {new.memory_config()} "
-                         "(ttnn.to_memory_config(input_tensor, ttnn.DRAM_MEMORY_CONFIG) first)")  # fmt: skip
+        raise ValueError(
+            f"input_tensor: expected a DRAM or L1 interleaved tensor, got {new.memory_config()} "
+            "(ttnn.to_memory_config(input_tensor, ttnn.DRAM_MEMORY_CONFIG) first)"
+        )
     if new_shape[1] != cache_shape[1] or new_shape[3] != cache_shape[3]:
         raise ValueError(
             f"input_tensor: shape {list(new_shape)} does not match cache_tensor {list(cache_shape)}: "
@@ -250,13 +318,17 @@ def _check_valid_seq_len(valid, ring: int, device) -> None:
     if valid is None:
         return
     if not ring:
-        raise ValueError("valid_seq_len_tensor: only supported when cache_position_modulo is set (a bounded fill), "
-                         "got cache_position_modulo=None")  # fmt: skip
-    shape = check_device_tensor("valid_seq_len_tensor", valid, 1, ("int32", "uint32"), layout="ROW_MAJOR",
-                                device=device)  # fmt: skip
+        raise ValueError(
+            "valid_seq_len_tensor: only supported when cache_position_modulo is set (a bounded fill), "
+            "got cache_position_modulo=None"
+        )
+    shape = check_device_tensor(
+        "valid_seq_len_tensor", valid, 1, ("int32", "uint32"), layout="ROW_MAJOR", device=device
+    )
     if shape[0] != 1:
-        raise ValueError(f"valid_seq_len_tensor: expected exactly 1 entry (the prompt's real length), got shape "
-                         f"{list(shape)}")  # fmt: skip
+        raise ValueError(
+            f"valid_seq_len_tensor: expected exactly 1 entry (the prompt's real length), got shape {list(shape)}"
+        )
 
 
 def _page_table(page_table, num_blocks: int, device):
@@ -274,8 +346,9 @@ def _page_table(page_table, num_blocks: int, device):
 # ---- the program ------------------------------------------------------------------------------------------------
 
 
-def _fill(cache, new, shapes: FillShapes, batch: int, page_table, index, compute_kernel_config=None,
-          valid_len=None) -> None:  # fmt: skip
+def _fill(
+    cache, new, shapes: FillShapes, batch: int, page_table, index, compute_kernel_config=None, valid_len=None
+) -> None:
     global last_run
     backend = backend_for(cache.device())
     compute = ComputeSettings.coerce(compute_kernel_config)
@@ -285,9 +358,10 @@ def _fill(cache, new, shapes: FillShapes, batch: int, page_table, index, compute
     io = [cache, new] + [t for t in (index, page_table, valid_len) if t is not None]
     key = ("fill_cache", shapes, compute, batch, tuple((t.buffer_address(), str(t.memory_config())) for t in io))
     program = device_cache(backend.device).lookup(
-        "programs", key,
+        "programs",
+        key,
         lambda: build_fill_program(shapes, cache, new, batch, index, page_table, backend.grid(), compute, valid_len),
-    )  # fmt: skip
+    )
     last_run = CacheOpRun(shapes, backend.launch(io, program))
 
 
@@ -295,8 +369,9 @@ def _aligned(n: int) -> int:
     return -(-n // L1_ALIGNMENT) * L1_ALIGNMENT
 
 
-def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_table, grid, compute: ComputeSettings,
-                       valid_len=None):  # fmt: skip
+def build_fill_program(
+    shapes: FillShapes, cache, new, batch: int, index, page_table, grid, compute: ComputeSettings, valid_len=None
+):
     """The fill ``ttnn.ProgramDescriptor``: the input's tile rows split over the grid's first cores (``valid_len``:
     a ring fill's valid_seq_len tensor)."""
     ttnn = import_ttnn()
@@ -327,14 +402,27 @@ def build_fill_program(shapes: FillShapes, cache, new, batch: int, index, page_t
     reader.add("valid", valid_len, absent_like="input")
     writer = AccessorArgs()
     writer.add("cache", cache)
-    reader_args, compute_args, writer_args = (select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS),
-                                              select(values, WRITER_ARGS, writer))  # fmt: skip
+    reader_args, compute_args, writer_args = (
+        select(values, READER_ARGS, reader),
+        select(values, COMPUTE_ARGS),
+        select(values, WRITER_ARGS, writer),
+    )
     per_core = list(zip(split.cores, split.first_unit, split.num_units))
-    address = {name: t.buffer_address() if t is not None else 0
-               for name, t in (("index", index), ("page_table", page_table), ("valid", valid_len))}  # fmt: skip
-    reader_rt = [(ttnn.CoreCoord(*c), wire(ReaderRuntimeArgs(new.buffer_address(), address["index"],
-                  address["page_table"], address["valid"], batch, first, count)))
-                 for c, first, count in per_core]  # fmt: skip
+    address = {
+        name: t.buffer_address() if t is not None else 0
+        for name, t in (("index", index), ("page_table", page_table), ("valid", valid_len))
+    }
+    reader_rt = [
+        (
+            ttnn.CoreCoord(*c),
+            wire(
+                ReaderRuntimeArgs(
+                    new.buffer_address(), address["index"], address["page_table"], address["valid"], batch, first, count
+                )
+            ),
+        )
+        for c, first, count in per_core
+    ]
     compute_rt = [(ttnn.CoreCoord(*c), [count * shapes.Wt]) for c, _, count in per_core]  # tiles, as compute_copy takes
     writer_rt = [
         (ttnn.CoreCoord(*c), wire(WriterRuntimeArgs(cache.buffer_address(), count))) for c, _, count in per_core

@@ -104,10 +104,24 @@ def update_cache_and_decode(
     or block-float output), except that ``program_config=None`` is the planner's fixed rule on the device grid (the op's
     default is the tuned table, else that rule). Returns the output; the caches are updated in place, exactly as
     :func:`ttflashdecode.paged_fused_update_cache` updates them."""
-    return _fused(q, k, v, k_new, v_new, None, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor, scale=scale,
-                  sliding_window_size=sliding_window_size, attention_sink=attention_sink, program_config=program_config,
-                  compute_kernel_config=compute_kernel_config, memory_config=memory_config, output_tensor=output_tensor,
-                  dtype=dtype)  # fmt: skip
+    return _fused(
+        q,
+        k,
+        v,
+        k_new,
+        v_new,
+        None,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+    )
 
 
 def paged_update_cache_and_decode(
@@ -132,17 +146,48 @@ def paged_update_cache_and_decode(
     """:func:`update_cache_and_decode` over a paged cache ``[num_blocks, n_kv_heads, block_size, head_dim]`` and
     ``page_table_tensor`` (int32 ``[b, max_blocks_per_user]``), as in
     :func:`ttflashdecode.paged_scaled_dot_product_attention_decode` and :func:`ttflashdecode.paged_update_cache`."""
-    return _fused(q, k, v, k_new, v_new, page_table_tensor, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
-                  scale=scale, sliding_window_size=sliding_window_size, attention_sink=attention_sink,
-                  program_config=program_config, compute_kernel_config=compute_kernel_config,
-                  memory_config=memory_config, output_tensor=output_tensor, dtype=dtype)  # fmt: skip
+    return _fused(
+        q,
+        k,
+        v,
+        k_new,
+        v_new,
+        page_table_tensor,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+    )
 
 
 # ---- one call ---------------------------------------------------------------------------------------------------
 
 
-def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale, sliding_window_size, attention_sink,
-           program_config, compute_kernel_config, memory_config, output_tensor, dtype):  # fmt: skip
+def _fused(
+    q,
+    k,
+    v,
+    k_new,
+    v_new,
+    page_table,
+    *,
+    cur_pos,
+    cur_pos_tensor,
+    scale,
+    sliding_window_size,
+    attention_sink,
+    program_config,
+    compute_kernel_config,
+    memory_config,
+    output_tensor,
+    dtype,
+):
     global last_run
     # ---- check both halves on the host before any device work
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)
@@ -153,17 +198,35 @@ def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale,
         )
     compute = ComputeSettings.coerce(compute_kernel_config)
     call = check_call(
-        q, k, v, page_table, is_causal=True, attn_mask=None, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
-        scale=scale, sliding_window_size=sliding_window_size, attention_sink=attention_sink, share_cache=False,
-        memory_config=memory_config, output_tensor=output_tensor, dtype=dtype,
-        fp32_dest_acc_en=compute.fp32_dest_acc_en, device=backend.device, grid=backend.grid(),
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        page_table,
+        is_causal=True,
+        attn_mask=None,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=False,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        fp32_dest_acc_en=compute.fp32_dest_acc_en,
+        device=backend.device,
+        grid=backend.grid(),
+    )
     if call.shapes.q_len != 1:
-        raise ValueError(f"q: q_len={call.shapes.q_len}; the fused call writes one new row per user, so q_len must be "
-                         "1 (several tokens: paged_fused_update_cache per token, then the decode op)")  # fmt: skip
+        raise ValueError(
+            f"q: q_len={call.shapes.q_len}; the fused call writes one new row per user, so q_len must be "
+            "1 (several tokens: paged_fused_update_cache per token, then the decode op)"
+        )
     if call.out_dtype in BLOCK_FLOAT_OUT_DTYPES:
-        raise ValueError(f"dtype={call.out_dtype}: the fused call writes bfloat16 or float32 (a block-float output "
-                         "needs a second program: use the separate calls)")  # fmt: skip
+        raise ValueError(
+            f"dtype={call.out_dtype}: the fused call writes bfloat16 or float32 (a block-float output "
+            "needs a second program: use the separate calls)"
+        )
     positions_name = "cur_pos" if call.positions is not None else "cur_pos_tensor"
     positions = call.positions if call.positions is not None else cur_pos_tensor
     update = check_update(
@@ -175,28 +238,49 @@ def _fused(q, k, v, k_new, v_new, page_table, *, cur_pos, cur_pos_tensor, scale,
         names=[("k", "k_new"), ("v", "v_new")],
     )
     if (update.shapes.batch, update.shapes.n_kv_heads) != (call.shapes.batch, call.shapes.n_kv_heads):
-        raise ValueError(f"k_new: {update.shapes.batch} users x {update.shapes.n_kv_heads} kv heads; expected q's "
-                         f"{call.shapes.batch} users and the cache's {call.shapes.n_kv_heads} kv heads")  # fmt: skip
+        raise ValueError(
+            f"k_new: {update.shapes.batch} users x {update.shapes.n_kv_heads} kv heads; expected q's "
+            f"{call.shapes.batch} users and the cache's {call.shapes.n_kv_heads} kv heads"
+        )
 
     # ---- plan, then the tensors the kernels read (both halves read the same positions and page table)
     config = ProgramConfig.coerce(program_config, default_grid=backend.grid())
-    wrapper, fused_plan = plan_fused(backend, call, config, compute, update.shapes.num_units,
-                                     new_output=output_tensor is None)  # fmt: skip
+    wrapper, fused_plan = plan_fused(
+        backend, call, config, compute, update.shapes.num_units, new_output=output_tensor is None
+    )
     cur_pos_dev = wrapper._positions(call, cur_pos_tensor)
     table_dev = wrapper._page_table(call, page_table)
     out = wrapper._output(call, output_tensor, q)
     _check_cbs_end_below(out, fused_plan.decode)
-    buffers = DecodeBuffers(q=q, k=k, v=v, cur_pos=cur_pos_dev, out=out, page_table=table_dev,
-                            attention_sink=attention_sink)  # fmt: skip
-    io = [q, k, v, k_new, v_new, cur_pos_dev, *([table_dev] if table_dev is not None else []),
-          *([attention_sink] if attention_sink is not None else []), out]  # fmt: skip
-    key = ("fused_update_decode", device_cache(backend.device).plan_id(fused_plan.decode), fused_plan.update_cores,
-           compute, call.scale, _tensor_key(io))  # fmt: skip
+    buffers = DecodeBuffers(
+        q=q, k=k, v=v, cur_pos=cur_pos_dev, out=out, page_table=table_dev, attention_sink=attention_sink
+    )
+    io = [
+        q,
+        k,
+        v,
+        k_new,
+        v_new,
+        cur_pos_dev,
+        *([table_dev] if table_dev is not None else []),
+        *([attention_sink] if attention_sink is not None else []),
+        out,
+    ]
+    key = (
+        "fused_update_decode",
+        device_cache(backend.device).plan_id(fused_plan.decode),
+        fused_plan.update_cores,
+        compute,
+        call.scale,
+        _tensor_key(io),
+    )
     program = device_cache(backend.device).lookup(
-        "programs", key,
-        lambda: build_fused_program(fused_plan, buffers, [(k, k_new), (v, v_new)], update.shapes, backend, compute,
-                                    call.scale),
-    )  # fmt: skip
+        "programs",
+        key,
+        lambda: build_fused_program(
+            fused_plan, buffers, [(k, k_new), (v, v_new)], update.shapes, backend, compute, call.scale
+        ),
+    )
     stats = backend.launch(io, program)
     last_run = FusedResult(fused_plan, update.shapes, stats)
     return out
@@ -212,8 +296,9 @@ def plan_fused(backend, call, config: ProgramConfig, compute: ComputeSettings, n
     free = _free_cores(backend.grid(), decode)
     reserved = False
     if len(free) < want and gy > 1:
-        wrapper, decode = _plan_attention(backend, call, replace(config, compute_with_storage_grid_size=(gx, gy - 1)),
-                                          compute, new_output)  # fmt: skip
+        wrapper, decode = _plan_attention(
+            backend, call, replace(config, compute_with_storage_grid_size=(gx, gy - 1)), compute, new_output
+        )
         free, reserved = _free_cores(backend.grid(), decode), True
     if not free:
         raise ValueError(
@@ -238,8 +323,15 @@ def _free_cores(grid: tuple[int, int], decode: DecodePlan) -> list[tuple[int, in
     return [(x, y) for y in range(grid[1]) for x in range(grid[0]) if (x, y) not in busy]
 
 
-def build_fused_program(fused: FusedPlan, buffers: DecodeBuffers, pairs, update_shapes: UpdateShapes, backend,
-                        compute: ComputeSettings, scale: float | None):  # fmt: skip
+def build_fused_program(
+    fused: FusedPlan,
+    buffers: DecodeBuffers,
+    pairs,
+    update_shapes: UpdateShapes,
+    backend,
+    compute: ComputeSettings,
+    scale: float | None,
+):
     """One ``ttnn.ProgramDescriptor``: the attention's (built by :func:`ttflashdecode.program_factory.build_program`
     with its reader waiting for the update) and the cache update's (built by
     :func:`ttflashdecode.update_cache_op.build_update_program` on ``fused.update_cores``, its writer counting rows on
@@ -261,11 +353,20 @@ def build_fused_program(fused: FusedPlan, buffers: DecodeBuffers, pairs, update_
         for b, h in core.groups if core.role != "idle" else ():
             group_cores[b * n_kv + h].append(backend.noc_coord(core.core))
     signal = CacheUpdateSignal(fused.sem_cache_updated, tuple(tuple(c) for c in group_cores))
-    update = build_update_program(update_shapes, pairs, buffers.cur_pos, buffers.page_table, backend.grid(), compute,
-                                  cores=list(fused.update_cores), signal=signal)  # fmt: skip
+    update = build_update_program(
+        update_shapes,
+        pairs,
+        buffers.cur_pos,
+        buffers.page_table,
+        backend.grid(),
+        compute,
+        cores=list(fused.update_cores),
+        signal=signal,
+    )
     every_core = core_range_set((*fused.attention_cores, *fused.update_cores))
-    cache_updated = ttnn.SemaphoreDescriptor(id=fused.sem_cache_updated, core_type=ttnn.CoreType.WORKER,
-                                             core_ranges=every_core, initial_value=0)  # fmt: skip
+    cache_updated = ttnn.SemaphoreDescriptor(
+        id=fused.sem_cache_updated, core_type=ttnn.CoreType.WORKER, core_ranges=every_core, initial_value=0
+    )
     return ttnn.ProgramDescriptor(
         kernels=[*attention.kernels, *update.kernels],
         semaphores=[*attention.semaphores, cache_updated],

@@ -444,10 +444,19 @@ def paged_cache_view(cache: torch.Tensor, block_size: int, num_kv_heads: int, he
     return view.reshape(nb, num_kv_heads, block_size, head_dim)
 
 
-def paged_sdpa_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, page_table: torch.Tensor, *, cur_pos,
-                      paged_cache_geometry=None, cache_position_modulo: int | None = None,
-                      spec_multi_pos_tiles: int = 0, sliding_window_size: int | None = None,
-                      **kwargs) -> torch.Tensor:  # fmt: skip
+def paged_sdpa_decode(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    page_table: torch.Tensor,
+    *,
+    cur_pos,
+    paged_cache_geometry=None,
+    cache_position_modulo: int | None = None,
+    spec_multi_pos_tiles: int = 0,
+    sliding_window_size: int | None = None,
+    **kwargs,
+) -> torch.Tensor:
     """:func:`sdpa_decode` over a paged cache (causal) with upstream's paged-only arguments:
 
     paged_cache_geometry  ``(block_size, num_kv_heads)`` (or an object with those fields): k / v are read through
@@ -460,8 +469,11 @@ def paged_sdpa_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, page_ta
                           ``[1, b, Tg * 32, d_v]``.
     Other keyword arguments go to :func:`sdpa_decode`."""
     if paged_cache_geometry is not None:
-        block_size, num_kv_heads = (paged_cache_geometry if isinstance(paged_cache_geometry, tuple) else
-                                    (paged_cache_geometry.block_size, paged_cache_geometry.num_kv_heads))  # fmt: skip
+        block_size, num_kv_heads = (
+            paged_cache_geometry
+            if isinstance(paged_cache_geometry, tuple)
+            else (paged_cache_geometry.block_size, paged_cache_geometry.num_kv_heads)
+        )
         k = paged_cache_view(k, block_size, num_kv_heads, q.shape[-1])
         v = paged_cache_view(v, block_size, num_kv_heads, q.shape[-1])
     table = page_table.long()
@@ -474,8 +486,9 @@ def paged_sdpa_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, page_ta
         out_shape = (1, b, rows, v.shape[-1])
     positions = _cur_pos_list(cur_pos, q.shape[1])
     if cache_position_modulo is None:
-        out = sdpa_decode(q, k, v, cur_pos=positions, page_table=table, sliding_window_size=sliding_window_size,
-                          **kwargs)  # fmt: skip
+        out = sdpa_decode(
+            q, k, v, cur_pos=positions, page_table=table, sliding_window_size=sliding_window_size, **kwargs
+        )
     else:
         # Each user's logical cache up to its newest position, gathered through the ring.
         ring, block = cache_position_modulo, k.shape[2]

@@ -145,11 +145,25 @@ def scaled_dot_product_attention_decode(
     Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend.
     """
     return _decode(
-        q, k, v, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
-        scale=scale, sliding_window_size=sliding_window_size, attention_sink=attention_sink, share_cache=share_cache,
-        program_config=program_config, compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-        output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        None,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
+    )
 
 
 def paged_scaled_dot_product_attention_decode(
@@ -212,13 +226,26 @@ def paged_scaled_dot_product_attention_decode(
     """
     require_page_table(page_table_tensor)
     return _decode(
-        q, k, v, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
-        compute_kernel_config=compute_kernel_config, memory_config=memory_config, output_tensor=output_tensor,
-        dtype=dtype, validate_device_tensors=validate_device_tensors,
+        q,
+        k,
+        v,
+        page_table_tensor,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
         paged_args=(paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles),
-    )  # fmt: skip
+    )
 
 
 def flash_multi_latent_attention_decode(
@@ -251,12 +278,26 @@ def flash_multi_latent_attention_decode(
     """
     require_head_dim_v(head_dim_v)
     return _decode(
-        q, k, None, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
-        scale=scale, sliding_window_size=sliding_window_size, attention_sink=attention_sink, share_cache=share_cache,
-        program_config=program_config, compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-        output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
+        q,
+        k,
+        None,
+        None,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
         head_dim_v=head_dim_v,
-    )  # fmt: skip
+    )
 
 
 def paged_flash_multi_latent_attention_decode(
@@ -285,28 +326,77 @@ def paged_flash_multi_latent_attention_decode(
     require_page_table(page_table_tensor)
     require_head_dim_v(head_dim_v)
     return _decode(
-        q, k, None, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
-        compute_kernel_config=compute_kernel_config, memory_config=memory_config, output_tensor=output_tensor,
-        dtype=dtype, validate_device_tensors=validate_device_tensors, head_dim_v=head_dim_v,
-    )  # fmt: skip
+        q,
+        k,
+        None,
+        page_table_tensor,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
+        head_dim_v=head_dim_v,
+    )
 
 
 def _decode(
-    q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
-    attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
-    validate_device_tensors, head_dim_v=None, paged_args=(None, None, 0),
-):  # fmt: skip
+    q,
+    k,
+    v,
+    page_table,
+    *,
+    is_causal,
+    attn_mask,
+    cur_pos,
+    cur_pos_tensor,
+    scale,
+    sliding_window_size,
+    attention_sink,
+    share_cache,
+    program_config,
+    compute_kernel_config,
+    memory_config,
+    output_tensor,
+    dtype,
+    validate_device_tensors,
+    head_dim_v=None,
+    paged_args=(None, None, 0),
+):
     """A call as it comes. A call like one that already passed (same arguments, tensors at the same addresses with
     the same properties: :mod:`ttflashdecode.fast_path`) launches that call's programs again; any other call is
     validated, planned on the device's wrapper for its config (a lookup after the first call of a shape) and run."""
     global last_run
     signature = _signature(
-        q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
-        attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
-        validate_device_tensors, head_dim_v, paged_args,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        page_table,
+        is_causal,
+        attn_mask,
+        cur_pos,
+        cur_pos_tensor,
+        scale,
+        sliding_window_size,
+        attention_sink,
+        share_cache,
+        program_config,
+        compute_kernel_config,
+        memory_config,
+        output_tensor,
+        dtype,
+        validate_device_tensors,
+        head_dim_v,
+        paged_args,
+    )
     tensors = (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
     if signature is not None:
         cache = existing_cache(signature[2])
@@ -323,17 +413,41 @@ def _decode(
     # Validate and plan first: nothing is uploaded or allocated for a call that cannot run. On a mesh the heads must
     # be sharded over the chips (checked first: a replicated K would otherwise surface as a GQA ratio error).
     check_mesh_call(
-        q, k, v, attn_mask, attention_sink, num_chips=backend.num_chips, mesh_shape=backend.mesh_shape(),
-        cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor, page_table=page_table,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        attn_mask,
+        attention_sink,
+        num_chips=backend.num_chips,
+        mesh_shape=backend.mesh_shape(),
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        page_table=page_table,
+    )
     call = check_call(
-        q, k, v, page_table, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink, share_cache=share_cache, memory_config=memory_config,
-        output_tensor=output_tensor, dtype=dtype, fp32_dest_acc_en=compute.fp32_dest_acc_en,
-        device=backend.device, grid=backend.grid(), head_dim_v=head_dim_v, paged_cache_geometry=paged_args[0],
-        cache_position_modulo=paged_args[1], spec_multi_pos_tiles=paged_args[2],
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        page_table,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        fp32_dest_acc_en=compute.fp32_dest_acc_en,
+        device=backend.device,
+        grid=backend.grid(),
+        head_dim_v=head_dim_v,
+        paged_cache_geometry=paged_args[0],
+        cache_position_modulo=paged_args[1],
+        spec_multi_pos_tiles=paged_args[2],
+    )
     wrapper = _wrapper(backend.device, program_config, compute)
     # The config's choice (the default's table or rule; "tune" or a function at a shape's first call) is made inside
     # _plan_call, on this path only.
@@ -341,18 +455,48 @@ def _decode(
         call, new_output=output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config)
     )
     out, entry = wrapper._execute(
-        wrapper._planned, call, q, k, v, page_table, cur_pos_tensor, attn_mask, attention_sink, output_tensor,
-        validate_device_tensors, plan_hits=1, check=None if signature is None else signature[1],
-    )  # fmt: skip
+        wrapper._planned,
+        call,
+        q,
+        k,
+        v,
+        page_table,
+        cur_pos_tensor,
+        attn_mask,
+        attention_sink,
+        output_tensor,
+        validate_device_tensors,
+        plan_hits=1,
+        check=None if signature is None else signature[1],
+    )
     if entry is not None:
         wrapper._cache.remember("calls", signature[0], entry)
     last_run = wrapper.last_run
     return out
 
 
-def _signature(q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
-               attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor,
-               dtype, validate_device_tensors, head_dim_v, paged_args=(None, None, 0)) -> tuple | None:  # fmt: skip
+def _signature(
+    q,
+    k,
+    v,
+    page_table,
+    is_causal,
+    attn_mask,
+    cur_pos,
+    cur_pos_tensor,
+    scale,
+    sliding_window_size,
+    attention_sink,
+    share_cache,
+    program_config,
+    compute_kernel_config,
+    memory_config,
+    output_tensor,
+    dtype,
+    validate_device_tensors,
+    head_dim_v,
+    paged_args=(None, None, 0),
+) -> tuple | None:
     """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.fast_path`), or None for a call it does
     not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor argument
     that is not a live device tensor. Scalars go into the key with their type: ``scale=1`` passes validation,
@@ -360,15 +504,22 @@ def _signature(q, k, v, page_table, is_causal, attn_mask, cur_pos, cur_pos_tenso
     try:
         if cur_pos is not None or flag("validate_device_tensors", validate_device_tensors):
             return None
-        addresses, specs = tensors_signature((q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink,
-                                              output_tensor))  # fmt: skip
+        addresses, specs = tensors_signature(
+            (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
+        )
         # A name (or None) is its own key; any other config is compared by value (a type marks it in the key).
         named = program_config if program_config is None or type(program_config) is str else type(program_config)
         key = (
-            "op", addresses, flag("is_causal", is_causal), flag("share_cache", share_cache), plain("scale", scale),
-            plain("sliding_window_size", sliding_window_size), plain("head_dim_v", head_dim_v), named,
+            "op",
+            addresses,
+            flag("is_causal", is_causal),
+            flag("share_cache", share_cache),
+            plain("scale", scale),
+            plain("sliding_window_size", sliding_window_size),
+            plain("head_dim_v", head_dim_v),
+            named,
             _paged_args_key(*paged_args),
-        )  # fmt: skip
+        )
         config = None if named is program_config else program_config_value(program_config)
         check = (specs, dtype, memory_config, config, compute_config_value(compute_kernel_config))
         if specs[0] is None:  # no q tensor: the full path refuses it by name
@@ -385,8 +536,11 @@ def _paged_args_key(paged_cache_geometry, cache_position_modulo, spec_multi_pos_
         if type(paged_cache_geometry) is not import_ttnn().PagedCacheGeometryOverride:
             raise NotSignable("paged_cache_geometry")
         geometry = (paged_cache_geometry.block_size, paged_cache_geometry.num_kv_heads)
-    return (geometry, plain("cache_position_modulo", cache_position_modulo),
-            plain("spec_multi_pos_tiles", spec_multi_pos_tiles))  # fmt: skip
+    return (
+        geometry,
+        plain("cache_position_modulo", cache_position_modulo),
+        plain("spec_multi_pos_tiles", spec_multi_pos_tiles),
+    )
 
 
 def _wrapper(device, program_config, compute: ComputeSettings) -> FlashDecodeWrapper:

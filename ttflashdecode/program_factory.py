@@ -156,8 +156,10 @@ def build_program(
     if slot_users is not None:  # the kernels refuse a sharded Q / output with a map: the common args are the map's
         rows = s.batch // s.users_per_page_row
         if len(slot_users) != s.batch or len(slot_page_rows) != rows or reader_common or writer_common:
-            raise AssertionError(f"slot_users: {len(slot_users)} slots for batch {s.batch}, {len(slot_page_rows)} page "
-                                 f"rows for {rows} groups of slots, interleaved Q and output")  # fmt: skip
+            raise AssertionError(
+                f"slot_users: {len(slot_users)} slots for batch {s.batch}, {len(slot_page_rows)} page "
+                f"rows for {rows} groups of slots, interleaved Q and output"
+            )
         writer_common = [u & 0xFFFFFFFF for u in slot_users]
         reader_common = writer_common + list(slot_page_rows)
 
@@ -170,14 +172,29 @@ def build_program(
     for core in busy:
         first_group, num_groups = _group_span(plan, core)
         parent_x, parent_y = noc_coord(core.send.to_core) if core.send is not None else (0, 0)
-        work[core.core] = CoreWork(first_group=first_group, num_groups=num_groups, core_index=core.index_in_group,
-                                   num_cores_per_head=core.num_cores_per_head, parent_noc_x=parent_x,
-                                   parent_noc_y=parent_y)  # fmt: skip
+        work[core.core] = CoreWork(
+            first_group=first_group,
+            num_groups=num_groups,
+            core_index=core.index_in_group,
+            num_cores_per_head=core.num_cores_per_head,
+            parent_noc_x=parent_x,
+            parent_noc_y=parent_y,
+        )
     table = core_work_table(work)
-    reader_common += wire(ReaderCommonArgs(
-        q_addr=buffers.q.buffer_address(), k_addr=buffers.k.buffer_address(), v_addr=buffers.v.buffer_address(),
-        cur_pos_addr=buffers.cur_pos.buffer_address(), page_table_addr=_address(buffers.page_table),
-        mask_addr=_address(buffers.attn_mask), sink_addr=_address(buffers.attention_sink))) + table  # fmt: skip
+    reader_common += (
+        wire(
+            ReaderCommonArgs(
+                q_addr=buffers.q.buffer_address(),
+                k_addr=buffers.k.buffer_address(),
+                v_addr=buffers.v.buffer_address(),
+                cur_pos_addr=buffers.cur_pos.buffer_address(),
+                page_table_addr=_address(buffers.page_table),
+                mask_addr=_address(buffers.attn_mask),
+                sink_addr=_address(buffers.attention_sink),
+            )
+        )
+        + table
+    )
     writer_common += wire(WriterCommonArgs(out_addr=buffers.out.buffer_address())) + table
     for name, common in (("reader", reader_common), ("writer", writer_common)):
         if len(common) > MAX_COMMON_RUNTIME_ARGS:

@@ -67,8 +67,19 @@ MAX_GROUP_ROWS = 128
 # The merge program's CBs (its own table: index, pages).
 MERGE_CB = {"a": 0, "b": 1, "ones": 2, "m": 3, "f": 4, "t": 5, "l": 6, "out": 16}
 MERGE_READER_ARGS = ("cb_a", "cb_b", "cb_ones", "vDHt", "a_cta_offset", "b_cta_offset")
-MERGE_COMPUTE_ARGS = ("cb_a", "cb_b", "cb_ones", "cb_m", "cb_f", "cb_t", "cb_l", "cb_out", "vDHt", "scale_in_exp",
-                      "factor_scale_bf16")  # fmt: skip
+MERGE_COMPUTE_ARGS = (
+    "cb_a",
+    "cb_b",
+    "cb_ones",
+    "cb_m",
+    "cb_f",
+    "cb_t",
+    "cb_l",
+    "cb_out",
+    "vDHt",
+    "scale_in_exp",
+    "factor_scale_bf16",
+)
 MERGE_WRITER_ARGS = ("cb_out", "vDHt", "out_cta_offset")
 
 
@@ -109,8 +120,9 @@ class PrefixGroups:
 
     def slot_positions(self) -> list[int]:
         """The prefix level's cur_pos of every slot: its prefix's last position for a user, -1 (skip) for padding."""
-        return [self.prefix_lens[g] - 1 if i < len(users) else -1
-                for g, users in self.subgroups for i in range(self.slots)]  # fmt: skip
+        return [
+            self.prefix_lens[g] - 1 if i < len(users) else -1 for g, users in self.subgroups for i in range(self.slots)
+        ]
 
     def page_rows(self) -> tuple[int, ...]:
         """The prefix page table's row each sub-group reads: its group's."""
@@ -191,8 +203,9 @@ class SharedPrefixResult:
     @property
     def duration_ns(self) -> float | None:
         """Modelled device time of the three programs one after another (None if any has none)."""
-        parts = [s.duration_ns if s is not None else None for s in (self.prefix_stats, self.suffix_stats,
-                                                                    self.merge_stats)]  # fmt: skip
+        parts = [
+            s.duration_ns if s is not None else None for s in (self.prefix_stats, self.suffix_stats, self.merge_stats)
+        ]
         return None if any(p is None for p in parts) else float(sum(parts))
 
 
@@ -214,8 +227,11 @@ class SharedPrefixDecodeWrapper:
         self._grid = self._backend.grid()
         self._compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self._grid)
-        self._prefix_config = (self._config if prefix_program_config is None
-                               else ProgramConfig.coerce(prefix_program_config, default_grid=self._grid))  # fmt: skip
+        self._prefix_config = (
+            self._config
+            if prefix_program_config is None
+            else ProgramConfig.coerce(prefix_program_config, default_grid=self._grid)
+        )
         self._plan: SharedPrefixPlan | None = None
         self._prefix_positions = None
         self._partials = None
@@ -255,9 +271,15 @@ class SharedPrefixDecodeWrapper:
         (users x q heads per kv head) of one prefix sub-group; a larger group is served in sub-groups, each reading
         the prefix once (:class:`PrefixGroups`)."""
         ttnn = import_ttnn()
-        sizes = {"batch": batch, "n_q_heads": n_q_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim,
-                 "block_size": block_size, "max_prefix_blocks": max_prefix_blocks,
-                 "max_suffix_blocks": max_suffix_blocks}  # fmt: skip
+        sizes = {
+            "batch": batch,
+            "n_q_heads": n_q_heads,
+            "n_kv_heads": n_kv_heads,
+            "head_dim": head_dim,
+            "block_size": block_size,
+            "max_prefix_blocks": max_prefix_blocks,
+            "max_suffix_blocks": max_suffix_blocks,
+        }
         for name, value in sizes.items():
             if as_int(value) is None or value <= 0:
                 raise ValueError(f"{name}={value!r}: expected a positive int")
@@ -272,13 +294,26 @@ class SharedPrefixDecodeWrapper:
             raise ValueError(f"n_q_heads={n_q_heads}: expected a multiple of n_kv_heads={n_kv_heads}")
         per_subgroup = max(1, max_group_rows // (n_q_heads // n_kv_heads))
         found = check_groups(groups, prefix_lens, batch, prefix_len, per_subgroup)
-        common = dict(n_q_heads=n_q_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, v_head_dim=v_head_dim,
-                      k_dtype=k_name, v_dtype=v_name, out_dtype="float32", block_size=block_size)  # fmt: skip
-        prefix_shapes = DecodeShapes(batch=len(found.subgroups) * found.slots, kv_len=prefix_len,
-                                     max_blocks_per_user=max_prefix_blocks, users_per_page_row=found.slots,
-                                     **common)  # fmt: skip
-        suffix_shapes = DecodeShapes(batch=batch, kv_len=block_size * max_suffix_blocks,
-                                     max_blocks_per_user=max_suffix_blocks, **common)  # fmt: skip
+        common = dict(
+            n_q_heads=n_q_heads,
+            n_kv_heads=n_kv_heads,
+            head_dim=head_dim,
+            v_head_dim=v_head_dim,
+            k_dtype=k_name,
+            v_dtype=v_name,
+            out_dtype="float32",
+            block_size=block_size,
+        )
+        prefix_shapes = DecodeShapes(
+            batch=len(found.subgroups) * found.slots,
+            kv_len=prefix_len,
+            max_blocks_per_user=max_prefix_blocks,
+            users_per_page_row=found.slots,
+            **common,
+        )
+        suffix_shapes = DecodeShapes(
+            batch=batch, kv_len=block_size * max_suffix_blocks, max_blocks_per_user=max_suffix_blocks, **common
+        )
         fp32 = self._compute.fp32_dest_acc_en
         prefix_plan = _partial_plan(prefix_shapes, self._prefix_config, self._grid, max(found.prefix_lens) - 1, fp32)
         if max_suffix_pos is not None:
@@ -323,27 +358,38 @@ class SharedPrefixDecodeWrapper:
         device = self._backend.device
         shape = check_device_tensor("q", q, 4, ("bfloat16",), layout="TILE", dram=False, device=device)
         if shape != (1, s.batch, s.n_q_heads, s.head_dim):
-            raise ValueError(f"q: shape {list(shape)} does not match the plan's [1, {s.batch}, {s.n_q_heads}, "
-                             f"{s.head_dim}] (q_len 1 only)")  # fmt: skip
+            raise ValueError(
+                f"q: shape {list(shape)} does not match the plan's [1, {s.batch}, {s.n_q_heads}, "
+                f"{s.head_dim}] (q_len 1 only)"
+            )
         if q.memory_config().is_sharded():
             raise ValueError(f"q: expected an interleaved tensor (DRAM or L1), got {q.memory_config()}")
         for name, t, d, want in (("k", k, s.head_dim, s.k_dtype), ("v", v, s.v_head_dim, s.v_dtype)):
             kshape = check_device_tensor(name, t, 4, (want,), device=device)
             if kshape[1:] != (s.n_kv_heads, s.block_size, d):
-                raise ValueError(f"{name}: shape {list(kshape)} does not match the plan's [num_blocks, {s.n_kv_heads}, "
-                                 f"{s.block_size}, {d}]")  # fmt: skip
+                raise ValueError(
+                    f"{name}: shape {list(kshape)} does not match the plan's [num_blocks, {s.n_kv_heads}, "
+                    f"{s.block_size}, {d}]"
+                )
         num_blocks = int(k.shape[0])
         if int(v.shape[0]) != num_blocks:
             raise ValueError(f"v: {int(v.shape[0])} blocks, k has {num_blocks}")
         groups = len(p.groups.users)
-        prefix_table = self._table("prefix_page_table", prefix_page_table, groups, p.prefix.shapes.max_blocks_per_user,
-                                   num_blocks, [math.ceil(n / s.block_size) for n in p.groups.prefix_lens])  # fmt: skip
+        prefix_table = self._table(
+            "prefix_page_table",
+            prefix_page_table,
+            groups,
+            p.prefix.shapes.max_blocks_per_user,
+            num_blocks,
+            [math.ceil(n / s.block_size) for n in p.groups.prefix_lens],
+        )
         positions = self._suffix_positions(suffix_cur_pos, suffix_cur_pos_tensor)
         needed = None
         if suffix_cur_pos is not None:
             needed = [(c + 1 + s.block_size - 1) // s.block_size for c in suffix_cur_pos]
-        suffix_table = self._table("suffix_page_table", suffix_page_table, s.batch, s.max_blocks_per_user,
-                                   num_blocks, needed)  # fmt: skip
+        suffix_table = self._table(
+            "suffix_page_table", suffix_page_table, s.batch, s.max_blocks_per_user, num_blocks, needed
+        )
         out_shape = [1, s.batch, s.n_q_heads, s.v_head_dim]
         if output_tensor is None:
             out = self._backend.allocate(out_shape, getattr(ttnn, p.out_dtype), ttnn.TILE_LAYOUT)
@@ -360,11 +406,19 @@ class SharedPrefixDecodeWrapper:
         launch = self._programs.get(key)
         if launch is None:
             noc = self._backend.noc_coord
-            prefix_program = build_program(p.prefix, prefix_buffers, noc, self._compute, scale=p.scale,
-                                           emit_partial=True, slot_users=p.groups.slot_users(),
-                                           slot_page_rows=p.groups.page_rows())  # fmt: skip
-            suffix_program = build_program(p.suffix, suffix_buffers, noc, self._compute, scale=p.scale,
-                                           emit_partial=True)  # fmt: skip
+            prefix_program = build_program(
+                p.prefix,
+                prefix_buffers,
+                noc,
+                self._compute,
+                scale=p.scale,
+                emit_partial=True,
+                slot_users=p.groups.slot_users(),
+                slot_page_rows=p.groups.page_rows(),
+            )
+            suffix_program = build_program(
+                p.suffix, suffix_buffers, noc, self._compute, scale=p.scale, emit_partial=True
+            )
             merge_program = build_merge_program(prefix_out, suffix_out, out, p, self._grid)
             launch = tuple(self._backend.launchable([prog]) for prog in (prefix_program, suffix_program, merge_program))
             if len(self._programs) >= MAX_PROGRAM_SETS:  # host page tables upload anew each run: keep the newest
@@ -383,8 +437,14 @@ class SharedPrefixDecodeWrapper:
         if (suffix_cur_pos is None) == (suffix_cur_pos_tensor is None):
             raise ValueError("suffix_cur_pos / suffix_cur_pos_tensor: expected exactly one of them")
         if suffix_cur_pos_tensor is not None:
-            shape = check_device_tensor("suffix_cur_pos_tensor", suffix_cur_pos_tensor, 1, ("int32", "uint32"),
-                                        layout="ROW_MAJOR", device=self._backend.device)  # fmt: skip
+            shape = check_device_tensor(
+                "suffix_cur_pos_tensor",
+                suffix_cur_pos_tensor,
+                1,
+                ("int32", "uint32"),
+                layout="ROW_MAJOR",
+                device=self._backend.device,
+            )
             if shape != (s.batch,):
                 raise ValueError(f"suffix_cur_pos_tensor: shape {list(shape)}, expected [{s.batch}]")
             return suffix_cur_pos_tensor
@@ -413,8 +473,9 @@ class SharedPrefixDecodeWrapper:
                             f"{name}[{r}, {i}]={entry}: expected a block in [0, {num_blocks}) (k's blocks)"
                         )
             return self._backend.int32_tensor(table.to(torch.int32).tolist(), [rows, width])
-        shape = check_device_tensor(name, table, 2, ("int32", "uint32"), layout="ROW_MAJOR",
-                                    device=self._backend.device)  # fmt: skip
+        shape = check_device_tensor(
+            name, table, 2, ("int32", "uint32"), layout="ROW_MAJOR", device=self._backend.device
+        )
         if shape != (rows, width):
             raise ValueError(f"{name}: shape {list(shape)}, expected [{rows}, {width}]")
         return table
@@ -426,8 +487,7 @@ def _partial_plan(shapes: DecodeShapes, config, grid, max_cur_pos: int | None, f
     partial, 2 * PNHt pages more than the output block the planner sizes it for. The planner is given a budget that
     much smaller, so the plan it makes still fits."""
     extra = 2 * shapes.PNHt * TILE_BYTES["float32"] * shapes.q_tile_rows // TILE
-    p = plan_for(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32,
-                 l1_budget=L1_BUDGET_BYTES - extra)  # fmt: skip
+    p = plan_for(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32, l1_budget=L1_BUDGET_BYTES - extra)
     pages = shapes.PNHt * (shapes.vDHt + 2)
     cbs = tuple(replace(cb, num_pages=pages) if cb.name == "out" else cb for cb in p.cbs)
     return replace(p, cbs=cbs, l1_bytes=check_l1(cbs, p.k_chunk_size))
@@ -461,8 +521,10 @@ def build_merge_program(prefix_partial, suffix_partial, out, p: SharedPrefixPlan
 
     def ranged(*addresses: int):
         """Per core: ``addresses``, then the core's first tile row and its number of tile rows."""
-        return [(ttnn.CoreCoord(*c), [*addresses, first, count])
-                for c, first, count in zip(split.cores, split.first_unit, split.num_units, strict=True)]  # fmt: skip
+        return [
+            (ttnn.CoreCoord(*c), [*addresses, first, count])
+            for c, first, count in zip(split.cores, split.first_unit, split.num_units, strict=True)
+        ]
 
     compute_rt = [(ttnn.CoreCoord(*c), [count]) for c, count in zip(split.cores, split.num_units, strict=True)]
     compute_config = ttnn.ComputeConfigDescriptor(
@@ -470,17 +532,31 @@ def build_merge_program(prefix_partial, suffix_partial, out, p: SharedPrefixPlan
     )
     include = [MERGE_KERNELS, DECODE_KERNELS]
     kernels = [
-        kernel_descriptor(MERGE_KERNELS / "dataflow" / "reader_merge_partials.cpp", cores,
-                          select(values, MERGE_READER_ARGS, reader),
-                          ranged(prefix_partial.buffer_address(), suffix_partial.buffer_address()),
-                          ttnn.ReaderConfigDescriptor(), include),
-        kernel_descriptor(MERGE_KERNELS / "compute" / "compute_merge_partials.cpp", cores,
-                          select(values, MERGE_COMPUTE_ARGS), compute_rt, compute_config,
-                          include),
-        kernel_descriptor(MERGE_KERNELS / "dataflow" / "writer_merge_partials.cpp", cores,
-                          select(values, MERGE_WRITER_ARGS, writer), ranged(out.buffer_address()),
-                          ttnn.WriterConfigDescriptor(), include),
-    ]  # fmt: skip
+        kernel_descriptor(
+            MERGE_KERNELS / "dataflow" / "reader_merge_partials.cpp",
+            cores,
+            select(values, MERGE_READER_ARGS, reader),
+            ranged(prefix_partial.buffer_address(), suffix_partial.buffer_address()),
+            ttnn.ReaderConfigDescriptor(),
+            include,
+        ),
+        kernel_descriptor(
+            MERGE_KERNELS / "compute" / "compute_merge_partials.cpp",
+            cores,
+            select(values, MERGE_COMPUTE_ARGS),
+            compute_rt,
+            compute_config,
+            include,
+        ),
+        kernel_descriptor(
+            MERGE_KERNELS / "dataflow" / "writer_merge_partials.cpp",
+            cores,
+            select(values, MERGE_WRITER_ARGS, writer),
+            ranged(out.buffer_address()),
+            ttnn.WriterConfigDescriptor(),
+            include,
+        ),
+    ]
     f32, bf16, out_dtype = ttnn.float32, ttnn.bfloat16, getattr(ttnn, p.out_dtype)
     tile = {"float32": 4096, "bfloat16": 2048}
     row = vdht + 2
@@ -559,36 +635,66 @@ def shared_prefix_decode(
         max_suffix = 1 << max(max(as_int(c) for c in suffix_cur_pos if as_int(c) is not None), 0).bit_length()
     ttnn = import_ttnn()
     plan_args = dict(
-        groups=groups, prefix_lens=prefix_lens, batch=batch, n_q_heads=n_q_heads, n_kv_heads=kshape[1],
-        head_dim=head_dim, block_size=kshape[2], max_prefix_blocks=prefix_width, max_suffix_blocks=suffix_width,
-        kv_dtype=getattr(ttnn, dtype_name(k)), v_dtype=getattr(ttnn, dtype_name(v)), v_head_dim=vshape[3],
-        scale=scale, dtype=dtype, max_suffix_pos=max_suffix, max_group_rows=max_group_rows,
-    )  # fmt: skip
+        groups=groups,
+        prefix_lens=prefix_lens,
+        batch=batch,
+        n_q_heads=n_q_heads,
+        n_kv_heads=kshape[1],
+        head_dim=head_dim,
+        block_size=kshape[2],
+        max_prefix_blocks=prefix_width,
+        max_suffix_blocks=suffix_width,
+        kv_dtype=getattr(ttnn, dtype_name(k)),
+        v_dtype=getattr(ttnn, dtype_name(v)),
+        v_head_dim=vshape[3],
+        scale=scale,
+        dtype=dtype,
+        max_suffix_pos=max_suffix,
+        max_group_rows=max_group_rows,
+    )
     # One planned wrapper per (config, compute settings, groups, shapes) on the device: a decode loop calling the op
     # plans, uploads the prefix positions, allocates the partials and builds its programs once. Arguments that cannot
     # key a cache (unhashable ones) are planned afresh; plan() names what is wrong with them.
     wrapper = None
     try:
-        key = ("shared_prefix", _config_key(program_config), _config_key(prefix_program_config),
-               ComputeSettings.coerce(compute_kernel_config),
-               *((n, _frozen(val)) for n, val in sorted(plan_args.items())))  # fmt: skip
+        key = (
+            "shared_prefix",
+            _config_key(program_config),
+            _config_key(prefix_program_config),
+            ComputeSettings.coerce(compute_kernel_config),
+            *((n, _frozen(val)) for n, val in sorted(plan_args.items())),
+        )
         hash(key)
     except TypeError:
         key = None
     if key is not None:
-        wrapper = device_cache(backend.device).lookup("decoders", key, lambda: _planned_wrapper(
-            backend.device, program_config, compute_kernel_config, prefix_program_config, plan_args))  # fmt: skip
+        wrapper = device_cache(backend.device).lookup(
+            "decoders",
+            key,
+            lambda: _planned_wrapper(
+                backend.device, program_config, compute_kernel_config, prefix_program_config, plan_args
+            ),
+        )
     else:
-        wrapper = _planned_wrapper(backend.device, program_config, compute_kernel_config, prefix_program_config,
-                                   plan_args)  # fmt: skip
-    out = wrapper.run(q, k, v, prefix_page_table=prefix_page_table, suffix_page_table=suffix_page_table,
-                      suffix_cur_pos=suffix_cur_pos, suffix_cur_pos_tensor=suffix_cur_pos_tensor,
-                      output_tensor=output_tensor)  # fmt: skip
+        wrapper = _planned_wrapper(
+            backend.device, program_config, compute_kernel_config, prefix_program_config, plan_args
+        )
+    out = wrapper.run(
+        q,
+        k,
+        v,
+        prefix_page_table=prefix_page_table,
+        suffix_page_table=suffix_page_table,
+        suffix_cur_pos=suffix_cur_pos,
+        suffix_cur_pos_tensor=suffix_cur_pos_tensor,
+        output_tensor=output_tensor,
+    )
     return (out, wrapper.last_run) if return_result else out
 
 
-def _planned_wrapper(device, program_config, compute_kernel_config, prefix_program_config,
-                     plan_args) -> SharedPrefixDecodeWrapper:  # fmt: skip
+def _planned_wrapper(
+    device, program_config, compute_kernel_config, prefix_program_config, plan_args
+) -> SharedPrefixDecodeWrapper:
     wrapper = SharedPrefixDecodeWrapper(device, program_config, compute_kernel_config, prefix_program_config)
     wrapper.plan(**plan_args)
     return wrapper

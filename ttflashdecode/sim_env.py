@@ -135,8 +135,9 @@ def build(board: str = "n150", jobs: int | None = None, log=print) -> Path:
         target = f"_out/release_{config}/libttsim.so"
         log(f"ttsim: building {target} with {jobs} job(s) (about 4 minutes on one core)")
         start = time.monotonic()
-        r = subprocess.run([sys.executable, "../make.py", "-j", str(jobs), target], cwd=top / "src",
-                           capture_output=True, text=True)  # fmt: skip
+        r = subprocess.run(
+            [sys.executable, "../make.py", "-j", str(jobs), target], cwd=top / "src", capture_output=True, text=True
+        )
         if r.returncode != 0:
             raise SimSetupError(f"ttsim build failed (exit {r.returncode}):\n{(r.stdout + r.stderr)[-4000:]}")
         staged = Path(tmp) / "out"

@@ -156,60 +156,137 @@ def _mla_function(name: str):
 def _require(op: str, **arguments) -> None:
     missing = [name for name, value in arguments.items() if value is None]
     if missing:
-        raise TypeError(f"ttnn.transformer.{op} (patched by ttflashdecode): missing required argument(s) "
-                        f"{', '.join(missing)}")  # fmt: skip
+        raise TypeError(
+            f"ttnn.transformer.{op} (patched by ttflashdecode): missing required argument(s) {', '.join(missing)}"
+        )
 
 
 # ---- the replacements: upstream's signatures ------------------------------------------------------------------
 
 
 def scaled_dot_product_attention_decode(
-    input_tensor_q, input_tensor_k, input_tensor_v, *, is_causal=True, attn_mask=None, cur_pos=(),
-    cur_pos_tensor=None, attention_sink=None, scale=None, sliding_window_size=None, memory_config=None,
-    program_config=None, compute_kernel_config=None, share_cache=None, **extra,
-):  # fmt: skip
+    input_tensor_q,
+    input_tensor_k,
+    input_tensor_v,
+    *,
+    is_causal=True,
+    attn_mask=None,
+    cur_pos=(),
+    cur_pos_tensor=None,
+    attention_sink=None,
+    scale=None,
+    sliding_window_size=None,
+    memory_config=None,
+    program_config=None,
+    compute_kernel_config=None,
+    share_cache=None,
+    **extra,
+):
     _check_extras("scaled_dot_product_attention_decode", extra)
-    kwargs = _common(cur_pos, share_cache, dict(
-        extra, is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
-        scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
-        program_config=program_config, compute_kernel_config=compute_kernel_config,
-    ))  # fmt: skip
+    kwargs = _common(
+        cur_pos,
+        share_cache,
+        dict(
+            extra,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos_tensor=cur_pos_tensor,
+            attention_sink=attention_sink,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            memory_config=memory_config,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+        ),
+    )
     return _package().scaled_dot_product_attention_decode(input_tensor_q, input_tensor_k, input_tensor_v, **kwargs)
 
 
 def paged_scaled_dot_product_attention_decode(
-    input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, *, is_causal=True, attn_mask=None,
-    cur_pos_tensor=None, attention_sink=None, scale=None, sliding_window_size=None, memory_config=None,
-    program_config=None, compute_kernel_config=None, paged_cache_geometry=None, cache_position_modulo=None,
-    spec_multi_pos_tiles=0, cur_pos=(), share_cache=None, **extra,
-):  # fmt: skip
+    input_tensor_q,
+    input_tensor_k,
+    input_tensor_v,
+    page_table_tensor,
+    *,
+    is_causal=True,
+    attn_mask=None,
+    cur_pos_tensor=None,
+    attention_sink=None,
+    scale=None,
+    sliding_window_size=None,
+    memory_config=None,
+    program_config=None,
+    compute_kernel_config=None,
+    paged_cache_geometry=None,
+    cache_position_modulo=None,
+    spec_multi_pos_tiles=0,
+    cur_pos=(),
+    share_cache=None,
+    **extra,
+):
     op = "paged_scaled_dot_product_attention_decode"
     _check_extras(op, extra)
     paged_args = _check_paged_defaults(op, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles)
-    kwargs = _common(cur_pos, share_cache, dict(
-        extra, **paged_args,
-        is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
-        scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
-        program_config=program_config, compute_kernel_config=compute_kernel_config,
-    ))  # fmt: skip
+    kwargs = _common(
+        cur_pos,
+        share_cache,
+        dict(
+            extra,
+            **paged_args,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos_tensor=cur_pos_tensor,
+            attention_sink=attention_sink,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            memory_config=memory_config,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+        ),
+    )
     return _package().paged_scaled_dot_product_attention_decode(
         input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, **kwargs
     )
 
 
 def flash_multi_latent_attention_decode(
-    input_tensor_q, input_tensor_k, input_tensor_v=None, head_dim_v=None, *, is_causal=True, attn_mask=None,
-    cur_pos=(), cur_pos_tensor=None, attention_sink=None, scale=None, sliding_window_size=None, memory_config=None,
-    program_config=None, compute_kernel_config=None, share_cache=None, **extra,
-):  # fmt: skip
+    input_tensor_q,
+    input_tensor_k,
+    input_tensor_v=None,
+    head_dim_v=None,
+    *,
+    is_causal=True,
+    attn_mask=None,
+    cur_pos=(),
+    cur_pos_tensor=None,
+    attention_sink=None,
+    scale=None,
+    sliding_window_size=None,
+    memory_config=None,
+    program_config=None,
+    compute_kernel_config=None,
+    share_cache=None,
+    **extra,
+):
     op = "flash_multi_latent_attention_decode"
     _require(op, head_dim_v=head_dim_v)
     _check_extras(op, extra)
-    kwargs = _common(cur_pos, share_cache, dict(
-        extra, is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
-        scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
-        program_config=program_config, compute_kernel_config=compute_kernel_config,
-    ))  # fmt: skip
+    kwargs = _common(
+        cur_pos,
+        share_cache,
+        dict(
+            extra,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos_tensor=cur_pos_tensor,
+            attention_sink=attention_sink,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            memory_config=memory_config,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+        ),
+    )
     if input_tensor_v is not None:
         _mla_v_route(op, input_tensor_v, head_dim_v)
         return _package().scaled_dot_product_attention_decode(input_tensor_q, input_tensor_k, input_tensor_v, **kwargs)
@@ -217,18 +294,44 @@ def flash_multi_latent_attention_decode(
 
 
 def paged_flash_multi_latent_attention_decode(
-    input_tensor_q, input_tensor_k, input_tensor_v=None, head_dim_v=None, page_table_tensor=None, *, is_causal=True,
-    attn_mask=None, cur_pos_tensor=None, attention_sink=None, scale=None, sliding_window_size=None,
-    memory_config=None, program_config=None, compute_kernel_config=None, cur_pos=(), share_cache=None, **extra,
-):  # fmt: skip
+    input_tensor_q,
+    input_tensor_k,
+    input_tensor_v=None,
+    head_dim_v=None,
+    page_table_tensor=None,
+    *,
+    is_causal=True,
+    attn_mask=None,
+    cur_pos_tensor=None,
+    attention_sink=None,
+    scale=None,
+    sliding_window_size=None,
+    memory_config=None,
+    program_config=None,
+    compute_kernel_config=None,
+    cur_pos=(),
+    share_cache=None,
+    **extra,
+):
     op = "paged_flash_multi_latent_attention_decode"
     _require(op, head_dim_v=head_dim_v, page_table_tensor=page_table_tensor)
     _check_extras(op, extra)
-    kwargs = _common(cur_pos, share_cache, dict(
-        extra, is_causal=is_causal, attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
-        scale=scale, sliding_window_size=sliding_window_size, memory_config=memory_config,
-        program_config=program_config, compute_kernel_config=compute_kernel_config,
-    ))  # fmt: skip
+    kwargs = _common(
+        cur_pos,
+        share_cache,
+        dict(
+            extra,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos_tensor=cur_pos_tensor,
+            attention_sink=attention_sink,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            memory_config=memory_config,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+        ),
+    )
     if input_tensor_v is not None:
         _mla_v_route(op, input_tensor_v, head_dim_v)
         return _package().paged_scaled_dot_product_attention_decode(
@@ -252,48 +355,101 @@ REPLACEMENTS = {
 
 
 def paged_update_cache(
-    cache_tensor, input_tensor, *, update_idxs=(), update_idxs_tensor=None, share_cache=None, page_table=None,
-    batch_offset=0, compute_kernel_config=None, mesh_coords=None, block_size=None, num_kv_heads=None,
+    cache_tensor,
+    input_tensor,
+    *,
+    update_idxs=(),
+    update_idxs_tensor=None,
+    share_cache=None,
+    page_table=None,
+    batch_offset=0,
+    compute_kernel_config=None,
+    mesh_coords=None,
+    block_size=None,
+    num_kv_heads=None,
     cache_position_modulo=None,
-):  # fmt: skip
+):
     """``ttnn.experimental.paged_update_cache`` -> :func:`ttflashdecode.paged_update_cache` (the same arguments)."""
     return _package().paged_update_cache(
-        cache_tensor, input_tensor, update_idxs=update_idxs, update_idxs_tensor=update_idxs_tensor,
-        share_cache=share_cache, page_table=page_table, batch_offset=batch_offset,
-        compute_kernel_config=compute_kernel_config, mesh_coords=mesh_coords, block_size=block_size,
-        num_kv_heads=num_kv_heads, cache_position_modulo=cache_position_modulo,
-    )  # fmt: skip
+        cache_tensor,
+        input_tensor,
+        update_idxs=update_idxs,
+        update_idxs_tensor=update_idxs_tensor,
+        share_cache=share_cache,
+        page_table=page_table,
+        batch_offset=batch_offset,
+        compute_kernel_config=compute_kernel_config,
+        mesh_coords=mesh_coords,
+        block_size=block_size,
+        num_kv_heads=num_kv_heads,
+        cache_position_modulo=cache_position_modulo,
+    )
 
 
 def paged_fused_update_cache(
-    cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, *, update_idxs=(), update_idxs_tensor=None,
-    share_cache=None, page_table=None, batch_offset=0, compute_kernel_config=None, mesh_coords=None,
-):  # fmt: skip
+    cache_tensor1,
+    input_tensor1,
+    cache_tensor2,
+    input_tensor2,
+    *,
+    update_idxs=(),
+    update_idxs_tensor=None,
+    share_cache=None,
+    page_table=None,
+    batch_offset=0,
+    compute_kernel_config=None,
+    mesh_coords=None,
+):
     """``ttnn.experimental.paged_fused_update_cache`` -> :func:`ttflashdecode.paged_fused_update_cache`."""
     return _package().paged_fused_update_cache(
-        cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs=update_idxs,
-        update_idxs_tensor=update_idxs_tensor, share_cache=share_cache, page_table=page_table,
-        batch_offset=batch_offset, compute_kernel_config=compute_kernel_config, mesh_coords=mesh_coords,
-    )  # fmt: skip
+        cache_tensor1,
+        input_tensor1,
+        cache_tensor2,
+        input_tensor2,
+        update_idxs=update_idxs,
+        update_idxs_tensor=update_idxs_tensor,
+        share_cache=share_cache,
+        page_table=page_table,
+        batch_offset=batch_offset,
+        compute_kernel_config=compute_kernel_config,
+        mesh_coords=mesh_coords,
+    )
 
 
 def paged_fill_cache(
-    cache_tensor, input_tensor, page_table, *, batch_idx_tensor=None, batch_idx=0, compute_kernel_config=None,
-    mesh_coords=None, block_size=None, cache_position_modulo=None, valid_seq_len_tensor=None,
-):  # fmt: skip
+    cache_tensor,
+    input_tensor,
+    page_table,
+    *,
+    batch_idx_tensor=None,
+    batch_idx=0,
+    compute_kernel_config=None,
+    mesh_coords=None,
+    block_size=None,
+    cache_position_modulo=None,
+    valid_seq_len_tensor=None,
+):
     """``ttnn.experimental.paged_fill_cache`` -> :func:`ttflashdecode.paged_fill_cache` (the same arguments)."""
     return _package().paged_fill_cache(
-        cache_tensor, input_tensor, page_table, batch_idx_tensor=batch_idx_tensor, batch_idx=batch_idx,
-        compute_kernel_config=compute_kernel_config, mesh_coords=mesh_coords, block_size=block_size,
-        cache_position_modulo=cache_position_modulo, valid_seq_len_tensor=valid_seq_len_tensor,
-    )  # fmt: skip
+        cache_tensor,
+        input_tensor,
+        page_table,
+        batch_idx_tensor=batch_idx_tensor,
+        batch_idx=batch_idx,
+        compute_kernel_config=compute_kernel_config,
+        mesh_coords=mesh_coords,
+        block_size=block_size,
+        cache_position_modulo=cache_position_modulo,
+        valid_seq_len_tensor=valid_seq_len_tensor,
+    )
 
 
 def update_cache(cache, input, update_idx, *, batch_offset=0, compute_kernel_config=None):  # noqa: A002 - upstream's name
     """``ttnn.update_cache`` -> :func:`ttflashdecode.update_cache` (the same arguments and upstream's input form
     ``[1, n_kv_heads, b (padded to 32), head_dim]``, every cache user from input row ``batch_offset + u``)."""
-    return _package().update_cache(cache, input, update_idx, batch_offset=batch_offset,
-                                   compute_kernel_config=compute_kernel_config)  # fmt: skip
+    return _package().update_cache(
+        cache, input, update_idx, batch_offset=batch_offset, compute_kernel_config=compute_kernel_config
+    )
 
 
 def fill_cache(cache_tensor, input_tensor, batch_idx, *, update_idx=0):

@@ -99,8 +99,9 @@ def plan_for(
     """The plan of a call for any config the op accepts: a chosen config (``"tune"`` or a function) is resolved here
     at its first call; the default and explicit configs go to :func:`ttflashdecode.plan.auto.plan_for` (a lookup)."""
     if not is_chosen(config):
-        return plan_auto.plan_for(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32_dest_acc,
-                                  l1_budget=l1_budget)  # fmt: skip
+        return plan_auto.plan_for(
+            shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget
+        )
     request = PlanRequest(shapes, tuple(grid), bool(fp32_dest_acc), int(l1_budget))
     if config.chooser == TUNE:
         chosen = tune(request)
@@ -111,8 +112,14 @@ def plan_for(
         if chosen is not None and is_chosen(chosen):
             raise TypeError(f"program_config function returned {chosen!r}: expected an explicit config or None")
     if chosen is None:  # the rule, refined by the batch's largest host position as the default is
-        return plan_auto.plan_with_rule(shapes, grid, exp_approx_mode=config.exp_approx_mode, max_cur_pos=max_cur_pos,
-                                        fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)  # fmt: skip
+        return plan_auto.plan_with_rule(
+            shapes,
+            grid,
+            exp_approx_mode=config.exp_approx_mode,
+            max_cur_pos=max_cur_pos,
+            fp32_dest_acc=fp32_dest_acc,
+            l1_budget=l1_budget,
+        )
     if config.chooser == TUNE:  # ranked with the default exp; the exp asked for is kept
         chosen = replace(chosen, exp_approx_mode=config.exp_approx_mode)
     return plan(shapes, chosen, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)
@@ -124,8 +131,7 @@ def plan_for(
 def tune(request: PlanRequest) -> ProgramConfig | None:
     """``program_config="tune"``: the modelled-fastest of the request's candidates (None: the rule). See
     :func:`choose` for the whole record."""
-    return choose(request.shapes, request.grid, fp32_dest_acc=request.fp32_dest_acc,
-                  l1_budget=request.l1_budget).config  # fmt: skip
+    return choose(request.shapes, request.grid, fp32_dest_acc=request.fp32_dest_acc, l1_budget=request.l1_budget).config
 
 
 def choose(
@@ -160,21 +166,26 @@ def _choose_by_model(shapes, grid, rule_plan: DecodePlan, fp32_dest_acc: bool, l
         logger.warning("program_config='tune': the emulator's timing model is off (TTFD_EMU_TIMING=0); using the rule")
         return Choice(None, "rule"), False
     listed = plan_auto.candidates(shapes, grid, fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget, rule_plan=rule_plan)
-    logger.info(f"program_config='tune': {len(listed)} candidates for {_label(shapes)} on grid {tuple(grid)} "
-                "(modelled by the emulator; the first run of each kernel variant compiles it)")  # fmt: skip
+    logger.info(
+        f"program_config='tune': {len(listed)} candidates for {_label(shapes)} on grid {tuple(grid)} "
+        "(modelled by the emulator; the first run of each kernel variant compiles it)"
+    )
     timed, t0 = [], time.monotonic()
     for i, (config, candidate_plan) in enumerate(listed, 1):
         t1 = time.monotonic()
         try:
             ns = evaluate(candidate_plan, fp32_dest_acc=fp32_dest_acc)
         except Exception as e:  # a candidate the emulator cannot run is not chosen; the call still runs
-            logger.warning(f"program_config='tune': candidate {i}/{len(listed)} {describe(config)} not evaluated: "
-                           f"{str(e)[:500]}")  # fmt: skip
+            logger.warning(
+                f"program_config='tune': candidate {i}/{len(listed)} {describe(config)} not evaluated: {str(e)[:500]}"
+            )
             continue
-        logger.info(f"program_config='tune': candidate {i}/{len(listed)} k_chunk_size {candidate_plan.k_chunk_size}, "
-                    f"{candidate_plan.num_cores_per_head} cores per group, grid "
-                    f"{config.compute_with_storage_grid_size}: {ns / 1000:.1f} us modelled "
-                    f"({time.monotonic() - t1:.1f} s)")  # fmt: skip
+        logger.info(
+            f"program_config='tune': candidate {i}/{len(listed)} k_chunk_size {candidate_plan.k_chunk_size}, "
+            f"{candidate_plan.num_cores_per_head} cores per group, grid "
+            f"{config.compute_with_storage_grid_size}: {ns / 1000:.1f} us modelled "
+            f"({time.monotonic() - t1:.1f} s)"
+        )
         timed.append((ns, config, candidate_plan))
     if not timed:
         return Choice(None, "rule"), False
@@ -186,20 +197,27 @@ def _choose_by_model(shapes, grid, rule_plan: DecodePlan, fp32_dest_acc: bool, l
     # Pin what the plan derived: with an explicit k_chunk_size the planner keeps the config's group size, so the rule's
     # derived (possibly smaller) group is written out too.
     resolved = replace(config, k_chunk_size=chosen.k_chunk_size, max_cores_per_head_batch=chosen.num_cores_per_head)
-    rows = [(c.compute_with_storage_grid_size, p.k_chunk_size, p.num_cores_per_head, round(t, 1))
-            for t, c, p in sorted(timed, key=lambda t: (t[1] is not config, t[0]))]  # fmt: skip
+    rows = [
+        (c.compute_with_storage_grid_size, p.k_chunk_size, p.num_cores_per_head, round(t, 1))
+        for t, c, p in sorted(timed, key=lambda t: (t[1] is not config, t[0]))
+    ]
     rule_ns = next((f"{t / 1000:.1f} us" for t, c, _ in timed if c == plan_auto.rule_config(grid)), "not run")
-    logger.info(f"program_config='tune': {len(timed)} of {len(listed)} candidates run in {time.monotonic() - t0:.1f} s;"
-                f" chose {describe(resolved)}: {ns / 1000:.1f} us modelled; the rule's plan: {rule_ns}")  # fmt: skip
+    logger.info(
+        f"program_config='tune': {len(timed)} of {len(listed)} candidates run in {time.monotonic() - t0:.1f} s;"
+        f" chose {describe(resolved)}: {ns / 1000:.1f} us modelled; the rule's plan: {rule_ns}"
+    )
     return Choice(resolved, "model", tuple(rows)), len(timed) == len(listed)
 
 
 def _label(s: DecodeShapes) -> str:
     """A shape key in a log line: the numbers that size the work, and what differs from a plain causal decode."""
     default = DecodeShapes(batch=1, n_q_heads=1, n_kv_heads=1, head_dim=32, kv_len=32)
-    extra = [f"{k}={v}" for k, v in asdict(s).items()
-             if k not in ("batch", "n_q_heads", "n_kv_heads", "head_dim", "kv_len", "v_head_dim", "logical_kv_len")
-             and v != getattr(default, k)]  # fmt: skip
+    extra = [
+        f"{k}={v}"
+        for k, v in asdict(s).items()
+        if k not in ("batch", "n_q_heads", "n_kv_heads", "head_dim", "kv_len", "v_head_dim", "logical_kv_len")
+        and v != getattr(default, k)
+    ]
     return (
         f"batch {s.batch}, {s.n_q_heads} q / {s.n_kv_heads} kv heads, head_dim {s.head_dim}, kv_len {s.kv_len}"
         + "".join(f", {e}" for e in extra)
@@ -265,16 +283,19 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: i
     k = dev.empty(kv_rows(s.head_dim), getattr(ttnn, s.k_dtype))
     v = k if s.v_from_k else dev.empty(kv_rows(s.v_head_dim), getattr(ttnn, s.v_dtype))
     if s.attn_mask_heads:
-        tensors["attn_mask"] = dev.empty([s.batch, s.attn_mask_heads, s.q_len, s.logical_kv_len],
-                                         getattr(ttnn, s.attn_mask_dtype))  # fmt: skip
+        tensors["attn_mask"] = dev.empty(
+            [s.batch, s.attn_mask_heads, s.q_len, s.logical_kv_len], getattr(ttnn, s.attn_mask_dtype)
+        )
     if s.has_attention_sink:
         tensors["attention_sink"] = dev.allocate([1, s.n_q_heads], ttnn.bfloat16, fill=0)
     buffers = DecodeBuffers(
         q=dev.allocate([s.q_len, s.batch, s.n_q_heads, s.head_dim], ttnn.bfloat16, fill=0),
-        k=k, v=v, cur_pos=dev.from_torch(positions, dtype=ttnn.int32, layout=row_major),
+        k=k,
+        v=v,
+        cur_pos=dev.from_torch(positions, dtype=ttnn.int32, layout=row_major),
         out=dev.allocate([s.q_len, s.batch, s.n_q_heads, s.v_head_dim], getattr(ttnn, s.out_dtype), fill=None),
         **tensors,
-    )  # fmt: skip
+    )
     noc = lambda core: (lambda c: (c.x, c.y))(dev.worker_core_from_logical_core(ttnn.CoreCoord(*core)))  # noqa: E731
     program = build_program(decode_plan, buffers, noc, ComputeSettings(fp32_dest_acc_en=fp32_dest_acc))
     t0 = time.monotonic()
@@ -313,8 +334,11 @@ def kernel_source_hash() -> str:
     arguments and the planner (but plan/auto.py, which only chooses). Any edit gives new disk keys."""
     if "kernels" not in _HASHES:
         kernels = [p for p in (_PACKAGE / "ops" / "decode" / "kernels").rglob("*") if p.is_file()]
-        python = [_PACKAGE / "program_factory.py", _PACKAGE / "kernel_args.py",
-                  *(p for p in (_PACKAGE / "plan").glob("*.py") if p.name != "auto.py")]  # fmt: skip
+        python = [
+            _PACKAGE / "program_factory.py",
+            _PACKAGE / "kernel_args.py",
+            *(p for p in (_PACKAGE / "plan").glob("*.py") if p.name != "auto.py"),
+        ]
         _HASHES["kernels"] = _hash_files([p for p in kernels + python if p.is_file()])
     return _HASHES["kernels"]
 
@@ -330,8 +354,10 @@ def model_hash() -> str:
 
 def disk_key(shapes: DecodeShapes, grid, fp32_dest_acc: bool, l1_budget: int) -> str:
     """The name of a choice's file: the shape key, the kernel source hash and the model hash, hashed."""
-    text = json.dumps([asdict(shapes), list(grid), bool(fp32_dest_acc), int(l1_budget), kernel_source_hash(),
-                       model_hash()], sort_keys=True)  # fmt: skip
+    text = json.dumps(
+        [asdict(shapes), list(grid), bool(fp32_dest_acc), int(l1_budget), kernel_source_hash(), model_hash()],
+        sort_keys=True,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -353,8 +379,13 @@ def _read_disk(path: Path) -> Choice | None:
 
 
 def _write_disk(path: Path, choice: Choice) -> None:
-    data = {"config": None if choice.config is None else asdict(choice.config), "durations": choice.durations,
-            "kernel_source_hash": kernel_source_hash(), "model_hash": model_hash(), "source": "modelled"}  # fmt: skip
+    data = {
+        "config": None if choice.config is None else asdict(choice.config),
+        "durations": choice.durations,
+        "kernel_source_hash": kernel_source_hash(),
+        "model_hash": model_hash(),
+        "source": "modelled",
+    }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

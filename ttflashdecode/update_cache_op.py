@@ -110,15 +110,46 @@ DOCS = {
     **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
 }
 READER_ARGS = (
-    "Wt", "batch", "n_kv_heads", "input_row_tiles", "input_heads_major", "input_row_offset", "input_placement",
-    "input_shard_pages", "input_num_shards", "input_page_bytes", "kv_len", "cache_position_modulo", "is_paged",
-    "block_size", "max_blocks_per_user", "num_blocks",
-    "index_page_bytes", "page_table_page_bytes", "cache_cta_offset", "input_cta_offset", "index_cta_offset",
-    "page_table_cta_offset", "cb_cache", "cb_new_row", "cb_index", "cb_page_table", "cb_target",
-)  # fmt: skip
+    "Wt",
+    "batch",
+    "n_kv_heads",
+    "input_row_tiles",
+    "input_heads_major",
+    "input_row_offset",
+    "input_placement",
+    "input_shard_pages",
+    "input_num_shards",
+    "input_page_bytes",
+    "kv_len",
+    "cache_position_modulo",
+    "is_paged",
+    "block_size",
+    "max_blocks_per_user",
+    "num_blocks",
+    "index_page_bytes",
+    "page_table_page_bytes",
+    "cache_cta_offset",
+    "input_cta_offset",
+    "index_cta_offset",
+    "page_table_cta_offset",
+    "cb_cache",
+    "cb_new_row",
+    "cb_index",
+    "cb_page_table",
+    "cb_target",
+)
 COMPUTE_ARGS = ("Wt", "untilize_block", "cb_cache", "cb_rows", "cb_patched", "cb_out")
-WRITER_ARGS = ("Wt", "cache_cta_offset", "signal_cache_updated", "sem_cache_updated", "cb_new_row", "cb_target",
-               "cb_rows", "cb_patched", "cb_out")  # fmt: skip
+WRITER_ARGS = (
+    "Wt",
+    "cache_cta_offset",
+    "signal_cache_updated",
+    "sem_cache_updated",
+    "cb_new_row",
+    "cb_target",
+    "cb_rows",
+    "cb_patched",
+    "cb_out",
+)
 
 
 @dataclass(frozen=True)
@@ -224,8 +255,15 @@ def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_ker
     offset = as_int(batch_offset)
     if offset is None:
         raise TypeError(f"batch_offset={batch_offset!r} ({type(batch_offset).__name__}): expected an int")
-    call = check_update([(cache, input)], update_idx, None, compute_kernel_config, index_name="update_idx",
-                        heads_major=True, batch_offset=offset)  # fmt: skip
+    call = check_update(
+        [(cache, input)],
+        update_idx,
+        None,
+        compute_kernel_config,
+        index_name="update_idx",
+        heads_major=True,
+        batch_offset=offset,
+    )
     return _run_update(call)[0]
 
 
@@ -261,11 +299,23 @@ def paged_update_cache(
     num_blocks)``, writes nothing for that user. Not supported (ValueError naming the argument unless left at
     upstream's default): ``share_cache``, ``batch_offset``, ``mesh_coords``, ``block_size``, ``num_kv_heads``. Returns
     ``cache_tensor``."""
-    _check_defaults("paged_update_cache", share_cache=share_cache, mesh_coords=mesh_coords, block_size=block_size,
-                    num_kv_heads=num_kv_heads, batch_offset=batch_offset)  # fmt: skip
+    _check_defaults(
+        "paged_update_cache",
+        share_cache=share_cache,
+        mesh_coords=mesh_coords,
+        block_size=block_size,
+        num_kv_heads=num_kv_heads,
+        batch_offset=batch_offset,
+    )
     name, positions = _positions_argument(update_idxs, update_idxs_tensor)
-    call = check_update([(cache_tensor, input_tensor)], positions, page_table, compute_kernel_config,
-                        index_name=name, cache_position_modulo=cache_position_modulo)  # fmt: skip
+    call = check_update(
+        [(cache_tensor, input_tensor)],
+        positions,
+        page_table,
+        compute_kernel_config,
+        index_name=name,
+        cache_position_modulo=cache_position_modulo,
+    )
     return _run_update(call)[0]
 
 
@@ -286,15 +336,21 @@ def paged_fused_update_cache(
     """``ttnn.experimental.paged_fused_update_cache``: :func:`paged_update_cache` of two caches (K and V) with the
     same positions (and page table), in one launch. The second cache and input must match the first ones' shape, dtype
     and placement. Returns ``(cache_tensor1, cache_tensor2)``."""
-    _check_defaults("paged_fused_update_cache", share_cache=share_cache, mesh_coords=mesh_coords,
-                    batch_offset=batch_offset)  # fmt: skip
+    _check_defaults(
+        "paged_fused_update_cache", share_cache=share_cache, mesh_coords=mesh_coords, batch_offset=batch_offset
+    )
     name, positions = _positions_argument(update_idxs, update_idxs_tensor)
     pairs = [(cache_tensor1, input_tensor1), (cache_tensor2, input_tensor2)]
     return tuple(_update(pairs, positions, page_table, compute_kernel_config, index_name=name))
 
 
-_DEFAULTS = {"share_cache": (None, False), "mesh_coords": (None,), "block_size": (None,), "num_kv_heads": (None,),
-             "batch_offset": (0,)}  # fmt: skip
+_DEFAULTS = {
+    "share_cache": (None, False),
+    "mesh_coords": (None,),
+    "block_size": (None,),
+    "num_kv_heads": (None,),
+    "batch_offset": (0,),
+}
 
 
 def _check_defaults(op: str, **arguments) -> None:
@@ -378,9 +434,11 @@ def check_update(
     if heads_major:
         batch, n_kv = cache_shape[0], new_shape[1]
         if batch_offset < 0 or batch_offset + batch > form["input_row_tiles"] * TILE:
-            raise ValueError(f"batch_offset={batch_offset}: the {batch} users of {names[0][0]} take input rows "
-                             f"batch_offset .. batch_offset + {batch - 1}, past {names[0][1]}'s "
-                             f"{form['input_row_tiles'] * TILE} (padded) rows of dim 2")  # fmt: skip
+            raise ValueError(
+                f"batch_offset={batch_offset}: the {batch} users of {names[0][0]} take input rows "
+                f"batch_offset .. batch_offset + {batch - 1}, past {names[0][1]}'s "
+                f"{form['input_row_tiles'] * TILE} (padded) rows of dim 2"
+            )
         form.update(input_heads_major=True, input_row_offset=batch_offset)
     compute = ComputeSettings.coerce(compute_kernel_config)
     backend = backend_for(device)
@@ -394,8 +452,17 @@ def check_update(
                 f"{names[0][0]}: has {cache_shape[0]} users but input has b={batch}; expected at least {batch}"
             )
         kv_len = cache_shape[2]
-        shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), kv_len, -(-kv_len // TILE) * TILE, False,
-                              num_caches=len(pairs), **form)  # fmt: skip
+        shapes = UpdateShapes(
+            batch,
+            n_kv,
+            head_dim,
+            dtype_name(cache),
+            kv_len,
+            -(-kv_len // TILE) * TILE,
+            False,
+            num_caches=len(pairs),
+            **form,
+        )
         table_rows = None
     else:
         block = cache_shape[2]
@@ -403,20 +470,38 @@ def check_update(
             raise ValueError(f"{names[0][0]}: block_size={block} (dim 2 of a paged cache) must be a multiple of {TILE}")
         max_blocks, table_rows = check_page_table("page_table", page_table, batch, cache_shape[0], device)
         ring = check_ring(cache_position_modulo, block, max_blocks)
-        shapes = UpdateShapes(batch, n_kv, head_dim, dtype_name(cache), max_blocks * block, block, True,
-                              max_blocks, cache_shape[0], num_caches=len(pairs), cache_position_modulo=ring,
-                              **form)  # fmt: skip
+        shapes = UpdateShapes(
+            batch,
+            n_kv,
+            head_dim,
+            dtype_name(cache),
+            max_blocks * block,
+            block,
+            True,
+            max_blocks,
+            cache_shape[0],
+            num_caches=len(pairs),
+            cache_position_modulo=ring,
+            **form,
+        )
     if page_table is None and cache_position_modulo is not None:
-        raise ValueError(f"cache_position_modulo={cache_position_modulo!r}: only supported in paged mode (when "
-                         "page_table is provided)")  # fmt: skip
+        raise ValueError(
+            f"cache_position_modulo={cache_position_modulo!r}: only supported in paged mode (when "
+            "page_table is provided)"
+        )
     # A ring takes any int32 position (wrapped by the kernels); else a position must lie in the cache.
     position_end = RING_POSITION_END if shapes.cache_position_modulo else shapes.kv_len
     host_positions = _check_positions(index_name, positions, batch, position_end, device)
     return UpdateCall(
-        shapes, tuple(pairs), positions if host_positions is None else None,
-        None if host_positions is None else tuple(host_positions), page_table if table_rows is None else None,
-        None if table_rows is None else tuple(tuple(r) for r in table_rows), compute, backend,
-    )  # fmt: skip
+        shapes,
+        tuple(pairs),
+        positions if host_positions is None else None,
+        None if host_positions is None else tuple(host_positions),
+        page_table if table_rows is None else None,
+        None if table_rows is None else tuple(tuple(r) for r in table_rows),
+        compute,
+        backend,
+    )
 
 
 def update_tensors(call: UpdateCall):

@@ -271,10 +271,30 @@ def decode_dtype(out_dtype: str, fp32_dest_acc_en: bool) -> str:
 
 
 def check_call(
-    q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
-    attention_sink, share_cache, memory_config, output_tensor, dtype, fp32_dest_acc_en, device, grid,
-    head_dim_v=None, paged_cache_geometry=None, cache_position_modulo=None, spec_multi_pos_tiles=0,
-) -> DecodeCall:  # fmt: skip
+    q,
+    k,
+    v,
+    page_table,
+    *,
+    is_causal,
+    attn_mask,
+    cur_pos,
+    cur_pos_tensor,
+    scale,
+    sliding_window_size,
+    attention_sink,
+    share_cache,
+    memory_config,
+    output_tensor,
+    dtype,
+    fp32_dest_acc_en,
+    device,
+    grid,
+    head_dim_v=None,
+    paged_cache_geometry=None,
+    cache_position_modulo=None,
+    spec_multi_pos_tiles=0,
+) -> DecodeCall:
     """Checks a call of the op (``device``: q's; ``grid``: its compute grid); raises before any device work.
 
     ``head_dim_v`` (multi-latent attention): ``v`` is None and V is the first ``head_dim_v`` columns of K.
@@ -338,9 +358,16 @@ def check_call(
     # THE position contract's upper bound (DecodeShapes.position_limit): a ring lets positions grow past the cache.
     position_limit = logical_kv_len if not ring_len else (2**31 - 1 if window else ring_len)
     positions = _check_positions(
-        is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, q_len, position_limit, device,
+        is_causal,
+        attn_mask,
+        cur_pos,
+        cur_pos_tensor,
+        batch,
+        q_len,
+        position_limit,
+        device,
         limit_name="kv_len" if not ring_len else ("int32 positions" if window else "cache_position_modulo"),
-    )  # fmt: skip
+    )
     mask_heads = _check_attn_mask(attn_mask, batch, n_q_heads, q_len, logical_kv_len, kv_len, device)
     if attention_sink is not None:
         _check_attention_sink(attention_sink, n_q_heads, device)
@@ -684,8 +711,9 @@ def _describe_split(split: dict[int, int]) -> str:
     return "sharded " + " and ".join(f"on dim {d} over {n} chips" for d, n in sorted(split.items()))
 
 
-def _check_heads_split(name: str, tensor, heads_dim: int, heads_name: str, num_chips: int, mesh_shape,
-                       single_head_replicated: bool = False) -> None:  # fmt: skip
+def _check_heads_split(
+    name: str, tensor, heads_dim: int, heads_name: str, num_chips: int, mesh_shape, single_head_replicated: bool = False
+) -> None:
     """``tensor``'s heads (dim ``heads_dim``) must be split over all ``num_chips`` chips, nothing else split; with
     ``single_head_replicated`` a tensor of one head may be replicated instead (MQA / MLA: every chip's q heads share
     the one kv head)."""
@@ -782,8 +810,19 @@ def _check_users_split(q_axes, k, v, cur_pos, cur_pos_tensor, page_table, attn_m
                 )
 
 
-def check_mesh_call(q, k, v, attn_mask, attention_sink, *, num_chips: int, mesh_shape, cur_pos=None,
-                    cur_pos_tensor=None, page_table=None) -> None:  # fmt: skip
+def check_mesh_call(
+    q,
+    k,
+    v,
+    attn_mask,
+    attention_sink,
+    *,
+    num_chips: int,
+    mesh_shape,
+    cur_pos=None,
+    cur_pos_tensor=None,
+    page_table=None,
+) -> None:
     """A call on a mesh of ``num_chips`` > 1 chips: every chip runs the program for its share of the heads, so q's
     heads (dim 2) and K/V's kv heads (dim 1) must be sharded over all the chips (a cache of one kv head, MQA or MLA's
     latent cache, may instead be replicated: every chip's q heads read it), a mask with per-head rows and the sinks
@@ -851,8 +890,11 @@ def check_mesh_users_split(
     axis = _AXIS_NAMES[users_mesh_axis]
     per_chip = []
     users, heads = f"users over its {users_chips} {axis}", f"heads over the other {heads_chips}"
-    checks = (("batch", batch, users_chips, users), ("n_q_heads", n_q_heads, heads_chips, heads),
-              ("n_kv_heads", n_kv_heads, heads_chips, heads))  # fmt: skip
+    checks = (
+        ("batch", batch, users_chips, users),
+        ("n_q_heads", n_q_heads, heads_chips, heads),
+        ("n_kv_heads", n_kv_heads, heads_chips, heads),
+    )
     for name, value, chips, what in checks:
         count = as_int(value)
         if count is None or count <= 0:
@@ -894,8 +936,10 @@ def check_paged_cache_geometry(geometry, paged: bool, head_dim_v, k_shape, v_sha
         raise ValueError(f"{name}: v's shape {list(v_shape)} must equal k's {list(k_shape)} with a geometry view")
     _, cache_heads, cache_block, cache_dim = k_shape
     if cache_block % 32 or cache_dim % 32:
-        raise ValueError(f"{name}: k's [block_size, head_dim] = [{cache_block}, {cache_dim}]: a cache read through a "
-                         "view must hold whole tiles (multiples of 32)")  # fmt: skip
+        raise ValueError(
+            f"{name}: k's [block_size, head_dim] = [{cache_block}, {cache_dim}]: a cache read through a "
+            "view must hold whole tiles (multiples of 32)"
+        )
     if block_size % 32:
         raise ValueError(f"{name}: block_size={block_size}: expected a multiple of 32")
     cache_elems = cache_heads * cache_block * cache_dim
@@ -925,11 +969,14 @@ def check_ring(modulo, block_size, max_blocks, paged: bool = True, is_causal: bo
     if not is_causal:
         raise ValueError(f"{name}={value}: only supported with is_causal=True (positions index the ring)")
     if value <= 0 or value % block_size:
-        raise ValueError(f"{name}={value}: expected a positive multiple of block_size={block_size} (dim 2 of the "
-                         "paged cache)")  # fmt: skip
+        raise ValueError(
+            f"{name}={value}: expected a positive multiple of block_size={block_size} (dim 2 of the paged cache)"
+        )
     if value > max_blocks * block_size:
-        raise ValueError(f"{name}={value}: expected at most max_blocks_per_user * block_size = {max_blocks} * "
-                         f"{block_size} = {max_blocks * block_size} (the page table's reach)")  # fmt: skip
+        raise ValueError(
+            f"{name}={value}: expected at most max_blocks_per_user * block_size = {max_blocks} * "
+            f"{block_size} = {max_blocks * block_size} (the page table's reach)"
+        )
     return value
 
 
@@ -939,8 +986,10 @@ def check_cache_position_modulo(modulo, paged: bool, is_causal: bool, block_size
     be at least the sliding window (a query's window then never meets a ring row twice)."""
     value = check_ring(modulo, block_size, max_blocks, paged, is_causal)
     if window and value and value < window:
-        raise ValueError(f"cache_position_modulo={value}: expected at least sliding_window_size={window} (a smaller "
-                         "ring would let a query's window wrap onto itself)")  # fmt: skip
+        raise ValueError(
+            f"cache_position_modulo={value}: expected at least sliding_window_size={window} (a smaller "
+            "ring would let a query's window wrap onto itself)"
+        )
     return value
 
 
@@ -958,8 +1007,9 @@ def check_spec_multi_pos_tiles(tiles, paged: bool, head_dim_v) -> int:
     return value
 
 
-def check_spec_multi_pos(tiles: int, q, q_shape, n_kv_heads: int, is_causal: bool, sliding_window_size,
-                         attn_mask) -> tuple[int, int]:  # fmt: skip
+def check_spec_multi_pos(
+    tiles: int, q, q_shape, n_kv_heads: int, is_causal: bool, sliding_window_size, attn_mask
+) -> tuple[int, int]:
     """Upstream's speculative multi-position form: q ``[1, b, tiles * 32, head_dim]``, each 32-row tile of a batch row
     one candidate (its rows the q heads), candidate j of batch row r attending positions ``[0, cur_pos[r * tiles +
     j]]``; the page table has one row per batch row, cur_pos ``b * tiles`` entries. Each candidate is a user with its
@@ -969,8 +1019,10 @@ def check_spec_multi_pos(tiles: int, q, q_shape, n_kv_heads: int, is_causal: boo
     name = f"spec_multi_pos_tiles={tiles}"
     q_len, batch, n_q_heads, _ = q_shape
     if q_len != 1 or n_q_heads != 32 * tiles:
-        raise ValueError(f"{name}: q has shape {list(q_shape)}; expected [1, b, {32 * tiles}, head_dim] (one 32-row "
-                         "tile of q heads per candidate)")  # fmt: skip
+        raise ValueError(
+            f"{name}: q has shape {list(q_shape)}; expected [1, b, {32 * tiles}, head_dim] (one 32-row "
+            "tile of q heads per candidate)"
+        )
     if q.memory_config().is_sharded():
         raise ValueError(f"{name}: q is sharded ({q.memory_config()}); expected an interleaved Q tensor")
     if n_kv_heads != 1:

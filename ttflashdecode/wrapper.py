@@ -253,9 +253,16 @@ class FlashDecodeWrapper:
         out_shape = (shapes.q_len, shapes.batch, shapes.n_q_heads, shapes.v_head_dim)
         memory_config = check_output_memory_config(memory_config, out_shape, self._grid, out_dtype, out_layout)
         call = DecodeCall(
-            shapes, out_shape, out_dtype, memory_config, positions=None, page_table_rows=None,
-            scale=scale, num_blocks=None, out_layout=out_layout,
-        )  # fmt: skip
+            shapes,
+            out_shape,
+            out_dtype,
+            memory_config,
+            positions=None,
+            page_table_rows=None,
+            scale=scale,
+            num_blocks=None,
+            out_layout=out_layout,
+        )
         decode_plan = self._plan_call(call, new_output=True, max_cur_pos=max_cur_pos)
         # What runs reuse is made now, so a run makes no upload (a run inside a trace capture must not).
         if out_dtype in BLOCK_FLOAT_OUT_DTYPES:
@@ -271,10 +278,12 @@ class FlashDecodeWrapper:
         fp32 = self._compute.fp32_dest_acc_en
         key = (call.shapes, self._config, self._grid, fp32, l1_budget, max_cur_pos)
         decode_plan = self._cache.lookup(
-            "plans", key,
-            lambda: plan_for(call.shapes, self._config, self._grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32,
-                         l1_budget=l1_budget),
-        )  # fmt: skip
+            "plans",
+            key,
+            lambda: plan_for(
+                call.shapes, self._config, self._grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32, l1_budget=l1_budget
+            ),
+        )
         self._planned = _Planned(call, decode_plan, self._cache.plan_id(decode_plan))
         self._fast_calls.clear()
         return decode_plan
@@ -309,12 +318,25 @@ class FlashDecodeWrapper:
                 return (out, self.last_run) if return_stats else out
         validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
         return_stats = check_bool("return_stats", return_stats)
-        call = self._check_run(planned, q, k, v, cur_pos, cur_pos_tensor, page_table_tensor, attn_mask,
-                               attention_sink, output_tensor)  # fmt: skip
+        call = self._check_run(
+            planned, q, k, v, cur_pos, cur_pos_tensor, page_table_tensor, attn_mask, attention_sink, output_tensor
+        )
         self._check_l1_room()
-        out, entry = self._execute(planned, call, q, k, v, page_table_tensor, cur_pos_tensor, attn_mask,
-                                   attention_sink, output_tensor, validate_device_tensors, plan_hits=0,
-                                   check=None if signature is None else signature[1])  # fmt: skip
+        out, entry = self._execute(
+            planned,
+            call,
+            q,
+            k,
+            v,
+            page_table_tensor,
+            cur_pos_tensor,
+            attn_mask,
+            attention_sink,
+            output_tensor,
+            validate_device_tensors,
+            plan_hits=0,
+            check=None if signature is None else signature[1],
+        )
         if entry is not None:
             if len(self._fast_calls) >= TABLE_SIZE:
                 self._fast_calls.pop(next(iter(self._fast_calls)))
@@ -328,16 +350,27 @@ class FlashDecodeWrapper:
             raise RuntimeError("FlashDecodeWrapper.run: the wrapper's device was closed; make a new wrapper")
         return self._planned
 
-    def _check_run(self, planned: _Planned, q, k, v, cur_pos, cur_pos_tensor, page_table, attn_mask,
-                   attention_sink, output_tensor) -> DecodeCall:  # fmt: skip
+    def _check_run(
+        self, planned: _Planned, q, k, v, cur_pos, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor
+    ) -> DecodeCall:
         """Every argument checked as the op checks it, with the plan's options; then against the plan."""
         fixed, s = planned.call, planned.call.shapes
         # The call's tensors must live on the wrapper's device (check_call then holds every other tensor to q's).
-        check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False, device=self.device,
-                            device_name="the wrapper's")  # fmt: skip
-        check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=self._num_chips,
-                        mesh_shape=self._backend.mesh_shape(), cur_pos=cur_pos, cur_pos_tensor=cur_pos_tensor,
-                        page_table=page_table)  # fmt: skip
+        check_device_tensor(
+            "q", q, 4, ("bfloat16",), layout=None, dram=False, device=self.device, device_name="the wrapper's"
+        )
+        check_mesh_call(
+            q,
+            k,
+            v,
+            attn_mask,
+            attention_sink,
+            num_chips=self._num_chips,
+            mesh_shape=self._backend.mesh_shape(),
+            cur_pos=cur_pos,
+            cur_pos_tensor=cur_pos_tensor,
+            page_table=page_table,
+        )
         if s.v_from_k and v is not None:
             raise ValueError("v: expected None: the plan takes V from K (v_from_k=True)")
         if s.is_paged != (page_table is not None):
@@ -406,18 +439,24 @@ class FlashDecodeWrapper:
         out = self._output(call, output_tensor, q)
         _check_cbs_end_below(out, planned.plan)
         staging = self._staging(call) if call.out_dtype in BLOCK_FLOAT_OUT_DTYPES else None
-        buffers = _buffers(q, k, v, positions, out if staging is None else staging, page_table, attn_mask,
-                           attention_sink)  # fmt: skip
+        buffers = _buffers(
+            q, k, v, positions, out if staging is None else staging, page_table, attn_mask, attention_sink
+        )
         launch = self._make_launch(planned, buffers, staging, out)
         self._launch(planned, buffers, staging, out, launch)
         if check is None:
             return out, None
         entry = FastCall(
-            owner=self, planned=planned, check=check, lowest_l1=lowest_l1,
-            positions=None if call.shapes.is_causal else positions, staging=staging,
-            l1_output=call.memory_config.buffer_type == import_ttnn().BufferType.L1, plan_hits=plan_hits,
+            owner=self,
+            planned=planned,
+            check=check,
+            lowest_l1=lowest_l1,
+            positions=None if call.shapes.is_causal else positions,
+            staging=staging,
+            l1_output=call.memory_config.buffer_type == import_ttnn().BufferType.L1,
+            plan_hits=plan_hits,
             new_output=self._output_allocator(call),
-        )  # fmt: skip
+        )
         remember_launch(entry, self._backend.address_key(out), launch)
         return out, entry
 
@@ -429,9 +468,17 @@ class FlashDecodeWrapper:
             return False
         if self._num_chips > 1:
             q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, _ = tensors
-            check_mesh_call(q, k, v, attn_mask, attention_sink, num_chips=self._num_chips,
-                            mesh_shape=self._backend.mesh_shape(), cur_pos_tensor=cur_pos_tensor,
-                            page_table=page_table)  # fmt: skip
+            check_mesh_call(
+                q,
+                k,
+                v,
+                attn_mask,
+                attention_sink,
+                num_chips=self._num_chips,
+                mesh_shape=self._backend.mesh_shape(),
+                cur_pos_tensor=cur_pos_tensor,
+                page_table=page_table,
+            )
         return True
 
     def _run_hit(self, entry: FastCall, q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor):
@@ -446,8 +493,9 @@ class FlashDecodeWrapper:
         out_key = self._backend.address_key(out)
         launch = entry.launches.get(out_key)
         if launch is None:  # a new output at an address this call has not used yet
-            buffers = _buffers(q, k, v, positions, out if staging is None else staging, page_table, attn_mask,
-                               attention_sink)  # fmt: skip
+            buffers = _buffers(
+                q, k, v, positions, out if staging is None else staging, page_table, attn_mask, attention_sink
+            )
             launch = self._make_launch(planned, buffers, staging, out)
             remember_launch(entry, out_key, launch)
             self._cache.count_hits(plans=entry.plan_hits, programs=0)
@@ -480,9 +528,11 @@ class FlashDecodeWrapper:
         convert = self._convert_programs(staging, out) if staging is not None else []
         card_result = None if self._backend.is_emulator else DecodeResult(planned.plan, None, staging, None)
         return _Launch(
-            self._backend.launchable(decode), self._backend.launchable(convert) if convert else None,
-            len(decode) + len(convert), card_result,
-        )  # fmt: skip
+            self._backend.launchable(decode),
+            self._backend.launchable(convert) if convert else None,
+            len(decode) + len(convert),
+            card_result,
+        )
 
     def _launch(self, planned: _Planned, buffers: DecodeBuffers, staging, out, launch: _Launch) -> None:
         stats = self._backend.run(buffers.io_tensors(), launch.decode)
@@ -520,9 +570,10 @@ class FlashDecodeWrapper:
         tensor per (batch, kv_len) reused every call: a non-causal call then uploads nothing (and can be captured)."""
         last = shapes.logical_kv_len - 1
         return self._cache.lookup(
-            "staging", ("positions", shapes.batch, last),
+            "staging",
+            ("positions", shapes.batch, last),
             lambda: self._upload_int32("cur_pos", [last] * shapes.batch, [shapes.batch]),
-        )  # fmt: skip
+        )
 
     def _page_table(self, call: DecodeCall, page_table):
         if call.page_table_rows is None:
@@ -570,20 +621,27 @@ class FlashDecodeWrapper:
         for chip in self._backend.chip_tensors(list(_buffer_fields(buffers))):
             chip_buffers = DecodeBuffers(*chip)
             key = ("decode", planned.plan_id, self._compute, scale, _tensor_key(chip_buffers.io_tensors()))
-            programs.append(self._cache.lookup(
-                "programs", key,
-                lambda b=chip_buffers: build_program(planned.plan, b, self._backend.noc_coord, self._compute,
-                                                     scale=scale),
-            ))  # fmt: skip
+            programs.append(
+                self._cache.lookup(
+                    "programs",
+                    key,
+                    lambda b=chip_buffers: build_program(
+                        planned.plan, b, self._backend.noc_coord, self._compute, scale=scale
+                    ),
+                )
+            )
         return programs
 
     def _convert_programs(self, decoded, out) -> list:
         programs = []
         for chip_decoded, chip_out in self._backend.chip_tensors([decoded, out]):
-            programs.append(self._cache.lookup(
-                "programs", ("convert", _tensor_key([chip_decoded, chip_out])),
-                lambda d=chip_decoded, o=chip_out: build_convert_program(d, o, self._grid),
-            ))  # fmt: skip
+            programs.append(
+                self._cache.lookup(
+                    "programs",
+                    ("convert", _tensor_key([chip_decoded, chip_out])),
+                    lambda d=chip_decoded, o=chip_out: build_convert_program(d, o, self._grid),
+                )
+            )
         return programs
 
 
@@ -640,11 +698,23 @@ def _tensor_key(tensors: list) -> tuple:
 
 # Which argument of a run carries each planned field, for the error of a run that does not match its plan.
 _FIELD_ARGUMENT = {
-    "batch": "q", "n_q_heads": "q", "head_dim": "q", "q_len": "q", "n_kv_heads": "k", "kv_len": "k",
-    "logical_kv_len": "k", "k_dtype": "k", "block_size": "k", "v_head_dim": "v", "v_dtype": "v",
-    "max_blocks_per_user": "page_table_tensor", "attn_mask_heads": "attn_mask", "attn_mask_dtype": "attn_mask",
-    "has_attention_sink": "attention_sink", "out_dtype": "output_tensor",
-}  # fmt: skip
+    "batch": "q",
+    "n_q_heads": "q",
+    "head_dim": "q",
+    "q_len": "q",
+    "n_kv_heads": "k",
+    "kv_len": "k",
+    "logical_kv_len": "k",
+    "k_dtype": "k",
+    "block_size": "k",
+    "v_head_dim": "v",
+    "v_dtype": "v",
+    "max_blocks_per_user": "page_table_tensor",
+    "attn_mask_heads": "attn_mask",
+    "attn_mask_dtype": "attn_mask",
+    "has_attention_sink": "attention_sink",
+    "out_dtype": "output_tensor",
+}
 
 
 def _check_matches_plan(call: DecodeCall, planned: DecodeCall, num_chips: int = 1) -> None:

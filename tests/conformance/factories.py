@@ -89,8 +89,11 @@ def eltwise_binary_program(ttnn, grid, a, b, out, op: str, math_fidelity="HiFi4"
     ntiles = a.buffer_num_pages()
     spans = split_work(grid, ntiles, row_major=True)
     cores = core_range_set(ttnn, spans)
-    cbs = [cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores), cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
-           cb(ttnn, 2, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    cbs = [
+        cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores),
+        cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
+        cb(ttnn, 2, out.dtype, out.buffer_page_size(), 2, cores),
+    ]
     rd, cp, wr = [], [], []
     for s in spans:
         c = ttnn.CoreCoord(*s.core)
@@ -98,13 +101,31 @@ def eltwise_binary_program(ttnn, grid, a, b, out, op: str, math_fidelity="HiFi4"
         cp.append((c, [s.units, 1]))
         wr.append((c, [out.buffer_address(), s.units, s.start]))
     kernels = [
-        kernel(ttnn, f"{ELTWISE_BINARY}/dataflow/reader_binary_interleaved_start_id.cpp", cores,
-               ttnn.ReaderConfigDescriptor(), ct=[0, *a.tensor_accessor_args(), *b.tensor_accessor_args()], rt=rd),
-        kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp", cores,
-               ttnn.WriterConfigDescriptor(), ct=[2, *out.tensor_accessor_args()], rt=wr),
-        kernel(ttnn, f"{ELTWISE_BINARY}/compute/eltwise_binary_kernel.cpp", cores,
-               compute_config(ttnn, math_fidelity, fp32_dest_acc_en), rt=cp, defines=BINARY_DEFINES[op]),
-    ]  # fmt: skip
+        kernel(
+            ttnn,
+            f"{ELTWISE_BINARY}/dataflow/reader_binary_interleaved_start_id.cpp",
+            cores,
+            ttnn.ReaderConfigDescriptor(),
+            ct=[0, *a.tensor_accessor_args(), *b.tensor_accessor_args()],
+            rt=rd,
+        ),
+        kernel(
+            ttnn,
+            f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp",
+            cores,
+            ttnn.WriterConfigDescriptor(),
+            ct=[2, *out.tensor_accessor_args()],
+            rt=wr,
+        ),
+        kernel(
+            ttnn,
+            f"{ELTWISE_BINARY}/compute/eltwise_binary_kernel.cpp",
+            cores,
+            compute_config(ttnn, math_fidelity, fp32_dest_acc_en),
+            rt=cp,
+            defines=BINARY_DEFINES[op],
+        ),
+    ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
@@ -123,11 +144,17 @@ def eltwise_unary_program(ttnn, grid, src, out, op: str, fp32_dest_acc_en=False)
     TensorAccessorArgs(out)] rt [out, num_tiles, start_id]."""
     spans = split_work(grid, src.buffer_num_pages(), row_major=False)
     cores = core_range_set(ttnn, spans)
-    cbs = [cb(ttnn, 0, src.dtype, src.buffer_page_size(), 2, cores),
-           cb(ttnn, 2, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    cbs = [
+        cb(ttnn, 0, src.dtype, src.buffer_page_size(), 2, cores),
+        cb(ttnn, 2, out.dtype, out.buffer_page_size(), 2, cores),
+    ]
     include, init, func = UNARY_CHAINS[op]
-    defines = [(include, "1"), ("SFPU_OP_CHAIN_0_INIT_0", init), ("SFPU_OP_CHAIN_0_FUNC_0", func),
-               ("SFPU_OP_CHAIN_0", "SFPU_OP_CHAIN_0_INIT_0 SFPU_OP_CHAIN_0_FUNC_0")]  # fmt: skip
+    defines = [
+        (include, "1"),
+        ("SFPU_OP_CHAIN_0_INIT_0", init),
+        ("SFPU_OP_CHAIN_0_FUNC_0", func),
+        ("SFPU_OP_CHAIN_0", "SFPU_OP_CHAIN_0_INIT_0 SFPU_OP_CHAIN_0_FUNC_0"),
+    ]
     rd, cp, wr = [], [], []
     for s in spans:
         c = ttnn.CoreCoord(*s.core)
@@ -135,13 +162,31 @@ def eltwise_unary_program(ttnn, grid, src, out, op: str, fp32_dest_acc_en=False)
         cp.append((c, [s.units]))
         wr.append((c, [out.buffer_address(), s.units, s.start]))
     kernels = [
-        kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/reader_unary_interleaved_start_id.cpp", cores,
-               ttnn.ReaderConfigDescriptor(), ct=src.tensor_accessor_args(), rt=rd),
-        kernel(ttnn, f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp", cores,
-               ttnn.WriterConfigDescriptor(), ct=[2, *out.tensor_accessor_args()], rt=wr),
-        kernel(ttnn, f"{ELTWISE_UNARY}/compute/eltwise_sfpu.cpp", cores,
-               compute_config(ttnn, "HiFi4", fp32_dest_acc_en), rt=cp, defines=defines),
-    ]  # fmt: skip
+        kernel(
+            ttnn,
+            f"{ELTWISE_UNARY}/dataflow/reader_unary_interleaved_start_id.cpp",
+            cores,
+            ttnn.ReaderConfigDescriptor(),
+            ct=src.tensor_accessor_args(),
+            rt=rd,
+        ),
+        kernel(
+            ttnn,
+            f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id.cpp",
+            cores,
+            ttnn.WriterConfigDescriptor(),
+            ct=[2, *out.tensor_accessor_args()],
+            rt=wr,
+        ),
+        kernel(
+            ttnn,
+            f"{ELTWISE_UNARY}/compute/eltwise_sfpu.cpp",
+            cores,
+            compute_config(ttnn, "HiFi4", fp32_dest_acc_en),
+            rt=cp,
+            defines=defines,
+        ),
+    ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
@@ -174,17 +219,42 @@ def bmm_program(
     spans = split_work(grid, batch * Mt * Nt, row_major=False)
     cores = core_range_set(ttnn, spans)
     named = [("cb_in0", 0), ("cb_in1", 1), ("cb_out", 16)]
-    cbs = [cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores), cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
-           cb(ttnn, 16, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    cbs = [
+        cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores),
+        cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
+        cb(ttnn, 16, out.dtype, out.buffer_page_size(), 2, cores),
+    ]
     rd, wr = [], []
     for s in spans:
         c = ttnn.CoreCoord(*s.core)
-        rd.append((c, [a.buffer_address(), b.buffer_address(), Mt, Kt, Nt, Mt * Kt, Kt * Nt, batch, int(bcast_b),
-                       s.start, s.units, Mt * Nt]))  # fmt: skip
+        rd.append(
+            (
+                c,
+                [
+                    a.buffer_address(),
+                    b.buffer_address(),
+                    Mt,
+                    Kt,
+                    Nt,
+                    Mt * Kt,
+                    Kt * Nt,
+                    batch,
+                    int(bcast_b),
+                    s.start,
+                    s.units,
+                    Mt * Nt,
+                ],
+            )
+        )
         wr.append((c, [out.buffer_address(), s.units, s.start]))
-    reader = kernel(ttnn, f"{MATMUL}/dataflow/reader_bmm_8bank_output_tiles_partitioned.cpp", cores,
-                    ttnn.ReaderConfigDescriptor(), ct=[0, 0, *a.tensor_accessor_args(), *b.tensor_accessor_args()],
-                    rt=rd)  # fmt: skip
+    reader = kernel(
+        ttnn,
+        f"{MATMUL}/dataflow/reader_bmm_8bank_output_tiles_partitioned.cpp",
+        cores,
+        ttnn.ReaderConfigDescriptor(),
+        ct=[0, 0, *a.tensor_accessor_args(), *b.tensor_accessor_args()],
+        rt=rd,
+    )
     reader.named_compile_time_args = named[:2]
     writer = kernel(
         ttnn,
@@ -256,9 +326,11 @@ def reduce_w_program(
     batch = max(1, min(tiles_per_batch, min_rows * Wt))
     scaler_fmt = ttnn.float32 if src.dtype == ttnn.float32 else ttnn.bfloat16
     scaler_page = 4096 if scaler_fmt == ttnn.float32 else 2048
-    cbs = [cb(ttnn, 0, src.dtype, src.buffer_page_size(), 2 * batch, cores),
-           cb(ttnn, 2, scaler_fmt, scaler_page, 1, cores),
-           cb(ttnn, 3, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    cbs = [
+        cb(ttnn, 0, src.dtype, src.buffer_page_size(), 2 * batch, cores),
+        cb(ttnn, 2, scaler_fmt, scaler_page, 1, cores),
+        cb(ttnn, 3, out.dtype, out.buffer_page_size(), 2, cores),
+    ]
     bits = lambda f: struct.unpack("<I", struct.pack("<f", f))[0]  # noqa: E731
     defines = dict(REDUCE_DEFINES[op])
     if post_mul_scaler != 1.0:
@@ -269,22 +341,46 @@ def reduce_w_program(
         rt_rd.append((c, {"num_tiles": s.units * Wt, "start_id": s.start * Wt}))
         rt_wr.append((c, {"num_pages": s.units, "start_id": s.start}))
     kernels = [
-        Metal2Kernel(f"{REDUCTION}/dataflow/reader_unary_reduce_universal_start_id.cpp", cores,
-                     ttnn.ReaderConfigDescriptor(), dfbs={"in0": 0, "scaler": 2}, tensors={"src": src},
-                     ct_args={"scaler_bits": bits(scaler), "tiles_per_batch": batch},
-                     rta_names=("num_tiles", "start_id"), rt_args=rt_rd, defines=defines),
-        Metal2Kernel(f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id_metal2.cpp", cores,
-                     ttnn.WriterConfigDescriptor(), dfbs={"out": 3}, tensors={"dst": out},
-                     rta_names=("num_pages", "start_id"), rt_args=rt_wr, defines=defines),
-    ]  # fmt: skip
+        Metal2Kernel(
+            f"{REDUCTION}/dataflow/reader_unary_reduce_universal_start_id.cpp",
+            cores,
+            ttnn.ReaderConfigDescriptor(),
+            dfbs={"in0": 0, "scaler": 2},
+            tensors={"src": src},
+            ct_args={"scaler_bits": bits(scaler), "tiles_per_batch": batch},
+            rta_names=("num_tiles", "start_id"),
+            rt_args=rt_rd,
+            defines=defines,
+        ),
+        Metal2Kernel(
+            f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id_metal2.cpp",
+            cores,
+            ttnn.WriterConfigDescriptor(),
+            dfbs={"out": 3},
+            tensors={"dst": out},
+            rta_names=("num_pages", "start_id"),
+            rt_args=rt_wr,
+            defines=defines,
+        ),
+    ]
     for units in sorted({s.units for s in spans}, reverse=True):  # core_group_1, core_group_2
         group = core_range_set(ttnn, [s for s in spans if s.units == units])
-        kernels.append(Metal2Kernel(
-            f"{REDUCTION}/compute/reduce.cpp", group, compute_config(ttnn, math_fidelity, fp32_dest_acc_en),
-            dfbs={"in0": 0, "scaler": 2, "out": 3},
-            ct_args={"Ht": units, "Wt": Wt, "NC": 1, "post_mul_scaler_bits": bits(post_mul_scaler),
-                     "enable_fp32_sfpu": 0},
-            defines=defines))  # fmt: skip
+        kernels.append(
+            Metal2Kernel(
+                f"{REDUCTION}/compute/reduce.cpp",
+                group,
+                compute_config(ttnn, math_fidelity, fp32_dest_acc_en),
+                dfbs={"in0": 0, "scaler": 2, "out": 3},
+                ct_args={
+                    "Ht": units,
+                    "Wt": Wt,
+                    "NC": 1,
+                    "post_mul_scaler_bits": bits(post_mul_scaler),
+                    "enable_fp32_sfpu": 0,
+                },
+                defines=defines,
+            )
+        )
     return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)
 
 
@@ -327,13 +423,16 @@ def softmax_program(
     cores = core_range_set(ttnn, spans)
     im = ttnn.float32 if fp32_dest_acc_en else ttnn.bfloat16
     im_page = 4096 if fp32_dest_acc_en else 2048
-    dfbs = {"in0": 0, "max_scaler": 2, "sum_scaler": 3, "mask_padded": 5, "exps": 6, "recip_sum_exps": 7,
-            "out0": 11}  # fmt: skip
-    cbs = [cb(ttnn, 0, src.dtype, src.buffer_page_size(), in0_t, cores),
-           cb(ttnn, 2, ttnn.bfloat16, 2048, 1, cores), cb(ttnn, 3, ttnn.bfloat16, 2048, 1, cores),
-           cb(ttnn, 5, ttnn.bfloat16, 2048, 1, cores),
-           cb(ttnn, 6, im, im_page, round_wt, cores), cb(ttnn, 7, im, im_page, 1, cores),
-           cb(ttnn, 11, out.dtype, out.buffer_page_size(), 2 * blk, cores)]  # fmt: skip
+    dfbs = {"in0": 0, "max_scaler": 2, "sum_scaler": 3, "mask_padded": 5, "exps": 6, "recip_sum_exps": 7, "out0": 11}
+    cbs = [
+        cb(ttnn, 0, src.dtype, src.buffer_page_size(), in0_t, cores),
+        cb(ttnn, 2, ttnn.bfloat16, 2048, 1, cores),
+        cb(ttnn, 3, ttnn.bfloat16, 2048, 1, cores),
+        cb(ttnn, 5, ttnn.bfloat16, 2048, 1, cores),
+        cb(ttnn, 6, im, im_page, round_wt, cores),
+        cb(ttnn, 7, im, im_page, 1, cores),
+        cb(ttnn, 11, out.dtype, out.buffer_page_size(), 2 * blk, cores),
+    ]
     defines = {"EXP_APPROX": "1" if math_approx_mode else "0", "ENABLE_FP32_DEST_ACC": "1" if fp32_dest_acc_en else "0"}
     if numeric_stable:
         defines["NUMERIC_STABLE"] = "1"
@@ -344,30 +443,53 @@ def softmax_program(
         c = ttnn.CoreCoord(*s.core)
         rd.append((c, {"blk": blk, "num_rows": s.units, "tile_offset": s.start * Wt, "Wt": Wt}))
         cp.append((c, {"num_rows": s.units, "Ht": Ht, "Wt": Wt, "blk": blk, "start_ht": s.start % Ht}))
-        wr.append((c, {"num_tiles": s.units * Wt, "tile_offset": s.start * Wt, "blk": blk, "Wt": Wt,
-                       "mask_padded_data": 0}))  # fmt: skip
+        wr.append(
+            (c, {"num_tiles": s.units * Wt, "tile_offset": s.start * Wt, "blk": blk, "Wt": Wt, "mask_padded_data": 0})
+        )
     kernels = [
-        Metal2Kernel(f"{SOFTMAX}/dataflow/reader_unary_interleaved_sm.cpp", cores, ttnn.ReaderConfigDescriptor(),
-                     dfbs={k: dfbs[k] for k in ("in0", "max_scaler", "sum_scaler")}, tensors={"src": src},
-                     ct_args={"in0_t": in0_t}, rta_names=("blk", "num_rows", "tile_offset", "Wt"), rt_args=rd,
-                     defines={k: v for k, v in defines.items() if k == "NUMERIC_STABLE"}),
-        Metal2Kernel(f"{SOFTMAX}/dataflow/writer_unary_interleaved_start_id_blocked_sm.cpp", cores,
-                     ttnn.WriterConfigDescriptor(), dfbs={k: dfbs[k] for k in ("out0", "mask_padded")},
-                     tensors={"dst": out}, ct_args={"num_datum_padded": 0, "tile_hw": 32 * 32},
-                     rta_names=("num_tiles", "tile_offset", "blk", "Wt", "mask_padded_data"), rt_args=wr),
-        Metal2Kernel(f"{SOFTMAX}/compute/softmax.cpp", cores,
-                     compute_config(ttnn, math_fidelity, fp32_dest_acc_en, math_approx_mode),
-                     dfbs={k: v for k, v in dfbs.items() if k != "mask_padded"}, ct_args={"in0_t": in0_t},
-                     rta_names=("num_rows", "Ht", "Wt", "blk", "start_ht"), rt_args=cp, defines=defines),
-    ]  # fmt: skip
+        Metal2Kernel(
+            f"{SOFTMAX}/dataflow/reader_unary_interleaved_sm.cpp",
+            cores,
+            ttnn.ReaderConfigDescriptor(),
+            dfbs={k: dfbs[k] for k in ("in0", "max_scaler", "sum_scaler")},
+            tensors={"src": src},
+            ct_args={"in0_t": in0_t},
+            rta_names=("blk", "num_rows", "tile_offset", "Wt"),
+            rt_args=rd,
+            defines={k: v for k, v in defines.items() if k == "NUMERIC_STABLE"},
+        ),
+        Metal2Kernel(
+            f"{SOFTMAX}/dataflow/writer_unary_interleaved_start_id_blocked_sm.cpp",
+            cores,
+            ttnn.WriterConfigDescriptor(),
+            dfbs={k: dfbs[k] for k in ("out0", "mask_padded")},
+            tensors={"dst": out},
+            ct_args={"num_datum_padded": 0, "tile_hw": 32 * 32},
+            rta_names=("num_tiles", "tile_offset", "blk", "Wt", "mask_padded_data"),
+            rt_args=wr,
+        ),
+        Metal2Kernel(
+            f"{SOFTMAX}/compute/softmax.cpp",
+            cores,
+            compute_config(ttnn, math_fidelity, fp32_dest_acc_en, math_approx_mode),
+            dfbs={k: v for k, v in dfbs.items() if k != "mask_padded"},
+            ct_args={"in0_t": in0_t},
+            rta_names=("num_rows", "Ht", "Wt", "blk", "start_ht"),
+            rt_args=cp,
+            defines=defines,
+        ),
+    ]
     return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)
 
 
 # ------------------------------------------------------------------------------------------- bcast (row / col / scalar)
 BCAST = "ttnn/operations/data_movement/bcast/device/kernels"
 BCAST_DIMS = {"H": ("ROW", "Row"), "W": ("COL", "Col"), "HW": ("SCALAR", "Scalar")}
-BCAST_MATH = {"add": ("add_tiles_bcast", "ELWADD", "Add"), "sub": ("sub_tiles_bcast", "ELWSUB", "Sub"),
-              "mul": ("mul_tiles_bcast", "ELWMUL", "Mul")}  # fmt: skip
+BCAST_MATH = {
+    "add": ("add_tiles_bcast", "ELWADD", "Add"),
+    "sub": ("sub_tiles_bcast", "ELWSUB", "Sub"),
+    "mul": ("mul_tiles_bcast", "ELWMUL", "Mul"),
+}
 
 
 def bcast_defines(dim: str, op: str) -> dict[str, str]:
@@ -402,8 +524,11 @@ def bcast_program(ttnn, grid, a, b, out, dim: str, op: str, math_fidelity="HiFi4
     units = {"H": Ht, "W": Wt, "HW": NC * Ht * Wt}[dim]
     spans = split_work(grid, units, row_major=False)
     cores = core_range_set(ttnn, spans)
-    cbs = [cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores), cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
-           cb(ttnn, 16, out.dtype, out.buffer_page_size(), 2, cores)]  # fmt: skip
+    cbs = [
+        cb(ttnn, 0, a.dtype, a.buffer_page_size(), 2, cores),
+        cb(ttnn, 1, b.dtype, b.buffer_page_size(), 2, cores),
+        cb(ttnn, 16, out.dtype, out.buffer_page_size(), 2, cores),
+    ]
     defines = bcast_defines(dim, op)
     dfb_in, dfb_out = {"in0": 0, "in1": 1}, {"out": 16}
     ins = {"src0": a, "src1": b}
@@ -412,47 +537,106 @@ def bcast_program(ttnn, grid, a, b, out, dim: str, op: str, math_fidelity="HiFi4
     if dim == "HW":
         for s in spans:
             c = ttnn.CoreCoord(*s.core)
-            rd.append((c, {"num_tiles": s.units, "HtWt": Ht * Wt, "base_start_id_HtWt": s.start // (Ht * Wt) * Ht * Wt,
-                           "curr_id_from_base": s.start % (Ht * Wt),
-                           "bcast_id": 0 if bnc1 else s.start // (Ht * Wt)}))  # fmt: skip
+            rd.append(
+                (
+                    c,
+                    {
+                        "num_tiles": s.units,
+                        "HtWt": Ht * Wt,
+                        "base_start_id_HtWt": s.start // (Ht * Wt) * Ht * Wt,
+                        "curr_id_from_base": s.start % (Ht * Wt),
+                        "bcast_id": 0 if bnc1 else s.start // (Ht * Wt),
+                    },
+                )
+            )
             cp.append((c, {"B": 1, "Ht": 1, "Wt": s.units}))
             wr.append((c, {"num_pages": s.units, "start_id": s.start}))
         scalar = {"BCAST_SCALAR": "1"} if bnc1 else {}
         kernels = [
-            Metal2Kernel(f"{BCAST}/dataflow/reader_bcast_hw_interleaved_partitioned.cpp", cores,
-                         ttnn.ReaderConfigDescriptor(), dfbs=dfb_in, tensors=ins,
-                         rta_names=("num_tiles", "HtWt", "base_start_id_HtWt", "curr_id_from_base", "bcast_id"),
-                         rt_args=rd, defines=scalar),
-            Metal2Kernel(f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id_metal2.cpp", cores,
-                         ttnn.WriterConfigDescriptor(), dfbs=dfb_out, tensors={"dst": out},
-                         rta_names=("num_pages", "start_id"), rt_args=wr),
-            Metal2Kernel(f"{BCAST}/compute/bcast_hw_metal2.cpp", cores, cfg, dfbs={**dfb_in, **dfb_out},
-                         rta_names=("B", "Ht", "Wt"), rt_args=cp, defines={**defines, **scalar}),
-        ]  # fmt: skip
+            Metal2Kernel(
+                f"{BCAST}/dataflow/reader_bcast_hw_interleaved_partitioned.cpp",
+                cores,
+                ttnn.ReaderConfigDescriptor(),
+                dfbs=dfb_in,
+                tensors=ins,
+                rta_names=("num_tiles", "HtWt", "base_start_id_HtWt", "curr_id_from_base", "bcast_id"),
+                rt_args=rd,
+                defines=scalar,
+            ),
+            Metal2Kernel(
+                f"{ELTWISE_UNARY}/dataflow/writer_unary_interleaved_start_id_metal2.cpp",
+                cores,
+                ttnn.WriterConfigDescriptor(),
+                dfbs=dfb_out,
+                tensors={"dst": out},
+                rta_names=("num_pages", "start_id"),
+                rt_args=wr,
+            ),
+            Metal2Kernel(
+                f"{BCAST}/compute/bcast_hw_metal2.cpp",
+                cores,
+                cfg,
+                dfbs={**dfb_in, **dfb_out},
+                rta_names=("B", "Ht", "Wt"),
+                rt_args=cp,
+                defines={**defines, **scalar},
+            ),
+        ]
     else:
         read = 0
         for s in spans:
             c = ttnn.CoreCoord(*s.core)
             ht, wt = (s.units, Wt) if dim == "H" else (Ht, s.units)
             skip = 0 if dim == "H" else Wt - s.units
-            r = {"src0_num_tiles": NC * ht * wt, "NCHtWt": NC * ht * wt, "NC": NC, "Ht": ht, "Wt": wt, "nc1": bnc1,
-                 "start_id": read, "HtWt": Ht * Wt}  # fmt: skip
+            r = {
+                "src0_num_tiles": NC * ht * wt,
+                "NCHtWt": NC * ht * wt,
+                "NC": NC,
+                "Ht": ht,
+                "Wt": wt,
+                "nc1": bnc1,
+                "start_id": read,
+                "HtWt": Ht * Wt,
+            }
             if dim == "W":
                 r["Wt_skip"] = skip
             rd.append((c, r))
             cp.append((c, {"B": NC, "Ht": ht, "Wt": wt}))
             wr.append((c, {"Ht": ht, "Wt": wt, "Wt_read": read, "Wt_skip": skip, "NC": NC, "HtWt": Ht * Wt}))
             read += ht * wt if dim == "H" else wt
-        reader = ("reader_bcast_h_interleaved_input_rows_partitioned.cpp" if dim == "H"
-                  else "reader_bcast_w_interleaved_input_cols_partitioned.cpp")  # fmt: skip
+        reader = (
+            "reader_bcast_h_interleaved_input_rows_partitioned.cpp"
+            if dim == "H"
+            else "reader_bcast_w_interleaved_input_cols_partitioned.cpp"
+        )
         rnames = ("src0_num_tiles", "NCHtWt", "NC", "Ht", "Wt", "nc1", "start_id", "HtWt")
         kernels = [
-            Metal2Kernel(f"{BCAST}/dataflow/{reader}", cores, ttnn.ReaderConfigDescriptor(), dfbs=dfb_in, tensors=ins,
-                         rta_names=rnames + (("Wt_skip",) if dim == "W" else ()), rt_args=rd),
-            Metal2Kernel(f"{BCAST}/dataflow/writer_unary_interleaved_input_cols_batched.cpp", cores,
-                         ttnn.WriterConfigDescriptor(), dfbs=dfb_out, tensors={"dst": out},
-                         rta_names=("Ht", "Wt", "Wt_read", "Wt_skip", "NC", "HtWt"), rt_args=wr),
-            Metal2Kernel(f"{BCAST}/compute/bcast_{dim.lower()}.cpp", cores, cfg, dfbs={**dfb_in, **dfb_out},
-                         rta_names=("B", "Ht", "Wt"), rt_args=cp, defines=defines),
-        ]  # fmt: skip
+            Metal2Kernel(
+                f"{BCAST}/dataflow/{reader}",
+                cores,
+                ttnn.ReaderConfigDescriptor(),
+                dfbs=dfb_in,
+                tensors=ins,
+                rta_names=rnames + (("Wt_skip",) if dim == "W" else ()),
+                rt_args=rd,
+            ),
+            Metal2Kernel(
+                f"{BCAST}/dataflow/writer_unary_interleaved_input_cols_batched.cpp",
+                cores,
+                ttnn.WriterConfigDescriptor(),
+                dfbs=dfb_out,
+                tensors={"dst": out},
+                rta_names=("Ht", "Wt", "Wt_read", "Wt_skip", "NC", "HtWt"),
+                rt_args=wr,
+            ),
+            Metal2Kernel(
+                f"{BCAST}/compute/bcast_{dim.lower()}.cpp",
+                cores,
+                cfg,
+                dfbs={**dfb_in, **dfb_out},
+                rta_names=("B", "Ht", "Wt"),
+                rt_args=cp,
+                defines=defines,
+            ),
+        ]
     return ttnn.ProgramDescriptor(kernels=[kernel_descriptor(ttnn, k) for k in kernels], semaphores=[], cbs=cbs)

@@ -42,16 +42,22 @@ class Metal2Kernel:
 
 
 def _headers(k: Metal2Kernel, tensor_offsets: dict[str, tuple[int, int]]) -> str:
-    out = ['#include "api/dataflow/dfb_binding_token.h"', '#include "api/tensor/tensor_binding_token.h"',
-           '#include "api/dataflow/dataflow_buffer.h"', '#include "experimental/kernel_args.h"']  # fmt: skip
+    out = [
+        '#include "api/dataflow/dfb_binding_token.h"',
+        '#include "api/tensor/tensor_binding_token.h"',
+        '#include "api/dataflow/dataflow_buffer.h"',
+        '#include "experimental/kernel_args.h"',
+    ]
     if k.dfbs:
         out += ["namespace dfb {"] + [f"constexpr DFBBindingToken<> {n}{{{i}}};" for n, i in k.dfbs.items()]
         out += ["}  // namespace dfb"]
     if k.tensors:
         out.append("namespace tensor {")
         for n, (cta, crta) in tensor_offsets.items():
-            out += [f"using {n}_t = ::tensor_accessor::TensorBindingToken<{cta}u, {crta}u>;",
-                    f"constexpr {n}_t {n}{{binding_details::LLKMetadata{{}}}};"]  # fmt: skip
+            out += [
+                f"using {n}_t = ::tensor_accessor::TensorBindingToken<{cta}u, {crta}u>;",
+                f"constexpr {n}_t {n}{{binding_details::LLKMetadata{{}}}};",
+            ]
         out.append("}  // namespace tensor")
     out.append("namespace args {")
     out += [f"constexpr experimental::CtaVal<uint32_t> {n}{{{int(v) & 0xFFFFFFFF}u}};" for n, v in k.ct_args.items()]
@@ -74,8 +80,10 @@ def kernel_descriptor(ttnn, k: Metal2Kernel):
         crta.append(t.buffer_address())
     ct += list(k.ct_varargs)
     path = wheel.kernel_source(k.source)
-    code = (f"// Metal 2.0 bindings for {k.source}, as tt-metal's JIT emits them (tests/conformance/metal2.py)\n"
-            f"{_headers(k, offsets)}\n#include \"{path}\"\n")  # fmt: skip
+    code = (
+        f"// Metal 2.0 bindings for {k.source}, as tt-metal's JIT emits them (tests/conformance/metal2.py)\n"
+        f'{_headers(k, offsets)}\n#include "{path}"\n'
+    )
     rt = [(c, [int(vals[n]) for n in k.rta_names]) for c, vals in k.rt_args]
     desc = ttnn.KernelDescriptor(
         kernel_source=code,

@@ -69,13 +69,23 @@ def copy_program(ttnn, src, dst, grid: tuple[int, int], backwards: bool = False)
         format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=CB_IN, data_format=src.dtype, page_size=aligned_unit)],
     )
     kernels = [
-        ttnn.KernelDescriptor(kernel_source=str(wheel.kernel_source(reader_src)), core_ranges=all_cores,
-                              compile_time_args=reader_ct, defines=defines, runtime_args=reader_args,
-                              config=ttnn.ReaderConfigDescriptor()),
-        ttnn.KernelDescriptor(kernel_source=str(wheel.kernel_source(writer_src)), core_ranges=all_cores,
-                              compile_time_args=writer_ct, defines=defines, runtime_args=writer_args,
-                              config=ttnn.WriterConfigDescriptor()),
-    ]  # fmt: skip
+        ttnn.KernelDescriptor(
+            kernel_source=str(wheel.kernel_source(reader_src)),
+            core_ranges=all_cores,
+            compile_time_args=reader_ct,
+            defines=defines,
+            runtime_args=reader_args,
+            config=ttnn.ReaderConfigDescriptor(),
+        ),
+        ttnn.KernelDescriptor(
+            kernel_source=str(wheel.kernel_source(writer_src)),
+            core_ranges=all_cores,
+            compile_time_args=writer_ct,
+            defines=defines,
+            runtime_args=writer_args,
+            config=ttnn.WriterConfigDescriptor(),
+        ),
+    ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=[cb])
 
 
@@ -94,13 +104,21 @@ def eltwise_copy_program(ttnn, src, dst, grid: tuple[int, int]):
         format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=CB_IN, data_format=src.dtype, page_size=page)],
     )
     kernels = [
-        ttnn.KernelDescriptor(kernel_source=str(wheel.kernel_source(ELTWISE_READER)), core_ranges=all_cores,
-                              compile_time_args=src.tensor_accessor_args(), runtime_args=reader_args,
-                              config=ttnn.ReaderConfigDescriptor()),
-        ttnn.KernelDescriptor(kernel_source=str(wheel.kernel_source(ELTWISE_WRITER)), core_ranges=all_cores,
-                              compile_time_args=[CB_IN] + dst.tensor_accessor_args(), runtime_args=writer_args,
-                              config=ttnn.WriterConfigDescriptor()),
-    ]  # fmt: skip
+        ttnn.KernelDescriptor(
+            kernel_source=str(wheel.kernel_source(ELTWISE_READER)),
+            core_ranges=all_cores,
+            compile_time_args=src.tensor_accessor_args(),
+            runtime_args=reader_args,
+            config=ttnn.ReaderConfigDescriptor(),
+        ),
+        ttnn.KernelDescriptor(
+            kernel_source=str(wheel.kernel_source(ELTWISE_WRITER)),
+            core_ranges=all_cores,
+            compile_time_args=[CB_IN] + dst.tensor_accessor_args(),
+            runtime_args=writer_args,
+            config=ttnn.WriterConfigDescriptor(),
+        ),
+    ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=[cb])
 
 

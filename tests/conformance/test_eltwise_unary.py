@@ -39,8 +39,11 @@ def test_eltwise_unary(emu_device, ttnn, op, dtype):
     ref = torch.exp(inp) if op.startswith("exp") else 1.0 / inp
     rel = ((got - ref) / ref.abs()).abs()
     # exact exp / recip: one bf16 ulp (bf16 DST) or a few fp32 ulp (fp32 DST); approximate exp (Schraudolph): a few %
-    bound = {"exp": 2**-7, "recip": 2**-8, "exp_approx": 0.05}[op] if dtype == "bfloat16" else \
-        {"exp": 1e-6, "recip": 1e-6, "exp_approx": 0.05}[op]  # fmt: skip
+    bound = (
+        {"exp": 2**-7, "recip": 2**-8, "exp_approx": 0.05}[op]
+        if dtype == "bfloat16"
+        else {"exp": 1e-6, "recip": 1e-6, "exp_approx": 0.05}[op]
+    )
     assert rel.max().item() <= bound, f"{tag}: max relative error {rel.max().item():.3g} > {bound}"
     if op != "exp_approx":
         pcc = torch.corrcoef(torch.stack([got.flatten(), ref.flatten()]))[0, 1].item()

@@ -14,14 +14,16 @@ SHAPE = (1, 3, 64, 160)  # 6 tile rows of 5 tiles over the 8x8 grid
 def _run(emu_device, ttnn, x, op, scaler, dtype, post_mul=1.0, fidelity="HiFi4", fp32_dest_acc_en=False):
     src = emu_device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)
     out = emu_device.allocate([*x.shape[:-1], 32], dtype, ttnn.TILE_LAYOUT, fill=0x7FC07FC0)  # NaN poison
-    emu_device.generic_op([src, out], reduce_w_program(ttnn, emu_device.grid, src, out, op, scaler, post_mul,
-                                                        fidelity, fp32_dest_acc_en))  # fmt: skip
+    emu_device.generic_op(
+        [src, out], reduce_w_program(ttnn, emu_device.grid, src, out, op, scaler, post_mul, fidelity, fp32_dest_acc_en)
+    )
     return emu_device.to_torch(src).double(), emu_device.to_torch(out).double()
 
 
 @pytest.mark.parametrize("dtype_name", ["bfloat16", "float32"])
-@pytest.mark.parametrize("op,scaler,post_mul", [("sum", 1.0, 1.0), ("sum", 1 / 160, 1.0), ("max", 1.0, 1.0),
-                                                ("max", 1.0, 0.75)])  # fmt: skip
+@pytest.mark.parametrize(
+    "op,scaler,post_mul", [("sum", 1.0, 1.0), ("sum", 1 / 160, 1.0), ("max", 1.0, 1.0), ("max", 1.0, 0.75)]
+)
 def test_reduce_row(emu_device, ttnn, op, scaler, post_mul, dtype_name):
     seed = 11 + len(op) + int(scaler * 1000) + int(post_mul * 100) + len(dtype_name)
     torch.manual_seed(seed)

@@ -57,36 +57,114 @@ class Case:
 CASES = [
     # Llama-style MQA decode, 8 heads: Q, mask and statistics in 16x32 half tiles; 4 cores per user, 2 rounds; two
     # users at positions in different chunks (one mid-chunk, one in the first chunk).
-    Case("causal_half_tile_q", batch=2, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_dtype="bfloat16", is_causal=True,
-         max_cores_per_head=4, k_chunk_size=128, kv_len=512, cur_pos=(413, 40), expect_half_tile=True,
-         expect_cores_per_head=4, expect_tree_rounds=2),
+    Case(
+        "causal_half_tile_q",
+        batch=2,
+        n_q_heads=8,
+        n_kv_heads=1,
+        head_dim=64,
+        kv_dtype="bfloat16",
+        is_causal=True,
+        max_cores_per_head=4,
+        k_chunk_size=128,
+        kv_len=512,
+        cur_pos=(413, 40),
+        expect_half_tile=True,
+        expect_cores_per_head=4,
+        expect_tree_rounds=2,
+    ),
     # Paged GQA (2 kv heads of 8 q heads each), bfloat8_b cache in shuffled 32-row blocks, positions read from a
     # device tensor, dynamic chunks (k_chunk_size 0: the kernels size them from cur_pos, here 256 and 128 positions),
     # 2 cores per head: user 0's two chunks are merged across them, user 1 fits one core.
-    Case("paged_gqa_dynamic_chunk", batch=2, n_q_heads=16, n_kv_heads=2, head_dim=64, kv_dtype="bfloat8_b",
-         is_causal=True, max_cores_per_head=2, k_chunk_size=0, block_size=32, blocks_per_user=16, num_blocks=37,
-         cur_pos=(450, 97), cur_pos_as_tensor=True, expect_half_tile=True, expect_cores_per_head=2,
-         expect_tree_rounds=1),
+    Case(
+        "paged_gqa_dynamic_chunk",
+        batch=2,
+        n_q_heads=16,
+        n_kv_heads=2,
+        head_dim=64,
+        kv_dtype="bfloat8_b",
+        is_causal=True,
+        max_cores_per_head=2,
+        k_chunk_size=0,
+        block_size=32,
+        blocks_per_user=16,
+        num_blocks=37,
+        cur_pos=(450, 97),
+        cur_pos_as_tensor=True,
+        expect_half_tile=True,
+        expect_cores_per_head=2,
+        expect_tree_rounds=1,
+    ),
     # Tree reduction over 8 cores (3 rounds), 32 heads in full tiles, every core holding one 128-position chunk.
-    Case("tree_8_cores", batch=1, n_q_heads=32, n_kv_heads=1, head_dim=64, kv_dtype="bfloat16", is_causal=True,
-         max_cores_per_head=8, k_chunk_size=128, kv_len=1024, cur_pos=(1001,), expect_cores_per_head=8,
-         expect_tree_rounds=3),
+    Case(
+        "tree_8_cores",
+        batch=1,
+        n_q_heads=32,
+        n_kv_heads=1,
+        head_dim=64,
+        kv_dtype="bfloat16",
+        is_causal=True,
+        max_cores_per_head=8,
+        k_chunk_size=128,
+        kv_len=1024,
+        cur_pos=(1001,),
+        expect_cores_per_head=8,
+        expect_tree_rounds=3,
+    ),
     # Non-causal over 5 cores: not a power of two, so core 4 has no natural parent and sends to the root (an extra
     # child of the root in round 2).
-    Case("tree_5_cores_noncausal", batch=1, n_q_heads=8, n_kv_heads=1, head_dim=128, kv_dtype="bfloat16",
-         is_causal=False, max_cores_per_head=5, k_chunk_size=128, kv_len=640, expect_cores_per_head=5,
-         expect_tree_rounds=3),
+    Case(
+        "tree_5_cores_noncausal",
+        batch=1,
+        n_q_heads=8,
+        n_kv_heads=1,
+        head_dim=128,
+        kv_dtype="bfloat16",
+        is_causal=False,
+        max_cores_per_head=5,
+        k_chunk_size=128,
+        kv_len=640,
+        expect_cores_per_head=5,
+        expect_tree_rounds=3,
+    ),
     # Non-causal with a padding mask read by the reader chunk by chunk (the entry point's default k_chunk_size:
     # min(512, largest power-of-two divisor of 384) = 128).
-    Case("noncausal_attn_mask", batch=2, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_dtype="bfloat16",
-         is_causal=False, max_cores_per_head=2, k_chunk_size=0, kv_len=384, attn_mask=True, expect_cores_per_head=2,
-         expect_tree_rounds=1),
+    Case(
+        "noncausal_attn_mask",
+        batch=2,
+        n_q_heads=8,
+        n_kv_heads=1,
+        head_dim=64,
+        kv_dtype="bfloat16",
+        is_causal=False,
+        max_cores_per_head=2,
+        k_chunk_size=0,
+        kv_len=384,
+        attn_mask=True,
+        expect_cores_per_head=2,
+        expect_tree_rounds=1,
+    ),
     # Sliding window whose start falls inside a chunk (the writer builds the window mask) and gpt-oss-style sinks
     # merged by the root.
-    Case("causal_window_sink", batch=1, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_dtype="bfloat16", is_causal=True,
-         max_cores_per_head=4, k_chunk_size=64, kv_len=512, cur_pos=(400,), sliding_window_size=100,
-         attention_sink=True, expect_half_tile=True, expect_cores_per_head=4, expect_tree_rounds=2),
-]  # fmt: skip
+    Case(
+        "causal_window_sink",
+        batch=1,
+        n_q_heads=8,
+        n_kv_heads=1,
+        head_dim=64,
+        kv_dtype="bfloat16",
+        is_causal=True,
+        max_cores_per_head=4,
+        k_chunk_size=64,
+        kv_len=512,
+        cur_pos=(400,),
+        sliding_window_size=100,
+        attention_sink=True,
+        expect_half_tile=True,
+        expect_cores_per_head=4,
+        expect_tree_rounds=2,
+    ),
+]
 
 
 def _seed(case: Case) -> int:
@@ -158,9 +236,14 @@ def test_upstream_sdpa_decode(emu_device, ttnn, case: Case):
     # Golden on exactly the values the device holds (bfloat16 Q, the cache in its device format).
     qd, kd, vd = (emu_device.to_torch(t).float() for t in (tq, tk, tv))
     expected = golden.sdpa_decode(
-        qd, kd, vd, is_causal=case.is_causal, cur_pos=list(case.cur_pos) if case.is_causal else None,
-        page_table=page_table, **golden_extra,
-    )  # fmt: skip
+        qd,
+        kd,
+        vd,
+        is_causal=case.is_causal,
+        cur_pos=list(case.cur_pos) if case.is_causal else None,
+        page_table=page_table,
+        **golden_extra,
+    )
     got = emu_device.to_torch(out).float()
     assert not torch.isnan(got).any(), f"{tag}: an output element was never written (still the NaN poison)"
     pcc = golden.pcc(got, expected)
@@ -202,10 +285,12 @@ def test_skipped_user_output_untouched(emu_device, ttnn):
     )
     with pytest.raises(ValueError, match=r"cur_pos\[0\]=-1"):
         upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[-1, 130], program_config=config)
-    positions = emu_device.from_torch(torch.tensor([-1, 130], dtype=torch.int32), dtype=ttnn.int32,
-                                      layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
-    upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=positions, program_config=config,
-                                                 output_tensor=out)  # fmt: skip
+    positions = emu_device.from_torch(
+        torch.tensor([-1, 130], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    )
+    upstream.scaled_dot_product_attention_decode(
+        tq, tk, tv, cur_pos_tensor=positions, program_config=config, output_tensor=out
+    )
     got = emu_device.to_torch(out).float()
     assert torch.isnan(got[:, 0]).all(), f"[seed {seed}] the skipped user's rows were written"
     expected = golden.sdpa_decode(*(emu_device.to_torch(t).float() for t in (tq, tk, tv)), cur_pos=[-1, 130])
@@ -218,7 +303,12 @@ def test_skipped_user_output_untouched(emu_device, ttnn):
 def test_default_k_chunk_size_is_upstreams_rule():
     # min(512, largest power-of-two divisor of s) for the non-paged ops; 0 (dynamic) for paged causal decode.
     assert [default_k_chunk_size(s, paged=False, is_causal=True) for s in (96, 128, 160, 4096, 8192 + 32)] == [
-        32, 128, 32, 512, 32]  # fmt: skip
+        32,
+        128,
+        32,
+        512,
+        32,
+    ]
     assert default_k_chunk_size(4096, paged=True, is_causal=True) == 0
     assert default_k_chunk_size(4096, paged=False, is_causal=True, config_k_chunk_size=256) == 256
 
@@ -255,15 +345,18 @@ def test_bad_inputs_raise_before_anything_runs(emu_device, ttnn):
     with pytest.raises(ValueError, match="one token per user"):
         upstream.scaled_dot_product_attention_decode(q2, k, v, cur_pos=[3, 4])
     with pytest.raises(ValueError, match="page_table_tensor"):
-        upstream.paged_scaled_dot_product_attention_decode(q, k, v, torch.zeros(2, 4, dtype=torch.int32) + 7,
-                                                           cur_pos=[3, 4])  # fmt: skip
+        upstream.paged_scaled_dot_product_attention_decode(
+            q, k, v, torch.zeros(2, 4, dtype=torch.int32) + 7, cur_pos=[3, 4]
+        )
     with pytest.raises(ValueError, match="k_chunk_size"):
-        bad = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
-                                     k_chunk_size=96)  # fmt: skip
+        bad = ttnn.SDPAProgramConfig(
+            compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0, k_chunk_size=96
+        )
         upstream.scaled_dot_product_attention_decode(q, k, v, cur_pos=[3, 4], program_config=bad)
     # Device values are the kernels' to read (upstream trusts them); validate_device_tensors=True reads them back.
-    positions = emu_device.from_torch(torch.tensor([3, 500], dtype=torch.int32), dtype=ttnn.int32,
-                                      layout=ttnn.ROW_MAJOR_LAYOUT)  # fmt: skip
+    positions = emu_device.from_torch(
+        torch.tensor([3, 500], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
+    )
     with pytest.raises(ValueError, match=r"cur_pos_tensor\[1\]=500 \(read back"):
         upstream.scaled_dot_product_attention_decode(q, k, v, cur_pos_tensor=positions, validate_device_tensors=True)
     assert upstream.last_run is before, "a refused call must not run"

@@ -16,11 +16,14 @@ def _run(emu_device, ttnn, x, **kw):
     return emu_device.to_torch(src).double(), emu_device.to_torch(out).double()
 
 
-@pytest.mark.parametrize("H,W,numeric_stable,fp32_dest_acc_en", [
-    (128, 256, True, False),   # Wt 8: one block of 8 per row
-    (64, 160, True, True),     # Wt 5 with an fp32 DEST: blocks of 1, float32 intermediates
-    (96, 192, False, False),   # Wt 6, no max subtraction (inputs kept small enough for exp)
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "H,W,numeric_stable,fp32_dest_acc_en",
+    [
+        (128, 256, True, False),  # Wt 8: one block of 8 per row
+        (64, 160, True, True),  # Wt 5 with an fp32 DEST: blocks of 1, float32 intermediates
+        (96, 192, False, False),  # Wt 6, no max subtraction (inputs kept small enough for exp)
+    ],
+)
 def test_softmax(emu_device, ttnn, H, W, numeric_stable, fp32_dest_acc_en):
     seed = 300 + H + W + int(numeric_stable) * 2 + int(fp32_dest_acc_en)
     torch.manual_seed(seed)

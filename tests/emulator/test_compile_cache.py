@@ -40,8 +40,14 @@ def _checkout(root: Path, tag: str, page: int = 2048) -> compiler.KernelBuild:
     (root / "page_size.h").write_text(HEADER.format(page=page))
     source = root / "cache_reader.cpp"
     source.write_text(KERNEL.format(tag=tag))
-    flags = compiler.kernel_flags(source, processor="ncrisc", compile_time_args=[7], named_compile_time_args=[],
-                                  defines=[("TTFD_CACHE_TEST", "1")], include_paths=[])  # fmt: skip
+    flags = compiler.kernel_flags(
+        source,
+        processor="ncrisc",
+        compile_time_args=[7],
+        named_compile_time_args=[],
+        defines=[("TTFD_CACHE_TEST", "1")],
+        include_paths=[],
+    )
     return compiler.KernelBuild(source, "cache_reader", flags)
 
 

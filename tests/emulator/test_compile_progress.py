@@ -25,8 +25,9 @@ def _builds(tmp_path, tag: str) -> list[compiler.KernelBuild]:
     for name, page in (("progress_reader_a", 1024), ("progress_reader_b", 2048)):
         source = tmp_path / f"{name}.cpp"
         source.write_text(KERNEL.format(tag=tag, page=page))
-        flags = compiler.kernel_flags(source, processor="ncrisc", compile_time_args=[], named_compile_time_args=[],
-                                      defines=[], include_paths=[])  # fmt: skip
+        flags = compiler.kernel_flags(
+            source, processor="ncrisc", compile_time_args=[], named_compile_time_args=[], defines=[], include_paths=[]
+        )
         builds.append(compiler.KernelBuild(source, name, flags))
     return builds
 

@@ -54,8 +54,9 @@ void kernel_main() {{
 def _build(tmp_path, text: str, name: str):
     source = tmp_path / f"{name}.cpp"
     source.write_text(text.format(tag=uuid.uuid4().hex))  # a new source each run: a fresh build, then a cache hit
-    flags = compiler.kernel_flags(source, processor="brisc", compile_time_args=[2, 2048], named_compile_time_args=[],
-                                  defines=[], include_paths=[])  # fmt: skip
+    flags = compiler.kernel_flags(
+        source, processor="brisc", compile_time_args=[2, 2048], named_compile_time_args=[], defines=[], include_paths=[]
+    )
     return source, compiler.KernelBuild(source, name, flags)
 
 

@@ -48,9 +48,10 @@ def kd(name, cores, ct=(), rt=None, config=None, named=()):
 
 def cbd(index, dtype, page, n, cores, tile=None):
     return ttnn.CBDescriptor(
-        total_size=page * n, core_ranges=cores,
-        format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page,
-                                                    tile=tile)])  # fmt: skip
+        total_size=page * n,
+        core_ranges=cores,
+        format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page, tile=tile)],
+    )
 
 
 def sems(cores, *ids):
@@ -88,12 +89,23 @@ def test_copy_through_circular_buffer(dev, dtype, use_trid):
     core_set = crs(*cores)
     pd = ttnn.ProgramDescriptor(
         kernels=[
-            kd("d2_reader.cpp", core_set, [0, use_trid, 0, 0] + src.tensor_accessor_args(),
-               {c: [src.buffer_address(), f, k] for c, (f, k) in split.items()}),
-            kd("d2_writer.cpp", core_set, [0] + dst.tensor_accessor_args(),
-               {c: [dst.buffer_address(), f, k] for c, (f, k) in split.items()}, config=ttnn.WriterConfigDescriptor()),
+            kd(
+                "d2_reader.cpp",
+                core_set,
+                [0, use_trid, 0, 0] + src.tensor_accessor_args(),
+                {c: [src.buffer_address(), f, k] for c, (f, k) in split.items()},
+            ),
+            kd(
+                "d2_writer.cpp",
+                core_set,
+                [0] + dst.tensor_accessor_args(),
+                {c: [dst.buffer_address(), f, k] for c, (f, k) in split.items()},
+                config=ttnn.WriterConfigDescriptor(),
+            ),
         ],
-        semaphores=[], cbs=[cbd(0, dtype, page, 2, core_set)])  # fmt: skip
+        semaphores=[],
+        cbs=[cbd(0, dtype, page, 2, core_set)],
+    )
     stats = dev.generic_op([src, dst], pd)
     assert torch.equal(dev.to_torch(dst), host_ref(x, dtype))
     assert stats.pages_read(src) == {i: 1 for i in range(n)}
@@ -113,12 +125,23 @@ def _handshake(dev, x, signal):
     both = crs(snd, rcv)
     pd = ttnn.ProgramDescriptor(
         kernels=[
-            kd("d2_sem_sender.cpp", crs(snd), [0, 0, 1, signal] + src.tensor_accessor_args(),
-               {snd: [src.buffer_address(), n, *noc_xy(dev, rcv)]}),
-            kd("d2_sem_receiver.cpp", crs(rcv), [0, 0, 1] + dst.tensor_accessor_args(),
-               {rcv: [dst.buffer_address(), n, *noc_xy(dev, snd)]}, config=ttnn.WriterConfigDescriptor()),
+            kd(
+                "d2_sem_sender.cpp",
+                crs(snd),
+                [0, 0, 1, signal] + src.tensor_accessor_args(),
+                {snd: [src.buffer_address(), n, *noc_xy(dev, rcv)]},
+            ),
+            kd(
+                "d2_sem_receiver.cpp",
+                crs(rcv),
+                [0, 0, 1] + dst.tensor_accessor_args(),
+                {rcv: [dst.buffer_address(), n, *noc_xy(dev, snd)]},
+                config=ttnn.WriterConfigDescriptor(),
+            ),
         ],
-        semaphores=sems(both, 0, 1), cbs=[cbd(0, ttnn.bfloat16, page, n, both)])  # fmt: skip
+        semaphores=sems(both, 0, 1),
+        cbs=[cbd(0, ttnn.bfloat16, page, n, both)],
+    )
     return src, dst, pd
 
 
@@ -156,16 +179,31 @@ def _mcast(dev, x, signal):
     out = dev.allocate((len(receivers) * x.shape[0], x.shape[1]), ttnn.bfloat16)
     snd = (0, 0)
     (x0, y0), (x1, y1) = noc_xy(dev, (2, 1)), noc_xy(dev, (4, 2))
-    everyone = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0)),
-                                  ttnn.CoreRange(ttnn.CoreCoord(2, 1), ttnn.CoreCoord(4, 2))])  # fmt: skip
+    everyone = ttnn.CoreRangeSet(
+        [
+            ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0)),
+            ttnn.CoreRange(ttnn.CoreCoord(2, 1), ttnn.CoreCoord(4, 2)),
+        ]
+    )
     pd = ttnn.ProgramDescriptor(
         kernels=[
-            kd("d2_mcast_sender.cpp", crs(snd), [0, 0, 1, signal] + src.tensor_accessor_args(),
-               {snd: [src.buffer_address(), n, x0, y0, x1, y1, len(receivers)]}, config=ttnn.WriterConfigDescriptor()),
-            kd("d2_mcast_receiver.cpp", rect(2, 1, 4, 2), [0, 0, 1] + out.tensor_accessor_args(),
-               {r: [out.buffer_address(), n, i * n, *noc_xy(dev, snd)] for i, r in enumerate(receivers)}),
+            kd(
+                "d2_mcast_sender.cpp",
+                crs(snd),
+                [0, 0, 1, signal] + src.tensor_accessor_args(),
+                {snd: [src.buffer_address(), n, x0, y0, x1, y1, len(receivers)]},
+                config=ttnn.WriterConfigDescriptor(),
+            ),
+            kd(
+                "d2_mcast_receiver.cpp",
+                rect(2, 1, 4, 2),
+                [0, 0, 1] + out.tensor_accessor_args(),
+                {r: [out.buffer_address(), n, i * n, *noc_xy(dev, snd)] for i, r in enumerate(receivers)},
+            ),
         ],
-        semaphores=sems(everyone, 0, 1), cbs=[cbd(0, ttnn.bfloat16, page, n, everyone)])  # fmt: skip
+        semaphores=sems(everyone, 0, 1),
+        cbs=[cbd(0, ttnn.bfloat16, page, n, everyone)],
+    )
     return src, out, receivers, pd
 
 
@@ -203,13 +241,19 @@ def test_multicast_without_the_flag_is_reported_as_a_hang(dev):
 CONFIGS = {
     "reader": (ttnn.ReaderConfigDescriptor(), dict(brisc=0, ncrisc=1, proc=1, noc=0)),
     "writer": (ttnn.WriterConfigDescriptor(), dict(brisc=1, ncrisc=0, proc=0, noc=1)),
-    "riscv0_noc0": (ttnn.DataMovementConfigDescriptor(processor=ttnn.DataMovementProcessor.RISCV_0, noc=ttnn.NOC.NOC_0),
-                    dict(brisc=1, ncrisc=0, proc=0, noc=0)),
-}  # fmt: skip
+    "riscv0_noc0": (
+        ttnn.DataMovementConfigDescriptor(processor=ttnn.DataMovementProcessor.RISCV_0, noc=ttnn.NOC.NOC_0),
+        dict(brisc=1, ncrisc=0, proc=0, noc=0),
+    ),
+}
 TILED_CBS = [  # (CB index, dtype, tile (h, w) or None = default 32x32)
-    (0, ttnn.uint32, None), (1, ttnn.bfloat16, (16, 32)), (2, ttnn.bfloat8_b, (16, 32)),
-    (3, ttnn.bfloat8_b, None), (4, ttnn.bfloat16, (1, 32)), (5, ttnn.bfloat4_b, (8, 32)),
-]  # fmt: skip
+    (0, ttnn.uint32, None),
+    (1, ttnn.bfloat16, (16, 32)),
+    (2, ttnn.bfloat8_b, (16, 32)),
+    (3, ttnn.bfloat8_b, None),
+    (4, ttnn.bfloat16, (1, 32)),
+    (5, ttnn.bfloat4_b, (8, 32)),
+]
 
 
 @pytest.mark.parametrize("cfg", list(CONFIGS), ids=list(CONFIGS))
@@ -224,9 +268,19 @@ def test_build_environment_named_args_and_tile_tables(dev, cfg):
         cbs.append(cbd(idx, dtype, size, 1, crs(core), None if tile is None else ttnn.TileDescriptor(*tile)))
     named = [("beta.gamma", 0xDEADBEEF), ("alpha", 7)]
     pd = ttnn.ProgramDescriptor(
-        kernels=[kd("d2_build_env.cpp", crs(core), [41, len(TILED_CBS)] + [c[0] for c in TILED_CBS] +
-                    out.tensor_accessor_args(), {core: [out.buffer_address()]}, config=config, named=named)],
-        semaphores=[], cbs=cbs)  # fmt: skip
+        kernels=[
+            kd(
+                "d2_build_env.cpp",
+                crs(core),
+                [41, len(TILED_CBS)] + [c[0] for c in TILED_CBS] + out.tensor_accessor_args(),
+                {core: [out.buffer_address()]},
+                config=config,
+                named=named,
+            )
+        ],
+        semaphores=[],
+        cbs=cbs,
+    )
     stats = dev.generic_op([out], pd)
     w = [int(v) & 0xFFFFFFFF for v in dev.to_torch(out).flatten().tolist()]
     assert w[:8] == [7, 0xDEADBEEF, 41, want["brisc"], want["ncrisc"], want["proc"], want["noc"], want["noc"]]
@@ -236,11 +290,25 @@ def test_build_environment_named_args_and_tile_tables(dev, cfg):
         t = ttnn.Tile([h, wd])
         size = t.get_tile_size(dtype)
         face_r = t.face_shape[0]
-        assert w[k:k + 10] == [size, h * wd, t.num_faces, DF[dtype], face_r, int(h < 32), int(wd < 32), h, wd, size], \
-            f"CB {idx} ({dtype}, tile {tile})"  # fmt: skip
+        assert w[k : k + 10] == [
+            size,
+            h * wd,
+            t.num_faces,
+            DF[dtype],
+            face_r,
+            int(h < 32),
+            int(wd < 32),
+            h,
+            wd,
+            size,
+        ], f"CB {idx} ({dtype}, tile {tile})"
         k += 10
-    assert w[k:k + 4] == [3 * 1024, 3 * ttnn.Tile([16, 32]).get_tile_size(ttnn.bfloat8_b),
-                          5 * ttnn.Tile([8, 32]).get_tile_size(ttnn.bfloat4_b), 2 * 1024]  # fmt: skip
+    assert w[k : k + 4] == [
+        3 * 1024,
+        3 * ttnn.Tile([16, 32]).get_tile_size(ttnn.bfloat8_b),
+        5 * ttnn.Tile([8, 32]).get_tile_size(ttnn.bfloat4_b),
+        2 * 1024,
+    ]
     assert stats.bytes_written_to(out) == 4 * (k + 4)
 
 
@@ -270,9 +338,12 @@ def test_write_zeros_l1_and_dram(dev):
     out = dev.allocate((2, 1024), ttnn.uint32, layout=ttnn.ROW_MAJOR_LAYOUT)  # 2 pages of 4 KiB, poisoned
     zero_bytes = 3 * 512 + 48  # three whole MEM_ZEROS chunks and a remainder
     pd = ttnn.ProgramDescriptor(
-        kernels=[kd("d2_zeros.cpp", crs(core), [0] + out.tensor_accessor_args(),
-                    {core: [out.buffer_address(), zero_bytes]})],
-        semaphores=[], cbs=[cbd(0, ttnn.uint32, 4096, 1, crs(core))])  # fmt: skip
+        kernels=[
+            kd("d2_zeros.cpp", crs(core), [0] + out.tensor_accessor_args(), {core: [out.buffer_address(), zero_bytes]})
+        ],
+        semaphores=[],
+        cbs=[cbd(0, ttnn.uint32, 4096, 1, crs(core))],
+    )
     stats = dev.generic_op([out], pd)
     w = (dev.to_torch(out).to(torch.int64) & 0xFFFFFFFF).tolist()
     assert w[0][: zero_bytes // 4] == [0] * (zero_bytes // 4)
@@ -287,13 +358,26 @@ def test_write_zeros_l1_and_dram(dev):
 # ------------------------------------------------------------------------------------------------ generated headers
 @pytest.mark.parametrize("shape", sorted(jit_env.TILE_FACE_SHAPES), ids=lambda s: f"{s[0]}x{s[1]}")
 def test_tile_sizes_match_ttnn_tile(shape):
-    for dtype in (ttnn.bfloat16, ttnn.float32, ttnn.uint32, ttnn.int32, ttnn.uint16, ttnn.uint8, ttnn.int8,
-                  ttnn.bfloat8_b, ttnn.bfloat4_b):  # fmt: skip
+    for dtype in (
+        ttnn.bfloat16,
+        ttnn.float32,
+        ttnn.uint32,
+        ttnn.int32,
+        ttnn.uint16,
+        ttnn.uint8,
+        ttnn.int8,
+        ttnn.bfloat8_b,
+        ttnn.bfloat4_b,
+    ):
         fmt = ttnn.CBFormatDescriptor(0, dtype, 64).data_format_as_uint8
         assert jit_env.TileGeometry.of(*shape).tile_size(fmt) == ttnn.Tile(list(shape)).get_tile_size(dtype)
     t, g = ttnn.Tile(list(shape)), jit_env.TileGeometry.of(*shape)
-    assert (g.num_faces, g.face_r, g.partial_face, g.narrow_tile) == (t.num_faces, t.face_shape[0], t.partial_face,
-                                                                      t.narrow_tile)  # fmt: skip
+    assert (g.num_faces, g.face_r, g.partial_face, g.narrow_tile) == (
+        t.num_faces,
+        t.face_shape[0],
+        t.partial_face,
+        t.narrow_tile,
+    )
 
 
 def test_generated_headers():
@@ -351,12 +435,20 @@ def test_compute_build_environment(tmp_path):
         "#error build environment\n#endif\n"
         "static_assert(DST_SYNC_MODE == DstSync::SyncFull && DST_ACCUM_MODE);\n"
         "static_assert(unpack_tile_size[1] == 1024 && pack_tile_r_dim[1] == 16 && unpack_src_format[1] == 5);\n"
-        "static_assert(get_compile_time_arg_val(0) == 9 && get_named_compile_time_arg_val(\"n\") == 4);\n"
-        '#include "api/compute/compute_kernel_api.h"\nvoid kernel_main() {}\n')  # fmt: skip
+        'static_assert(get_compile_time_arg_val(0) == 9 && get_named_compile_time_arg_val("n") == 4);\n'
+        '#include "api/compute/compute_kernel_api.h"\nvoid kernel_main() {}\n'
+    )
     flags = compiler.kernel_flags(
-        src, processor="compute", compile_time_args=[9], named_compile_time_args=[("n", 4)], defines=[],
-        include_paths=[], compute_config={"fp32_dest_acc_en": True, "dst_full_sync_en": True},
-        cbs=[jit_env.cb_entry(1, DF[ttnn.bfloat16], (16, 32))])  # fmt: skip
-    res = subprocess.run([compiler.CXX, *[f for f in flags if f != "-shared"], "-fsyntax-only", str(src)],
-                         capture_output=True, text=True)  # fmt: skip
+        src,
+        processor="compute",
+        compile_time_args=[9],
+        named_compile_time_args=[("n", 4)],
+        defines=[],
+        include_paths=[],
+        compute_config={"fp32_dest_acc_en": True, "dst_full_sync_en": True},
+        cbs=[jit_env.cb_entry(1, DF[ttnn.bfloat16], (16, 32))],
+    )
+    res = subprocess.run(
+        [compiler.CXX, *[f for f in flags if f != "-shared"], "-fsyntax-only", str(src)], capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr

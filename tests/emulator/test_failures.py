@@ -83,13 +83,23 @@ def test_deadline_counts_cpu_time_not_a_starved_wall_clock(dev):
     starvation: a kernel that sleeps for three times the deadline without using CPU finishes; the spinning kernel of
     test_deadline, which burns CPU, still passes it."""
     t0 = time.monotonic()
-    dev.generic_op([], ttnn.ProgramDescriptor(
-        kernels=[ttnn.KernelDescriptor(
-            kernel_source='#include <unistd.h>\n#include "api/dataflow/dataflow_api.h"\n'
-            'void kernel_main() { usleep(1500000); }',
-            source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE, core_ranges=crs((0, 0)),
-            config=ttnn.ReaderConfigDescriptor())],
-        semaphores=[], cbs=[]), deadline_s=0.5)  # fmt: skip
+    dev.generic_op(
+        [],
+        ttnn.ProgramDescriptor(
+            kernels=[
+                ttnn.KernelDescriptor(
+                    kernel_source='#include <unistd.h>\n#include "api/dataflow/dataflow_api.h"\n'
+                    "void kernel_main() { usleep(1500000); }",
+                    source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
+                    core_ranges=crs((0, 0)),
+                    config=ttnn.ReaderConfigDescriptor(),
+                )
+            ],
+            semaphores=[],
+            cbs=[],
+        ),
+        deadline_s=0.5,
+    )
     assert time.monotonic() - t0 >= 1.5
 
 

@@ -159,9 +159,11 @@ def _decode_inputs(dev, ttnn, g, *, empty_kv: bool):
     table = dev.from_torch(table, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
     pos = dev.from_torch(torch.tensor([450, 97], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
     config = ttnn.SDPAProgramConfig(
-        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0, k_chunk_size=128,
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+        q_chunk_size=0,
+        k_chunk_size=128,
         max_cores_per_head_batch=4,
-    )  # fmt: skip
+    )
     return q, k, v, table, pos, config
 
 

@@ -51,7 +51,12 @@ def test_compute_kernels_get_noc_mode_and_compile_without_args(tmp_path):
         "static_assert(NOC_MODE == 0 && kernel_compile_time_args.size() == 0);\n"
         "static_assert(std::is_same_v<std::remove_cv_t<std::remove_extent_t<decltype(unpack_src_format)>>, uint8_t>);\n"
         "static_assert(unpack_src_format[1] == 5 && unpack_src_format[0] == 255);\n"
-        '#include "api/compute/compute_kernel_api.h"\nvoid kernel_main() {}\n')  # fmt: skip
-    res = subprocess.run([compiler.CXX, *[f for f in flags if f != "-shared"], "-fsyntax-only", str(src)],
-                         capture_output=True, text=True, check=False)  # fmt: skip
+        '#include "api/compute/compute_kernel_api.h"\nvoid kernel_main() {}\n'
+    )
+    res = subprocess.run(
+        [compiler.CXX, *[f for f in flags if f != "-shared"], "-fsyntax-only", str(src)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-3000:]

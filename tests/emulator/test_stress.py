@@ -48,10 +48,18 @@ def test_kernel_statics_are_per_core(dev):
     n = 2000
     out = dev.allocate((32, 32 * len(cores)), ttnn.bfloat16, ttnn.TILE_LAYOUT)
     pd = ttnn.ProgramDescriptor(
-        kernels=[kernel("per_core_static.cpp", rect(0, 0, 7, 1), out.tensor_accessor_args(),
-                        {c: [out.buffer_address(), i, n] for i, c in enumerate(cores)},
-                        config=ttnn.WriterConfigDescriptor())],
-        semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, 1, rect(0, 0, 7, 1))])  # fmt: skip
+        kernels=[
+            kernel(
+                "per_core_static.cpp",
+                rect(0, 0, 7, 1),
+                out.tensor_accessor_args(),
+                {c: [out.buffer_address(), i, n] for i, c in enumerate(cores)},
+                config=ttnn.WriterConfigDescriptor(),
+            )
+        ],
+        semaphores=[],
+        cbs=[cb(0, ttnn.bfloat16, 2048, 1, rect(0, 0, 7, 1))],
+    )
     dev.generic_op([out], pd)
     words = dev._read_pages(out)
     counts = [int.from_bytes(words[i * 2048 : i * 2048 + 4], "little") for i in range(len(cores))]
@@ -70,8 +78,10 @@ def test_repeated_calls_neither_fault_nor_differ():
 def test_fault_names_the_kernel_source_line(dev):
     """A kernel's bad store faults with the core, the kernel and the kernel's source line, and the backtrace."""
     pd = ttnn.ProgramDescriptor(
-        kernels=[kernel("oob_l1.cpp", crs((2, 3)), rt={(2, 3): [4096]})], semaphores=[],
-        cbs=[cb(0, ttnn.bfloat16, 2048, 2, crs((2, 3)))])  # fmt: skip
+        kernels=[kernel("oob_l1.cpp", crs((2, 3)), rt={(2, 3): [4096]})],
+        semaphores=[],
+        cbs=[cb(0, ttnn.bfloat16, 2048, 2, crs((2, 3)))],
+    )
     with pytest.raises(KernelFault) as ei:
         dev.generic_op([], pd)
     e = ei.value
@@ -83,8 +93,10 @@ def test_fault_names_the_kernel_source_line(dev):
 def test_api_fault_names_the_calling_line(dev):
     """An API rule broken (a NOC address outside every live buffer) names the kernel line that made the call."""
     pd = ttnn.ProgramDescriptor(
-        kernels=[kernel("oob_noc.cpp", crs((7, 1)), [1], {(7, 1): [0, 0]})], semaphores=[],
-        cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs((7, 1)))])  # fmt: skip
+        kernels=[kernel("oob_noc.cpp", crs((7, 1)), [1], {(7, 1): [0, 0]})],
+        semaphores=[],
+        cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs((7, 1)))],
+    )
     with pytest.raises(KernelFault) as ei:
         dev.generic_op([], pd)
     assert "neither a worker core" in str(ei.value)
@@ -107,9 +119,13 @@ def test_thread_sanitizer_reports_a_kernel_race(dev, monkeypatch):
     monkeypatch.setenv("TTFD_EMU_SANITIZE", "thread")
     peer = (arch.TRANSLATED_X0 + 1, arch.TRANSLATED_Y0)  # NOC coordinates of logical core (1, 0)
     pd = ttnn.ProgramDescriptor(
-        kernels=[kernel("racy_peek.cpp", crs((0, 0)), [0], {(0, 0): list(peer)}, config=ttnn.WriterConfigDescriptor()),
-                 kernel("racy_peek.cpp", crs((1, 0)), [1], {(1, 0): [0, 0]})],
-        semaphores=[], cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs((0, 0), (1, 0)))])  # fmt: skip
+        kernels=[
+            kernel("racy_peek.cpp", crs((0, 0)), [0], {(0, 0): list(peer)}, config=ttnn.WriterConfigDescriptor()),
+            kernel("racy_peek.cpp", crs((1, 0)), [1], {(1, 0): [0, 0]}),
+        ],
+        semaphores=[],
+        cbs=[cb(0, ttnn.bfloat16, 2048, 1, crs((0, 0), (1, 0)))],
+    )
     with pytest.raises(SanitizerReport) as ei:
         dev.generic_op([], pd)
     assert "ThreadSanitizer: data race" in str(ei.value)

@@ -51,12 +51,15 @@ def dram_src(emu_device, ttnn):
     t.deallocate()
 
 
-@pytest.mark.parametrize("key,nbytes,count,unit", [
-    ("dram_read_latency_32B", 32, 1, "cycles"),
-    ("dram_read_latency_2048B", 2048, 1, "cycles"),
-    ("dram_read_issue_bound", 32, 256, "cycles"),
-    ("dram_read_bw_one_core", 8192, 256, "B/cycle"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "key,nbytes,count,unit",
+    [
+        ("dram_read_latency_32B", 32, 1, "cycles"),
+        ("dram_read_latency_2048B", 2048, 1, "cycles"),
+        ("dram_read_issue_bound", 32, 256, "cycles"),
+        ("dram_read_bw_one_core", 8192, 256, "B/cycle"),
+    ],
+)
 def test_dram_read_through_the_emulator_matches_calibration(emu_device, ttnn, dram_src, key, nbytes, count, unit):
     fig = FIGURES[key]
     cycles, stats = _dram_read_cycles(emu_device, ttnn, dram_src, nbytes, count)

@@ -55,8 +55,9 @@ def measure(dev, repeats: int = 300) -> dict:
     k = up(torch.randn(b, nkv, S, d, generator=gen), ttnn.bfloat8_b)
     v = up(torch.randn(b, nkv, S, d, generator=gen), ttnn.bfloat8_b)
     pos = up(torch.arange(b, dtype=torch.int32) * 100, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
-    out = ttnn.allocate_tensor_on_device(ttnn.Shape([1, b, nq, d]), ttnn.bfloat16, ttnn.TILE_LAYOUT, dev,
-                                         ttnn.DRAM_MEMORY_CONFIG)  # fmt: skip
+    out = ttnn.allocate_tensor_on_device(
+        ttnn.Shape([1, b, nq, d]), ttnn.bfloat16, ttnn.TILE_LAYOUT, dev, ttnn.DRAM_MEMORY_CONFIG
+    )
     config = ProgramConfig(compute_with_storage_grid_size=(grid.x, grid.y), k_chunk_size=128)
     host_positions = [int(p) for p in torch.arange(b) * 100]
     op = ttflashdecode.scaled_dot_product_attention_decode
@@ -65,11 +66,12 @@ def measure(dev, repeats: int = 300) -> dict:
         # a decode loop's call: device positions, the output allocated by the op
         "op_device_positions": lambda: op(q, k, v, cur_pos_tensor=pos, program_config=config),
         # the same with the output passed in (no allocation)
-        "op_device_positions_output_given": lambda: op(q, k, v, cur_pos_tensor=pos, program_config=config,
-                                                       output_tensor=out),
+        "op_device_positions_output_given": lambda: op(
+            q, k, v, cur_pos_tensor=pos, program_config=config, output_tensor=out
+        ),
         # host positions: uploaded by the op every call
         "op_host_positions": lambda: op(q, k, v, cur_pos=host_positions, program_config=config),
-    }  # fmt: skip
+    }
 
     # The launched descriptor (captured from the op's own launch) for the generic_op rows.
     captured = {}
@@ -126,8 +128,12 @@ def measure(dev, repeats: int = 300) -> dict:
         runtime args: one CoreRange per core in every core range set, and per-core runtime args on every core (the
         reader's 7 addresses and 4 work values, the compute kernel's 4, the writer's address, 4 work values and its
         tree parent). A mock device runs nothing, so the values are placeholders of the right count."""
-        cores = [ttnn.CoreCoord(x, y) for r in program.kernels[0].core_ranges.ranges()
-                 for y in range(r.start.y, r.end.y + 1) for x in range(r.start.x, r.end.x + 1)]  # fmt: skip
+        cores = [
+            ttnn.CoreCoord(x, y)
+            for r in program.kernels[0].core_ranges.ranges()
+            for y in range(r.start.y, r.end.y + 1)
+            for x in range(r.start.x, r.end.x + 1)
+        ]
         singles = ttnn.CoreRangeSet([ttnn.CoreRange(c, c) for c in cores])
         kernels = list(program.kernels)
         for kernel, count in zip(kernels, (11, 4, 7)):
@@ -149,10 +155,19 @@ def measure(dev, repeats: int = 300) -> dict:
 
     # A one-core, one-kernel program: the floor of generic_op's per-call cost on this machine.
     core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
-    tiny = ttnn.ProgramDescriptor(kernels=[ttnn.KernelDescriptor(
-        kernel_source="void kernel_main() {}", source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
-        core_ranges=core, runtime_args=[(ttnn.CoreCoord(0, 0), [0])], config=ttnn.ReaderConfigDescriptor())],
-        semaphores=[], cbs=[])  # fmt: skip
+    tiny = ttnn.ProgramDescriptor(
+        kernels=[
+            ttnn.KernelDescriptor(
+                kernel_source="void kernel_main() {}",
+                source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
+                core_ranges=core,
+                runtime_args=[(ttnn.CoreCoord(0, 0), [0])],
+                config=ttnn.ReaderConfigDescriptor(),
+            )
+        ],
+        semaphores=[],
+        cbs=[],
+    )
     backend_module.seal_program_hash(tiny)
     tiny_launchable = ttnn.MeshProgramDescriptor({captured["range"]: tiny})
     tiny_io = [q, out]
@@ -182,16 +197,25 @@ def measure(dev, repeats: int = 300) -> dict:
     rows["op_output_given_launch_no_op"] = ("sealed", package_alone)
     rows["op_output_allocated_launch_no_op"] = ("sealed", package_alone_allocating)
     out_shape = ttnn.Shape([1, b, nq, d])
-    rows["allocate_tensor_on_device_alone"] = (None, lambda: ttnn.allocate_tensor_on_device(
-        out_shape, ttnn.bfloat16, ttnn.TILE_LAYOUT, dev, ttnn.DRAM_MEMORY_CONFIG))  # fmt: skip
-    rows.update({
-        "generic_op_alone": (None, lambda: real(io, sealed_launchable)),
-        "generic_op_alone_before": (None, lambda: real(io, plain_launchable)),
-        "compute_program_descriptor_hash_before": (None, lambda: ttnn.compute_program_descriptor_hash(plain_program)),
-        "generic_op_one_core_program": (None, lambda: real(tiny_io, tiny_launchable)),
-        "generic_op_no_named_args": (None, lambda: real(io, variants["no_named_args"])),
-        "generic_op_previous_layout": (None, lambda: real(io, variants["previous_layout"])),
-    })  # fmt: skip
+    rows["allocate_tensor_on_device_alone"] = (
+        None,
+        lambda: ttnn.allocate_tensor_on_device(
+            out_shape, ttnn.bfloat16, ttnn.TILE_LAYOUT, dev, ttnn.DRAM_MEMORY_CONFIG
+        ),
+    )
+    rows.update(
+        {
+            "generic_op_alone": (None, lambda: real(io, sealed_launchable)),
+            "generic_op_alone_before": (None, lambda: real(io, plain_launchable)),
+            "compute_program_descriptor_hash_before": (
+                None,
+                lambda: ttnn.compute_program_descriptor_hash(plain_program),
+            ),
+            "generic_op_one_core_program": (None, lambda: real(tiny_io, tiny_launchable)),
+            "generic_op_no_named_args": (None, lambda: real(io, variants["no_named_args"])),
+            "generic_op_previous_layout": (None, lambda: real(io, variants["previous_layout"])),
+        }
+    )
     seal, mode = backend_module.seal_program_hash, {"now": None}
     wall = {name: [] for name in rows}
     cpu = {name: [] for name in rows}
@@ -240,18 +264,33 @@ def measure(dev, repeats: int = 300) -> dict:
         return min(found) if found else None
 
     no_l1 = {"backend_no_l1": backend_for(dev).lowest_l1_buffer_address(), "reports_no_l1": reported_l1()}
-    l1 = [ttnn.to_device(ttnn.from_torch(torch.zeros(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT), dev,
-                         memory_config=ttnn.L1_MEMORY_CONFIG)]  # fmt: skip
+    l1 = [
+        ttnn.to_device(
+            ttnn.from_torch(torch.zeros(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT),
+            dev,
+            memory_config=ttnn.L1_MEMORY_CONFIG,
+        )
+    ]
     l1_line = {"backend": backend_for(dev).lowest_l1_buffer_address(), "reports": reported_l1(), **no_l1}
     del l1
     return {
         "shape": dict(batch=b, n_q_heads=nq, n_kv_heads=nkv, head_dim=d, kv_len=S, kv_dtype="bfloat8_b"),
-        "repeats": len(next(iter(wall.values()))), "block": BLOCK, "goal_us": GOAL_US,
-        "load_average_before": load_before, "load_average_after": load_after, "cpus": os.cpu_count(),
-        "median_us": m, "cpu_median_us": c, "p10_us": p10, "l1_line": l1_line,
-        "program_hash": {"sealed": sealed_program.custom_program_hash, "unsealed": plain_program.custom_program_hash,
-                         "structural": structural},
-    }  # fmt: skip
+        "repeats": len(next(iter(wall.values()))),
+        "block": BLOCK,
+        "goal_us": GOAL_US,
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+        "cpus": os.cpu_count(),
+        "median_us": m,
+        "cpu_median_us": c,
+        "p10_us": p10,
+        "l1_line": l1_line,
+        "program_hash": {
+            "sealed": sealed_program.custom_program_hash,
+            "unsealed": plain_program.custom_program_hash,
+            "structural": structural,
+        },
+    }
 
 
 ROW_LABELS = {
@@ -275,8 +314,10 @@ ROW_LABELS = {
 def table(result: dict) -> str:
     """The result as the markdown table docs/RUNTIME.md shows."""
     m, c, p10 = result["median_us"], result["cpu_median_us"], result["p10_us"]
-    lines = ["| call (cache hit) | wall median (us) | wall 10th percentile (us) | CPU median (us) |",
-             "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| call (cache hit) | wall median (us) | wall 10th percentile (us) | CPU median (us) |",
+        "|---|---|---|---|",
+    ]
     for key, label in ROW_LABELS.items():
         lines.append(f"| {label} | {m[key]:.1f} | {p10[key]:.1f} | {c[key]:.1f} |")
     load = ", ".join(f"{x:.1f}" for x in (*result["load_average_before"][:1], *result["load_average_after"][:1]))

@@ -38,22 +38,53 @@ _MAP = re.compile(r"#define\s+KERNEL_COMPILE_TIME_ARG_MAP\s*(.*)")
 _BUILD_IDENTITY = {"FULL_KERNEL_NAME", "DISPATCH_MESSAGE_ADDR"}
 # The data-movement defines a kernel's code reads (NOC selection, L1 bank arithmetic of the address generators,
 # the processor identity): these must be equal.
-DM_MUST_MATCH = ("NOC_INDEX", "NOC_MODE", "NUM_L1_BANKS", "LOG_BASE_2_OF_NUM_L1_BANKS", "IS_NOT_POW2_NUM_L1_BANKS",
-                 "COMPILE_FOR_BRISC", "COMPILE_FOR_NCRISC", "PROCESSOR_INDEX", "KERNEL_BUILD", "ARCH_WORMHOLE",
-                 "TENSIX_FIRMWARE", "KERNEL_COMPILE_TIME_ARGS")  # fmt: skip
+DM_MUST_MATCH = (
+    "NOC_INDEX",
+    "NOC_MODE",
+    "NUM_L1_BANKS",
+    "LOG_BASE_2_OF_NUM_L1_BANKS",
+    "IS_NOT_POW2_NUM_L1_BANKS",
+    "COMPILE_FOR_BRISC",
+    "COMPILE_FOR_NCRISC",
+    "PROCESSOR_INDEX",
+    "KERNEL_BUILD",
+    "ARCH_WORMHOLE",
+    "TENSIX_FIRMWARE",
+    "KERNEL_COMPILE_TIME_ARGS",
+)
 # Defines the JIT gives a kernel and the emulator does not, by design: firmware-level facts the emulator's runtime
 # models itself (the DRAM bank tables, the PCIe core, local memory, the routing firmware, the core type), and for a
 # compute kernel the per-TRISC build's PROCESSOR_INDEX (2, 3, 4: one host program stands for the three) and the L1
 # bank defines its data-movement address generators would read (the emulator's compute API has none).
-BY_DESIGN_ONLY_JIT = {"NUM_DRAM_BANKS", "IS_NOT_POW2_NUM_DRAM_BANKS", "LOG_BASE_2_OF_NUM_DRAM_BANKS", "PCIE_NOC_X",
-                      "PCIE_NOC_Y", "LOCAL_MEM_EN", "ROUTING_FW_ENABLED", "PROGRAMMABLE_CORE_TYPE"}  # fmt: skip
-BY_DESIGN_ONLY_JIT_COMPUTE = {"PROCESSOR_INDEX", "NUM_L1_BANKS", "LOG_BASE_2_OF_NUM_L1_BANKS",
-                              "IS_NOT_POW2_NUM_L1_BANKS"}  # fmt: skip
+BY_DESIGN_ONLY_JIT = {
+    "NUM_DRAM_BANKS",
+    "IS_NOT_POW2_NUM_DRAM_BANKS",
+    "LOG_BASE_2_OF_NUM_DRAM_BANKS",
+    "PCIE_NOC_X",
+    "PCIE_NOC_Y",
+    "LOCAL_MEM_EN",
+    "ROUTING_FW_ENABLED",
+    "PROGRAMMABLE_CORE_TYPE",
+}
+BY_DESIGN_ONLY_JIT_COMPUTE = {
+    "PROCESSOR_INDEX",
+    "NUM_L1_BANKS",
+    "LOG_BASE_2_OF_NUM_L1_BANKS",
+    "IS_NOT_POW2_NUM_L1_BANKS",
+}
 # Defines only the emulator gives a compute kernel, by design: one program for UNPACK, MATH and PACK (each TRISC's
 # TRISC_* define at once), the compute settings as EMU_* defines (the JIT writes them as constants into
 # chlkc_descriptors.h, compared in math_settings), the LLK's instruction-by-instruction SFPU form.
-BY_DESIGN_ONLY_EMU_COMPUTE = {"TRISC_UNPACK", "TRISC_MATH", "TRISC_PACK", "EMU_DST_ACCUM_MODE", "EMU_MATH_APPROX_MODE",
-                              "EMU_MATH_FIDELITY", "EMU_DST_FULL_SYNC_EN", "DISABLE_SFPLOADMACRO"}  # fmt: skip
+BY_DESIGN_ONLY_EMU_COMPUTE = {
+    "TRISC_UNPACK",
+    "TRISC_MATH",
+    "TRISC_PACK",
+    "EMU_DST_ACCUM_MODE",
+    "EMU_MATH_APPROX_MODE",
+    "EMU_MATH_FIDELITY",
+    "EMU_DST_FULL_SYNC_EN",
+    "DISABLE_SFPLOADMACRO",
+}
 
 
 def kernel_names(program) -> list[str]:
@@ -105,8 +136,12 @@ def _math_scalars_jit(text: str) -> dict[str, int]:
 
 
 def _math_scalars_emu(defines: dict[str, str]) -> dict[str, int]:
-    keys = {"MATH_FIDELITY": "EMU_MATH_FIDELITY", "APPROX": "EMU_MATH_APPROX_MODE",
-            "DST_ACCUM_MODE": "EMU_DST_ACCUM_MODE", "DST_SYNC_FULL": "EMU_DST_FULL_SYNC_EN"}  # fmt: skip
+    keys = {
+        "MATH_FIDELITY": "EMU_MATH_FIDELITY",
+        "APPROX": "EMU_MATH_APPROX_MODE",
+        "DST_ACCUM_MODE": "EMU_DST_ACCUM_MODE",
+        "DST_SYNC_FULL": "EMU_DST_FULL_SYNC_EN",
+    }
     return {k: int(defines[v]) for k, v in keys.items() if v in defines}
 
 
@@ -151,15 +186,28 @@ def emulator_view(program, grid: tuple[int, int]) -> list[dict]:
     out = []
     for b in builds:
         flags = list(b.flags)
-        gen = next((Path(p) for p in _includes_from_argv(flags) if (Path(p) / "chlkc_descriptors.h").is_file()
-                    or (Path(p) / "named_ct_arg_map_generated.h").is_file()), None)  # fmt: skip
+        gen = next(
+            (
+                Path(p)
+                for p in _includes_from_argv(flags)
+                if (Path(p) / "chlkc_descriptors.h").is_file() or (Path(p) / "named_ct_arg_map_generated.h").is_file()
+            ),
+            None,
+        )
         files = {}
         if gen is not None:
             for f in ("chlkc_descriptors.h", "named_ct_arg_map_generated.h"):
                 if (gen / f).is_file():
                     files[f] = (gen / f).read_text()
-        out.append({"name": b.name, "source": str(b.source), "defines": _defines_from_argv(flags),
-                    "includes": _includes_from_argv(flags), "files": files})  # fmt: skip
+        out.append(
+            {
+                "name": b.name,
+                "source": str(b.source),
+                "defines": _defines_from_argv(flags),
+                "includes": _includes_from_argv(flags),
+                "files": files,
+            }
+        )
     return out
 
 
@@ -227,8 +275,11 @@ def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
     emu_user = {n: emu["defines"].get(n) for n in wanted if n in emu["defines"]}
     for n, v in wanted.items():
         if jit_user.get(n) != v or emu_user.get(n) != v:
-            differs.setdefault("descriptor_defines", {})[n] = {"descriptor": v, "jit": jit_user.get(n),
-                                                                 "emu": emu_user.get(n)}  # fmt: skip
+            differs.setdefault("descriptor_defines", {})[n] = {
+                "descriptor": v,
+                "jit": jit_user.get(n),
+                "emu": emu_user.get(n),
+            }
     extra_jit_user = {n: v for n, v in jit_user.items() if n not in wanted}
     if extra_jit_user:
         missing = {n: v for n, v in extra_jit_user.items() if emu["defines"].get(n) != v}
@@ -273,8 +324,7 @@ def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
     ok_emu = BY_DESIGN_ONLY_EMU_COMPUTE if compute else set()
     by_design["defines_only_jit"] = [k for k in only_jit if k in ok_jit]
     by_design["defines_only_emu"] = [k for k in only_emu if k in ok_emu]
-    unexplained = {"jit": [k for k in only_jit if k not in ok_jit],
-                   "emu": [k for k in only_emu if k not in ok_emu]}  # fmt: skip
+    unexplained = {"jit": [k for k in only_jit if k not in ok_jit], "emu": [k for k in only_emu if k not in ok_emu]}
     if unexplained["jit"] or unexplained["emu"]:
         differs["defines_only_one_side"] = unexplained
     # include roots: the kernel's folder and the descriptor's include paths must reach both builds
@@ -314,7 +364,8 @@ def compare_launches(launches: list[list], builds: list[dict], grid: tuple[int, 
             out.append({"kernel": j["build"], "not_ours": True})
             continue
         jmap = _named_map(j["files"].get("named_ct_arg_map_generated.h", ""))
-        match = next(((k, e) for k, e in same
-                      if _named_map(e["files"].get("named_ct_arg_map_generated.h", "")) == jmap), same[0])  # fmt: skip
+        match = next(
+            ((k, e) for k, e in same if _named_map(e["files"].get("named_ct_arg_map_generated.h", "")) == jmap), same[0]
+        )
         out.append({"kernel": j["build"], **compare_kernel(j, match[1], match[0])})
     return out

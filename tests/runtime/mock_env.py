@@ -37,13 +37,15 @@ def prepare(work: Path) -> dict[str, str]:
     log_dir = work / "standin"
     log_dir.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in (ttnn_env.MOCK_ENV_VAR, "TT_METAL_SIMULATOR")}
-    env.update({
-        "TT_METAL_RUNTIME_ROOT": str(root),
-        "TT_METAL_CACHE": str(work / "tt_metal_cache"),
-        standin_compiler.LOG_ENV: str(log_dir / "commands.jsonl"),
-        "TT_LOGGER_LEVEL": "error",
-        "LOGURU_LEVEL": "WARNING",
-    })  # fmt: skip
+    env.update(
+        {
+            "TT_METAL_RUNTIME_ROOT": str(root),
+            "TT_METAL_CACHE": str(work / "tt_metal_cache"),
+            standin_compiler.LOG_ENV: str(log_dir / "commands.jsonl"),
+            "TT_LOGGER_LEVEL": "error",
+            "LOGURU_LEVEL": "WARNING",
+        }
+    )
     return env
 
 
@@ -55,14 +57,29 @@ class Worker:
         # Each worker its own JIT cache and stand-in log: workers run at once, and a program's builds are the log
         # lines its own process wrote while it ran.
         self.log = Path(env[standin_compiler.LOG_ENV]).with_name(f"{out.stem}.jsonl")
-        env = dict(env, **{ttnn_env.BOARD_ENV_VAR: board, standin_compiler.LOG_ENV: str(self.log),
-                           "TT_METAL_CACHE": str(Path(env["TT_METAL_CACHE"]) / out.stem)})  # fmt: skip
-        cmd = [sys.executable, str(WORKER), "--board", board, "--out", str(out),
-               *(["--host-cost"] if host_cost else []), *names]  # fmt: skip
+        env = dict(
+            env,
+            **{
+                ttnn_env.BOARD_ENV_VAR: board,
+                standin_compiler.LOG_ENV: str(self.log),
+                "TT_METAL_CACHE": str(Path(env["TT_METAL_CACHE"]) / out.stem),
+            },
+        )
+        cmd = [
+            sys.executable,
+            str(WORKER),
+            "--board",
+            board,
+            "--out",
+            str(out),
+            *(["--host-cost"] if host_cost else []),
+            *names,
+        ]
         self._log = open(out.with_suffix(".log"), "w+")
         # cwd: tt-metal writes generated/ (fabric mapping, watcher) into the working directory
-        self._proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT, text=True,
-                                      cwd=out.parent)  # fmt: skip
+        self._proc = subprocess.Popen(
+            cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT, text=True, cwd=out.parent
+        )
 
     def result(self, timeout: float = 1800) -> dict:
         """Its JSON result; raises with the worker's output when it failed."""

@@ -123,8 +123,10 @@ def run_programs(board: str, names: list[str], log: Path) -> dict:
             per_call = programs.HIT_CHECKED.get(name)
             if per_call and status == "accepted":
                 # the last call (a fast-path hit) against the one before (the full path, same arguments)
-                entry["hit_check"] = {"full": [list(c) for c in calls[-2 * per_call : -per_call]],
-                                      "hit": [list(c) for c in calls[-per_call:]]}  # fmt: skip
+                entry["hit_check"] = {
+                    "full": [list(c) for c in calls[-2 * per_call : -per_call]],
+                    "hit": [list(c) for c in calls[-per_call:]],
+                }
             if status == "accepted":
                 try:
                     entry["parity"] = jit_parity.compare_launches(launches, builds, grid)

@@ -51,8 +51,12 @@ class Ctx:
         return self._upload(host, memory_config)
 
     def int32(self, values, mesh_dim: int | None = None):
-        host = ttnn.from_torch(torch.as_tensor(values).to(torch.int32), dtype=ttnn.int32,
-                               layout=ttnn.ROW_MAJOR_LAYOUT, **self._mapper(mesh_dim))  # fmt: skip
+        host = ttnn.from_torch(
+            torch.as_tensor(values).to(torch.int32),
+            dtype=ttnn.int32,
+            layout=ttnn.ROW_MAJOR_LAYOUT,
+            **self._mapper(mesh_dim),
+        )
         return self._upload(host, None)
 
     def randn(self, *shape):
@@ -94,9 +98,17 @@ def _device_positions(ctx: Ctx) -> None:
     """cur_pos as a device tensor (one program for every step), bfloat8_b cache, exact exp."""
     q, k, v = ctx.randn(1, 2, 8, 64), ctx.randn(2, 2, 256, 64), ctx.randn(2, 2, 256, 64)
     q, k, v, pos = ctx.tile(q), ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), ctx.int32([17, 255])
-    _then_hit(lambda out: ttflashdecode.scaled_dot_product_attention_decode(
-        q, k, v, cur_pos_tensor=pos, program_config=H.decode_config(64, cores=4), compute_kernel_config=H.hifi4(),
-        output_tensor=out))  # fmt: skip
+    _then_hit(
+        lambda out: ttflashdecode.scaled_dot_product_attention_decode(
+            q,
+            k,
+            v,
+            cur_pos_tensor=pos,
+            program_config=H.decode_config(64, cores=4),
+            compute_kernel_config=H.hifi4(),
+            output_tensor=out,
+        )
+    )
 
 
 def _mask_sinks_bf8_out(ctx: Ctx) -> None:
@@ -105,9 +117,19 @@ def _mask_sinks_bf8_out(ctx: Ctx) -> None:
     q, k, v = ctx.randn(1, 2, 8, 64), ctx.randn(2, 2, 256, 64), ctx.randn(2, 2, 256, 64)
     q, k, v = ctx.tile(q), ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b")
     mask, sink = ctx.tile(ctx.randn(2, 1, 1, 256)), ctx.tile(ctx.randn(1, 8))
-    _then_hit(lambda out: ttflashdecode.scaled_dot_product_attention_decode(
-        q, k, v, is_causal=False, attn_mask=mask, attention_sink=sink, program_config=H.decode_config(64, cores=4),
-        dtype=None if out is not None else ttnn.bfloat8_b, output_tensor=out))  # fmt: skip
+    _then_hit(
+        lambda out: ttflashdecode.scaled_dot_product_attention_decode(
+            q,
+            k,
+            v,
+            is_causal=False,
+            attn_mask=mask,
+            attention_sink=sink,
+            program_config=H.decode_config(64, cores=4),
+            dtype=None if out is not None else ttnn.bfloat8_b,
+            output_tensor=out,
+        )
+    )
 
 
 def _tt_transformers_paged(ctx: Ctx) -> None:
@@ -119,10 +141,20 @@ def _tt_transformers_paged(ctx: Ctx) -> None:
     k, v = ctx.randn(blocks, n_kv, block, d), ctx.randn(blocks, n_kv, block, d)
     q = ctx.tile(ctx.randn(1, batch, n_q, d), memory_config=H.height_sharded(batch, [32, d]))
     k, v, table, pos = ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), ctx.int32(table), ctx.int32([70, 200])
-    _then_hit(lambda out: ttflashdecode.paged_scaled_dot_product_attention_decode(
-        q, k, v, table, cur_pos_tensor=pos, scale=d**-0.5, program_config=H.sdpa_config(64),
-        compute_kernel_config=H.hifi4(), output_tensor=out,
-        memory_config=None if out is not None else H.height_sharded(batch, [32, d])))  # fmt: skip
+    _then_hit(
+        lambda out: ttflashdecode.paged_scaled_dot_product_attention_decode(
+            q,
+            k,
+            v,
+            table,
+            cur_pos_tensor=pos,
+            scale=d**-0.5,
+            program_config=H.sdpa_config(64),
+            compute_kernel_config=H.hifi4(),
+            output_tensor=out,
+            memory_config=None if out is not None else H.height_sharded(batch, [32, d]),
+        )
+    )
 
 
 def _mla(ctx: Ctx) -> None:
@@ -134,10 +166,20 @@ def _mla(ctx: Ctx) -> None:
     shards = batch * n_q // 32
     q = ctx.tile(ctx.randn(1, batch, n_q, d), memory_config=H.height_sharded(shards, [32, d]))
     k, table, pos = ctx.tile(ctx.randn(blocks, 1, block, d), "bfloat8_b"), ctx.int32(table), ctx.int32([100, 30])
-    _then_hit(lambda out: ttflashdecode.paged_flash_multi_latent_attention_decode(
-        q, k, table, cur_pos_tensor=pos, head_dim_v=dv, scale=d**-0.5, program_config=H.sdpa_config(32),
-        compute_kernel_config=H.hifi4(), output_tensor=out,
-        memory_config=None if out is not None else H.height_sharded(shards, [32, dv])))  # fmt: skip
+    _then_hit(
+        lambda out: ttflashdecode.paged_flash_multi_latent_attention_decode(
+            q,
+            k,
+            table,
+            cur_pos_tensor=pos,
+            head_dim_v=dv,
+            scale=d**-0.5,
+            program_config=H.sdpa_config(32),
+            compute_kernel_config=H.hifi4(),
+            output_tensor=out,
+            memory_config=None if out is not None else H.height_sharded(shards, [32, dv]),
+        )
+    )
 
 
 def _update_cache_heads_major(ctx: Ctx) -> None:
@@ -149,8 +191,9 @@ def _paged_update_cache(ctx: Ctx) -> None:
     """K rows of a decode step into a paged cache: device positions and page table."""
     table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
     cache = ctx.tile(ctx.randn(10, 2, 32, 64))
-    ttflashdecode.paged_update_cache(cache, ctx.tile(ctx.randn(1, 2, 2, 64)), update_idxs_tensor=ctx.int32([5, 90]),
-                                     page_table=ctx.int32(table))  # fmt: skip
+    ttflashdecode.paged_update_cache(
+        cache, ctx.tile(ctx.randn(1, 2, 2, 64)), update_idxs_tensor=ctx.int32([5, 90]), page_table=ctx.int32(table)
+    )
 
 
 def _paged_update_cache_sharded_ring(ctx: Ctx) -> None:
@@ -158,8 +201,9 @@ def _paged_update_cache_sharded_ring(ctx: Ctx) -> None:
     table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
     cache = ctx.tile(ctx.randn(10, 2, 32, 64), "bfloat8_b")
     rows = ctx.tile(ctx.randn(1, 2, 2, 64), memory_config=H.height_sharded(2, [32, 64]))
-    ttflashdecode.paged_update_cache(cache, rows, update_idxs=[130, 7], page_table=ctx.int32(table),
-                                     cache_position_modulo=64)  # fmt: skip
+    ttflashdecode.paged_update_cache(
+        cache, rows, update_idxs=[130, 7], page_table=ctx.int32(table), cache_position_modulo=64
+    )
 
 
 def _paged_fused_update_cache(ctx: Ctx) -> None:
@@ -183,16 +227,23 @@ def _fill_cache(ctx: Ctx) -> None:
 def _paged_fill_cache(ctx: Ctx) -> None:
     table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)
     cache = ctx.tile(ctx.randn(10, 2, 32, 64))
-    ttflashdecode.paged_fill_cache(cache, ctx.tile(ctx.randn(1, 2, 100, 64)), ctx.int32(table),
-                                   batch_idx_tensor=ctx.int32([1]))  # fmt: skip
+    ttflashdecode.paged_fill_cache(
+        cache, ctx.tile(ctx.randn(1, 2, 100, 64)), ctx.int32(table), batch_idx_tensor=ctx.int32([1])
+    )
 
 
 def _fused_update_decode(ctx: Ctx) -> None:
     """The cache update and the attention of one step as one program (contiguous cache, host positions)."""
     q, k, v = ctx.randn(1, 2, 8, 64), ctx.randn(2, 2, 256, 64), ctx.randn(2, 2, 256, 64)
     ttflashdecode.update_cache_and_decode(
-        ctx.tile(q), ctx.tile(k), ctx.tile(v), ctx.tile(ctx.randn(1, 2, 2, 64)), ctx.tile(ctx.randn(1, 2, 2, 64)),
-        cur_pos=[40, 130], program_config=H.decode_config(64, cores=4))  # fmt: skip
+        ctx.tile(q),
+        ctx.tile(k),
+        ctx.tile(v),
+        ctx.tile(ctx.randn(1, 2, 2, 64)),
+        ctx.tile(ctx.randn(1, 2, 2, 64)),
+        cur_pos=[40, 130],
+        program_config=H.decode_config(64, cores=4),
+    )
 
 
 def _paged_fused_update_decode(ctx: Ctx) -> None:
@@ -219,9 +270,12 @@ def _mesh_decode(ctx: Ctx) -> None:
     n_q, n_kv, d = 4 * chips, chips, 128
     q, k, v = ctx.randn(1, 2, n_q, d), ctx.randn(2, n_kv, 512, d), ctx.randn(2, n_kv, 512, d)
     ttflashdecode.scaled_dot_product_attention_decode(
-        ctx.tile(q, mesh_dim=2), ctx.tile(k, "bfloat8_b", mesh_dim=1), ctx.tile(v, "bfloat8_b", mesh_dim=1),
-        cur_pos_tensor=ctx.int32([300, 511]), program_config=ProgramConfig(compute_with_storage_grid_size=ctx.grid,
-                                                                          k_chunk_size=128))  # fmt: skip
+        ctx.tile(q, mesh_dim=2),
+        ctx.tile(k, "bfloat8_b", mesh_dim=1),
+        ctx.tile(v, "bfloat8_b", mesh_dim=1),
+        cur_pos_tensor=ctx.int32([300, 511]),
+        program_config=ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=128),
+    )
 
 
 def _mesh_paged_bf8_out(ctx: Ctx) -> None:
@@ -231,17 +285,31 @@ def _mesh_paged_bf8_out(ctx: Ctx) -> None:
     table = torch.randperm(10, generator=ctx.gen)[:8].reshape(2, 4)  # 2 users x 4 blocks
     k, v = ctx.randn(10, n_kv, block, d), ctx.randn(10, n_kv, block, d)
     ttflashdecode.paged_scaled_dot_product_attention_decode(
-        ctx.tile(ctx.randn(1, 2, n_q, d), mesh_dim=2), ctx.tile(k, mesh_dim=1), ctx.tile(v, mesh_dim=1), table,
-        cur_pos=[100, 20], dtype=ttnn.bfloat8_b,
-        program_config=ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=32))  # fmt: skip
+        ctx.tile(ctx.randn(1, 2, n_q, d), mesh_dim=2),
+        ctx.tile(k, mesh_dim=1),
+        ctx.tile(v, mesh_dim=1),
+        table,
+        cur_pos=[100, 20],
+        dtype=ttnn.bfloat8_b,
+        program_config=ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=32),
+    )
 
 
 # ---- the format probe: how tt-metal's JIT describes every CB format, tile shape and compute setting ------------
 
 PROBE_KERNELS = Path(__file__).resolve().parent / "probe_kernels"
 # ttnn DataType -> tt::DataFormat (the wheel's CBFormatDescriptor conversion; jit_env's values)
-_FORMAT = {"float32": 0, "bfloat16": 5, "bfloat8_b": 6, "bfloat4_b": 7, "int32": 8, "uint16": 9, "int8": 14,
-           "uint32": 24, "uint8": 30}  # fmt: skip
+_FORMAT = {
+    "float32": 0,
+    "bfloat16": 5,
+    "bfloat8_b": 6,
+    "bfloat4_b": 7,
+    "int32": 8,
+    "uint16": 9,
+    "int8": 14,
+    "uint32": 24,
+    "uint8": 30,
+}
 
 
 def _format_probe(cbs, *, fp32: bool = False, precise: bool = False) -> Callable[[Ctx], None]:
@@ -256,11 +324,19 @@ def _format_probe(cbs, *, fp32: bool = False, precise: bool = False) -> Callable
         for index, (dtype, tile) in enumerate(cbs):
             geometry = jit_env.TileGeometry.of(*(tile or (32, 32)))
             page = geometry.tile_size(_FORMAT[dtype])
-            fmt = ttnn.CBFormatDescriptor(buffer_index=index, data_format=getattr(ttnn, dtype), page_size=page,
-                                          tile=None if tile is None else ttnn.TileDescriptor(*tile))  # fmt: skip
+            fmt = ttnn.CBFormatDescriptor(
+                buffer_index=index,
+                data_format=getattr(ttnn, dtype),
+                page_size=page,
+                tile=None if tile is None else ttnn.TileDescriptor(*tile),
+            )
             descs.append(ttnn.CBDescriptor(total_size=2 * page, core_ranges=core, format_descriptors=[fmt]))
-        compute = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi2, math_approx_mode=True,
-                                               fp32_dest_acc_en=fp32, bfp8_pack_precise=precise)  # fmt: skip
+        compute = ttnn.ComputeConfigDescriptor(
+            math_fidelity=ttnn.MathFidelity.HiFi2,
+            math_approx_mode=True,
+            fp32_dest_acc_en=fp32,
+            bfp8_pack_precise=precise,
+        )
         kernels = [
             ttnn.KernelDescriptor(
                 kernel_source=str(PROBE_KERNELS / "compute_format_probe.cpp"),
@@ -283,20 +359,23 @@ def _format_probe(cbs, *, fp32: bool = False, precise: bool = False) -> Callable
     return run
 
 
-_ALL_FORMATS = [(d, None) for d in ("float32", "bfloat16", "bfloat8_b", "bfloat4_b", "int32", "uint32", "uint16",
-                                     "uint8")]  # fmt: skip
+_ALL_FORMATS = [
+    (d, None) for d in ("float32", "bfloat16", "bfloat8_b", "bfloat4_b", "int32", "uint32", "uint16", "uint8")
+]
 _TILES = [("bfloat16", t) for t in ((16, 32), (32, 16), (16, 16), (8, 32), (4, 32), (2, 32), (1, 32))]
 PROBES = {
     "probe_each_format": _format_probe(_ALL_FORMATS[1:]),  # Float32 with others: see the fp32 probes
     "probe_each_format_fp32_dest": _format_probe(_ALL_FORMATS, fp32=True),
     "probe_float32_alone": _format_probe([("float32", None)]),
     "probe_float32_with_bfloat16": _format_probe([("float32", None), ("bfloat16", None)]),
-    "probe_block_floats_precise": _format_probe([("bfloat16", None), ("bfloat8_b", None), ("bfloat4_b", None)],
-                                                precise=True),
-    "probe_block_floats_precise_fp32_dest": _format_probe([("float32", None), ("bfloat8_b", None),
-                                                           ("bfloat4_b", None)], fp32=True, precise=True),
+    "probe_block_floats_precise": _format_probe(
+        [("bfloat16", None), ("bfloat8_b", None), ("bfloat4_b", None)], precise=True
+    ),
+    "probe_block_floats_precise_fp32_dest": _format_probe(
+        [("float32", None), ("bfloat8_b", None), ("bfloat4_b", None)], fp32=True, precise=True
+    ),
     "probe_tile_shapes": _format_probe(_TILES + [("bfloat8_b", (16, 32)), ("float32", (32, 16))]),
-}  # fmt: skip
+}
 
 
 SINGLE = {
@@ -320,8 +399,9 @@ SINGLE = {
     "decode_fp32_dest_acc": _with(fp32_dest_acc_en=True, exp_approx_mode=False),
     "decode_share_cache": _with(share_cache=True),
     "decode_v_head_dim": _with(head_dim=96, v_head_dim=64, kv_len=128, cur_pos=(100, 127), k_chunk_size=32),
-    "decode_groups_serial": _case(batch=16, n_q_heads=8, n_kv_heads=8, head_dim=64, kv_len=64,
-                                  cur_pos=tuple(range(0, 64, 4)), k_chunk_size=32),
+    "decode_groups_serial": _case(
+        batch=16, n_q_heads=8, n_kv_heads=8, head_dim=64, kv_len=64, cur_pos=tuple(range(0, 64, 4)), k_chunk_size=32
+    ),
     "update_cache": _update_cache_heads_major,
     "paged_update_cache": _paged_update_cache,
     "paged_update_cache_sharded_ring": _paged_update_cache_sharded_ring,
@@ -330,14 +410,18 @@ SINGLE = {
     "paged_fill_cache": _paged_fill_cache,
     "fused_update_decode": _fused_update_decode,
     "paged_fused_update_decode": _paged_fused_update_decode,
-}  # fmt: skip
+}
 # The cache-update ops take one chip's tensors (they refuse a mesh tensor, naming it): no mesh update program.
 MESH = {"mesh_decode": _mesh_decode, "mesh_paged_bfloat8_b_out": _mesh_paged_bf8_out}
 
 # Programs whose function ends in a fast-path hit after a full-path call of the same arguments (_then_hit), with the
 # generic_op launches one call makes: the hit's launches must equal the full path's (same io tensors, same launchable).
-HIT_CHECKED = {"decode_device_positions": 1, "decode_mask_sinks_bfloat8_b_out": 2,
-               "decode_paged_tt_transformers": 1, "decode_mla_paged": 1}  # fmt: skip
+HIT_CHECKED = {
+    "decode_device_positions": 1,
+    "decode_mask_sinks_bfloat8_b_out": 2,
+    "decode_paged_tt_transformers": 1,
+    "decode_mla_paged": 1,
+}
 
 CATALOGUE: dict[str, tuple[str, Callable[[Ctx], None]]] = {
     **{name: ("n150", fn) for name, fn in SINGLE.items()},

@@ -24,9 +24,18 @@ from runtime.host_cost import GOAL_US
 QUIET_LOAD_PER_CPU = 0.5
 
 # The kernels every program family uses; each must have been compared at least once.
-PACKAGE_KERNELS = {"reader_flash_decode", "compute_flash_decode", "writer_flash_decode", "reader_update_cache",
-                   "compute_update_cache", "writer_update_cache", "reader_fill_cache", "writer_fill_cache",
-                   "compute_copy", "reader_tiles"}  # fmt: skip
+PACKAGE_KERNELS = {
+    "reader_flash_decode",
+    "compute_flash_decode",
+    "writer_flash_decode",
+    "reader_update_cache",
+    "compute_update_cache",
+    "writer_update_cache",
+    "reader_fill_cache",
+    "writer_fill_cache",
+    "compute_copy",
+    "reader_tiles",
+}
 
 
 def _result(mock_session, name: str) -> dict:

@@ -56,8 +56,14 @@ def _run(mode: str, tmp_path: Path, names=(), env_extra=None, timeout=600) -> tu
     out = tmp_path / f"{mode}.json"
     env = {k: v for k, v in os.environ.items() if k != ttnn_env.MOCK_ENV_VAR}
     env.update({"TT_LOGGER_LEVEL": "info", **(env_extra or {})})
-    r = subprocess.run([sys.executable, str(WORKER), mode, "--out", str(out), *names], env=env,
-                       capture_output=True, text=True, timeout=timeout, cwd=tmp_path)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, str(WORKER), mode, "--out", str(out), *names],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0 and out.is_file(), f"ttsim worker failed ({r.returncode}):\n{r.stderr[-5000:]}"
     return json.loads(out.read_text()), r.stdout + r.stderr
 
@@ -92,8 +98,13 @@ def ttsim_golden(request, tmp_path_factory):
             "release binary (ttnn's download_sfpi.py fetches it)"
         )
     specs = {n: {**BASE, **kw} for n, kw in GOLDEN_CASES.items()}
-    result, log = _run("golden", tmp_path_factory.mktemp("ttsim"), list(GOLDEN_CASES),
-                       {"TTFD_TTSIM_CASES": json.dumps(specs)}, timeout=SIM_TIMEOUT_S)  # fmt: skip
+    result, log = _run(
+        "golden",
+        tmp_path_factory.mktemp("ttsim"),
+        list(GOLDEN_CASES),
+        {"TTFD_TTSIM_CASES": json.dumps(specs)},
+        timeout=SIM_TIMEOUT_S,
+    )
     assert result["status"] == "opened", result.get("error")
     return result["cases"]
 

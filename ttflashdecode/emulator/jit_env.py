@@ -53,22 +53,55 @@ INVALID = 0xFF
 FLOAT32, FLOAT16, BFP8, BFP4, TF32, FLOAT16_B, BFP8_B, BFP4_B = 0, 1, 2, 3, 4, 5, 6, 7
 INT32, UINT16, LF8, BFP2, INT8, BFP2_B, UINT32, FP8_E4M3, UINT8 = 8, 9, 10, 11, 14, 15, 24, 26, 30
 DATA_FORMAT_NAMES = {
-    FLOAT32: "Float32", FLOAT16: "Float16", BFP8: "Bfp8", BFP4: "Bfp4", TF32: "Tf32", FLOAT16_B: "Float16_b",
-    BFP8_B: "Bfp8_b", BFP4_B: "Bfp4_b", INT32: "Int32", UINT16: "UInt16", LF8: "Lf8", BFP2: "Bfp2", INT8: "Int8",
-    BFP2_B: "Bfp2_b", UINT32: "UInt32", FP8_E4M3: "Fp8_e4m3", UINT8: "UInt8", 0x82: "testMan7", 0x8A: "testMan2",
-}  # fmt: skip
+    FLOAT32: "Float32",
+    FLOAT16: "Float16",
+    BFP8: "Bfp8",
+    BFP4: "Bfp4",
+    TF32: "Tf32",
+    FLOAT16_B: "Float16_b",
+    BFP8_B: "Bfp8_b",
+    BFP4_B: "Bfp4_b",
+    INT32: "Int32",
+    UINT16: "UInt16",
+    LF8: "Lf8",
+    BFP2: "Bfp2",
+    INT8: "Int8",
+    BFP2_B: "Bfp2_b",
+    UINT32: "UInt32",
+    FP8_E4M3: "Fp8_e4m3",
+    UINT8: "UInt8",
+    0x82: "testMan7",
+    0x8A: "testMan2",
+}
 _BFP = {BFP8, BFP8_B, BFP4, BFP4_B, BFP2, BFP2_B}
 _EXP_B = {TF32, FLOAT16_B, BFP8_B, BFP4_B, BFP2_B}
 _INTEGER = {INT8, UINT8, UINT16, INT32, UINT32}
-_CONVERT_EXP_WIDTH = {BFP8: BFP8_B, BFP8_B: BFP8, BFP4: BFP4_B, BFP4_B: BFP4, BFP2: BFP2_B, BFP2_B: BFP2,
-                      FLOAT16: FLOAT16_B, FLOAT16_B: FLOAT16}  # fmt: skip
+_CONVERT_EXP_WIDTH = {
+    BFP8: BFP8_B,
+    BFP8_B: BFP8,
+    BFP4: BFP4_B,
+    BFP4_B: BFP4,
+    BFP2: BFP2_B,
+    BFP2_B: BFP2,
+    FLOAT16: FLOAT16_B,
+    FLOAT16_B: FLOAT16,
+}
 
 # tt-metal Tile's (tile shape -> face shape) table (tt_metal/impl/data_format/tile.cpp kTileFaceShapes).
 TILE_FACE_SHAPES = {
-    (32, 32): (16, 16), (16, 32): (16, 16), (32, 16): (16, 16), (16, 16): (16, 16),
-    (8, 32): (8, 16), (4, 32): (4, 16), (2, 32): (2, 16), (1, 32): (1, 16),
-    (8, 16): (8, 16), (4, 16): (4, 16), (2, 16): (2, 16), (1, 16): (1, 16),
-}  # fmt: skip
+    (32, 32): (16, 16),
+    (16, 32): (16, 16),
+    (32, 16): (16, 16),
+    (16, 16): (16, 16),
+    (8, 32): (8, 16),
+    (4, 32): (4, 16),
+    (2, 32): (2, 16),
+    (1, 32): (1, 16),
+    (8, 16): (8, 16),
+    (4, 16): (4, 16),
+    (2, 16): (2, 16),
+    (1, 16): (1, 16),
+}
 
 
 @dataclass(frozen=True)

@@ -241,8 +241,10 @@ class DeviceKVCache(Cache):
             shape = [self.max_batch_size, n_kv_heads, self.max_cache_len, head_dim]
         else:
             shape = [self.num_blocks, n_kv_heads, self.block_size, head_dim]
-        return (self.backend.allocate(shape, self.dtype, ttnn.TILE_LAYOUT),
-                self.backend.allocate(shape, self.dtype, ttnn.TILE_LAYOUT))  # fmt: skip
+        return (
+            self.backend.allocate(shape, self.dtype, ttnn.TILE_LAYOUT),
+            self.backend.allocate(shape, self.dtype, ttnn.TILE_LAYOUT),
+        )
 
     def layer_tensors(self, layer_idx: int):
         """(K, V) device tensors of a layer (None before its first update)."""
@@ -260,8 +262,11 @@ class DeviceKVCache(Cache):
     def _gather(self, physical: torch.Tensor) -> torch.Tensor:
         blocks = physical[self.page_table_host.flatten().long()]  # [b * blocks_per_user, n_kv, block, d]
         b, per_user = self.page_table_host.shape
-        return blocks.reshape(b, per_user, *blocks.shape[1:]).permute(0, 2, 1, 3, 4).reshape(
-            b, blocks.shape[1], per_user * self.block_size, blocks.shape[-1])  # fmt: skip
+        return (
+            blocks.reshape(b, per_user, *blocks.shape[1:])
+            .permute(0, 2, 1, 3, 4)
+            .reshape(b, blocks.shape[1], per_user * self.block_size, blocks.shape[-1])
+        )
 
     # ---- what the attention function calls
     def _padded(self, states: torch.Tensor) -> torch.Tensor:
@@ -282,10 +287,15 @@ class DeviceKVCache(Cache):
         ttnn = import_ttnn()
         for t in range(keys.shape[2]):
             write_host(self.backend, self._write_pos, self._user_positions(positions[:, t]))
-            new_k, new_v = (self.backend.from_torch(self._padded(states[:, :, t]).unsqueeze(0).float(), ttnn.bfloat16,
-                                                    ttnn.TILE_LAYOUT) for states in (keys, values))  # fmt: skip
-            ttflashdecode.paged_fused_update_cache(layer.k, new_k, layer.v, new_v, update_idxs_tensor=self._write_pos,
-                                                   page_table=self.page_table)  # fmt: skip
+            new_k, new_v = (
+                self.backend.from_torch(
+                    self._padded(states[:, :, t]).unsqueeze(0).float(), ttnn.bfloat16, ttnn.TILE_LAYOUT
+                )
+                for states in (keys, values)
+            )
+            ttflashdecode.paged_fused_update_cache(
+                layer.k, new_k, layer.v, new_v, update_idxs_tensor=self._write_pos, page_table=self.page_table
+            )
             self.stats.add(update_cache_op.last_run.stats, "update")
 
     def write_prefill(self, layer: DeviceKVLayer, keys: torch.Tensor, values: torch.Tensor, real: torch.Tensor):
@@ -302,8 +312,9 @@ class DeviceKVCache(Cache):
             for u in range(batch):
                 rows[u, :, : int(counts[u])] = states[u][:, real[u]]
             new = self.backend.from_torch(rows.float(), ttnn.bfloat16, ttnn.TILE_LAYOUT)
-            ttflashdecode.paged_fill_cache(cache_tensor, new, self._fill_page_table,
-                                           batch_idx_tensor=self._fill_users(batch))  # fmt: skip
+            ttflashdecode.paged_fill_cache(
+                cache_tensor, new, self._fill_page_table, batch_idx_tensor=self._fill_users(batch)
+            )
             self.stats.add(fill_cache_op.last_run.stats, "prefill")
         layer.lengths.zero_()
         layer.lengths[:batch] = counts
@@ -316,8 +327,16 @@ class DeviceKVCache(Cache):
             self._fill_user_tensors[batch] = self.backend.from_torch(users, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
         return self._fill_user_tensors[batch]
 
-    def attend(self, layer: DeviceKVLayer, query: torch.Tensor, cur_pos: torch.Tensor, *, scale: float,
-               sliding_window: int | None, sinks: torch.Tensor | None) -> torch.Tensor:  # fmt: skip
+    def attend(
+        self,
+        layer: DeviceKVLayer,
+        query: torch.Tensor,
+        cur_pos: torch.Tensor,
+        *,
+        scale: float,
+        sliding_window: int | None,
+        sinks: torch.Tensor | None,
+    ) -> torch.Tensor:
         """Decode attention of ``query`` ``[b, n_q_heads, q_len, head_dim]`` over the layer's device cache, the last
         query token of user u at ``cur_pos[u]``; returns ``[b, q_len, n_q_heads, head_dim]`` (float32)."""
         ttnn = import_ttnn()
@@ -328,14 +347,20 @@ class DeviceKVCache(Cache):
         if sinks is not None:
             sink = self.backend.from_torch(sinks.detach().float().reshape(1, -1), ttnn.bfloat16, ttnn.TILE_LAYOUT)
         fp32 = bool(getattr(self.compute_kernel_config, "fp32_dest_acc_en", False))
-        options = dict(cur_pos_tensor=self._cur_pos, scale=scale, sliding_window_size=sliding_window,
-                       attention_sink=sink, compute_kernel_config=self.compute_kernel_config,
-                       dtype=ttnn.float32 if fp32 else None)  # fmt: skip
+        options = dict(
+            cur_pos_tensor=self._cur_pos,
+            scale=scale,
+            sliding_window_size=sliding_window,
+            attention_sink=sink,
+            compute_kernel_config=self.compute_kernel_config,
+            dtype=ttnn.float32 if fp32 else None,
+        )
         if self.block_size is None:
             out = ttflashdecode.scaled_dot_product_attention_decode(q, layer.k, layer.v, **options)
         else:
-            out = ttflashdecode.paged_scaled_dot_product_attention_decode(q, layer.k, layer.v, self.page_table,
-                                                                          **options)  # fmt: skip
+            out = ttflashdecode.paged_scaled_dot_product_attention_decode(
+                q, layer.k, layer.v, self.page_table, **options
+            )
         self.stats.add(decode_op.last_run.stats if decode_op.last_run is not None else None, "attention")
         return read_host(self.backend, out).float().permute(1, 0, 2, 3)[:batch]
 
@@ -411,8 +436,7 @@ def _prefill(module, query, key, value, attention_mask, real, scaling=None, **kw
         )
     scale = module.scaling if scaling is None else scaling
     eager = importlib.import_module(type(module).__module__).eager_attention_forward
-    out, weights = eager(module, query, key.states, value.states, attention_mask, scaling=scale, dropout=0.0,
-                         **kwargs)  # fmt: skip
+    out, weights = eager(module, query, key.states, value.states, attention_mask, scaling=scale, dropout=0.0, **kwargs)
     cache.write_prefill(layer, key.states, value.states, real)
     return out, weights
 
@@ -467,8 +491,14 @@ def _decode(module, query, key, value, positions, scaling=None, **kwargs):
         cache.stats.per_step_read_bytes.append(0)
     scale = module.scaling if scaling is None else scaling
     cache.write_rows(layer, key.states, value.states, positions)
-    out = cache.attend(layer, query, positions[:, -1], scale=scale, sliding_window=kwargs.get("sliding_window"),
-                       sinks=kwargs.get("s_aux"))  # fmt: skip
+    out = cache.attend(
+        layer,
+        query,
+        positions[:, -1],
+        scale=scale,
+        sliding_window=kwargs.get("sliding_window"),
+        sinks=kwargs.get("s_aux"),
+    )
     layer.lengths[: query.shape[0]] += query.shape[2]
     return out.to(query.dtype), None
 
@@ -482,5 +512,12 @@ def register() -> None:
 
 register()
 
-__all__ = ["DeviceKVCache", "DeviceStats", "ATTENTION_NAME", "ttflashdecode_attention_forward", "register",
-           "cache_argument", "cache_dtype"]  # fmt: skip
+__all__ = [
+    "DeviceKVCache",
+    "DeviceStats",
+    "ATTENTION_NAME",
+    "ttflashdecode_attention_forward",
+    "register",
+    "cache_argument",
+    "cache_dtype",
+]

@@ -37,9 +37,18 @@ def config_of(family: str, layers: int = 2):
     """A tiny config of ``family``: hidden 128, 4 q heads / 2 kv heads of head_dim 64."""
     import transformers
 
-    common = dict(vocab_size=VOCAB, hidden_size=128, intermediate_size=256, num_hidden_layers=layers,
-                  num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=512,
-                  initializer_range=INIT_RANGE, tie_word_embeddings=False)  # fmt: skip
+    common = dict(
+        vocab_size=VOCAB,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        max_position_embeddings=512,
+        initializer_range=INIT_RANGE,
+        tie_word_embeddings=False,
+    )
     if family == "llama":
         return transformers.LlamaConfig(**common)
     if family == "qwen3":
@@ -50,8 +59,9 @@ def config_of(family: str, layers: int = 2):
         layer_types = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
         # Every token uses both experts: a top-k router is discontinuous (a logit change within rounding can swap an
         # expert and move the output by O(1)), which would test the router's ties, not attention.
-        return transformers.GptOssConfig(**common, sliding_window=16, layer_types=layer_types, num_local_experts=2,
-                                         num_experts_per_tok=2)  # fmt: skip
+        return transformers.GptOssConfig(
+            **common, sliding_window=16, layer_types=layer_types, num_local_experts=2, num_experts_per_tok=2
+        )
     raise ValueError(f"family={family!r}: expected one of {FAMILIES}")
 
 
@@ -152,10 +162,22 @@ def _cache(model, device, batch: int, dtype: str, block_size, max_cache_len: int
     )
 
 
-def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=None, prompt_lengths=(20, 13),
-                   steps: int = 4, seed: int = 0, layers: int = 2, fp32_dest: bool = False,
-                   tokens_per_step: int = 1, padding: str = "left", max_batch_size: int | None = None,
-                   models=None) -> ParityResult:  # fmt: skip
+def teacher_forced(
+    family: str,
+    device,
+    *,
+    dtype: str = "bfloat16",
+    block_size=None,
+    prompt_lengths=(20, 13),
+    steps: int = 4,
+    seed: int = 0,
+    layers: int = 2,
+    fp32_dest: bool = False,
+    tokens_per_step: int = 1,
+    padding: str = "left",
+    max_batch_size: int | None = None,
+    models=None,
+) -> ParityResult:
     """Logits of ``steps`` decode steps (``tokens_per_step`` tokens per user each, 1 to 8: the same random tokens fed
     to both models) on the device against the eager model's full forward over the same sequence. ``models``: an
     (eager, device) pair from :func:`build` to reuse (else built from ``family``, ``seed``, ``layers``)."""
@@ -175,8 +197,9 @@ def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=N
                 input_ids=full_ids, attention_mask=full_mask, position_ids=position_ids_of(full_mask)
             ).logits
             result.feature_gap = float((ablated - want)[:, width:].abs().max())
-        cache = _cache(model, device, max_batch_size or batch, dtype, block_size, max_cache_len=128,
-                       fp32_dest=fp32_dest)  # fmt: skip
+        cache = _cache(
+            model, device, max_batch_size or batch, dtype, block_size, max_cache_len=128, fp32_dest=fp32_dest
+        )
         with_cache = tthf.cache_argument(model, cache)
         prefill = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_of(mask), **with_cache).logits
         # each user's last real prompt token: what the model predicts from the whole prompt
@@ -186,8 +209,12 @@ def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=N
         n = tokens_per_step
         for step in range(steps):
             seen = full_mask[:, : width + (step + 1) * n]
-            out = model(input_ids=fed[:, step * n : (step + 1) * n], attention_mask=seen,
-                        position_ids=position_ids_of(seen)[:, -n:], **with_cache).logits  # fmt: skip
+            out = model(
+                input_ids=fed[:, step * n : (step + 1) * n],
+                attention_mask=seen,
+                position_ids=position_ids_of(seen)[:, -n:],
+                **with_cache,
+            ).logits
             expected = want[:, width + step * n : width + (step + 1) * n]
             result.per_step.append((pcc(out, expected), float((out - expected).abs().max())))
             result.logits_scale = max(result.logits_scale, float(expected.abs().max()))
@@ -197,9 +224,20 @@ def teacher_forced(family: str, device, *, dtype: str = "bfloat16", block_size=N
     return result
 
 
-def greedy(family: str, device, *, dtype: str = "bfloat16", block_size=None, prompt_lengths=(12,),
-           new_tokens: int = 32, seed: int = 0, layers: int = 2, padding: str = "left",
-           max_batch_size: int | None = None, models=None) -> ParityResult:  # fmt: skip
+def greedy(
+    family: str,
+    device,
+    *,
+    dtype: str = "bfloat16",
+    block_size=None,
+    prompt_lengths=(12,),
+    new_tokens: int = 32,
+    seed: int = 0,
+    layers: int = 2,
+    padding: str = "left",
+    max_batch_size: int | None = None,
+    models=None,
+) -> ParityResult:
     """``model.generate`` greedily, eager and on the device. ``greedy_agree`` counts each user's tokens up to its
     first difference (every later token depends on that one); ``first_differences`` says, for each user that differs,
     the step and by how much the device's token trails the eager model's best logit there (a tie within the logits'

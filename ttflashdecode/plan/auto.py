@@ -63,8 +63,9 @@ class PlanRequest:
 
     def rule_plan(self) -> DecodePlan:
         """The rule's plan at the whole cache (raises the planner's error when nothing fits)."""
-        return plan(self.shapes, rule_config(self.grid), self.grid, fp32_dest_acc=self.fp32_dest_acc,
-                    l1_budget=self.l1_budget)  # fmt: skip
+        return plan(
+            self.shapes, rule_config(self.grid), self.grid, fp32_dest_acc=self.fp32_dest_acc, l1_budget=self.l1_budget
+        )
 
     def candidates(self) -> list[tuple[ProgramConfig, DecodePlan]]:
         return candidates(self.shapes, self.grid, fp32_dest_acc=self.fp32_dest_acc, l1_budget=self.l1_budget)
@@ -100,12 +101,23 @@ def plan_for(
         # The table chooses the grid use, k_chunk_size and group size; the exp the caller asked for is kept (the
         # choice was ranked with the default approximate exp, which moves compute time, not the plan's shape).
         try:
-            return plan(shapes, replace(chosen, exp_approx_mode=config.exp_approx_mode), grid,
-                        fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)  # fmt: skip
+            return plan(
+                shapes,
+                replace(chosen, exp_approx_mode=config.exp_approx_mode),
+                grid,
+                fp32_dest_acc=fp32_dest_acc,
+                l1_budget=l1_budget,
+            )
         except (L1OverflowError, ValueError):
             pass  # a planner that changed since the table was built refuses the entry: the rule decides
-    return plan_with_rule(shapes, grid, exp_approx_mode=config.exp_approx_mode, max_cur_pos=max_cur_pos,
-                          fp32_dest_acc=fp32_dest_acc, l1_budget=l1_budget)  # fmt: skip
+    return plan_with_rule(
+        shapes,
+        grid,
+        exp_approx_mode=config.exp_approx_mode,
+        max_cur_pos=max_cur_pos,
+        fp32_dest_acc=fp32_dest_acc,
+        l1_budget=l1_budget,
+    )
 
 
 def plan_with_rule(
@@ -261,5 +273,7 @@ def kv_bytes_per_core(p: DecodePlan) -> int:
 
 
 def describe(config: ProgramConfig) -> str:
-    return (f"grid {config.compute_with_storage_grid_size}, k_chunk_size {config.k_chunk_size}, "
-            f"max_cores_per_head_batch {config.max_cores_per_head_batch}")  # fmt: skip
+    return (
+        f"grid {config.compute_with_storage_grid_size}, k_chunk_size {config.k_chunk_size}, "
+        f"max_cores_per_head_batch {config.max_cores_per_head_batch}"
+    )

@@ -330,9 +330,14 @@ def plan(
 
     def cbs_for(k_head_block: int, v_head_block: int) -> tuple[CBPlan, ...]:
         return circular_buffers(
-            shapes, k_chunk_size, rounds, fp32_dest_acc=fp32_dest_acc, masked=masked,
-            k_head_block=k_head_block, v_head_block=v_head_block,
-        )  # fmt: skip
+            shapes,
+            k_chunk_size,
+            rounds,
+            fp32_dest_acc=fp32_dest_acc,
+            masked=masked,
+            k_head_block=k_head_block,
+            v_head_block=v_head_block,
+        )
 
     # K blocks narrower than the head keep the scores of all PNHt row blocks in DST while they arrive. MLA copies V
     # out of whole K rows, so its K is never split.

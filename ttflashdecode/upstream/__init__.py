@@ -57,11 +57,25 @@ last_run: UpstreamResult | None = None
 
 
 def scaled_dot_product_attention_decode(
-    q, k, v, *, is_causal: bool = True, attn_mask=None, cur_pos=None, cur_pos_tensor=None, scale: float | None = None,
-    sliding_window_size: int | None = None, attention_sink=None, share_cache: bool = False, program_config=None,
-    compute_kernel_config=None, memory_config=None, output_tensor=None, dtype=None,
+    q,
+    k,
+    v,
+    *,
+    is_causal: bool = True,
+    attn_mask=None,
+    cur_pos=None,
+    cur_pos_tensor=None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    attention_sink=None,
+    share_cache: bool = False,
+    program_config=None,
+    compute_kernel_config=None,
+    memory_config=None,
+    output_tensor=None,
+    dtype=None,
     validate_device_tensors: bool = False,
-):  # fmt: skip
+):
     """Upstream's ``ttnn.transformer.scaled_dot_product_attention_decode``, its kernels and its factory's program.
 
     q ``[1, b, n_q_heads, d]`` bfloat16 TILE DRAM; k ``[b, n_kv_heads, s, d]`` and v ``[b, n_kv_heads, s, d_v]``
@@ -96,11 +110,27 @@ def scaled_dot_product_attention_decode(
 
 
 def paged_scaled_dot_product_attention_decode(
-    q, k, v, page_table_tensor, *, is_causal: bool = True, attn_mask=None, cur_pos=None, cur_pos_tensor=None,
-    scale: float | None = None, sliding_window_size: int | None = None, attention_sink=None, share_cache: bool = False,
-    program_config=None, compute_kernel_config=None, memory_config=None, output_tensor=None, dtype=None,
-    validate_device_tensors: bool = False, spec_multi_pos_tiles: int = 0,
-):  # fmt: skip
+    q,
+    k,
+    v,
+    page_table_tensor,
+    *,
+    is_causal: bool = True,
+    attn_mask=None,
+    cur_pos=None,
+    cur_pos_tensor=None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    attention_sink=None,
+    share_cache: bool = False,
+    program_config=None,
+    compute_kernel_config=None,
+    memory_config=None,
+    output_tensor=None,
+    dtype=None,
+    validate_device_tensors: bool = False,
+    spec_multi_pos_tiles: int = 0,
+):
     """Upstream's paged decode: k/v ``[num_blocks, n_kv_heads, block_size, d]`` (block_size a multiple of 32),
     ``page_table_tensor`` int32 ``[b, max_blocks_per_user]`` (device ROW_MAJOR DRAM, or torch: checked against
     num_blocks and uploaded). ``spec_multi_pos_tiles = Tg > 0``: q ``[1, b, Tg * 32, d]``, candidate j of batch row r
@@ -109,54 +139,130 @@ def paged_scaled_dot_product_attention_decode(
     all its candidates. Every other argument as in :func:`scaled_dot_product_attention_decode`."""
     if page_table_tensor is None:
         raise ValueError("page_table_tensor: required for paged decode (int32 [b, max_blocks_per_user])")
-    return _decode(q, k, v, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
-                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
-                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
-                   spec_multi_pos_tiles=spec_multi_pos_tiles)  # fmt: skip
+    return _decode(
+        q,
+        k,
+        v,
+        page_table_tensor,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
+        spec_multi_pos_tiles=spec_multi_pos_tiles,
+    )
 
 
 def flash_multi_latent_attention_decode(
-    q, k, head_dim_v: int | None = None, *, is_causal: bool = True, attn_mask=None, cur_pos=None, cur_pos_tensor=None,
-    scale: float | None = None, sliding_window_size: int | None = None, attention_sink=None,
-    share_cache: bool = False, program_config=None, compute_kernel_config=None, memory_config=None,
-    output_tensor=None, dtype=None, validate_device_tensors: bool = False,
-):  # fmt: skip
+    q,
+    k,
+    head_dim_v: int | None = None,
+    *,
+    is_causal: bool = True,
+    attn_mask=None,
+    cur_pos=None,
+    cur_pos_tensor=None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    attention_sink=None,
+    share_cache: bool = False,
+    program_config=None,
+    compute_kernel_config=None,
+    memory_config=None,
+    output_tensor=None,
+    dtype=None,
+    validate_device_tensors: bool = False,
+):
     """Upstream's ``ttnn.transformer.flash_multi_latent_attention_decode``: k is the latent cache ``[b, n_kv_heads,
     s, d]`` and V its first ``head_dim_v`` columns (a multiple of 32, at most d), read out of each K chunk already in
     L1 (the reader's ``reuse_k``), so the cache is read once. Output ``[1, b, n_q_heads, head_dim_v]``. Every other
     argument as in :func:`scaled_dot_product_attention_decode`."""
-    return _decode(q, k, None, None, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
-                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
-                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
-                   head_dim_v=_require_head_dim_v(head_dim_v))  # fmt: skip
+    return _decode(
+        q,
+        k,
+        None,
+        None,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
+        head_dim_v=_require_head_dim_v(head_dim_v),
+    )
 
 
 def paged_flash_multi_latent_attention_decode(
-    q, k, page_table_tensor=None, head_dim_v: int | None = None, *, is_causal: bool = True, attn_mask=None,
-    cur_pos=None, cur_pos_tensor=None, scale: float | None = None, sliding_window_size: int | None = None,
-    attention_sink=None, share_cache: bool = False, program_config=None, compute_kernel_config=None,
-    memory_config=None, output_tensor=None, dtype=None, validate_device_tensors: bool = False,
-):  # fmt: skip
+    q,
+    k,
+    page_table_tensor=None,
+    head_dim_v: int | None = None,
+    *,
+    is_causal: bool = True,
+    attn_mask=None,
+    cur_pos=None,
+    cur_pos_tensor=None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    attention_sink=None,
+    share_cache: bool = False,
+    program_config=None,
+    compute_kernel_config=None,
+    memory_config=None,
+    output_tensor=None,
+    dtype=None,
+    validate_device_tensors: bool = False,
+):
     """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
     d]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
     if page_table_tensor is None:
         raise ValueError("page_table_tensor: required for paged decode (int32 [b, max_blocks_per_user])")
-    return _decode(q, k, None, page_table_tensor, is_causal=is_causal, attn_mask=attn_mask, cur_pos=cur_pos,
-                   cur_pos_tensor=cur_pos_tensor, scale=scale, sliding_window_size=sliding_window_size,
-                   attention_sink=attention_sink, share_cache=share_cache, program_config=program_config,
-                   compute_kernel_config=compute_kernel_config, memory_config=memory_config,
-                   output_tensor=output_tensor, dtype=dtype, validate_device_tensors=validate_device_tensors,
-                   head_dim_v=_require_head_dim_v(head_dim_v))  # fmt: skip
+    return _decode(
+        q,
+        k,
+        None,
+        page_table_tensor,
+        is_causal=is_causal,
+        attn_mask=attn_mask,
+        cur_pos=cur_pos,
+        cur_pos_tensor=cur_pos_tensor,
+        scale=scale,
+        sliding_window_size=sliding_window_size,
+        attention_sink=attention_sink,
+        share_cache=share_cache,
+        program_config=program_config,
+        compute_kernel_config=compute_kernel_config,
+        memory_config=memory_config,
+        output_tensor=output_tensor,
+        dtype=dtype,
+        validate_device_tensors=validate_device_tensors,
+        head_dim_v=_require_head_dim_v(head_dim_v),
+    )
 
 
 def _require_head_dim_v(head_dim_v) -> int:
     if isinstance(head_dim_v, bool) or not isinstance(head_dim_v, int) or head_dim_v <= 0 or head_dim_v % 32:
-        raise ValueError(f"head_dim_v={head_dim_v!r}: multi-latent attention needs V's head dim, a positive multiple "
-                         "of 32 (upstream: 'Must provide head_dim_v for multi-latent attention decode')")  # fmt: skip
+        raise ValueError(
+            f"head_dim_v={head_dim_v!r}: multi-latent attention needs V's head dim, a positive multiple "
+            "of 32 (upstream: 'Must provide head_dim_v for multi-latent attention decode')"
+        )
     return head_dim_v
 
 
@@ -185,8 +291,12 @@ def _compute_settings(config) -> _Compute:
         name = "HiFi2"
     if name not in ("LoFi", "HiFi2", "HiFi3", "HiFi4"):
         raise ValueError(f"compute_kernel_config.math_fidelity={fidelity!r}: expected LoFi, HiFi2, HiFi3 or HiFi4")
-    return _Compute(name, bool(config.math_approx_mode), bool(config.fp32_dest_acc_en),
-                    bool(getattr(config, "dst_full_sync_en", False)))  # fmt: skip
+    return _Compute(
+        name,
+        bool(config.math_approx_mode),
+        bool(config.fp32_dest_acc_en),
+        bool(getattr(config, "dst_full_sync_en", False)),
+    )
 
 
 @dataclass(frozen=True)
@@ -202,19 +312,25 @@ def _program_config(config, device_grid: tuple[int, int]) -> _Config:
         return _Config(device_grid, 0, True, None)
     grid = getattr(config, "compute_with_storage_grid_size", None)
     if grid is None:
-        raise TypeError(f"program_config={config!r}: expected ttnn.SDPAProgramConfig, ttflashdecode ProgramConfig "
-                        "or None")  # fmt: skip
+        raise TypeError(
+            f"program_config={config!r}: expected ttnn.SDPAProgramConfig, ttflashdecode ProgramConfig or None"
+        )
     gx, gy = (int(grid.x), int(grid.y)) if hasattr(grid, "x") else (int(grid[0]), int(grid[1]))
     if not (0 < gx <= device_grid[0] and 0 < gy <= device_grid[1]):
-        raise ValueError(f"program_config.compute_with_storage_grid_size=({gx}, {gy}): must fit the device's "
-                         f"{device_grid[0]}x{device_grid[1]} compute grid")  # fmt: skip
+        raise ValueError(
+            f"program_config.compute_with_storage_grid_size=({gx}, {gy}): must fit the device's "
+            f"{device_grid[0]}x{device_grid[1]} compute grid"
+        )
     if getattr(config, "sub_core_grids", None) is not None:
-        raise ValueError("program_config.sub_core_grids: not supported by ttflashdecode.upstream (sub-core grids need "
-                         "a sharded Q or output)")  # fmt: skip
+        raise ValueError(
+            "program_config.sub_core_grids: not supported by ttflashdecode.upstream (sub-core grids need "
+            "a sharded Q or output)"
+        )
     k_chunk = int(config.k_chunk_size)
     if k_chunk < 0 or (k_chunk and (k_chunk % 32 or k_chunk & (k_chunk - 1))):
-        raise ValueError(f"program_config.k_chunk_size={k_chunk}: upstream needs 0 or a power of two that is a "
-                         "multiple of 32")  # fmt: skip
+        raise ValueError(
+            f"program_config.k_chunk_size={k_chunk}: upstream needs 0 or a power of two that is a multiple of 32"
+        )
     approx = getattr(config, "exp_approx_mode", None)
     max_cores = int(config.max_cores_per_head_batch)
     if max_cores <= 0:
@@ -228,30 +344,55 @@ def _upload_int32(backend: Backend, values, shape: list[int]):
     return backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
 
-def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tensor, scale, sliding_window_size,
-            attention_sink, share_cache, program_config, compute_kernel_config, memory_config, output_tensor, dtype,
-            validate_device_tensors, head_dim_v: int | None = None, spec_multi_pos_tiles: int = 0):  # fmt: skip
+def _decode(
+    q,
+    k,
+    v,
+    page_table,
+    *,
+    is_causal,
+    attn_mask,
+    cur_pos,
+    cur_pos_tensor,
+    scale,
+    sliding_window_size,
+    attention_sink,
+    share_cache,
+    program_config,
+    compute_kernel_config,
+    memory_config,
+    output_tensor,
+    dtype,
+    validate_device_tensors,
+    head_dim_v: int | None = None,
+    spec_multi_pos_tiles: int = 0,
+):
     global last_run
     ttnn = import_ttnn()
     q_shape = check_device_tensor("q", q, 4, ("bfloat16",))
     backend = backend_of(q)
     if backend.num_chips != 1:
-        raise ValueError(f"q: lives on a {backend.num_chips}-chip mesh; ttflashdecode.upstream runs upstream's "
-                         "single-chip program (pass one chip's tensors)")  # fmt: skip
+        raise ValueError(
+            f"q: lives on a {backend.num_chips}-chip mesh; ttflashdecode.upstream runs upstream's "
+            "single-chip program (pass one chip's tensors)"
+        )
     device = backend.device
     is_causal = check_bool("is_causal", is_causal)
     share_cache = check_bool("share_cache", share_cache)
     validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
     if q_shape[0] != 1:
-        raise ValueError(f"q: upstream decodes one token per user, expected shape [1, b, n_q_heads, d], got "
-                         f"{list(q_shape)}")  # fmt: skip
+        raise ValueError(
+            f"q: upstream decodes one token per user, expected shape [1, b, n_q_heads, d], got {list(q_shape)}"
+        )
     _, batch, n_q_heads, head_dim = q_shape
     tg = spec_multi_pos_tiles
     if isinstance(tg, bool) or not isinstance(tg, int) or tg < 0:
         raise ValueError(f"spec_multi_pos_tiles={tg!r}: expected an int >= 0 (0: off)")
     if tg and n_q_heads != 32 * tg:
-        raise ValueError(f"q: spec_multi_pos_tiles={tg} needs {32 * tg} rows per batch row (one 32-row tile per "
-                         f"candidate), got shape {list(q_shape)}")  # fmt: skip
+        raise ValueError(
+            f"q: spec_multi_pos_tiles={tg} needs {32 * tg} rows per batch row (one 32-row tile per "
+            f"candidate), got shape {list(q_shape)}"
+        )
     k_shape = check_device_tensor("k", k, 4, KV_DTYPES, device=device)
     if head_dim_v is not None:  # MLA: V is K's first head_dim_v columns
         if head_dim_v > k_shape[3]:
@@ -270,23 +411,29 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
         raise ValueError(f"q: n_q_heads={n_q_heads} must be a multiple of k's n_kv_heads={n_kv_heads}")
     paged = page_table is not None
     if paged and share_cache:
-        raise ValueError("share_cache=True: upstream does not support cache sharing with paged attention (give every "
-                         "user a page-table row pointing at the shared blocks instead)")  # fmt: skip
+        raise ValueError(
+            "share_cache=True: upstream does not support cache sharing with paged attention (give every "
+            "user a page-table row pointing at the shared blocks instead)"
+        )
     if paged:
         block_size = k_shape[2]
         if block_size % 32:
             raise ValueError(f"k: block_size={block_size} must be a multiple of 32")
         if isinstance(page_table, torch.Tensor):
             if page_table.dim() != 2 or page_table.shape[0] != batch:
-                raise ValueError(f"page_table_tensor: expected shape [{batch}, max_blocks_per_user], got "
-                                 f"{list(page_table.shape)}")  # fmt: skip
-            rows = [int_list("page_table_tensor", r, page_table.shape[1], 0, kv_batch, f"num_blocks={kv_batch}")
-                    for r in page_table]  # fmt: skip
+                raise ValueError(
+                    f"page_table_tensor: expected shape [{batch}, max_blocks_per_user], got {list(page_table.shape)}"
+                )
+            rows = [
+                int_list("page_table_tensor", r, page_table.shape[1], 0, kv_batch, f"num_blocks={kv_batch}")
+                for r in page_table
+            ]
             max_blocks = page_table.shape[1]
         else:
             # Upstream: "page_table tensor must have INT32 dtype" (uint16 only for its sharded form).
-            pt_shape = check_device_tensor("page_table_tensor", page_table, 2, ("int32",), layout="ROW_MAJOR",
-                                           device=device)  # fmt: skip
+            pt_shape = check_device_tensor(
+                "page_table_tensor", page_table, 2, ("int32",), layout="ROW_MAJOR", device=device
+            )
             if pt_shape[0] != batch:
                 raise ValueError(f"page_table_tensor: expected {batch} rows (one per user), got shape {list(pt_shape)}")
             rows, max_blocks = None, pt_shape[1]
@@ -296,17 +443,20 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
         if kv_len % 32:
             raise ValueError(f"k: kv_len={kv_len} must be a multiple of 32")
         if kv_batch != batch and not (share_cache and batch % kv_batch == 0):
-            raise ValueError(f"k: batch {kv_batch} != q's {batch} (with share_cache=True q's batch must be a "
-                             "multiple of k's)")  # fmt: skip
+            raise ValueError(
+                f"k: batch {kv_batch} != q's {batch} (with share_cache=True q's batch must be a multiple of k's)"
+            )
     n_positions = batch * tg if tg else batch
     positions = _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, n_positions, kv_len, device)
     if tg and positions is not None:
         for r in range(batch):
             group = positions[r * tg : (r + 1) * tg]
             if group != sorted(group) or (-1 in group and set(group) != {-1}):
-                raise ValueError(f"cur_pos_tensor[{r * tg}:{(r + 1) * tg}]={group}: spec_multi_pos_tiles={tg} needs "
-                                 "each batch row's candidate bounds non-decreasing (the reader scans up to the last "
-                                 "one), and -1 only for a whole row")  # fmt: skip
+                raise ValueError(
+                    f"cur_pos_tensor[{r * tg}:{(r + 1) * tg}]={group}: spec_multi_pos_tiles={tg} needs "
+                    "each batch row's candidate bounds non-decreasing (the reader scans up to the last "
+                    "one), and -1 only for a whole row"
+                )
     window = check_sliding_window(sliding_window_size, is_causal)
     scale = check_scale(scale)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
@@ -314,16 +464,18 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
     if attn_mask is not None:
         m_shape = check_device_tensor("attn_mask", attn_mask, 4, ("bfloat16", "bfloat8_b"), device=device)
         if m_shape[0] not in (1, batch) or m_shape[1:] != (1, n_q_heads, kv_len):
-            raise ValueError(f"attn_mask: expected shape [{batch} or 1, 1, {n_q_heads}, {kv_len}], got "
-                             f"{list(m_shape)}")  # fmt: skip
+            raise ValueError(f"attn_mask: expected shape [{batch} or 1, 1, {n_q_heads}, {kv_len}], got {list(m_shape)}")
         mask_batch = m_shape[0]
     if attention_sink is not None:
-        s_shape = check_device_tensor("attention_sink", attention_sink, len(attention_sink.shape), ("bfloat16",),
-                                      device=device)  # fmt: skip
+        s_shape = check_device_tensor(
+            "attention_sink", attention_sink, len(attention_sink.shape), ("bfloat16",), device=device
+        )
         rows_needed = 32 * -(-n_q_heads // 32)
         if len(s_shape) < 2 or s_shape[-1] != 32 or s_shape[-2] < rows_needed or math.prod(s_shape[:-2]) != 1:
-            raise ValueError(f"attention_sink: expected upstream's form [{rows_needed}, 32] (head h's logit at row h, "
-                             f"column 0), got {list(s_shape)}")  # fmt: skip
+            raise ValueError(
+                f"attention_sink: expected upstream's form [{rows_needed}, 32] (head h's logit at row h, "
+                f"column 0), got {list(s_shape)}"
+            )
     if dtype is not None and dtype != ttnn.bfloat16:
         raise ValueError(f"dtype={dtype}: upstream's decode output is bfloat16")
     if memory_config is not None and memory_config != ttnn.DRAM_MEMORY_CONFIG:
@@ -336,27 +488,47 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
     compute = _compute_settings(compute_kernel_config)
     config = _program_config(program_config, backend.grid())
     if paged and not is_causal and program_config is not None and config.k_chunk_size == 0:
-        raise ValueError("program_config.k_chunk_size=0: paged non-causal decode needs a positive k_chunk_size "
-                         "(upstream: 'Must provide k_chunk_size if non-causal!')")  # fmt: skip
+        raise ValueError(
+            "program_config.k_chunk_size=0: paged non-causal decode needs a positive k_chunk_size "
+            "(upstream: 'Must provide k_chunk_size if non-causal!')"
+        )
     k_chunk = default_k_chunk_size(kv_len, paged=paged, is_causal=is_causal, config_k_chunk_size=config.k_chunk_size)
     if attn_mask is not None and (k_chunk == 0 or kv_len % k_chunk):
-        raise ValueError(f"attn_mask: kv_len={kv_len} must be a multiple of k_chunk_size={k_chunk} (upstream reads "
-                         "the mask in whole chunks)")  # fmt: skip
+        raise ValueError(
+            f"attn_mask: kv_len={kv_len} must be a multiple of k_chunk_size={k_chunk} (upstream reads "
+            "the mask in whole chunks)"
+        )
     grid = config.grid
     decode_plan = plan_sdpa_decode(
-        batch=batch, num_q_heads=n_q_heads, num_kv_heads=n_kv_heads, kv_len=kv_len, head_dim=head_dim,
-        head_dim_v=v_shape[3], kv_batch=kv_batch, mask_batch=mask_batch, is_paged=paged, block_size=block_size,
-        is_causal=is_causal, use_cur_pos_tensor=is_causal and cur_pos_tensor is not None,
-        use_attention_mask=attn_mask is not None, use_attention_sink=attention_sink is not None,
-        sliding_window_size=window, k_chunk_size=k_chunk, grid=grid,
+        batch=batch,
+        num_q_heads=n_q_heads,
+        num_kv_heads=n_kv_heads,
+        kv_len=kv_len,
+        head_dim=head_dim,
+        head_dim_v=v_shape[3],
+        kv_batch=kv_batch,
+        mask_batch=mask_batch,
+        is_paged=paged,
+        block_size=block_size,
+        is_causal=is_causal,
+        use_cur_pos_tensor=is_causal and cur_pos_tensor is not None,
+        use_attention_mask=attn_mask is not None,
+        use_attention_sink=attention_sink is not None,
+        sliding_window_size=window,
+        k_chunk_size=k_chunk,
+        grid=grid,
         max_cores_per_head=grid[0] * grid[1] if config.max_cores_per_head is None else config.max_cores_per_head,
-        q_is_bfloat16=True, math_fidelity=compute.math_fidelity, math_approx_mode=compute.math_approx_mode,
-        fp32_dest_acc_en=compute.fp32_dest_acc_en, dst_full_sync_en=compute.dst_full_sync_en,
-        exp_approx_mode=config.exp_approx_mode, use_mla=head_dim_v is not None, spec_multi_pos_tiles=tg,
-    )  # fmt: skip
+        q_is_bfloat16=True,
+        math_fidelity=compute.math_fidelity,
+        math_approx_mode=compute.math_approx_mode,
+        fp32_dest_acc_en=compute.fp32_dest_acc_en,
+        dst_full_sync_en=compute.dst_full_sync_en,
+        exp_approx_mode=config.exp_approx_mode,
+        use_mla=head_dim_v is not None,
+        spec_multi_pos_tiles=tg,
+    )
     if validate_device_tensors:
-        _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, kv_batch,
-                             tg)  # fmt: skip
+        _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, kv_batch, tg)
 
     # Checked and planned: now upload and allocate.
     if is_causal and cur_pos_tensor is not None:
@@ -368,8 +540,16 @@ def _decode(q, k, v, page_table, *, is_causal, attn_mask, cur_pos, cur_pos_tenso
     out = output_tensor
     if out is None:
         out = backend.allocate(list(out_shape), ttnn.bfloat16, ttnn.TILE_LAYOUT)
-    tensors = SdpaDecodeTensors(q=q, k=k, v=v, out=out, cur_pos=cur_pos_tensor if is_causal else None,
-                                page_table=page_table, attn_mask=attn_mask, attention_sink=attention_sink)  # fmt: skip
+    tensors = SdpaDecodeTensors(
+        q=q,
+        k=k,
+        v=v,
+        out=out,
+        cur_pos=cur_pos_tensor if is_causal else None,
+        page_table=page_table,
+        attn_mask=attn_mask,
+        attention_sink=attention_sink,
+    )
     program = build_program(decode_plan, tensors, backend.noc_coord, scale=scale, cur_pos=positions)
     stats = backend.launch(tensors.io_tensors(), program)
     last_run = UpstreamResult(plan=decode_plan, stats=stats)
@@ -388,8 +568,9 @@ def _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, dev
             raise ValueError("cur_pos, cur_pos_tensor: must be None when is_causal=False")
         return None
     if cur_pos_tensor is not None and not isinstance(cur_pos_tensor, torch.Tensor):
-        shape = check_device_tensor("cur_pos_tensor", cur_pos_tensor, 1, ("int32",), layout="ROW_MAJOR",
-                                    device=device)  # upstream: cur_pos_tensor.dtype() == DataType::INT32  # fmt: skip
+        shape = check_device_tensor(
+            "cur_pos_tensor", cur_pos_tensor, 1, ("int32",), layout="ROW_MAJOR", device=device
+        )  # upstream: cur_pos_tensor.dtype() == DataType::INT32
         if shape != (batch,):
             raise ValueError(f"cur_pos_tensor: expected shape [{batch}] (one position per user), got {list(shape)}")
         return None
@@ -397,14 +578,21 @@ def _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, dev
         # Upstream passes list positions as runtime args, where UINT32_MAX means "read cur_pos_tensor": a -1 in the
         # list would send the kernels to a CB that does not exist. Users are skipped through cur_pos_tensor only.
         values = host_int_values("cur_pos", cur_pos, batch, "one position per user")
-        return int_list("cur_pos", values, batch, 0, kv_len,
-                        f"kv_len={kv_len}; upstream skips a user only through cur_pos_tensor (-1 there)")  # fmt: skip
+        return int_list(
+            "cur_pos",
+            values,
+            batch,
+            0,
+            kv_len,
+            f"kv_len={kv_len}; upstream skips a user only through cur_pos_tensor (-1 there)",
+        )
     values = host_int_values("cur_pos_tensor", cur_pos_tensor, batch, "one position per user")
     return int_list("cur_pos_tensor", values, batch, -1, kv_len, f"kv_len={kv_len}; -1 skips a user")
 
 
-def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, num_blocks,
-                         tg: int = 0):  # fmt: skip
+def _check_device_values(
+    backend, positions, cur_pos_tensor, rows, page_table, kv_len, block_size, num_blocks, tg: int = 0
+):
     """validate_device_tensors=True: read a device cur_pos_tensor / page table back; upstream's kernels would read
     outside the cache for an out-of-range value. With spec_multi_pos_tiles = tg a page-table row serves tg
     candidates and is read up to the last one's bound."""
@@ -412,8 +600,9 @@ def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, k
         positions = [as_int32(v) for v in backend.to_torch(cur_pos_tensor).flatten().tolist()]
         for b, p in enumerate(positions):
             if p != -1 and not 0 <= p < kv_len:
-                raise ValueError(f"cur_pos_tensor[{b}]={p} (read back from the device): expected -1 or a position "
-                                 f"in [0, {kv_len})")  # fmt: skip
+                raise ValueError(
+                    f"cur_pos_tensor[{b}]={p} (read back from the device): expected -1 or a position in [0, {kv_len})"
+                )
     if tg and positions is not None:
         positions = [positions[r * tg + tg - 1] for r in range(len(positions) // tg)]
     if page_table is not None and rows is None:
@@ -422,8 +611,10 @@ def _check_device_values(backend, positions, cur_pos_tensor, rows, page_table, k
             last = kv_len - 1 if positions is None or positions[b] < 0 else positions[b]
             for j in range(last // block_size + 1 if positions is None or positions[b] >= 0 else 0):
                 if not 0 <= as_int32(row[j]) < num_blocks:
-                    raise ValueError(f"page_table_tensor[{b}, {j}]={as_int32(row[j])} (read back from the device): "
-                                     f"expected a block in [0, {num_blocks})")  # fmt: skip
+                    raise ValueError(
+                        f"page_table_tensor[{b}, {j}]={as_int32(row[j])} (read back from the device): "
+                        f"expected a block in [0, {num_blocks})"
+                    )
 
 
 __all__ = [

@@ -210,12 +210,17 @@ class SdpaDecodePlan:
         log2_dht = int(math.log2(dht))
         if dht != 1 << log2_dht:
             dht, log2_dht = 1, 0
-        defines = [("EXP_APPROX_MODE", str(int(self.exp_approx_mode))), ("DHT_GRANULARITY", str(dht)),
-                   ("LOG2_DHT_GRANULARITY", str(log2_dht))]  # fmt: skip
+        defines = [
+            ("EXP_APPROX_MODE", str(int(self.exp_approx_mode))),
+            ("DHT_GRANULARITY", str(dht)),
+            ("LOG2_DHT_GRANULARITY", str(log2_dht)),
+        ]
         if self.Sk_chunk_t > 0:
-            for name, value in (("SUB_EXP_GRANULARITY", min(self.Sk_chunk_t, self.dst_size)),
-                                ("MUL_BCAST_GRANULARITY", min(self.PNHt * self.Sk_chunk_t, self.dst_size)),
-                                ("STATS_GRANULARITY", min(self.Sk_chunk_t, self.dst_size))):  # fmt: skip
+            for name, value in (
+                ("SUB_EXP_GRANULARITY", min(self.Sk_chunk_t, self.dst_size)),
+                ("MUL_BCAST_GRANULARITY", min(self.PNHt * self.Sk_chunk_t, self.dst_size)),
+                ("STATS_GRANULARITY", min(self.Sk_chunk_t, self.dst_size)),
+            ):
                 log2 = value.bit_length() - 1
                 if value != 1 << log2:
                     raise ValueError(f"{name} ({value}) must be a power of 2 (upstream's factory refuses this shape)")
@@ -238,13 +243,34 @@ class SdpaDecodePlan:
 
 
 def plan_sdpa_decode(
-    *, batch: int, num_q_heads: int, num_kv_heads: int, kv_len: int, head_dim: int, head_dim_v: int, kv_batch: int,
-    mask_batch: int, is_paged: bool, block_size: int, is_causal: bool, use_cur_pos_tensor: bool,
-    use_attention_mask: bool, use_attention_sink: bool, sliding_window_size: int, k_chunk_size: int,
-    grid: tuple[int, int], max_cores_per_head: int, q_is_bfloat16: bool, math_fidelity: str, math_approx_mode: bool,
-    fp32_dest_acc_en: bool, dst_full_sync_en: bool, exp_approx_mode: bool, use_mla: bool = False,
+    *,
+    batch: int,
+    num_q_heads: int,
+    num_kv_heads: int,
+    kv_len: int,
+    head_dim: int,
+    head_dim_v: int,
+    kv_batch: int,
+    mask_batch: int,
+    is_paged: bool,
+    block_size: int,
+    is_causal: bool,
+    use_cur_pos_tensor: bool,
+    use_attention_mask: bool,
+    use_attention_sink: bool,
+    sliding_window_size: int,
+    k_chunk_size: int,
+    grid: tuple[int, int],
+    max_cores_per_head: int,
+    q_is_bfloat16: bool,
+    math_fidelity: str,
+    math_approx_mode: bool,
+    fp32_dest_acc_en: bool,
+    dst_full_sync_en: bool,
+    exp_approx_mode: bool,
+    use_mla: bool = False,
     spec_multi_pos_tiles: int = 0,
-) -> SdpaDecodePlan:  # fmt: skip
+) -> SdpaDecodePlan:
     """The factory's arithmetic for a DRAM-interleaved Q and output (no Q head parallelism, no sub-core grids).
 
     ``kv_len`` is the cache length the kernels see (paged: blocks per user x block size); ``k_chunk_size`` is what the
@@ -265,20 +291,31 @@ def plan_sdpa_decode(
     if spec_multi_pos_tiles:
         # The wheel's checks (its _ttnncpp.so error strings): PNHt == spec_multi_pos_tiles, num_kv_heads == 1, paged,
         # causal, no sliding window, no attention mask, no MLA.
-        problems = [why for bad, why in (
-            (num_q_heads != TILE * spec_multi_pos_tiles, f"Q must have {TILE * spec_multi_pos_tiles} rows per batch "
-                                                         f"(one 32-row tile per candidate), got {num_q_heads}"),
-            (num_kv_heads != 1, f"requires num_kv_heads == 1, got {num_kv_heads}"),
-            (not is_paged, "requires paged attention"), (not is_causal, "requires is_causal"),
-            (sliding_window_size > 0, "is not supported with a sliding window"),
-            (use_attention_mask, "is not supported with an explicit attention mask"),
-            (use_mla, "is not supported with multi-latent attention")) if bad]  # fmt: skip
+        problems = [
+            why
+            for bad, why in (
+                (
+                    num_q_heads != TILE * spec_multi_pos_tiles,
+                    f"Q must have {TILE * spec_multi_pos_tiles} rows per batch "
+                    f"(one 32-row tile per candidate), got {num_q_heads}",
+                ),
+                (num_kv_heads != 1, f"requires num_kv_heads == 1, got {num_kv_heads}"),
+                (not is_paged, "requires paged attention"),
+                (not is_causal, "requires is_causal"),
+                (sliding_window_size > 0, "is not supported with a sliding window"),
+                (use_attention_mask, "is not supported with an explicit attention mask"),
+                (use_mla, "is not supported with multi-latent attention"),
+            )
+            if bad
+        ]
         if problems:
             raise ValueError(f"spec_multi_pos_tiles={spec_multi_pos_tiles}: {problems[0]}")
         if not use_cur_pos_tensor:
-            raise ValueError(f"cur_pos_tensor: spec_multi_pos_tiles={spec_multi_pos_tiles} reads its {batch} x "
-                             f"{spec_multi_pos_tiles} candidate bounds from a cur_pos tensor (the kernels never take "
-                             "them as a list)")  # fmt: skip
+            raise ValueError(
+                f"cur_pos_tensor: spec_multi_pos_tiles={spec_multi_pos_tiles} reads its {batch} x "
+                f"{spec_multi_pos_tiles} candidate bounds from a cur_pos tensor (the kernels never take "
+                "them as a list)"
+            )
 
     # Core allocation: the whole grid is shared evenly between the users, then between their kv heads.
     max_num_cores_for_compute = max_cores_per_head * batch * num_kv_heads
@@ -303,26 +340,57 @@ def plan_sdpa_decode(
         cur_head = (i % num_cores_per_batch) // num_cores_per_head
         cur_batch = i // num_cores_per_batch
         in_reduce = i % num_cores_per_head
-        cores.append(CoreWork(i, (i % gx, i // gx), cur_batch, cur_head, in_reduce, i % num_cores_per_batch,
-                              tree_reduction(in_reduce, num_cores_per_head)))  # fmt: skip
+        cores.append(
+            CoreWork(
+                i,
+                (i % gx, i // gx),
+                cur_batch,
+                cur_head,
+                in_reduce,
+                i % num_cores_per_batch,
+                tree_reduction(in_reduce, num_cores_per_head),
+            )
+        )
     idle = tuple((i % gx, i // gx) for i in range(num_active_cores, num_cores_available))
 
     dst_size = 4 if fp32_dest_acc_en else 8
     return SdpaDecodePlan(
-        B=batch, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads, PNHt=-(-num_q_heads // TILE),
-        St=kv_len // TILE, DHt=head_dim // TILE, vDHt=head_dim_v // TILE, Bkv=kv_batch, Bmask=mask_batch,
-        is_paged=is_paged, page_block_size_t=block_size // TILE if is_paged else 0,
-        original_block_size=block_size if is_paged else 0, is_causal=is_causal,
-        use_cur_pos_tensor=use_cur_pos_tensor, use_attention_mask=use_attention_mask,
-        use_attention_sink=use_attention_sink, sliding_window_size=sliding_window_size, reuse_k=use_mla,
+        B=batch,
+        num_q_heads=num_q_heads,
+        num_kv_heads=num_kv_heads,
+        PNHt=-(-num_q_heads // TILE),
+        St=kv_len // TILE,
+        DHt=head_dim // TILE,
+        vDHt=head_dim_v // TILE,
+        Bkv=kv_batch,
+        Bmask=mask_batch,
+        is_paged=is_paged,
+        page_block_size_t=block_size // TILE if is_paged else 0,
+        original_block_size=block_size if is_paged else 0,
+        is_causal=is_causal,
+        use_cur_pos_tensor=use_cur_pos_tensor,
+        use_attention_mask=use_attention_mask,
+        use_attention_sink=use_attention_sink,
+        sliding_window_size=sliding_window_size,
+        reuse_k=use_mla,
         spec_multi_pos_T=spec_multi_pos_tiles,
-        k_chunk_size=k_chunk_size, max_dynamic_chunk_size=dst_size, grid=(gx, gy),
-        num_cores_per_batch=num_cores_per_batch, num_cores_per_head=num_cores_per_head,
-        num_heads_per_core=num_heads_per_core, num_reducer_cores=num_reducer_cores, num_output_cores=batch,
-        num_active_cores=num_active_cores, cores=tuple(cores), idle_cores=idle, math_fidelity=math_fidelity,
-        math_approx_mode=math_approx_mode, fp32_dest_acc_en=fp32_dest_acc_en, dst_full_sync_en=dst_full_sync_en,
+        k_chunk_size=k_chunk_size,
+        max_dynamic_chunk_size=dst_size,
+        grid=(gx, gy),
+        num_cores_per_batch=num_cores_per_batch,
+        num_cores_per_head=num_cores_per_head,
+        num_heads_per_core=num_heads_per_core,
+        num_reducer_cores=num_reducer_cores,
+        num_output_cores=batch,
+        num_active_cores=num_active_cores,
+        cores=tuple(cores),
+        idle_cores=idle,
+        math_fidelity=math_fidelity,
+        math_approx_mode=math_approx_mode,
+        fp32_dest_acc_en=fp32_dest_acc_en,
+        dst_full_sync_en=dst_full_sync_en,
         exp_approx_mode=exp_approx_mode,
         # 16x32 half tiles for Q, mask and statistics when every head fits in the top 16 rows of a tile (never in
         # spec mode: num_q_heads is then Tg * 32 rows).
         use_half_tile=is_causal and num_q_heads <= 16 and q_is_bfloat16,
-    )  # fmt: skip
+    )

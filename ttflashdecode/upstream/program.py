@@ -26,47 +26,148 @@ REDUCER_SEMAPHORE, OUTPUT_SEMAPHORE, K_MCAST_SEMAPHORE = 0, 1, 2
 # names them, and the reader's TensorAccessorArgs in offset order (``<name>_args``). tests/test_upstream_args.py parses
 # the installed wheel's kernels and checks these lists (and the runtime-arg lists below) against them.
 READER_CT_NAMES = (
-    "B", "PNHt", "St", "DHt", "vDHt", "Sk_chunk_t", "num_cores", "is_q_sharded", "index_stick_size_B",
-    "is_paged_attention", "num_kv_heads", "block_size_t", "Bkv", "q_heads_parallel_factor", "num_cores_per_head",
-    "num_heads_per_core", "num_output_cores", "is_causal", "use_attention_mask", "use_attention_sink",
-    "max_dynamic_chunk_size", "tilize_q", "reuse_k", "use_half_tile", "q_chunk_size_bytes",
-    "is_cur_pos_tensor_sharded", "is_page_table_sharded", "q_page_size_bytes", "sliding_window_size",
-    "original_block_size", "k_mcast_semaphore_id", "q_locally_available", "use_k_mcast", "Bmask", "capacity_t",
+    "B",
+    "PNHt",
+    "St",
+    "DHt",
+    "vDHt",
+    "Sk_chunk_t",
+    "num_cores",
+    "is_q_sharded",
+    "index_stick_size_B",
+    "is_paged_attention",
+    "num_kv_heads",
+    "block_size_t",
+    "Bkv",
+    "q_heads_parallel_factor",
+    "num_cores_per_head",
+    "num_heads_per_core",
+    "num_output_cores",
+    "is_causal",
+    "use_attention_mask",
+    "use_attention_sink",
+    "max_dynamic_chunk_size",
+    "tilize_q",
+    "reuse_k",
+    "use_half_tile",
+    "q_chunk_size_bytes",
+    "is_cur_pos_tensor_sharded",
+    "is_page_table_sharded",
+    "q_page_size_bytes",
+    "sliding_window_size",
+    "original_block_size",
+    "k_mcast_semaphore_id",
+    "q_locally_available",
+    "use_k_mcast",
+    "Bmask",
+    "capacity_t",
     "spec_multi_pos_T",
-)  # fmt: skip
+)
 READER_ACCESSOR_NAMES = ("q", "k", "v", "mask", "pos", "page_table", "attention_sink")
 WRITER_CT_NAMES = (
-    "PNHt", "St", "vDHt", "Sk_chunk_t", "identity_scalar_packed", "num_cores_per_batch", "num_cores",
-    "reducer_semaphore_id", "output_semaphore_id", "is_out_sharded", "num_q_heads", "num_kv_heads",
-    "num_cores_per_head", "num_heads_per_core", "num_reducer_cores", "num_output_cores", "ELEMENT_SIZE", "is_causal",
-    "max_dynamic_chunk_size", "q_heads_parallel_factor", "sliding_window_size", "original_block_size",
+    "PNHt",
+    "St",
+    "vDHt",
+    "Sk_chunk_t",
+    "identity_scalar_packed",
+    "num_cores_per_batch",
+    "num_cores",
+    "reducer_semaphore_id",
+    "output_semaphore_id",
+    "is_out_sharded",
+    "num_q_heads",
+    "num_kv_heads",
+    "num_cores_per_head",
+    "num_heads_per_core",
+    "num_reducer_cores",
+    "num_output_cores",
+    "ELEMENT_SIZE",
+    "is_causal",
+    "max_dynamic_chunk_size",
+    "q_heads_parallel_factor",
+    "sliding_window_size",
+    "original_block_size",
     "spec_multi_pos_T",
-)  # fmt: skip
+)
 COMPUTE_CT_NAMES = (
-    "St", "DHt", "vDHt", "Sq_chunk_t", "Sk_chunk_t", "qk_in0_block_w", "qk_subblock_w", "qk_subblock_h",
-    "qk_in0_num_subblocks", "qk_in1_num_subblocks", "out_in0_block_w", "out_subblock_w", "out_subblock_h",
-    "out_in0_num_subblocks", "out_in1_num_subblocks", "num_cores_per_head", "num_heads_per_core", "is_causal",
-    "use_attention_mask", "use_attention_sink", "max_dynamic_chunk_size", "tilize_q", "q_heads_parallel_factor",
-    "use_half_tile", "scale_fp32", "sliding_window_size", "original_block_size", "spec_multi_pos_T",
-)  # fmt: skip
+    "St",
+    "DHt",
+    "vDHt",
+    "Sq_chunk_t",
+    "Sk_chunk_t",
+    "qk_in0_block_w",
+    "qk_subblock_w",
+    "qk_subblock_h",
+    "qk_in0_num_subblocks",
+    "qk_in1_num_subblocks",
+    "out_in0_block_w",
+    "out_subblock_w",
+    "out_subblock_h",
+    "out_in0_num_subblocks",
+    "out_in1_num_subblocks",
+    "num_cores_per_head",
+    "num_heads_per_core",
+    "is_causal",
+    "use_attention_mask",
+    "use_attention_sink",
+    "max_dynamic_chunk_size",
+    "tilize_q",
+    "q_heads_parallel_factor",
+    "use_half_tile",
+    "scale_fp32",
+    "sliding_window_size",
+    "original_block_size",
+    "spec_multi_pos_T",
+)
 # Runtime args before the per-core coordinate arrays, in get_arg_val order (the writer's and compute's
 # children_per_round[r] entries follow their fixed part, MAX_TREE_REDUCTION_ROUNDS of them).
 READER_RT_NAMES = (
-    "q_addr", "k_addr", "v_addr", "pos_addr", "page_table_addr", "mask_addr", "attention_sink_addr",
-    "page_table_page_size", "is_output_core", "cur_head_group", "cur_batch", "core_num_in_reduce", "cur_pos_arg",
-    "do_k_mcast", "mcast_x", "mcast_y0", "mcast_y1", "num_dests",
-)  # fmt: skip
-WRITER_RT_NAMES = ("out_addr", "do_output", "cur_head_group", "cur_batch", "core_num_in_reduce", "cur_pos_arg",
-                   "is_tree_root", "parent_core_in_group", "send_at_round")  # fmt: skip
-COMPUTE_RT_NAMES = ("do_reduce", "cur_batch", "core_num_in_reduce", "cur_pos_arg", "is_tree_root",
-                    "parent_core_in_group")  # fmt: skip
+    "q_addr",
+    "k_addr",
+    "v_addr",
+    "pos_addr",
+    "page_table_addr",
+    "mask_addr",
+    "attention_sink_addr",
+    "page_table_page_size",
+    "is_output_core",
+    "cur_head_group",
+    "cur_batch",
+    "core_num_in_reduce",
+    "cur_pos_arg",
+    "do_k_mcast",
+    "mcast_x",
+    "mcast_y0",
+    "mcast_y1",
+    "num_dests",
+)
+WRITER_RT_NAMES = (
+    "out_addr",
+    "do_output",
+    "cur_head_group",
+    "cur_batch",
+    "core_num_in_reduce",
+    "cur_pos_arg",
+    "is_tree_root",
+    "parent_core_in_group",
+    "send_at_round",
+)
+COMPUTE_RT_NAMES = (
+    "do_reduce",
+    "cur_batch",
+    "core_num_in_reduce",
+    "cur_pos_arg",
+    "is_tree_root",
+    "parent_core_in_group",
+)
 
 
 def named_args(names: tuple[str, ...], values: dict[str, int]) -> list[int]:
     """``values`` in the order of ``names``; a name missing or extra is a bug in this module, raised at once."""
     if set(values) != set(names):
-        raise AssertionError(f"upstream args: missing {sorted(set(names) - set(values))}, "
-                             f"unknown {sorted(set(values) - set(names))}")  # fmt: skip
+        raise AssertionError(
+            f"upstream args: missing {sorted(set(names) - set(values))}, unknown {sorted(set(values) - set(names))}"
+        )
     return [int(values[n]) for n in names]
 
 
@@ -117,8 +218,9 @@ def _address(tensor) -> int:
     return 0 if tensor is None else int(tensor.buffer_address())
 
 
-def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *, scale: float,
-                  cur_pos: list[int] | None):  # fmt: skip
+def build_program(
+    plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *, scale: float, cur_pos: list[int] | None
+):
     """The ProgramDescriptor for ``plan`` over ``tensors``. ``noc_coord(logical core) -> (x, y)`` gives the NOC
     coordinates kernels address a core by; ``cur_pos`` the host positions (None with a cur_pos tensor or non-causal)."""
     ttnn = import_ttnn()
@@ -156,8 +258,12 @@ def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *
     cbs = []
 
     def add_cb(index: int, num_pages: int, dtype, page_size: int, tile=None) -> None:
-        fmt = ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page_size,
-                                      tile=None if tile is None else ttnn.TileDescriptor(tile))  # fmt: skip
+        fmt = ttnn.CBFormatDescriptor(
+            buffer_index=index,
+            data_format=dtype,
+            page_size=page_size,
+            tile=None if tile is None else ttnn.TileDescriptor(tile),
+        )
         cbs.append(ttnn.CBDescriptor(total_size=num_pages * page_size, core_ranges=grid, format_descriptors=[fmt]))
 
     # In the factory's creation order.
@@ -197,66 +303,144 @@ def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *
         add_cb(19, p.intermed_output_tiles, stats_dtype, stats_tile_size, stats_tile)  # cb_intermed_out (children)
     add_cb(20, out_tiles, out_dtype, out_tile_size, full)  # cb_out
 
-    semaphores = [ttnn.SemaphoreDescriptor(id=i, core_type=ttnn.CoreType.WORKER, core_ranges=grid, initial_value=0)
-                  for i in (REDUCER_SEMAPHORE, OUTPUT_SEMAPHORE, K_MCAST_SEMAPHORE)]  # fmt: skip
+    semaphores = [
+        ttnn.SemaphoreDescriptor(id=i, core_type=ttnn.CoreType.WORKER, core_ranges=grid, initial_value=0)
+        for i in (REDUCER_SEMAPHORE, OUTPUT_SEMAPHORE, K_MCAST_SEMAPHORE)
+    ]
 
     # ---- compile-time args (reader_decode_all.cpp 0..35, writer_decode_all.cpp 0..22, sdpa_flash_decode.cpp 0..27),
     # each under the name the wheel's kernel gives it (tests/test_upstream_args.py parses the kernels and compares).
     q_chunk_size_bytes = q_tiles * q_tile_size  # Q is tiled: read as q_tile_size pages
-    reader_ct = named_args(READER_CT_NAMES, {
-        "B": p.B, "PNHt": p.PNHt, "St": p.St, "DHt": p.DHt, "vDHt": p.vDHt, "Sk_chunk_t": p.Sk_chunk_t,
-        "num_cores": p.num_active_cores, "is_q_sharded": 0, "index_stick_size_B": cur_pos_stick,
-        "is_paged_attention": int(p.is_paged), "num_kv_heads": p.num_kv_heads, "block_size_t": p.page_block_size_t,
-        "Bkv": p.Bkv, "q_heads_parallel_factor": 1, "num_cores_per_head": p.num_cores_per_head,
-        "num_heads_per_core": p.num_heads_per_core, "num_output_cores": p.num_output_cores,
-        "is_causal": int(p.is_causal), "use_attention_mask": int(p.use_attention_mask),
-        "use_attention_sink": int(p.use_attention_sink), "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
-        "tilize_q": 0,  # Q is TILE
-        "reuse_k": int(p.reuse_k), "use_half_tile": int(p.use_half_tile), "q_chunk_size_bytes": q_chunk_size_bytes,
-        "is_cur_pos_tensor_sharded": 0, "is_page_table_sharded": 0,
-        "q_page_size_bytes": tile_bytes(full, q_dtype),  # Q's DRAM page is a full tile
-        "sliding_window_size": p.sliding_window_size, "original_block_size": p.original_block_size,
-        "k_mcast_semaphore_id": K_MCAST_SEMAPHORE,
-        # Q read from DRAM and no K multicast: both come with a height-sharded MLA Q (column-major groups) only.
-        "q_locally_available": 0, "use_k_mcast": 0,
-        "Bmask": p.Bmask, "capacity_t": 0,  # 0: unbounded cache
-        "spec_multi_pos_T": p.spec_multi_pos_T,
-    })  # fmt: skip
-    accessors = {"q": tensors.q, "k": tensors.k, "v": v_tensor, "mask": tensors.attn_mask, "pos": tensors.cur_pos,
-                 "page_table": tensors.page_table, "attention_sink": tensors.attention_sink}  # fmt: skip
+    reader_ct = named_args(
+        READER_CT_NAMES,
+        {
+            "B": p.B,
+            "PNHt": p.PNHt,
+            "St": p.St,
+            "DHt": p.DHt,
+            "vDHt": p.vDHt,
+            "Sk_chunk_t": p.Sk_chunk_t,
+            "num_cores": p.num_active_cores,
+            "is_q_sharded": 0,
+            "index_stick_size_B": cur_pos_stick,
+            "is_paged_attention": int(p.is_paged),
+            "num_kv_heads": p.num_kv_heads,
+            "block_size_t": p.page_block_size_t,
+            "Bkv": p.Bkv,
+            "q_heads_parallel_factor": 1,
+            "num_cores_per_head": p.num_cores_per_head,
+            "num_heads_per_core": p.num_heads_per_core,
+            "num_output_cores": p.num_output_cores,
+            "is_causal": int(p.is_causal),
+            "use_attention_mask": int(p.use_attention_mask),
+            "use_attention_sink": int(p.use_attention_sink),
+            "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
+            "tilize_q": 0,  # Q is TILE
+            "reuse_k": int(p.reuse_k),
+            "use_half_tile": int(p.use_half_tile),
+            "q_chunk_size_bytes": q_chunk_size_bytes,
+            "is_cur_pos_tensor_sharded": 0,
+            "is_page_table_sharded": 0,
+            "q_page_size_bytes": tile_bytes(full, q_dtype),  # Q's DRAM page is a full tile
+            "sliding_window_size": p.sliding_window_size,
+            "original_block_size": p.original_block_size,
+            "k_mcast_semaphore_id": K_MCAST_SEMAPHORE,
+            # Q read from DRAM and no K multicast: both come with a height-sharded MLA Q (column-major groups) only.
+            "q_locally_available": 0,
+            "use_k_mcast": 0,
+            "Bmask": p.Bmask,
+            "capacity_t": 0,  # 0: unbounded cache
+            "spec_multi_pos_T": p.spec_multi_pos_T,
+        },
+    )
+    accessors = {
+        "q": tensors.q,
+        "k": tensors.k,
+        "v": v_tensor,
+        "mask": tensors.attn_mask,
+        "pos": tensors.cur_pos,
+        "page_table": tensors.page_table,
+        "attention_sink": tensors.attention_sink,
+    }
     for name in READER_ACCESSOR_NAMES:
         reader_ct += accessor_args(accessors[name])
-    writer_ct = named_args(WRITER_CT_NAMES, {
-        "PNHt": p.PNHt, "St": p.St, "vDHt": p.vDHt, "Sk_chunk_t": p.Sk_chunk_t,
-        "identity_scalar_packed": bf16_pair(1.0), "num_cores_per_batch": p.num_cores_per_batch,
-        "num_cores": p.num_active_cores, "reducer_semaphore_id": REDUCER_SEMAPHORE,
-        "output_semaphore_id": OUTPUT_SEMAPHORE, "is_out_sharded": 0, "num_q_heads": p.num_q_heads,
-        "num_kv_heads": p.num_kv_heads, "num_cores_per_head": p.num_cores_per_head,
-        "num_heads_per_core": p.num_heads_per_core, "num_reducer_cores": p.num_reducer_cores,
-        "num_output_cores": p.num_output_cores, "ELEMENT_SIZE": int(tensors.out.element_size()),
-        "is_causal": int(p.is_causal), "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
-        "q_heads_parallel_factor": 1, "sliding_window_size": p.sliding_window_size,
-        "original_block_size": p.original_block_size, "spec_multi_pos_T": p.spec_multi_pos_T,
-    }) + accessor_args(tensors.out)  # fmt: skip
+    writer_ct = named_args(
+        WRITER_CT_NAMES,
+        {
+            "PNHt": p.PNHt,
+            "St": p.St,
+            "vDHt": p.vDHt,
+            "Sk_chunk_t": p.Sk_chunk_t,
+            "identity_scalar_packed": bf16_pair(1.0),
+            "num_cores_per_batch": p.num_cores_per_batch,
+            "num_cores": p.num_active_cores,
+            "reducer_semaphore_id": REDUCER_SEMAPHORE,
+            "output_semaphore_id": OUTPUT_SEMAPHORE,
+            "is_out_sharded": 0,
+            "num_q_heads": p.num_q_heads,
+            "num_kv_heads": p.num_kv_heads,
+            "num_cores_per_head": p.num_cores_per_head,
+            "num_heads_per_core": p.num_heads_per_core,
+            "num_reducer_cores": p.num_reducer_cores,
+            "num_output_cores": p.num_output_cores,
+            "ELEMENT_SIZE": int(tensors.out.element_size()),
+            "is_causal": int(p.is_causal),
+            "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
+            "q_heads_parallel_factor": 1,
+            "sliding_window_size": p.sliding_window_size,
+            "original_block_size": p.original_block_size,
+            "spec_multi_pos_T": p.spec_multi_pos_T,
+        },
+    ) + accessor_args(tensors.out)
     qk_in0_block_w, qk_w, qk_h, qk_n0, qk_n1 = p.qk_subblocks()
     out_in0_block_w, out_w, out_h, out_n0, out_n1 = p.out_subblocks()
-    compute_ct = named_args(COMPUTE_CT_NAMES, {
-        "St": p.St, "DHt": p.DHt, "vDHt": p.vDHt, "Sq_chunk_t": p.PNHt, "Sk_chunk_t": p.Sk_chunk_t,
-        "qk_in0_block_w": qk_in0_block_w, "qk_subblock_w": qk_w, "qk_subblock_h": qk_h,
-        "qk_in0_num_subblocks": qk_n0, "qk_in1_num_subblocks": qk_n1,
-        "out_in0_block_w": out_in0_block_w, "out_subblock_w": out_w, "out_subblock_h": out_h,
-        "out_in0_num_subblocks": out_n0, "out_in1_num_subblocks": out_n1,
-        "num_cores_per_head": p.num_cores_per_head, "num_heads_per_core": p.num_heads_per_core,
-        "is_causal": int(p.is_causal), "use_attention_mask": int(p.use_attention_mask),
-        "use_attention_sink": int(p.use_attention_sink), "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
-        "tilize_q": 0, "q_heads_parallel_factor": 1, "use_half_tile": int(p.use_half_tile),
-        "scale_fp32": float_bits(scale), "sliding_window_size": p.sliding_window_size,
-        "original_block_size": p.original_block_size, "spec_multi_pos_T": p.spec_multi_pos_T,
-    })  # fmt: skip
+    compute_ct = named_args(
+        COMPUTE_CT_NAMES,
+        {
+            "St": p.St,
+            "DHt": p.DHt,
+            "vDHt": p.vDHt,
+            "Sq_chunk_t": p.PNHt,
+            "Sk_chunk_t": p.Sk_chunk_t,
+            "qk_in0_block_w": qk_in0_block_w,
+            "qk_subblock_w": qk_w,
+            "qk_subblock_h": qk_h,
+            "qk_in0_num_subblocks": qk_n0,
+            "qk_in1_num_subblocks": qk_n1,
+            "out_in0_block_w": out_in0_block_w,
+            "out_subblock_w": out_w,
+            "out_subblock_h": out_h,
+            "out_in0_num_subblocks": out_n0,
+            "out_in1_num_subblocks": out_n1,
+            "num_cores_per_head": p.num_cores_per_head,
+            "num_heads_per_core": p.num_heads_per_core,
+            "is_causal": int(p.is_causal),
+            "use_attention_mask": int(p.use_attention_mask),
+            "use_attention_sink": int(p.use_attention_sink),
+            "max_dynamic_chunk_size": p.max_dynamic_chunk_size,
+            "tilize_q": 0,
+            "q_heads_parallel_factor": 1,
+            "use_half_tile": int(p.use_half_tile),
+            "scale_fp32": float_bits(scale),
+            "sliding_window_size": p.sliding_window_size,
+            "original_block_size": p.original_block_size,
+            "spec_multi_pos_T": p.spec_multi_pos_T,
+        },
+    )
 
     # ---- runtime args
-    addresses = [_address(t) for t in (tensors.q, tensors.k, v_tensor, tensors.cur_pos, tensors.page_table,
-                                       tensors.attn_mask, tensors.attention_sink)]  # fmt: skip
+    addresses = [
+        _address(t)
+        for t in (
+            tensors.q,
+            tensors.k,
+            v_tensor,
+            tensors.cur_pos,
+            tensors.page_table,
+            tensors.attn_mask,
+            tensors.attention_sink,
+        )
+    ]
     phys = {c.index: noc_coord(c.core) for c in p.cores}
     reducer_xy = [phys[c.index] for c in p.cores if c.do_reduce]
     output_xy = [phys[c.index] for c in p.cores if c.do_output]
@@ -268,46 +452,111 @@ def build_program(plan: SdpaDecodePlan, tensors: SdpaDecodeTensors, noc_coord, *
         pos = UINT32_MAX if (p.use_cur_pos_tensor or not p.is_causal) else cur_pos[c.cur_batch] & UINT32_MAX
         group_base = c.cur_batch * p.num_cores_per_batch + c.cur_head * p.num_cores_per_head
         group_xy = [phys[group_base + j] for j in range(p.num_cores_per_head)]
-        reader_args.append((coord, named_args(READER_RT_NAMES, {
-            **dict(zip(READER_RT_NAMES[:7], addresses)), "page_table_page_size": page_table_stick,
-            "is_output_core": int(c.do_output), "cur_head_group": c.cur_head, "cur_batch": c.cur_batch,
-            "core_num_in_reduce": c.core_num_in_reduce, "cur_pos_arg": pos,
-            "do_k_mcast": 0, "mcast_x": 0, "mcast_y0": 0, "mcast_y1": 0, "num_dests": 0,  # no K multicast
-        }) + [*output_xs, *output_ys]))  # fmt: skip
-        writer_args.append((coord, named_args(WRITER_RT_NAMES, {
-            "out_addr": _address(tensors.out), "do_output": int(c.do_output), "cur_head_group": c.cur_head,
-            "cur_batch": c.cur_batch, "core_num_in_reduce": c.core_num_in_reduce, "cur_pos_arg": pos,
-            "is_tree_root": int(c.tree.is_root), "parent_core_in_group": c.tree.parent,
-            "send_at_round": c.tree.send_at_round,
-        }) + [*c.tree.children_per_round, *[x for x, _ in group_xy], *[y for _, y in group_xy],
-              *reducer_xs, *reducer_ys, *output_xs, *output_ys]))  # fmt: skip
-        compute_args.append((coord, named_args(COMPUTE_RT_NAMES, {
-            "do_reduce": int(c.do_reduce), "cur_batch": c.cur_batch, "core_num_in_reduce": c.core_num_in_reduce,
-            "cur_pos_arg": pos, "is_tree_root": int(c.tree.is_root), "parent_core_in_group": c.tree.parent,
-        }) + list(c.tree.children_per_round)))  # fmt: skip
+        reader_args.append(
+            (
+                coord,
+                named_args(
+                    READER_RT_NAMES,
+                    {
+                        **dict(zip(READER_RT_NAMES[:7], addresses)),
+                        "page_table_page_size": page_table_stick,
+                        "is_output_core": int(c.do_output),
+                        "cur_head_group": c.cur_head,
+                        "cur_batch": c.cur_batch,
+                        "core_num_in_reduce": c.core_num_in_reduce,
+                        "cur_pos_arg": pos,
+                        "do_k_mcast": 0,
+                        "mcast_x": 0,
+                        "mcast_y0": 0,
+                        "mcast_y1": 0,
+                        "num_dests": 0,  # no K multicast
+                    },
+                )
+                + [*output_xs, *output_ys],
+            )
+        )
+        writer_args.append(
+            (
+                coord,
+                named_args(
+                    WRITER_RT_NAMES,
+                    {
+                        "out_addr": _address(tensors.out),
+                        "do_output": int(c.do_output),
+                        "cur_head_group": c.cur_head,
+                        "cur_batch": c.cur_batch,
+                        "core_num_in_reduce": c.core_num_in_reduce,
+                        "cur_pos_arg": pos,
+                        "is_tree_root": int(c.tree.is_root),
+                        "parent_core_in_group": c.tree.parent,
+                        "send_at_round": c.tree.send_at_round,
+                    },
+                )
+                + [
+                    *c.tree.children_per_round,
+                    *[x for x, _ in group_xy],
+                    *[y for _, y in group_xy],
+                    *reducer_xs,
+                    *reducer_ys,
+                    *output_xs,
+                    *output_ys,
+                ],
+            )
+        )
+        compute_args.append(
+            (
+                coord,
+                named_args(
+                    COMPUTE_RT_NAMES,
+                    {
+                        "do_reduce": int(c.do_reduce),
+                        "cur_batch": c.cur_batch,
+                        "core_num_in_reduce": c.core_num_in_reduce,
+                        "cur_pos_arg": pos,
+                        "is_tree_root": int(c.tree.is_root),
+                        "parent_core_in_group": c.tree.parent,
+                    },
+                )
+                + list(c.tree.children_per_round),
+            )
+        )
     for xy in p.idle_cores:
         coord = ttnn.CoreCoord(*xy)
         reader_args.append((coord, [0] * len(READER_RT_NAMES)))  # q_addr 0: idle
-        writer_args.append((coord, [0] * (len(WRITER_RT_NAMES) + MAX_TREE_REDUCTION_ROUNDS
-                                          + 2 * p.num_cores_per_head)))  # out_addr 0: idle  # fmt: skip
-        compute_args.append((coord, [IDLE_COMPUTE_MARKER] + [0] * (len(COMPUTE_RT_NAMES) - 1
-                                                                   + MAX_TREE_REDUCTION_ROUNDS)))  # fmt: skip
+        writer_args.append(
+            (coord, [0] * (len(WRITER_RT_NAMES) + MAX_TREE_REDUCTION_ROUNDS + 2 * p.num_cores_per_head))
+        )  # out_addr 0: idle
+        compute_args.append(
+            (coord, [IDLE_COMPUTE_MARKER] + [0] * (len(COMPUTE_RT_NAMES) - 1 + MAX_TREE_REDUCTION_ROUNDS))
+        )
 
     kernels = [
         ttnn.KernelDescriptor(
-            kernel_source=str(wheel.sdpa_decode_kernel("compute/sdpa_flash_decode.cpp")), core_ranges=grid,
-            compile_time_args=compute_ct, defines=p.compute_defines(), runtime_args=compute_args,
+            kernel_source=str(wheel.sdpa_decode_kernel("compute/sdpa_flash_decode.cpp")),
+            core_ranges=grid,
+            compile_time_args=compute_ct,
+            defines=p.compute_defines(),
+            runtime_args=compute_args,
             config=ttnn.ComputeConfigDescriptor(
-                math_fidelity=getattr(ttnn.MathFidelity, p.math_fidelity), math_approx_mode=p.math_approx_mode,
-                fp32_dest_acc_en=p.fp32_dest_acc_en, dst_full_sync_en=p.dst_full_sync_en),
+                math_fidelity=getattr(ttnn.MathFidelity, p.math_fidelity),
+                math_approx_mode=p.math_approx_mode,
+                fp32_dest_acc_en=p.fp32_dest_acc_en,
+                dst_full_sync_en=p.dst_full_sync_en,
+            ),
         ),
         ttnn.KernelDescriptor(
-            kernel_source=str(wheel.sdpa_decode_kernel("dataflow/reader_decode_all.cpp")), core_ranges=grid,
-            compile_time_args=reader_ct, runtime_args=reader_args, config=ttnn.ReaderConfigDescriptor(),
+            kernel_source=str(wheel.sdpa_decode_kernel("dataflow/reader_decode_all.cpp")),
+            core_ranges=grid,
+            compile_time_args=reader_ct,
+            runtime_args=reader_args,
+            config=ttnn.ReaderConfigDescriptor(),
         ),
         ttnn.KernelDescriptor(
-            kernel_source=str(wheel.sdpa_decode_kernel("dataflow/writer_decode_all.cpp")), core_ranges=grid,
-            compile_time_args=writer_ct, runtime_args=writer_args, config=ttnn.WriterConfigDescriptor(),
+            kernel_source=str(wheel.sdpa_decode_kernel("dataflow/writer_decode_all.cpp")),
+            core_ranges=grid,
+            compile_time_args=writer_ct,
+            runtime_args=writer_args,
+            config=ttnn.WriterConfigDescriptor(),
         ),
-    ]  # fmt: skip
+    ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=semaphores, cbs=cbs)

@@ -44,9 +44,13 @@ class Candidate:
         return f"k{k} N{self.max_cores_per_head} {self.grid[0]}x{self.grid[1]}"
 
     def to_ttnn(self, ttnn, exp_approx_mode: bool | None):
-        return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(*self.grid), q_chunk_size=0,
-                                      k_chunk_size=self.k_chunk_size, exp_approx_mode=exp_approx_mode,
-                                      max_cores_per_head_batch=self.max_cores_per_head)  # fmt: skip
+        return ttnn.SDPAProgramConfig(
+            compute_with_storage_grid_size=ttnn.CoreCoord(*self.grid),
+            q_chunk_size=0,
+            k_chunk_size=self.k_chunk_size,
+            exp_approx_mode=exp_approx_mode,
+            max_cores_per_head_batch=self.max_cores_per_head,
+        )
 
 
 @dataclass
@@ -94,8 +98,16 @@ def min_grid(grid: tuple[int, int], working_cores: int) -> tuple[int, int]:
     return gx, min(gy, max(1, -(-working_cores // gx)))
 
 
-def search(run: Callable[[Candidate], float | None], *, grid: tuple[int, int], batch: int, n_kv_heads: int,
-           kv_len: int, paged: bool, start_k_chunk_size: int) -> SearchResult:  # fmt: skip
+def search(
+    run: Callable[[Candidate], float | None],
+    *,
+    grid: tuple[int, int],
+    batch: int,
+    n_kv_heads: int,
+    kv_len: int,
+    paged: bool,
+    start_k_chunk_size: int,
+) -> SearchResult:
     """Coordinate descent over upstream's knobs (module docstring). ``run(candidate)`` returns the modelled duration
     in ns or None (refused); ``start_k_chunk_size`` is the chunk size the call uses without a config (0 for paged
     causal decode)."""
