@@ -687,21 +687,31 @@ def check_output_memory_config(
 # ---- meshes (N300, T3K): heads split over the chips ------------------------------------------------------------
 
 
-def mesh_split(tensor) -> dict[int, int] | None:
-    """``{tensor dim: chips it is split over}`` from a mesh tensor's ``tensor_topology()`` (ttnn's, or the emulated
-    mesh's: the same ``ttnn.TensorTopology``); ``{}`` for a tensor replicated on every chip, None for a tensor without
-    a topology (a host tensor)."""
+def _topology_axes(tensor) -> list[tuple[int, int | None]] | None:
+    """``(chips, tensor dim split or None)`` per axis of a mesh tensor's ``tensor_topology()`` distribution (ttnn's, or
+    the emulated mesh's: the same ``ttnn.TensorTopology``); None for a tensor without a topology (a host tensor)."""
     topology = getattr(tensor, "tensor_topology", None)
     if not callable(topology):
         return None
     ttnn = import_ttnn()
     topo = topology()
     rank = len(tensor.shape)
+    return [
+        (int(size), int(p.dim) % rank if isinstance(p, ttnn.PlacementShard) else None)
+        for size, p in zip(list(topo.distribution_shape()), topo.placements())
+    ]
+
+
+def mesh_split(tensor) -> dict[int, int] | None:
+    """``{tensor dim: chips it is split over}``; ``{}`` for a tensor replicated on every chip, None for a tensor
+    without a topology (a host tensor)."""
+    axes = _topology_axes(tensor)
+    if axes is None:
+        return None
     split: dict[int, int] = {}
-    for size, placement in zip(list(topo.distribution_shape()), topo.placements()):
-        if isinstance(placement, ttnn.PlacementShard) and int(size) > 1:
-            dim = int(placement.dim) % rank
-            split[dim] = split.get(dim, 1) * int(size)
+    for size, dim in axes:
+        if dim is not None and size > 1:
+            split[dim] = split.get(dim, 1) * size
     return split
 
 
@@ -736,13 +746,10 @@ def mesh_axis_dims(tensor, mesh_shape) -> tuple | None:
     """Per mesh axis (rows, columns): the tensor dim split along that axis, None where it is replicated (and on an
     axis of one chip); None for a tensor without a topology (a host tensor). A 1-D split over every chip
     (``ShardTensorToMesh``: chip (r, c) takes piece r * cols + c) is the same as that dim split along both axes."""
-    topology = getattr(tensor, "tensor_topology", None)
-    if not callable(topology):
+    axes = _topology_axes(tensor)
+    if axes is None:
         return None
-    ttnn = import_ttnn()
-    topo = topology()
-    rank = len(tensor.shape)
-    dims = [int(p.dim) % rank if isinstance(p, ttnn.PlacementShard) else None for p in topo.placements()]
+    dims = [dim for _, dim in axes]
     if len(dims) == 1:
         dims = dims * 2
     return tuple(d if int(n) > 1 else None for d, n in zip(dims, mesh_shape))
