@@ -758,6 +758,11 @@ def mesh_axis_dims(tensor, mesh_shape) -> tuple | None:
 _AXIS_NAMES = ("rows", "columns")
 
 
+def _axis_dim(tensor, mesh_shape, axis: int) -> int | None:
+    """The dim of ``tensor`` split along mesh axis ``axis`` (None: replicated there, or a host tensor)."""
+    return (mesh_axis_dims(tensor, mesh_shape) or (None, None))[axis]
+
+
 def _check_users_split(q_axes, k, v, cur_pos, cur_pos_tensor, page_table, attn_mask, attention_sink, mesh_shape):
     """q's users (dim 1) split along one mesh axis, its heads (dim 2) along the other (a Galaxy's Llama-3.1-70B split:
     kv heads over the 8 rows, users over the 4 columns): each chip runs the program for its users and heads, so the
@@ -777,7 +782,7 @@ def _check_users_split(q_axes, k, v, cur_pos, cur_pos_tensor, page_table, attn_m
         for name, t in (("k", k), ("v", v)):
             if t is None:
                 continue
-            t_dim = (mesh_axis_dims(t, mesh_shape) or (None, None))[axis]
+            t_dim = _axis_dim(t, mesh_shape, axis)
             if users:
                 ok = t_dim == 0 or (t_dim is None and page_table is not None)
                 expected = "its blocks or users (dim 0) split, or (paged) replicated"
@@ -795,7 +800,7 @@ def _check_users_split(q_axes, k, v, cur_pos, cur_pos_tensor, page_table, attn_m
                     "pass cur_pos_tensor, a device int32 tensor with its users (dim 0) split the same way"
                 )
             for name, t in (("cur_pos_tensor", cur_pos_tensor), ("page_table_tensor", page_table)):
-                t_dim = None if t is None else (mesh_axis_dims(t, mesh_shape) or (None, None))[axis]
+                t_dim = None if t is None else _axis_dim(t, mesh_shape, axis)
                 if t is not None and t_dim != 0:
                     raise ValueError(
                         f"{name}: {'replicated' if t_dim is None else f'dim {t_dim} split'} {along} of {where}, which "
@@ -808,7 +813,7 @@ def _check_users_split(q_axes, k, v, cur_pos, cur_pos_tensor, page_table, attn_m
                     "the mesh (ShardTensorToMesh(mesh, dim=2)) to pass a mask"
                 )
         if attention_sink is not None and hasattr(attention_sink, "shape"):
-            s_dim = (mesh_axis_dims(attention_sink, mesh_shape) or (None, None))[axis]
+            s_dim = _axis_dim(attention_sink, mesh_shape, axis)
             heads_dim = 1 if int(attention_sink.shape[0]) == 1 else 0  # [1, n_q_heads] or upstream's [n_q_heads, 32]
             if s_dim != (None if users else heads_dim):
                 raise ValueError(
@@ -866,22 +871,33 @@ def check_mesh_call(
             )
 
 
+def _count_per_chip(name: str, value, chips: int, refusal) -> int:
+    """``value`` (a model's batch or head count) split over ``chips``; one kv head (MQA, MLA) is replicated instead.
+    ``refusal(count)`` words the error when the chips do not divide it."""
+    count = as_int(value)
+    if count is None or count <= 0:
+        raise ValueError(f"{name}={value!r}: expected a positive int")
+    if name == "n_kv_heads" and count == 1:
+        return 1
+    if count % chips:
+        raise ValueError(refusal(count))
+    return count // chips
+
+
 def check_mesh_heads_divide(n_q_heads, n_kv_heads, num_chips: int, mesh_shape) -> tuple[int, int]:
     """A plan on a mesh takes the model's heads and splits them over the chips: (q heads, kv heads) per chip. One kv
     head (MQA, MLA) is replicated on every chip instead."""
-    for name, value in (("n_q_heads", n_q_heads), ("n_kv_heads", n_kv_heads)):
-        count = as_int(value)
-        if count is None or count <= 0:
-            raise ValueError(f"{name}={value!r}: expected a positive int")
-        if name == "n_kv_heads" and count == 1:
-            continue
-        if count % num_chips:
-            raise ValueError(
-                f"{name}={count}: the mesh {tuple(mesh_shape)} splits the heads over its {num_chips} chips; expected a "
-                f"multiple of {num_chips} ({count} heads do not divide over {num_chips} chips; open a mesh of fewer "
-                "chips, e.g. mesh_shape=(1, n) with n dividing the heads)"
-            )
-    return n_q_heads // num_chips, max(1, n_kv_heads // num_chips)
+
+    def refusal(name):
+        return lambda count: (
+            f"{name}={count}: the mesh {tuple(mesh_shape)} splits the heads over its {num_chips} chips; expected a "
+            f"multiple of {num_chips} ({count} heads do not divide over {num_chips} chips; open a mesh of fewer "
+            "chips, e.g. mesh_shape=(1, n) with n dividing the heads)"
+        )
+
+    q = _count_per_chip("n_q_heads", n_q_heads, num_chips, refusal("n_q_heads"))
+    kv = _count_per_chip("n_kv_heads", n_kv_heads, num_chips, refusal("n_kv_heads"))
+    return q, kv
 
 
 def check_mesh_users_split(
@@ -895,27 +911,22 @@ def check_mesh_users_split(
         raise ValueError("attn_mask_heads: a mask is not supported while the users are split over the mesh")
     users_chips, heads_chips = mesh_shape[users_mesh_axis], mesh_shape[1 - users_mesh_axis]
     axis = _AXIS_NAMES[users_mesh_axis]
-    per_chip = []
+
+    def refusal(name, chips, what):
+        return lambda count: (
+            f"{name}={count}: users_mesh_axis={users_mesh_axis} splits the mesh {tuple(mesh_shape)}'s {what}; "
+            f"expected a multiple of {chips}"
+        )
+
     users, heads = f"users over its {users_chips} {axis}", f"heads over the other {heads_chips}"
-    checks = (
-        ("batch", batch, users_chips, users),
-        ("n_q_heads", n_q_heads, heads_chips, heads),
-        ("n_kv_heads", n_kv_heads, heads_chips, heads),
+    return tuple(
+        _count_per_chip(name, value, chips, refusal(name, chips, what))
+        for name, value, chips, what in (
+            ("batch", batch, users_chips, users),
+            ("n_q_heads", n_q_heads, heads_chips, heads),
+            ("n_kv_heads", n_kv_heads, heads_chips, heads),
+        )
     )
-    for name, value, chips, what in checks:
-        count = as_int(value)
-        if count is None or count <= 0:
-            raise ValueError(f"{name}={value!r}: expected a positive int")
-        if name == "n_kv_heads" and count == 1:
-            per_chip.append(1)
-            continue
-        if count % chips:
-            raise ValueError(
-                f"{name}={count}: users_mesh_axis={users_mesh_axis} splits the mesh {tuple(mesh_shape)}'s {what}; "
-                f"expected a multiple of {chips}"
-            )
-        per_chip.append(count // chips)
-    return per_chip[0], per_chip[1], per_chip[2]
 
 
 # ---- upstream's paged-only arguments (ttnn 0.81.1's paged_scaled_dot_product_attention_decode) ----------------------
