@@ -29,9 +29,9 @@ import torch
 import ttflashdecode
 from ttflashdecode import emulator, op
 from ttflashdecode import fused_update_decode as fused
-from ttflashdecode import update_cache_op as uc
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.emulator import timing
+from ttflashdecode.ops.update_cache import api as uc
 from ttflashdecode.ttnn_env import import_ttnn
 
 HEAD_DIM = 128

@@ -32,17 +32,14 @@ from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import core_range_set
 from ttflashdecode.op import _positions_bound, _wrapper
+from ttflashdecode.ops.update_cache.args import CacheUpdateSignal, UpdateShapes
+from ttflashdecode.ops.update_cache.factory import build_update_program
+from ttflashdecode.ops.update_cache.validate import check_update
+from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import DecodePlan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.update_cache_op import (
-    CacheUpdateSignal,
-    UpdateShapes,
-    build_update_program,
-    check_update,
-)
 from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call, check_device_tensor
-from ttflashdecode.work_split import split_units
 from ttflashdecode.wrapper import _check_cbs_end_below, _tensor_key
 
 ROWS_PER_GROUP = 2  # the update writes a K row and a V row of every (user, kv head) group
@@ -334,8 +331,8 @@ def build_fused_program(
 ):
     """One ``ttnn.ProgramDescriptor``: the attention's (built by :func:`ttflashdecode.program_factory.build_program`
     with its reader waiting for the update) and the cache update's (built by
-    :func:`ttflashdecode.update_cache_op.build_update_program` on ``fused.update_cores``, its writer counting rows on
-    the attention cores), joined, plus the semaphore between them."""
+    :func:`ttflashdecode.ops.update_cache.factory.build_update_program` on ``fused.update_cores``, its writer
+    counting rows on the attention cores), joined, plus the semaphore between them."""
     ttnn = import_ttnn()
     decode = fused.decode
     attention = build_program(

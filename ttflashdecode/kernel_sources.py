@@ -8,6 +8,7 @@ OPS = Path(__file__).resolve().parent / "ops"
 
 DECODE_KERNELS = OPS / "decode" / "kernels"
 UPDATE_CACHE_KERNELS = OPS / "update_cache" / "kernels"
+FILL_CACHE_KERNELS = OPS / "fill_cache" / "kernels"
 CONVERT_KERNELS = OPS / "convert" / "kernels"
 
 

@@ -131,7 +131,7 @@ def scaled_dot_product_attention_decode(
         fp32 precision end to end) or ``ttnn.bfloat8_b`` (DRAM only). Groups write single rows into tiles shared
         with other groups, and a block-float row cannot be written without its tile's neighbours, so a bfloat8_b
         output is written as bfloat16 (float32 with ``fp32_dest_acc_en``) to a staging tensor, which a second
-        program packs tile by tile into the output (see :mod:`ttflashdecode.convert_factory`).
+        program packs tile by tile into the output (see :mod:`ttflashdecode.ops.convert.factory`).
     validate_device_tensors: read a device ``cur_pos_tensor`` back before the launch and raise (naming the user and
         the value) unless every entry is -1 or in ``[q_len - 1, kv_len)``. Off by default: a decode loop should not
         pay a read back per step. Without it the kernels' contract applies: a user whose device position is out of

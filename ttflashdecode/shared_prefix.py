@@ -47,13 +47,13 @@ from ttflashdecode.kernel_args import (
     select,
 )
 from ttflashdecode.kernel_sources import DECODE_KERNELS, OPS
+from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import L1_BUDGET_BYTES, DecodePlan, DecodeShapes, check_l1
 from ttflashdecode.plan.auto import plan_for
 from ttflashdecode.plan.shapes import TILE_BYTES
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_scale, dtype_name
-from ttflashdecode.work_split import split_units
 
 MERGE_KERNELS = OPS / "shared_prefix" / "kernels"
 PARTIAL_EXTRA_COLS = 2 * TILE  # a partial row: O's v_head_dim columns, then m's tile, then l's tile

@@ -30,9 +30,9 @@ from dataclasses import dataclass, fields
 
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
-from ttflashdecode.convert_factory import build_convert_program
 from ttflashdecode.device_cache import TABLE_SIZE, DeviceCache, device_cache
 from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch, tensors_signature
+from ttflashdecode.ops.convert.factory import build_convert_program
 from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn

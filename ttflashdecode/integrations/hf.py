@@ -59,11 +59,12 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 import ttflashdecode
-from ttflashdecode import fill_cache_op, update_cache_op
 from ttflashdecode import op as decode_op
 from ttflashdecode.backend import backend_for
+from ttflashdecode.ops.fill_cache import api as fill_api
+from ttflashdecode.ops.update_cache import api as update_api
+from ttflashdecode.ops.update_cache.api import read_host, write_host
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.update_cache_op import read_host, write_host
 from ttflashdecode.validate import KV_DTYPES, MAX_Q_LEN, dtype_name_of, padded_rows
 
 # transformers treats every implementation whose name contains "flash" as a FlashAttention kernel
@@ -296,7 +297,7 @@ class DeviceKVCache(Cache):
             ttflashdecode.paged_fused_update_cache(
                 layer.k, new_k, layer.v, new_v, update_idxs_tensor=self._write_pos, page_table=self.page_table
             )
-            self.stats.add(update_cache_op.last_run.stats, "update")
+            self.stats.add(update_api.last_run.stats, "update")
 
     def write_prefill(self, layer: DeviceKVLayer, keys: torch.Tensor, values: torch.Tensor, real: torch.Tensor):
         """Stores user u's real prompt tokens (the columns where ``real[u]`` is True, in order) at positions
@@ -315,7 +316,7 @@ class DeviceKVCache(Cache):
             ttflashdecode.paged_fill_cache(
                 cache_tensor, new, self._fill_page_table, batch_idx_tensor=self._fill_users(batch)
             )
-            self.stats.add(fill_cache_op.last_run.stats, "prefill")
+            self.stats.add(fill_api.last_run.stats, "prefill")
         layer.lengths.zero_()
         layer.lengths[:batch] = counts
 

@@ -18,11 +18,10 @@ import math
 
 from ttflashdecode.kernel_args import AccessorArgs, cb_descriptor, core_range_set, kernel_descriptor, select
 from ttflashdecode.kernel_sources import CONVERT_KERNELS
+from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import TILE
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.work_split import split_units
 
-CONVERT_DIR = CONVERT_KERNELS
 CB_IN, CB_OUT = 0, 16
 PAGES_PER_CB = 2  # double-buffered: the reader fetches tile i+1 while compute packs tile i
 
@@ -65,7 +64,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
     writer.add("dst", dst)
     kernels = [
         kernel_descriptor(
-            CONVERT_DIR / "dataflow" / "reader_tiles.cpp",
+            CONVERT_KERNELS / "dataflow" / "reader_tiles.cpp",
             cores,
             select(values, ("cb_in", "src_cta_offset"), reader),
             tile_range_args(src.buffer_address()),
@@ -73,7 +72,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
             [],
         ),
         kernel_descriptor(
-            CONVERT_DIR / "compute" / "compute_copy.cpp",
+            CONVERT_KERNELS / "compute" / "compute_copy.cpp",
             cores,
             select(values, ("cb_in", "cb_out")),
             compute_args,
@@ -81,7 +80,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
             [],
         ),
         kernel_descriptor(
-            CONVERT_DIR / "dataflow" / "writer_tiles.cpp",
+            CONVERT_KERNELS / "dataflow" / "writer_tiles.cpp",
             cores,
             select(values, ("cb_out", "dst_cta_offset"), writer),
             tile_range_args(dst.buffer_address()),

@@ -1,0 +1,213 @@
+"""The update kernels' arguments, defined once: named compile-time args, TensorAccessorArgs offsets, circular
+buffers and runtime args in wire order (as :mod:`ttflashdecode.kernel_args` is for the decode kernels), and the
+shapes an update call has as the program sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttflashdecode.kernel_args import PLACEMENTS, AccessorArgs, select, tensor_placement
+
+TILE = 32
+# cb_rows and cb_patched are two indices over one buffer (compute_update_cache.cpp says why).
+CB_INDEX = {"cache": 0, "new_row": 1, "index": 2, "page_table": 3, "target": 4, "out": 16, "rows": 24, "patched": 25}
+TARGET_RECORD_BYTES = 16  # update_cache_common.hpp: RowTarget
+L1_ALIGNMENT = 32
+
+DOCS = {
+    "Wt": "head_dim in tiles",
+    "batch": "users of the input (a fused K/V update's units of the second cache start at batch * n_kv_heads)",
+    "n_kv_heads": "kv heads of the cache",
+    "input_row_tiles": "tile rows of one entry of the input's dim 1 (its dim 2 padded to 32, in tiles)",
+    "input_heads_major": "0: input [1, b, n_kv_heads, d] (row (u, h) at [0, u, h]); 1: upstream update_cache's "
+    "[1, n_kv_heads, b (padded), d] (row (u, h) at [0, h, input_row_offset + u])",
+    "input_row_offset": "heads-major input: the first user's row in dim 2 (upstream's batch_offset)",
+    "input_placement": "kernel_args.PLACEMENTS of the input (DRAM or L1 interleaved, or L1 height-sharded)",
+    "input_shard_pages": "height-sharded input: pages per shard (0 otherwise)",
+    "input_num_shards": "height-sharded input: shards of one input (a fused update's second input's follow them)",
+    "input_page_bytes": "an input page (a bfloat16 tile)",
+    "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * "
+    "block_size)",
+    "cache_position_modulo": "paged ring cache: a read position p >= 0 is written at p % cache_position_modulo "
+    "(upstream's, before the page-table lookup; 0: no ring)",
+    "is_paged": "1: the position's block is found through the user's page-table row",
+    "block_size": "paged: positions per block; unpaged: the cache's tile-padded positions per user",
+    "max_blocks_per_user": "paged: page-table columns",
+    "num_blocks": "paged: blocks in the cache (entries past it write nothing)",
+    "index_page_bytes": "bytes of the index tensor's one page (b int32)",
+    "page_table_page_bytes": "bytes of one page-table row",
+    "untilize_block": "tiles per pack_untilize call (a divisor of Wt that fits DST)",
+    "cache_cta_offset": "offset of the cache's TensorAccessorArgs in the positional compile-time args",
+    "input_cta_offset": "... of the input's",
+    "index_cta_offset": "... of the index tensor's",
+    "page_table_cta_offset": "... of the page table's (the index tensor's when unpaged: never used)",
+    "signal_cache_updated": "1: fused with attention: count the units on the attention cores' semaphore when done",
+    "sem_cache_updated": "fused with attention: that semaphore's id (0 otherwise: never used)",
+    **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
+}
+READER_ARGS = (
+    "Wt",
+    "batch",
+    "n_kv_heads",
+    "input_row_tiles",
+    "input_heads_major",
+    "input_row_offset",
+    "input_placement",
+    "input_shard_pages",
+    "input_num_shards",
+    "input_page_bytes",
+    "kv_len",
+    "cache_position_modulo",
+    "is_paged",
+    "block_size",
+    "max_blocks_per_user",
+    "num_blocks",
+    "index_page_bytes",
+    "page_table_page_bytes",
+    "cache_cta_offset",
+    "input_cta_offset",
+    "index_cta_offset",
+    "page_table_cta_offset",
+    "cb_cache",
+    "cb_new_row",
+    "cb_index",
+    "cb_page_table",
+    "cb_target",
+)
+COMPUTE_ARGS = ("Wt", "untilize_block", "cb_cache", "cb_rows", "cb_patched", "cb_out")
+WRITER_ARGS = (
+    "Wt",
+    "cache_cta_offset",
+    "signal_cache_updated",
+    "sem_cache_updated",
+    "cb_new_row",
+    "cb_target",
+    "cb_rows",
+    "cb_patched",
+    "cb_out",
+)
+
+
+@dataclass(frozen=True)
+class ReaderRuntimeArgs:
+    cache_addr: int
+    input_addr: int
+    cache2_addr: int  # the second cache and input of a fused K/V update (0: one cache)
+    input2_addr: int
+    index_addr: int
+    page_table_addr: int  # 0 unless paged
+    first_unit: int  # units are (cache, user, kv head): unit = (which * batch + user) * n_kv_heads + head
+    num_units: int
+
+
+@dataclass(frozen=True)
+class ComputeRuntimeArgs:
+    num_units: int
+
+
+@dataclass(frozen=True)
+class WriterRuntimeArgs:
+    cache_addr: int
+    cache2_addr: int  # fused K/V update only
+    num_units: int
+    num_signals: int  # fused with attention: (noc_x, noc_y, count) triples follow (CacheUpdateSignal)
+
+
+@dataclass(frozen=True)
+class CacheUpdateSignal:
+    """An update sharing a program with attention (:mod:`ttflashdecode.fused_update_decode`): when a core's units are
+    written, its writer adds on semaphore ``sem_id`` of each attention core serving a unit's group (group = user *
+    n_kv_heads + head) one count per such unit. ``group_cores[g]``: NOC coordinates of the cores serving group g."""
+
+    sem_id: int
+    group_cores: tuple[tuple[tuple[int, int], ...], ...]
+
+    def targets(self, shapes: UpdateShapes, first_unit: int, num_units: int) -> list[int]:
+        """The (noc_x, noc_y, count) triples of one update core, flattened as its writer reads them."""
+        counts: dict[tuple[int, int], int] = {}
+        for unit in range(first_unit, first_unit + num_units):
+            for xy in self.group_cores[unit % (shapes.batch * shapes.n_kv_heads)]:
+                counts[xy] = counts.get(xy, 0) + 1
+        return [v for (x, y), n in counts.items() for v in (x, y, n)]
+
+
+class HeadTiles:
+    """``Wt``: a head's width in tiles (head_dim / 32), the tile rows the cache ops' kernels move."""
+
+    @property
+    def Wt(self) -> int:
+        return self.head_dim // TILE
+
+
+@dataclass(frozen=True)
+class UpdateShapes(HeadTiles):
+    """An update call as the program sees it."""
+
+    batch: int
+    n_kv_heads: int
+    head_dim: int
+    cache_dtype: str
+    kv_len: int  # positions a user may write
+    block_size: int  # paged: positions per block; unpaged: the cache's tile-padded length
+    is_paged: bool
+    max_blocks_per_user: int = 0
+    num_blocks: int = 0
+    num_caches: int = 1  # 2: a fused K/V update (two caches, two inputs, one launch)
+    input_row_tiles: int = 1  # tile rows of one entry of the input's dim 1
+    input_heads_major: bool = False  # upstream update_cache's input [1, n_kv_heads, b (padded), d]
+    input_row_offset: int = 0  # heads-major: the first user's row (batch_offset)
+    cache_position_modulo: int = 0  # paged ring cache of this many positions (0: none)
+
+    @property
+    def num_units(self) -> int:
+        return self.num_caches * self.batch * self.n_kv_heads
+
+
+def untilize_block_tiles(Wt: int, fp32_dest_acc_en: bool) -> int:
+    """The largest divisor of Wt that fits DST (8 bfloat16 tiles, 4 float32 tiles: half-sync DST)."""
+    capacity = 4 if fp32_dest_acc_en else 8
+    return max(d for d in range(1, min(Wt, capacity) + 1) if Wt % d == 0)
+
+
+def l1_aligned(n: int) -> int:
+    """`n` bytes rounded up to the L1 alignment of a circular buffer page."""
+    return -(-n // L1_ALIGNMENT) * L1_ALIGNMENT
+
+
+def update_kernel_args(
+    shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool, signal: CacheUpdateSignal | None = None
+):
+    """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here."""
+    input_at = tensor_placement(new)
+    values = {
+        "Wt": shapes.Wt,
+        "batch": shapes.batch,
+        "n_kv_heads": shapes.n_kv_heads,
+        "input_row_tiles": shapes.input_row_tiles,
+        "input_heads_major": int(shapes.input_heads_major),
+        "input_row_offset": shapes.input_row_offset,
+        "input_placement": PLACEMENTS[input_at.placement],
+        "input_shard_pages": input_at.shard_pages,
+        "input_num_shards": len(input_at.shard_cores),
+        "input_page_bytes": input_at.page_bytes,
+        "kv_len": shapes.kv_len,
+        "cache_position_modulo": shapes.cache_position_modulo,
+        "is_paged": int(shapes.is_paged),
+        "block_size": shapes.block_size,
+        "max_blocks_per_user": shapes.max_blocks_per_user,
+        "num_blocks": shapes.num_blocks,
+        "index_page_bytes": index.buffer_page_size(),
+        "page_table_page_bytes": page_table.buffer_page_size() if page_table is not None else 0,
+        "untilize_block": untilize_block_tiles(shapes.Wt, fp32_dest_acc_en),
+        "signal_cache_updated": int(signal is not None),
+        "sem_cache_updated": signal.sem_id if signal is not None else 0,
+        **{f"cb_{name}": i for name, i in CB_INDEX.items()},
+    }
+    reader = AccessorArgs()
+    reader.add("cache", cache)
+    reader.add("input", None if input_at.sharded else new, absent_like="cache")  # sharded: addressed per shard core
+    reader.add("index", index)
+    reader.add("page_table", page_table, absent_like="index")
+    writer = AccessorArgs()
+    writer.add("cache", cache)
+    return select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS), select(values, WRITER_ARGS, writer)
