@@ -378,6 +378,18 @@ class MeshStats:
             return None
         return max(durations)
 
+    def durations_ns(self) -> dict[str, float | None]:
+        """The launch's modelled duration under every timing variant each chip replayed (TTFD_TIMING_VARIANTS):
+        per variant the slowest chip's, None when a chip has none for it."""
+        per_chip = [s.durations_ns() for s in self._ran]
+        if not per_chip:
+            return {}
+        out = {}
+        for v in per_chip[0]:
+            ds = [d.get(v) for d in per_chip]
+            out[v] = None if any(x is None for x in ds) else max(ds)
+        return out
+
     def counter(self, name: str) -> int:
         return sum(s.counter(name) for s in self._ran)
 

@@ -39,6 +39,11 @@ class EmulatorStats:
             return None
         return self.timing.duration_ns
 
+    def durations_ns(self) -> dict[str, float | None]:
+        """Modelled DEVICE KERNEL DURATION [ns] under every timing variant this run replayed (its main variant
+        first, then those TTFD_TIMING_VARIANTS asked for); empty with timing off."""
+        return {} if self.timing is None else self.timing.durations_ns()
+
     @property
     def dram_read_bytes(self) -> int:
         return sum(self.dram_bank_read_bytes)
@@ -88,5 +93,5 @@ class EmulatorStats:
             buffer_page_write_bytes={int(k): v["written"] for k, v in s.get("buffers", {}).items()},
             buffer_page_sizes=page_sizes,
             wall_seconds=wall,
-            timing=TimingStats.from_json(s["timing"]) if s.get("timing") else None,
+            timing=TimingStats.from_json(s["timing"], s.get("timing_variants")) if s.get("timing") else None,
         )

@@ -17,6 +17,12 @@ Variants (docs/TIMING.md, section 3b): the constants with no public figure (kind
 and flow control can be switched off. ``variant_names()`` lists them; ``TTFD_TIMING_VARIANT=<name>`` selects one for
 the emulator (every program run in that environment) and for ``TimingModel`` (unless it is given ``variant=``).
 Unset means "nominal": every constant at its nominal value, flow control on.
+
+Several variants from one run: the recorded traces do not depend on the variant (only the replay reads the
+constants), so ``TTFD_TIMING_VARIANTS=all`` (or a list of names, comma or space separated; :func:`variants_env`) makes
+the emulator replay each run's traces again under every listed variant after the main replay. The results come back
+in ``stats.timing.variants`` (name -> ``TimingStats``, each equal to a separate run with ``TTFD_TIMING_VARIANT`` set
+to that name); ``stats.durations_ns()`` maps every variant replayed, the main one included, to its duration.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import hashlib
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import lru_cache
 from pathlib import Path
@@ -40,6 +46,7 @@ HEADER = HERE / "include" / "emu" / "timing.h"
 CAPI = HERE / "csrc" / "timing_capi.cpp"
 NO_TRID = 0xFFFFFFFF
 VARIANT_ENV = "TTFD_TIMING_VARIANT"
+VARIANTS_ENV = "TTFD_TIMING_VARIANTS"
 NOMINAL = "nominal"
 
 
@@ -157,9 +164,31 @@ class TimingStats:
     dram_bank_busy_ns: list[float]
     busiest_links: list[Link]
     variant: str = NOMINAL  # the timing model's variant that produced these figures
+    # The same run's traces replayed under further variants (TTFD_TIMING_VARIANTS): name -> their statistics.
+    variants: dict[str, TimingStats] = field(default_factory=dict, repr=False, compare=False)
+
+    def under(self, variant: str) -> TimingStats:
+        """The statistics under `variant`: these (the main replay's) or one of ``variants``; a KeyError naming the
+        variants replayed otherwise."""
+        if variant == self.variant:
+            return self
+        try:
+            return self.variants[variant]
+        except KeyError:
+            raise KeyError(
+                f"timing variant {variant!r} was not replayed in this run (replayed: "
+                f"{', '.join([self.variant, *self.variants])}; ask for it with {VARIANTS_ENV})"
+            ) from None
+
+    def durations_ns(self) -> dict[str, float | None]:
+        """Every variant replayed (the main one first) -> its duration in ns (None where the replay deadlocked)."""
+        return {
+            t.variant: (t.duration_ns if t.ok else None) for t in (self, *(self.variants[v] for v in self.variants))
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> TimingStats:
+    def from_json(cls, d: dict, variants: dict | None = None) -> TimingStats:
+        """`d`: the result file's "timing" object; `variants`: its "timing_variants" object (name -> the same)."""
         cores = {
             core: {
                 risc: RiscTiming(
@@ -185,6 +214,7 @@ class TimingStats:
             list(d["dram_bank_busy"]),
             links,
             d.get("variant", NOMINAL),
+            {name: cls.from_json(v) for name, v in (variants or {}).items()},
         )
 
 
@@ -344,6 +374,39 @@ def check_variant(name: str) -> str:
 def current_variant() -> str:
     """The variant ``TTFD_TIMING_VARIANT`` selects ("nominal" when unset or empty), checked."""
     return check_variant(os.environ.get(VARIANT_ENV, "").strip() or NOMINAL)
+
+
+def requested_variants(value: str | None = None) -> list[str]:
+    """The variants ``TTFD_TIMING_VARIANTS`` (or `value`) asks for, checked: "all" is every variant; names are
+    separated by commas or spaces; empty or unset: none."""
+    value = os.environ.get(VARIANTS_ENV, "") if value is None else value
+    names = [n for n in value.replace(",", " ").split() if n]
+    if names == ["all"]:
+        return variant_names()
+    known = variant_names()
+    for n in names:
+        if n not in known:
+            raise ValueError(
+                f"{VARIANTS_ENV} names {n!r}, not one of the timing model's variants ({', '.join(known)}) nor 'all'"
+            )
+    return list(dict.fromkeys(names))
+
+
+@contextmanager
+def variants_env(names):
+    """Run the body with ``TTFD_TIMING_VARIANTS`` set: every emulator run in it replays its traces under each of
+    `names` ("all", or an iterable of variant names) besides its main variant."""
+    value = names if isinstance(names, str) else ",".join(names)
+    requested_variants(value)
+    old = os.environ.get(VARIANTS_ENV)
+    os.environ[VARIANTS_ENV] = value
+    try:
+        yield requested_variants(value)
+    finally:
+        if old is None:
+            os.environ.pop(VARIANTS_ENV, None)
+        else:
+            os.environ[VARIANTS_ENV] = old
 
 
 @contextmanager

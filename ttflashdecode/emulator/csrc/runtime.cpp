@@ -226,6 +226,10 @@ struct Machine {
     bool timing_only = false;                // no math, no bulk copies of undefined data (docs/TIMING.md, section 6)
     std::unique_ptr<timing::Engine> engine;  // one per run; its Risc traces are filled by the kernel threads
     std::string timing_json;                 // the replay's result (stats "timing"), written by write_ok_result
+    // TTFD_TIMING_VARIANTS: further variants the recorded traces are replayed under (docs/TIMING.md, section 3b),
+    // and their results (stats "timing_variants": {"<name>": <the same object as "timing">, ...}).
+    std::vector<std::pair<std::string, timing::Params>> extra_variants;
+    std::string timing_variants_json;
 };
 
 Machine M;
@@ -1761,6 +1765,7 @@ void write_ok_result() {
     for (auto& b : M.l1_buffers) emit(b.id, b.num_pages, b.page_read.get(), b.page_written.get());
     o << "}";
     if (!M.timing_json.empty()) o << ", \"timing\": " << M.timing_json;
+    if (!M.timing_variants_json.empty()) o << ", \"timing_variants\": " << M.timing_variants_json;
     o << "}}\n";
     std::string s = o.str();
     std::string tmp = M.result_path + ".tmp";
@@ -1769,6 +1774,49 @@ void write_ok_result() {
     fwrite(s.data(), 1, s.size(), f);
     fclose(f);
     rename(tmp.c_str(), M.result_path.c_str());
+}
+
+// A timing engine for the program's grid and DRAM banks under `params`, its CBs and semaphores configured (no RISCs).
+std::unique_ptr<timing::Engine> new_engine(timing::Params params) {
+    std::vector<timing::Xy> banks;
+    for (auto& b : M.banks) banks.push_back({int(b.x), int(b.y)});
+    auto e = std::make_unique<timing::Engine>(timing::Topology::wormhole_b0(M.grid_w, M.grid_h, banks),
+                                              std::move(params));
+    for (auto& cp : M.cores) {
+        for (int i = 0; i < kNumCbs; ++i)
+            if (cp->cbs[i].configured) e->configure_cb(cp->idx, uint32_t(i), cp->cbs[i].num_pages);
+        for (auto& sm : cp->sem_init) e->init_semaphore(cp->idx, sm.first, sm.second);
+    }
+    return e;
+}
+
+// TTFD_TIMING_VARIANTS: "all" or variant names separated by commas or spaces; every one but the variant the main
+// replay uses (TTFD_TIMING_VARIANT) is replayed again after it. An unknown name stops the run with the list.
+void parse_extra_variants(const std::string& main_variant) {
+    const char* env = getenv("TTFD_TIMING_VARIANTS");
+    if (!env) return;
+    std::vector<std::string> names;
+    std::string cur;
+    for (const char* c = env;; ++c) {
+        if (*c == ',' || *c == ' ' || *c == '\t' || *c == 0) {
+            if (!cur.empty()) names.push_back(cur);
+            cur.clear();
+            if (*c == 0) break;
+        } else {
+            cur += *c;
+        }
+    }
+    if (names.size() == 1 && names[0] == "all") names = timing::variant_names();
+    for (const auto& n : names) {
+        timing::Params p;
+        std::string err;
+        if (!timing::variant_params(n.c_str(), p, err))
+            setup_error("TTFD_TIMING_VARIANTS: " + err.substr(err.find('\'')));
+        if (p.variant == main_variant) continue;
+        bool seen = false;
+        for (auto& v : M.extra_variants) seen = seen || v.first == p.variant;
+        if (!seen) M.extra_variants.emplace_back(p.variant, std::move(p));
+    }
 }
 
 // The timing model (docs/TIMING.md, section 5): one Risc trace per kernel thread, the program's CBs and semaphores.
@@ -1783,28 +1831,36 @@ void setup_timing() {
         M.timing = false;
         return;
     }
-    std::vector<timing::Xy> banks;
-    for (auto& b : M.banks) banks.push_back({int(b.x), int(b.y)});
     // The model's variant (docs/TIMING.md, section 3b): TTFD_TIMING_VARIANT, nominal when unset.
     timing::Params params;
     std::string err;
     if (!timing::variant_params(getenv("TTFD_TIMING_VARIANT"), params, err)) setup_error(err.c_str());
-    M.engine = std::make_unique<timing::Engine>(timing::Topology::wormhole_b0(M.grid_w, M.grid_h, banks),
-                                                std::move(params));
+    parse_extra_variants(params.variant);
+    M.engine = new_engine(std::move(params));
     for (auto& t : M.threads)
         t->tr = &M.engine->add_risc(t->core->idx, timing::Proc(t->k->proc), t->k->cfg.dst_full_sync_en ? 1 : 2);
-    for (auto& cp : M.cores) {
-        for (int i = 0; i < kNumCbs; ++i)
-            if (cp->cbs[i].configured) M.engine->configure_cb(cp->idx, uint32_t(i), cp->cbs[i].num_pages);
-        for (auto& sm : cp->sem_init) M.engine->init_semaphore(cp->idx, sm.first, sm.second);
-    }
 }
 
-// The replay, after every kernel thread joined: deterministic whatever the host interleaving was.
+// The replay, after every kernel thread joined: deterministic whatever the host interleaving was. The recorded
+// traces do not depend on the variant (only the replay reads the constants), so each further variant replays copies
+// of them on a fresh engine: the replay books links, DRAM channels, CB and semaphore state as it goes, and a new
+// engine is the reset that leaves nothing of the previous replay behind. The result equals a run made with
+// TTFD_TIMING_VARIANT=<that variant> (tests/emulator/test_timing_variants.py).
 void replay_timing() {
     if (!M.engine) return;
     timing::Result res = M.engine->run();
     M.timing_json = M.engine->result_json(res);
+    if (M.extra_variants.empty()) return;
+    std::string o = "{";
+    for (size_t v = 0; v < M.extra_variants.size(); ++v) {
+        auto e = new_engine(M.extra_variants[v].second);
+        for (size_t i = 0; i < M.engine->num_riscs(); ++i) {
+            const timing::Risc& r = M.engine->risc(i);
+            e->add_risc(r.core(), r.proc(), r.dst_buffers()) = r;
+        }
+        o += (v ? ", \"" : "\"") + M.extra_variants[v].first + "\": " + e->result_json(e->run());
+    }
+    M.timing_variants_json = o + "}";
 }
 
 int run(const char* program) {
