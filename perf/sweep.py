@@ -14,8 +14,9 @@ as model code runs the ops):
     dynamic chunks and 16 cores per head tt_transformers passes to ``paged_scaled_dot_product_attention_decode``;
     the Galaxy chip rows: llama3_70b_galaxy's 32 cores as the 8x4 rectangle, ours and the search over the 8x9 grid);
   * upstream **at its best**: :func:`ttflashdecode.upstream.tune.search` over upstream's own knobs (k_chunk_size,
-    max_cores_per_head_batch, grid) through the timing model, about ten runs a shape under the nominal variant; under
-    every other variant the nominal search's two fastest candidates run again and the fastest of them counts.
+    max_cores_per_head_batch, grid) through the timing model, about ten runs a shape, ranked under the nominal
+    variant. Every candidate's duration is known under every variant (below), so under each variant "at its best" is
+    the fastest, under that variant, of every candidate the nominal search ran.
 - **defaults**: each op with no program config and no compute config (ours: HiFi4, approximate exp; upstream: HiFi2,
   approximate math and exp, its whole grid, dynamic chunks).
 
@@ -25,6 +26,9 @@ Paths: MLA rows run both MLA entry points (``paged_flash_multi_latent_attention_
 Variants: ``ttflashdecode.emulator.timing.variant_names()`` (nominal, no flow control, each assumed constant at the low
 and high end of its range); each row reports the ratio at nominal and its minimum and maximum over the variants run;
 a row counts as "ours faster" only where the minimum is above 1. ``--variants`` picks a subset (the summary names it).
+Each call runs once: under the nominal variant, with ``TTFD_TIMING_VARIANTS`` naming the others, so the emulator
+replays the call's recorded traces under every variant (the traces do not depend on it; each replay equals a separate
+run under that variant: tests/emulator/test_timing_multi_variant.py).
 
 Outputs (perf/out/ unless ``--out``): ``sweep.csv``, one line per (shape, variant, side), readable unchanged by
 tt-perf-report (the ops perf report's columns, DEVICE ID included: ``tt-perf-report perf/out/sweep.csv``), plus the
@@ -33,15 +37,13 @@ issue's goals, perf/goals.py); ``sweep_ratio.png`` (each row's ratios with their
 ``sweep_runs/<shape>.json`` (the raw records, so ``--append`` resumes and ``--table``
 redraws without running). ``--readme-table`` prints the fair table's markdown for the README.
 
-Cost (measured on the shared 2-core machine at load ~8): a timing-only call takes 10-70 s (4K-32K positions); a shape
-is ~11 calls under the nominal variant (the upstream search included) and ~6 under each other variant, so the full
-set (9 shapes x 30 variants, ~1700 calls) is a day of machine time: run it with ``--jobs 2`` over a night, or pick
-``--variants``.
-``--quick`` (2 shapes, 2 variants: nominal, no_flow_control) is ~30 calls: 20 minutes at load ~8, an hour at ~70.
+Cost: a shape is ~14 calls (the upstream search included), each one emulator run plus one replay per further
+variant; all 30 variants cost a few times one nominal run (the replays), not 30 runs (``--quick``: 2 shapes, 2
+variants). The wall time of the last full run is in perf/out/sweep_summary.md's header.
 Upstream's runs are cached under ``perf/out/upstream_cache/`` keyed by everything they depend on (its descriptor, the
 emulator and timing model, the wheel; see :func:`upstream_hash`), so re-running after a change to ours runs only ours.
 
-    nice -n 5 .venv/bin/python perf/sweep.py --quick                 # check: 2 shapes x 3 variants
+    nice -n 5 .venv/bin/python perf/sweep.py --quick                 # check: 2 shapes x 2 variants
     nice -n 5 .venv/bin/python perf/sweep.py --jobs 2                # every shape, every variant
     nice -n 5 .venv/bin/python perf/sweep.py --variants nominal no_flow_control --shapes llama8b-n150-4k
     .venv/bin/python perf/sweep.py --table                           # tables and goals from sweep_runs/
@@ -70,7 +72,6 @@ OURS, UPSTREAM_OP = "ttflashdecode", "ScaledDotProductAttentionDecode"  # OP COD
 SIDES = ("ours", "upstream as called", "upstream best", "ours default", "upstream default")
 FAIR_SIDES, DEFAULT_SIDES = SIDES[:3], SIDES[3:]
 QUICK_VARIANTS = ("nominal", "no_flow_control")
-BEST_RERUN = 2  # candidates of the nominal search run again under every other variant
 GRID = (8, 8)
 BLOCK = 64
 
@@ -188,6 +189,7 @@ class Runner:
         out.deallocate()
         return {
             "ns": run.stats.duration_ns,
+            "ns_by_variant": run.stats.durations_ns(),  # every variant the run replayed (TTFD_TIMING_VARIANTS)
             "bytes": run.stats.dram_read_bytes + run.stats.dram_write_bytes,
             "plan": _plan_text(run.plan),
             "cores": _plan_cores(run.plan),
@@ -275,113 +277,122 @@ class UpstreamCache:
 
 
 def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print, save=None) -> list[dict]:
-    """Every side of ``s`` under every variant (nominal first: its upstream search ranks the candidates the other
-    variants re-run). Returns the records; ``save(records, variants_done)`` is called after each variant, so an
-    interrupted run keeps what it measured."""
+    """Every side of ``s`` under every variant in ``variants``, from one run of each call: the calls run under the
+    nominal variant with ``TTFD_TIMING_VARIANTS`` naming the others, so the emulator replays each call's recorded
+    traces under every variant (docs/TIMING.md, section 3b; equal to separate runs, test_timing_multi_variant.py).
+    Upstream's search ranks its candidates under the nominal variant; "upstream best" under a variant is the fastest,
+    under that variant, of every candidate the search ran. Returns the records (one per variant and side);
+    ``save(records, variants_done)`` is called at the end."""
     import ttflashdecode
     from ttflashdecode import emulator, upstream
     from ttflashdecode.config import AutoProgramConfig
     from ttflashdecode.emulator import timing
     from ttflashdecode.upstream import tune
 
+    variants = sorted(dict.fromkeys(variants), key=lambda v: v != timing.NOMINAL)
     dev = emulator.open_device(s.board, timing_only=True)
     dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
     dev.default_deadline_s = max(dev.default_deadline_s, 3600.0)
-    records: list[dict] = []
-    done: list[str] = []
-    ranking: list[tune.Candidate] = []
     runner = Runner(dev, s)
     ttnn = runner.ttnn
     fair = runner.fair_compute()
+
+    def up(cand: tune.Candidate | None, exp_approx, compute, label: str) -> dict:
+        # Keyed by the program the factory builds (max_cores_per_head_batch as it applies it), so the as-called config
+        # and the search's equal candidate share one run; a cached record serves when it holds every variant asked.
+        cand = cand and tune.effective(cand, s.batch * s.n_kv_heads)
+        key = [s.name, "all variants of one run", cand and asdict(cand), label]
+        rec = cache.get(key)
+        if rec is None or not set(variants) <= set(rec.get("ns_by_variant", {})):
+            cfg = None if cand is None else cand.to_ttnn(ttnn, exp_approx)
+            rec = runner.call(upstream, cfg, compute)
+            cache.put(key, rec)
+            rec["cached"] = False
+        else:
+            rec["cached"] = True
+        return rec
+
+    def show(what: str, rec: dict) -> None:
+        ns = rec.get("ns")
+        log(
+            f"  {s.name} {what}: "
+            + (f"{ns / 1e3:.1f} us modelled (nominal; {rec.get('plan', '')})" if ns else f"refused: {rec.get('note')}")
+        )
+
+    t0 = time.monotonic()
     try:
-        for variant in sorted(variants, key=lambda v: v != timing.NOMINAL):
-            with timing.variant_env(variant):
+        with timing.variant_env(timing.NOMINAL), timing.variants_env(variants):
+            auto_exact = AutoProgramConfig(compute_with_storage_grid_size=s.grid, exp_approx_mode=False)
+            ours = runner.call(ttflashdecode, auto_exact, fair)
+            show("ours", ours)
+            called = tune.Candidate(s.model_grid, 0, s.model_cores)
+            n_eff = tune.effective(called, s.batch * s.n_kv_heads).max_cores_per_head
+            as_called = up(called, False, fair, "fair")
+            show("upstream as called", as_called)
+            searched: dict[tune.Candidate, dict] = {}
 
-                def up(side: str, cand: tune.Candidate | None, exp_approx, compute, label: str):
-                    # Keyed by the program the factory builds (max_cores_per_head_batch as it applies it), so the
-                    # as-called config and the search's equal candidate share one run.
-                    cand = cand and tune.effective(cand, s.batch * s.n_kv_heads)
-                    key = [s.name, variant, cand and asdict(cand), label]
-                    rec = cache.get(key)
-                    if rec is None:
-                        cfg = None if cand is None else cand.to_ttnn(ttnn, exp_approx)
-                        rec = runner.call(upstream, cfg, compute)
-                        cache.put(key, rec)
-                        rec["cached"] = False
-                    else:
-                        rec["cached"] = True
-                    return rec
+            def run(c: tune.Candidate):
+                searched[c] = rec = up(c, False, fair, "fair")
+                show(f"upstream search {c.label()}", rec)
+                return rec.get("ns")
 
-                def add(side: str, rec: dict, config: str) -> None:
-                    rec = dict(rec, shape=s.name, variant=variant, side=side, config=config)
-                    records.append(rec)
-                    ns = rec.get("ns")
-                    log(
-                        f"  {s.name} [{variant}] {side}: "
-                        + (
-                            f"{ns / 1e3:.1f} us modelled ({rec.get('plan', '')})"
-                            if ns
-                            else f"refused: {rec.get('note')}"
-                        )
-                    )
-
-                t0 = time.monotonic()
-                auto_exact = AutoProgramConfig(compute_with_storage_grid_size=s.grid, exp_approx_mode=False)
-                add("ours", runner.call(ttflashdecode, auto_exact, fair), "no program config (auto), exact exp, HiFi4")
-                called = tune.Candidate(s.model_grid, 0, s.model_cores)
-                n_eff = tune.effective(called, s.batch * s.n_kv_heads).max_cores_per_head
-                add(
-                    "upstream as called",
-                    up("called", called, False, fair, "fair"),
-                    f"k_chunk_size 0, max_cores_per_head_batch {s.model_cores}"
-                    + (f" (the factory applies {n_eff})" if n_eff != s.model_cores else "")
-                    + f", {s.model_grid[0]}x{s.model_grid[1]}, exact exp, HiFi4",
-                )
-                if variant == timing.NOMINAL:
-
-                    def run(c: tune.Candidate):
-                        ns = up("search", c, False, fair, "fair").get("ns")
-                        log(
-                            f"  {s.name} [{variant}] upstream search {c.label()}: "
-                            + (f"{ns / 1e3:.1f} us modelled" if ns else "refused")
-                        )
-                        return ns
-
-                    result = tune.search(
-                        run,
-                        grid=s.grid,
-                        batch=s.batch,
-                        n_kv_heads=s.n_kv_heads,
-                        kv_len=s.kv_len,
-                        paged=True,
-                        start_k_chunk_size=0,
-                    )
-                    ranking = [c for c, _ in result.ranked()]
-                    best = result.best
-                    tried = len(result.runs)
-                else:
-                    runs = {c: up("search", c, False, fair, "fair").get("ns") for c in ranking[:BEST_RERUN]}
-                    ok = [(c, ns) for c, ns in runs.items() if ns is not None]
-                    best = min(ok, key=lambda t: t[1])[0] if ok else None
-                    tried = len(runs)
-                if best is None:
-                    add("upstream best", {"ns": None, "note": "every candidate refused"}, "search")
-                else:
-                    rec = up("search", best, False, fair, "fair")
-                    add("upstream best", rec, f"{best.label()} (best of {tried} runs), exact exp, HiFi4")
-                add("ours default", runner.call(ttflashdecode, None, None), "no program config, no compute config")
-                add(
-                    "upstream default",
-                    up("default", None, None, None, "default"),
-                    "no program config, no compute config",
-                )
-                log(f"  {s.name} [{variant}] done in {time.monotonic() - t0:.0f} s")
-                done.append(variant)
-                if save is not None:
-                    save(records, list(done))
+            tune.search(
+                run,
+                grid=s.grid,
+                batch=s.batch,
+                n_kv_heads=s.n_kv_heads,
+                kv_len=s.kv_len,
+                paged=True,
+                start_k_chunk_size=0,
+            )
+            ours_default = runner.call(ttflashdecode, None, None)
+            show("ours default", ours_default)
+            up_default = up(None, None, None, "default")
+            show("upstream default", up_default)
     finally:
         runner.close()
         dev.close()
+
+    def under(rec: dict, variant: str) -> dict:
+        # The call's record with its duration under `variant` (bytes, plan and cores do not depend on it).
+        out = {k: v for k, v in rec.items() if k != "ns_by_variant"}
+        out["ns"] = (rec.get("ns_by_variant") or {}).get(variant) if rec.get("ns") is not None else None
+        return out
+
+    records: list[dict] = []
+    called_text = (
+        f"k_chunk_size 0, max_cores_per_head_batch {s.model_cores}"
+        + (f" (the factory applies {n_eff})" if n_eff != s.model_cores else "")
+        + f", {s.model_grid[0]}x{s.model_grid[1]}, exact exp, HiFi4"
+    )
+    for variant in variants:
+
+        def add(side: str, rec: dict, config: str) -> None:
+            records.append(dict(under(rec, variant), shape=s.name, variant=variant, side=side, config=config))
+
+        add("ours", ours, "no program config (auto), exact exp, HiFi4")
+        add("upstream as called", as_called, called_text)
+        ok = [(c, r) for c, r in searched.items() if under(r, variant)["ns"] is not None]
+        if ok:
+            c, r = min(ok, key=lambda t: under(t[1], variant)["ns"])
+            add(
+                "upstream best",
+                r,
+                f"{c.label()} (best under this variant of the {len(searched)} candidates the nominal search ran), "
+                "exact exp, HiFi4",
+            )
+        else:
+            add("upstream best", {"ns": None, "note": "every candidate refused"}, "search")
+        add("ours default", ours_default, "no program config, no compute config")
+        add("upstream default", up_default, "no program config, no compute config")
+    nominal = {r["side"]: r["ns"] for r in records if r["variant"] == variants[0]}
+    log(
+        f"  {s.name}: {len(variants)} variants from {len(searched) + 4} calls in {time.monotonic() - t0:.0f} s; "
+        + ", ".join(f"{k} {v / 1e3:.1f} us" if v else f"{k} refused" for k, v in nominal.items())
+        + f" [{variants[0]}, modelled]"
+    )
+    if save is not None:
+        save(records, list(variants))
     return records
 
 
