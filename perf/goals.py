@@ -113,10 +113,46 @@ def _variants_line(rows: list[Row], metas: dict[str, dict]) -> str:
     names = sorted({v for r in rows for v in r.variants()}, key=lambda v: (v != NOMINAL, v))
     commits = sorted({m.get("commit", "?") for m in metas.values()})
     dates = sorted(m.get("date_utc", "") for m in metas.values())
+    seconds = [m["seconds"] for m in metas.values() if "seconds" in m]
+    took = f" Each shape's worker took {min(seconds)}-{max(seconds)} s wall." if seconds else ""
     return (
         f"Variants per row: {', '.join(map(str, counts))} ({', '.join(names)}). Measured at "
-        f"{', '.join(commits)}, {dates[0] if dates else '?'} - {dates[-1] if dates else '?'} UTC."
+        f"{', '.join(commits)}, {dates[0] if dates else '?'} - {dates[-1] if dates else '?'} UTC.{took}"
     )
+
+
+def _constant_of(variant: str) -> str:
+    """The assumed constant a "<stem>_low/high" variant moves (``timing.assumed_constants()``); else ""."""
+    from ttflashdecode.emulator import timing
+
+    for a in timing.assumed_constants():
+        if variant in (f"{a.stem}_low", f"{a.stem}_high"):
+            return a.name
+    return ""
+
+
+def extremes_table(rows: list[Row]) -> list[str]:
+    """Per row, the variants that give its ratio vs upstream at its best its minimum and maximum, and the next value
+    on each side: when the runner-up is close to the nominal ratio, one constant alone decides that end."""
+    out = [
+        "| shape | nominal | minimum (variant) | next lowest | maximum (variant) | next highest |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
+    def cell(v: str, x: float) -> str:
+        c = _constant_of(v)
+        return f"{x:.3f}x ({v}{': ' + c if c else ''})"
+
+    for r in rows:
+        ratios = sorted(r.ratios("upstream best", "ours").items(), key=lambda t: t[1])
+        if len(ratios) < 3:
+            continue
+        nominal = r.ratios("upstream best", "ours").get(NOMINAL)
+        out.append(
+            f"| {r.shape.label} | {f'{nominal:.3f}x' if nominal else '-'} | {cell(*ratios[0])} | {cell(*ratios[1])} "
+            f"| {cell(*ratios[-1])} | {cell(*ratios[-2])} |"
+        )
+    return out
 
 
 def fair_table(rows: list[Row]) -> list[str]:
@@ -249,5 +285,9 @@ def summary(shapes, records: list[dict], metas: dict[str, dict]) -> str:
             "### Goals (issue 28 item 5)",
             "",
             *goals(rows),
+            "",
+            "### Which variants decide each row's range (ratio vs upstream at its best)",
+            "",
+            *extremes_table(rows),
         ]
     )
