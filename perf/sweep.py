@@ -37,9 +37,10 @@ issue's goals, perf/goals.py); ``sweep_ratio.png`` (each row's ratios with their
 ``sweep_runs/<shape>.json`` (the raw records, so ``--append`` resumes and ``--table``
 redraws without running). ``--readme-table`` prints the fair table's markdown for the README.
 
-Cost: a shape is ~14 calls (the upstream search included), each one emulator run plus one replay per further
-variant; all 30 variants cost a few times one nominal run (the replays), not 30 runs (``--quick``: 2 shapes, 2
-variants). The wall time of the last full run is in perf/out/sweep_summary.md's header.
+Cost: a shape is ~13 calls (the upstream search included), each one emulator run plus one replay per further
+variant (docs/TIMING.md 3b: a timing-only call under all 30 variants took ~5x its nominal-only runtime wall at 4K,
+~11x at 32K, not 30x). The whole set, ``--jobs 2``, took 24.9 min wall at load 5-56 on the shared 2-core machine;
+each shape's worker time is in perf/out/sweep_summary.md's header (``--quick``: 2 shapes, 2 variants).
 Upstream's runs are cached under ``perf/out/upstream_cache/`` keyed by everything they depend on (its descriptor, the
 emulator and timing model, the wheel; see :func:`upstream_hash`), so re-running after a change to ours runs only ours.
 
