@@ -194,7 +194,19 @@ def measure(dev, repeats: int = 300) -> dict:
         finally:
             ttnn.generic_op = real
 
+    def parts_in_sequence():
+        """The package's own work (generic_op a no-op) and then generic_op alone on the same descriptor, in one
+        timed call: against the op's own row it shows what the op costs beyond the sum of its two parts."""
+        package_alone()
+        real(io, sealed_launchable)
+
+    from ttflashdecode import op as op_module
+
+    signed = (q, k, v, None, True, None, None, pos, None, None, None, False, config, None, None, out, None, False, None)
     rows["op_output_given_launch_no_op"] = ("sealed", package_alone)
+    rows["package_then_generic_op"] = ("sealed", parts_in_sequence)
+    rows["signature_alone"] = (None, lambda: op_module._signature(*signed))
+    rows["lowest_l1_alone"] = (None, backend_for(dev).lowest_l1_buffer_address)
     rows["op_output_allocated_launch_no_op"] = ("sealed", package_alone_allocating)
     out_shape = ttnn.Shape([1, b, nq, d])
     rows["allocate_tensor_on_device_alone"] = (
@@ -306,6 +318,9 @@ ROW_LABELS = {
     "generic_op_previous_layout": "  the op's descriptor laid out as before (per-core runtime args, a range a core)",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op alone",
+    "package_then_generic_op": "  the package's own work then generic_op alone, in one timed call",
+    "signature_alone": "  of the package's work: the call's fast-path signature (op._signature)",
+    "lowest_l1_alone": "  of the package's work: the lowest live L1 buffer (Backend.lowest_l1_buffer_address)",
     "op_output_allocated_launch_no_op": "op, output allocated by the op, generic_op replaced by a no-op",
     "allocate_tensor_on_device_alone": "`ttnn.allocate_tensor_on_device` of the output alone (dropped at once)",
 }
