@@ -46,6 +46,7 @@ from ttflashdecode.program_factory import ComputeSettings
 
 # Scalars that go into a key as they are: hashing them is cheap and their equality is their value's.
 _PLAIN = (type(None), bool, int, float, str)
+PLAIN_TYPES = frozenset(_PLAIN)  # the same, for a membership test (callers that check a scalar inline)
 
 
 class NotSignable(Exception):

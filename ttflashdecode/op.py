@@ -44,9 +44,9 @@ from ttflashdecode.device_cache import (
     program_cache_stats,
 )
 from ttflashdecode.fast_path import (
+    PLAIN_TYPES,
     NotSignable,
     compute_config_value,
-    flag,
     plain,
     program_config_value,
     tensors_signature,
@@ -63,6 +63,9 @@ from ttflashdecode.validate import (
     require_page_table,
 )
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
+
+# Upstream's paged-only arguments at their defaults: _decode's default, compared by identity in _signature.
+_NO_PAGED_ARGS = (None, None, 0)
 
 last_run: DecodeResult | None = None  # the last call's result, for the demo and tests (a view of its wrapper's)
 
@@ -369,7 +372,7 @@ def _decode(
     dtype,
     validate_device_tensors,
     head_dim_v=None,
-    paged_args=(None, None, 0),
+    paged_args=_NO_PAGED_ARGS,
 ):
     """A call as it comes. A call like one that already passed (same arguments, tensors at the same addresses with
     the same properties: :mod:`ttflashdecode.fast_path`) launches that call's programs again; any other call is
@@ -495,36 +498,50 @@ def _signature(
     dtype,
     validate_device_tensors,
     head_dim_v,
-    paged_args=(None, None, 0),
+    paged_args=_NO_PAGED_ARGS,
 ) -> tuple | None:
     """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.fast_path`), or None for a call it does
     not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor argument
     that is not a live device tensor. Scalars go into the key with their type: ``scale=1`` passes validation,
-    ``scale=True`` (equal, and hashing alike) does not."""
+    ``scale=True`` (equal, and hashing alike) does not.
+
+    This runs on every call, so the scalars are checked inline and go into the key flat (no per-argument helper
+    calls or tuples: they were ~2.5 of this function's ~8 us on a mock N150, tests/runtime/host_cost.py)."""
+    if cur_pos is not None or validate_device_tensors is not False:
+        return None  # True, or not a Python bool (the full path's check_bool names it)
+    if type(is_causal) is not bool or type(share_cache) is not bool:
+        return None
+    scale_type, window_type, head_dim_v_type = type(scale), type(sliding_window_size), type(head_dim_v)
+    if scale_type not in PLAIN_TYPES or window_type not in PLAIN_TYPES or head_dim_v_type not in PLAIN_TYPES:
+        return None
     try:
-        if cur_pos is not None or flag("validate_device_tensors", validate_device_tensors):
-            return None
+        paged = _NO_PAGED_KEY if paged_args is _NO_PAGED_ARGS else _paged_args_key(*paged_args)
         addresses, specs = tensors_signature(
             (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
         )
+        if specs[0] is None:  # no q tensor: the full path refuses it by name
+            return None
         # A name (or None) is its own key; any other config is compared by value (a type marks it in the key).
-        named = program_config if program_config is None or type(program_config) is str else type(program_config)
+        if program_config is None or type(program_config) is str:
+            named, config = program_config, None
+        else:
+            named, config = type(program_config), program_config_value(program_config)
         key = (
             "op",
             addresses,
-            flag("is_causal", is_causal),
-            flag("share_cache", share_cache),
-            plain("scale", scale),
-            plain("sliding_window_size", sliding_window_size),
-            plain("head_dim_v", head_dim_v),
+            is_causal,
+            share_cache,
+            scale_type,
+            scale,
+            window_type,
+            sliding_window_size,
+            head_dim_v_type,
+            head_dim_v,
             named,
-            _paged_args_key(*paged_args),
+            paged,
         )
-        config = None if named is program_config else program_config_value(program_config)
-        check = (specs, dtype, memory_config, config, compute_config_value(compute_kernel_config))
-        if specs[0] is None:  # no q tensor: the full path refuses it by name
-            return None
-        return key, check, specs[0][0]  # q's device: where the entry lives
+        compute = None if compute_kernel_config is None else compute_config_value(compute_kernel_config)
+        return key, (specs, dtype, memory_config, config, compute), specs[0][0]  # q's device: where the entry lives
     except NotSignable:
         return None
 
@@ -541,6 +558,9 @@ def _paged_args_key(paged_cache_geometry, cache_position_modulo, spec_multi_pos_
         plain("cache_position_modulo", cache_position_modulo),
         plain("spec_multi_pos_tiles", spec_multi_pos_tiles),
     )
+
+
+_NO_PAGED_KEY = _paged_args_key(*_NO_PAGED_ARGS)
 
 
 def _wrapper(device, program_config, compute: ComputeSettings) -> FlashDecodeWrapper:
