@@ -55,14 +55,14 @@ class DramBank:
     offset: int
 
 
-def _soc_descriptor_path() -> Path | None:
+def _soc_descriptor_path(name: str = "wormhole_b0_80_arch.yaml") -> Path | None:
     try:
         import importlib.util
 
         spec = importlib.util.find_spec("ttnn")
         if spec is None or not spec.submodule_search_locations:
             return None
-        p = Path(list(spec.submodule_search_locations)[0]) / "tt_metal/soc_descriptors/wormhole_b0_80_arch.yaml"
+        p = Path(list(spec.submodule_search_locations)[0]) / "tt_metal/soc_descriptors" / name
         return p if p.exists() else None
     except Exception:
         return None
@@ -92,6 +92,135 @@ _FALLBACK_VIEWS = [
     (5, 0, 0),
     (5, 2, 1 << 30),
 ]
+
+
+# ---- the chip a device models, as a value it carries --------------------------------------------------------------
+# Module constants above are Wormhole B0's and stay the defaults; a device carries an ArchSpec (EmuDevice.spec) and
+# everything that depends on the chip reads it from there, so one process can hold Wormhole and Blackhole devices.
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """One chip architecture's facts the emulator models (see the module docstring and BLACKHOLE's comments)."""
+
+    name: str  # "wormhole_b0" / "blackhole"
+    define: str  # the kernel build's ARCH_* define (tt-metal's JIT build: ARCH_WORMHOLE / ARCH_BLACKHOLE)
+    soc_descriptor: str  # the wheel's tt_metal/soc_descriptors/<name>
+    # The wheel's LLK trees compute kernels compile against (tt_metal/hw/ckernels/<ckernels>, tt_metal/tt-llk/<llk>).
+    # Blackhole's SFPU algorithms use instructions Wormhole lacks (SFPARECIP, SFPGT, the SFPLOADMACRO-free exp_21f
+    # path) that the emulator's SFPU ISA model (include_llk/) does not implement, so Blackhole compute kernels
+    # compile against Wormhole's trees: the same compute API, the same SFPU algorithms as on Wormhole (results can
+    # differ from a Blackhole card in the last bits of exp / reciprocal). Its own trees: own_ckernels / own_llk.
+    ckernels: str
+    llk: str
+    l1_size: int
+    l1_unreserved_base: int
+    dram_channel_bytes: int
+    dram_bank_bytes: int
+    dram_alignment: int
+    l1_alignment: int
+    # Translated NOC x of each logical worker column (Wormhole: 18 + x) and translated y of logical row 0.
+    worker_x: tuple[int, ...]
+    worker_y0: int
+    default_dispatch_axis: str  # ttnn's default dispatch_core_axis on this arch
+    own_ckernels: str = ""
+    own_llk: str = ""
+
+    @property
+    def affine_x(self) -> bool:
+        """True when the translated x of logical column x is worker_x[0] + x for every column (Wormhole)."""
+        return self.worker_x == tuple(range(self.worker_x[0], self.worker_x[0] + len(self.worker_x)))
+
+    def translated(self, x: int, y: int) -> tuple[int, int]:
+        return self.worker_x[x], self.worker_y0 + y
+
+
+WORMHOLE_B0 = ArchSpec(
+    name="wormhole_b0",
+    define="ARCH_WORMHOLE",
+    soc_descriptor="wormhole_b0_80_arch.yaml",
+    ckernels="wormhole_b0",
+    llk="tt_llk_wormhole_b0",
+    l1_size=L1_SIZE,
+    l1_unreserved_base=L1_UNRESERVED_BASE,
+    dram_channel_bytes=DRAM_CHANNEL_BYTES,
+    dram_bank_bytes=DRAM_BANK_BYTES,
+    dram_alignment=DRAM_ALIGNMENT,
+    l1_alignment=L1_ALIGNMENT,
+    worker_x=tuple(range(TRANSLATED_X0, TRANSLATED_X0 + 10)),
+    worker_y0=TRANSLATED_Y0,
+    default_dispatch_axis="row",
+)
+
+# Blackhole (the ttnn 0.81.1 wheel unless said otherwise):
+# - L1 1536 KiB (MEM_L1_SIZE in hw/inc/internal/tt-1xx/blackhole/dev_mem_map.h); MEM_MAP_END there is 41088 B, and CBs
+#   start after tt-metal's kernel-config buffer as on Wormhole (69 KiB, the same default): 41088 + 69 * 1024.
+# - DRAM: 8 GDDR6 channels, one bank each (soc_descriptors/blackhole_140_arch.yaml: 8 dram_views, address_offset 0,
+#   dram_bank_size 4278190080 = 4 GiB - 16 MiB); a channel is 4 GiB (32 GB per P150 card). DRAM alignment 64 B
+#   (blackhole/noc/noc_parameters.h: NOC_DRAM_READ_ALIGNMENT_BYTES 64), L1 alignment 16 B as on Wormhole.
+# - Tensix columns at NOC0 x 1..7 and 10..16, rows y 2..11 (the soc descriptor's functional_workers). UMD's
+#   BlackholeCoordinateManager (fill_tensix_physical_translated_mapping) gives a worker the translated coordinates of
+#   the "virtual" core: logical column x -> the x-th Tensix column of the die, harvested columns moved to the end,
+#   so which columns a card has harvested never shows. Logical (x, y) -> (TENSIX_COLS[x], 2 + y).
+# - ttnn's default dispatch on Blackhole is a column (core_descriptors/blackhole_140_arch.yaml lists only "col"
+#   entries; dispatch_cores at x = -1, the last enabled column).
+BLACKHOLE_TENSIX_COLS = (1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16)
+BLACKHOLE = ArchSpec(
+    name="blackhole",
+    define="ARCH_BLACKHOLE",
+    soc_descriptor="blackhole_140_arch.yaml",
+    ckernels="wormhole_b0",
+    llk="tt_llk_wormhole_b0",
+    own_ckernels="blackhole",
+    own_llk="tt_llk_blackhole",
+    l1_size=1536 * 1024,
+    l1_unreserved_base=41088 + 69 * 1024,
+    dram_channel_bytes=4 << 30,
+    dram_bank_bytes=4278190080,
+    dram_alignment=64,
+    l1_alignment=16,
+    worker_x=BLACKHOLE_TENSIX_COLS,
+    worker_y0=2,
+    default_dispatch_axis="col",
+)
+
+# Board -> (chip arch, DRAM channels the card has). Blackhole cards as shipped: since tt-system-firmware v19.5.0
+# (January 2026) every P150 (and the P100) presents 120 Tensix cores, 12 of the die's 14 columns (tt-metal issue
+# #47014 / PR #47015: "11x10 = 110 compute grid"; tt-mlir PR #9248: metal's P150 mock reports 10x11). With dispatch on
+# the last column (core_descriptors/blackhole_140_arch.yaml "2xharvested": compute [0, 0]-[10, 9]) the compute grid
+# is 11x10. P100: 7 of the 8 GDDR6 channels (28 GB; Tenstorrent's p100a specification; which channel is harvested
+# varies per card, the emulator drops the last). P300: two chips, each taken as a P150's (UMD's soc descriptor for
+# the P300 local chip is the P150's, tt-umd PR #437; its Tensix count is assumed the same 120).
+BOARD_ARCH = {"n150": WORMHOLE_B0, "n300": WORMHOLE_B0, "galaxy": WORMHOLE_B0, "p150": BLACKHOLE, "p100": BLACKHOLE}
+BOARD_DRAM_CHANNELS = {"p100": 7}
+GRIDS.update({"p150": (11, 10), "p100": (11, 10)})
+# Blackhole boards' grid is with dispatch on a column (ttnn's default there); a row-dispatch Blackhole is not modelled.
+DEFAULT_AXIS_ONLY = {"p150", "p100"}
+
+
+def board_spec(board: str) -> ArchSpec:
+    return BOARD_ARCH.get(board, WORMHOLE_B0)
+
+
+@cache
+def dram_layout_for(spec: ArchSpec, channels: int | None = None) -> tuple[list[list[tuple[int, int]]], list[DramBank]]:
+    """(cores of each DRAM channel as NOC0 (x, y), the banks) of `spec`'s chip; `channels`: keep only the first ones
+    (a card with harvested DRAM)."""
+    if spec is WORMHOLE_B0 and channels is None:
+        return dram_layout()
+    path = _soc_descriptor_path(spec.soc_descriptor)
+    if path is None:
+        raise RuntimeError(f"the ttnn wheel's soc descriptor {spec.soc_descriptor} is needed for {spec.name}")
+    import yaml
+
+    soc = yaml.safe_load(path.read_text())
+    chans = [[tuple(int(v) for v in c.split("-")) for c in ch] for ch in soc["dram"]]
+    views = [(v["channel"], v["worker_endpoint"][0], int(v["address_offset"])) for v in soc["dram_views"]]
+    if channels is not None:
+        chans = chans[:channels]
+        views = [v for v in views if v[0] < channels]
+    banks = [DramBank(i, ch, *chans[ch][ep], off) for i, (ch, ep, off) in enumerate(views)]
+    return chans, banks
 
 
 @lru_cache(maxsize=1)

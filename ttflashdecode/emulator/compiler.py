@@ -441,6 +441,7 @@ def kernel_flags(
     noc_index: int | None = None,
     noc_mode: int = 0,
     cbs: list[jit_env.CBEntry] | None = None,
+    spec=None,
 ) -> tuple[str, ...]:
     """Full g++ flag list for one kernel. processor: "brisc", "ncrisc" or "compute"; num_l1_banks: L1 banks of the
     device (one per compute core); noc_index: the data-movement kernel's NOC (default: 0 on BRISC, 1 on NCRISC);
@@ -470,7 +471,7 @@ def kernel_flags(
     flags += [f"-I{p}" for p in include_paths]
     # tt-metal's JIT include roots (jit_env.py): the LLK trees for compute, the ttnn source roots for every kernel
     if compute:
-        flags += [f"-I{p}" for p in jit_env.compute_llk_include_paths()]
+        flags += [f"-I{p}" for p in jit_env.compute_llk_include_paths(spec)]
     flags += [f"-I{p}" for p in jit_env.source_include_paths()]
     # JitBuildState::compile_one adds no define for an empty list (api/compile_time_args.h then defines it empty)
     if compile_time_args:
@@ -486,7 +487,8 @@ def kernel_flags(
         flags += ["-include", str(INCLUDE / "api" / "compile_time_args.h")]
         if cbs is not None:
             flags += ["-include", str(gen / jit_env.DESCRIPTORS_HEADER)]
-    flags += ["-DKERNEL_BUILD", "-DARCH_WORMHOLE", "-DTENSIX_FIRMWARE"]
+    # spec: the device's arch.ArchSpec (None: Wormhole B0); its ARCH_* define as tt-metal's JIT build sets it
+    flags += ["-DKERNEL_BUILD", f"-D{spec.define if spec is not None else 'ARCH_WORMHOLE'}", "-DTENSIX_FIRMWARE"]
     if not compute:
         if processor == "brisc":
             flags += ["-DCOMPILE_FOR_BRISC", "-DPROCESSOR_INDEX=0"]

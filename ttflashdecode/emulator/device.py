@@ -52,7 +52,7 @@ from .tensor import (
 
 ttnn = import_ttnn()
 
-_BOARDS = {"n150": 1, "n300": 2, "galaxy": 32}
+_BOARDS = {"n150": 1, "n300": 2, "galaxy": 32, "p150": 1, "p100": 1}
 
 
 class _BankAllocator:
@@ -103,16 +103,26 @@ class _BankAllocator:
 
 
 class EmuDevice:
-    """A Wormhole B0 chip on the host. Use :func:`open_device`."""
+    """A Wormhole B0 or Blackhole chip on the host (``spec``: the arch.ArchSpec it models). Use :func:`open_device`."""
 
     # The trace being captured (trace.py): launches are recorded instead of run, host transfers are refused.
     trace_capture = None
 
-    def __init__(self, board: str = "n150", *, timing_only: bool | None = None, dispatch_core_axis: str = "row"):
+    def __init__(self, board: str = "n150", *, timing_only: bool | None = None, dispatch_core_axis: str | None = None):
         board = board.lower()
         if board not in arch.GRIDS:
             raise EmulatorError(f"board {board!r}: expected one of {', '.join(arch.GRIDS)}")
-        if dispatch_core_axis not in ("row", "col") or (
+        self.spec = arch.board_spec(board)
+        if dispatch_core_axis is None:
+            dispatch_core_axis = self.spec.default_dispatch_axis
+        if board in arch.DEFAULT_AXIS_ONLY:
+            if dispatch_core_axis != self.spec.default_dispatch_axis:
+                raise EmulatorError(
+                    f"dispatch_core_axis={dispatch_core_axis!r}: expected "
+                    f"{self.spec.default_dispatch_axis!r} (ttnn's default on {self.spec.name}; the emulated {board} "
+                    "models that one only)"
+                )
+        elif dispatch_core_axis not in ("row", "col") or (
             dispatch_core_axis == "col" and board not in arch.COL_DISPATCH_GRIDS
         ):
             raise EmulatorError(
@@ -129,23 +139,28 @@ class EmuDevice:
         self.timing_only = (
             os.environ.get("TTFD_EMU_TIMING_ONLY", "0") == "1" if timing_only is None else bool(timing_only)
         )
-        self.grid = arch.COL_DISPATCH_GRIDS[board] if dispatch_core_axis == "col" else arch.GRIDS[board]
+        spec = self.spec
+        self.grid = (
+            arch.COL_DISPATCH_GRIDS[board]
+            if dispatch_core_axis == "col" and board in arch.COL_DISPATCH_GRIDS
+            else arch.GRIDS[board]
+        )
         self.num_chips = _BOARDS[board]
-        self.channels, self.banks = arch.dram_layout()
-        size = len(self.channels) * arch.DRAM_CHANNEL_BYTES
+        self.channels, self.banks = arch.dram_layout_for(spec, arch.BOARD_DRAM_CHANNELS.get(board))
+        size = len(self.channels) * spec.dram_channel_bytes
         self._fd = os.memfd_create(f"ttfd-dram-{board}", 0)
         os.ftruncate(self._fd, size)
         self._mm = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self._dram = np.frombuffer(self._mm, dtype=np.uint8)
-        self._alloc = _BankAllocator(arch.DRAM_UNRESERVED_BASE, arch.DRAM_BANK_BYTES)
+        self._alloc = _BankAllocator(arch.DRAM_UNRESERVED_BASE, spec.dram_bank_bytes, alignment=spec.dram_alignment)
         ncores = self.grid[0] * self.grid[1]
         self._l1_fd = os.memfd_create(f"ttfd-l1-{board}", 0)
-        os.ftruncate(self._l1_fd, ncores * arch.L1_SIZE)
-        self._l1_mm = mmap.mmap(self._l1_fd, ncores * arch.L1_SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        os.ftruncate(self._l1_fd, ncores * spec.l1_size)
+        self._l1_mm = mmap.mmap(self._l1_fd, ncores * spec.l1_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self._l1 = np.frombuffer(self._l1_mm, dtype=np.uint8)
         # L1 buffers may go anywhere CBs may (tt-metal's L1 bank starts at the unreserved base).
         self._l1_alloc = _BankAllocator(
-            arch.L1_UNRESERVED_BASE, arch.L1_SIZE, alignment=arch.L1_BUFFER_ALIGNMENT, top_down=True, what="L1"
+            spec.l1_unreserved_base, spec.l1_size, alignment=spec.l1_alignment, top_down=True, what="L1"
         )
         # Weak: a tensor nobody references is freed by its finalizer, like a ttnn device tensor.
         self._live: weakref.WeakValueDictionary[int, EmuTensor] = weakref.WeakValueDictionary()
@@ -160,7 +175,7 @@ class EmuDevice:
 
     # ---- ttnn.MeshDevice-like queries
     def arch(self):
-        return ttnn.Arch.WORMHOLE_B0
+        return ttnn.Arch.BLACKHOLE if self.spec is arch.BLACKHOLE else ttnn.Arch.WORMHOLE_B0
 
     def compute_with_storage_grid_size(self):
         return ttnn.CoreCoord(*self.grid)
@@ -169,18 +184,18 @@ class EmuDevice:
         x, y = int(core.x), int(core.y)
         if not (0 <= x < self.grid[0] and 0 <= y < self.grid[1]):
             raise EmulatorError(f"logical core ({x},{y}) is outside the {self.grid[0]}x{self.grid[1]} grid")
-        return ttnn.CoreCoord(x + arch.TRANSLATED_X0, y + arch.TRANSLATED_Y0)
+        return ttnn.CoreCoord(*self.spec.translated(x, y))
 
     def dram_bank_noc_coords(self) -> list[tuple[int, int]]:
         return [(b.noc_x, b.noc_y) for b in self.banks]
 
     def l1_size_per_core(self) -> int:
-        return arch.L1_SIZE
+        return self.spec.l1_size
 
     # ---- memory
     def _bank_base(self, bank: int) -> int:
         b = self.banks[bank]
-        return b.channel * arch.DRAM_CHANNEL_BYTES + b.offset
+        return b.channel * self.spec.dram_channel_bytes + b.offset
 
     def allocate(self, shape, dtype, layout=None, fill: int | None = 0xDEADBEEF, memory_config=None) -> EmuTensor:
         """Allocate a tensor, DRAM interleaved (memory_config None / ttnn.DRAM_MEMORY_CONFIG), L1 interleaved
@@ -198,8 +213,9 @@ class EmuDevice:
         page, npages = page_geometry(shape, dtype, layout)
         shard = self._shard_layout(memory_config, shape, dtype, layout, npages)
         if shard is None:
-            aligned = (page + arch.DRAM_ALIGNMENT - 1) // arch.DRAM_ALIGNMENT * arch.DRAM_ALIGNMENT
-            rows = (npages + arch.NUM_DRAM_BANKS - 1) // arch.NUM_DRAM_BANKS
+            al = self.spec.dram_alignment
+            aligned = (page + al - 1) // al * al
+            rows = (npages + len(self.banks) - 1) // len(self.banks)
             size = max(rows, 1) * aligned
             addr = self._alloc.alloc(size)
         else:
@@ -333,7 +349,7 @@ class EmuDevice:
         # TILE: shard_h / 32 tile rows of width / 32 tiles; ROW_MAJOR: one page per row.
         pages_per_shard = (shard_h // TILE) * (width // TILE) if tile else shard_h
         page = page_geometry(shape, dtype, layout)[0]
-        aligned = (page + arch.L1_ALIGNMENT - 1) // arch.L1_ALIGNMENT * arch.L1_ALIGNMENT
+        aligned = (page + self.spec.l1_alignment - 1) // self.spec.l1_alignment * self.spec.l1_alignment
         assert -(-npages // pages_per_shard) == num_shards
         return ShardLayout(
             memory_config, cores, (shard_h, shard_w), pages_per_shard, num_shards, pages_per_shard * aligned
@@ -345,7 +361,7 @@ class EmuDevice:
             raise EmulatorError(f"memory_config={memory_config}: an INTERLEAVED memory config takes no shard spec")
         cores = arch.l1_bank_cores(self.grid)
         page = page_geometry(shape, dtype, layout)[0]
-        aligned = (page + arch.L1_ALIGNMENT - 1) // arch.L1_ALIGNMENT * arch.L1_ALIGNMENT
+        aligned = (page + self.spec.l1_alignment - 1) // self.spec.l1_alignment * self.spec.l1_alignment
         rows = max(-(-npages // len(cores)), 1)
         return L1InterleavedLayout(ttnn.L1_MEMORY_CONFIG, cores, rows, rows * aligned)
 
@@ -358,13 +374,14 @@ class EmuDevice:
             n = len(lay.bank_pages(b, t._num_pages))
             if n == 0:
                 continue
-            start = (y * self.grid[0] + x) * arch.L1_SIZE + t._address
+            start = (y * self.grid[0] + x) * self.spec.l1_size + t._address
             yield b, self._l1[start : start + n * aligned].reshape(n, aligned)[:, : t._page_size]
 
     def _bank_views(self, t: EmuTensor):
         aligned = t.buffer_aligned_page_size()
-        for b in range(arch.NUM_DRAM_BANKS):
-            n = len(range(b, t._num_pages, arch.NUM_DRAM_BANKS))
+        nb = len(self.banks)
+        for b in range(nb):
+            n = len(range(b, t._num_pages, nb))
             if n == 0:
                 continue
             start = self._bank_base(b) + t._address
@@ -377,7 +394,7 @@ class EmuDevice:
         for k in range(sh.num_shards):
             pages = sh.shard_pages(k, t._num_pages)
             x, y = sh.cores[k]
-            start = (y * self.grid[0] + x) * arch.L1_SIZE + t._address
+            start = (y * self.grid[0] + x) * self.spec.l1_size + t._address
             yield pages, self._l1[start : start + len(pages) * aligned].reshape(len(pages), aligned)[:, : t._page_size]
 
     def _write_pages(self, t: EmuTensor, raw) -> None:
@@ -393,7 +410,7 @@ class EmuDevice:
                 view[:] = pages[r.start : r.stop]
             return
         for b, view in self._bank_views(t):
-            view[:] = pages[b :: arch.NUM_DRAM_BANKS]
+            view[:] = pages[b :: len(self.banks)]
 
     def _read_pages(self, t: EmuTensor) -> bytes:
         out = np.empty((t._num_pages, t._page_size), dtype=np.uint8)
@@ -407,7 +424,7 @@ class EmuDevice:
                 out[r.start : r.stop] = view
             return out.tobytes()
         for b, view in self._bank_views(t):
-            out[b :: arch.NUM_DRAM_BANKS] = view
+            out[b :: len(self.banks)] = view
         return out.tobytes()
 
     def from_torch(self, x: torch.Tensor, dtype=None, layout=None, memory_config=None) -> EmuTensor:
@@ -453,12 +470,13 @@ class EmuDevice:
         # Read off the L1 allocator (O(1), called on every op call): the start of the lowest allocated range is the
         # end of the first free range when that starts at the base, else the base itself.
         free = self._l1_alloc.free
+        base = self.spec.l1_unreserved_base
         if not free:
-            return arch.L1_UNRESERVED_BASE
+            return base
         lo, hi = free[0]
-        if lo > arch.L1_UNRESERVED_BASE:
-            return arch.L1_UNRESERVED_BASE
-        return None if hi >= arch.L1_SIZE else hi
+        if lo > base:
+            return base
+        return None if hi >= self.spec.l1_size else hi
 
     def generic_op(
         self,
@@ -480,7 +498,7 @@ class EmuDevice:
                 raise EmulatorError(f"generic_op: {t!r} is not a tensor of this emulated device")
             t._check_live()
         self._check_program_hash(program_descriptor)
-        plan = build_plan(program_descriptor, self.grid)
+        plan = build_plan(program_descriptor, self.grid, self.spec)
         live = list(self._live.values())
         l1_live = [t for t in live if t._shard is not None]
         self._check_cb_clash(plan, l1_live)
@@ -517,6 +535,8 @@ class EmuDevice:
         return run_program(
             plan,
             grid=self.grid,
+            spec=self.spec,
+            dram=(self.channels, self.banks),
             dram_fd=self._fd,
             buffers=buffers,
             page_sizes=page_sizes,
@@ -645,10 +665,14 @@ def _release_buffer(device_ref, l1: bool, addr: int, size: int) -> None:
         device._release(l1, addr, size)
 
 
-def open_device(board: str = "n150", *, timing_only: bool | None = None, dispatch_core_axis: str = "row") -> EmuDevice:
-    """Open an emulated Wormhole board: "n150" (1 chip, 8x8 grid), "n300" (chip 0 of 2, 8x7 grid) or "galaxy" (one of
-    a Galaxy's 32 unharvested chips: 8x9 grid, or 7x10 with ``dispatch_core_axis="col"``; a whole Galaxy is
-    :func:`open_mesh_device` ``(board="galaxy")``).
+def open_device(
+    board: str = "n150", *, timing_only: bool | None = None, dispatch_core_axis: str | None = None
+) -> EmuDevice:
+    """Open an emulated board: Wormhole "n150" (1 chip, 8x8 grid), "n300" (chip 0 of 2, 8x7 grid) or "galaxy" (one
+    of a Galaxy's 32 unharvested chips: 8x9 grid, or 7x10 with ``dispatch_core_axis="col"``; a whole Galaxy is
+    :func:`open_mesh_device` ``(board="galaxy")``); Blackhole "p150" (11x10 grid, 8 DRAM banks) or "p100" (11x10,
+    7 DRAM banks), as shipped since firmware v19.5.0 (emulator/arch.py). dispatch_core_axis None: ttnn's default
+    (a row on Wormhole, a column on Blackhole).
 
     timing_only=True: programs report the same modelled durations (stats.duration_ns) as a full run but compute no
     values (no FPU / SFPU arithmetic, no pack conversions, no bytes moved for tensors made by ``empty()``); for

@@ -405,13 +405,15 @@ def source_include_paths() -> list[str]:
     return [str(p) for p in (root / "ttnn" / "cpp", root / "ttnn", root, root / "tt_metal" / "api") if p.is_dir()]
 
 
-def compute_llk_include_paths() -> list[str]:
-    """The wheel's Wormhole LLK trees a compute kernel sees, behind the emulator's include_llk/."""
+def compute_llk_include_paths(spec=None) -> list[str]:
+    """The wheel's LLK trees of `spec`'s arch (an arch.ArchSpec; None: Wormhole B0) a compute kernel sees, behind the
+    emulator's include_llk/."""
     root = wheel_root()
     if root is None:
         return []
-    metal = root / "tt_metal" / "hw" / "ckernels" / "wormhole_b0" / "metal" / "llk_api"
-    llk = root / "tt_metal" / "tt-llk" / "tt_llk_wormhole_b0" / "common" / "inc"
+    ckernels, llk_dir = (spec.ckernels, spec.llk) if spec is not None else ("wormhole_b0", "tt_llk_wormhole_b0")
+    metal = root / "tt_metal" / "hw" / "ckernels" / ckernels / "metal" / "llk_api"
+    llk = root / "tt_metal" / "tt-llk" / llk_dir / "common" / "inc"
     # hw/inc last: the wheel's compute API headers the emulator does not shadow (the SFPU ops: exp, recip, ...)
     # compile against the emulator's LLK layer, as tt-metal layers api/compute over llk_api over tt-llk.
     hw_inc = root / "tt_metal" / "hw" / "inc"

@@ -158,8 +158,8 @@ def _runtime_args(k, cores: list[tuple[int, int]], name: str, grid: tuple[int, i
     return out
 
 
-def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
-    """Validate `pd`, compile its kernels (cached) and lay out its L1; return the ProgramPlan."""
+def build_plan(pd, grid: tuple[int, int], spec: arch.ArchSpec = arch.WORMHOLE_B0) -> ProgramPlan:
+    """Validate `pd`, compile its kernels (cached) for `spec`'s chip and lay out its L1; return the ProgramPlan."""
     gw, gh = grid
     plan = ProgramPlan()
 
@@ -182,12 +182,13 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
         if not fds:
             raise EmulatorError(f"{label}: no format descriptors")
         size = int(cb.total_size)
-        addr = max([arch.L1_UNRESERVED_BASE] + [top.get(c, arch.L1_UNRESERVED_BASE) for c in cores])
-        addr = (addr + arch.L1_ALIGNMENT - 1) // arch.L1_ALIGNMENT * arch.L1_ALIGNMENT
-        if addr + size > arch.L1_SIZE:
+        base = spec.l1_unreserved_base
+        addr = max([base] + [top.get(c, base) for c in cores])
+        addr = (addr + spec.l1_alignment - 1) // spec.l1_alignment * spec.l1_alignment
+        if addr + size > spec.l1_size:
             raise EmulatorError(
                 f"{label}: L1 overflow: CB of {size} B at 0x{addr:x} ends at {addr + size} B, past the core's "
-                f"{arch.L1_SIZE} B L1 (CBs start at {arch.L1_UNRESERVED_BASE})"
+                f"{spec.l1_size} B L1 (CBs start at {base})"
             )
         for f in fds:
             idx, page, fmt = int(f.buffer_index), int(f.page_size), int(f.data_format_as_uint8)
@@ -260,6 +261,7 @@ def build_plan(pd, grid: tuple[int, int]) -> ProgramPlan:
             noc_index=noc_index,
             noc_mode=noc_mode,
             cbs=[kcbs[i] for i in sorted(kcbs)],
+            spec=spec,
         )
         builds.append(KernelBuild(source, name, flags))
         kernels.append((kid, name, proc, cores, rtas, crta, ccfg, int(noc_index or 0)))

@@ -54,13 +54,18 @@ def write_program(
     timing=True,
     timing_only=False,
     nodata_buffers=(),
+    spec: arch.ArchSpec = arch.WORMHOLE_B0,
+    dram=None,
 ):
+    """dram: (channels, banks) of the device (default: the spec's full layout)."""
     w = f.write
     w(f"result {result_path}\nso_dir {so_dir}\ntiming {int(bool(timing))}\ntiming_only {int(bool(timing_only))}\n")
-    w(f"grid {grid[0]} {grid[1]}\nl1 {arch.L1_SIZE} {arch.L1_UNRESERVED_BASE}\n")
-    w(f"translate {arch.TRANSLATED_X0} {arch.TRANSLATED_Y0}\n")
-    channels, banks = arch.dram_layout()
-    w(f"dram {dram_fd} {len(channels)} {arch.DRAM_CHANNEL_BYTES} {arch.DRAM_BANK_BYTES}\n")
+    w(f"grid {grid[0]} {grid[1]}\nl1 {spec.l1_size} {spec.l1_unreserved_base}\n")
+    w(f"translate {spec.worker_x[0]} {spec.worker_y0}\n")
+    if not spec.affine_x:  # translated x of each logical column (Blackhole: the die's Tensix columns, arch.py)
+        w("xmap " + str(grid[0]) + " " + " ".join(str(x) for x in spec.worker_x[: grid[0]]) + "\n")
+    channels, banks = dram if dram is not None else arch.dram_layout_for(spec)
+    w(f"dram {dram_fd} {len(channels)} {spec.dram_channel_bytes} {spec.dram_bank_bytes}\n")
     for ch, cores in enumerate(channels):
         for x, y in cores:
             w(f"dram_core {ch} {x} {y}\n")
@@ -122,12 +127,18 @@ def run_program(
     timing=None,
     timing_only=False,
     nodata_buffers=(),
+    spec: arch.ArchSpec = arch.WORMHOLE_B0,
+    dram=None,
 ) -> EmulatorStats:
     """timing: record and replay the timing model (docs/TIMING.md); None = on unless TTFD_EMU_TIMING=0.
     timing_only: skip compute arithmetic and the bytes of `nodata_buffers` (DRAM buffers with undefined contents);
     every check, transfer and timing event stays, so the modelled duration equals a full run's (TIMING.md, 6)."""
     if timing is None:
-        timing = os.environ.get("TTFD_EMU_TIMING", "1") != "0"
+        # The timing engine models Wormhole B0's NoC, DRAM and clock only (include/emu/timing.h); a Blackhole
+        # device runs its programs untimed rather than report Wormhole durations for it.
+        timing = os.environ.get("TTFD_EMU_TIMING", "1") != "0" and spec is arch.WORMHOLE_B0
+    if timing and spec is not arch.WORMHOLE_B0:
+        raise EmulatorError(f"the timing model has no {spec.name} constants yet: {spec.name} programs run untimed")
     if timing_only and not timing:
         raise EmulatorError("timing_only=True needs the timing model, but it is off (TTFD_EMU_TIMING=0)")
     sanitize = sanitizer()
@@ -153,6 +164,8 @@ def run_program(
                 timing=timing,
                 timing_only=timing_only,
                 nodata_buffers=nodata_buffers,
+                spec=spec,
+                dram=dram,
             )
         t0 = time.monotonic()
         # The child's own deadline counts the CPU time it received; this wall-clock backstop only ends a child the host

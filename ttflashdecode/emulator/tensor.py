@@ -310,10 +310,12 @@ class EmuTensor:
         return self._page_size
 
     def buffer_aligned_page_size(self) -> int:
-        from .arch import DRAM_ALIGNMENT, L1_ALIGNMENT
+        # tt-metal aligns pages to the allocator alignment of the buffer's memory (DRAM 32 B, L1 16 B on Wormhole;
+        # DRAM 64 B on Blackhole): the device's arch.ArchSpec.
+        from .arch import WORMHOLE_B0
 
-        # tt-metal aligns pages to the allocator alignment of the buffer's memory (DRAM 32 B, L1 16 B on Wormhole).
-        align = DRAM_ALIGNMENT if self._shard is None else L1_ALIGNMENT
+        spec = getattr(self._device, "spec", WORMHOLE_B0)
+        align = spec.dram_alignment if self._shard is None else spec.l1_alignment
         return (self._page_size + align - 1) // align * align
 
     def element_size(self) -> int:

@@ -203,6 +203,10 @@ struct Machine {
     int grid_w = 0, grid_h = 0;
     uint32_t l1_size = 0, l1_unreserved = 0;
     uint32_t tx0 = 18, ty0 = 18;  // translated NOC coordinates of logical (0,0)
+    // Translated x of each logical column ("xmap"; default tx0 + column) and its inverse (-1: no worker column).
+    // Wormhole's columns are consecutive; Blackhole's skip the die's non-Tensix columns (emulator/arch.py).
+    std::vector<uint32_t> col_x;
+    std::vector<int> x_col;
     int dram_fd = -1;
     uint64_t channel_bytes = 0;
     uint8_t* dram = nullptr;
@@ -237,6 +241,21 @@ thread_local KThread* tls = nullptr;
 std::atomic<int> g_dying{0};
 
 Core& core_at(int lx, int ly) { return *M.cores[size_t(ly) * M.grid_w + lx]; }
+// Logical column of translated x, or -1 when x is not a worker column of the grid.
+inline int col_of(uint32_t x) { return x < M.x_col.size() ? M.x_col[x] : -1; }
+inline uint32_t x_of(int lx) { return M.col_x[size_t(lx)]; }
+inline bool is_worker(uint32_t x, uint32_t y) {
+    return col_of(x) >= 0 && y >= M.ty0 && y < M.ty0 + uint32_t(M.grid_h);
+}
+void fill_columns() {
+    if (M.col_x.empty())
+        for (int i = 0; i < M.grid_w; ++i) M.col_x.push_back(M.tx0 + uint32_t(i));
+    M.x_col.clear();
+    for (size_t i = 0; i < M.col_x.size(); ++i) {
+        if (M.x_col.size() <= M.col_x[i]) M.x_col.resize(M.col_x[i] + 1, -1);
+        M.x_col[M.col_x[i]] = int(i);
+    }
+}
 
 // --------------------------------------------------------------------------------------------- result writing
 std::string json_escape(const std::string& s) {
@@ -490,8 +509,8 @@ Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
     uint32_t x = uint32_t(a >> kLocalBits) & kNodeMask, y = uint32_t(a >> (kLocalBits + kNodeBits)) & kNodeMask;
     uint64_t local = a & kLocalMask;
     Target t;
-    if (x >= M.tx0 && x < M.tx0 + uint32_t(M.grid_w) && y >= M.ty0 && y < M.ty0 + uint32_t(M.grid_h)) {
-        Core& c = core_at(int(x - M.tx0), int(y - M.ty0));
+    if (is_worker(x, y)) {
+        Core& c = core_at(col_of(x), int(y - M.ty0));
         uint64_t off = local;
         if (local >= emu::kL1HostBase) off = (local - emu::kL1HostBase) % emu::kL1SlotBytes;
         if (off + size > M.l1_size || !find_region(c, uint32_t(off), size))
@@ -542,7 +561,7 @@ Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
     }
     kfault(fmt("%s: NOC address 0x%llx targets NOC node (%u,%u), which is neither a worker core of the %dx%d grid "
                "(translated x %u..%u, y %u..%u) nor a DRAM bank",
-               op, (unsigned long long)a, x, y, M.grid_w, M.grid_h, M.tx0, M.tx0 + M.grid_w - 1, M.ty0,
+               op, (unsigned long long)a, x, y, M.grid_w, M.grid_h, x_of(0), x_of(M.grid_w - 1), M.ty0,
                M.ty0 + M.grid_h - 1));
 }
 
@@ -620,15 +639,15 @@ std::vector<Core*> mcast_dests(uint64_t a, uint32_t size, const char* op, uint32
              ys = uint32_t(a >> (kLocalBits + 3 * kNodeBits)) & kNodeMask;
     uint64_t local = a & kLocalMask;
     uint64_t off = local >= emu::kL1HostBase ? (local - emu::kL1HostBase) % emu::kL1SlotBytes : local;
-    if (xs > xe || ys > ye || xs < M.tx0 || ys < M.ty0 || xe >= M.tx0 + uint32_t(M.grid_w) ||
-        ye >= M.ty0 + uint32_t(M.grid_h))
+    if (xs > xe || ys > ye || !is_worker(xs, ys) || !is_worker(xe, ye))
         kfault(fmt("%s: multicast rectangle noc (%u,%u)-(%u,%u) is not inside the worker grid (translated x %u..%u, "
                    "y %u..%u)",
-                   op, xs, ys, xe, ye, M.tx0, M.tx0 + M.grid_w - 1, M.ty0, M.ty0 + M.grid_h - 1));
+                   op, xs, ys, xe, ye, x_of(0), x_of(M.grid_w - 1), M.ty0, M.ty0 + M.grid_h - 1));
     std::vector<Core*> out;
     for (uint32_t y = ys; y <= ye; ++y)
         for (uint32_t x = xs; x <= xe; ++x) {
-            Core& c = core_at(int(x - M.tx0), int(y - M.ty0));
+            if (col_of(x) < 0) continue;  // a non-Tensix column inside the rectangle (Blackhole): not a destination
+            Core& c = core_at(col_of(x), int(y - M.ty0));
             if (off + size > M.l1_size || !find_region(c, uint32_t(off), size))
                 kfault(fmt("%s: multicast destination core (%d,%d) L1 offset 0x%llx size %u is outside allocated L1: %s",
                            op, c.lx, c.ly, (unsigned long long)off, size, describe_l1(c, uint32_t(off)).c_str()));
@@ -867,7 +886,7 @@ void fault(const char* f, ...) {
 uint32_t l1_base() { return emu::kL1HostBase + uint32_t(cur().core->idx) * emu::kL1SlotBytes; }
 uint32_t my_logical_x() { return uint32_t(cur().core->lx); }
 uint32_t my_logical_y() { return uint32_t(cur().core->ly); }
-uint32_t my_noc_x() { return M.tx0 + uint32_t(cur().core->lx); }
+uint32_t my_noc_x() { return x_of(cur().core->lx); }
 uint32_t my_noc_y() { return M.ty0 + uint32_t(cur().core->ly); }
 Processor my_processor() { return cur().k->proc; }
 const char* kernel_name() { return cur().k->name.c_str(); }
@@ -912,7 +931,7 @@ static const Core& l1_bank_core(uint32_t b) {
                    M.l1_banks.size()));
     return *M.cores[size_t(M.l1_banks[b])];
 }
-uint32_t l1_bank_noc_x(uint32_t b) { return M.tx0 + uint32_t(l1_bank_core(b).lx); }
+uint32_t l1_bank_noc_x(uint32_t b) { return x_of(l1_bank_core(b).lx); }
 uint32_t l1_bank_noc_y(uint32_t b) { return M.ty0 + uint32_t(l1_bank_core(b).ly); }
 uint32_t l1_bank_offset(uint32_t b) {
     l1_bank_core(b);
@@ -921,7 +940,7 @@ uint32_t l1_bank_offset(uint32_t b) {
 
 uint64_t noc_xy_addr(uint32_t x, uint32_t y, uint32_t addr) {
     uint64_t local = addr;
-    bool worker = x >= M.tx0 && x < M.tx0 + uint32_t(M.grid_w) && y >= M.ty0 && y < M.ty0 + uint32_t(M.grid_h);
+    bool worker = is_worker(x, y);
     if (worker && addr >= emu::kL1HostBase) local = (addr - emu::kL1HostBase) % emu::kL1SlotBytes;
     return (uint64_t(y) << (kLocalBits + kNodeBits)) | (uint64_t(x) << kLocalBits) | local;
 }
@@ -1428,6 +1447,11 @@ void load_program(const char* path) {
             in >> M.l1_size >> M.l1_unreserved;
         } else if (tok == "translate") {
             in >> M.tx0 >> M.ty0;
+        } else if (tok == "xmap") {
+            size_t n = 0;
+            in >> n;
+            M.col_x.assign(n, 0);
+            for (auto& v : M.col_x) in >> v;
         } else if (tok == "dram") {
             in >> M.dram_fd >> M.num_channels >> M.channel_bytes >> M.bank_bytes;
             M.channel_cores.resize(size_t(M.num_channels));
@@ -1578,6 +1602,7 @@ void load_program(const char* path) {
             for (auto& v : t->rta) in >> v;
             M.threads.push_back(std::move(t));
         } else if (tok == "end") {
+            fill_columns();
             break;
         } else {
             setup_error("program file: unknown record '" + tok + "'");
