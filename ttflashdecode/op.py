@@ -62,7 +62,7 @@ from ttflashdecode.validate import (
     require_head_dim_v,
     require_page_table,
 )
-from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper
+from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper, launch_hit
 
 # Upstream's paged-only arguments at their defaults: _decode's default, compared by identity in _signature.
 _NO_PAGED_ARGS = (None, None, 0)
@@ -402,12 +402,10 @@ def _decode(
     )
     tensors = (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
     if signature is not None:
-        cache = existing_cache(signature[2])
-        entry = None if cache is None else cache.calls.get(signature[0])
-        if entry is not None and entry.owner._hit(entry, signature[1], tensors):
-            out = entry.owner._run_hit(entry, *tensors)
-            last_run = entry.owner.last_run
-            return out
+        hit = launch_hit(existing_cache(signature[2]), signature[0], signature[1], tensors)
+        if hit is not None:
+            last_run = hit[1].last_run
+            return hit[0]
 
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)  # q's device is the backend
     backend = backend_of(q)

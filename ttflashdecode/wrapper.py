@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
-from ttflashdecode.device_cache import TABLE_SIZE, DeviceCache, device_cache
+from ttflashdecode.device_cache import DeviceCache, device_cache
 from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch, tensors_signature
 from ttflashdecode.ops.convert.factory import build_convert_program
 from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
@@ -121,7 +121,6 @@ class FlashDecodeWrapper:
         self._compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self._grid)
         self._planned: _Planned | None = None
-        self._fast_calls: dict = {}  # run()'s fast path for the current plan (ttflashdecode.fast_path)
         self.last_run: DecodeResult | None = None
 
     @property
@@ -284,8 +283,9 @@ class FlashDecodeWrapper:
                 call.shapes, self._config, self._grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32, l1_budget=l1_budget
             ),
         )
+        # run()'s fast-path entries of the previous plan stay in the device's table until they age out: a hit
+        # requires the entry's plan to be the wrapper's current one (launch_hit).
         self._planned = _Planned(call, decode_plan, self._cache.plan_id(decode_plan))
-        self._fast_calls.clear()
         return decode_plan
 
     # ---- run ----------------------------------------------------------------------------------------------------
@@ -310,12 +310,11 @@ class FlashDecodeWrapper:
         with ``return_stats=True`` (also kept as :attr:`last_run`)."""
         planned = self._require_plan()
         tensors = (q, k, v, cur_pos_tensor, page_table_tensor, attn_mask, attention_sink, output_tensor)
-        signature = _run_signature(tensors, cur_pos, validate_device_tensors, return_stats)
+        signature = _run_signature(self, tensors, cur_pos, validate_device_tensors, return_stats)
         if signature is not None:  # the fast path: a call like one that passed, at the same addresses
-            entry = self._fast_calls.get(signature[0])
-            if entry is not None and entry.planned is planned and self._hit(entry, signature[1], tensors):
-                out = self._run_hit(entry, *tensors)
-                return (out, self.last_run) if return_stats else out
+            hit = launch_hit(self._cache, signature[0], signature[1], tensors, planned)
+            if hit is not None:
+                return (hit[0], self.last_run) if return_stats else hit[0]
         validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
         return_stats = check_bool("return_stats", return_stats)
         call = self._check_run(
@@ -338,9 +337,7 @@ class FlashDecodeWrapper:
             check=None if signature is None else signature[1],
         )
         if entry is not None:
-            if len(self._fast_calls) >= TABLE_SIZE:
-                self._fast_calls.pop(next(iter(self._fast_calls)))
-            self._fast_calls[signature[0]] = entry
+            self._cache.remember("calls", signature[0], entry)
         return (out, self.last_run) if return_stats else out
 
     def _require_plan(self) -> _Planned:
@@ -653,17 +650,34 @@ def _buffers(q, k, v, positions, decoded, page_table, attn_mask, attention_sink)
     return DecodeBuffers(q, k, k if v is None else v, positions, decoded, page_table, attn_mask, attention_sink)
 
 
-def _run_signature(tensors: tuple, cur_pos, validate_device_tensors, return_stats) -> tuple | None:
+def _run_signature(wrapper, tensors: tuple, cur_pos, validate_device_tensors, return_stats) -> tuple | None:
     """(key, check) of a :meth:`FlashDecodeWrapper.run` call (see :mod:`ttflashdecode.fast_path`), None for a call
     the fast path does not sign: host positions or page tables, ``validate_device_tensors=True``, flags that are not
-    Python bools, tensor arguments that are not live device tensors."""
+    Python bools, tensor arguments that are not live device tensors. The key names the wrapper (its entries share
+    the device's ``calls`` table with the op's; an entry holds its wrapper, so the id is not reused while it lives)."""
     try:
         if cur_pos is not None or flag("validate_device_tensors", validate_device_tensors):
             return None
         addresses, specs = tensors_signature(tensors)
-        return ("run", addresses, flag("return_stats", return_stats)), specs
+        return ("run", id(wrapper), addresses, flag("return_stats", return_stats)), specs
     except NotSignable:
         return None
+
+
+def launch_hit(cache: DeviceCache | None, key, check: tuple, tensors: tuple, planned: _Planned | None = None):
+    """The fast path of every decode call (the op's functions and :meth:`FlashDecodeWrapper.run`): (output, the
+    wrapper that launched it) of the signed call ``(key, check)``, launched again from the entry of the device's
+    ``calls`` table that a validated call of the same signature left (the wrapper's ``last_run`` is the run's
+    result), or None when there is no such entry or it does not apply (then the caller takes the
+    full path). ``planned``: the plan the entry must have been made with (a wrapper's current plan), None for the
+    op's calls (their signature holds everything their plan is chosen by)."""
+    entry = None if cache is None else cache.calls.get(key)
+    if entry is None or (planned is not None and entry.planned is not planned):
+        return None
+    owner = entry.owner
+    if not owner._hit(entry, check, tensors):
+        return None
+    return owner._run_hit(entry, *tensors), owner
 
 
 def _buffer_fields(buffers: DecodeBuffers) -> tuple:
