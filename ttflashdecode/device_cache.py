@@ -11,8 +11,10 @@ device, in five bounded tables (least recently used goes first):
 * ``staging`` -- device tensors the op makes once and reuses every step so the cached programs' addresses stay
   valid: the staging outputs of block-float (bfloat8_b) calls, one per (shape, dtype), and the constant positions of
   non-causal calls;
-* ``calls`` -- the module-level functions' cache-hit fast path (:mod:`ttflashdecode.fast_path`): what a validated,
-  planned call needs to launch again, keyed by its tensors' addresses and its arguments.
+* ``calls`` -- the cache-hit fast path of every decode call, the module-level functions' and
+  :meth:`~ttflashdecode.wrapper.FlashDecodeWrapper.run`'s (:mod:`ttflashdecode.fast_path`,
+  :func:`~ttflashdecode.wrapper.launch_hit`): what a validated, planned call needs to launch again, keyed by its
+  tensors' addresses and its arguments (a wrapper's run also by the wrapper).
 
 The cache is owned by the device object itself (see :func:`device_cache`), so it lives exactly as long as that
 device and can never be found through another device that happens to reuse a closed one's ``id()``.
