@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.plan import DecodeShapes, window_start
 from ttflashdecode.ttnn_env import import_ttnn
 
@@ -417,6 +418,7 @@ def check_call(
         out_dtype=decode_dtype(out_dtype, fp32_dest_acc_en),
         ring_len=ring_len,
         users_per_page_row=max(spec_tiles, 1),
+        dram_alignment=chip_facts(device).dram_alignment,
     )
     return DecodeCall(
         shapes, out_shape, out_dtype, memory_config, positions, page_table_rows, scale, num_blocks, out_layout

@@ -30,10 +30,11 @@ from dataclasses import dataclass, fields
 
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
+from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.device_cache import DeviceCache, device_cache
 from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch, tensors_signature
 from ttflashdecode.ops.convert.factory import build_convert_program
-from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES, L1_SIZE_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
+from ttflashdecode.plan import L1_RESERVED_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.tuning import plan_for
@@ -248,6 +249,7 @@ class FlashDecodeWrapper:
             has_attention_sink=check_bool("attention_sink", attention_sink),
             v_from_k=check_bool("v_from_k", v_from_k),
             out_dtype=decode_dtype(out_dtype, self._compute.fp32_dest_acc_en),
+            dram_alignment=chip_facts(self._backend.device).dram_alignment,
         )
         out_shape = (shapes.q_len, shapes.batch, shapes.n_q_heads, shapes.v_head_dim)
         memory_config = check_output_memory_config(memory_config, out_shape, self._grid, out_dtype, out_layout)
@@ -402,7 +404,7 @@ class FlashDecodeWrapper:
         """The plan's circular buffers must end below every live L1 buffer; an L1 tensor allocated since planning
         may have moved that line down."""
         lowest = self._backend.lowest_l1_buffer_address()
-        end = L1_RESERVED_BYTES + self._planned.plan.l1_bytes
+        end = chip_facts(self._backend.device).l1_reserved + self._planned.plan.l1_bytes
         if lowest is not None and end > lowest:
             raise ValueError(
                 f"FlashDecodeWrapper.run: the planned circular buffers reach L1 address {end:#x} but a live L1 buffer "
@@ -782,10 +784,11 @@ def _l1_budget(call: DecodeCall, backend: Backend, new_output: bool) -> int:
     """CB bytes per core the plan may use. Circular buffers must end below the lowest live L1 buffer (tt-metal
     refuses the launch otherwise): the user's L1 tensors (Q among them), a preallocated L1 output, and a new L1
     output, which the top-down L1 allocator places below the buffers already there."""
-    lowest = backend.lowest_l1_buffer_address() or L1_SIZE_BYTES
+    chip = chip_facts(backend.device)  # Wormhole's or Blackhole's L1 (ttflashdecode.device_arch)
+    lowest = backend.lowest_l1_buffer_address() or chip.l1_size
     if new_output:
         lowest -= _new_l1_output_bytes_per_core(call, backend)
-    return min(L1_BUDGET_BYTES, lowest - L1_RESERVED_BYTES)
+    return min(chip.l1_budget, lowest - chip.l1_reserved)
 
 
 def _new_l1_output_bytes_per_core(call: DecodeCall, backend: Backend) -> int:
@@ -811,9 +814,10 @@ def _check_cbs_end_below(out, decode_plan: DecodePlan) -> None:
     """A new L1 output the allocator placed lower than planned (in a gap below other L1 buffers) must still clear
     the CB region."""
     in_l1 = out.memory_config().buffer_type == import_ttnn().BufferType.L1
-    if in_l1 and L1_RESERVED_BYTES + decode_plan.l1_bytes > out.buffer_address():
+    reserved = chip_facts(out.device()).l1_reserved if callable(getattr(out, "device", None)) else L1_RESERVED_BYTES
+    if in_l1 and reserved + decode_plan.l1_bytes > out.buffer_address():
         raise ValueError(
             f"memory_config: the L1 output sits at L1 address {out.buffer_address():#x} (below other live L1 "
-            f"buffers) but this program's circular buffers reach {L1_RESERVED_BYTES + decode_plan.l1_bytes:#x}; "
+            f"buffers) but this program's circular buffers reach {reserved + decode_plan.l1_bytes:#x}; "
             "free those L1 tensors, pass a preallocated output_tensor, or use a DRAM output"
         )

@@ -442,6 +442,7 @@ def kernel_flags(
     noc_mode: int = 0,
     cbs: list[jit_env.CBEntry] | None = None,
     spec=None,
+    num_dram_banks: int = 12,
 ) -> tuple[str, ...]:
     """Full g++ flag list for one kernel. processor: "brisc", "ncrisc" or "compute"; num_l1_banks: L1 banks of the
     device (one per compute core); noc_index: the data-movement kernel's NOC (default: 0 on BRISC, 1 on NCRISC);
@@ -497,6 +498,8 @@ def kernel_flags(
         noc = (0 if processor == "brisc" else 1) if noc_index is None else int(noc_index)
         flags += [f"-DNOC_INDEX={noc}", f"-DNOC_MODE={int(noc_mode)}"]
         n = int(num_l1_banks)
+        if int(num_dram_banks) != 12:  # dataflow_api.h's default is Wormhole's 12
+            flags.append(f"-DNUM_DRAM_BANKS={int(num_dram_banks)}")
         flags.append(f"-DNUM_L1_BANKS={n}")
         flags.append(
             f"-DLOG_BASE_2_OF_NUM_L1_BANKS={n.bit_length() - 1}" if n & (n - 1) == 0 else "-DIS_NOT_POW2_NUM_L1_BANKS=1"

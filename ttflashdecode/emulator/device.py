@@ -498,7 +498,7 @@ class EmuDevice:
                 raise EmulatorError(f"generic_op: {t!r} is not a tensor of this emulated device")
             t._check_live()
         self._check_program_hash(program_descriptor)
-        plan = build_plan(program_descriptor, self.grid, self.spec)
+        plan = build_plan(program_descriptor, self.grid, self.spec, len(self.banks))
         live = list(self._live.values())
         l1_live = [t for t in live if t._shard is not None]
         self._check_cb_clash(plan, l1_live)

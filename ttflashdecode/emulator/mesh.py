@@ -48,11 +48,13 @@ ttnn = import_ttnn()
 
 # Chips and default mesh shape per board: the wheel's mesh graph descriptors (module docstring).
 # galaxy: single_galaxy_mesh_graph_descriptor.textproto (``device_topology { dims: [ 8, 4 ] }``).
-BOARD_CHIPS = {"n300": 2, "t3k": 8, "galaxy": 32}
-DEFAULT_MESH_SHAPE = {"n300": (1, 2), "t3k": (2, 4), "galaxy": (8, 4)}
+# p300: p300_mesh_graph_descriptor.textproto (arch BLACKHOLE, ``device_topology { dims: [ 1, 2 ] }``).
+BOARD_CHIPS = {"n300": 2, "t3k": 8, "galaxy": 32, "p300": 2}
+DEFAULT_MESH_SHAPE = {"n300": (1, 2), "t3k": (2, 4), "galaxy": (8, 4), "p300": (1, 2)}
 # The chip each board is made of: a chip of an N300 or a T3K is an N300 card's chip (8x7 worker grid); a Galaxy's
 # chips are unharvested (emulator.arch.GRIDS["galaxy"]).
-CHIP_BOARD = {"n300": "n300", "t3k": "n300", "galaxy": "galaxy"}
+# A P300's two Blackhole chips are taken as P150 chips (emulator/arch.py).
+CHIP_BOARD = {"n300": "n300", "t3k": "n300", "galaxy": "galaxy", "p300": "p150"}
 
 
 # ---- mappers and composers ----------------------------------------------------------------------------------------
@@ -428,9 +430,10 @@ def _mesh_shape_arg(board: str, mesh_shape) -> tuple[int, int]:
 
 
 class EmuMeshDevice:
-    """A mesh of emulated Wormhole chips with ttnn's ``MeshDevice`` surface. Use :func:`open_mesh_device`."""
+    """A mesh of emulated chips (Wormhole, or Blackhole on a P300) with ttnn's ``MeshDevice`` surface. Use
+    :func:`open_mesh_device`."""
 
-    def __init__(self, board: str = "t3k", mesh_shape=None, dispatch_core_axis: str = "row"):
+    def __init__(self, board: str = "t3k", mesh_shape=None, dispatch_core_axis: str | None = None):
         board = board.lower() if isinstance(board, str) else board
         if board not in BOARD_CHIPS:
             raise ValueError(
@@ -452,6 +455,7 @@ class EmuMeshDevice:
                 chip.close()
             raise
         self.grid = self._devices[0].grid
+        self.spec = self._devices[0].spec
         self._closed = False
         self._close_callbacks: list = []
 
@@ -476,7 +480,7 @@ class EmuMeshDevice:
         return [d.mesh_coordinate for d in self._devices]
 
     def arch(self):
-        return ttnn.Arch.WORMHOLE_B0
+        return self._devices[0].arch()
 
     def compute_with_storage_grid_size(self):
         return self._devices[0].compute_with_storage_grid_size()
@@ -576,7 +580,7 @@ class EmuMeshDevice:
         # Compile each distinct program's kernels once before the chips start, so N chips do not build the same
         # kernel N times in parallel (the compile cache is keyed by content; the chips then all hit it).
         for pd in {id(pd): pd for pd in programs if pd is not None}.values():
-            build_plan(pd, self.grid)
+            build_plan(pd, self.grid, self.spec, len(self._devices[0].banks))
         results: list[EmulatorStats | None] = [None] * len(self._devices)
         errors: list[BaseException | None] = [None] * len(self._devices)
 
@@ -666,12 +670,14 @@ class EmuMeshDevice:
         return f"EmuMeshDevice(board={self.board!r}, shape={self.shape_tuple}, chips={len(self._devices)})"
 
 
-def open_mesh_device(board: str = "t3k", mesh_shape=None, dispatch_core_axis: str = "row") -> EmuMeshDevice:
+def open_mesh_device(board: str = "t3k", mesh_shape=None, dispatch_core_axis: str | None = None) -> EmuMeshDevice:
     """Open an emulated mesh: ``board`` "n300" (2 chips, default MeshShape (1, 2)), "t3k" (8 chips, default (2, 4)) or
-    "galaxy" (32 chips, default (8, 4)), ttnn's defaults for those boards; ``mesh_shape`` (rows, cols) or a
+    "galaxy" (32 chips, default (8, 4)), ttnn's defaults for those boards, or the Blackhole "p300" (2 P150 chips,
+    default (1, 2)); ``mesh_shape`` (rows, cols) or a
     ``ttnn.MeshShape`` of at most the board's chips (e.g. (1, 8) on a T3K, as tt_transformers runs it; (1, 1), (1, 2),
     (1, 4) for fewer chips). ``dispatch_core_axis="col"`` (Galaxy only) gives each chip the 7x10 compute grid that
-    models/demos/llama3_70b_galaxy runs on; the default, a row, gives 8x9."""
+    models/demos/llama3_70b_galaxy runs on; the default (None: ttnn's default, a row on Wormhole) gives 8x9.
+    A P300's chips take only Blackhole's default, a column."""
     return EmuMeshDevice(board, mesh_shape, dispatch_core_axis)
 
 

@@ -158,7 +158,9 @@ def _runtime_args(k, cores: list[tuple[int, int]], name: str, grid: tuple[int, i
     return out
 
 
-def build_plan(pd, grid: tuple[int, int], spec: arch.ArchSpec = arch.WORMHOLE_B0) -> ProgramPlan:
+def build_plan(
+    pd, grid: tuple[int, int], spec: arch.ArchSpec = arch.WORMHOLE_B0, num_dram_banks: int = arch.NUM_DRAM_BANKS
+) -> ProgramPlan:
     """Validate `pd`, compile its kernels (cached) for `spec`'s chip and lay out its L1; return the ProgramPlan."""
     gw, gh = grid
     plan = ProgramPlan()
@@ -262,6 +264,7 @@ def build_plan(pd, grid: tuple[int, int], spec: arch.ArchSpec = arch.WORMHOLE_B0
             noc_mode=noc_mode,
             cbs=[kcbs[i] for i in sorted(kcbs)],
             spec=spec,
+            num_dram_banks=num_dram_banks,
         )
         builds.append(KernelBuild(source, name, flags))
         kernels.append((kid, name, proc, cores, rtas, crta, ccfg, int(noc_index or 0)))

@@ -123,9 +123,11 @@ def circular_buffers(
     o_tiles = PNHt * vDHt
     # A partial is the unnormalised O, the running max m and the running sum l of one core.
     partial_tiles = o_tiles + 2 * PNHt
-    # cur_pos of every user: one row-major int32 page, padded to the 32 B NOC read alignment.
-    cur_pos_page = -(-shapes.batch * 4 // 32) * 32
-    page_table_page = -(-(shapes.max_blocks_per_user or 0) * 4 // 32) * 32
+    # cur_pos of every user: one row-major int32 page, padded to the device's DRAM read alignment (the reader
+    # fetches the aligned page: 32 B on Wormhole, 64 B on Blackhole).
+    al = shapes.dram_alignment
+    cur_pos_page = -(-shapes.batch * 4 // al) * al
+    page_table_page = -(-(shapes.max_blocks_per_user or 0) * 4 // al) * al
     masked = masked or shapes.attn_mask_heads > 0
     # The root merges one (m, l) partial after the tree: the attention sinks, or with a user mask the score floor
     # (flash_decode_common.hpp: SCORE_FLOOR) that turns a row the mask hides entirely into zeros.

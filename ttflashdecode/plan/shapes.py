@@ -68,6 +68,9 @@ class DecodeShapes:
     # cache, so they form one group per kv head (their rows stacked user by user, each at its own causal bound) and
     # every chunk of the row is read once for all of them.
     users_per_page_row: int = 1
+    # The device's DRAM read alignment (Wormhole 32 B, Blackhole 64 B; ttflashdecode.device_arch): the cur_pos and
+    # page-table pages the readers fetch whole are padded to it in their CBs.
+    dram_alignment: int = 32
 
     def __post_init__(self) -> None:
         if self.v_head_dim is None:

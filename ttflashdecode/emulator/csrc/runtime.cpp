@@ -539,7 +539,8 @@ Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
             uint32_t bl = uint32_t(local - M.banks[bank].offset);
             bool inside = false;
             for (auto& buf : M.buffers) {
-                uint32_t pages_in_bank = buf.num_pages > uint32_t(bank) ? (buf.num_pages - bank + 11) / 12 : 0;
+                const uint32_t nb = uint32_t(M.banks.size());  // 12 on Wormhole, 8 / 7 on Blackhole
+                uint32_t pages_in_bank = buf.num_pages > uint32_t(bank) ? (buf.num_pages - bank + nb - 1) / nb : 0;
                 uint64_t end = uint64_t(buf.base) + uint64_t(pages_in_bank) * buf.aligned_page;
                 if (bl >= buf.base && uint64_t(bl) + size <= end) {
                     inside = true;
@@ -571,7 +572,8 @@ void account_dram(const Target& t, uint32_t size, bool write) {
     for (auto& buf : M.buffers) {
         uint32_t lo = t.bank_local, hi = t.bank_local + size;
         if (hi <= buf.base) continue;
-        uint32_t pages_in_bank = buf.num_pages > uint32_t(t.bank) ? (buf.num_pages - t.bank + 11) / 12 : 0;
+        const uint32_t nb = uint32_t(M.banks.size());
+        uint32_t pages_in_bank = buf.num_pages > uint32_t(t.bank) ? (buf.num_pages - t.bank + nb - 1) / nb : 0;
         uint64_t end = uint64_t(buf.base) + uint64_t(pages_in_bank) * buf.aligned_page;
         if (lo >= end) continue;
         uint32_t a = std::max(lo, buf.base);
@@ -579,7 +581,7 @@ void account_dram(const Target& t, uint32_t size, bool write) {
             uint32_t row = (a - buf.base) / buf.aligned_page;
             uint32_t page_end = buf.base + (row + 1) * buf.aligned_page;
             uint32_t n = std::min(hi, page_end) - a;
-            uint32_t page = row * 12 + uint32_t(t.bank);
+            uint32_t page = row * nb + uint32_t(t.bank);
             if (page < buf.num_pages) (write ? buf.page_written : buf.page_read)[page].fetch_add(n);
             a += n;
         }

@@ -57,10 +57,18 @@
 // ---- Wormhole NOC constants (tt_metal/hw/inc/internal/tt-1xx/wormhole/noc/noc_parameters.h)
 #include "noc/noc_parameters.h"
 #define L1_ALIGNMENT (static_cast<uint32_t>(16))
+#ifdef ARCH_BLACKHOLE  // the wheel's blackhole/noc/noc_parameters.h: NOC_DRAM_READ_ALIGNMENT_BYTES 64
+#define DRAM_ALIGNMENT (static_cast<uint32_t>(64))
+#define LOG_BASE_2_OF_DRAM_ALIGNMENT 6
+#else
 #define DRAM_ALIGNMENT (static_cast<uint32_t>(32))
 #define LOG_BASE_2_OF_DRAM_ALIGNMENT 5
+#endif
 #define LOG_BASE_2_OF_L1_ALIGNMENT 4
+// The device's DRAM bank count, a JIT define as on silicon (Wormhole 12; Blackhole P150 8, P100 7).
+#ifndef NUM_DRAM_BANKS
 #define NUM_DRAM_BANKS 12
+#endif
 // The core's zero-filled block (wheel wormhole/dev_mem_map.h:80-94), read by noc.async_write_zeros.
 #define MEM_ZEROS_BASE (::emu::kMemZerosBase)
 #define MEM_ZEROS_SIZE 512

@@ -1,0 +1,126 @@
+"""The op on an emulated Blackhole card (P150, P100; a P300 mesh): the chip facts the emulator models, and golden
+cases of the main features on the P150's 11x10 grid (emulator/arch.py: Blackhole as shipped since firmware
+v19.5.0). Blackhole programs run untimed (the timing model has Wormhole constants only), so nothing here is a
+timing figure."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from decode_harness import DecodeCase, assert_matches_golden, check_close, generator, run_case, seed_for
+from ttflashdecode import emulator, golden
+from ttflashdecode import op as op_module
+from ttflashdecode.emulator.errors import EmulatorError
+from ttflashdecode.ttnn_env import import_ttnn
+
+P150_GRID = (11, 10)
+
+
+@pytest.fixture(scope="module")
+def p150():
+    device = emulator.open_device(board="p150")
+    device.default_hang_ms = max(device.default_hang_ms, 2000)
+    yield device
+    device.close()
+
+
+def _run(device, case):
+    ttnn = import_ttnn()
+    outcome = run_case(
+        device,
+        case,
+        to_device=lambda x, dtype, **kw: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw),
+        to_torch=device.to_torch,
+    )
+    assert_matches_golden(outcome, case)
+    return outcome
+
+
+def test_p150_and_p100_facts():
+    ttnn = import_ttnn()
+    with emulator.open_device(board="p150") as dev:
+        assert dev.arch() == ttnn.Arch.BLACKHOLE
+        g = dev.compute_with_storage_grid_size()
+        assert (g.x, g.y) == P150_GRID
+        assert dev.l1_size_per_core() == 1536 * 1024
+        assert len(dev.banks) == 8 and {b.noc_x for b in dev.banks} == {0, 9}
+        # Translated worker x skips the die's non-Tensix columns 8 and 9 (UMD's Blackhole coordinate manager).
+        xs = [dev.worker_core_from_logical_core(ttnn.CoreCoord(x, 0)).x for x in range(P150_GRID[0])]
+        assert xs == [1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13]
+        assert dev.worker_core_from_logical_core(ttnn.CoreCoord(0, 9)).y == 11
+        t = dev.from_torch(torch.zeros(1, 1, 1, 8, dtype=torch.int32), layout=ttnn.ROW_MAJOR_LAYOUT)
+        assert t.buffer_aligned_page_size() == 64  # 32 B of data, DRAM alignment 64 B on Blackhole
+    with emulator.open_device(board="p100") as dev:
+        assert dev.compute_with_storage_grid_size().x == 11 and len(dev.banks) == 7
+
+
+def test_blackhole_dispatch_axis_refused():
+    with pytest.raises(EmulatorError, match="dispatch_core_axis='row'.*'col'"):
+        emulator.open_device(board="p150", dispatch_core_axis="row")
+
+
+P150_CASES = [
+    # paged bfloat8_b GQA over the whole grid (multicasts and merges cross the gap between columns 7 and 10)
+    DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", block_size=64, grid=P150_GRID),
+    # MLA: V is the first 512 columns of K's 576
+    DecodeCase(
+        1,
+        8,
+        1,
+        576,
+        256,
+        (255,),
+        "bfloat8_b",
+        k_chunk_size=32,
+        max_cores_per_head_batch=4,
+        v_head_dim=512,
+        grid=P150_GRID,
+    ),
+    # two query tokens per user, attention sinks
+    DecodeCase(2, 8, 1, 64, 512, (300, 511), "bfloat16", q_len=2, attention_sink=True, grid=P150_GRID),
+    # a non-causal call with a user mask
+    DecodeCase(2, 8, 2, 64, 256, None, "bfloat8_b", mask_heads=1, grid=P150_GRID),
+]
+
+
+@pytest.mark.parametrize("case", P150_CASES, ids=str)
+def test_p150_golden(p150, case):
+    outcome = _run(p150, case)
+    assert outcome.stats is None or getattr(outcome.stats, "timing", None) is None
+
+
+def test_p300_mesh_golden():
+    """A P300 (two P150 chips, MeshShape (1, 2)) with Llama-3.1-8B's heads split over its chips (32 q / 8 kv heads,
+    head_dim 128, bfloat8_b cache), checked against the golden."""
+    ttnn = import_ttnn()
+    nq, nkv, d, kv_len, positions = 32, 8, 128, 512, [511, 300]
+    seed = seed_for("p300-llama8b")
+    gen = generator(seed)
+    q = torch.randn(1, 2, nq, d, generator=gen)
+    k = torch.randn(2, nkv, kv_len, d, generator=gen)
+    v = torch.randn(2, nkv, kv_len, d, generator=gen)
+    with emulator.open_mesh_device(board="p300") as mesh:
+        assert mesh.get_num_devices() == 2 and mesh.arch() == ttnn.Arch.BLACKHOLE
+        g = mesh.compute_with_storage_grid_size()
+        assert (g.x, g.y) == P150_GRID
+
+        def on_mesh(x, dtype, dim):
+            return mesh.from_torch(
+                x, dtype=dtype, layout=ttnn.TILE_LAYOUT, mesh_mapper=emulator.ShardTensorToMesh(mesh, dim=dim)
+            )
+
+        out = op_module.scaled_dot_product_attention_decode(
+            on_mesh(q, ttnn.bfloat16, 2),
+            on_mesh(k, ttnn.bfloat8_b, 1),
+            on_mesh(v, ttnn.bfloat8_b, 1),
+            cur_pos=positions,
+        )
+        got = mesh.to_torch(out, mesh_composer=emulator.ConcatMeshToTensor(mesh, dim=2)).float()
+    expected = golden.sdpa_decode(
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, "bfloat8_b"),
+        golden.quantize_like_device(v, "bfloat8_b"),
+        cur_pos=positions,
+    )
+    check_close(got, expected, "bfloat8_b", seed, "Llama-3.1-8B over a P300's 2 chips")
