@@ -174,6 +174,7 @@ constexpr uint32_t largest_divisor_at_most(uint32_t n, uint32_t cap) {
     return 1;
 }
 constexpr uint32_t probs_block = largest_divisor_at_most(Sk_t, dst_tiles);     // P tiles per acquire
+constexpr uint32_t scores_block = largest_divisor_at_most(Sk_t, dst_tiles);    // score tiles per acquire (QK)
 constexpr uint32_t o_block = largest_divisor_at_most(v_head_block, dst_tiles);  // O tiles per acquire (P . V)
 // The row max as upstream takes it: reduce_block_max_row over a row's Sk_t score tiles at once, seeded with the running
 // max copied into DST (transposed within faces, the block reduce's accumulator layout). That LLK takes bfloat16
@@ -255,7 +256,11 @@ void chunk_scores(bool masked) {
     for (uint32_t j = 0; j < Sk_t; ++j) {
         if constexpr (k_blocks_per_row == 1) {
             // Whole K rows: the reader pushes the chunk's K as one block (reader_flash_decode.cpp), tile (j, d) at
-            // j * DHt + d; one score tile per DST section, any number of row blocks.
+            // j * DHt + d. scores_block score tiles of a row per DST section: one init and one DST hand-off to the
+            // packer serve them all.
+            if (j % scores_block != 0) {
+                continue;
+            }
             if (j == 0) {
                 CircularBuffer(cb_k).wait_front(Sk_t * DHt);
             }
@@ -265,20 +270,28 @@ void chunk_scores(bool masked) {
                     reconfig_data_format_srca(cb_mask);
                     pack_reconfig_data_format(cb_scores);
                     copy_init(cb_mask);
-                    copy_tile(cb_mask, r * Sk_t + j, 0);
+                    for (uint32_t jj = 0; jj < scores_block; ++jj) {
+                        copy_tile(cb_mask, r * Sk_t + j + jj, jj);
+                    }
                 }
                 configure(cb_k, cb_q_mm, cb_scores);  // matmul unpacks in1 to SrcA, in0 to SrcB
                 matmul_init(cb_q_mm, cb_k, /*transpose=*/1);
-                for (uint32_t d = 0; d < DHt; ++d) {
-                    matmul_tiles(cb_q_mm, cb_k, r * DHt + d, j * DHt + d, 0);
+                for (uint32_t jj = 0; jj < scores_block; ++jj) {
+                    for (uint32_t d = 0; d < DHt; ++d) {
+                        matmul_tiles(cb_q_mm, cb_k, r * DHt + d, (j + jj) * DHt + d, jj);
+                    }
                 }
-                select_hidden_scores(0);
+                for (uint32_t jj = 0; jj < scores_block; ++jj) {
+                    select_hidden_scores(jj);
+                }
                 tile_regs_commit();
                 tile_regs_wait();
-                pack_tile<true>(0, cb_scores, r * Sk_t + j);
+                for (uint32_t jj = 0; jj < scores_block; ++jj) {
+                    pack_tile<true>(jj, cb_scores, r * Sk_t + j + jj);
+                }
                 tile_regs_release();
             }
-            if (j == Sk_t - 1) {
+            if (j + scores_block == Sk_t) {
                 CircularBuffer(cb_k).pop_front(Sk_t * DHt);
             }
         } else {
