@@ -124,3 +124,46 @@ def test_p300_mesh_golden():
         cur_pos=positions,
     )
     check_close(got, expected, "bfloat8_b", seed, "Llama-3.1-8B over a P300's 2 chips")
+
+
+def test_upstream_sdpa_decode_on_p150(p150):
+    """The baseline: the wheel's sdpa_decode kernels (their Blackhole build: ARCH_BLACKHOLE data movement) on the
+    P150's grid, paged bfloat8_b GQA, checked against the golden."""
+    ttnn = import_ttnn()
+    from ttflashdecode import upstream  # noqa: PLC0415
+
+    seed = seed_for("p150-upstream-paged")
+    gen = generator(seed)
+    b, nq, nkv, d, block, blocks = 4, 8, 2, 64, 64, 8
+    positions = [511, 300, 64, 0]
+    q = torch.randn(1, b, nq, d, generator=gen)
+    k = torch.randn(b, nkv, block * blocks, d, generator=gen)
+    v = torch.randn(b, nkv, block * blocks, d, generator=gen)
+    perm = torch.randperm(b * blocks, generator=gen)
+    page_table = perm.reshape(b, blocks).to(torch.int32)
+
+    def paged(x):  # [b, nkv, S, d] -> the physical blocks [b * blocks, nkv, block, d] the page table points into
+        out = torch.empty(b * blocks, nkv, block, d)
+        for u in range(b):
+            for j in range(blocks):
+                out[page_table[u, j]] = x[u, :, j * block : (j + 1) * block]
+        return out
+
+    def tiles(x, dtype):
+        return p150.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)
+
+    out = upstream.paged_scaled_dot_product_attention_decode(
+        tiles(q, ttnn.bfloat16),
+        tiles(paged(k), ttnn.bfloat8_b),
+        tiles(paged(v), ttnn.bfloat8_b),
+        p150.from_torch(page_table, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT),
+        cur_pos=positions,
+    )
+    got = p150.to_torch(out).float()
+    expected = golden.sdpa_decode(
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, "bfloat8_b"),
+        golden.quantize_like_device(v, "bfloat8_b"),
+        cur_pos=positions,
+    )
+    check_close(got, expected, "bfloat8_b", seed, "upstream sdpa_decode on a P150")

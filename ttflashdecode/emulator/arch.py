@@ -125,6 +125,12 @@ class ArchSpec:
     default_dispatch_axis: str  # ttnn's default dispatch_core_axis on this arch
     own_ckernels: str = ""
     own_llk: str = ""
+    # The ARCH_* define compute kernels get (None: `define`). Blackhole's compute API takes Blackhole-only LLK paths
+    # under ARCH_BLACKHOLE (api/compute/experimental/fast_untilize.h, which upstream's sdpa_decode compute kernel
+    # reaches through kernel_lib/untilize_helpers.hpp) that the emulator's LLK layer does not model, so Blackhole
+    # compute kernels build as Wormhole's (the same results; those paths only pack faster). Data-movement kernels
+    # get ARCH_BLACKHOLE (DRAM alignment 64 B, the bank count).
+    compute_define: str | None = None
 
     @property
     def affine_x(self) -> bool:
@@ -173,6 +179,7 @@ BLACKHOLE = ArchSpec(
     llk="tt_llk_wormhole_b0",
     own_ckernels="blackhole",
     own_llk="tt_llk_blackhole",
+    compute_define="ARCH_WORMHOLE",
     l1_size=1536 * 1024,
     l1_unreserved_base=41088 + 69 * 1024,
     dram_channel_bytes=4 << 30,

@@ -489,7 +489,8 @@ def kernel_flags(
         if cbs is not None:
             flags += ["-include", str(gen / jit_env.DESCRIPTORS_HEADER)]
     # spec: the device's arch.ArchSpec (None: Wormhole B0); its ARCH_* define as tt-metal's JIT build sets it
-    flags += ["-DKERNEL_BUILD", f"-D{spec.define if spec is not None else 'ARCH_WORMHOLE'}", "-DTENSIX_FIRMWARE"]
+    define = "ARCH_WORMHOLE" if spec is None else (spec.compute_define or spec.define) if compute else spec.define
+    flags += ["-DKERNEL_BUILD", f"-D{define}", "-DTENSIX_FIRMWARE"]
     if not compute:
         if processor == "brisc":
             flags += ["-DCOMPILE_FOR_BRISC", "-DPROCESSOR_INDEX=0"]
