@@ -5,10 +5,11 @@ and what one compile of each costs in CPU seconds at the optimisation levels a k
 
 Part 1 (count, no compiler run): reads the metadata (``<key>.json``) the compiler writes next to every library in the
 kernel cache (default: ``TTFD_CACHE_DIR`` or ``~/.cache/ttflashdecode``; only read, never written) and counts, per
-kernel source, the libraries built since the source's last commit (``git log -1``; sources no longer at their path are left out), i.e. builds of the source's current
-text as far as a library's time tells, and how many distinct values each varying flag takes among them. The cache of a
-machine that has run the suite and the perf scripts holds what they built; it is a lower bound on what a cold suite
-builds only if the suite ran on it since each source's last commit.
+kernel source, the libraries built since the source's last commit (``git log -1``; sources no longer at their path are
+left out), i.e. builds of the source's current text as far as a library's time tells, and how many distinct values
+each varying flag takes among them. The count covers whatever ran on the machine with that cache since (the suite,
+perf sweeps, tuning, other checkouts sharing the cache), so on a shared development machine it is an upper bound on
+what a cold suite builds, not the suite's own count.
 
 Part 2 (compile cost): for the ``--top`` sources with the most libraries, takes the newest library's flags and
 compiles that source again into a temporary directory (never the cache), as compiler.py does (compute kernels in its
@@ -162,7 +163,8 @@ def main() -> None:
 
     current = current_builds(cache_entries(args.cache))
     total = sum(len(v) for v in current.values())
-    print(f"kernel cache {args.cache}: {total} libraries of {len(current)} sources built since each source's last commit")
+    print(f"kernel cache {args.cache}: {total} libraries of {len(current)} sources built since each source's last")
+    print("commit (everything that ran with this cache since, not only the suite)")
     ranked = sorted(current.items(), key=lambda kv: -len(kv[1]))
     roots = _roots()
     for source, builds in ranked[:15]:
@@ -192,7 +194,7 @@ def main() -> None:
                 if level in cost:
                     cost_by_level[level] += len(builds) * (pre + cost[level][0])
     print(f"load average {os.getloadavg()[0]:.2f} at end")
-    print(f"\ncold compile CPU of the {timed_libs} libraries of the timed sources (count x one compile's CPU):")
+    print(f"\ncold compile CPU of the {timed_libs} counted libraries of the timed sources (count x one compile's CPU):")
     for level in levels:
         secs = cost_by_level[level]
         print(f"  -{level}: {secs / 60:.1f} CPU min ({secs / 60 / 2:.1f} min wall on 2 cores at best)")
