@@ -7,7 +7,8 @@ the last position, the op's default program config) on an emulated N150, wall ti
 cache warm (a first, untimed call compiles), beside the issue's "before" figures and its goals. The timing-only row
 runs the b8 8K call on a timing-only device (K/V undefined, no arithmetic); its modelled duration equals the full
 run's. The "before" figures come from the issue (a fresh clone on a loaded machine, orders of magnitude); the "now"
-column is this host, this run: compare the two only as that.
+column is this host, this run: compare the two only as that. Each row prints the 1-minute load average before and after
+it (the machine may be shared: a wall time is only as good as the load beside it).
 
 Section 1 (data movement): a 64-core program streams a DRAM-interleaved bf16 tensor DRAM -> L1 (CB) -> DRAM, each
 core copying a contiguous range of pages with a reader (RISCV_0) and writer (RISCV_1) kernel; reports MB/s of
@@ -18,6 +19,7 @@ Section 2 (compute): tile matmuls through the compute API (runs only once api/co
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -162,11 +164,15 @@ def llama_decode(dev, batch: int, kv_len: int, timing_only: bool):
 
 def decode_section():
     print("issue 24: Llama-3.1-8B decode on the emulator (host wall time; durations MODELLED)")
-    print(f"{'run':<40}{'before s':>10}{'now s':>9}{'goal s':>8}{'child s':>9}{'modelled us':>13}")
+    print(f"{'run':<40}{'before s':>10}{'now s':>9}{'goal s':>8}{'child s':>9}{'modelled us':>13}{'load':>11}")
     full_b8 = None
     for name, batch, kv_len, timing_only, before, goal in DECODE_ROWS:
         dev = emulator.open_device("n150", timing_only=timing_only)
+        # The machine may be shared: the 1-minute load average before and after the row says how far to trust it
+        # (a wall time on 2 cores at load 10 is several times the idle figure).
+        load_before = os.getloadavg()[0]
         wall, stats = llama_decode(dev, batch, kv_len, timing_only)
+        load = f"{load_before:.1f}-{os.getloadavg()[0]:.1f}"
         dev.close()
         if (batch, kv_len, timing_only) == (8, 8192, False):
             full_b8 = wall
@@ -175,9 +181,10 @@ def decode_section():
         )
         print(
             f"{name:<40}{before if before is not None else '-':>10}{wall:>9.2f}{goal if goal else '-':>8}"
-            f"{stats.wall_seconds:>9.2f}{(stats.duration_ns or 0) / 1000:>13.1f}{note}"
+            f"{stats.wall_seconds:>9.2f}{(stats.duration_ns or 0) / 1000:>13.1f}{load:>11}{note}"
         )
     print("child s: the emulator's child process (program file written to its exit); the rest is Python around it")
+    print(f"load: 1-minute load average before-after the row on {os.cpu_count()} CPUs")
 
 
 def main():
