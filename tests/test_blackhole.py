@@ -167,3 +167,10 @@ def test_upstream_sdpa_decode_on_p150(p150):
         cur_pos=positions,
     )
     check_close(got, expected, "bfloat8_b", seed, "upstream sdpa_decode on a P150")
+
+
+def test_p100_golden():
+    """A P100: the same grid with 7 DRAM banks (a page-to-bank map that is not a power of two)."""
+    with emulator.open_device(board="p100") as dev:
+        dev.default_hang_ms = max(dev.default_hang_ms, 2000)
+        _run(dev, DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", block_size=64, grid=P150_GRID))
