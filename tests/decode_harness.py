@@ -394,6 +394,20 @@ def assert_matches_golden(outcome: DecodeOutcome, case: DecodeCase) -> None:
 # ---- ttnn arguments as model code builds them (shared by the tests that replay model and upstream calls) -----------
 
 
+def run_on_emulator(device, case: DecodeCase) -> DecodeOutcome:
+    """Runs ``case`` on an emulated ``device`` (its tensors made by the device's own from_torch) and checks it
+    against the golden model."""
+    ttnn = import_ttnn()
+    outcome = run_case(
+        device,
+        case,
+        to_device=lambda x, dtype, **kw: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw),
+        to_torch=device.to_torch,
+    )
+    assert_matches_golden(outcome, case)
+    return outcome
+
+
 def tile(device, x: torch.Tensor, dtype="bfloat16", memory_config=None):
     """``x`` as a TILE-layout device tensor of ``dtype`` (a name such as "bfloat8_b", or a ttnn dtype)."""
     ttnn = import_ttnn()

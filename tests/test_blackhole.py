@@ -8,7 +8,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decode_harness import DecodeCase, assert_matches_golden, check_close, generator, run_case, seed_for
+from decode_harness import (
+    DecodeCase,
+    check_close,
+    generator,
+    run_on_emulator,
+    seed_for,
+)
 from ttflashdecode import emulator, golden
 from ttflashdecode import op as op_module
 from ttflashdecode.emulator.errors import EmulatorError
@@ -23,18 +29,6 @@ def p150():
     device.default_hang_ms = max(device.default_hang_ms, 2000)
     yield device
     device.close()
-
-
-def _run(device, case):
-    ttnn = import_ttnn()
-    outcome = run_case(
-        device,
-        case,
-        to_device=lambda x, dtype, **kw: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw),
-        to_torch=device.to_torch,
-    )
-    assert_matches_golden(outcome, case)
-    return outcome
 
 
 def test_p150_and_p100_facts():
@@ -86,7 +80,7 @@ P150_CASES = [
 
 @pytest.mark.parametrize("case", P150_CASES, ids=str)
 def test_p150_golden(p150, case):
-    outcome = _run(p150, case)
+    outcome = run_on_emulator(p150, case)
     assert outcome.stats is None or getattr(outcome.stats, "timing", None) is None
 
 
@@ -173,4 +167,6 @@ def test_p100_golden():
     """A P100: the same grid with 7 DRAM banks (a page-to-bank map that is not a power of two)."""
     with emulator.open_device(board="p100") as dev:
         dev.default_hang_ms = max(dev.default_hang_ms, 2000)
-        _run(dev, DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", block_size=64, grid=P150_GRID))
+        run_on_emulator(
+            dev, DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", block_size=64, grid=P150_GRID)
+        )

@@ -8,23 +8,17 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from decode_harness import DecodeCase, assert_matches_golden, check_close, generator, run_case, seed_for, tag
+from decode_harness import (
+    DecodeCase,
+    check_close,
+    generator,
+    run_on_emulator,
+    seed_for,
+    tag,
+)
 from packer_model import packed_by_the_packer
 from ttflashdecode import op as op_module
 from ttflashdecode.ttnn_env import import_ttnn
-
-
-def _run(device, case):
-    ttnn = import_ttnn()
-    outcome = run_case(
-        device,
-        case,
-        to_device=lambda x, dtype, **kw: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw),
-        to_torch=device.to_torch,
-    )
-    assert_matches_golden(outcome, case)
-    return outcome
-
 
 # ---- 1. paged KV cache -------------------------------------------------------------------------------------
 
@@ -43,7 +37,7 @@ def test_paged(emu_device, block_size):
         max_cores_per_head_batch=4,
         block_size=block_size,
     )
-    outcome = _run(emu_device, case)
+    outcome = run_on_emulator(emu_device, case)
     # Counters: only blocks holding positions <= cur_pos are read, each tile once.
     reads = outcome.stats.pages_read(outcome.k)
     dht, tpb = case.head_dim // 32, block_size // 32
@@ -166,11 +160,13 @@ def test_attn_mask(emu_device, mask_heads, mask_dtype):
         mask_heads=mask_heads,
         mask_dtype=mask_dtype,
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 def test_non_causal_without_mask(emu_device):
-    _run(emu_device, DecodeCase(2, 8, 2, 64, 512, None, "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4))
+    run_on_emulator(
+        emu_device, DecodeCase(2, 8, 2, 64, 512, None, "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4)
+    )
 
 
 # ---- 4. sliding window ------------------------------------------------------------------------------------
@@ -190,7 +186,7 @@ def test_sliding_window_reads_only_the_window(emu_device, window):
         max_cores_per_head_batch=4,
         sliding_window_size=window,
     )
-    outcome = _run(emu_device, case)
+    outcome = run_on_emulator(emu_device, case)
     reads = outcome.stats.pages_read(outcome.k)
     dht, st_ = case.head_dim // 32, case.kv_len // 32
     expected = {}
@@ -226,7 +222,7 @@ def test_attention_sink(emu_device, window, upstream_form, scale):
         sliding_window_size=window,
         scale=scale,
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 # ---- 6. multi-token decode ------------------------------------------------------------------------------
@@ -240,7 +236,7 @@ def test_multi_token(emu_device, q_len):
     case = DecodeCase(
         3, 8, 2, 64, 1024, (700, 127, 29 + q_len), "bfloat16", k_chunk_size=32, max_cores_per_head_batch=4, q_len=q_len
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 @pytest.mark.parametrize("mask_heads", [0, 1])
@@ -261,7 +257,7 @@ def test_multi_token_non_causal(emu_device, mask_heads):
         q_len=8,
         mask_heads=mask_heads,
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 # ---- 7. shared cache -------------------------------------------------------------------------------------
@@ -280,7 +276,7 @@ def test_share_cache(emu_device):
         max_cores_per_head_batch=4,
         share_cache=True,
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 # ---- 8. large head dims -------------------------------------------------------------------------------
@@ -300,7 +296,7 @@ def test_large_head_dims(emu_device, head_dim, v_head_dim, kv_dtype):
     case = DecodeCase(
         1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4, v_head_dim=v_head_dim
     )
-    outcome = _run(emu_device, case)
+    outcome = run_on_emulator(emu_device, case)
     p = outcome.plan
     if head_dim >= 2048:
         # 8 query rows take 16-row tiles (plan/shapes.py: q_tile_rows), whose partials leave room for whole-head K/V
@@ -331,7 +327,7 @@ def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
         fp32_dest_acc_en=fp32_dest_acc_en,
         exp_approx_mode=False if fp32_dest_acc_en else None,
     )
-    outcome = _run(emu_device, case)
+    outcome = run_on_emulator(emu_device, case)
     p = outcome.plan
     assert p.shapes.PNHt == -(-q_len * 16 // 32)
     assert p.k_head_block < p.shapes.DHt and p.v_head_block < p.shapes.vDHt, (p.k_head_block, p.v_head_block)
@@ -344,7 +340,7 @@ def test_fp32_dest_accumulation(emu_device):
     case = DecodeCase(
         2, 8, 2, 128, 1024, (1000, 77), "bfloat8_b", k_chunk_size=128, max_cores_per_head_batch=4, fp32_dest_acc_en=True
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 # The L1 height-sharded output against the golden (memory_config= and a poisoned output_tensor, one shard per
@@ -361,7 +357,7 @@ def test_l1_sharded_output_leaves_its_shards_room(emu_device):
     case = DecodeCase(
         1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2), exp_approx_mode=False
     )
-    outcome = _run(emu_device, case)
+    outcome = run_on_emulator(emu_device, case)
     assert outcome.plan.l1_budget < L1_BUDGET_BYTES
     assert L1_RESERVED_BYTES + outcome.plan.l1_bytes <= outcome.out_tensor.buffer_address()
 
@@ -441,7 +437,7 @@ def test_float32_output(emu_device):
         out_dtype="float32",
         exp_approx_mode=False,
     )
-    outcome = _run(emu_device, case)
+    outcome = run_on_emulator(emu_device, case)
     assert outcome.out.dtype == torch.float32
     # fp32 accumulation and a float32 output: within 1% of the output's magnitude (measured: 0.2%)
     peak = float(outcome.expected.abs().max())
@@ -468,7 +464,7 @@ def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
         fp32_dest_acc_en=fp32_dest_acc_en,
         out_dtype="bfloat8_b",
     )
-    outcome = _run(emu_device, case)
+    outcome = run_on_emulator(emu_device, case)
     out = outcome.out_tensor
     assert out.dtype == ttnn.bfloat8_b
     convert_stats = op_module.last_run.convert_stats
@@ -554,18 +550,20 @@ def test_paged_window_sink(emu_device):
         sliding_window_size=300,
         attention_sink=True,
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 def test_paged_multi_token(emu_device):
     case = DecodeCase(
         2, 8, 2, 64, 512, (511, 40), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4, block_size=32, q_len=3
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
 
 
 def test_bfloat4_large_head_dim(emu_device):
-    _run(emu_device, DecodeCase(1, 4, 1, 512, 256, (200,), "bfloat4_b", k_chunk_size=64, max_cores_per_head_batch=2))
+    run_on_emulator(
+        emu_device, DecodeCase(1, 4, 1, 512, 256, (200,), "bfloat4_b", k_chunk_size=64, max_cores_per_head_batch=2)
+    )
 
 
 @settings(max_examples=12, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -600,4 +598,4 @@ def test_random_feature_mix(emu_device, data):
         out_dtype=data.draw(st.sampled_from(["bfloat16", "bfloat8_b"])),
         seed=data.draw(st.integers(0, 2**31 - 1)),
     )
-    _run(emu_device, case)
+    run_on_emulator(emu_device, case)
