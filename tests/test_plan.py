@@ -271,11 +271,11 @@ def test_plan_with_max_cur_pos_uses_the_bucketed_chunk():
 
 @pytest.mark.parametrize(
     "kv_len, max_cores, expected",
-    [(4096, 64, 16), (32768, 64, 16), (131072, 64, 32), (1024, 16, 4), (8192, 16, 16), (256, 8, 1)],
+    [(4096, 64, 16), (8192, 64, 32), (32768, 64, 32), (131072, 64, 32), (1024, 16, 4), (8192, 16, 16), (256, 8, 1)],
 )
 def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
-    """With k_chunk_size 0 the planner picks the group size (at least 256 positions a core; past 16 cores only when
-    16 would read more than 4096 positions each: rules.py's constants, measured in perf/group_size_table.py), never
+    """With k_chunk_size 0 the planner picks the group size (at least 256 positions a core; past 32 cores only when
+    32 would read more than 4096 positions each: rules.py's constants, measured in perf/group_size_table.py), never
     more than the config allows; an explicit k_chunk_size keeps the config's group size."""
     s = shapes(kv_len=kv_len, n_q_heads=4, n_kv_heads=1, k_dtype="bfloat8_b", v_dtype="bfloat8_b")
     derived = plan(s, ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=max_cores))

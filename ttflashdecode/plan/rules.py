@@ -44,13 +44,21 @@ if TYPE_CHECKING:
 # * MIN_POSITIONS_PER_CORE: below 256 positions a core, another core's share of the reads saves less than the extra
 #   tree round and the shorter chunks cost (1K-4K: fastest at 256 a core); the Llama-70B per-chip point (b8, 8 q /
 #   1 kv, paged, position 127) takes 5.99 us on one core per user against 8.83 us on 8.
-# * DRAM_SATURATING_CORES, MAX_POSITIONS_PER_CORE: one group's 16 cores already draw most of the chip's DRAM
-#   bandwidth, so past 16 cores another tree round pays only once each of the 16 would read more than 4096 positions
-#   (128K: 32 cores 161.00 us vs 16 169.80; 32K: 16 cores 49.66 vs 32 49.97, 64 52.04).
+# * DRAM_SATURATING_CORES, MAX_POSITIONS_PER_CORE: past 32 cores another tree round pays only once each of the 32
+#   would read more than 4096 positions (128K: 32 cores 161.00 us vs 64 161.41). The table above is of an older kernel
+#   with the approximate exp; with the exact exp (HiFi4, math_approx_mode off) and the current kernels, MODELLED,
+#   timing-only, same shape, 8x8 grid, us (N16 at the chunk the rule gives it, N32 at the DRAM-bound chunk):
+#       kv_len   N16          N32
+#       4K       21.1 (k256)  20.9 (k64), 22.5 (k128)
+#       8K       31.5 (k512)  27.5 (k128)
+#       16K      44.7 (k512)  37.6 (k256)
+#       32K      71.4 (k512)  56.1 (k128), 57.3 (k256)
+#   so a group at its 64-core maximum halves to 32, not 16, from 8K on (4K still halves to 16 by MIN_POSITIONS_PER_CORE).
+#   Groups whose maximum is 32 (two groups on 64 cores) now keep 32 cores from 8K on instead of 16: not measured.
 # The table's other shapes (the rule's range below auto's line) are all as fast or faster than with the group at its
 # maximum (e.g. b1 32q/8kv 1K: 20.03 us on 4 cores a group vs 22.55 on 8).
 MIN_POSITIONS_PER_CORE = 256
-DRAM_SATURATING_CORES = 16
+DRAM_SATURATING_CORES = 32
 MAX_POSITIONS_PER_CORE = 4096
 
 # Range of the planner-chosen k_chunk_size. 512 positions of a 128-wide head in bfloat16 is 128 KiB
@@ -275,7 +283,7 @@ def default_num_cores_per_head(shapes: DecodeShapes, max_cores: int, max_cur_pos
     core, then while its cores would read fewer than :data:`MIN_POSITIONS_PER_CORE` positions each::
 
         N = max_cores
-        while N > 16 and L <= N // 2 * 4096: N //= 2
+        while N > 32 and L <= N // 2 * 4096: N //= 2
         while N > 1 and L < N * 256: N //= 2
 
     Each halving drops one round of the reduction tree and doubles the reads a core overlaps with its compute (the
