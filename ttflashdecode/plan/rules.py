@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 #       8K       31.5 (k512)  27.5 (k128)
 #       16K      44.7 (k512)  37.6 (k256)
 #       32K      71.4 (k512)  56.1 (k128), 57.3 (k256)
-#   so a group at its 64-core maximum halves to 32, not 16, from 8K on (4K still halves to 16 by MIN_POSITIONS_PER_CORE).
+#   so a group at its 64-core maximum halves to 32, not 16, from 8K on (4K still halves to 16 by
+#   MIN_POSITIONS_PER_CORE).
 #   Groups whose maximum is 32 (two groups on 64 cores) now keep 32 cores from 8K on instead of 16: not measured.
 # The table's other shapes (the rule's range below auto's line) are all as fast or faster than with the group at its
 # maximum (e.g. b1 32q/8kv 1K: 20.03 us on 4 cores a group vs 22.55 on 8).
