@@ -31,6 +31,16 @@ def p150():
     device.close()
 
 
+def golden_bf8(q, k, v, positions):
+    """The golden decode over the values the device stores: Q as bfloat16, K and V as bfloat8_b."""
+    return golden.sdpa_decode(
+        golden.quantize_like_device(q, "bfloat16"),
+        golden.quantize_like_device(k, "bfloat8_b"),
+        golden.quantize_like_device(v, "bfloat8_b"),
+        cur_pos=positions,
+    )
+
+
 def test_p150_and_p100_facts():
     ttnn = import_ttnn()
     with emulator.open_device(board="p150") as dev:
@@ -111,12 +121,7 @@ def test_p300_mesh_golden():
             cur_pos=positions,
         )
         got = mesh.to_torch(out, mesh_composer=emulator.ConcatMeshToTensor(mesh, dim=2)).float()
-    expected = golden.sdpa_decode(
-        golden.quantize_like_device(q, "bfloat16"),
-        golden.quantize_like_device(k, "bfloat8_b"),
-        golden.quantize_like_device(v, "bfloat8_b"),
-        cur_pos=positions,
-    )
+    expected = golden_bf8(q, k, v, positions)
     check_close(got, expected, "bfloat8_b", seed, "Llama-3.1-8B over a P300's 2 chips")
 
 
@@ -154,12 +159,7 @@ def test_upstream_sdpa_decode_on_p150(p150):
         cur_pos=positions,
     )
     got = p150.to_torch(out).float()
-    expected = golden.sdpa_decode(
-        golden.quantize_like_device(q, "bfloat16"),
-        golden.quantize_like_device(k, "bfloat8_b"),
-        golden.quantize_like_device(v, "bfloat8_b"),
-        cur_pos=positions,
-    )
+    expected = golden_bf8(q, k, v, positions)
     check_close(got, expected, "bfloat8_b", seed, "upstream sdpa_decode on a P150")
 
 
