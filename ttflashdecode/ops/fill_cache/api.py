@@ -12,7 +12,6 @@ from ttflashdecode.ops.fill_cache.validate import check_tensors, check_valid_seq
 from ttflashdecode.ops.update_cache.api import CacheOpRun
 from ttflashdecode.ops.update_cache.args import TILE
 from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import check_device_tensor, check_ring, dtype_name, int_list
 
 last_run: CacheOpRun | None = None
@@ -152,12 +151,11 @@ def paged_fill_cache(
         valid_from_tensor=valid_seq_len_tensor is not None,
     )
     backend = backend_for(device)
-    ttnn = import_ttnn()
     if table_rows is not None:
-        page_table = backend.from_torch(torch.tensor(table_rows, dtype=torch.int32), ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+        page_table = backend.int32_tensor(table_rows, [users, max_blocks])
     index = batch_idx_tensor
     if index_values is not None:
-        index = backend.from_torch(torch.tensor(index_values, dtype=torch.int32), ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
+        index = backend.int32_tensor(index_values, [input_batch])
     _fill(cache_tensor, input_tensor, shapes, batch, page_table, index, compute_kernel_config, valid_seq_len_tensor)
     return cache_tensor
 
