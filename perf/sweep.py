@@ -113,9 +113,11 @@ class Shape:
 
     @property
     def upstream_half_tile(self) -> bool:
-        """Upstream's factory runs 16-row half tiles (upstream/plan.py: causal, at most 16 q heads, bfloat16 Q; never in
-        spec mode, where the rows are tg * 32), whose P exp is the approximate one whatever exp_approx_mode says."""
-        return not self.tg and self.n_q_heads <= 16
+        """Upstream runs this row's calls (causal, bfloat16 Q, q_rows query rows) on half tiles, whose P exp is the
+        approximate one whatever exp_approx_mode says."""
+        from ttflashdecode.upstream.plan import uses_half_tile
+
+        return uses_half_tile(self.q_rows, is_causal=True, q_is_bfloat16=True)
 
     @property
     def fair_exp(self) -> str:

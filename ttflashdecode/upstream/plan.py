@@ -242,6 +242,13 @@ class SdpaDecodePlan:
         )
 
 
+def uses_half_tile(num_q_heads: int, *, is_causal: bool, q_is_bfloat16: bool) -> bool:
+    """Upstream's factory runs 16x32 half tiles for Q, mask and statistics when every head fits in the top 16 rows of
+    a tile (never in spec mode: num_q_heads is then Tg * 32 rows). Its softmax then takes the approximate exp for P
+    whatever exp_approx_mode says (sdpa compute_common.hpp: ``EXP_APPROX_MODE || vector_mode != VectorMode::RC``)."""
+    return is_causal and num_q_heads <= 16 and q_is_bfloat16
+
+
 def plan_sdpa_decode(
     *,
     batch: int,
@@ -390,7 +397,5 @@ def plan_sdpa_decode(
         fp32_dest_acc_en=fp32_dest_acc_en,
         dst_full_sync_en=dst_full_sync_en,
         exp_approx_mode=exp_approx_mode,
-        # 16x32 half tiles for Q, mask and statistics when every head fits in the top 16 rows of a tile (never in
-        # spec mode: num_q_heads is then Tg * 32 rows).
-        use_half_tile=is_causal and num_q_heads <= 16 and q_is_bfloat16,
+        use_half_tile=uses_half_tile(num_q_heads, is_causal=is_causal, q_is_bfloat16=q_is_bfloat16),
     )
