@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -161,7 +161,7 @@ def test_default_plans_from_the_table_or_the_rule_without_tuning(monkeypatch):
                 kv_dtype=ttnn.bfloat8_b,
                 max_cur_pos=5000,
             )
-            assert unseen == plan(unseen.shapes, None, GRID, max_cur_pos=5000)
+            assert unseen == plan(unseen.shapes, auto.rule_config(GRID), GRID, max_cur_pos=5000)
     finally:
         dev.close()
 
@@ -209,7 +209,7 @@ def test_default_op_call_runs_without_tuning(monkeypatch):
     finally:
         dev.close()
     assert_matches_golden(outcome, case)
-    assert outcome.plan == plan(_shapes(case), None, GRID, max_cur_pos=255)
+    assert outcome.plan == plan(_shapes(case), auto.rule_config(GRID), GRID, max_cur_pos=255)
 
 
 def test_rule_mode_from_the_environment(monkeypatch):
@@ -219,7 +219,7 @@ def test_rule_mode_from_the_environment(monkeypatch):
     assert auto.table_config(s, grid) is not None
     monkeypatch.setenv(auto.AUTO_MODE_ENV_VAR, "rule")
     assert auto.table_config(s, grid) is None
-    assert auto.plan_for(s, AutoProgramConfig(grid), grid) == plan(s, None, grid)
+    assert auto.plan_for(s, AutoProgramConfig(grid), grid) == plan(s, auto.rule_config(grid), grid)
 
 
 def test_table_applies_only_at_its_l1_budget():
@@ -228,7 +228,8 @@ def test_table_applies_only_at_its_l1_budget():
     s, grid = DecodeShapes(**hit["shapes"]), tuple(hit["grid"])
     budget = hit["l1_budget"] - 64 * 1024
     assert auto.table_config(s, grid, l1_budget=budget) is None
-    assert auto.plan_for(s, AutoProgramConfig(grid), grid, l1_budget=budget) == plan(s, None, grid, l1_budget=budget)
+    rule = plan(s, auto.rule_config(grid), grid, l1_budget=budget)
+    assert auto.plan_for(s, AutoProgramConfig(grid), grid, l1_budget=budget) == rule
 
 
 def test_a_table_file_of_another_format_is_refused(tmp_path):
@@ -248,7 +249,7 @@ def test_default_keeps_the_callers_exp():
     assert exact.config.exp_approx_mode is False and exact.k_chunk_size == hit["config"]["k_chunk_size"]
     small = _shapes(CASE)
     exact = auto.plan_for(small, AutoProgramConfig(GRID, exp_approx_mode=False), GRID)
-    assert exact == plan(small, ProgramConfig(GRID, exp_approx_mode=False), GRID)
+    assert exact == plan(small, replace(auto.rule_config(GRID), exp_approx_mode=False), GRID)
     assert auto.plan_for(small, AutoProgramConfig(GRID), GRID).config.exp_approx_mode is True
 
 
@@ -377,7 +378,7 @@ def test_tune_keeps_the_rule_for_small_shapes_without_runs(monkeypatch):
     assert auto.kv_bytes_per_core(plan(s, None, GRID)) < tuning.RULE_MAX_KV_BYTES_PER_CORE
     for max_cur_pos in (None, 100):
         got = tuning.plan_for(s, ProgramConfig.coerce("tune"), GRID, max_cur_pos=max_cur_pos)
-        assert got == plan(s, None, GRID, max_cur_pos=max_cur_pos)
+        assert got == plan(s, auto.rule_config(GRID), GRID, max_cur_pos=max_cur_pos)
     assert tuning.stats()["rule"] == 1 and tuning.stats()["evaluations"] == 0
 
 
@@ -407,7 +408,7 @@ def test_a_function_chooses_the_config(monkeypatch):
     assert got == again == plan(s, ProgramConfig((8, 1), k_chunk_size=64, max_cores_per_head_batch=4), GRID)
     assert [(r.shapes.kv_len, r.grid, r.fp32_dest_acc) for r in asked] == [(512, GRID, False), (1024, GRID, False)]
     assert asked[0].shapes == s and asked[0].l1_budget == auto.L1_BUDGET_BYTES
-    assert default == plan(default.shapes, None, GRID)
+    assert default == plan(default.shapes, auto.rule_config(GRID), GRID)
     with pytest.raises(TypeError, match="expected an explicit config or None"):
         tuning.plan_for(s, ProgramConfig.coerce(lambda r: "tune"), GRID)
 

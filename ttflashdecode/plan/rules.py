@@ -284,22 +284,29 @@ def default_num_cores_per_head(shapes: DecodeShapes, max_cores: int, max_cur_pos
     core, then while its cores would read fewer than :data:`MIN_POSITIONS_PER_CORE` positions each::
 
         N = max_cores
-        while N > 32 and L <= N // 2 * 4096: N //= 2
-        while N > 1 and L < N * 256: N //= 2
+        while N > 32 and L <= N // 2 * 4096: N = halved(N)
+        while N > 1 and L < N * 256: N = halved(N)
 
+    where ``halved(N)`` is the power of two below ``N``.
     Each halving drops one round of the reduction tree and doubles the reads a core overlaps with its compute (the
-    constants' measurements are at their definitions). N is ``max_cores`` halved j times, so a decode loop with host
-    positions sees at most log2(max_cores) + 1 group sizes, never decreasing as positions grow.
+    constants' measurements are at their definitions). N is ``max_cores`` or a power of two below it, so a decode loop
+    with host positions sees at most log2(max_cores) + 2 group sizes, never decreasing as positions grow.
     """
     if not is_int(max_cores) or max_cores <= 0:
         raise ValueError(f"max_cores={max_cores!r}: expected a positive integer")
     length = _readable_length(shapes, max_cur_pos)
     n = max_cores
     while n > DRAM_SATURATING_CORES and length <= n // 2 * MAX_POSITIONS_PER_CORE:
-        n //= 2
+        n = _halved(n)
     while n > 1 and length < n * MIN_POSITIONS_PER_CORE:
-        n //= 2
+        n = _halved(n)
     return n
+
+
+def _halved(n: int) -> int:
+    """One halving step of the group size: the power of two below ``n`` (``n // 2`` for a power of two), so a group
+    whose maximum is not a power of two (three groups on 64 cores may take 21) halves to 16, not 10."""
+    return 1 << ((n - 1).bit_length() - 1)
 
 
 def _readable_length(shapes: DecodeShapes, max_cur_pos: int | None) -> int:
