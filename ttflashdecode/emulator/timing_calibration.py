@@ -1,4 +1,5 @@
-"""Calibration of the timing model against published Wormhole measurements: THE table of figures and tolerances.
+"""Calibration of the timing model against published Wormhole measurements: THE table of figures and tolerances
+(Blackhole's: BH_FIGURES / BH_IN_SAMPLE at the end, docs/BLACKHOLE.md section 3).
 
 Each `Figure` is a published silicon measurement (with its source), a tolerance on the model's relative error, and
 the micro-benchmark that reproduces the measurement on the model (`TimingModel` traces shaped like the tt-metal test

@@ -1,9 +1,14 @@
-// Cycle-approximate timing model of a Wormhole B0 chip for the host emulator (issue 12).
+// Cycle-approximate timing model of a Wormhole B0 or Blackhole chip for the host emulator (issue 12), the replay
+// side: the runtime and the timing C API include this file; kernels include only the recording side (emu/timing.h),
+// so nothing here recompiles a kernel. The chip is a runtime value (`Chip`: clock, NoC grid and flit, link
+// bandwidth, maximum packet, DRAM rates and request rate, NoC issue and latency costs; Wormhole B0's are k::'s,
+// Blackhole's kbh::'s, docs/BLACKHOLE.md section 3).
 //
 // WHAT IT IS. Every RISC of a program (BRISC, NCRISC, and the compute TRISCs as one stream with three lanes:
-// unpack, math, pack) gets a virtual clock in cycles of the 1 GHz AI clock. Data movement costs issue time on the
-// RISC, latency by hop distance on the 2D-torus NoC (NoC 0 routes +x then +y, NoC 1 routes -y then -x), and
-// bandwidth by packet size; every DRAM bank (one GDDR6 channel each, 12 on Wormhole), every NoC link and every
+// unpack, math, pack) gets a virtual clock in cycles of the chip's AI clock (Wormhole 1 GHz, Blackhole 1.35 GHz).
+// Data movement costs issue time on the RISC, latency by hop distance on the 2D-torus NoC (NoC 0 routes +x then +y,
+// NoC 1 routes -y then -x), and bandwidth by packet size; every DRAM bank (one GDDR6 channel each: 12 banks on
+// Wormhole, 8 on a P150), every NoC link and every
 // NIU is a shared resource with contention (capacity in time bins taken per packet, pipelined cut-through). Compute
 // API calls cost cycles by op, math fidelity, SFPU function / approximation mode and tile format. CB pushes/pops and
 // semaphore updates carry a timestamp: a consumer that waits starts no earlier than the producer's push (plus the
@@ -650,7 +655,7 @@ struct Flow {
     Cycle flits = 1;        // the packet's length: how many upstream buffers it spans when its head stalls
     Cycle src_stall = 0;    // time the stalls added at the source NIU (the packet had not left it yet)
     int n = 0;              // resources passed (path[0] is where the packet comes from)
-    Resource* path[48];     // a route has at most 9 + 11 hops, plus NIUs and a DRAM channel
+    Resource* path[48];     // a route has at most 16 + 11 hops (Blackhole's torus), plus NIUs and a DRAM channel
 };
 
 class Fabric {
