@@ -23,8 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 B, HQ, HKV, D, S = 1, 32, 8, 128, 32768
 # P150 over N150 DRAM bandwidth, the modelled ceilings: 8 banks x 47 B/cycle x 1.35 GHz = 508 GB/s against 12 x 22.3
 # x 1 GHz = 268 GB/s, 1.90x. The decode is not only DRAM time (launch, the merge of the partial results, the compute
-# of the last chunk, and on Blackhole a reader that issues a 1088 B read per ~35 cycles), so its speed-up lies below
-# that ratio: 1.51x when this band was set (N150 at 88% of its ceiling, P150 at 70%). The band would catch the
+# of the last chunk), and on the P150 banks 0 and 4 both have their NoC 0 endpoint on row 11, whose links then carry
+# both banks' data (the busiest link 95% busy; tt-metal PR #56272 describes this imbalance), so its speed-up lies
+# below that ratio: 1.51x when this band was set (N150 at 88% of its ceiling, P150 at 70%). The band would catch the
 # P150's clock dropped (1.51 / 1.35 = 1.12x) or its channel rate halved, and a speed-up above the ceilings' ratio.
 SPEEDUP_BAND = (1.3, 2.0)
 
