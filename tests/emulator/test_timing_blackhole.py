@@ -14,7 +14,7 @@ import torch
 import ttflashdecode
 from ttflashdecode import emulator
 from ttflashdecode.emulator import timing, timing_calibration
-from ttflashdecode.emulator.timing import Barrier, Proc, TimingModel, dram
+from ttflashdecode.emulator.timing import Barrier, Op, Proc, TimingModel, dram
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,10 +69,15 @@ def test_chip_constants_reach_the_engine():
 
 
 def test_blackhole_variants_move_only_blackhole():
-    """bh_hop / bh_niu vary Blackhole's assumed latencies; Wormhole's list has no such variant and runs it nominal."""
+    """bh_hop / bh_niu / bh_sfpu vary Blackhole's assumed constants; Wormhole's list has no such variant and runs it
+    nominal."""
     assert "bh_hop_high" in timing.variant_names("blackhole")
     assert "bh_hop_high" not in timing.variant_names()
-    assert {a.name for a in timing.assumed_constants("blackhole") if a.chip} == {"kHopCycles", "kNiuCycles"}
+    assert {a.name for a in timing.assumed_constants("blackhole") if a.chip} == {
+        "kHopCycles",
+        "kNiuCycles",
+        "kSfpuScale",
+    }
 
     def one_read(arch, grid, variant):
         m = TimingModel(grid, arch=arch, variant=variant)
@@ -85,6 +90,17 @@ def test_blackhole_variants_move_only_blackhole():
     assert one_read("blackhole", (11, 10), "bh_hop_low") < one_read("blackhole", (11, 10), "nominal")
     assert one_read("blackhole", (11, 10), "bh_hop_high") > one_read("blackhole", (11, 10), "nominal")
     assert one_read("wormhole_b0", (8, 8), "bh_hop_high") == one_read("wormhole_b0", (8, 8), "nominal")
+
+    def exp_tiles(arch, grid, variant):
+        m = TimingModel(grid, arch=arch, variant=variant)
+        r = m.add_risc(0, Proc.COMPUTE)
+        m.compute(r, Op.SFPU_EXP, 8)
+        m.run()
+        return m.duration_cycles
+
+    bh = {v: exp_tiles("blackhole", (11, 10), v) for v in ("bh_sfpu_low", "nominal", "bh_sfpu_high")}
+    assert bh["bh_sfpu_low"] < bh["nominal"] < bh["bh_sfpu_high"], bh
+    assert exp_tiles("wormhole_b0", (8, 8), "bh_sfpu_high") == exp_tiles("wormhole_b0", (8, 8), "nominal")
 
 
 def _decode(dev, ttnn):

@@ -166,9 +166,9 @@ constexpr double kTilizeUnpackFactor = 2;        // A: tilize / untilize unpack 
 
 // =====================================================================================================================
 // Blackhole's constants (docs/BLACKHOLE.md, section 3). Only what differs from Wormhole's table is here; every other
-// constant of k:: (compute costs per tile, CB and semaphore bookkeeping, multicast hold, flow-control depths) is taken
-// as Blackhole's too: the Tensix core's FPU, SFPU and RISCs run the same instructions per cycle of its own clock
-// ([me]; Blackhole's SFPU instructions are not modelled, docs/BLACKHOLE.md section 4). Sources:
+// constant of k:: (FPU costs per tile, CB and semaphore bookkeeping, multicast hold, flow-control depths) is taken
+// as Blackhole's too: the Tensix core's FPU and RISCs do the same work per cycle of its own clock ([me]); its SFPU
+// costs are Wormhole's measured ones times kSfpuScale (assumed). Sources:
 //   [bh-clk]   tt-metal PR #26917 (Blackhole microbenchmarks at 1350 MHz); tt-npe BlackholeDeviceModel ai_clk 1.35
 //   [bh-soc]   the ttnn wheel's tt_metal/soc_descriptors/blackhole_140_arch.yaml (grid 17 x 12, dram_views)
 //   [bh-isa]   tt-isa-documentation BlackholeA0 NoC ("each flit consists of exactly 512 bits")
@@ -178,7 +178,8 @@ constexpr double kTilizeUnpackFactor = 2;        // A: tilize / untilize unpack 
 //              "One to One", "DRAM Interleaved" Packet Sizes.md (as [dm-*] for Wormhole)
 //   [dram-req] tt-metal #55898 (a Blackhole DRAM endpoint takes one read request per ~16.4 cycles per NoC)
 // The router hop and NIU latencies have no Blackhole figure: kind A, Wormhole's values, varied 0.5x-2x by the
-// Blackhole variants (assumed_table). The derived (D) latencies below were fitted with those nominal values.
+// Blackhole variants (assumed_table), as is the SFPU cost scale (0.5x-1.5x). The derived (D) latencies below were
+// fitted with the nominal hop and NIU values.
 // =====================================================================================================================
 namespace kbh {
 constexpr double kClockGHz = 1.35;               // N [bh-clk]
@@ -205,6 +206,9 @@ constexpr double kReadServiceCycles = 49;        // D [bh-dm-1f1]: one 64 B core
 constexpr double kDramAccessCycles = 111;        // D [bh-dm-dram]: one 64 B DRAM read + barrier = 479 cycles, the rest
                                                  //   of a core read's at the same distance
 constexpr double kWriteAckCycles = 58;           // D [bh-dm-1t1]: one 64 B write + barrier = 366 cycles
+constexpr double kSfpuScale = 1;                 // A: Blackhole's SFPU per-tile cycles over Wormhole's measured ones
+                                                 //   (k::kExp*, kRecip*, kSfpu*); no Blackhole figure, and its SFPU
+                                                 //   algorithms differ (SFPARECIP, SFPGT): range 0.5x-1.5x
 }  // namespace kbh
 
 // A chip's constants as runtime values: what the engine reads for the clock, the NoC fabric, DRAM and NoC transfer
@@ -227,6 +231,7 @@ struct Chip {
     double read_service_cycles = k::kReadServiceCycles, dram_access_cycles = k::kDramAccessCycles;
     double write_ack_cycles = k::kWriteAckCycles;
     double launch_skew_per_hop = k::kLaunchSkewPerHop;
+    double sfpu_scale = 1;                // SFPU per-tile cycles over k::'s (Wormhole's measured ones)
     int max_grid_w = 8, max_grid_h = 10;  // the worker grid the topology can place (Wormhole: 8 x 10 Tensix)
 
     static Chip wormhole_b0() { return Chip{}; }
@@ -254,6 +259,7 @@ struct Chip {
         c.dram_access_cycles = kbh::kDramAccessCycles;
         c.write_ack_cycles = kbh::kWriteAckCycles;
         c.launch_skew_per_hop = kbh::kHopCycles;  // as k::kLaunchSkewPerHop: one router hop per hop of distance
+        c.sfpu_scale = kbh::kSfpuScale;
         c.max_grid_w = 14;                        // [bh-soc]: 14 Tensix columns x 10 rows
         c.max_grid_h = 10;
         return c;
@@ -358,6 +364,7 @@ inline const std::vector<ConstantRow>& blackhole_constant_table() {
         {"kReadServiceCycles", kbh::kReadServiceCycles, "cycles", 'D', "[bh-dm-1f1]"},
         {"kDramAccessCycles", kbh::kDramAccessCycles, "cycles", 'D', "[bh-dm-dram]"},
         {"kWriteAckCycles", kbh::kWriteAckCycles, "cycles", 'D', "[bh-dm-1t1]"},
+        {"kSfpuScale", kbh::kSfpuScale, "x", 'A', "assumed (Wormhole's measured SFPU costs)"},
     };
     return rows;
 }
@@ -435,11 +442,14 @@ inline const std::vector<AssumedRow>& assumed_table() {
         {"kReconfigCycles", "reconfig", &Params::reconfig_cycles, 10, 100,
          "a few register writes up to a stall for the unpacker/packer to go idle"},
         {"kTilizeUnpackFactor", "tilize", &Params::tilize_factor, 1, 4, "as fast as a tile copy, up to four times slower"},
-        // Blackhole's own (kbh::): no Blackhole figure for the router hop and NIU latencies (docs/BLACKHOLE.md).
+        // Blackhole's own (kbh::): no Blackhole figure for the router hop and NIU latencies and the SFPU costs.
         {"kHopCycles", "bh_hop", nullptr, 4.5, 18, "half to twice Wormhole's router hop", "blackhole",
          &Chip::hop_cycles},
         {"kNiuCycles", "bh_niu", nullptr, 2.5, 10, "half to twice Wormhole's NIU <-> router latency", "blackhole",
          &Chip::niu_cycles},
+        {"kSfpuScale", "bh_sfpu", nullptr, 0.5, 1.5,
+         "Blackhole's SFPU algorithms at half to one and a half Wormhole's measured cycles", "blackhole",
+         &Chip::sfpu_scale},
     };
     return rows;
 }
@@ -1384,7 +1394,7 @@ class Engine {
                 Op op = Op(e.op);
                 Cycle math = math_cycles(op, uint8_t(e.target), e.flags & 1, p_) * e.a * (e.d > 0 ? e.d : 1.0);
                 if (is_sfpu(op)) {
-                    charge(i, s.lane[1], p_.tile_op_overhead + math, 1);
+                    charge(i, s.lane[1], p_.tile_op_overhead + math * fabric_.chip().sfpu_scale, 1);
                     break;
                 }
                 // The unpacker runs at most one call ahead of math (srcA/srcB are double-buffered).
