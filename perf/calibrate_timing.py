@@ -19,6 +19,13 @@ reproduce:
     .venv/bin/python perf/calibrate_timing.py --markdown [--out perf/out/calibration.md]   # the resolving note's table
     .venv/bin/python perf/calibrate_timing.py --heldout [--variants] [--skip-report] [--out docs/...]
     .venv/bin/python perf/calibrate_timing.py --cost        # what flow control costs the replay (CPU s, host)
+    .venv/bin/python perf/calibrate_timing.py --arch blackhole [--out ...]  # Blackhole's table (docs/BLACKHOLE.md)
+
+``--arch blackhole`` prints the Blackhole calibration table of docs/BLACKHOLE.md (section 3): every published Blackhole
+figure (``timing_calibration.BH_FIGURES``), whether a Blackhole constant was fitted to it (``BH_IN_SAMPLE``) or not
+(held out), the modelled value and error (variant nominal), the smallest and largest modelled value over Blackhole's
+variants (``timing.variant_names("blackhole")``), and the one-core DRAM reads again through the wired emulator on an
+emulated P150 (the real kernel tests/emulator/kernels/dataflow/timing_dram_read.cpp, as the Wormhole table runs it).
 
 ``--heldout`` prints the held-out validation table of docs/TIMING.md (section 4): every published figure, whether a
 constant was fitted to it (``timing_calibration.IN_SAMPLE``: in-sample) or not (held out), and the modelled value and
@@ -67,8 +74,9 @@ def _core_set(x, y):
     return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x, y), ttnn.CoreCoord(x, y))])
 
 
-def dram_read_through_emulator(dev, src, nbytes: int, count: int) -> float:
-    """Cycles from the reader's start to its barrier's return, modelled on the emulator (1 GHz: ns = cycles)."""
+def dram_read_through_emulator(dev, src, nbytes: int, count: int, cb_bytes: int = 8192) -> float:
+    """Time from the reader's start to its barrier's return, modelled on the emulator, in ns (cycles on Wormhole's
+    1 GHz clock; cb_bytes: the CB the reads land in, at least nbytes)."""
     cores = _core_set(0, 0)
     pd = ttnn.ProgramDescriptor(
         kernels=[
@@ -83,9 +91,11 @@ def dram_read_through_emulator(dev, src, nbytes: int, count: int) -> float:
         semaphores=[],
         cbs=[
             ttnn.CBDescriptor(
-                total_size=8192,
+                total_size=cb_bytes,
                 core_ranges=cores,
-                format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=0, data_format=ttnn.bfloat16, page_size=8192)],
+                format_descriptors=[
+                    ttnn.CBFormatDescriptor(buffer_index=0, data_format=ttnn.bfloat16, page_size=cb_bytes)
+                ],
             )
         ],
     )
@@ -313,7 +323,11 @@ def _model_key() -> str:
     import hashlib
 
     h = hashlib.sha256()
-    for rel in ("ttflashdecode/emulator/include/emu/timing.h", "ttflashdecode/emulator/timing_calibration.py"):
+    for rel in (
+        "ttflashdecode/emulator/include/emu/timing.h",
+        "ttflashdecode/emulator/include/emu/timing_engine.h",
+        "ttflashdecode/emulator/timing_calibration.py",
+    ):
         h.update((REPO / rel).read_bytes())
     return h.hexdigest()[:16]
 
@@ -485,6 +499,79 @@ def measure_cost() -> None:
         print(f"{v:16s} replay {best:.3f} s CPU (64 cores x 3 RISCs, 32768 reads), modelled {dur / 1000:.1f} us")
 
 
+# ---- Blackhole (--arch blackhole) ---------------------------------------------------------------------------------
+# (figure key, bytes per read, reads) of the one-core DRAM read rows run again through the wired emulator on a P150.
+BH_DRAM_ROWS = [
+    ("bh_dram_read_latency_64B", 64, 1),
+    ("bh_dram_read_latency_16KB", 16384, 1),
+    ("bh_dram_read_issue_bound", 64, 256),
+    ("bh_dram_read_bw_one_core", 16384, 256),
+]
+
+
+def blackhole_markdown() -> str:
+    """The Blackhole calibration table (docs/BLACKHOLE.md, section 3), every value modelled."""
+    from ttflashdecode.emulator import timing
+
+    variants = timing.variant_names("blackhole")
+    spread: dict[str, list[float]] = {}
+    for v in variants:
+        with timing.variant_env(v):
+            for f in timing_calibration.BH_FIGURES:
+                spread.setdefault(f.key, []).append(f.modelled())
+    notes: list[str] = []
+    lines = [
+        "| figure | published | source | fitted to it | modelled (nominal) | error | tolerance | "
+        "min-max over the variants |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
+    errs: dict[str, list[float]] = {"in": [], "out": []}
+    for f in timing_calibration.BH_FIGURES:
+        m = f.modelled()
+        fitted = timing_calibration.BH_IN_SAMPLE.get(f.key, "")
+        errs["in" if fitted else "out"].append(abs(f.error(m)))
+        mark = ""
+        if f.note:
+            if f.note not in notes:
+                notes.append(f.note)
+            mark = f" [{notes.index(f.note) + 1}]"
+        flag = "" if abs(f.error(m)) <= f.tolerance + 1e-12 else " FAIL"
+        lo, hi = min(spread[f.key]), max(spread[f.key])
+        lines.append(
+            f"| {f.what}{mark} | {f.published:g} {f.unit} | {f.source} | {fitted or '**held out**'} | {_num(m)} | "
+            f"{f.error(m):+.1%}{flag} | {f.tolerance:.0%} | {_num(lo)}-{_num(hi)} |"
+        )
+    figs = {f.key: f for f in timing_calibration.BH_FIGURES}
+    clock_ghz = {c.name: c.value for c in timing.constants("blackhole")}["kClockGHz"]  # the timing stats are in ns
+    torch.manual_seed(5)
+    with emulator.open_device("p150") as dev:
+        # 64 bf16 tiles over 8 banks: 8 tiles (16 KB) back to back in bank 0, room for the 16 KB reads
+        src = dev.from_torch(torch.randn(32, 32 * 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+        try:
+            for key, nbytes, count in BH_DRAM_ROWS:
+                f = figs[key]
+                cycles = dram_read_through_emulator(dev, src, nbytes, count, cb_bytes=16384) * clock_ghz
+                got = count * nbytes / cycles if f.unit == "B/cycle" else cycles
+                fitted = timing_calibration.BH_IN_SAMPLE.get(key, "")
+                lines.append(
+                    f"| {f.what}, through the wired emulator (real kernel, P150) | {f.published:g} {f.unit} | "
+                    f"{f.source} | {fitted or '**held out**'} | {_num(got)} | {f.error(got):+.1%} | "
+                    f"{f.tolerance:.0%} | - |"
+                )
+        finally:
+            src.deallocate()
+    lines.append("")
+    for role, name in (("in", "in-sample"), ("out", "held out")):
+        e = errs[role]
+        lines.append(
+            f"- {name} (standalone model, nominal): {len(e)} figures, median |error| "
+            f"{100 * sorted(e)[len(e) // 2]:.1f}%, largest {100 * max(e):.1f}%"
+        )
+    lines.append(f"- variants ({len(variants)}): {', '.join(variants)}")
+    lines += [""] + [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip-table", action="store_true", help="skip the data-movement table")
@@ -512,7 +599,24 @@ def main() -> None:
         help="with --heldout: the data-movement and matmul figures only (seconds a variant)",
     )
     ap.add_argument("--cost", action="store_true", help="replay CPU time without and with flow control")
+    ap.add_argument(
+        "--arch",
+        choices=["wormhole_b0", "blackhole"],
+        default="wormhole_b0",
+        help="blackhole: the Blackhole calibration table (docs/BLACKHOLE.md section 3) instead",
+    )
     args = ap.parse_args()
+    if args.arch == "blackhole":
+        t0 = time.monotonic()
+        text = blackhole_markdown()
+        text += (
+            f"\n\nModelled by `perf/calibrate_timing.py --arch blackhole`, "
+            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {time.monotonic() - t0:.0f} s wall."
+        )
+        print(text)
+        if args.out:
+            args.out.write_text(text + "\n")
+        return
     if args.cost:
         measure_cost()
         return

@@ -60,7 +60,7 @@ def write_program(
     """dram: (channels, banks) of the device (default: the spec's full layout)."""
     w = f.write
     w(f"result {result_path}\nso_dir {so_dir}\ntiming {int(bool(timing))}\ntiming_only {int(bool(timing_only))}\n")
-    w(f"grid {grid[0]} {grid[1]}\nl1 {spec.l1_size} {spec.l1_unreserved_base}\n")
+    w(f"grid {grid[0]} {grid[1]}\nl1 {spec.l1_size} {spec.l1_unreserved_base}\nchip {spec.name}\n")
     w(f"translate {spec.worker_x[0]} {spec.worker_y0}\n")
     if not spec.affine_x:  # translated x of each logical column (Blackhole: the die's Tensix columns, arch.py)
         w("xmap " + str(grid[0]) + " " + " ".join(str(x) for x in spec.worker_x[: grid[0]]) + "\n")
@@ -134,11 +134,7 @@ def run_program(
     timing_only: skip compute arithmetic and the bytes of `nodata_buffers` (DRAM buffers with undefined contents);
     every check, transfer and timing event stays, so the modelled duration equals a full run's (TIMING.md, 6)."""
     if timing is None:
-        # The timing engine models Wormhole B0's NoC, DRAM and clock only (include/emu/timing.h); a Blackhole
-        # device runs its programs untimed rather than report Wormhole durations for it.
-        timing = os.environ.get("TTFD_EMU_TIMING", "1") != "0" and spec is arch.WORMHOLE_B0
-    if timing and spec is not arch.WORMHOLE_B0:
-        raise EmulatorError(f"the timing model has no {spec.name} constants yet: {spec.name} programs run untimed")
+        timing = os.environ.get("TTFD_EMU_TIMING", "1") != "0"
     if timing_only and not timing:
         raise EmulatorError("timing_only=True needs the timing model, but it is off (TTFD_EMU_TIMING=0)")
     sanitize = sanitizer()

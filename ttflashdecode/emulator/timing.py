@@ -1,4 +1,5 @@
-"""Python handle on the emulator's cycle-approximate timing model (``include/emu/timing.h``).
+"""Python handle on the emulator's cycle-approximate timing model (``include/emu/timing_engine.h``; the kernels'
+hooks record through ``include/emu/timing.h``).
 
 The emulator runtime calls the C++ model directly (one ``timing::Risc`` trace per kernel thread, replayed by
 ``timing::Engine`` after the kernels finish; see docs/TIMING.md). This module builds ``csrc/timing_capi.cpp`` into a
@@ -6,7 +7,7 @@ small shared library (cached under ~/.cache/ttflashdecode, keyed by the two sour
 so Python can record traces by hand and replay them: that is how ``timing_calibration`` reproduces tt-metal's
 published data-movement micro-benchmarks without kernels.
 
-    m = TimingModel(grid=(8, 8))
+    m = TimingModel(grid=(8, 8))      # Wormhole B0; TimingModel((11, 10), arch="blackhole") a P150
     r = m.add_risc(core=0, proc=Proc.NCRISC)
     m.read(r, dram(0), 2048)          # noc_async_read of 2 KB from DRAM bank 0
     m.barrier(r, Barrier.READ)        # noc_async_read_barrier
@@ -16,7 +17,9 @@ published data-movement micro-benchmarks without kernels.
 Variants (docs/TIMING.md, section 3b): the constants with no public figure (kind "A") are each varied over a range,
 and flow control can be switched off. ``variant_names()`` lists them; ``TTFD_TIMING_VARIANT=<name>`` selects one for
 the emulator (every program run in that environment) and for ``TimingModel`` (unless it is given ``variant=``).
-Unset means "nominal": every constant at its nominal value, flow control on.
+Unset means "nominal": every constant at its nominal value, flow control on. A chip's own assumed constants (Blackhole's
+router hop and NIU latencies) have variants of their own (``variant_names("blackhole")``); on another chip such a
+variant runs nominal.
 
 Several variants from one run: the recorded traces do not depend on the variant (only the replay reads the
 constants), so ``TTFD_TIMING_VARIANTS=all`` (or a list of names, comma or space separated; :func:`variants_env`) makes
@@ -42,7 +45,9 @@ from .build import CACHE_ROOT, CXX, _run
 from .errors import EmulatorError
 
 HERE = Path(__file__).resolve().parent
-HEADER = HERE / "include" / "emu" / "timing.h"
+HEADER = HERE / "include" / "emu" / "timing_engine.h"
+RECORDING_HEADER = HERE / "include" / "emu" / "timing.h"
+ARCHS = ("wormhole_b0", "blackhole")  # the chips the engine models (timing::Chip::by_name; emulator.arch ArchSpec.name)
 CAPI = HERE / "csrc" / "timing_capi.cpp"
 NO_TRID = 0xFFFFFFFF
 VARIANT_ENV = "TTFD_TIMING_VARIANT"
@@ -220,14 +225,14 @@ class TimingStats:
 
 def _digest() -> str:
     h = hashlib.sha256()
-    for p in (HEADER, CAPI):
+    for p in (HEADER, RECORDING_HEADER, CAPI):
         h.update(p.read_bytes())
     return h.hexdigest()[:20]
 
 
 @lru_cache(maxsize=1)
 def library() -> ctypes.CDLL:
-    """The timing model's C API, built on first use (any change to timing.h / timing_capi.cpp rebuilds)."""
+    """The timing model's C API, built on first use (any change to timing*.h / timing_capi.cpp rebuilds)."""
     out = CACHE_ROOT / f"timing-{_digest()}" / "libttfd_timing.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -250,18 +255,20 @@ def library() -> ctypes.CDLL:
                 )
                 tmp.rename(out)
     lib = ctypes.CDLL(str(out))
-    vp, i, u, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_double
+    vp, i, u, d, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_double, ctypes.c_char_p
     sigs = {
-        "ttfd_tm_new": ([i, i, ctypes.POINTER(i), i, ctypes.c_char_p], vp),
-        "ttfd_tm_num_variants": ([], i),
-        "ttfd_tm_variant_name": ([i], ctypes.c_char_p),
+        "ttfd_tm_new": ([s, i, i, ctypes.POINTER(i), i, s], vp),
+        "ttfd_tm_num_variants": ([s], i),
+        "ttfd_tm_variant_name": ([s, i], s),
         "ttfd_tm_assumed": (
             [
+                s,
                 i,
                 ctypes.POINTER(ctypes.c_char_p),
                 ctypes.POINTER(ctypes.c_char_p),
                 ctypes.POINTER(d),
                 ctypes.POINTER(d),
+                ctypes.POINTER(ctypes.c_char_p),
                 ctypes.POINTER(ctypes.c_char_p),
             ],
             i,
@@ -293,11 +300,12 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_risc_result": ([vp, i, ctypes.POINTER(d)], None),
         "ttfd_tm_dram_busy": ([vp, i], d),
         "ttfd_tm_busiest_link": ([vp, i, ctypes.POINTER(i)], d),
-        "ttfd_tm_hops": ([i, i, i, i, i], i),
-        "ttfd_tm_worker_xy": ([i, i, i, ctypes.POINTER(i)], None),
-        "ttfd_tm_num_constants": ([], i),
+        "ttfd_tm_hops": ([s, i, i, i, i, i], i),
+        "ttfd_tm_worker_xy": ([s, i, i, i, ctypes.POINTER(i)], None),
+        "ttfd_tm_num_constants": ([s], i),
         "ttfd_tm_constant": (
             [
+                s,
                 i,
                 ctypes.POINTER(ctypes.c_char_p),
                 ctypes.POINTER(ctypes.c_char_p),
@@ -314,55 +322,80 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def constants() -> list[Constant]:
-    """The model's table of constants, as compiled (timing::constant_table())."""
+def _arch(arch: str | None) -> str:
+    a = "wormhole_b0" if arch is None else arch
+    if a not in ARCHS:
+        raise ValueError(f"arch={arch!r}: the timing model has the chips {', '.join(ARCHS)}")
+    return a
+
+
+def constants(arch: str | None = None) -> list[Constant]:
+    """The model's table of constants, as compiled: Wormhole B0's (timing::constant_table(), every constant) or, with
+    arch="blackhole", Blackhole's own (timing::blackhole_constant_table(); the rest are Wormhole's)."""
     lib = library()
     out = []
-    for k in range(lib.ttfd_tm_num_constants()):
+    chip = _arch(arch).encode()
+    for k in range(lib.ttfd_tm_num_constants(chip)):
         name, unit, source = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
         kind = ctypes.c_char()
-        v = lib.ttfd_tm_constant(k, ctypes.byref(name), ctypes.byref(unit), ctypes.byref(kind), ctypes.byref(source))
+        v = lib.ttfd_tm_constant(
+            chip, k, ctypes.byref(name), ctypes.byref(unit), ctypes.byref(kind), ctypes.byref(source)
+        )
         out.append(Constant(name.value.decode(), v, unit.value.decode(), kind.value.decode(), source.value.decode()))
     return out
 
 
-def variant_names() -> list[str]:
-    """The timing model's variants: "nominal" (the default: every constant nominal, flow control on),
-    "no_flow_control", and "<stem>_low" / "<stem>_high" for each assumed constant (``assumed_constants()``)."""
+def variant_names(arch: str | None = None) -> list[str]:
+    """The timing model's variants on chip `arch` (default Wormhole B0): "nominal" (the default: every constant
+    nominal, flow control on), "no_flow_control", and "<stem>_low" / "<stem>_high" for each assumed constant
+    (``assumed_constants(arch)``). arch="all": every chip's (the names a variant may take)."""
     lib = library()
-    return [lib.ttfd_tm_variant_name(k).decode() for k in range(lib.ttfd_tm_num_variants())]
+    chip = (arch if arch == "all" else _arch(arch)).encode()
+    return [lib.ttfd_tm_variant_name(chip, k).decode() for k in range(lib.ttfd_tm_num_variants(chip))]
 
 
 @dataclass(frozen=True)
 class AssumedConstant:
     """A constant with no public figure (kind "A"), the range the variants vary it over, and why that range."""
 
-    name: str  # the k:: name, as in constants()
+    name: str  # the k:: (or, for a chip's own, kbh::) name, as in constants(arch)
     stem: str  # its variants are "<stem>_low" and "<stem>_high"
     nominal: float
     low: float
     high: float
     why: str
+    chip: str = ""  # the chip whose own constant this is ("": every chip's)
 
 
-def assumed_constants() -> list[AssumedConstant]:
+def assumed_constants(arch: str | None = None) -> list[AssumedConstant]:
+    """The assumed constants of chip `arch` (default Wormhole B0): every chip's, and the chip's own."""
     lib = library()
-    nominal = {c.name: c.value for c in constants()}
+    a = _arch(arch)
+    wormhole = {c.name: c.value for c in constants()}
+    own = {c.name: c.value for c in constants(a)}
     out, k = [], 0
-    name, stem, why = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
+    name, stem, why, chip = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
     lo, hi = ctypes.c_double(), ctypes.c_double()
     while lib.ttfd_tm_assumed(
-        k, ctypes.byref(name), ctypes.byref(stem), ctypes.byref(lo), ctypes.byref(hi), ctypes.byref(why)
+        a.encode(),
+        k,
+        ctypes.byref(name),
+        ctypes.byref(stem),
+        ctypes.byref(lo),
+        ctypes.byref(hi),
+        ctypes.byref(why),
+        ctypes.byref(chip),
     ):
-        n = name.value.decode()
-        out.append(AssumedConstant(n, stem.value.decode(), nominal[n], lo.value, hi.value, why.value.decode()))
+        n, c = name.value.decode(), chip.value.decode()
+        nominal = own[n] if c else wormhole[n]
+        out.append(AssumedConstant(n, stem.value.decode(), nominal, lo.value, hi.value, why.value.decode(), c))
         k += 1
     return out
 
 
 def check_variant(name: str) -> str:
     """`name` if it is a variant; a ValueError naming it and listing the variants otherwise."""
-    names = variant_names()
+    names = variant_names("all")
     if name not in names:
         raise ValueError(
             f"timing variant {name!r} (from {VARIANT_ENV} or variant=) is not one of the timing "
@@ -383,7 +416,7 @@ def requested_variants(value: str | None = None) -> list[str]:
     names = [n for n in value.replace(",", " ").split() if n]
     if names == ["all"]:
         return variant_names()
-    known = variant_names()
+    known = variant_names("all")
     for n in names:
         if n not in known:
             raise ValueError(
@@ -424,15 +457,15 @@ def variant_env(name: str):
             os.environ[VARIANT_ENV] = old
 
 
-def hops(a: tuple[int, int], b: tuple[int, int], noc: int) -> int:
-    """Router hops of the unicast route a -> b (physical NoC 0 coordinates) on `noc`."""
-    return library().ttfd_tm_hops(a[0], a[1], b[0], b[1], int(noc))
+def hops(a: tuple[int, int], b: tuple[int, int], noc: int, arch: str | None = None) -> int:
+    """Router hops of the unicast route a -> b (physical NoC 0 coordinates) on `noc` of chip `arch`'s torus."""
+    return library().ttfd_tm_hops(_arch(arch).encode(), a[0], a[1], b[0], b[1], int(noc))
 
 
-def worker_xy(grid: tuple[int, int], core: int) -> tuple[int, int]:
+def worker_xy(grid: tuple[int, int], core: int, arch: str | None = None) -> tuple[int, int]:
     """Physical NoC 0 coordinates the model gives core `core` (row-major) of a compute grid `grid` (w, h)."""
     xy = (ctypes.c_int * 2)()
-    library().ttfd_tm_worker_xy(grid[0], grid[1], core, xy)
+    library().ttfd_tm_worker_xy(_arch(arch).encode(), grid[0], grid[1], core, xy)
     return xy[0], xy[1]
 
 
@@ -448,15 +481,20 @@ class TimingModel:
         grid: tuple[int, int] = (8, 8),
         dram_banks: list[tuple[int, int]] | None = None,
         variant: str | None = None,
+        arch: str | None = None,
     ):
-        """variant: one of variant_names(); None: the one TTFD_TIMING_VARIANT selects (nominal when unset)."""
+        """variant: one of variant_names(); None: the one TTFD_TIMING_VARIANT selects (nominal when unset).
+        arch: "wormhole_b0" (default) or "blackhole"; dram_banks default to the chip's soc descriptor table."""
         self._lib = library()
+        self.arch = _arch(arch)
         self.variant = current_variant() if variant is None else check_variant(variant)
         arr = None
         if dram_banks:
             flat = [v for xy in dram_banks for v in xy]
             arr = (ctypes.c_int * len(flat))(*flat)
-        self._h = self._lib.ttfd_tm_new(grid[0], grid[1], arr, len(dram_banks or []), self.variant.encode())
+        self._h = self._lib.ttfd_tm_new(
+            self.arch.encode(), grid[0], grid[1], arr, len(dram_banks or []), self.variant.encode()
+        )
         self.grid = grid
 
     def __del__(self):

@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "emu/runtime.h"
-#include "emu/timing.h"
+#include "emu/timing_engine.h"
 
 // ThreadSanitizer builds (TTFD_EMU_SANITIZE=thread): every write the NOC delivers to a core releases the core, and
 // invalidate_l1_cache() acquires it (then and at the RISC's next API call, which comes after the kernel's own plain
@@ -228,6 +228,7 @@ struct Machine {
     std::atomic<uint64_t> progress{0};
     bool timing = true;                      // the timing model records and replays (program file: "timing 0|1")
     bool timing_only = false;                // no math, no bulk copies of undefined data (docs/TIMING.md, section 6)
+    timing::Chip chip;                       // the chip the timing model replays on (program file: "chip <name>")
     std::unique_ptr<timing::Engine> engine;  // one per run; its Risc traces are filled by the kernel threads
     std::string timing_json;                 // the replay's result (stats "timing"), written by write_ok_result
     // TTFD_TIMING_VARIANTS: further variants the recorded traces are replayed under (docs/TIMING.md, section 3b),
@@ -1574,6 +1575,12 @@ void load_program(const char* path) {
             int v;
             in >> v;
             M.timing = v != 0;
+        } else if (tok == "chip") {
+            std::string name;
+            in >> name;
+            if (!timing::Chip::by_name(name, M.chip))
+                setup_error("program file: chip '" + name + "' is not a chip of the timing model (wormhole_b0, "
+                            "blackhole)");
         } else if (tok == "timing_only") {
             int v;
             in >> v;
@@ -1807,7 +1814,7 @@ void write_ok_result() {
 std::unique_ptr<timing::Engine> new_engine(timing::Params params) {
     std::vector<timing::Xy> banks;
     for (auto& b : M.banks) banks.push_back({int(b.x), int(b.y)});
-    auto e = std::make_unique<timing::Engine>(timing::Topology::wormhole_b0(M.grid_w, M.grid_h, banks),
+    auto e = std::make_unique<timing::Engine>(timing::Topology::of(M.chip, M.grid_w, M.grid_h, banks),
                                               std::move(params));
     for (auto& cp : M.cores) {
         for (int i = 0; i < kNumCbs; ++i)
@@ -1833,7 +1840,7 @@ void parse_extra_variants(const std::string& main_variant) {
             cur += *c;
         }
     }
-    if (names.size() == 1 && names[0] == "all") names = timing::variant_names();
+    if (names.size() == 1 && names[0] == "all") names = timing::variant_names(M.chip.name);
     for (const auto& n : names) {
         timing::Params p;
         std::string err;
@@ -1847,12 +1854,14 @@ void parse_extra_variants(const std::string& main_variant) {
 }
 
 // The timing model (docs/TIMING.md, section 5): one Risc trace per kernel thread, the program's CBs and semaphores.
-// The compute grid must fit Wormhole's worker grid (8 x 10); otherwise the run reports no timing.
+// The compute grid must fit the chip's worker grid (Wormhole 8 x 10, Blackhole 14 x 10); otherwise the run reports
+// no timing.
 void setup_timing() {
     if (!M.timing) return;
-    if (M.grid_w > 8 || M.grid_h > 10) {
+    if (M.grid_w > M.chip.max_grid_w || M.grid_h > M.chip.max_grid_h) {
         M.timing_json = "{\"ok\": false, \"duration_ns\": null, \"first_start_ns\": 0, \"last_end_ns\": 0, "
-                        "\"error\": \"the timing model covers Wormhole's 8x10 worker grid, not " +
+                        "\"error\": \"the timing model covers " + M.chip.name + "'s " +
+                        fmt("%dx%d", M.chip.max_grid_w, M.chip.max_grid_h) + " worker grid, not " +
                         fmt("%dx%d", M.grid_w, M.grid_h) +
                         "\", \"trace_digest\": \"\", \"cores\": {}, \"dram_bank_busy\": [], \"busiest_links\": []}";
         M.timing = false;

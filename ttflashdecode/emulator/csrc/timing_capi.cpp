@@ -2,9 +2,10 @@
 // ctypes): the calibration script and tests/emulator/test_timing_model.py build RISC traces of the data-movement
 // micro-benchmarks tt-metal publishes and replay them. The emulator runtime uses the C++ API directly.
 #include <cstring>
+#include <map>
 #include <string>
 
-#include "emu/timing.h"
+#include "emu/timing_engine.h"
 
 using timing::Endpoint;
 using timing::Engine;
@@ -23,27 +24,42 @@ timing::Risc& R(Handle* h, int risc) { return h->engine.risc(size_t(risc)); }
 
 extern "C" {
 
-// banks_xy: 2 * num_banks ints (x, y of each bank's NoC 0 endpoint), or null for the built-in table. variant: a name
-// from ttfd_tm_variant_name (null or "": nominal); an unknown name returns null (the Python side checks first).
-void* ttfd_tm_new(int grid_w, int grid_h, const int* banks_xy, int num_banks, const char* variant) {
+// chip: "wormhole_b0" / "blackhole" (timing::Chip::by_name; null or "": Wormhole B0). banks_xy: 2 * num_banks ints
+// (x, y of each bank's NoC 0 endpoint), or null for the chip's built-in table. variant: a name from
+// ttfd_tm_variant_name (null or "": nominal). An unknown chip or variant returns null (the Python side checks first).
+void* ttfd_tm_new(const char* chip, int grid_w, int grid_h, const int* banks_xy, int num_banks, const char* variant) {
     std::vector<timing::Xy> banks;
     for (int b = 0; banks_xy && b < num_banks; ++b) banks.push_back({banks_xy[2 * b], banks_xy[2 * b + 1]});
+    timing::Chip c;
+    if (!timing::Chip::by_name(chip ? chip : "", c)) return nullptr;
     timing::Params p;
     std::string err;
     if (!timing::variant_params(variant, p, err)) return nullptr;
-    return new Handle(timing::Topology::wormhole_b0(grid_w, grid_h, banks), std::move(p));
+    return new Handle(timing::Topology::of(c, grid_w, grid_h, banks), std::move(p));
 }
 
-// The model's variants (timing::variant_names()): how many, and the i-th name.
-int ttfd_tm_num_variants() { return int(timing::variant_names().size()); }
-const char* ttfd_tm_variant_name(int i) {
-    static const std::vector<std::string> names = timing::variant_names();
-    return names.at(size_t(i)).c_str();
+// The variants of chip `chip` (timing::variant_names(chip); "all": every chip's): how many, and the i-th name.
+static const std::vector<std::string>& variants_of(const char* chip) {
+    static std::map<std::string, std::vector<std::string>> memo;
+    std::string c = chip ? chip : "wormhole_b0";
+    auto it = memo.find(c);
+    if (it == memo.end())
+        it = memo.emplace(c, c == "all" ? timing::all_variant_names() : timing::variant_names(c)).first;
+    return it->second;
 }
-// The assumed constants' ranges: row i's k:: name, variant stem, low and high ends (returns 0 past the end).
-int ttfd_tm_assumed(int i, const char** constant, const char** stem, double* low, double* high, const char** why) {
-    const auto& t = timing::assumed_table();
+int ttfd_tm_num_variants(const char* chip) { return int(variants_of(chip).size()); }
+const char* ttfd_tm_variant_name(const char* chip, int i) { return variants_of(chip).at(size_t(i)).c_str(); }
+// The assumed constants of chip `chip` (timing::assumed_rows): row i's constant name, variant stem, low and high
+// ends, why, and the chip it belongs to ("" for every chip's); returns 0 past the end.
+int ttfd_tm_assumed(const char* chip_name, int i, const char** constant, const char** stem, double* low, double* high,
+                    const char** why, const char** chip) {
+    static std::map<std::string, std::vector<timing::AssumedRow>> memo;
+    std::string c = chip_name ? chip_name : "wormhole_b0";
+    auto it = memo.find(c);
+    if (it == memo.end()) it = memo.emplace(c, timing::assumed_rows(c)).first;
+    const auto& t = it->second;
     if (i < 0 || size_t(i) >= t.size()) return 0;
+    *chip = t[size_t(i)].chip ? t[size_t(i)].chip : "";
     *constant = t[size_t(i)].constant;
     *stem = t[size_t(i)].stem;
     *low = t[size_t(i)].low;
@@ -171,21 +187,30 @@ double ttfd_tm_busiest_link(void* hp, int i, int* out) {
     out[3] = l.axis;
     return l.busy;
 }
-// Hop count of the unicast route a -> b on `noc` (physical NoC 0 coordinates).
-int ttfd_tm_hops(int ax, int ay, int bx, int by, int noc) {
-    return timing::Topology::hops({ax, ay}, {bx, by}, Noc(noc));
+// Hop count of the unicast route a -> b on `noc` (physical NoC 0 coordinates) on chip `chip`'s torus.
+int ttfd_tm_hops(const char* chip, int ax, int ay, int bx, int by, int noc) {
+    timing::Chip c;
+    timing::Chip::by_name(chip ? chip : "", c);
+    return timing::Topology::of(c, 1, 1).hops({ax, ay}, {bx, by}, Noc(noc));
 }
-// Physical NoC 0 coordinates of worker `core` of a grid_w x grid_h compute grid.
-void ttfd_tm_worker_xy(int grid_w, int grid_h, int core, int* xy) {
-    auto t = timing::Topology::wormhole_b0(grid_w, grid_h);
+// Physical NoC 0 coordinates of worker `core` of a grid_w x grid_h compute grid of chip `chip`.
+void ttfd_tm_worker_xy(const char* chip, int grid_w, int grid_h, int core, int* xy) {
+    timing::Chip c;
+    timing::Chip::by_name(chip ? chip : "", c);
+    auto t = timing::Topology::of(c, grid_w, grid_h);
     xy[0] = t.workers.at(size_t(core)).x;
     xy[1] = t.workers.at(size_t(core)).y;
 }
 
-// The constant table: number of rows, and row i's fields.
-int ttfd_tm_num_constants() { return int(timing::constant_table().size()); }
-double ttfd_tm_constant(int i, const char** name, const char** unit, char* kind, const char** source) {
-    const auto& row = timing::constant_table().at(size_t(i));
+// A chip's constant table (Wormhole B0: timing::k, every constant; Blackhole: its own, timing::kbh): number of rows,
+// and row i's fields.
+static const std::vector<timing::ConstantRow>& table_of(const char* chip) {
+    return chip && std::string(chip) == "blackhole" ? timing::blackhole_constant_table() : timing::constant_table();
+}
+int ttfd_tm_num_constants(const char* chip) { return int(table_of(chip).size()); }
+double ttfd_tm_constant(const char* chip, int i, const char** name, const char** unit, char* kind,
+                        const char** source) {
+    const auto& row = table_of(chip).at(size_t(i));
     *name = row.name;
     *unit = row.unit;
     *kind = row.kind;
