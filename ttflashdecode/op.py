@@ -515,7 +515,15 @@ def _signature(
     if scale_type not in PLAIN_TYPES or window_type not in PLAIN_TYPES or head_dim_v_type not in PLAIN_TYPES:
         return None
     try:
-        paged = _NO_PAGED_KEY if paged_args is _NO_PAGED_ARGS else _paged_args_key(*paged_args)
+        if paged_args is _NO_PAGED_ARGS:
+            paged = _NO_PAGED_KEY
+        else:
+            geometry, modulo, multi_pos = paged_args
+            # upstream's defaults (a paged call's usual case) have the unpaged key; checked by type, as plain() does
+            if geometry is None and modulo is None and type(multi_pos) is int and multi_pos == 0:
+                paged = _NO_PAGED_KEY
+            else:
+                paged = _paged_args_key(geometry, modulo, multi_pos)
         addresses, specs = tensors_signature(
             (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
         )
