@@ -152,20 +152,20 @@ def scaled_dot_product_attention_decode(
         k,
         v,
         None,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
+        is_causal,
+        attn_mask,
+        cur_pos,
+        cur_pos_tensor,
+        scale,
+        sliding_window_size,
+        attention_sink,
+        share_cache,
+        program_config,
+        compute_kernel_config,
+        memory_config,
+        output_tensor,
+        dtype,
+        validate_device_tensors,
     )
 
 
@@ -233,21 +233,22 @@ def paged_scaled_dot_product_attention_decode(
         k,
         v,
         page_table_tensor,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
-        paged_args=(paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles),
+        is_causal,
+        attn_mask,
+        cur_pos,
+        cur_pos_tensor,
+        scale,
+        sliding_window_size,
+        attention_sink,
+        share_cache,
+        program_config,
+        compute_kernel_config,
+        memory_config,
+        output_tensor,
+        dtype,
+        validate_device_tensors,
+        None,
+        (paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles),
     )
 
 
@@ -285,21 +286,21 @@ def flash_multi_latent_attention_decode(
         k,
         None,
         None,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
-        head_dim_v=head_dim_v,
+        is_causal,
+        attn_mask,
+        cur_pos,
+        cur_pos_tensor,
+        scale,
+        sliding_window_size,
+        attention_sink,
+        share_cache,
+        program_config,
+        compute_kernel_config,
+        memory_config,
+        output_tensor,
+        dtype,
+        validate_device_tensors,
+        head_dim_v,
     )
 
 
@@ -333,21 +334,21 @@ def paged_flash_multi_latent_attention_decode(
         k,
         None,
         page_table_tensor,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
-        head_dim_v=head_dim_v,
+        is_causal,
+        attn_mask,
+        cur_pos,
+        cur_pos_tensor,
+        scale,
+        sliding_window_size,
+        attention_sink,
+        share_cache,
+        program_config,
+        compute_kernel_config,
+        memory_config,
+        output_tensor,
+        dtype,
+        validate_device_tensors,
+        head_dim_v,
     )
 
 
@@ -356,7 +357,6 @@ def _decode(
     k,
     v,
     page_table,
-    *,
     is_causal,
     attn_mask,
     cur_pos,
@@ -374,9 +374,11 @@ def _decode(
     head_dim_v=None,
     paged_args=_NO_PAGED_ARGS,
 ):
-    """A call as it comes. A call like one that already passed (same arguments, tensors at the same addresses with
-    the same properties: :mod:`ttflashdecode.fast_path`) launches that call's programs again; any other call is
-    validated, planned on the device's wrapper for its config (a lookup after the first call of a shape) and run."""
+    """A call as it comes, its arguments positional in the public functions' order (a decode loop calls this every
+    step; passing the eighteen by keyword cost a measurable share of a hit: tests/runtime/host_cost.py). A call like
+    one that already passed (same arguments, tensors at the same addresses with the same properties:
+    :mod:`ttflashdecode.fast_path`) launches that call's programs again; any other call is validated, planned on the
+    device's wrapper for its config (a lookup after the first call of a shape) and run."""
     global last_run
     signature = _signature(
         q,
@@ -513,7 +515,15 @@ def _signature(
     if scale_type not in PLAIN_TYPES or window_type not in PLAIN_TYPES or head_dim_v_type not in PLAIN_TYPES:
         return None
     try:
-        paged = _NO_PAGED_KEY if paged_args is _NO_PAGED_ARGS else _paged_args_key(*paged_args)
+        if paged_args is _NO_PAGED_ARGS:
+            paged = _NO_PAGED_KEY
+        else:
+            geometry, modulo, multi_pos = paged_args
+            # upstream's defaults (a paged call's usual case) have the unpaged key; checked by type, as plain() does
+            if geometry is None and modulo is None and type(multi_pos) is int and multi_pos == 0:
+                paged = _NO_PAGED_KEY
+            else:
+                paged = _paged_args_key(geometry, modulo, multi_pos)
         addresses, specs = tensors_signature(
             (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
         )

@@ -61,6 +61,33 @@ def measure(dev, repeats: int = 300) -> dict:
     config = ProgramConfig(compute_with_storage_grid_size=(grid.x, grid.y), k_chunk_size=128)
     host_positions = [int(p) for p in torch.arange(b) * 100]
     op = ttflashdecode.scaled_dot_product_attention_decode
+    upstream = ttnn.transformer
+
+    # Like for like with upstream's op: the same call in ttnn's own types (ttnn.SDPAProgramConfig, a compute kernel
+    # config) to ttnn.transformer's op and to ours. Upstream's op has no output_tensor argument: it allocates its
+    # output on every call, so ours allocates too. The paged pair is tt_transformers' decode call (its
+    # SDPA_DECODE_PROGCFG chunk sizes, q height-sharded one user per core, a device page table and positions, a DRAM
+    # output: upstream refuses a sharded output for GQA) over the same 1024 positions per user in blocks of 64.
+    sdpa_config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=grid, q_chunk_size=0, k_chunk_size=128, exp_approx_mode=False
+    )
+    hifi4 = ttnn.WormholeComputeKernelConfig(
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=False, packer_l1_acc=False
+    )
+    block = 64
+    blocks = b * S // block
+    user_cores = ttnn.num_cores_to_corerangeset(b, grid, row_wise=True)
+    k_paged = up(torch.randn(blocks, nkv, block, d, generator=gen), ttnn.bfloat8_b)
+    v_paged = up(torch.randn(blocks, nkv, block, d, generator=gen), ttnn.bfloat8_b)
+    page_table = up(
+        torch.randperm(blocks, generator=gen).reshape(b, S // block).to(torch.int32), ttnn.int32, ttnn.ROW_MAJOR_LAYOUT
+    )
+    paged_config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=grid, q_chunk_size=256, k_chunk_size=256, exp_approx_mode=False
+    )
+    paged_op = ttflashdecode.paged_scaled_dot_product_attention_decode
+    scale = d**-0.5
+    q_sharded = None  # made for the paged rows only (an L1 tensor: every L1 line read then converts a block table)
 
     calls = {
         # a decode loop's call: device positions, the output allocated by the op
@@ -71,6 +98,15 @@ def measure(dev, repeats: int = 300) -> dict:
         ),
         # host positions: uploaded by the op every call
         "op_host_positions": lambda: op(q, k, v, cur_pos=host_positions, program_config=config),
+        # upstream's arguments (ttnn's config types), the output allocated by the op: the pair of upstream's row
+        "op_upstream_arguments": lambda: op(
+            q, k, v, cur_pos_tensor=pos, program_config=sdpa_config, compute_kernel_config=hifi4
+        ),
+    }
+    upstream_calls = {
+        "upstream_op": lambda: upstream.scaled_dot_product_attention_decode(
+            q, k, v, cur_pos_tensor=pos, program_config=sdpa_config, compute_kernel_config=hifi4
+        ),
     }
 
     # The launched descriptor (captured from the op's own launch) for the generic_op rows.
@@ -176,6 +212,40 @@ def measure(dev, repeats: int = 300) -> dict:
     # does not go through the op)
     rows = {name: ("sealed", fn) for name, fn in calls.items()}
     rows["op_device_positions_output_given_before"] = ("unsealed", calls["op_device_positions_output_given"])
+    rows.update({name: (None, fn) for name, fn in upstream_calls.items()})
+    # The paged pair is timed after the other rows, with q height-sharded in L1 alive: an L1 tensor makes the fast
+    # path's L1 line read a block table (the lowest-L1 row is timed again then), which the other rows do not pay.
+    paged_rows = {
+        "op_paged_upstream_arguments": (
+            "sealed",
+            lambda: paged_op(
+                q_sharded,
+                k_paged,
+                v_paged,
+                page_table,
+                cur_pos_tensor=pos,
+                scale=scale,
+                program_config=paged_config,
+                compute_kernel_config=hifi4,
+                memory_config=ttnn.DRAM_MEMORY_CONFIG,
+            ),
+        ),
+        "upstream_paged_op": (
+            None,
+            lambda: upstream.paged_scaled_dot_product_attention_decode(
+                q_sharded,
+                k_paged,
+                v_paged,
+                cur_pos_tensor=pos,
+                page_table_tensor=page_table,
+                scale=scale,
+                program_config=paged_config,
+                compute_kernel_config=hifi4,
+                memory_config=ttnn.DRAM_MEMORY_CONFIG,
+            ),
+        ),
+        "lowest_l1_alone_l1_tensor": (None, backend_for(dev).lowest_l1_buffer_address),
+    }
 
     def package_alone():
         """The op's own work on a hit: the output-given call with generic_op replaced by a no-op."""
@@ -229,8 +299,8 @@ def measure(dev, repeats: int = 300) -> dict:
         }
     )
     seal, mode = backend_module.seal_program_hash, {"now": None}
-    wall = {name: [] for name in rows}
-    cpu = {name: [] for name in rows}
+    wall = {name: [] for name in (*rows, *paged_rows)}
+    cpu = {name: [] for name in wall}
 
     def switch(to):
         """Make the op build its descriptors ``to`` ("sealed" / "unsealed"): its caches are dropped and every row of
@@ -244,13 +314,15 @@ def measure(dev, repeats: int = 300) -> dict:
                 fn(), fn()
         mode["now"] = to
 
-    try:
-        for row_mode, fn in rows.values():
+    cache_entries = []  # ttnn's program-cache entries before and after each set's timed calls (after warm-up)
+
+    def time_rows(timed: dict) -> None:
+        for row_mode, fn in timed.values():
             switch(row_mode)
             fn(), fn()
-        load_before = os.getloadavg()
+        cache_entries.append(dev.num_program_cache_entries())
         for _ in range(max(1, repeats // BLOCK)):
-            for name, (row_mode, fn) in rows.items():
+            for name, (row_mode, fn) in timed.items():
                 switch(row_mode)
                 samples = wall[name]
                 start_cpu = time.process_time_ns()
@@ -259,7 +331,23 @@ def measure(dev, repeats: int = 300) -> dict:
                     fn()
                     samples.append(time.perf_counter_ns() - t0)
                 cpu[name].append((time.process_time_ns() - start_cpu) / BLOCK)
+        cache_entries.append(dev.num_program_cache_entries())
+
+    try:
+        load_before = os.getloadavg()
+        time_rows(rows)
+        q_sharded = ttnn.to_device(
+            ttnn.from_torch(torch.randn(1, b, nq, d, generator=gen), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT),
+            dev,
+            memory_config=ttnn.MemoryConfig(
+                ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+                ttnn.BufferType.L1,
+                ttnn.ShardSpec(user_cores, [32, d], ttnn.ShardOrientation.ROW_MAJOR),
+            ),
+        )
+        time_rows(paged_rows)
         load_after = os.getloadavg()
+        ttnn.deallocate(q_sharded)
     finally:
         backend_module.seal_program_hash = seal
 
@@ -297,6 +385,9 @@ def measure(dev, repeats: int = 300) -> dict:
         "cpu_median_us": c,
         "p10_us": p10,
         "l1_line": l1_line,
+        # ttnn's program-cache entries before and after the timed calls of the rows, then of the paged rows: each
+        # pair equal when every timed call (upstream's op's among them) was a program-cache hit
+        "program_cache_entries": cache_entries,
         "program_hash": {
             "sealed": sealed_program.custom_program_hash,
             "unsealed": plain_program.custom_program_hash,
@@ -310,6 +401,11 @@ ROW_LABELS = {
     "op_device_positions_output_given_before": "  the same, descriptor without custom_program_hash (before)",
     "op_device_positions": "op, device positions, output allocated by the op",
     "op_host_positions": "op, host positions (uploaded every call)",
+    "op_upstream_arguments": "op, upstream's arguments (ttnn.SDPAProgramConfig, compute config), output allocated",
+    "upstream_op": "  upstream's `ttnn.transformer.scaled_dot_product_attention_decode`, the same arguments",
+    "op_paged_upstream_arguments": "op, paged, tt_transformers' call (q height-sharded, DRAM output), output allocated",
+    "upstream_paged_op": "  upstream's `ttnn.transformer.paged_scaled_dot_product_attention_decode`, the same call",
+    "lowest_l1_alone_l1_tensor": "  the lowest live L1 buffer with q's L1 shards alive (timed with the paged pair)",
     "generic_op_alone": "`ttnn.generic_op` alone on the op's descriptor",
     "generic_op_alone_before": "  the same, descriptor without custom_program_hash (before)",
     "compute_program_descriptor_hash_before": "`ttnn.compute_program_descriptor_hash` walking the descriptor",
@@ -360,7 +456,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ttfd_host_cost_"))
     result = mock_env.run_worker(mock_env.prepare(work), "n150", work / "host_cost.json", host_cost=True)
     print(table(result))
-    print(json.dumps({k: result[k] for k in ("l1_line", "program_hash")}))
+    print(json.dumps({k: result[k] for k in ("l1_line", "program_hash", "program_cache_entries")}))
     return 0
 
 
