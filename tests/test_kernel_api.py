@@ -220,18 +220,31 @@ def test_named_compile_time_args_match_kernel_args(name):
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_runtime_args_read_in_kernel_args_order(name):
-    """A kernel takes no per-core runtime args; it reads its own common args (addresses) in kernel_args' field order
-    from ``work_args_at`` on, then its work from the work table right after them (flash_decode_common.hpp's
-    core_work, the layout kernel_args.core_work_table writes)."""
+    """A kernel takes no per-core runtime args; it reads its own common args (addresses, run-time shape) in
+    kernel_args' field order from ``work_args_at`` on (compute, which has no shard table: from 0), into locals or, where
+    helpers outside kernel_main need them, the reader's namespace-scope run-time shape, then its work from the work
+    table right after them (flash_decode_common.hpp's core_work, the layout kernel_args.core_work_table writes)."""
     _, common = KERNELS[name]
     code = _code(_kernel(name))
     assert not re.search(r"\bget_arg_val<", code), f"{name} reads a per-core runtime arg"
-    read = re.findall(r"const uint32_t (\w+) = get_common_arg_val<uint32_t>\(arg\+\+\);", code)
+    read = re.findall(r"(?:const uint32_t )?(\w+) = get_common_arg_val<uint32_t>\(arg\+\+\);", code)
     assert tuple(read) == kernel_args.runtime_arg_names(common), f"{name} reads its common args as {read}"
     work_at = "arg" if read else "0"
     assert len(re.findall(rf"= core_work\({work_at}\);", code)) == 1, f"{name}: its work is not read after its args"
     if read:
-        assert "uint32_t arg = work_args_at;" in code, f"{name}: its own common args do not start at work_args_at"
+        first = "0" if name.startswith("compute") else "work_args_at"
+        assert f"uint32_t arg = {first};" in code, f"{name}: its own common args do not start at {first}"
+
+
+def test_run_time_shape_is_not_compile_time():
+    """The cache's shape quantities (kernel_args.RunShape: batch, cache length, window, scale, block pool) are common
+    runtime args, never named compile-time args, so one build of a kernel serves them all; compute's scale_bits is the
+    one exception, and only where the approximate exp takes the scale as a template argument."""
+    shape = set(kernel_args.runtime_arg_names(kernel_args.RunShape))
+    for name, (names, _) in KERNELS.items():
+        allowed = {"scale_bits"} if name.startswith("compute") else set()
+        compile_time = (shape & set(names)) - allowed
+        assert not compile_time, f"{name} takes {sorted(compile_time)} at compile time"
 
 
 def test_cb_args_cover_the_planners_table():

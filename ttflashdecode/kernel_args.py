@@ -20,8 +20,9 @@ common args (tests/runtime/host_cost.py, docs/RUNTIME.md). A kernel's common arg
 
 1. the NOC coordinates (x, y) of the core of each shard of a height-sharded Q / output, shard by shard (reader /
    writer), or shared-prefix decode's slot map; their count is the kernel's named arg ``work_args_at``;
-2. the fields of :class:`ReaderCommonArgs` / :class:`WriterCommonArgs` (buffer addresses) in field order, which the
-   kernels read in that order (checked by ``tests/test_kernel_api.py``);
+2. the fields of :class:`ReaderCommonArgs` / :class:`ComputeCommonArgs` / :class:`WriterCommonArgs` (buffer
+   addresses, then the run-time shape: :class:`RunShape`) in field order, which the kernels read in that order
+   (checked by ``tests/test_kernel_api.py``);
 3. the work table (:func:`core_work_table`): every core finds its own work in it by its logical coordinates.
 """
 
@@ -51,24 +52,17 @@ DOCS = {
     "q_len": "query tokens per user",
     "heads_per_group": "q heads per kv head",
     "NQt": "tile rows of a user's q heads in a TILE Q / output",
-    "St": "cache positions per user in tiles (tile-padded)",
     "num_kv_heads": "kv heads",
     "n_q_heads": "q heads",
-    "batch": "users",
-    "sliding_window": "sliding window in positions (0: none)",
-    "kv_len": "cur_pos must be below it: the logical cache positions per user (DecodeShapes.position_limit: any "
-    "int32 position on a ring cache with a sliding window, the ring's length on one without)",
     "is_causal": "1: each query sees positions up to its own; 0: every position up to cur_pos",
-    "scale_bits": "float32 bits of the softmax scale",
+    "scale_bits": "float32 bits of the softmax scale where compute fuses it into the approximate exp (exp_approx "
+    "without a user mask or sinks: exp_tile_init's template argument); 0 elsewhere (the reader's scale tile has it)",
     "exp_approx": "1: the approximate exp as upstream's sdpa_decode runs it (scale fused, no clamp, packer ReLU)",
     "k_head_block": "head-dim tiles per K block",
     "v_head_block": "head-dim tiles per V column block",
     "is_paged": "1: K/V found through the page table",
     "tiles_per_block": "paged: position tiles per block",
-    "num_blocks": "paged: blocks of the K/V tensors (page-table entries past it skip the user)",
     "share_cache": "1: every user reads user 0's K/V (and page-table row)",
-    "ring_blocks": "paged ring cache (cache_position_modulo / block_size; 0: none): position tile t is found in "
-    "page-table slot (t / tiles_per_block) % ring_blocks",
     "users_per_page_row": "consecutive users sharing one page-table row, served as one group (spec_multi_pos_tiles; "
     "1: a row per user)",
     "use_attn_mask": "1: a user mask is streamed with every chunk",
@@ -121,21 +115,14 @@ READER_ARGS = (
     "q_len",
     "heads_per_group",
     "NQt",
-    "St",
     "num_kv_heads",
     "n_q_heads",
-    "batch",
-    "sliding_window",
-    "kv_len",
     "is_causal",
-    "scale_bits",
     "k_head_block",
     "v_head_block",
     "is_paged",
     "tiles_per_block",
-    "num_blocks",
     "share_cache",
-    "ring_blocks",
     "users_per_page_row",
     "use_attn_mask",
     "mask_heads",
@@ -181,7 +168,6 @@ COMPUTE_ARGS = (
     "q_len",
     "num_kv_heads",
     "users_per_page_row",
-    "sliding_window",
     "exp_approx",
     "scale_bits",
     "use_attn_mask",
@@ -222,9 +208,7 @@ WRITER_ARGS = (
     "NQt",
     "num_kv_heads",
     "n_q_heads",
-    "batch",
     "users_per_page_row",
-    "sliding_window",
     "sem_partial_arrived",
     "out_placement",
     "out_shard_pages",
@@ -250,10 +234,33 @@ WRITER_ARGS = (
 # its partial to (the writer's; 0, 0 for a root).
 
 
+# The shape quantities that size no buffer and unroll no loop are common runtime args, not compile-time args: they
+# follow the cache (its length, the paged block pool, the batch, the window, the scale), and as compile-time args
+# every distinct value was another build of all three kernels (the emulator's host compile of the compute kernel
+# alone is ~8 CPU s, docs/EMULATOR_SPEED.md). Compile-time stays what shapes code: tile counts of a chunk and of the
+# head dims, q rows, CB indices and formats, placements, feature flags, and the scale where the approximate exp takes
+# it as a template argument (compute's scale_bits).
+@dataclass(frozen=True)
+class RunShape:
+    """The run-time shape, computed once (:func:`decode_kernel_args`); each kernel's common args take the fields
+    they name (:func:`shape_fields`)."""
+
+    batch: int  # users
+    kv_len: int  # cur_pos must be below it: the logical cache positions per user (DecodeShapes.position_limit: any
+    # int32 position on a ring cache with a sliding window, the ring's length on one without)
+    St: int  # cache positions per user in tiles (tile-padded)
+    sliding_window: int  # positions (0: none)
+    scale_bits: int  # float32 bits of the softmax scale
+    num_blocks: int  # paged: blocks of the K/V tensors (page-table entries past it skip the user); 0 unpaged
+    ring_blocks: int  # paged ring cache (cache_position_modulo / block_size; 0: none): position tile t is found in
+    # page-table slot (t / tiles_per_block) % ring_blocks
+
+
 @dataclass(frozen=True)
 class ReaderCommonArgs:
     """The reader's buffer addresses (interleaved: the address in every bank; a height-sharded Q: its L1 address on
-    every shard core), after the shard table (``work_args_at`` args) and before the work table."""
+    every shard core) and the run-time shape, after the shard table (``work_args_at`` args) and before the work
+    table."""
 
     q_addr: int
     k_addr: int
@@ -262,18 +269,35 @@ class ReaderCommonArgs:
     page_table_addr: int  # 0 unless paged
     mask_addr: int  # 0 without attn_mask
     sink_addr: int  # 0 without attention sinks
+    batch: int
+    kv_len: int
+    St: int
+    sliding_window: int
+    scale_bits: int
+    num_blocks: int
+    ring_blocks: int
 
 
 @dataclass(frozen=True)
 class ComputeCommonArgs:
-    """The compute kernel takes the work table alone."""
+    """The compute kernel's run-time shape, before the work table."""
+
+    sliding_window: int
 
 
 @dataclass(frozen=True)
 class WriterCommonArgs:
-    """The writer's output address, after the shard table (``work_args_at`` args) and before the work table."""
+    """The writer's output address and run-time shape, after the shard table (``work_args_at`` args) and before the
+    work table."""
 
     out_addr: int
+    batch: int
+    sliding_window: int
+
+
+def shape_fields(shape: RunShape, kind: type) -> dict[str, int]:
+    """The fields of ``shape`` that the common-args dataclass ``kind`` takes, by name."""
+    return {name: getattr(shape, name) for name in runtime_arg_names(kind) if hasattr(shape, name)}
 
 
 @dataclass(frozen=True)
@@ -465,6 +489,7 @@ class DecodeKernelArgs:
     writer: KernelArgs
     q_at: TensorPlacement
     out_at: TensorPlacement
+    shape: RunShape  # the common runtime args' shape fields
 
 
 def decode_kernel_args(
@@ -496,6 +521,9 @@ def decode_kernel_args(
     # A partial's rows are wider than compute's O block, and mapped slots are gathered row by row.
     whole_q_tiles = one_group_a_user and not slot_users
     whole_out_tiles = one_group_a_user and not (slot_users or emit_partial)
+    # compute_flash_decode.cpp's scale_in_exp: the approximate exp takes the scale, unless a user mask or sinks (in
+    # softmax units) need Q scaled first
+    scale_in_exp = exp_approx and s.attn_mask_heads == 0 and not s.has_attention_sink
     values = {
         "DHt": s.DHt,
         "vDHt": s.vDHt,
@@ -505,22 +533,16 @@ def decode_kernel_args(
         "q_len": s.q_len,
         "heads_per_group": s.q_heads_per_kv,
         "NQt": -(-s.n_q_heads // TILE),
-        "St": s.kv_len // TILE,
         "num_kv_heads": s.n_kv_heads,
         "n_q_heads": s.n_q_heads,
-        "batch": s.batch,
-        "sliding_window": s.sliding_window_size,
-        "kv_len": s.position_limit,
         "is_causal": int(s.is_causal),
-        "scale_bits": float_bits(scale),
+        "scale_bits": float_bits(scale) if scale_in_exp else 0,
         "exp_approx": int(exp_approx),
         "k_head_block": plan.k_head_block,
         "v_head_block": plan.v_head_block,
         "is_paged": int(s.is_paged),
         "tiles_per_block": (s.block_size or TILE) // TILE,
-        "num_blocks": int(buffers.k.shape[0]) if s.is_paged else 0,
         "share_cache": int(s.share_cache),
-        "ring_blocks": s.ring_len // s.block_size if s.ring_len else 0,
         "users_per_page_row": s.users_per_page_row,
         "use_attn_mask": int(s.attn_mask_heads > 0),
         "mask_heads": max(s.attn_mask_heads, 1),
@@ -576,4 +598,13 @@ def decode_kernel_args(
         writer=select(writer_values, WRITER_ARGS, writer_accessors),
         q_at=q_at,
         out_at=out_at,
+        shape=RunShape(
+            batch=s.batch,
+            kv_len=s.position_limit,
+            St=s.kv_len // TILE,
+            sliding_window=s.sliding_window_size,
+            scale_bits=float_bits(scale),
+            num_blocks=int(buffers.k.shape[0]) if s.is_paged else 0,
+            ring_blocks=s.ring_len // s.block_size if s.ring_len else 0,
+        ),
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ttflashdecode.config import TILE
 from ttflashdecode.kernel_args import (
+    ComputeCommonArgs,
     CoreWork,
     KernelArgs,
     ReaderCommonArgs,
@@ -26,6 +27,7 @@ from ttflashdecode.kernel_args import (
     core_work_table,
     decode_kernel_args,
     kernel_descriptor,
+    shape_fields,
     wire,
 )
 from ttflashdecode.kernel_sources import DECODE_KERNELS
@@ -191,16 +193,21 @@ def build_program(
                 page_table_addr=_address(buffers.page_table),
                 mask_addr=_address(buffers.attn_mask),
                 sink_addr=_address(buffers.attention_sink),
+                **shape_fields(args.shape, ReaderCommonArgs),
             )
         )
         + table
     )
-    writer_common += wire(WriterCommonArgs(out_addr=buffers.out.buffer_address())) + table
-    for name, common in (("reader", reader_common), ("writer", writer_common)):
+    writer_common += (
+        wire(WriterCommonArgs(out_addr=buffers.out.buffer_address(), **shape_fields(args.shape, WriterCommonArgs)))
+        + table
+    )
+    compute_common = wire(ComputeCommonArgs(**shape_fields(args.shape, ComputeCommonArgs))) + table
+    for name, common in (("reader", reader_common), ("compute", compute_common), ("writer", writer_common)):
         if len(common) > MAX_COMMON_RUNTIME_ARGS:
             raise ValueError(
-                f"the {name}'s common runtime args: {len(common)} (its shard table or slot map, addresses and a work "
-                f"table of {len(table)} words for {len(busy)} cores) exceed tt-metal's {MAX_COMMON_RUNTIME_ARGS}"
+                f"the {name}'s common runtime args: {len(common)} (its shard table or slot map, addresses, shape and "
+                f"a work table of {len(table)} words for {len(busy)} cores) exceed tt-metal's {MAX_COMMON_RUNTIME_ARGS}"
             )
 
     def kernel(source: Path, kernel_args: KernelArgs, config, common_runtime_args):
@@ -208,7 +215,7 @@ def build_program(
 
     kernels = [
         kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common),
-        kernel(COMPUTE, args.compute, compute.descriptor(), table),
+        kernel(COMPUTE, args.compute, compute.descriptor(), compute_common),
         kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common),
     ]
 

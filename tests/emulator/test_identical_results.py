@@ -181,6 +181,76 @@ def ours_decode_paged(dev, ttnn, g):
     return out, ttflashdecode.op.last_run.stats
 
 
+def _ours_config(ttnn, k_chunk_size, cores):
+    return ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8),
+        q_chunk_size=0,
+        k_chunk_size=k_chunk_size,
+        max_cores_per_head_batch=cores,
+    )
+
+
+def _positions(dev, ttnn, values):
+    return dev.from_torch(torch.tensor(values, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+
+
+def ours_decode_window_sinks(dev, ttnn, g):
+    """Sliding window, attention sinks and a scale other than 1/sqrt(head_dim) (the scale stays out of the exp), three
+    users of which one sees fewer positions than the window; bfloat16 cache, 2-core tree."""
+    b, hq, hkv, d, s = 3, 8, 2, 64, 512
+    tile = dict(dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    q = dev.from_torch(_randn(g, 1, b, hq, d), **tile)
+    k, v = (dev.from_torch(_randn(g, b, hkv, s, d), **tile) for _ in range(2))
+    sinks = dev.from_torch(_randn(g, 1, hq, scale=2), **tile)
+    out = ttflashdecode.scaled_dot_product_attention_decode(
+        q,
+        k,
+        v,
+        cur_pos_tensor=_positions(dev, ttnn, [300, 511, 40]),
+        scale=0.2,
+        sliding_window_size=128,
+        attention_sink=sinks,
+        program_config=_ours_config(ttnn, 64, 2),
+    )
+    return out, ttflashdecode.op.last_run.stats
+
+
+def ours_decode_user_mask(dev, ttnn, g):
+    """Non-causal with a user mask [b, 1, 1, kv_len] hiding random positions, MQA d128, 4-core tree."""
+    b, hq, hkv, d, s = 2, 4, 1, 128, 256
+    tile = dict(dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    q = dev.from_torch(_randn(g, 1, b, hq, d), **tile)
+    k, v = (dev.from_torch(_randn(g, b, hkv, s, d), **tile) for _ in range(2))
+    hidden = torch.rand(b, 1, 1, s, generator=g) < 0.3
+    mask = dev.from_torch(torch.where(hidden, -1e9, 0.0), **tile)
+    out = ttflashdecode.scaled_dot_product_attention_decode(
+        q,
+        k,
+        v,
+        is_causal=False,
+        attn_mask=mask,
+        program_config=_ours_config(ttnn, 64, 4),
+    )
+    return out, ttflashdecode.op.last_run.stats
+
+
+def ours_decode_scale_in_exp(dev, ttnn, g):
+    """Causal GQA with the approximate exp and a given scale fused into it (the compute kernel's one compile-time
+    scale), bfloat8_b cache, a skipped user (-1)."""
+    b, hq, hkv, d, s = 4, 16, 4, 128, 1024
+    q = dev.from_torch(_randn(g, 1, b, hq, d), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    k, v = (dev.from_torch(_randn(g, b, hkv, s, d), dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT) for _ in range(2))
+    out = ttflashdecode.scaled_dot_product_attention_decode(
+        q,
+        k,
+        v,
+        cur_pos_tensor=_positions(dev, ttnn, [1023, -1, 517, 64]),
+        scale=0.1,
+        program_config=_ours_config(ttnn, 128, 4),
+    )
+    return out, ttflashdecode.op.last_run.stats
+
+
 PROGRAMS = {
     "eltwise_add_bf16": (eltwise_add_bf16, False),
     "eltwise_mul_bfp8_hifi2": (eltwise_mul_bfp8_hifi2, False),
@@ -191,6 +261,9 @@ PROGRAMS = {
     "upstream_sdpa_decode_paged": (upstream_sdpa_decode_paged, False),
     "upstream_sdpa_decode_paged_timing_only": (lambda d, t, g: upstream_sdpa_decode_paged(d, t, g, True), True),
     "ours_decode_paged": (ours_decode_paged, False),
+    "ours_decode_window_sinks": (ours_decode_window_sinks, False),
+    "ours_decode_user_mask": (ours_decode_user_mask, False),
+    "ours_decode_scale_in_exp": (ours_decode_scale_in_exp, False),
 }
 
 

@@ -36,8 +36,8 @@
 // (2) Unpack (TRISC0) and pack (TRISC2) run on different RISCs, so a tile packed here is unpacked only after
 // wait_front on it, exactly as if another core had produced it.
 //
-// Arguments (ttflashdecode/kernel_args.py: COMPUTE_ARGS): named compile-time args only; runtime args in the order of
-// kernel_args.ComputeRuntimeArgs. CBs are synchronised through CircularBuffer; the compute API takes their indices.
+// Arguments (ttflashdecode/kernel_args.py: COMPUTE_ARGS): named compile-time args for what shapes the code; common
+// runtime args (the run-time shape: nothing that changes the code) in the order of kernel_args.ComputeCommonArgs. CBs are synchronised through CircularBuffer; the compute API takes their indices.
 
 #include <cstdint>
 
@@ -114,9 +114,11 @@ constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads")
 // Consecutive users sharing a page-table row (spec_multi_pos_tiles candidates) are one group: its rows are theirs, user
 // by user, each at its own causal bound, and its chunks run up to the newest bound (group_bounds).
 constexpr uint32_t users_per_group = get_named_compile_time_arg_val("users_per_page_row");
-constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
 constexpr bool exp_approx = get_named_compile_time_arg_val("exp_approx") == 1;
-constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");  // float32 bits of the softmax scale
+// float32 bits of the softmax scale where the approximate exp takes it (scale_in_exp below: exp_tile_init's template
+// argument, as upstream's); elsewhere the reader's cb_scale tile carries the scale and this is 0, so the scale alone
+// never makes another build.
+constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");
 constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;  // a user mask with every chunk
 constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
 constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else all positions up to cur_pos
@@ -729,8 +731,10 @@ void write_normalised_output() {
 }  // namespace
 
 void kernel_main() {
-    // ---- common runtime args (kernel_args.ComputeCommonArgs: none), then the work table
-    const CoreWork work = core_work(0);
+    // ---- common runtime args (kernel_args.ComputeCommonArgs: the run-time shape), then the work table
+    uint32_t arg = 0;
+    const uint32_t sliding_window = get_common_arg_val<uint32_t>(arg++);  // positions (0: none)
+    const CoreWork work = core_work(arg);
     const uint32_t first_group = work.first_group;
     const uint32_t num_groups = work.num_groups;
     const uint32_t core_index = work.core_index;

@@ -22,9 +22,10 @@
 // mask, attention sinks (one logit per q head, handed to compute as an extra (m, l) partial), and MLA's V taken
 // from K's rows already in L1 (no second DRAM read of the latent cache).
 //
-// Arguments (ttflashdecode/kernel_args.py: READER_ARGS): named compile-time args; the positional compile-time args are
-// only the TensorAccessorArgs of the tensors read, at the offsets the named "*_cta_offset" args give; runtime args
-// in the order of kernel_args.ReaderRuntimeArgs.
+// Arguments (ttflashdecode/kernel_args.py: READER_ARGS): named compile-time args for what shapes the code; the
+// positional compile-time args are only the TensorAccessorArgs of the tensors read, at the offsets the named
+// "*_cta_offset" args give; common runtime args (buffer addresses and the run-time shape) in the order of
+// kernel_args.ReaderCommonArgs.
 
 #include <cstdint>
 
@@ -67,25 +68,15 @@ constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
 constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");  // query tokens per user
 constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_group");  // q heads per kv head
 constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");  // tile rows of q heads per user in DRAM
-constexpr uint32_t St = get_named_compile_time_arg_val("St");    // kv_len in tiles
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
 constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
-constexpr uint32_t batch = get_named_compile_time_arg_val("batch");
-constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
-constexpr uint32_t kv_len = get_named_compile_time_arg_val("kv_len");  // positions in the cache (per user)
 constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else every query sees all kv_len
-constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");  // float32 bits of the softmax scale
 constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");  // head-dim tiles per K block
 constexpr uint32_t v_head_block = get_named_compile_time_arg_val("v_head_block");  // head-dim tiles per V block
 // Paged cache: K/V tile rows found through the user's page-table row; blocks of tiles_per_block position tiles.
 constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
 constexpr uint32_t tiles_per_block = get_named_compile_time_arg_val("tiles_per_block");
-constexpr uint32_t num_blocks = get_named_compile_time_arg_val("num_blocks");  // blocks in the K/V tensors
 constexpr bool share_cache = get_named_compile_time_arg_val("share_cache") == 1;
-// Ring cache (upstream's cache_position_modulo): logical positions grow past the cache and position tile t lives in the
-// page-table slot of block (t / tiles_per_block) % ring_blocks; the chunk, window and causal rules stay on logical
-// positions. 0: no ring.
-constexpr uint32_t ring_blocks = get_named_compile_time_arg_val("ring_blocks");
 // Consecutive users reading one page-table row (upstream's spec_multi_pos_tiles: a batch row's candidates), one group.
 constexpr uint32_t users_per_page_row = get_named_compile_time_arg_val("users_per_page_row");
 constexpr uint32_t users_per_group = users_per_page_row;
@@ -133,6 +124,20 @@ static_assert(!q_whole_tiles || users_per_group == 1 || PNHt == users_per_group 
               "users of one group own whole Q tiles only when their heads fill them");
 static_assert(!slot_users || (q_len == 1 && !q_whole_tiles && q_placement != Placement::L1_HEIGHT_SHARDED),
               "slots mapped to users: one token, rows gathered one by one, the map in the common runtime args");
+
+// ---- run-time shape of the problem: common runtime args (kernel_args.ReaderCommonArgs), set once at the top of
+// kernel_main. Nothing here shapes the code (no loop is unrolled over them, no buffer sized by them), so one build
+// serves every batch, cache length, window, scale and block pool of a head configuration and chunk size.
+uint32_t batch;
+uint32_t kv_len;  // cur_pos must be below it: the logical positions per user
+uint32_t St;      // cache positions per user in tiles (tile-padded)
+uint32_t sliding_window;  // positions (0: none)
+uint32_t scale_bits;      // float32 bits of the softmax scale
+uint32_t num_blocks;      // paged: blocks in the K/V tensors
+// Ring cache (upstream's cache_position_modulo): logical positions grow past the cache and position tile t lives in the
+// page-table slot of block (t / tiles_per_block) % ring_blocks; the chunk, window and causal rules stay on logical
+// positions. 0: no ring.
+uint32_t ring_blocks;
 
 // ---- tensors read through TensorAccessors (an absent optional tensor's offset names K's args: never used)
 constexpr auto q_args = TensorAccessorArgs<get_named_compile_time_arg_val("q_cta_offset")>();
@@ -500,6 +505,13 @@ void kernel_main() {
     const uint32_t page_table_addr = get_common_arg_val<uint32_t>(arg++);  // paged only
     const uint32_t mask_addr = get_common_arg_val<uint32_t>(arg++);        // use_attn_mask only
     const uint32_t sink_addr = get_common_arg_val<uint32_t>(arg++);        // use_sink only
+    batch = get_common_arg_val<uint32_t>(arg++);
+    kv_len = get_common_arg_val<uint32_t>(arg++);
+    St = get_common_arg_val<uint32_t>(arg++);
+    sliding_window = get_common_arg_val<uint32_t>(arg++);
+    scale_bits = get_common_arg_val<uint32_t>(arg++);
+    num_blocks = get_common_arg_val<uint32_t>(arg++);
+    ring_blocks = get_common_arg_val<uint32_t>(arg++);
     const CoreWork work = core_work(arg);
     const uint32_t first_group = work.first_group;
     const uint32_t num_groups = work.num_groups;

@@ -14,9 +14,9 @@
 // touches rows it does not own. The output is TILE or ROW_MAJOR, DRAM or L1 interleaved, or height-sharded in L1:
 // then shard s lives at the output's L1 address on the core whose NOC coordinates are common runtime args 2s, 2s + 1.
 //
-// Arguments (ttflashdecode/kernel_args.py: WRITER_ARGS): named compile-time args; the positional compile-time args are
-// only the output's TensorAccessorArgs (at "out_cta_offset"); runtime args in the order of
-// kernel_args.WriterRuntimeArgs.
+// Arguments (ttflashdecode/kernel_args.py: WRITER_ARGS): named compile-time args for what shapes the code; the
+// positional compile-time args are only the output's TensorAccessorArgs (at "out_cta_offset"); common runtime args
+// (the output's address and the run-time shape) in the order of kernel_args.WriterCommonArgs.
 
 #include <cstdint>
 
@@ -52,9 +52,7 @@ constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_g
 constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");
 constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
 constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
-constexpr uint32_t batch = get_named_compile_time_arg_val("batch");
 constexpr uint32_t users_per_group = get_named_compile_time_arg_val("users_per_page_row");
-constexpr uint32_t sliding_window = get_named_compile_time_arg_val("sliding_window");
 // Semaphore of tree round r: sem_partial_arrived + r (the planner's per-round semaphores, plan/search.py).
 constexpr uint32_t sem_partial_arrived = get_named_compile_time_arg_val("sem_partial_arrived");
 // Where the output lives (flash_decode_common.hpp: TensorPages): its placement, pages per shard when height-sharded,
@@ -101,6 +99,9 @@ void kernel_main() {
     // ---- common runtime args (kernel_args.WriterCommonArgs) after the shard table / slot map, then the work table
     uint32_t arg = work_args_at;
     const uint32_t out_addr = get_common_arg_val<uint32_t>(arg++);
+    // the run-time shape: not compile-time, so one build serves every batch and window of a head configuration
+    const uint32_t batch = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t sliding_window = get_common_arg_val<uint32_t>(arg++);  // positions (0: none)
     const CoreWork work = core_work(arg);
     const uint32_t first_group = work.first_group;
     const uint32_t num_groups = work.num_groups;
