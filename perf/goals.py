@@ -212,7 +212,7 @@ def goals(rows: list[Row]) -> list[str]:
     below = [r for r in have if mins[r.shape.name] < GOAL_NO_ROW_BELOW]
     lines.append(
         f"- No row below {GOAL_NO_ROW_BELOW:.2f}x (minimum over variants, vs upstream at its best): "
-        + ("MET" if have and not below else "NOT MET")
+        + ("no rows" if not have else "MET" if not below else "NOT MET")
         + f": {len(have) - len(below)} of {len(have)} rows"
         + (f"; below: {', '.join(f'{r.shape.label} {mins[r.shape.name]:.2f}x' for r in below)}" if below else "")
     )
