@@ -128,11 +128,12 @@ def _variants_line(rows: list[Row], metas: dict[str, dict]) -> str:
     )
 
 
-def _constant_of(variant: str) -> str:
-    """The assumed constant a "<stem>_low/high" variant moves (``timing.assumed_constants()``); else ""."""
+def _constant_of(variant: str, arch: str | None = None) -> str:
+    """The assumed constant a "<stem>_low/high" variant moves on chip ``arch`` (``timing.assumed_constants(arch)``);
+    else ""."""
     from ttflashdecode.emulator import timing
 
-    for a in timing.assumed_constants():
+    for a in timing.assumed_constants(arch):
         if variant in (f"{a.stem}_low", f"{a.stem}_high"):
             return a.name
     return ""
@@ -145,21 +146,19 @@ def extremes_table(rows: list[Row]) -> list[str]:
         "| shape | nominal | minimum (variant) | next lowest | maximum (variant) | next highest |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-
-    def cell(v: str, x: float) -> str:
-        c = _constant_of(v)
-        return f"{x:.3f}x ({v}{': ' + c if c else ''})"
-
     for r in rows:
         ratios = sorted(r.ratios("upstream best", "ours").items(), key=lambda t: t[1])
         if len(ratios) < 3:
             continue
         nominal = r.ratios("upstream best", "ours").get(NOMINAL)
-        out.append(
-            f"| {r.shape.label} | {f'{nominal:.3f}x' if nominal else '-'} | {cell(*ratios[0])} | {cell(*ratios[1])} "
-            f"| {cell(*ratios[-1])} | {cell(*ratios[-2])} |"
-        )
+        lo, lo2, hi2, hi = (_variant_cell(*ratios[i], r.shape.arch) for i in (0, 1, -2, -1))
+        out.append(f"| {r.shape.label} | {f'{nominal:.3f}x' if nominal else '-'} | {lo} | {lo2} | {hi} | {hi2} |")
     return out
+
+
+def _variant_cell(variant: str, ratio: float, arch: str) -> str:
+    c = _constant_of(variant, arch)
+    return f"{ratio:.3f}x ({variant}{': ' + c if c else ''})"
 
 
 def fair_table(rows: list[Row]) -> list[str]:
