@@ -789,6 +789,9 @@ def main() -> None:
     if args.worker:
         return _worker(args)
     names = args.shapes or (list(QUICK_SHAPES) if args.quick else [s.name for s in SHAPES])
+    for n in names:
+        if not SHAPE_BY_NAME[n].variants(args.variants):
+            ap.error(f"--variants {' '.join(args.variants)}: none is a variant of {n}'s chip ({SHAPE_BY_NAME[n].arch})")
     if args.append:
         _, _, metas = load_records(args.out)
         tag = source_tag()
