@@ -15,7 +15,8 @@ chips as the op splits them on a mesh). The batch sizes and cache lengths are AS
 commonly allocates (batch 1 and 32; caches of 4K-32K positions); a shape the table does not hold takes the rule:
 
 * Llama-3.1-8B (32 q / 8 kv heads, head_dim 128) on N150 (1 chip, 8x8 grid), N300 (2 chips, 16 q / 4 kv heads each,
-  8x7 grid) and T3K (8 chips, 4 q / 1 kv head each, 8x7 grid);
+  8x7 grid), T3K (8 chips, 4 q / 1 kv head each, 8x7 grid) and P150 (1 Blackhole chip, 11x10 grid: its L1 budget and
+  64-byte DRAM read alignment, the planner's inputs a P150 call passes; the candidates run on an emulated P150);
 * Llama-3.1-70B (64 q / 8 kv heads, head_dim 128) on T3K (8 q / 1 kv head per chip) and Galaxy (kv heads over the
   8 mesh rows, users over the 4 columns: batch 32 -> 8 users of 8 q / 1 kv head per chip, 8x9 grid; batch 1 does not
   split over the columns, so it has no Galaxy entry); its weights do not fit the memory of an N150 or N300, so it has
@@ -40,17 +41,22 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ttflashdecode import tuning  # noqa: E402
-from ttflashdecode.plan import L1_BUDGET_BYTES, DecodeShapes, plan  # noqa: E402
+from ttflashdecode.device_arch import BLACKHOLE, WORMHOLE_B0, ChipFacts  # noqa: E402
+from ttflashdecode.plan import DecodeShapes, plan  # noqa: E402
 from ttflashdecode.plan import auto as plan_auto  # noqa: E402
 
 # Per-chip compute grids of the emulated boards (ttflashdecode.emulator.arch.GRIDS; a T3K chip is an N300 card's, a
-# Galaxy chip is unharvested). The count is the chips heads split over; a Galaxy splits over both mesh axes.
-BOARDS = {"n150": (1, (8, 8)), "n300": (2, (8, 7)), "t3k": (8, (8, 7)), "galaxy": (8, (8, 9))}
+# Galaxy chip is unharvested; a P150 presents 11x10). The count is the chips heads split over; a Galaxy splits over both
+# mesh axes.
+BOARDS = {"n150": (1, (8, 8)), "n300": (2, (8, 7)), "t3k": (8, (8, 7)), "galaxy": (8, (8, 9)), "p150": (1, (11, 10))}
+# The chip of each board (ttflashdecode.device_arch): its L1 budget and DRAM read alignment are planner inputs, so an
+# entry is keyed and planned with the values a call on that chip passes. Boards not listed are Wormhole B0.
+BOARD_CHIP = {"p150": BLACKHOLE}
 # Boards whose mesh also splits users: models/demos/llama3_70b_galaxy puts the kv heads over the (8, 4) mesh's 8 rows
 # and the 32 users over its 4 columns; a batch that does not divide over the columns has no per-chip shape.
 USER_SPLIT = {"galaxy": 4}
 MODELS = {  # name: (q heads, kv heads, head_dim, boards it runs on)
-    "llama-3.1-8b": (32, 8, 128, ("n150", "n300", "t3k")),
+    "llama-3.1-8b": (32, 8, 128, ("n150", "n300", "t3k", "p150")),
     "llama-3.1-70b": (64, 8, 128, ("t3k", "galaxy")),
 }
 BATCHES = (1, 32)
@@ -63,6 +69,14 @@ class Entry:
     board: str
     shapes: DecodeShapes
     grid: tuple[int, int]
+
+    @property
+    def chip(self) -> ChipFacts:
+        return BOARD_CHIP.get(self.board, WORMHOLE_B0)
+
+    @property
+    def l1_budget(self) -> int:
+        return self.chip.l1_budget
 
     @property
     def label(self) -> str:
@@ -93,6 +107,7 @@ def entries(quick: bool = False) -> list[Entry]:
                         kv_len=kv_len,
                         k_dtype="bfloat8_b",
                         v_dtype="bfloat8_b",
+                        dram_alignment=BOARD_CHIP.get(board, WORMHOLE_B0).dram_alignment,
                     )
                     out.append(Entry(model, board, s, grid))
     if quick:
@@ -109,9 +124,9 @@ def build(rows: list[Entry], keep: list[dict] = ()) -> dict:
         t0 = time.monotonic()
         tuning._HASHES.clear()  # the kernels may change between entries (a long build): each records its own
         before = tuning.stats()
-        choice = tuning.choose(e.shapes, e.grid)
+        choice = tuning.choose(e.shapes, e.grid, l1_budget=e.l1_budget)
         after = tuning.stats()
-        rule = plan(e.shapes, plan_auto.rule_config(e.grid), e.grid)
+        rule = plan(e.shapes, plan_auto.rule_config(e.grid), e.grid, l1_budget=e.l1_budget)
         rule_key = (e.grid, rule.k_chunk_size, rule.num_cores_per_head)
         rule_ns = next((ns for g, sk, n, ns in choice.durations if (tuple(g), sk, n) == rule_key), None)
         chosen_ns = choice.durations[0][3] if choice.durations else None
@@ -123,7 +138,7 @@ def build(rows: list[Entry], keep: list[dict] = ()) -> dict:
                 "shapes": asdict(e.shapes),
                 "grid": list(e.grid),
                 "fp32_dest_acc": False,
-                "l1_budget": L1_BUDGET_BYTES,
+                "l1_budget": e.l1_budget,
                 "config": None if choice.config is None else asdict(choice.config),
                 "decided_by": _decided_by(choice, rule, before, after),
                 "kernel_source_hash": tuning.kernel_source_hash(),
@@ -168,7 +183,7 @@ def _decided_by(choice, rule_plan, before: dict, after: dict) -> str:
         return "rule (under the tuner's line)"
     if choice.source == "rule":
         return "rule (no candidate ran: rebuild)"
-    listed = len(plan_auto.candidates(rule_plan.shapes, rule_plan.grid))
+    listed = len(plan_auto.candidates(rule_plan.shapes, rule_plan.grid, l1_budget=rule_plan.l1_budget))
     if len(choice.durations) < listed:
         return f"timing model, {len(choice.durations)} of {listed} candidates ran: rebuild"
     return "timing model"
@@ -211,6 +226,11 @@ def check() -> int:
     stale = {k: (data.get(k), v) for k, v in now.items() if data.get(k) != v}
     for k, (was, is_) in stale.items():
         print(f"{k}: table built with {was}, tree has {is_}")
+    # An --only build rewrites the file's hashes; the entries it kept still carry the ones they were chosen with.
+    older = [e["label"] for e in data["entries"] if any(e.get(k) != v for k, v in now.items())]
+    for label in older:
+        print(f"chosen with other kernels or another timing model: {label}")
+    stale = stale or older
     missing = [e.label for e in entries() if plan_auto.table_entry(e.shapes, e.grid) is None]
     for label in missing:
         print(f"not in the table: {label}")

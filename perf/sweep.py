@@ -16,7 +16,8 @@ as model code runs the ops):
     that passes nothing but the exp mode gets);
   * upstream **as called**: ``SDPAProgramConfig(grid 8x8, k_chunk_size=0, max_cores_per_head_batch=16)`` (the
     dynamic chunks and 16 cores per head tt_transformers passes to ``paged_scaled_dot_product_attention_decode``;
-    the Galaxy chip rows: llama3_70b_galaxy's 32 cores as the 8x4 rectangle, ours and the search over the 8x9 grid);
+    the Galaxy chip rows: llama3_70b_galaxy's 32 cores as the 8x4 rectangle, ours and the search over the 8x9 grid;
+    the P150 rows: tt_transformers' 8x8, ours and the search over the P150's 11x10 grid);
   * upstream **at its best**: :func:`ttflashdecode.upstream.tune.search` over upstream's own knobs (k_chunk_size,
     max_cores_per_head_batch, grid) through the timing model, about ten runs a shape, ranked under the nominal
     variant. Every candidate's duration is known under every variant (below), so under each variant "at its best" is
@@ -27,9 +28,14 @@ as model code runs the ops):
 Paths: MLA rows run both MLA entry points (``paged_flash_multi_latent_attention_decode``: K read once, V = its first
 512 columns); q_len > 1 rows run both ops with ``spec_multi_pos_tiles`` (Tg candidates folded onto a batch row).
 
-Variants: ``ttflashdecode.emulator.timing.variant_names()`` (nominal, no flow control, each assumed constant at the low
-and high end of its range); each row reports the ratio at nominal and its minimum and maximum over the variants run;
-a row counts as "ours faster" only where the minimum is above 1. ``--variants`` picks a subset (the summary names it).
+Chips: Wormhole rows (N150, T3K chip, Galaxy chip) and Blackhole rows (P150: ``emulator.open_device("p150",
+timing_only=True)``, timed by the engine's Blackhole constants, docs/BLACKHOLE.md section 3); the CSV's DEVICE ARCH and
+the tables' chip column say which.
+
+Variants: each row's chip's ``ttflashdecode.emulator.timing.variant_names(arch)`` (nominal, no flow control, each
+assumed constant at the low and high end of its range; Blackhole adds its own six, bh_*); each row reports the
+ratio at nominal and its minimum and maximum over the variants run; a row counts as "ours faster" only where the
+minimum is above 1. ``--variants`` picks a subset (the summary names it; a row runs those its chip's model has).
 Each call runs once: under the nominal variant, with ``TTFD_TIMING_VARIANTS`` naming the others, so the emulator
 replays the call's recorded traces under every variant (the traces do not depend on it; each replay equals a separate
 run under that variant: tests/emulator/test_timing_multi_variant.py).
@@ -95,13 +101,33 @@ class Shape:
     head_dim_v: int = 0  # MLA: V is K's first head_dim_v columns
     tg: int = 0  # spec_multi_pos_tiles: q_len candidates per batch row
     model_cores: int = 16  # max_cores_per_head_batch the model passes
-    board: str = "n150"  # emulator.open_device's board: the chip the call runs on
+    board: str = "n150"  # emulator.open_device's board: the chip the call runs on (Wormhole, or P150: Blackhole)
     grid: tuple = GRID  # the chip's worker grid: ours (auto) and upstream's search run over it
     model_grid: tuple = GRID  # the grid the model's SDPAProgramConfig names (upstream as called)
 
     def __post_init__(self):  # records on disk hold the grids as JSON lists
         object.__setattr__(self, "grid", tuple(self.grid))
         object.__setattr__(self, "model_grid", tuple(self.model_grid))
+
+    @property
+    def arch(self) -> str:
+        """The chip's architecture (emulator.arch's ArchSpec name, the timing model's chip): its variants."""
+        from ttflashdecode.emulator.arch import board_spec
+
+        return board_spec(self.board).name
+
+    @property
+    def chip(self) -> str:
+        """The chip, as the tables name it."""
+        return f"{'Blackhole' if self.arch == 'blackhole' else 'Wormhole'} {self.board.upper()}"
+
+    def variants(self, asked: list[str] | None) -> list[str]:
+        """The timing variants this row runs: every variant of its chip's model (``timing.variant_names(arch)``), or
+        those of ``asked`` the chip's model has (a Blackhole-only variant, bh_*, is not run on a Wormhole row)."""
+        from ttflashdecode.emulator import timing
+
+        own = timing.variant_names(self.arch)
+        return own if asked is None else [v for v in asked if v in own]
 
     @property
     def d_v(self) -> int:
@@ -131,6 +157,11 @@ class Shape:
 
 
 GALAXY = dict(board="galaxy", grid=(8, 9), model_grid=(8, 4))
+# A P150 (Blackhole): ttnn's default dispatch leaves an 11x10 compute grid (docs/BLACKHOLE.md section 1).
+# tt_transformers' model_config names SDPA_DECODE_PROGCFG's grid (8, 8) on every chip, Blackhole included (the same
+# block picks Blackhole-only shard configs under is_blackhole()), so as called runs on the 8x8 rectangle; ours and
+# upstream's search run over the whole 11x10 grid.
+P150 = dict(board="p150", grid=(11, 10), model_grid=(8, 8))
 SHAPES = [
     Shape("llama8b-n150-4k", "Llama-3.1-8B N150 b1 32q/8kv d128 4K", 1, 32, 8, 128, 4096),
     Shape("llama8b-n150-32k", "Llama-3.1-8B N150 b1 32q/8kv d128 32K", 1, 32, 8, 128, 32768),
@@ -148,6 +179,10 @@ SHAPES = [
     # published per-chip point is position 127 with 32-position blocks; this sweep's blocks are 64.
     Shape("llama70b-galaxy-128", "Llama-3.1-70B Galaxy chip b8 8q/1kv d128 128 positions", 8, 8, 1, 128, 128, **GALAXY),
     Shape("llama70b-galaxy-4k", "Llama-3.1-70B Galaxy chip b8 8q/1kv d128 4K", 8, 8, 1, 128, 4096, **GALAXY),
+    # Llama-3.1-8B on one P150 (Blackhole): the N150 rows' call on the P150's 11x10 grid, timed by the engine's
+    # Blackhole constants (docs/BLACKHOLE.md section 3) under Blackhole's own variants.
+    Shape("llama8b-p150-4k", "Llama-3.1-8B P150 b1 32q/8kv d128 4K", 1, 32, 8, 128, 4096, **P150),
+    Shape("llama8b-p150-32k", "Llama-3.1-8B P150 b1 32q/8kv d128 32K", 1, 32, 8, 128, 32768, **P150),
 ]
 QUICK_SHAPES = ("llama8b-n150-4k", "grid-b8-4k")
 SHAPE_BY_NAME = {s.name: s for s in SHAPES}
@@ -538,7 +573,7 @@ def csv_rows(shapes: list[Shape], records: list[dict]) -> list[dict]:
                 ),
                 "MATH FIDELITY": fidelity,
                 "CORE COUNT": rec.get("cores", ""),
-                "AVAILABLE WORKER CORE COUNT": 64,
+                "AVAILABLE WORKER CORE COUNT": s.grid[0] * s.grid[1],
                 "PARALLELIZATION STRATEGY": "",
                 "HOST START TS": i,
                 "HOST END TS": i,
@@ -548,7 +583,7 @@ def csv_rows(shapes: list[Shape], records: list[dict]) -> list[dict]:
                 "OP TO OP LATENCY [ns]": 0,
                 "DEVICE FW DURATION [ns]": f"{ns:.0f}" if ns else "",
                 "DEVICE KERNEL DURATION [ns]": f"{ns:.0f}" if ns else "",
-                "DEVICE ARCH": "wormhole_b0",
+                "DEVICE ARCH": s.arch,
                 "INPUT_0_W": 1,
                 "INPUT_0_Z": s.batch,
                 "INPUT_0_Y": s.q_rows,
@@ -692,28 +727,32 @@ def _worker(args) -> None:
     s = SHAPE_BY_NAME[args.worker]
     t0 = time.monotonic()
     tag, uhash = source_tag(), upstream_hash()
+    variants = s.variants(args.variants)
 
     def save(records: list[dict], variants_done: list[str]) -> None:
         meta = {
             "commit": tag,
             "upstream_hash": uhash,
             "variants": variants_done,
-            "variants_asked": args.variants,
+            "variants_asked": variants,
             "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
             "seconds": round(time.monotonic() - t0),
             "source": "modelled (emulator timing model, timing-only)",
         }
         save_records(args.out, s, records, meta)
 
-    measure_shape(
-        s, args.variants, UpstreamCache(not args.no_upstream_cache), log=lambda m: print(m, flush=True), save=save
-    )
+    measure_shape(s, variants, UpstreamCache(not args.no_upstream_cache), log=lambda m: print(m, flush=True), save=save)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", nargs="+", choices=list(SHAPE_BY_NAME), help="rows to run (default: all)")
-    ap.add_argument("--variants", nargs="+", help="timing variants to run (default: all of variant_names())")
+    ap.add_argument(
+        "--variants",
+        nargs="+",
+        help="timing variants to run (default: every variant of each row's chip, variant_names(arch); a row runs "
+        "those of these its chip's model has)",
+    )
     ap.add_argument(
         "--quick",
         action="store_true",
@@ -745,28 +784,31 @@ def main() -> None:
     if args.table:
         print(write_outputs(args.out).read_text())
         return
-    if args.variants is None:
-        if args.quick:
-            args.variants = list(QUICK_VARIANTS)
-        else:
-            from ttflashdecode.emulator import timing
-
-            args.variants = timing.variant_names()
+    if args.variants is None and args.quick:
+        args.variants = list(QUICK_VARIANTS)
     if args.worker:
         return _worker(args)
     names = args.shapes or (list(QUICK_SHAPES) if args.quick else [s.name for s in SHAPES])
+    for n in names:
+        if not SHAPE_BY_NAME[n].variants(args.variants):
+            ap.error(f"--variants {' '.join(args.variants)}: none is a variant of {n}'s chip ({SHAPE_BY_NAME[n].arch})")
     if args.append:
         _, _, metas = load_records(args.out)
         tag = source_tag()
         names = [
             n
             for n in names
-            if not (metas.get(n, {}).get("commit") == tag and set(args.variants) <= set(metas[n].get("variants", [])))
+            if not (
+                metas.get(n, {}).get("commit") == tag
+                and set(SHAPE_BY_NAME[n].variants(args.variants)) <= set(metas[n].get("variants", []))
+            )
         ]
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
+    counts = sorted({len(SHAPE_BY_NAME[n].variants(args.variants)) for n in names})
     print(
-        f"{len(names)} shapes x {len(args.variants)} variants, --jobs {args.jobs} (all durations modelled)", flush=True
+        f"{len(names)} shapes x {'/'.join(map(str, counts))} variants, --jobs {args.jobs} (all durations modelled)",
+        flush=True,
     )
     pending, running = list(names), {}
     while pending or running:
@@ -779,9 +821,9 @@ def main() -> None:
                 name,
                 "--out",
                 str(args.out),
-                "--variants",
-                *args.variants,
-            ] + (["--no-upstream-cache"] if args.no_upstream_cache else [])
+            ]
+            argv += ["--variants", *args.variants] if args.variants else []
+            argv += ["--no-upstream-cache"] if args.no_upstream_cache else []
             running[subprocess.Popen(argv, cwd=REPO)] = (name, time.monotonic())
         time.sleep(1)
         for p in [p for p in running if p.poll() is not None]:

@@ -101,15 +101,15 @@ def _table_entries():
 
 def test_shipped_table_covers_the_builders_shapes_and_every_entry_plans():
     """The table in the package holds every shape perf/build_tuned_table.py lists (models in program_configs/ on
-    N150, N300, T3K, Galaxy); each entry's config plans within L1, and its modelled duration is no worse than the
-    rule's."""
+    N150, N300, T3K, Galaxy, P150); each entry's config plans within its chip's L1, and its modelled duration is no
+    worse than the rule's."""
     sys.path.insert(0, str(REPO / "perf"))
     try:
         import build_tuned_table
     finally:
         sys.path.remove(str(REPO / "perf"))
     listed = build_tuned_table.entries()
-    assert len(listed) >= 12 and {e.board for e in listed} == {"n150", "n300", "t3k", "galaxy"}
+    assert len(listed) >= 12 and {e.board for e in listed} == {"n150", "n300", "t3k", "galaxy", "p150"}
     galaxy = [e.shapes for e in listed if e.board == "galaxy"]  # the 2-D split: b32 -> 8 users, 8 q / 1 kv a chip
     assert galaxy and all((s.batch, s.n_q_heads, s.n_kv_heads) == (8, 8, 1) for s in galaxy), galaxy
     assert {e.model for e in listed} == {"llama-3.1-8b", "llama-3.1-70b"}
@@ -117,14 +117,14 @@ def test_shipped_table_covers_the_builders_shapes_and_every_entry_plans():
         assert auto.table_entry(e.shapes, e.grid) is not None, f"{e.label}: not in {auto.TUNED_TABLE_PATH}"
     tuned = 0
     for entry in _table_entries():
-        s, grid = DecodeShapes(**entry["shapes"]), tuple(entry["grid"])
-        got = auto.plan_for(s, AutoProgramConfig(grid), grid)
+        s, grid, budget = DecodeShapes(**entry["shapes"]), tuple(entry["grid"]), entry["l1_budget"]
+        got = auto.plan_for(s, AutoProgramConfig(grid), grid, l1_budget=budget)
         if entry["config"] is None:
-            assert got == plan(s, None, grid), entry["label"]
+            assert got == plan(s, None, grid, l1_budget=budget), entry["label"]
             continue
         tuned += 1
         config = ProgramConfig(**entry["config"])
-        assert got == plan(s, config, grid) and got.l1_bytes <= got.l1_budget, entry["label"]
+        assert got == plan(s, config, grid, l1_budget=budget) and got.l1_bytes <= got.l1_budget, entry["label"]
         chosen, rule = entry["modelled_ns"]["chosen"], entry["modelled_ns"]["rule"]
         assert rule is None or chosen <= rule * 1.005, entry  # the rule's plan is always a candidate
         assert [chosen] == [r[3] for r in entry["candidates_modelled_ns"][:1]]
@@ -188,6 +188,38 @@ def test_default_on_a_mesh_plans_each_chips_share_from_the_table(board, n_q_head
     )
     assert got.shapes == DecodeShapes(**entry["shapes"]) and got.grid == tuple(entry["grid"])
     assert got == plan(got.shapes, ProgramConfig(**entry["config"]), got.grid)
+
+
+@pytest.mark.parametrize("kv_len", [8192, 32768])
+def test_default_on_a_p150_plans_from_its_table_entry(kv_len, monkeypatch):
+    """Llama-3.1-8B (32 q / 8 kv heads) on an emulated P150 (Blackhole, 11x10 grid): the call's shapes (Blackhole's
+    64-byte DRAM alignment) and L1 budget hit the table's P150 entry, not the N150's, with nothing tuned, run or
+    compiled; the same shape on an N150 gets the N150's entry."""
+    ttnn = import_ttnn()
+    got = {}
+    for board in ("p150", "n150"):
+        dev = emulator.open_device(board)
+        try:
+            _forbid_tuning_runs_and_compiles(monkeypatch, dev)
+            got[board] = op_module.FlashDecodeWrapper(dev).plan(
+                batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=kv_len, kv_dtype=ttnn.bfloat8_b
+            )
+        finally:
+            dev.close()
+        monkeypatch.undo()
+    for board, p in got.items():
+        entry = next(
+            e
+            for e in _table_entries()
+            if (e["model"], e["board"], e["shapes"]["batch"], e["shapes"]["kv_len"])
+            == ("llama-3.1-8b", board, 1, kv_len)
+        )
+        assert p.shapes == DecodeShapes(**entry["shapes"]) and p.grid == tuple(entry["grid"]), board
+        assert p.l1_budget == entry["l1_budget"], board
+        if entry["config"] is not None:
+            assert p == plan(p.shapes, ProgramConfig(**entry["config"]), p.grid, l1_budget=p.l1_budget), board
+    assert got["p150"].grid == (11, 10) and got["p150"].shapes.dram_alignment == 64
+    assert got["p150"].l1_budget > got["n150"].l1_budget
 
 
 @dataclass(frozen=True)

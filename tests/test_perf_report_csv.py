@@ -26,8 +26,9 @@ needs_tool = pytest.mark.skipif(TOOL is None, reason="tt-perf-report is not inst
 
 
 def _stand_in_records() -> tuple[list, list[dict]]:
-    """Two shapes x two variants x every side, with made-up durations (a test double for a sweep's records)."""
-    shapes = [sweep.SHAPE_BY_NAME["llama8b-n150-4k"], sweep.SHAPE_BY_NAME["mla-b8-4k"]]
+    """Three shapes (two on Wormhole, one on a P150) x two variants x every side, with made-up durations (a test
+    double for a sweep's records)."""
+    shapes = [sweep.SHAPE_BY_NAME[n] for n in ("llama8b-n150-4k", "mla-b8-4k", "llama8b-p150-4k")]
     records = []
     for i, s in enumerate(shapes):
         for variant in ("nominal", "no_flow_control"):
@@ -63,7 +64,10 @@ def test_sweep_csv_has_the_ops_report_columns(tmp_path):
         header = next(csv.reader(f))
     assert header[: len(sweep.PERF_REPORT_COLUMNS)] == sweep.PERF_REPORT_COLUMNS
     assert {"DEVICE ID", "OP CODE", "DEVICE KERNEL DURATION [ns]", "SOURCE"} <= set(header)
-    assert len(rows) == 2 * 2 * len(sweep.SIDES) and all(r["SOURCE"] == "modelled" for r in rows)
+    assert len(rows) == 3 * 2 * len(sweep.SIDES) and all(r["SOURCE"] == "modelled" for r in rows)
+    # each line names its row's chip: the architecture and the worker cores its grid has
+    chips = {(r["SHAPE"].split()[1], r["DEVICE ARCH"], r["AVAILABLE WORKER CORE COUNT"]) for r in rows}
+    assert ("N150", "wormhole_b0", 64) in chips and ("P150", "blackhole", 110) in chips, chips
 
 
 @needs_tool
