@@ -310,7 +310,7 @@ def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
     s = shapes(kv_len=kv_len, n_q_heads=4, n_kv_heads=1, k_dtype="bfloat8_b", v_dtype="bfloat8_b")
     derived = plan(s, ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=max_cores))
     assert derived.num_cores_per_head == default_num_cores_per_head(s, max_cores) == expected
-    assert derived.rounds == tree_rounds(expected) and len(derived.semaphores) == derived.rounds
+    assert derived.rounds == tree_rounds(expected, derived.merge_radix) and len(derived.semaphores) == derived.rounds
     assert sum(c.role != "idle" for c in derived.cores) == expected
     explicit = plan(s, ProgramConfig((8, 8), k_chunk_size=32, max_cores_per_head_batch=max_cores))
     assert explicit.num_cores_per_head == max_cores

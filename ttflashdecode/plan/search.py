@@ -310,7 +310,7 @@ def plan(
         while the partial slots do not fit L1.
 
     Raises ValueError (naming the argument) for inconsistent inputs and L1OverflowError when the
-    circular buffers cannot fit even after halving a derived k_chunk_size down to 32, the tree's radix down to 2 and
+    circular buffers cannot fit even after halving the tree's radix down to 2, a derived k_chunk_size down to 32 and
     then the group size (fewer reduction rounds, so fewer partial slots) down to one core.
     """
     if not isinstance(shapes, DecodeShapes):
@@ -370,19 +370,21 @@ def plan(
     k_tileable = shapes.PNHt <= DST_TILES[fp32_dest_acc] and not shapes.v_from_k
     whole_heads = (shapes.DHt, shapes.vDHt)
     narrowest = (1 if k_tileable else shapes.DHt, 1)
-    # What gives way when the buffers overflow L1, in order. A chosen chunk size is only a preference (an
-    # explicit one is the user's to change). Then the head dimension is tiled (FFPA's split-D: the K and V
-    # buffers stop growing with head_dim), as wide as still fits. max_cores_per_head_batch is a ceiling: with
-    # large head dims the tree's partial slots (rounds x [O, m, l]) dominate L1, so a smaller group comes last.
+    # What gives way when the buffers overflow L1, in order. First the tree's radix: its partial slots
+    # (rules.partial_slots x [O, m, l]) grow with it, and a smaller one costs a round or two of the merge, where a
+    # smaller chunk costs every read. A chosen chunk size is only a preference (an explicit one is the user's to
+    # change). Then the head dimension is tiled (FFPA's split-D: the K and V buffers stop growing with head_dim), as
+    # wide as still fits. max_cores_per_head_batch is a ceiling: with large head dims the partial slots dominate L1,
+    # so a smaller group comes last.
     while True:
         if l1_bytes(cbs_for(*whole_heads)) <= l1_budget:
             head_blocks = whole_heads
             break
-        if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
-            k_chunk_size //= 2
-            continue
         if radix > 2:  # fewer partial slots for another round or two of the tree
             radix //= 2
+            continue
+        if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
+            k_chunk_size //= 2
             continue
         if l1_bytes(cbs_for(*narrowest)) <= l1_budget:
             head_blocks = _widest_head_blocks(narrowest, whole_heads, k_tileable, cbs_for, l1_budget)
