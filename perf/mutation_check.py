@@ -258,11 +258,11 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "tree_round_skipped",
         COMMON,
-        """    while ((1u << rounds) < num_cores) {
+        """    for (uint32_t reach = 1; reach < num_cores; reach *= radix) {
         ++rounds;
     }
     return rounds;""",
-        """    while ((1u << rounds) < num_cores) {
+        """    for (uint32_t reach = 1; reach < num_cores; reach *= radix) {
         ++rounds;
     }
     return rounds > 0 ? rounds - 1 : 0;""",
@@ -270,26 +270,26 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "receives_in_round_off_by_one",
-        COMMON,
-        "    return (core_index % (stride << 1)) == 0 && core_index + stride < num_active;",
-        "    return (core_index % (stride << 1)) == 0 && core_index + stride + 1 < num_active;",
-        "receives_in_round: the last active partner of a round is never merged",
+        "round_last_child_not_merged",
+        COMPUTE,
+        "            merge_partials(cb_partial_in, children, /*has_o=*/true);",
+        "            merge_partials(cb_partial_in, children > 1 ? children - 1 : children, /*has_o=*/true);",
+        "compute: the last child of a round with several children is never merged",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
-        "partial_slot_of_round_0",
+        "partial_slot_of_round",
         WRITER,
+        "            const uint32_t slot = partial_in_base + send_slot(core_index, merge_radix) * partial_bytes;",
         "            const uint32_t slot = partial_in_base + round * partial_bytes;",
-        "            const uint32_t slot = partial_in_base;",
-        "writer: a sender writes its partial into slot 0 of its parent, whatever the round",
+        "writer: a sender writes its partial into the slot of its round, not its own (children of a round collide)",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
         "semaphore_of_round_0",
         WRITER,
-        "                Semaphore<> arrived(sem_partial_arrived + round);",
-        "                Semaphore<> arrived(sem_partial_arrived);",
+        "            Semaphore<> arrived(sem_partial_arrived + round);",
+        "            Semaphore<> arrived(sem_partial_arrived);",
         "writer: a receiver waits on round 0's semaphore in every round",
         (CORES, CHUNK_EDGES),
     ),

@@ -22,9 +22,11 @@ def rules():
     lib.fd_chunk_range.argtypes = [u32, u32, u32, u32, u32, u32, p32, p32]
     for name, nargs in (
         ("fd_active_cores", 5),
-        ("fd_send_round", 1),
-        ("fd_receives_in_round", 3),
-        ("fd_tree_rounds", 1),
+        ("fd_send_round", 2),
+        ("fd_send_slot", 2),
+        ("fd_children_in_round", 4),
+        ("fd_receives_in_round", 4),
+        ("fd_tree_rounds", 2),
     ):
         getattr(lib, name).argtypes = [u32] * nargs
         getattr(lib, name).restype = u32
@@ -55,16 +57,26 @@ def test_chunk_rule_matches_planner(rules):
         assert active == planner.active_cores(cur_pos, sk, n, q_len, window), (seed, cur_pos, sk, n, q_len, window)
 
 
-def test_reduction_tree_matches_planner(rules):
+@pytest.mark.parametrize("radix", [2, 3, 4, 8, 64])
+def test_reduction_tree_matches_planner(rules, radix):
     for n in range(1, 65):
-        assert rules.fd_tree_rounds(n) == planner.tree_rounds(n)
+        rounds = planner.tree_rounds(n, radix)
+        assert rules.fd_tree_rounds(n, radix) == rounds
         for i in range(1, n):
-            assert rules.fd_send_round(i) == planner.send_round(i)
+            assert rules.fd_send_round(i, radix) == planner.send_round(i, radix)
+            assert rules.fd_send_slot(i, radix) == planner.send_slot(i, radix)
         for active in range(1, n + 1):
             for i in range(active):
-                for r in range(planner.tree_rounds(n)):
-                    assert bool(rules.fd_receives_in_round(i, r, active)) == planner.receives_in_round(i, r, active)
-                kernel_rounds = [r for r in range(planner.tree_rounds(n)) if rules.fd_receives_in_round(i, r, active)]
-                if i:
-                    kernel_rounds = [r for r in kernel_rounds if r < planner.send_round(i)]
-                assert kernel_rounds == planner.receive_rounds(i, active), (n, active, i)
+                for r in range(rounds):
+                    children = planner.children_in_round(i, r, active, radix)
+                    assert rules.fd_children_in_round(i, r, active, radix) == children, (n, active, i, r)
+                    assert bool(rules.fd_receives_in_round(i, r, active, radix)) == planner.receives_in_round(
+                        i, r, active, radix
+                    )
+                # the kernels' loop: rounds until the first without children
+                kernel_rounds = []
+                for r in range(rounds):
+                    if not rules.fd_children_in_round(i, r, active, radix):
+                        break
+                    kernel_rounds.append(r)
+                assert kernel_rounds == planner.receive_rounds(i, active, radix), (n, active, i)

@@ -13,14 +13,18 @@ from ttflashdecode.plan import (
     DecodeShapes,
     L1OverflowError,
     active_cores,
+    children_in_round,
     chunk_range,
     default_k_chunk_size,
     default_num_cores_per_head,
     expected_partials,
     is_dram_bound,
+    partial_slots,
     plan,
     receive_rounds,
     send_round,
+    send_slot,
+    tree_parent,
     tree_rounds,
     window_start,
 )
@@ -132,25 +136,51 @@ def test_chunk_range_rejects_bad_args(kw, needle):
 # ---- the reduction tree ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("radix", [2, 3, 4, 8, 64])
 @pytest.mark.parametrize("n_cores", range(1, 65))
-def test_tree_every_active_core_reaches_the_root(n_cores):
-    rounds = tree_rounds(n_cores)
-    assert 2**rounds >= n_cores and (rounds == 0 or 2 ** (rounds - 1) < n_cores)
+def test_tree_every_active_core_reaches_the_root(n_cores, radix):
+    rounds = tree_rounds(n_cores, radix)
+    assert radix**rounds >= n_cores and (rounds == 0 or radix ** (rounds - 1) < n_cores)
+    if radix == 2:  # the default radix
+        assert rounds == tree_rounds(n_cores)
     for active in range(1, n_cores + 1):
         received = {i: [] for i in range(active)}
         for i in range(1, active):
-            r = send_round(i)
-            target = i - 2**r
-            assert 0 <= target < active and r < rounds  # same group, active, valid slot
+            r = send_round(i, radix)
+            target = tree_parent(i, radix)
+            assert 0 <= target < i and r < rounds  # same group, active, a valid round
             # A core sends only after everything it receives has arrived (earlier rounds).
-            assert all(rr < r for rr in receive_rounds(i, active))
-            received[target].append(r)
-        assert send_round(0) is None
-        for i, rs in received.items():
-            assert sorted(rs) == receive_rounds(i, active)
-            assert len(rs) == expected_partials(i, active)
-        # Each sender sends once, so the root merges everything: active - 1 merges in total.
-        assert sum(len(rs) for rs in received.values()) == active - 1
+            assert all(rr < r for rr in receive_rounds(i, active, radix))
+            received[target].append((r, send_slot(i, radix)))
+        assert send_round(0, radix) is None
+        for i, got in received.items():
+            rounds_in = sorted({r for r, _ in got})
+            assert rounds_in == receive_rounds(i, active, radix) == list(range(len(rounds_in)))  # a prefix
+            assert [sum(1 for r, _ in got if r == rr) for rr in rounds_in] == [
+                children_in_round(i, rr, active, radix) for rr in rounds_in
+            ]
+            # the slots a core is sent fill 0, 1, ... in round order: the writer's pushes in order
+            assert (
+                sorted(slot for _, slot in got)
+                == list(range(len(got)))
+                == list(range(expected_partials(i, active, radix)))
+            )
+            assert [slot for _, slot in sorted(got)] == sorted(slot for _, slot in got)
+        # Each sender sends once, so the root merges everything: active - 1 partials in total.
+        assert sum(len(got) for got in received.values()) == active - 1
+    assert partial_slots(n_cores, radix) == max(expected_partials(i, n_cores, radix) for i in range(n_cores))
+
+
+def test_plan_halves_the_radix_until_the_partial_slots_fit():
+    """A gather over 64 cores of a 512-wide head needs 63 slots of [O, m, l]: more than L1, so the radix halves."""
+    s = DecodeShapes(batch=1, n_q_heads=32, n_kv_heads=1, head_dim=512, kv_len=8192)
+    p = plan(s, ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=64), merge_radix=64, max_cur_pos=8191)
+    n = p.num_cores_per_head
+    assert 2 <= p.merge_radix < min(64, n) and p.rounds == tree_rounds(n, p.merge_radix)
+    assert p.cb("partial_in").num_pages == partial_slots(n, p.merge_radix) * (s.PNHt * s.vDHt + 2 * s.PNHt)
+    assert p.l1_bytes <= p.l1_budget
+    with pytest.raises(ValueError, match="merge_radix=1"):
+        plan(s, ProgramConfig((8, 8)), merge_radix=1)
 
 
 # ---- k_chunk_size ------------------------------------------------------------------------------
@@ -280,7 +310,7 @@ def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
     s = shapes(kv_len=kv_len, n_q_heads=4, n_kv_heads=1, k_dtype="bfloat8_b", v_dtype="bfloat8_b")
     derived = plan(s, ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=max_cores))
     assert derived.num_cores_per_head == default_num_cores_per_head(s, max_cores) == expected
-    assert derived.rounds == tree_rounds(expected) and len(derived.semaphores) == derived.rounds
+    assert derived.rounds == tree_rounds(expected, derived.merge_radix) and len(derived.semaphores) == derived.rounds
     assert sum(c.role != "idle" for c in derived.cores) == expected
     explicit = plan(s, ProgramConfig((8, 8), k_chunk_size=32, max_cores_per_head_batch=max_cores))
     assert explicit.num_cores_per_head == max_cores
@@ -343,7 +373,7 @@ def test_plan_invariants(
     assert p.k_chunk_size_derived == (sk == 0) and (sk == 0 or p.k_chunk_size == sk)
     assert len(p.cores) == gx * gy and all(c.role in ROLES for c in p.cores)
     assert [c.core for c in p.cores] == [(i % gx, i // gx) for i in range(gx * gy)]
-    assert p.num_cores_per_head <= max_cores and p.rounds == tree_rounds(p.num_cores_per_head)
+    assert p.num_cores_per_head <= max_cores and p.rounds == tree_rounds(p.num_cores_per_head, p.merge_radix)
 
     for b in range(batch):
         for h in range(n_kv):
@@ -360,7 +390,7 @@ def test_plan_invariants(
                 if c.send is not None:
                     to = p.core_at(*c.send.to_core)
                     assert to.groups == c.groups and to.index_in_group == c.send.to_index
-                    assert c.send.slot == c.send.round < p.rounds
+                    assert c.send.slot == send_slot(c.index_in_group, p.merge_radix) and c.send.round < p.rounds
                     assert any(r.from_core == c.core and r.round == c.send.round for r in to.receives)
                 for r in c.receives:
                     sender = p.core_at(*r.from_core)
@@ -376,14 +406,15 @@ def test_plan_invariants(
     has_partials = {cb.name for cb in p.cbs} >= {"partial_in", "partial_out"}
     assert has_partials == (p.rounds > 0)
     if p.rounds:
-        assert p.cb("partial_in").num_pages == p.rounds * (s.PNHt * s.vDHt + 2 * s.PNHt)
+        slots = partial_slots(p.num_cores_per_head, p.merge_radix)
+        assert p.cb("partial_in").num_pages == slots * (s.PNHt * s.vDHt + 2 * s.PNHt)
 
 
 def test_plan_llama_8b_n150():
     s = DecodeShapes(
         batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=4096, k_dtype="bfloat8_b", v_dtype="bfloat8_b"
     )
-    p = plan(s, "llama-3.1-8b/n150")
+    p = plan(s, "llama-3.1-8b/n150", merge_radix=2)
     # 64 cores read 512 positions each: DRAM-bound, two chunks a core (plan.rules.DRAM_BOUND_CHUNK_TILES)
     assert (p.num_groups, p.num_cores_per_head, p.rounds, p.k_chunk_size) == (8, 8, 3, 256)
     assert p.k_chunk_size_derived and p.config.k_chunk_size == 256

@@ -85,6 +85,7 @@ DOCS = {
     "out_whole_tiles": "1: the group's rows are whole tile rows of the output (q_len 1, one kv head, TILE): write "
     "whole tiles",
     "sem_partial_arrived": "semaphore id of tree round 0 (round r: + r)",
+    "merge_radix": "the reduction tree's radix F: a core merges up to F - 1 partials a round (plan.merge_radix)",
     "wait_for_cache_update": "fused update + attention: cache rows per group (K, V) written before the cur_pos chunk "
     "is read (0: no update in the program)",
     "sem_cache_updated": "fused update + attention: semaphore id the update's writers count written rows on",
@@ -175,6 +176,7 @@ COMPUTE_ARGS = (
     "is_causal",
     "k_head_block",
     "v_head_block",
+    "merge_radix",
     "cb_q",
     "cb_k",
     "cb_v",
@@ -210,6 +212,7 @@ WRITER_ARGS = (
     "n_q_heads",
     "users_per_page_row",
     "sem_partial_arrived",
+    "merge_radix",
     "out_placement",
     "out_shard_pages",
     "out_tiled",
@@ -562,6 +565,7 @@ def decode_kernel_args(
         "out_page_bytes": out_at.page_bytes,
         "out_whole_tiles": int(whole_out_tiles and out_at.tiled),
         "sem_partial_arrived": first_sem,
+        "merge_radix": plan.merge_radix,
         "wait_for_cache_update": wait_for_cache_update,
         "sem_cache_updated": sem_cache_updated,
         "emit_partial": int(emit_partial),

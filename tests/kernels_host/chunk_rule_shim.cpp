@@ -17,12 +17,18 @@ uint32_t fd_active_cores(uint32_t cur_pos, uint32_t k_chunk_size, uint32_t num_c
     return flash_decode::active_cores(cur_pos, k_chunk_size, num_cores, q_len, window);
 }
 
-uint32_t fd_send_round(uint32_t core_index) { return flash_decode::send_round(core_index); }
+uint32_t fd_send_round(uint32_t core_index, uint32_t radix) { return flash_decode::send_round(core_index, radix); }
 
-uint32_t fd_receives_in_round(uint32_t core_index, uint32_t round, uint32_t num_active) {
-    return flash_decode::receives_in_round(core_index, round, num_active);
+uint32_t fd_send_slot(uint32_t core_index, uint32_t radix) { return flash_decode::send_slot(core_index, radix); }
+
+uint32_t fd_children_in_round(uint32_t core_index, uint32_t round, uint32_t num_active, uint32_t radix) {
+    return flash_decode::children_in_round(core_index, round, num_active, radix);
 }
 
-uint32_t fd_tree_rounds(uint32_t num_cores) { return flash_decode::tree_rounds(num_cores); }
+uint32_t fd_receives_in_round(uint32_t core_index, uint32_t round, uint32_t num_active, uint32_t radix) {
+    return flash_decode::receives_in_round(core_index, round, num_active, radix);
+}
+
+uint32_t fd_tree_rounds(uint32_t num_cores, uint32_t radix) { return flash_decode::tree_rounds(num_cores, radix); }
 
 }

@@ -96,6 +96,8 @@ def circular_buffers(
     masked: bool = True,
     k_head_block: int | None = None,
     v_head_block: int | None = None,
+    merge_radix: int = 2,
+    partial_slots: int | None = None,
 ) -> tuple[CBPlan, ...]:
     """The CBs of the FlashDecode kernels (``ops/decode/kernels/``), one entry per CB index they use.
 
@@ -114,6 +116,10 @@ def circular_buffers(
     read pointer + index with no wrap-around, so a CB read at an index past its front block must
     always be pushed and popped in blocks that tile its capacity. Zero-page buffers
     (the partials when rounds == 0) are left out rather than allocated empty.
+
+    ``merge_radix`` (F) and ``partial_slots``: the reduction tree's radix and the partials a core of it receives at
+    most (``rules.partial_slots``; default ``rounds``, the binary tree's root). A core merges a round's up to F - 1
+    partials in one pass, so it keeps F row factors per query-row tile.
     """
     Sk_t = k_chunk_size // TILE
     PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
@@ -129,6 +135,7 @@ def circular_buffers(
     cur_pos_page = -(-shapes.batch * 4 // al) * al
     page_table_page = -(-(shapes.max_blocks_per_user or 0) * 4 // al) * al
     masked = masked or shapes.attn_mask_heads > 0
+    slots = rounds if partial_slots is None else partial_slots
     # The root merges one (m, l) partial after the tree: the attention sinks, or with a user mask the score floor
     # (flash_decode_common.hpp: SCORE_FLOOR) that turns a row the mask hides entirely into zeros.
     sink_partial = shapes.has_attention_sink or shapes.attn_mask_heads > 0
@@ -166,12 +173,12 @@ def circular_buffers(
         ("cur_pos", "cur_pos of every user, for compute", cur_pos_page, 1, "uint32"),
         (
             "merge_factors",
-            "a merge's row factors exp(m_i - m_new), exp(m - m_new)",
+            "a merge's row factors exp(m - m_new), exp(m_i - m_new) for each partial i of the round",
             row_tile(im),
-            2 * PNHt if rounds or sink_partial else 0,
+            max(merge_radix if rounds else 0, 2 if sink_partial else 0) * PNHt,
             im,
         ),
-        ("partial_in", "one slot [O, m, l] per reduction round", row_tile(im), rounds * partial_tiles, im),
+        ("partial_in", "one slot [O, m, l] per partial received", row_tile(im), slots * partial_tiles, im),
         ("partial_out", "this core's [O, m, l] to send", row_tile(im), partial_tiles if rounds else 0, im),
         ("writer_cur_pos", "the reader's checked cur_pos of every user, for the writer", cur_pos_page, 1, "uint32"),
         ("zeros", "zero rows written for a skipped user", TILE_BYTES[shapes.out_dtype], 1, shapes.out_dtype),

@@ -8,15 +8,17 @@ argument order, so one can be read against the other::
     window_start(cur_pos, q_len, sliding_window_size)
     chunk_range(cur_pos, k_chunk_size, core_index, num_cores_per_head, q_len, sliding_window_size)
     active_cores(cur_pos, k_chunk_size, num_cores_per_head, q_len, sliding_window_size)
-    tree_rounds(num_cores)
-    send_round(core_index)
-    receives_in_round(core_index, round, num_active)
+    tree_rounds(num_cores, radix)
+    send_round(core_index, radix)
+    send_slot(core_index, radix)
+    children_in_round(core_index, round, num_active, radix)
+    receives_in_round(core_index, round, num_active, radix)
 
 They differ in representation only: a skipped user is ``cur_pos == -1`` here and ``SKIPPED_USER`` (0xFFFFFFFF)
 there, chunk_range returns ``(start, count)`` here and a ``ChunkRange`` there, and ``send_round(0)`` is None here
 where the kernels never ask (the root does not send). tests/test_chunk_rule_parity.py compiles the header and
-checks that both agree. :func:`receive_rounds`, :func:`expected_partials`, :func:`default_k_chunk_size` and
-:func:`default_num_cores_per_head` are the host's own.
+checks that both agree. :func:`tree_parent`, :func:`receive_rounds`, :func:`expected_partials`,
+:func:`partial_slots`, :func:`default_k_chunk_size` and :func:`default_num_cores_per_head` are the host's own.
 """
 
 from __future__ import annotations
@@ -94,6 +96,16 @@ COMPUTE_BOUND_CHUNKS_PER_CORE = 2
 #     b1 4q/1kv d128 32K, N16 (16: not DRAM-bound)  73.7*   74.6    82.2
 # Under the no-flow-control variant the first row is 48.8 (k512) vs 48.4 (k256), the MLA row 115.5 vs 104.5.
 DRAM_BOUND_CORES = 32
+
+# The reduction tree's radix F (default_merge_radix). A round costs a NoC write of the partials plus a merge whose
+# fixed part (inits, the max and the row factors' setup, moving the result to the sender's buffer) is paid once per
+# round and whose per-partial part (a max, one accurate exp, vDHt + 1 multiply-accumulates) per child, so a few
+# children a round beat both the binary tree (more rounds) and a gather (every child merged on one core).
+# MODELLED (timing-only, HiFi4, approximate exp, bfloat8_b, paged block 64), Llama-3.1-8B T3K chip shape (b1, 4 q /
+# 1 kv head, d128, 4K positions, cur_pos 4095), 16 cores a group, k_chunk_size 256, us:
+#     F = 2 (4 rounds) 18.86    F = 3 (3 rounds) 17.84*   F = 4 (2 rounds) 16.52    F = 8 (2 rounds) 17.19
+#     F = 16 (the one-round gather) 19.26                 (* before the merge's inits were hoisted out of its loops)
+MERGE_RADIX = 4
 DRAM_BOUND_CHUNK_TILES = 64
 DRAM_BOUND_LONG_RUN_CHUNK_TILES = 32
 DRAM_BOUND_SHORT_RUN_POSITIONS = 512
@@ -168,44 +180,87 @@ def active_cores(
 
 
 # ---- the reduction tree ------------------------------------------------------------------------
+# A radix-F tree (F = merge_radix >= 2, the planner's choice): in round r, core i whose base-F digits below r are zero
+# and whose digit r is d > 0 sends its merged partial to core i - d F^r, its parent, into slot r (F - 1) + d - 1 of the
+# parent's partial-in buffer; the parent waits for all of the round's active children and merges them in one pass.
+# F = 2 is the binary tree; F >= N is a one-round gather at the root.
 
 
-def tree_rounds(num_cores: int) -> int:
-    """ceil(log2 N): rounds of the binary reduction tree over a group of N cores (0 for a 1-core group)."""
-    return (num_cores - 1).bit_length()
+def tree_rounds(num_cores: int, radix: int = 2) -> int:
+    """ceil(log_F N): rounds of the radix-F reduction tree over a group of N cores (0 for a 1-core group)."""
+    rounds, reach = 0, 1
+    while reach < num_cores:
+        rounds, reach = rounds + 1, reach * radix
+    return rounds
 
 
-def send_round(core_index: int) -> int | None:
-    """The round in which core i sends its partial (to core ``i - 2^r``, slot r); None for the root.
+def _lowest_digit(core_index: int, radix: int) -> tuple[int, int, int]:
+    """(r, d, F^r): the position r of core i's lowest non-zero base-F digit, that digit d and F^r."""
+    r, stride = 0, 1
+    while core_index // stride % radix == 0:
+        r, stride = r + 1, stride * radix
+    return r, core_index // stride % radix, stride
 
-    Core i sends in round r when ``i % 2^(r+1) == 2^r``, i.e. r is i's lowest set bit, so every
-    non-root core sends exactly once, after merging everything it received in earlier rounds.
+
+def send_round(core_index: int, radix: int = 2) -> int | None:
+    """The round in which core i sends its partial (to :func:`tree_parent`); None for the root.
+
+    r is the position of i's lowest non-zero base-F digit, so every non-root core sends exactly once, after merging
+    everything it received in earlier rounds.
     """
     if core_index == 0:
         return None
-    return (core_index & -core_index).bit_length() - 1
+    return _lowest_digit(core_index, radix)[0]
 
 
-def receives_in_round(core_index: int, round: int, num_active: int) -> bool:
-    """Whether core i merges a partial from core ``i + 2^round`` in ``round`` when ``num_active`` cores work: when
-    ``i % 2^(round+1) == 0`` and the sender is active. (Core i > 0 only merges before it sends, in rounds below
-    :func:`send_round`; the kernels' loop stops there.)"""
-    stride = 1 << round
-    return core_index % (2 * stride) == 0 and core_index + stride < num_active
+def send_slot(core_index: int, radix: int = 2) -> int:
+    """The slot of its parent's partial-in buffer core i (> 0) writes: ``r (F - 1) + d - 1`` for its lowest non-zero
+    digit d at position r. A receiver's rounds are a prefix and every round but its last has F - 1 children, so the
+    slots it is sent fill 0, 1, 2, ... in the order it merges them."""
+    r, d, _ = _lowest_digit(core_index, radix)
+    return r * (radix - 1) + d - 1
 
 
-def receive_rounds(core_index: int, num_active: int) -> list[int]:
-    """Rounds in which core i merges a partial from core ``i + 2^r`` when ``num_active`` cores work.
-
-    Core i receives in round r when ``i % 2^(r+1) == 0`` and the sender ``i + 2^r`` is active.
-    Before merging round r's slot it waits for its round-r semaphore (:func:`tree_semaphores`).
-    """
-    return [r for r in range(tree_rounds(num_active)) if receives_in_round(core_index, r, num_active)]
+def tree_parent(core_index: int, radix: int = 2) -> int:
+    """The core i (> 0) sends to: i with its lowest non-zero base-F digit cleared."""
+    _, d, stride = _lowest_digit(core_index, radix)
+    return core_index - d * stride
 
 
-def expected_partials(core_index: int, num_active: int) -> int:
+def children_in_round(core_index: int, round: int, num_active: int, radix: int = 2) -> int:
+    """How many partials core i merges in ``round`` when ``num_active`` cores work: its children ``i + d F^round``
+    (d = 1..F-1) that are active, when i's base-F digits up to ``round`` are zero (0 otherwise, which includes every
+    round from :func:`send_round` on)."""
+    stride = radix**round
+    if core_index % (stride * radix) or core_index >= num_active:
+        return 0
+    return min(radix - 1, (num_active - 1 - core_index) // stride)
+
+
+def receives_in_round(core_index: int, round: int, num_active: int, radix: int = 2) -> bool:
+    """Whether core i merges any partial in ``round`` (:func:`children_in_round` > 0)."""
+    return children_in_round(core_index, round, num_active, radix) > 0
+
+
+def receive_rounds(core_index: int, num_active: int, radix: int = 2) -> list[int]:
+    """Rounds in which core i merges partials when ``num_active`` cores work: a prefix 0..k-1 of the rounds.
+    Before merging round r's slots it waits for its round-r semaphore to count them (:func:`tree_semaphores`)."""
+    return [r for r in range(tree_rounds(num_active, radix)) if receives_in_round(core_index, r, num_active, radix)]
+
+
+def expected_partials(core_index: int, num_active: int, radix: int = 2) -> int:
     """Partials core i receives in total when ``num_active`` cores of its group work."""
-    return len(receive_rounds(core_index, num_active))
+    return sum(children_in_round(core_index, r, num_active, radix) for r in range(tree_rounds(num_active, radix)))
+
+
+def default_merge_radix(num_cores_per_head: int) -> int:
+    """The reduction tree's radix F the planner starts from (it halves F while the partial slots do not fit L1)."""
+    return MERGE_RADIX
+
+
+def partial_slots(num_cores: int, radix: int = 2) -> int:
+    """Slots of cb_partial_in a core needs: the most partials any core of a group of N receives (the root's)."""
+    return expected_partials(0, num_cores, radix)
 
 
 # ---- k_chunk_size ------------------------------------------------------------------------------

@@ -24,12 +24,16 @@ from ttflashdecode.plan.cbs import L1_BUDGET_BYTES, CBPlan, check_l1, circular_b
 from ttflashdecode.plan.rules import (
     MIN_K_CHUNK_SIZE,
     active_cores,
+    children_in_round,
     chunk_range,
     default_k_chunk_size,
+    default_merge_radix,
     default_num_cores_per_head,
     expected_partials,
-    receive_rounds,
+    partial_slots,
     send_round,
+    send_slot,
+    tree_parent,
     tree_rounds,
 )
 from ttflashdecode.plan.shapes import DecodeShapes, is_int
@@ -60,14 +64,15 @@ class SemaphorePlan:
 
 def tree_semaphores(rounds: int) -> tuple[SemaphorePlan, ...]:
     """One semaphore per reduction round on every core: a sender increments its parent's semaphore of
-    the round after its partial has landed in that round's slot. Per-round semaphores (not one counter)
-    keep an early arrival of a later round from being taken for an earlier one."""
+    the round after its partial has landed in its slot, and the parent waits for it to count the round's
+    active children. Per-round semaphores (not one counter) keep an early arrival of a later round from
+    being taken for an earlier one."""
     return tuple(
         SemaphorePlan(
             id=r,
             name=f"partial_arrived_round_{r}",
             initial_value=0,
-            purpose=f"set to 1 when the round-{r} partner's partial is in slot {r} of partial_in",
+            purpose=f"counts the round-{r} children whose partials are in their slots of partial_in",
         )
         for r in range(rounds)
     )
@@ -78,7 +83,7 @@ def tree_semaphores(rounds: int) -> tuple[SemaphorePlan, ...]:
 
 @dataclass(frozen=True)
 class TreeReceive:
-    """In ``round`` this core may merge the partial of group core ``from_index`` (slot ``round``).
+    """In ``round`` this core may merge the partial of group core ``from_index`` (in slot ``slot``).
 
     Taken at run time only if ``from_index < active_cores(cur_pos, ...)``.
     """
@@ -86,6 +91,7 @@ class TreeReceive:
     round: int
     from_index: int
     from_core: tuple[int, int]
+    slot: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,9 +115,12 @@ class CoreAssignment:
     root: tuple[int, int] | None  # core of index 0 in this core's group; None when idle
     receives: tuple[TreeReceive, ...] = ()
     send: TreeSend | None = None
+    merge_radix: int = 2  # the group's reduction tree's radix F
 
     def expected_partials(self, num_active: int) -> int:
-        return 0 if self.index_in_group is None else expected_partials(self.index_in_group, num_active)
+        if self.index_in_group is None:
+            return 0
+        return expected_partials(self.index_in_group, num_active, self.merge_radix)
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,7 @@ class DecodePlan:
     k_head_block: int  # head-dim tiles per K block (divides DHt; DHt unless L1 needed smaller)
     v_head_block: int  # head-dim tiles per V column block (divides vDHt)
     l1_budget: int = L1_BUDGET_BYTES  # CB bytes per core the plan had to fit in
+    merge_radix: int = 2  # the reduction tree's radix F: a core merges up to F - 1 partials a round
 
     @property
     def k_chunk_size(self) -> int:
@@ -174,6 +184,8 @@ class DecodePlan:
         else:
             cores, rounds = _count(self.num_cores_per_head, "core"), _count(self.rounds, "reduction round")
             split = f"{cores} per group, {rounds}"
+            if self.rounds:
+                split += f" (radix {self.merge_radix})"
         sk_how = "derived" if self.k_chunk_size_derived else "from config"
         largest = max(self.cbs, key=lambda cb: cb.total_bytes)
         return "\n".join(
@@ -198,7 +210,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _assign_cores(
-    config: ProgramConfig, shapes: DecodeShapes, num_cores_per_head: int, groups_per_core: int
+    config: ProgramConfig, shapes: DecodeShapes, num_cores_per_head: int, groups_per_core: int, radix: int
 ) -> tuple[CoreAssignment, ...]:
     gx, _ = config.compute_with_storage_grid_size
     n_kv = shapes.n_kv_heads
@@ -229,9 +241,14 @@ def _assign_cores(
             continue
         base = g * N
         # Possible receives with the whole group active; at run time only those from active cores.
-        receives = tuple(TreeReceive(r, i + (1 << r), coords(base + i + (1 << r))) for r in receive_rounds(i, N))
-        r = send_round(i)
-        send = None if r is None else TreeSend(r, i - (1 << r), coords(base + i - (1 << r)), slot=r)
+        receives = tuple(
+            TreeReceive(r, j, coords(base + j), send_slot(j, radix))
+            for r in range(tree_rounds(N, radix))
+            for j in (i + d * radix**r for d in range(1, children_in_round(i, r, N, radix) + 1))
+        )
+        r = send_round(i, radix)
+        to = None if r is None else tree_parent(i, radix)
+        send = None if r is None else TreeSend(r, to, coords(base + to), slot=send_slot(i, radix))
         cores.append(
             CoreAssignment(
                 here,
@@ -243,6 +260,7 @@ def _assign_cores(
                 coords(base),
                 receives,
                 send,
+                radix,
             )
         )
     return tuple(cores)
@@ -274,6 +292,7 @@ def plan(
     fp32_dest_acc: bool = False,
     masked: bool = True,
     l1_budget: int = L1_BUDGET_BYTES,
+    merge_radix: int | None = None,
 ) -> DecodePlan:
     """Plan a decode call.
 
@@ -286,10 +305,13 @@ def plan(
     masked: see :func:`circular_buffers`.
     l1_budget: CB bytes per core that may be used; less than the default when L1 buffers (an L1-sharded
         output) sit at the top of L1, since circular buffers must end below the lowest of them.
+    merge_radix: the reduction tree's radix F (>= 2; a core merges up to F - 1 partials a round, so a group of N
+        cores takes ceil(log_F N) rounds); None: :func:`rules.default_merge_radix`. It is a maximum: the plan halves it
+        while the partial slots do not fit L1.
 
     Raises ValueError (naming the argument) for inconsistent inputs and L1OverflowError when the
-    circular buffers cannot fit even after halving a derived k_chunk_size down to 32 and then the
-    group size (fewer reduction rounds, so fewer partial slots) down to one core.
+    circular buffers cannot fit even after halving the tree's radix down to 2, a derived k_chunk_size down to 32 and
+    then the group size (fewer reduction rounds, so fewer partial slots) down to one core.
     """
     if not isinstance(shapes, DecodeShapes):
         raise TypeError(f"shapes={shapes!r}: expected DecodeShapes")
@@ -305,6 +327,8 @@ def plan(
         raise ValueError(f"compute_with_storage_grid_size={(gx, gy)}: larger than the device grid={device_grid}")
     if max_cur_pos is not None and (not is_int(max_cur_pos) or not -1 <= max_cur_pos < shapes.kv_len):
         raise ValueError(f"max_cur_pos={max_cur_pos!r}: expected -1..{shapes.kv_len - 1} (kv_len={shapes.kv_len})")
+    if merge_radix is not None and (not is_int(merge_radix) or merge_radix < 2):
+        raise ValueError(f"merge_radix={merge_radix!r}: expected an integer >= 2 (or None: the planner's choice)")
 
     num_cores, num_groups = config.num_cores, shapes.num_groups
     split = min(config.max_cores_per_head_batch, num_cores // num_groups)
@@ -312,7 +336,6 @@ def plan(
         num_cores_per_head, groups_per_core = split, 1
     else:
         num_cores_per_head, groups_per_core = 1, math.ceil(num_groups / num_cores)
-    rounds = tree_rounds(num_cores_per_head)
 
     derived = config.k_chunk_size == 0
     if derived:
@@ -320,23 +343,26 @@ def plan(
         # reads are too short for another tree round to pay; an explicit k_chunk_size keeps the config's split).
         if groups_per_core == 1:
             num_cores_per_head = default_num_cores_per_head(shapes, num_cores_per_head, max_cur_pos)
-            rounds = tree_rounds(num_cores_per_head)
         k_chunk_size = default_k_chunk_size(shapes, num_cores_per_head, max_cur_pos, num_cores)
     else:
         k_chunk_size = config.k_chunk_size
         # Chunks must lie inside the cache: the kernels read whole chunks and only mask them.
         if shapes.kv_len % k_chunk_size:
             raise ValueError(f"k_chunk_size={k_chunk_size}: expected a divisor of kv_len={shapes.kv_len}")
+    radix = default_merge_radix(num_cores_per_head) if merge_radix is None else merge_radix
+    radix = max(2, min(radix, num_cores_per_head))  # a radix above N is N's one-round gather
 
     def cbs_for(k_head_block: int, v_head_block: int) -> tuple[CBPlan, ...]:
         return circular_buffers(
             shapes,
             k_chunk_size,
-            rounds,
+            tree_rounds(num_cores_per_head, radix),
             fp32_dest_acc=fp32_dest_acc,
             masked=masked,
             k_head_block=k_head_block,
             v_head_block=v_head_block,
+            merge_radix=radix,
+            partial_slots=partial_slots(num_cores_per_head, radix),
         )
 
     # K blocks narrower than the head keep the scores of all PNHt row blocks in DST while they arrive. MLA copies V
@@ -344,14 +370,19 @@ def plan(
     k_tileable = shapes.PNHt <= DST_TILES[fp32_dest_acc] and not shapes.v_from_k
     whole_heads = (shapes.DHt, shapes.vDHt)
     narrowest = (1 if k_tileable else shapes.DHt, 1)
-    # What gives way when the buffers overflow L1, in order. A chosen chunk size is only a preference (an
-    # explicit one is the user's to change). Then the head dimension is tiled (FFPA's split-D: the K and V
-    # buffers stop growing with head_dim), as wide as still fits. max_cores_per_head_batch is a ceiling: with
-    # large head dims the tree's partial slots (rounds x [O, m, l]) dominate L1, so a smaller group comes last.
+    # What gives way when the buffers overflow L1, in order. First the tree's radix: its partial slots
+    # (rules.partial_slots x [O, m, l]) grow with it, and a smaller one costs a round or two of the merge, where a
+    # smaller chunk costs every read. A chosen chunk size is only a preference (an explicit one is the user's to
+    # change). Then the head dimension is tiled (FFPA's split-D: the K and V buffers stop growing with head_dim), as
+    # wide as still fits. max_cores_per_head_batch is a ceiling: with large head dims the partial slots dominate L1,
+    # so a smaller group comes last.
     while True:
         if l1_bytes(cbs_for(*whole_heads)) <= l1_budget:
             head_blocks = whole_heads
             break
+        if radix > 2:  # fewer partial slots for another round or two of the tree
+            radix //= 2
+            continue
         if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
             k_chunk_size //= 2
             continue
@@ -360,13 +391,14 @@ def plan(
             break
         if num_cores_per_head > 1:
             num_cores_per_head //= 2
-            rounds = tree_rounds(num_cores_per_head)
+            radix = max(2, min(radix, num_cores_per_head))
             continue
         # raises, naming the largest buffers and what would shrink them
         check_l1(cbs_for(*narrowest), k_chunk_size, l1_budget, _l1_advice(shapes, k_chunk_size, fp32_dest_acc))
     cbs = cbs_for(*head_blocks)
     total = check_l1(cbs, k_chunk_size, l1_budget)
     k_head_block, v_head_block = head_blocks
+    rounds = tree_rounds(num_cores_per_head, radix)
 
     return DecodePlan(
         shapes=shapes,
@@ -376,7 +408,7 @@ def plan(
         num_cores_per_head=num_cores_per_head,
         groups_per_core=groups_per_core,
         rounds=rounds,
-        cores=_assign_cores(config, shapes, num_cores_per_head, groups_per_core),
+        cores=_assign_cores(config, shapes, num_cores_per_head, groups_per_core, radix),
         cbs=cbs,
         l1_bytes=total,
         semaphores=tree_semaphores(rounds),
@@ -384,6 +416,7 @@ def plan(
         k_head_block=k_head_block,
         v_head_block=v_head_block,
         l1_budget=l1_budget,
+        merge_radix=radix,
     )
 
 

@@ -158,28 +158,52 @@ inline GroupBounds group_bounds(const CurPosOf& cur_pos_of, uint32_t first_user,
     return {newest, newest - oldest + 1};
 }
 
-// ---- Reduction tree over the active cores of a group (see docs/DESIGN.md).
-// In round r, core i with i % 2^(r+1) == 2^r sends its merged partial to core i - 2^r (into slot r of that
-// core's partial-in buffer); core i with i % 2^(r+1) == 0 receives from i + 2^r when that core is active.
+// ---- Reduction tree over the active cores of a group (see docs/DESIGN.md), radix F = merge_radix >= 2.
+// In round r, core i whose base-F digits below r are zero and whose digit r is d > 0 sends its merged partial to core
+// i - d F^r (into slot r (F - 1) + d - 1 of that core's partial-in buffer); core i whose digits up to r are zero
+// receives from its active children i + d F^r, d = 1..F-1, all in one round. F = 2: the binary tree; F >= N: a gather.
 
-// Round in which core i (> 0) sends: the index of its lowest set bit.
-inline uint32_t send_round(uint32_t core_index) {
+// The position of core i's (> 0) lowest non-zero base-F digit: the round in which it sends.
+inline uint32_t send_round(uint32_t core_index, uint32_t radix = 2) {
     uint32_t round = 0;
-    while (((core_index >> round) & 1u) == 0) {
+    while (core_index % radix == 0) {
+        core_index /= radix;
         ++round;
     }
     return round;
 }
 
-inline bool receives_in_round(uint32_t core_index, uint32_t round, uint32_t num_active) {
-    const uint32_t stride = 1u << round;
-    return (core_index % (stride << 1)) == 0 && core_index + stride < num_active;
+// The slot of its parent's partial-in buffer core i (> 0) writes: r (F - 1) + d - 1, d its digit at r = send_round.
+inline uint32_t send_slot(uint32_t core_index, uint32_t radix = 2) {
+    uint32_t round = 0;
+    while (core_index % radix == 0) {
+        core_index /= radix;
+        ++round;
+    }
+    return round * (radix - 1) + core_index % radix - 1;
 }
 
-// Rounds the tree needs for a group of n cores: ceil(log2(n)).
-inline uint32_t tree_rounds(uint32_t num_cores) {
+// Partials core i merges in `round` when num_active cores work (0 from its send round on).
+inline uint32_t children_in_round(uint32_t core_index, uint32_t round, uint32_t num_active, uint32_t radix = 2) {
+    uint32_t stride = 1;
+    for (uint32_t r = 0; r < round; ++r) {
+        stride *= radix;
+    }
+    if (core_index % (stride * radix) != 0 || core_index >= num_active) {
+        return 0;
+    }
+    const uint32_t children = (num_active - 1 - core_index) / stride;
+    return children < radix - 1 ? children : radix - 1;
+}
+
+inline bool receives_in_round(uint32_t core_index, uint32_t round, uint32_t num_active, uint32_t radix = 2) {
+    return children_in_round(core_index, round, num_active, radix) > 0;
+}
+
+// Rounds the tree needs for a group of n cores: ceil(log_F(n)).
+inline uint32_t tree_rounds(uint32_t num_cores, uint32_t radix = 2) {
     uint32_t rounds = 0;
-    while ((1u << rounds) < num_cores) {
+    for (uint32_t reach = 1; reach < num_cores; reach *= radix) {
         ++rounds;
     }
     return rounds;

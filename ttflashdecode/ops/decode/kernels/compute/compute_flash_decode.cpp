@@ -10,9 +10,9 @@
 //               (with the approximate exp, the scale moves from Q into every exp: see "the exp, two ways")
 //               l = l * alpha + sum_j P_j                 (elementwise: see "l" below)
 //               O = O * alpha + P . V                     (rescale in DST, block matmul accumulates on it)
-//   per tree round where a partner sends (O_i, m_i, l_i):
-//               m_new = max(m, m_i);  a = exp(m - m_new);  a_i = exp(m_i - m_new)
-//               l = l * a + l_i * a_i;  O = O * a + O_i * a_i
+//   per tree round where children i = 1..c (c < merge_radix) send (O_i, m_i, l_i), merged in one pass:
+//               m_new = max(m, m_1, ..., m_c);  a = exp(m - m_new);  a_i = exp(m_i - m_new)
+//               l = l * a + sum_i l_i * a_i;  O = O * a + sum_i O_i * a_i
 //   root:       [attention sinks: merge (O=0, m=sink logit, l=1) like a partner's partial; with a user mask and no
 //               sinks, the same merge with m = SCORE_FLOOR, so a row the mask hides entirely comes out as zeros]
 //               out = O / l          others: hand (O, m, l) to the writer, which sends it up the tree.
@@ -125,6 +125,8 @@ constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  //
 // The root hands its merged partial (O unnormalised, m, l: the tree's partial) to the writer through cb_out instead of
 // normalising it, for a later merge with another level's partial (shared-prefix decode: ttflashdecode/shared_prefix.py).
 constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
+// The reduction tree's radix F (plan.merge_radix): a core merges up to F - 1 partials a round, in one pass.
+constexpr uint32_t merge_radix = get_named_compile_time_arg_val("merge_radix");
 // Head-dim tiling (FFPA's split-D): K arrives one position tile at a time in blocks of k_head_block head-dim
 // tiles, V one column block of v_head_block tiles of the whole chunk at a time (see the reader).
 constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");
@@ -602,40 +604,71 @@ void process_chunk(bool first, bool masked) {
     }
 }
 
-// Merges one partial (O_i, m_i, l_i) from the front of `in` into the running (O, m, l): a partner's slot of
-// cb_partial_in ([O_i, m_i, l_i]), or the attention sinks (cb_sink: [m_i, l_i], O_i = 0).
-//   m_new = max(m, m_i);  cb_merge_factors = [a_i = exp(m_i - m_new), a = exp(m - m_new)] (one DST section)
-//   O = O * a + O_i * a_i,  l = l * a + l_i * a_i
+// Merges `count` partials (O_i, m_i, l_i) from the front of `in` into the running (O, m, l) in one pass: the round's
+// children, consecutive slots of cb_partial_in ([O_i, m_i, l_i] each), or the attention sinks (cb_sink: [m_i, l_i],
+// O_i = 0, count 1).
+//   m_new = max(m, m_1, ..., m_count)                      (one SFPU max chain per query-row tile)
+//   cb_merge_factors = [a = exp(m - m_new), a_1 = exp(m_1 - m_new), ...]  (PNHt tiles each)
+//   O = O * a + sum_i O_i * a_i,  l = l * a + sum_i l_i * a_i
 // O and l are one row of vDHt + 1 tiles scaled by the same row factors, so each DST section takes a block of that row:
-// ours times a, packed in place, then the partner's times a_i, accumulated onto it by the packer (L1 accumulation,
-// as l's sums in a chunk). One multiply init serves the whole merge, and no partial is staged in a CB first.
-void merge_partial(uint32_t in, bool has_o) {
+// ours times a, packed in place, then each partial's times a_i, accumulated onto it by the packer (L1 accumulation,
+// as l's sums in a chunk). Merging a round's partials together (rather than one merge each) takes one exp per
+// partial instead of two and one set of inits and format reconfigurations per round.
+void merge_partials(uint32_t in, uint32_t count, bool has_o) {
     const uint32_t m_in = has_o ? o_tiles : 0;
     const uint32_t l_in = m_in + PNHt;
-    const uint32_t in_tiles = l_in + PNHt;
-    CircularBuffer(in).wait_front(in_tiles);
-    push_max(cb_m_cur, 0, in, m_in);  // m_next = max(m, m_i)
-    CircularBuffer(cb_m_next).wait_front(PNHt);
-    CircularBuffer(cb_merge_factors).reserve_back(2 * PNHt);
-    for (uint32_t r = 0; r < PNHt; ++r) {
+    const uint32_t stride = l_in + PNHt;  // one partial's tiles
+    // The factors CB is read past its front block, so it is always pushed and popped whole (CB rule 1).
+    constexpr uint32_t factor_tiles = merge_radix * PNHt;
+    CircularBuffer(in).wait_front(count * stride);
+    CircularBuffer(cb_m_cur).wait_front(PNHt);
+    CircularBuffer(cb_m_next).reserve_back(PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = max(m, m_1, ..., m_count)
         tile_regs_acquire();
-        configure(in, cb_m_next, cb_merge_factors);
-        sub_init(in, cb_m_next);
-        sub_tiles(in, cb_m_next, m_in + r, r, 0);  // m_i - m_new
-        configure(cb_m_cur, cb_m_next, cb_merge_factors);
-        sub_init(cb_m_cur, cb_m_next);
-        sub_tiles(cb_m_cur, cb_m_next, r, r, 1);  // m - m_new
-        factor_exp_init();
-        factor_exp(0);
-        factor_exp(1);
-        tile_regs_commit();
-        tile_regs_wait();
-        pack_tile<true>(0, cb_merge_factors, r);         // a_i
-        pack_tile<true>(1, cb_merge_factors, PNHt + r);  // a
-        tile_regs_release();
+        reconfig_data_format_srca(cb_m_cur);
+        pack_reconfig_data_format(cb_m_next);
+        copy_init(cb_m_cur);
+        copy_tile(cb_m_cur, r, 0);
+        reconfig_data_format_srca(in);
+        copy_init(in);
+        binary_max_tile_init();  // programs the SFPU only: the copies' unpack and math stay as copy_init set them
+        for (uint32_t i = 0; i < count; ++i) {
+            copy_tile(in, i * stride + m_in + r, 1);
+            binary_max_tile(0, 1, 0, col0_vector_mode);
+        }
+        pack_result(cb_m_next);
     }
-    CircularBuffer(cb_merge_factors).push_back(2 * PNHt);
-    CircularBuffer(cb_merge_factors).wait_front(2 * PNHt);
+    CircularBuffer(cb_m_next).push_back(PNHt);
+    CircularBuffer(cb_m_next).wait_front(PNHt);
+    CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
+    for (uint32_t r = 0; r < PNHt; ++r) {
+        // factor k of row r (k = 0: ours) in DST slot k % dst_tiles, packed to factor tile k * PNHt + r
+        for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
+            const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+            tile_regs_acquire();
+            // m_k - m_new: ours from cb_m_cur, the partials' from `in` (one init per source)
+            for (uint32_t k = k0; k < k_end; ++k) {
+                const uint32_t src = k == 0 ? cb_m_cur : in;
+                if (k == k0 || k == 1) {
+                    configure(src, cb_m_next, cb_merge_factors);
+                    sub_init(src, cb_m_next);
+                }
+                sub_tiles(src, cb_m_next, k == 0 ? r : (k - 1) * stride + m_in + r, r, k - k0);
+            }
+            factor_exp_init();
+            for (uint32_t k = k0; k < k_end; ++k) {
+                factor_exp(k - k0);
+            }
+            tile_regs_commit();
+            tile_regs_wait();
+            for (uint32_t k = k0; k < k_end; ++k) {
+                pack_tile<true>(k - k0, cb_merge_factors, k * PNHt + r);
+            }
+            tile_regs_release();
+        }
+    }
+    CircularBuffer(cb_merge_factors).push_back(factor_tiles);
+    CircularBuffer(cb_merge_factors).wait_front(factor_tiles);
     advance_max();
 
     // Tile j of row r: O's column j for j < vDHt, l for j == vDHt; a sinks partial has no O_i.
@@ -653,9 +686,9 @@ void merge_partial(uint32_t in, bool has_o) {
             tile_regs_acquire();
             for (uint32_t j = j0; j < j_end; ++j) {
                 if (j < vDHt) {
-                    mul_tiles_bcast_cols(cb_o, cb_merge_factors, r * vDHt + j, PNHt + r, j - j0);
+                    mul_tiles_bcast_cols(cb_o, cb_merge_factors, r * vDHt + j, r, j - j0);
                 } else {
-                    mul_tiles_bcast_cols(cb_l, cb_merge_factors, r, PNHt + r, j - j0);
+                    mul_tiles_bcast_cols(cb_l, cb_merge_factors, r, r, j - j0);
                 }
             }
             tile_regs_commit();
@@ -668,32 +701,36 @@ void merge_partial(uint32_t in, bool has_o) {
                 }
             }
             tile_regs_release();
-            // the partner's: O_i * a_i, l_i * a_i, accumulated onto them
+            // each partial's: O_i * a_i, l_i * a_i, accumulated onto them
             reconfig_data_format_srca(cb_o, in);
-            tile_regs_acquire();
-            for (uint32_t j = j0; j < j_end; ++j) {
-                if (j < vDHt) {
-                    if (has_o) {
-                        mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, r, j - j0);
-                    }
-                } else {
-                    mul_tiles_bcast_cols(in, cb_merge_factors, l_in + r, r, j - j0);
-                }
-            }
-            tile_regs_commit();
-            tile_regs_wait();
             pack_reconfig_l1_acc(1);
-            for (uint32_t j = j0; j < j_end; ++j) {
-                if (j < vDHt) {
-                    if (has_o) {
-                        pack_tile<true>(j - j0, cb_o, r * vDHt + j);
+            for (uint32_t i = 0; i < count; ++i) {
+                const uint32_t at = i * stride;
+                const uint32_t factor = (i + 1) * PNHt + r;
+                tile_regs_acquire();
+                for (uint32_t j = j0; j < j_end; ++j) {
+                    if (j < vDHt) {
+                        if (has_o) {
+                            mul_tiles_bcast_cols(in, cb_merge_factors, at + r * vDHt + j, factor, j - j0);
+                        }
+                    } else {
+                        mul_tiles_bcast_cols(in, cb_merge_factors, at + l_in + r, factor, j - j0);
                     }
-                } else {
-                    pack_tile<true>(j - j0, cb_l, r);
                 }
+                tile_regs_commit();
+                tile_regs_wait();
+                for (uint32_t j = j0; j < j_end; ++j) {
+                    if (j < vDHt) {
+                        if (has_o) {
+                            pack_tile<true>(j - j0, cb_o, r * vDHt + j);
+                        }
+                    } else {
+                        pack_tile<true>(j - j0, cb_l, r);
+                    }
+                }
+                tile_regs_release();
             }
             pack_reconfig_l1_acc(0);
-            tile_regs_release();
             reconfig_data_format_srca(in, cb_o);
         }
     }
@@ -701,8 +738,8 @@ void merge_partial(uint32_t in, bool has_o) {
     CircularBuffer(cb_l).push_back(PNHt);
     CircularBuffer(cb_o).pop_front(o_tiles);
     CircularBuffer(cb_l).pop_front(PNHt);
-    CircularBuffer(in).pop_front(in_tiles);
-    CircularBuffer(cb_merge_factors).pop_front(2 * PNHt);
+    CircularBuffer(in).pop_front(count * stride);
+    CircularBuffer(cb_merge_factors).pop_front(factor_tiles);
 }
 
 // out = O / l, consuming the running state.
@@ -746,7 +783,7 @@ void kernel_main() {
     CircularBuffer(cb_ones).wait_front(1);
     CircularBuffer(cb_cur_pos).wait_front(1);
 
-    const uint32_t rounds = tree_rounds(num_cores_per_head);
+    const uint32_t rounds = tree_rounds(num_cores_per_head, merge_radix);
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
         const uint32_t first_user = group / num_kv_heads * users_per_group;
         const GroupBounds bounds = group_bounds(
@@ -777,21 +814,21 @@ void kernel_main() {
         CircularBuffer(cb_q_mm).pop_front(q_tiles);
 
         const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, bounds.span, sliding_window);
+        // The rounds a core receives in are a prefix; from its send round on its partial travels up the tree.
         for (uint32_t round = 0; round < rounds; ++round) {
-            if (core_index != 0 && round == send_round(core_index)) {
-                break;  // from here on this core's partial travels up the tree
+            const uint32_t children = children_in_round(core_index, round, num_active, merge_radix);
+            if (children == 0) {
+                break;
             }
-            if (receives_in_round(core_index, round, num_active)) {
-                merge_partial(cb_partial_in, /*has_o=*/true);
-                CircularBuffer(cb_m_cur).wait_front(PNHt);
-                CircularBuffer(cb_l).wait_front(PNHt);
-                CircularBuffer(cb_o).wait_front(o_tiles);
-            }
+            merge_partials(cb_partial_in, children, /*has_o=*/true);
+            CircularBuffer(cb_m_cur).wait_front(PNHt);
+            CircularBuffer(cb_l).wait_front(PNHt);
+            CircularBuffer(cb_o).wait_front(o_tiles);
         }
 
         if (core_index == 0) {
             if constexpr (merge_sink_partial) {
-                merge_partial(cb_sink, /*has_o=*/false);
+                merge_partials(cb_sink, 1, /*has_o=*/false);
                 CircularBuffer(cb_m_cur).wait_front(PNHt);
                 CircularBuffer(cb_l).wait_front(PNHt);
                 CircularBuffer(cb_o).wait_front(o_tiles);

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // FlashDecode writer (RISCV_1 / NCRISC). For every group (batch b, kv head h) this core serves:
-//   - as a tree receiver, makes room for each partner's partial in cb_partial_in, waits for the partner's
-//     semaphore (one per round, so an early arrival of a later round cannot be mistaken for an earlier one)
-//     and hands the slot to compute;
-//   - as a sender, NOC-writes compute's (O, m, l) into slot `round` of its parent's cb_partial_in, waits for
-//     the write to land, then increments the parent's semaphore for that round;
+//   - as a tree receiver, in each round it receives in (a prefix of the rounds), makes room for the round's active
+//     children's partials in cb_partial_in, waits for the round's semaphore to count them all (one semaphore per
+//     round, so an early arrival of a later round cannot be mistaken for an earlier one) and hands the slots to
+//     compute, which merges them in one pass;
+//   - as a sender, NOC-writes compute's (O, m, l) into its slot (send_slot: round (F - 1) + digit - 1) of its
+//     parent's cb_partial_in, waits for the write to land, then increments the parent's semaphore for that round;
+// The tree has radix F = merge_radix (flash_decode_common.hpp): F = 2 is the binary tree, F >= the group's cores a
+// one-round gather at the root.
 //   - as the group's root, scatters the normalised rows into the output tensor (zeros for a skipped user, which
 //     includes a user whose cur_pos or page table broke the position contract: the reader checks them).
 // Consecutive users sharing a page-table row (spec_multi_pos_tiles candidates) are one group, their rows stacked user by
@@ -55,6 +58,7 @@ constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
 constexpr uint32_t users_per_group = get_named_compile_time_arg_val("users_per_page_row");
 // Semaphore of tree round r: sem_partial_arrived + r (the planner's per-round semaphores, plan/search.py).
 constexpr uint32_t sem_partial_arrived = get_named_compile_time_arg_val("sem_partial_arrived");
+constexpr uint32_t merge_radix = get_named_compile_time_arg_val("merge_radix");  // the tree's radix F
 // Where the output lives (flash_decode_common.hpp: TensorPages): its placement, pages per shard when height-sharded,
 // TILE or ROW_MAJOR pages (row-major follows a row-major Q, as upstream), and one page's bytes.
 constexpr auto out_placement = static_cast<Placement>(get_named_compile_time_arg_val("out_placement"));
@@ -107,7 +111,7 @@ void kernel_main() {
     const uint32_t num_groups = work.num_groups;
     const uint32_t core_index = work.core_index;
     const uint32_t num_cores_per_head = work.num_cores_per_head;
-    const uint32_t parent_noc_x = work.parent_noc_x;  // core index - 2^send_round (unused by roots)
+    const uint32_t parent_noc_x = work.parent_noc_x;  // the tree parent (plan.rules.tree_parent; unused by roots)
     const uint32_t parent_noc_y = work.parent_noc_y;
 
     Noc noc;
@@ -121,10 +125,11 @@ void kernel_main() {
 
     // A partial is O, m and l in the partial CBs' format (the intermediates' format).
     const uint32_t partial_bytes = num_cores_per_head > 1 ? partial_tiles * get_tile_size(cb_partial_in) : 0;
-    // Slot r of cb_partial_in sits at base + r * partial_bytes on every core (CBs share addresses across cores).
+    // Slot s of cb_partial_in sits at base + s * partial_bytes on every core (CBs share addresses across cores).
     // Capture the base before this core pushes any slot of its own. A core in a tree serves exactly one group
-    // (the planner only forms groups of several cores when every core has one group), and the rounds it
-    // receives in are a prefix 0..k-1, so its k pushes fill slots 0..k-1 in order. The CB exists only when
+    // (the planner only forms groups of several cores when every core has one group), the rounds it receives in
+    // are a prefix 0..k-1 and each but the last brings F - 1 children, so its pushes fill slots 0, 1, ... in the
+    // order of its children's send_slot. The CB exists only when
     // groups have more than one core.
     const uint32_t partial_in_base = num_cores_per_head > 1 ? partial_in_buf.get_write_ptr() : 0;
 
@@ -188,7 +193,7 @@ void kernel_main() {
         noc.async_write_barrier();
     };
 
-    const uint32_t rounds = tree_rounds(num_cores_per_head);
+    const uint32_t rounds = tree_rounds(num_cores_per_head, merge_radix);
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
         const uint32_t b = group / num_kv_heads * users_per_group;  // the group's first user
         const uint32_t kv_head = group % num_kv_heads;
@@ -210,16 +215,15 @@ void kernel_main() {
         const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, bounds.span, sliding_window);
 
         for (uint32_t round = 0; round < rounds; ++round) {
-            if (core_index != 0 && round == send_round(core_index)) {
-                break;
+            const uint32_t children = children_in_round(core_index, round, num_active, merge_radix);
+            if (children == 0) {
+                break;  // no later round brings any (from its send round on, this core's partial goes up)
             }
-            if (receives_in_round(core_index, round, num_active)) {
-                partial_in_buf.reserve_back(partial_tiles);
-                Semaphore<> arrived(sem_partial_arrived + round);
-                arrived.wait(1);
-                arrived.set(0);
-                partial_in_buf.push_back(partial_tiles);
-            }
+            partial_in_buf.reserve_back(children * partial_tiles);
+            Semaphore<> arrived(sem_partial_arrived + round);
+            arrived.wait(children);
+            arrived.set(0);
+            partial_in_buf.push_back(children * partial_tiles);
         }
 
         if (core_index == 0) {
@@ -234,10 +238,9 @@ void kernel_main() {
                 }
             }
         } else {
-            const uint32_t round = send_round(core_index);
+            const uint32_t round = send_round(core_index, merge_radix);
             partial_out_buf.wait_front(partial_tiles);
-            // Slot `round` of the parent's cb_partial_in.
-            const uint32_t slot = partial_in_base + round * partial_bytes;
+            const uint32_t slot = partial_in_base + send_slot(core_index, merge_radix) * partial_bytes;
             noc.async_write(partial_out_buf, UnicastEndpoint{}, partial_bytes, {},
                             {.noc_x = parent_noc_x, .noc_y = parent_noc_y, .addr = slot});
             noc.async_write_barrier();  // the partial must land before the parent is told it is there
