@@ -49,6 +49,7 @@ emulator's headers carry the wheel's markings and messages -- at WARNING, the re
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -58,6 +59,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -99,6 +101,12 @@ CXXFLAGS = [
     "-Wno-unknown-pragmas",
 ]
 DEPRECATED_ERROR_ENV = "TTFD_EMU_DEPRECATED_ERROR"
+# The standard headers every kernel build parses (include/emu/std_headers.h), precompiled once per compiler and
+# code-generation flag set (precompiled_std_headers) and force-included first. -fpch-preprocess carries the
+# precompiled header through a compute kernel's preprocess-then-compile build as a pragma naming it;
+# -Winvalid-pch reports (among the build's warnings) a precompiled header g++ had to skip.
+STD_HEADERS = INCLUDE / "emu" / "std_headers.h"
+PCH_FLAGS = ["-Winvalid-pch", "-fpch-preprocess"]
 
 _lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0}
@@ -277,6 +285,44 @@ def cache_key(build: KernelBuild, headers: list[str], roots: list[tuple[str, str
     return h.hexdigest()[:24]
 
 
+@cache
+def precompiled_std_headers(codegen_flags: tuple[str, ...]) -> Path:
+    """The copy of include/emu/std_headers.h whose precompiled form (``.gch`` beside it) was built with
+    ``codegen_flags`` (what g++ requires to match: language, optimisation, PIC, debug and sanitizer options), built
+    on first use under a lock so that concurrent processes build it once. A kernel force-includes the returned path."""
+    text = STD_HEADERS.read_bytes()
+    h = hashlib.sha256()
+    for part in (compiler_identity(CXX), *codegen_flags):
+        h.update(part.encode() + b"\0")
+    h.update(text)
+    where = KERNEL_CACHE / "pch" / h.hexdigest()[:20]
+    header, gch = where / STD_HEADERS.name, where / (STD_HEADERS.name + ".gch")
+    if gch.exists():
+        return header
+    where.mkdir(parents=True, exist_ok=True)
+    with _cache_lock(where / "build"):
+        if not gch.exists():
+            _write_atomic(header, text.decode())
+            tmp = gch.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            cmd = [CXX, *codegen_flags, "-x", "c++-header", str(header), "-o", str(tmp)]
+            res = _run(cmd)
+            if res.returncode != 0:
+                raise KernelCompileError(str(STD_HEADERS), res.stderr, " ".join(map(shlex.quote, cmd)))
+            tmp.rename(gch)
+    return header
+
+
+@contextmanager
+def _cache_lock(path: Path):
+    """An exclusive lock on ``path``.lock, between threads and processes alike (each holder opens its own file)."""
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text)
@@ -360,6 +406,19 @@ def _compile_or_reuse(build: KernelBuild, out: Path, roots: list[tuple[str, str]
         _report(out, build.source, _cached_warnings(out, build, roots))
         return out
     KERNEL_CACHE.mkdir(parents=True, exist_ok=True)
+    # One compile of a library at a time: processes (pytest-xdist workers, parallel sweeps) that need the same
+    # library wait for the first to publish it instead of compiling it again.
+    with _cache_lock(out):
+        if out.exists():
+            with _lock:
+                _stats["hits"] += 1
+            _report(out, build.source, _cached_warnings(out, build, roots))
+            return out
+        return _compile(build, out, roots)
+
+
+def _compile(build: KernelBuild, out: Path, roots: list[tuple[str, str]]) -> Path:
+    """Compiles `build` into `out` (under its lock)."""
     tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     cmd = [CXX, *build.flags, str(build.source), "-o", str(tmp)]
     if "-DCOMPILE_FOR_TRISC" in build.flags:
@@ -460,7 +519,9 @@ def kernel_flags(
     if named_compile_time_args:
         files[jit_env.NAMED_CT_ARG_MAP_HEADER] = jit_env.named_ct_arg_map_header(named_compile_time_args)
     gen = jit_env.write_generated(GENERATED, files) if files else None
+    codegen = [f for f in CXXFLAGS if f != "-shared"] + sanitizer_flags(sanitizer())
     flags = list(CXXFLAGS)
+    flags += [*PCH_FLAGS, "-include", str(precompiled_std_headers(tuple(codegen)))]
     flags += macro_prefix_maps(source)
     flags += debug_prefix_maps(source)
     flags.append(f"-I{INCLUDE}")
