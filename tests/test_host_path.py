@@ -9,6 +9,7 @@ import torch
 
 from decode_harness import check_close, generator, seed_for
 from ttflashdecode import FlashDecodeWrapper, cache_stats, clear_program_cache, golden
+from ttflashdecode import decode_request as decode_request_module
 from ttflashdecode import op as op_module
 from ttflashdecode import wrapper as wrapper_module
 from ttflashdecode.backend import Backend
@@ -27,7 +28,7 @@ def paths(monkeypatch):
     """Counts the calls that took the full path (check_call, from the op or a wrapper's run) and those that took the
     fast path (FlashDecodeWrapper._run_hit)."""
     counts = {"full": 0, "fast": 0}
-    check_call, run_hit = op_module.check_call, FlashDecodeWrapper._run_hit
+    check_call, run_hit = decode_request_module.check_call, FlashDecodeWrapper._run_hit
 
     def full(*args, **kwargs):
         counts["full"] += 1
@@ -37,7 +38,7 @@ def paths(monkeypatch):
         counts["fast"] += 1
         return run_hit(self, *args, **kwargs)
 
-    monkeypatch.setattr(op_module, "check_call", full)
+    monkeypatch.setattr(decode_request_module, "check_call", full)
     monkeypatch.setattr(wrapper_module, "check_call", full)
     monkeypatch.setattr(FlashDecodeWrapper, "_run_hit", fast)
     return counts

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ttflashdecode.backend import backend_of
 from ttflashdecode.config import ProgramConfig
+from ttflashdecode.decode_request import DecodeRequest
 from ttflashdecode.device_cache import (
     cache_stats,
     clear_program_cache,
@@ -53,19 +53,8 @@ from ttflashdecode.fast_path import (
 )
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import (
-    DecodeCall,
-    check_bool,
-    check_call,
-    check_device_tensor,
-    check_mesh_call,
-    require_head_dim_v,
-    require_page_table,
-)
+from ttflashdecode.validate import DecodeCall
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper, launch_hit
-
-# Upstream's paged-only arguments at their defaults: _decode's default, compared by identity in _signature.
-_NO_PAGED_ARGS = (None, None, 0)
 
 last_run: DecodeResult | None = None  # the last call's result, for the demo and tests (a view of its wrapper's)
 
@@ -148,24 +137,25 @@ def scaled_dot_product_attention_decode(
     Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend.
     """
     return _decode(
-        q,
-        k,
-        v,
-        None,
-        is_causal,
-        attn_mask,
-        cur_pos,
-        cur_pos_tensor,
-        scale,
-        sliding_window_size,
-        attention_sink,
-        share_cache,
-        program_config,
-        compute_kernel_config,
-        memory_config,
-        output_tensor,
-        dtype,
-        validate_device_tensors,
+        DecodeRequest(
+            q=q,
+            k=k,
+            v=v,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos=cur_pos,
+            cur_pos_tensor=cur_pos_tensor,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            attention_sink=attention_sink,
+            share_cache=share_cache,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+            memory_config=memory_config,
+            output_tensor=output_tensor,
+            dtype=dtype,
+            validate_device_tensors=validate_device_tensors,
+        )
     )
 
 
@@ -227,28 +217,31 @@ def paged_scaled_dot_product_attention_decode(
     Every other argument is as in :func:`scaled_dot_product_attention_decode`; kv_len is
     ``max_blocks_per_user * block_size``.
     """
-    require_page_table(page_table_tensor)
     return _decode(
-        q,
-        k,
-        v,
-        page_table_tensor,
-        is_causal,
-        attn_mask,
-        cur_pos,
-        cur_pos_tensor,
-        scale,
-        sliding_window_size,
-        attention_sink,
-        share_cache,
-        program_config,
-        compute_kernel_config,
-        memory_config,
-        output_tensor,
-        dtype,
-        validate_device_tensors,
-        None,
-        (paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles),
+        DecodeRequest(
+            q=q,
+            k=k,
+            v=v,
+            page_table=page_table_tensor,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos=cur_pos,
+            cur_pos_tensor=cur_pos_tensor,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            attention_sink=attention_sink,
+            share_cache=share_cache,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+            memory_config=memory_config,
+            output_tensor=output_tensor,
+            dtype=dtype,
+            validate_device_tensors=validate_device_tensors,
+            paged_cache_geometry=paged_cache_geometry,
+            cache_position_modulo=cache_position_modulo,
+            spec_multi_pos_tiles=spec_multi_pos_tiles,
+            paged=True,
+        )
     )
 
 
@@ -280,27 +273,27 @@ def flash_multi_latent_attention_decode(
     head-dim blocks. Every other argument is as in :func:`scaled_dot_product_attention_decode`; the output is
     ``[q_len, b, n_q_heads, head_dim_v]``.
     """
-    require_head_dim_v(head_dim_v)
     return _decode(
-        q,
-        k,
-        None,
-        None,
-        is_causal,
-        attn_mask,
-        cur_pos,
-        cur_pos_tensor,
-        scale,
-        sliding_window_size,
-        attention_sink,
-        share_cache,
-        program_config,
-        compute_kernel_config,
-        memory_config,
-        output_tensor,
-        dtype,
-        validate_device_tensors,
-        head_dim_v,
+        DecodeRequest(
+            q=q,
+            k=k,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos=cur_pos,
+            cur_pos_tensor=cur_pos_tensor,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            attention_sink=attention_sink,
+            share_cache=share_cache,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+            memory_config=memory_config,
+            output_tensor=output_tensor,
+            dtype=dtype,
+            validate_device_tensors=validate_device_tensors,
+            head_dim_v=head_dim_v,
+            v_from_k=True,
+        )
     )
 
 
@@ -327,148 +320,62 @@ def paged_flash_multi_latent_attention_decode(
 ):
     """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
     head_dim]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
-    require_page_table(page_table_tensor)
-    require_head_dim_v(head_dim_v)
     return _decode(
-        q,
-        k,
-        None,
-        page_table_tensor,
-        is_causal,
-        attn_mask,
-        cur_pos,
-        cur_pos_tensor,
-        scale,
-        sliding_window_size,
-        attention_sink,
-        share_cache,
-        program_config,
-        compute_kernel_config,
-        memory_config,
-        output_tensor,
-        dtype,
-        validate_device_tensors,
-        head_dim_v,
+        DecodeRequest(
+            q=q,
+            k=k,
+            page_table=page_table_tensor,
+            is_causal=is_causal,
+            attn_mask=attn_mask,
+            cur_pos=cur_pos,
+            cur_pos_tensor=cur_pos_tensor,
+            scale=scale,
+            sliding_window_size=sliding_window_size,
+            attention_sink=attention_sink,
+            share_cache=share_cache,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+            memory_config=memory_config,
+            output_tensor=output_tensor,
+            dtype=dtype,
+            validate_device_tensors=validate_device_tensors,
+            head_dim_v=head_dim_v,
+            paged=True,
+            v_from_k=True,
+        )
     )
 
 
-def _decode(
-    q,
-    k,
-    v,
-    page_table,
-    is_causal,
-    attn_mask,
-    cur_pos,
-    cur_pos_tensor,
-    scale,
-    sliding_window_size,
-    attention_sink,
-    share_cache,
-    program_config,
-    compute_kernel_config,
-    memory_config,
-    output_tensor,
-    dtype,
-    validate_device_tensors,
-    head_dim_v=None,
-    paged_args=_NO_PAGED_ARGS,
-):
-    """A call as it comes, its arguments positional in the public functions' order (a decode loop calls this every
-    step; passing the eighteen by keyword cost a measurable share of a hit: tests/runtime/host_cost.py). A call like
-    one that already passed (same arguments, tensors at the same addresses with the same properties:
-    :mod:`ttflashdecode.fast_path`) launches that call's programs again; any other call is validated, planned on the
+def _decode(request: DecodeRequest):
+    """A call as it comes, its arguments in one :class:`~ttflashdecode.decode_request.DecodeRequest`, the entry
+    point's required arguments checked first (:meth:`DecodeRequest.check_entry`). A call like one that already passed
+    (same arguments, tensors at the same addresses with the same properties: :mod:`ttflashdecode.fast_path`)
+    launches that call's programs again; any other call is checked (:meth:`DecodeRequest.check`), planned on the
     device's wrapper for its config (a lookup after the first call of a shape) and run."""
     global last_run
-    signature = _signature(
-        q,
-        k,
-        v,
-        page_table,
-        is_causal,
-        attn_mask,
-        cur_pos,
-        cur_pos_tensor,
-        scale,
-        sliding_window_size,
-        attention_sink,
-        share_cache,
-        program_config,
-        compute_kernel_config,
-        memory_config,
-        output_tensor,
-        dtype,
-        validate_device_tensors,
-        head_dim_v,
-        paged_args,
-    )
-    tensors = (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
+    request.check_entry()
+    tensors = request.tensors
+    signature = _signature(request, tensors)
     if signature is not None:
         hit = launch_hit(existing_cache(signature[2]), signature[0], signature[1], tensors)
         if hit is not None:
             last_run = hit[1].last_run
             return hit[0]
 
-    check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)  # q's device is the backend
-    backend = backend_of(q)
-    compute = ComputeSettings.coerce(compute_kernel_config)
-    validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
-    # Validate and plan first: nothing is uploaded or allocated for a call that cannot run. On a mesh the heads must
-    # be sharded over the chips (checked first: a replicated K would otherwise surface as a GQA ratio error).
-    check_mesh_call(
-        q,
-        k,
-        v,
-        attn_mask,
-        attention_sink,
-        num_chips=backend.num_chips,
-        mesh_shape=backend.mesh_shape(),
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        page_table=page_table,
-    )
-    call = check_call(
-        q,
-        k,
-        v,
-        page_table,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        fp32_dest_acc_en=compute.fp32_dest_acc_en,
-        device=backend.device,
-        grid=backend.grid(),
-        head_dim_v=head_dim_v,
-        paged_cache_geometry=paged_args[0],
-        cache_position_modulo=paged_args[1],
-        spec_multi_pos_tiles=paged_args[2],
-    )
-    wrapper = _wrapper(backend.device, program_config, compute)
+    # Check and plan first: nothing is uploaded or allocated for a call that cannot run.
+    checked = request.check()
+    call = checked.call
+    wrapper = _wrapper(checked.backend.device, request.program_config, checked.compute)
     # The config's choice (the default's table or rule; "tune" or a function at a shape's first call) is made inside
     # _plan_call, on this path only.
     wrapper._plan_call(
-        call, new_output=output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config)
+        call, new_output=request.output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config)
     )
     out, entry = wrapper._execute(
         wrapper._planned,
         call,
-        q,
-        k,
-        v,
-        page_table,
-        cur_pos_tensor,
-        attn_mask,
-        attention_sink,
-        output_tensor,
-        validate_device_tensors,
+        tensors,
+        checked.validate_device_tensors,
         plan_hits=1,
         check=None if signature is None else signature[1],
     )
@@ -478,58 +385,40 @@ def _decode(
     return out
 
 
-def _signature(
-    q,
-    k,
-    v,
-    page_table,
-    is_causal,
-    attn_mask,
-    cur_pos,
-    cur_pos_tensor,
-    scale,
-    sliding_window_size,
-    attention_sink,
-    share_cache,
-    program_config,
-    compute_kernel_config,
-    memory_config,
-    output_tensor,
-    dtype,
-    validate_device_tensors,
-    head_dim_v,
-    paged_args=_NO_PAGED_ARGS,
-) -> tuple | None:
+def _signature(request: DecodeRequest, tensors: tuple) -> tuple | None:
     """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.fast_path`), or None for a call it does
     not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor argument
-    that is not a live device tensor. Scalars go into the key with their type: ``scale=1`` passes validation,
-    ``scale=True`` (equal, and hashing alike) does not.
+    that is not a live device tensor. ``tensors``: the request's, in :attr:`DecodeRequest.tensors`' order. Scalars go
+    into the key with their type: ``scale=1`` passes validation, ``scale=True`` (equal, and hashing alike) does not.
 
     This runs on every call, so the scalars are checked inline and go into the key flat (no per-argument helper
     calls or tuples: they were ~2.5 of this function's ~8 us on a mock N150, tests/runtime/host_cost.py)."""
-    if cur_pos is not None or validate_device_tensors is not False:
+    if request.cur_pos is not None or request.validate_device_tensors is not False:
         return None  # True, or not a Python bool (the full path's check_bool names it)
+    is_causal, share_cache = request.is_causal, request.share_cache
     if type(is_causal) is not bool or type(share_cache) is not bool:
         return None
-    scale_type, window_type, head_dim_v_type = type(scale), type(sliding_window_size), type(head_dim_v)
+    scale, window, head_dim_v = request.scale, request.sliding_window_size, request.head_dim_v
+    scale_type, window_type, head_dim_v_type = type(scale), type(window), type(head_dim_v)
     if scale_type not in PLAIN_TYPES or window_type not in PLAIN_TYPES or head_dim_v_type not in PLAIN_TYPES:
         return None
     try:
-        if paged_args is _NO_PAGED_ARGS:
+        geometry, modulo, multi_pos = (
+            request.paged_cache_geometry,
+            request.cache_position_modulo,
+            request.spec_multi_pos_tiles,
+        )
+        # upstream's defaults (every unpaged call, a paged call's usual case) have one key, made once; checked by
+        # type, as plain() does
+        if geometry is None and modulo is None and type(multi_pos) is int and multi_pos == 0:
             paged = _NO_PAGED_KEY
         else:
-            geometry, modulo, multi_pos = paged_args
-            # upstream's defaults (a paged call's usual case) have the unpaged key; checked by type, as plain() does
-            if geometry is None and modulo is None and type(multi_pos) is int and multi_pos == 0:
-                paged = _NO_PAGED_KEY
-            else:
-                paged = _paged_args_key(geometry, modulo, multi_pos)
-        addresses, specs = tensors_signature(
-            (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor)
-        )
+            paged = _paged_args_key(geometry, modulo, multi_pos)
+        addresses, specs = tensors_signature(tensors)
         if specs[0] is None:  # no q tensor: the full path refuses it by name
             return None
         # A name (or None) is its own key; any other config is compared by value (a type marks it in the key).
+        program_config = request.program_config
         if program_config is None or type(program_config) is str:
             named, config = program_config, None
         else:
@@ -542,14 +431,16 @@ def _signature(
             scale_type,
             scale,
             window_type,
-            sliding_window_size,
+            window,
             head_dim_v_type,
             head_dim_v,
             named,
             paged,
         )
+        compute_kernel_config = request.compute_kernel_config
         compute = None if compute_kernel_config is None else compute_config_value(compute_kernel_config)
-        return key, (specs, dtype, memory_config, config, compute), specs[0][0]  # q's device: where the entry lives
+        # q's device: where the entry lives
+        return key, (specs, request.dtype, request.memory_config, config, compute), specs[0][0]
     except NotSignable:
         return None
 
@@ -568,7 +459,7 @@ def _paged_args_key(paged_cache_geometry, cache_position_modulo, spec_multi_pos_
     )
 
 
-_NO_PAGED_KEY = _paged_args_key(*_NO_PAGED_ARGS)
+_NO_PAGED_KEY = _paged_args_key(None, None, 0)  # upstream's paged-only arguments at their defaults
 
 
 def _wrapper(device, program_config, compute: ComputeSettings) -> FlashDecodeWrapper:

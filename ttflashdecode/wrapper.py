@@ -319,21 +319,12 @@ class FlashDecodeWrapper:
                 return (hit[0], self.last_run) if return_stats else hit[0]
         validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
         return_stats = check_bool("return_stats", return_stats)
-        call = self._check_run(
-            planned, q, k, v, cur_pos, cur_pos_tensor, page_table_tensor, attn_mask, attention_sink, output_tensor
-        )
+        call = self._check_run(planned, tensors, cur_pos)
         self._check_l1_room()
         out, entry = self._execute(
             planned,
             call,
-            q,
-            k,
-            v,
-            page_table_tensor,
-            cur_pos_tensor,
-            attn_mask,
-            attention_sink,
-            output_tensor,
+            tensors,
             validate_device_tensors,
             plan_hits=0,
             check=None if signature is None else signature[1],
@@ -349,10 +340,10 @@ class FlashDecodeWrapper:
             raise RuntimeError("FlashDecodeWrapper.run: the wrapper's device was closed; make a new wrapper")
         return self._planned
 
-    def _check_run(
-        self, planned: _Planned, q, k, v, cur_pos, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor
-    ) -> DecodeCall:
-        """Every argument checked as the op checks it, with the plan's options; then against the plan."""
+    def _check_run(self, planned: _Planned, tensors: tuple, cur_pos) -> DecodeCall:
+        """Every argument checked as the op checks it, with the plan's options; then against the plan. ``tensors``:
+        the run's, in the fast path's order (:attr:`~ttflashdecode.decode_request.DecodeRequest.tensors`)."""
+        q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
         fixed, s = planned.call, planned.call.shapes
         # The call's tensors must live on the wrapper's device (check_call then holds every other tensor to q's).
         check_device_tensor(
@@ -415,21 +406,18 @@ class FlashDecodeWrapper:
         self,
         planned: _Planned,
         call: DecodeCall,
-        q,
-        k,
-        v,
-        page_table,
-        cur_pos_tensor,
-        attn_mask,
-        attention_sink,
-        output_tensor,
+        tensors: tuple,
         validate_device_tensors: bool,
+        *,
         plan_hits: int,
         check: tuple | None,
     ):
-        """Run a call already checked against ``planned`` (the full path). Returns the output and, for a signed call
-        (``check``: its signature's compared part), the :class:`~ttflashdecode.fast_path.FastCall` that launches the
-        same call again; ``plan_hits``: the plan lookups the caller made for it (a hit counts them again)."""
+        """Run a call already checked against ``planned`` (the full path); ``tensors``: the call's, in the fast path's
+        order (:attr:`~ttflashdecode.decode_request.DecodeRequest.tensors`: the op's and a run's alike). Returns the
+        output and, for a signed call (``check``: its signature's compared part), the
+        :class:`~ttflashdecode.fast_path.FastCall` that launches the same call again; ``plan_hits``: the plan lookups
+        the caller made for it (a hit counts them again)."""
+        q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
         lowest_l1 = self._backend.lowest_l1_buffer_address() if check is not None else None
         if validate_device_tensors:
             self._check_device_values(call, cur_pos_tensor, page_table)
@@ -439,7 +427,7 @@ class FlashDecodeWrapper:
         _check_cbs_end_below(out, planned.plan)
         staging = self._staging(call) if call.out_dtype in BLOCK_FLOAT_OUT_DTYPES else None
         buffers = _buffers(
-            q, k, v, positions, out if staging is None else staging, page_table, attn_mask, attention_sink
+            tensors, positions=positions, decoded=out if staging is None else staging, page_table=page_table
         )
         launch = self._make_launch(planned, buffers, staging, out)
         self._launch(planned, buffers, staging, out, launch)
@@ -480,9 +468,11 @@ class FlashDecodeWrapper:
             )
         return True
 
-    def _run_hit(self, entry: FastCall, q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor):
-        """Launch a call that matched ``entry``: its output (a new one, or the given one), the entry's programs for
-        the output's address, the launch. No validation, no planning, no descriptor lookup."""
+    def _run_hit(self, entry: FastCall, tensors: tuple):
+        """Launch a call that matched ``entry`` (``tensors``: the call's, in the fast path's order): its output (a new
+        one, or the given one), the entry's programs for the output's address, the launch. No validation, no
+        planning, no descriptor lookup."""
+        q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
         planned = entry.planned
         out = entry.new_output(q) if output_tensor is None else output_tensor
         if entry.l1_output:
@@ -493,7 +483,7 @@ class FlashDecodeWrapper:
         launch = entry.launches.get(out_key)
         if launch is None:  # a new output at an address this call has not used yet
             buffers = _buffers(
-                q, k, v, positions, out if staging is None else staging, page_table, attn_mask, attention_sink
+                tensors, positions=positions, decoded=out if staging is None else staging, page_table=page_table
             )
             launch = self._make_launch(planned, buffers, staging, out)
             remember_launch(entry, out_key, launch)
@@ -647,9 +637,21 @@ class FlashDecodeWrapper:
 # ---- helpers ----------------------------------------------------------------------------------------------------
 
 
-def _buffers(q, k, v, positions, decoded, page_table, attn_mask, attention_sink) -> DecodeBuffers:
-    """The program's tensors; V is K's columns when v is None (multi-latent attention)."""
-    return DecodeBuffers(q, k, k if v is None else v, positions, decoded, page_table, attn_mask, attention_sink)
+def _buffers(tensors: tuple, *, positions, decoded, page_table) -> DecodeBuffers:
+    """The program's tensors from a call's (``tensors``, in the fast path's order) and what the run made of them: the
+    positions and page table the kernels read (the caller's, or uploaded) and the tensor the decode writes (the output
+    or a staging tensor). V is K's columns when v is None (multi-latent attention)."""
+    q, k, v, _, _, attn_mask, attention_sink, _ = tensors
+    return DecodeBuffers(
+        q=q,
+        k=k,
+        v=k if v is None else v,
+        cur_pos=positions,
+        out=decoded,
+        page_table=page_table,
+        attn_mask=attn_mask,
+        attention_sink=attention_sink,
+    )
 
 
 def _run_signature(wrapper, tensors: tuple, cur_pos, validate_device_tensors, return_stats) -> tuple | None:
@@ -679,7 +681,7 @@ def launch_hit(cache: DeviceCache | None, key, check: tuple, tensors: tuple, pla
     owner = entry.owner
     if not owner._hit(entry, check, tensors):
         return None
-    return owner._run_hit(entry, *tensors), owner
+    return owner._run_hit(entry, tensors), owner
 
 
 def _buffer_fields(buffers: DecodeBuffers) -> tuple:
