@@ -37,17 +37,22 @@ namespace emu {
 
 // ---- compute state (emu/compute_state.h)
 
+namespace {
+// cstate()'s first call on a thread, kept out of cstate() so that cstate() stays small enough for the inliner.
+[[gnu::noinline, gnu::cold]] ComputeState& new_compute_state(std::unique_ptr<ComputeState>& s) {
+    s.reset(new ComputeState());
+    s->sections[0].clear();
+    s->sections[1].clear();
+    return *s;
+}
+}  // namespace
+
 ComputeState& cstate() {
     // One per thread: the runtime runs each core's compute kernel on a thread of its own (csrc/runtime.cpp,
     // thread_main), so this is per core, as on silicon. Heap-allocated (128 KiB): every thread of the process, data
     // movement ones included, has a slot, and only compute threads fill it.
     static thread_local std::unique_ptr<ComputeState> s;
-    if (!s) {
-        s.reset(new ComputeState());
-        s->sections[0].clear();
-        s->sections[1].clear();
-    }
-    return *s;
+    return s ? *s : new_compute_state(s);
 }
 
 void compute_state_reset() {
@@ -313,37 +318,9 @@ void fpu_copy_tile(uint32_t cb, uint32_t index, uint32_t idst, uint32_t transpos
     timing_fpu(transpose_mode ? timing::Op::Transpose : timing::Op::Copy, 1, 1, cb);
 }
 
-double fpu_aligned_sum(float a, float b) {
-    float big = std::fabs(a) >= std::fabs(b) ? a : b;
-    float small = std::fabs(a) >= std::fabs(b) ? b : a;
-    if (big == 0.0f || !std::isfinite(big) || !std::isfinite(small)) return static_cast<double>(a) + b;
-    int e = 0;
-    std::frexp(big, &e);                                   // big = m * 2^e, m in [0.5, 1)
-    double grid = std::ldexp(1.0, e - 1 - 10);             // 10 fraction bits at big's exponent
-    double q = std::nearbyint(static_cast<double>(small) / grid);  // round to nearest even
-    return static_cast<double>(big) + q * grid;
-}
 
-float round_bf16_ties_away(double v) {
-    if (!std::isfinite(v) || v == 0.0) return round_to_bf16(static_cast<float>(v));
-    int e = 0;
-    double m = std::frexp(v, &e);                          // |m| in [0.5, 1): 8 significant bits = m * 2^8
-    double r = std::copysign(std::floor(std::fabs(m) * 256.0 + 0.5), m);
-    float out = static_cast<float>(std::ldexp(r / 256.0, e));
-    return flush_denormal(out);
-}
 
-float fpu_add_into_dst(float base, float a, float b, bool acc) {
-    if (dst_fp32()) return acc ? (base + (a + b)) : (a + b);
-    double s = fpu_aligned_sum(a, b);
-    if (acc) s += base;
-    return round_bf16_ties_away(s);
-}
 
-float fidelity_mul_into(float acc, float a, float b, uint32_t phases) {
-    for (uint32_t p = 0; p < phases; ++p) acc = dst_round(acc + srca_fidelity_part(a, p) * srcb_fidelity_part(b, p));
-    return acc;
-}
 
 void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, uint32_t row_idx, uint32_t idst,
                        bool acc_to_dest, const char* who) {
@@ -591,19 +568,6 @@ void packer_round(DataFormat f, float* v) {
         for (uint32_t i = 0; i < kTileHW; ++i) v[i] = round_bf16_ties_up(v[i]);
 }
 
-uint32_t bfp_encode_ties_up(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
-    if ((u & 0x7fffffffu) == 0) return 0;
-    uint32_t exp = (u >> 23) & 0xffu, sign = u >> 31;
-    uint64_t sig = (1u << 23) | (u & 0x7fffffu);
-    uint32_t diff = shared_exp - exp;
-    sig = diff >= 40 ? 0 : (sig >> diff);  // bits below the 24-bit window are zero after the gasket's rounding
-    uint32_t shift = 24 - mbits;
-    uint64_t mag = (sig + (1ull << (shift - 1))) >> shift;
-    uint64_t max_mag = (1ull << mbits) - 1;
-    if (mag > max_mag) mag = max_mag;
-    if (mag == 0) return 0;
-    return (sign << mbits) | static_cast<uint32_t>(mag);
-}
 
 void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom& g) {
     if (f != DataFormat::Bfp8_b && f != DataFormat::Bfp4_b) return pack_tile(f, v, dst, g);

@@ -16,24 +16,21 @@
 
 namespace emu::sfpu {
 
+namespace {
+// m()'s first call on a thread, kept out of m() so that m() stays small enough for the inliner (every instruction
+// here reaches the machine through it, several times).
+[[gnu::noinline, gnu::cold]] Machine& new_machine(std::unique_ptr<Machine>& s) {
+    s.reset(new Machine());
+    return *s;
+}
+}  // namespace
+
 Machine& m() {
     // One per thread, i.e. per core's compute thread (see csrc/compute.cpp on cstate).
     static thread_local std::unique_ptr<Machine> s;
-    if (!s) s.reset(new Machine());
-    return *s;
+    return s ? *s : new_machine(s);
 }
 
-DstRef dst_ref(uint32_t row, uint32_t col, const char* who) {
-    ComputeState& s = cstate();
-    int sec = s.math_section;
-    if (sec < 0) fault("%s: SFPU access to DST outside tile_regs_acquire / tile_regs_commit", who);
-    uint32_t tile = row / 64, face = (row % 64) / 16, fr = row % 16;
-    if (tile >= dst_capacity())
-        fault("%s: SFPU addresses DST row %u (tile %u) but %s holds %u tiles per section", who, row, tile,
-              dst_mode_name(), dst_capacity());
-    uint32_t r = (face / 2) * 16 + fr, c = (face % 2) * 16 + col;
-    return {&s.sections[sec], tile, r * 32 + c};
-}
 
 void sfpload(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
     Machine& s = m();
@@ -41,9 +38,10 @@ void sfpload(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
     uint32_t addr = sfp_addr(imm10);
     if (vd < 8) {
         uint32_t en = fmt == kFmtInt32All ? kAllLanes : s.enabled();
+        ComputeState& cs = cstate();
         for (uint32_t l = 0; l < kLanes; ++l) {
             if (!(en >> l & 1)) continue;
-            DstRef d = dst_ref(dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPLOAD");
+            DstRef d = dst_ref(cs, dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPLOAD");
             uint32_t raw = d.sec->defined[d.tile] ? as_u(d.sec->tile[d.tile][d.idx]) : 0u;
             uint32_t v;
             switch (fmt) {
@@ -69,9 +67,10 @@ void sfpstore(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
     uint32_t fmt = resolve_fmt(mod0);
     uint32_t addr = sfp_addr(imm10);
     uint32_t en = fmt == kFmtInt32All ? kAllLanes : s.enabled();
+    ComputeState& cs = cstate();
     for (uint32_t l = 0; l < kLanes; ++l) {
         if (!(en >> l & 1)) continue;
-        DstRef d = dst_ref(dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPSTORE");
+        DstRef d = dst_ref(cs, dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPSTORE");
         uint32_t v = s.lreg[vd].u[l];
         uint32_t out;
         switch (fmt) {
@@ -346,46 +345,6 @@ void sfpiadd(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
     }
 }
 
-uint32_t stochrnd(uint32_t x, uint32_t mod1) {
-    switch (mod1) {
-        case 0:    // FP32 -> FP16A precision (10 mantissa bits)
-        case 1: {  // FP32 -> BF16 precision (7 mantissa bits)
-            uint32_t e = (x >> 23) & 0xffu;
-            if (e == 0) return 0u;
-            if (e == 0xffu) return x & 0xff800000u;
-            uint32_t keep = mod1 == 0 ? 0x1fffu : 0xffffu;
-            uint32_t half = mod1 == 0 ? 0x1000u : 0x8000u;
-            uint32_t disc = x & keep;
-            x -= disc;
-            if (disc >= half) x += keep + 1;
-            return x;
-        }
-        case 2:
-        case 3:
-        case 6:
-        case 7: {
-            bool keep_sign = mod1 == 3 || mod1 == 7;
-            uint32_t maxmag = mod1 == 3 ? 127u : mod1 == 2 ? 255u : mod1 == 7 ? 32767u : 65535u;
-            uint32_t sign = keep_sign ? (x & 0x80000000u) : 0u;
-            int32_t e = static_cast<int32_t>((x >> 23) & 0xffu) - 127;
-            uint64_t mag;
-            if (e < -1) {
-                mag = 0;
-                sign = 0;
-            } else if (e >= 16) {
-                mag = maxmag;
-            } else {
-                mag = 0x800000u | (x & 0x7fffffu);
-                mag = e >= 0 ? mag << e : mag >> -e;
-                mag = (mag >> 23) + ((mag & 0x7fffffu) >= 0x400000u);
-                if (mag > maxmag) mag = maxmag;
-                if (mag == 0) sign = 0;
-            }
-            return sign + static_cast<uint32_t>(mag);
-        }
-        default: fault("SFPSTOCHRND: mode %u (int->int) is not modelled by the emulator", mod1);
-    }
-}
 
 void sfpstochrnd(uint32_t vc, uint32_t vd, uint32_t mod1) {
     Machine& s = m();
@@ -393,21 +352,7 @@ void sfpstochrnd(uint32_t vc, uint32_t vd, uint32_t mod1) {
     lanewise(vd, [&](uint32_t l) { return stochrnd(c.u[l], mod1); });
 }
 
-void set_flag(uint32_t l, bool f) {
-    Machine& s = m();
-    s.flags = f ? (s.flags | (1u << l)) : (s.flags & ~(1u << l));
-}
 
-bool setcc_test(uint32_t x, uint32_t imm12, uint32_t mod1) {
-    switch (mod1 & 7) {
-        case 0: return (x & 0x80000000u) != 0;
-        case 1: return imm12 & 1;
-        case 2: return x != 0;
-        case 4: return (x & 0x80000000u) == 0;
-        case 6: return x == 0;
-        default: fault("SFPSETCC: mode %u is not modelled by the emulator", mod1);
-    }
-}
 
 void sfpsetcc(uint32_t imm12, uint32_t vc, uint32_t mod1) {
     Machine& s = m();

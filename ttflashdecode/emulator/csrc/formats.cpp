@@ -54,7 +54,7 @@ const char* data_format_name(DataFormat f) {
 namespace {
 
 // Encode one fp32 value against a shared exponent into a sign + `mbits`-bit magnitude code.
-uint32_t bfp_encode(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
+inline uint32_t bfp_encode(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
     if ((u & 0x7fffffffu) == 0) return 0;
     uint32_t exp = (u >> 23) & 0xffu;
     uint32_t sign = u >> 31;
@@ -73,7 +73,7 @@ uint32_t bfp_encode(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
 }
 
 // Decode a sign + `mbits`-bit magnitude code with a shared exponent.
-float bfp_decode(uint32_t code, uint32_t shared_exp, uint32_t mbits) {
+inline float bfp_decode(uint32_t code, uint32_t shared_exp, uint32_t mbits) {
     uint32_t mag = code & ((1u << mbits) - 1);
     uint32_t sign = (code >> mbits) & 1u;
     if (mag == 0) return 0.0f;
@@ -90,7 +90,7 @@ float bfp_decode(uint32_t code, uint32_t shared_exp, uint32_t mbits) {
 // Packs with one rounding (nearest, ties to even) of each value to the shared exponent of its 16-value row. That is
 // silicon's bfp8_pack_precise path (pack source format fp16/fp32, as ttnn.typecast uses); the default packer path
 // rounds to 7 bits in the gasket first and again when aligning mantissas (tt-metal #14032), which is not modelled.
-void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
+inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
     uint8_t* exps = dst;
     uint8_t* mant = dst + kBfpExpBytes;
     for (uint32_t row = 0; row < 64; ++row) {  // 64 face rows of 16 values, in stream order
@@ -117,7 +117,7 @@ void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
     }
 }
 
-void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
+inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
     const uint8_t* exps = src;
     const uint8_t* mant = src + kBfpExpBytes;
     for (uint32_t i = 0; i < kTileHW; ++i) {

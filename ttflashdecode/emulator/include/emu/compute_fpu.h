@@ -57,12 +57,36 @@ inline float bcast_pick(const float* b, Bcast bc, uint32_t r, uint32_t c, uint32
 // bits (the source registers' 19-bit width), rounded to nearest even there, added exactly, and the sum is rounded
 // to BF16 with ties away from zero. It reproduces the five #34664 points exactly and 0.767% same-sign / 0.63%
 // opposite-sign 1-ULP rates (4M random pairs each; tests/emulator/test_fpu_rounding.py checks the points).
-double fpu_aligned_sum(float a, float b);
-float round_bf16_ties_away(double v);
-float fpu_add_into_dst(float base, float a, float b, bool acc);
+inline double fpu_aligned_sum(float a, float b) {
+    float big = std::fabs(a) >= std::fabs(b) ? a : b;
+    float small = std::fabs(a) >= std::fabs(b) ? b : a;
+    if (big == 0.0f || !std::isfinite(big) || !std::isfinite(small)) return static_cast<double>(a) + b;
+    int e = 0;
+    std::frexp(big, &e);                                   // big = m * 2^e, m in [0.5, 1)
+    double grid = std::ldexp(1.0, e - 1 - 10);             // 10 fraction bits at big's exponent
+    double q = std::nearbyint(static_cast<double>(small) / grid);  // round to nearest even
+    return static_cast<double>(big) + q * grid;
+}
+inline float round_bf16_ties_away(double v) {
+    if (!std::isfinite(v) || v == 0.0) return round_to_bf16(static_cast<float>(v));
+    int e = 0;
+    double m = std::frexp(v, &e);                          // |m| in [0.5, 1): 8 significant bits = m * 2^8
+    double r = std::copysign(std::floor(std::fabs(m) * 256.0 + 0.5), m);
+    float out = static_cast<float>(std::ldexp(r / 256.0, e));
+    return flush_denormal(out);
+}
+inline float fpu_add_into_dst(float base, float a, float b, bool acc) {
+    if (dst_fp32()) return acc ? (base + (a + b)) : (a + b);
+    double s = fpu_aligned_sum(a, b);
+    if (acc) s += base;
+    return round_bf16_ties_away(s);
+}
 
 // One element-wise product through the fidelity phases, accumulated into `acc` with DST rounding per phase.
-float fidelity_mul_into(float acc, float a, float b, uint32_t phases);
+inline float fidelity_mul_into(float acc, float a, float b, uint32_t phases) {
+    for (uint32_t p = 0; p < phases; ++p) acc = dst_round(acc + srca_fidelity_part(a, p) * srcb_fidelity_part(b, p));
+    return acc;
+}
 
 // Element-wise a (SrcA) op b (SrcB) with b broadcast; add/sub accumulate into DST when `acc_to_dest`.
 void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, uint32_t row_idx, uint32_t idst,

@@ -37,7 +37,19 @@ inline float round_bf16_ties_up(float x) {
 void packer_round(DataFormat f, float* v);
 // Block-float packing of already bf16-rounded datums: each 24-bit significand shifted to the shared exponent and
 // rounded to the format's width with ties up (in magnitude), saturating.
-uint32_t bfp_encode_ties_up(uint32_t u, uint32_t shared_exp, uint32_t mbits);
+inline uint32_t bfp_encode_ties_up(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
+    if ((u & 0x7fffffffu) == 0) return 0;
+    uint32_t exp = (u >> 23) & 0xffu, sign = u >> 31;
+    uint64_t sig = (1u << 23) | (u & 0x7fffffu);
+    uint32_t diff = shared_exp - exp;
+    sig = diff >= 40 ? 0 : (sig >> diff);  // bits below the 24-bit window are zero after the gasket's rounding
+    uint32_t shift = 24 - mbits;
+    uint64_t mag = (sig + (1ull << (shift - 1))) >> shift;
+    uint64_t max_mag = (1ull << mbits) - 1;
+    if (mag > max_mag) mag = max_mag;
+    if (mag == 0) return 0;
+    return (sign << mbits) | static_cast<uint32_t>(mag);
+}
 void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom& g);
 
 void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who);

@@ -119,7 +119,17 @@ struct DstRef {
     uint32_t tile, idx;  // row-major index inside the tile
 };
 
-DstRef dst_ref(uint32_t row, uint32_t col, const char* who);
+// `s`: the calling thread's compute state (cstate()), which SFPLOAD / SFPSTORE look up once for their 32 lanes.
+inline DstRef dst_ref(ComputeState& s, uint32_t row, uint32_t col, const char* who) {
+    int sec = s.math_section;
+    if (sec < 0) fault("%s: SFPU access to DST outside tile_regs_acquire / tile_regs_commit", who);
+    uint32_t tile = row / 64, face = (row % 64) / 16, fr = row % 16;
+    if (tile >= dst_capacity())
+        fault("%s: SFPU addresses DST row %u (tile %u) but %s holds %u tiles per section", who, row, tile,
+              dst_mode_name(), dst_capacity());
+    uint32_t r = (face / 2) * 16 + fr, c = (face % 2) * 16 + col;
+    return {&s.sections[sec], tile, r * 32 + c};
+}
 
 inline uint32_t dst_lane_row(uint32_t addr, uint32_t lane) { return (addr & ~3u) + lane / 8; }
 inline uint32_t dst_lane_col(uint32_t addr, uint32_t lane) { return (lane & 7) * 2 + ((addr >> 1) & 1); }
@@ -227,13 +237,64 @@ void sfpdivp2(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 void sfpiadd(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPSTOCHRND (SFPSTOCHRND_FloatFloat.md, _FloatInt.md): round to nearest, ties away from zero.
-uint32_t stochrnd(uint32_t x, uint32_t mod1);
+inline uint32_t stochrnd(uint32_t x, uint32_t mod1) {
+    switch (mod1) {
+        case 0:    // FP32 -> FP16A precision (10 mantissa bits)
+        case 1: {  // FP32 -> BF16 precision (7 mantissa bits)
+            uint32_t e = (x >> 23) & 0xffu;
+            if (e == 0) return 0u;
+            if (e == 0xffu) return x & 0xff800000u;
+            uint32_t keep = mod1 == 0 ? 0x1fffu : 0xffffu;
+            uint32_t half = mod1 == 0 ? 0x1000u : 0x8000u;
+            uint32_t disc = x & keep;
+            x -= disc;
+            if (disc >= half) x += keep + 1;
+            return x;
+        }
+        case 2:
+        case 3:
+        case 6:
+        case 7: {
+            bool keep_sign = mod1 == 3 || mod1 == 7;
+            uint32_t maxmag = mod1 == 3 ? 127u : mod1 == 2 ? 255u : mod1 == 7 ? 32767u : 65535u;
+            uint32_t sign = keep_sign ? (x & 0x80000000u) : 0u;
+            int32_t e = static_cast<int32_t>((x >> 23) & 0xffu) - 127;
+            uint64_t mag;
+            if (e < -1) {
+                mag = 0;
+                sign = 0;
+            } else if (e >= 16) {
+                mag = maxmag;
+            } else {
+                mag = 0x800000u | (x & 0x7fffffu);
+                mag = e >= 0 ? mag << e : mag >> -e;
+                mag = (mag >> 23) + ((mag & 0x7fffffu) >= 0x400000u);
+                if (mag > maxmag) mag = maxmag;
+                if (mag == 0) sign = 0;
+            }
+            return sign + static_cast<uint32_t>(mag);
+        }
+        default: fault("SFPSTOCHRND: mode %u (int->int) is not modelled by the emulator", mod1);
+    }
+}
 void sfpstochrnd(uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // ---- conditional execution
-void set_flag(uint32_t l, bool f);
+inline void set_flag(uint32_t l, bool f) {
+    Machine& s = m();
+    s.flags = f ? (s.flags | (1u << l)) : (s.flags & ~(1u << l));
+}
 // SFPSETCC: mod1 0 LT0, 1 IMM bit 0, 2 NE0, 4 GTE0, 6 EQ0, (8: complement). Only enabled lanes change.
-bool setcc_test(uint32_t x, uint32_t imm12, uint32_t mod1);
+inline bool setcc_test(uint32_t x, uint32_t imm12, uint32_t mod1) {
+    switch (mod1 & 7) {
+        case 0: return (x & 0x80000000u) != 0;
+        case 1: return imm12 & 1;
+        case 2: return x != 0;
+        case 4: return (x & 0x80000000u) == 0;
+        case 6: return x == 0;
+        default: fault("SFPSETCC: mode %u is not modelled by the emulator", mod1);
+    }
+}
 void sfpsetcc(uint32_t imm12, uint32_t vc, uint32_t mod1);
 // SFPENCC: mod1 bits 0-1: enable unchanged (0) / complemented (1) / from Imm bit 0 (2); bit 3: flags from Imm
 // bit 1, else all set. Runs on every lane.
