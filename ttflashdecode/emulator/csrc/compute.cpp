@@ -414,9 +414,15 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
                     const float* a = &Ap[((p >> 1) & 1) * rt * kTileHW + r * kTileHW + i * 32];
                     const float* b = &Bp[((p & 1) * ct + c) * kTileHW];
                     for (uint32_t half = 0; half < 2; ++half) {
-                        float s[32] = {};
-                        for (uint32_t k = half * 16; k < half * 16 + 16; ++k)
-                            for (uint32_t j = 0; j < 32; ++j) s[j] += a[k] * b[k * 32 + j];
+                        // Eight outputs at a time, their partial sums in registers over the 16 products (each still
+                        // summed from 0 in k order): a 32-wide sum kept in memory stalled on its own stores.
+                        float s[32];
+                        for (uint32_t j0 = 0; j0 < 32; j0 += 8) {
+                            float t[8] = {};
+                            for (uint32_t k = half * 16; k < half * 16 + 16; ++k)
+                                for (uint32_t j = 0; j < 8; ++j) t[j] += a[k] * b[k * 32 + j0 + j];
+                            for (uint32_t j = 0; j < 8; ++j) s[j0 + j] = t[j];
+                        }
                         for (uint32_t j = 0; j < 32; ++j)
                             acc[j] = fp32 ? acc[j] + s[j] : round_to_bf16(acc[j] + s[j]);  // dst_round
                     }
