@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ttflashdecode.emulator import compiler, jit_env
+from ttflashdecode.emulator.build import KERNEL_API_FLAGS, KERNEL_API_SOURCES
 
 REPO = Path(__file__).resolve().parents[2]
 INCLUDE = REPO / "ttflashdecode" / "emulator" / "include"
@@ -57,18 +58,34 @@ def _digest(paths: list[Path], flags: list[str]) -> str:
     return h.hexdigest()[:16]
 
 
-def build_shared(name: str, sources: list[Path], extra_flags: list[str] | None = None) -> Path:
-    flags = ["-std=c++17", "-O1", "-g0", "-shared", "-fPIC", "-pthread", f"-I{INCLUDE}"] + list(extra_flags or [])
-    out = CACHE / f"{name}-{_digest(sources, flags)}.so"
+def _compile(out: Path, cmd: list[str]) -> Path:
     if not out.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        cmd = ["g++", *flags, *map(str, sources), "-o", str(tmp)]
+        cmd = [*cmd, "-o", str(tmp)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise RuntimeError(f"compile failed: {' '.join(cmd)}\n{res.stderr}")
         tmp.rename(out)
     return out
+
+
+def build_shared(name: str, sources: list[Path], extra_flags: list[str] | None = None) -> Path:
+    """A shared library of `sources` (C++ files, or objects such as :func:`kernel_api_objects`)."""
+    flags = ["-std=c++17", "-O1", "-g0", "-shared", "-fPIC", "-pthread", f"-I{INCLUDE}"] + list(extra_flags or [])
+    return _compile(CACHE / f"{name}-{_digest(sources, flags)}.so", ["g++", *flags, *map(str, sources)])
+
+
+def kernel_api_objects(*names: str) -> list[Path]:
+    """Objects of the kernel API's out-of-line half (emulator/build.py KERNEL_API_SOURCES: the compute model and the
+    tile formats; all of them, or those of the file names given), which the runtime executable defines for the kernels
+    it loads: a test library that runs kernel API code against a fake runtime links them instead. Compiled once per
+    content, not once per test library."""
+    sources = [s for s in KERNEL_API_SOURCES if not names or s.name in names]
+    if names and len(sources) != len(names):
+        raise ValueError(f"kernel_api_objects: {names} are not all among {[s.name for s in KERNEL_API_SOURCES]}")
+    flags = ["-std=c++17", "-O1", "-g0", "-fPIC", "-pthread", f"-I{INCLUDE}", *KERNEL_API_FLAGS, "-c"]
+    return [_compile(CACHE / f"{s.stem}-{_digest([s], flags)}.o", ["g++", *flags, str(s)]) for s in sources]
 
 
 def load(name: str, sources: list[Path], extra_flags: list[str] | None = None) -> ctypes.CDLL:

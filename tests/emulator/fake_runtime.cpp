@@ -1,7 +1,9 @@
 // A single-threaded fake of emu/runtime.h for unit tests of the compute API headers: one core, one compute kernel
 // (linked into the same shared library), CBs filled by the host before the kernel runs and read after it. Faults
 // throw, and fr_run reports them. The real runtime (csrc/) runs reader/compute/writer threads; this fake exists so
-// the tile math can be tested fast and alone.
+// the tile math can be tested fast and alone. The compute model's out-of-line functions (the emulator's csrc/compute.cpp,
+// compute_sfpu.cpp, formats.cpp) are linked in beside it, as the runtime executable carries them (cxx.py
+// kernel_api_objects).
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -79,6 +81,8 @@ uint8_t* l1(uint32_t addr, uint32_t n) {
     return g.l1.data() + addr;
 }
 const ComputeConfig& compute_config() { return g.cfg; }
+// The fake's kernels are built without chlkc_descriptors.h: every CB holds 32x32 tiles of four 16x16 faces.
+const CbTileShapes* cb_tile_shapes() { return nullptr; }
 void count(Counter c, uint64_t n) { g.counters[static_cast<int>(c)] += n; }
 [[noreturn]] void fault(const char* fmt, ...) {
     char buf[1024];

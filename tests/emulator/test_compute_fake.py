@@ -12,7 +12,7 @@ import torch
 
 from ttflashdecode.emulator import jit_env
 
-from .cxx import HERE, LLK_INCLUDE, build_shared
+from .cxx import HERE, LLK_INCLUDE, build_shared, kernel_api_objects
 
 FMT = {"float32": 0, "bfloat16": 5, "bfloat8_b": 6, "bfloat4_b": 7}
 CB_IN0, CB_IN1, CB_SCALER, CB_OUT, CB_OUT2 = 0, 1, 2, 16, 17
@@ -42,7 +42,8 @@ def kernel(name: str, ct_args: list[int], fp32=False, fidelity=4, approx=False, 
         f"-DEMU_DST_FULL_SYNC_EN={int(full_sync)}",
     ]
     # fake include dir must come before the real one so its arg headers shadow a missing runtime
-    so = build_shared(f"k_{name}", [HERE / "kernels" / "compute" / f"{name}.cpp", HERE / "fake_runtime.cpp"], flags)
+    sources = [HERE / "kernels" / "compute" / f"{name}.cpp", HERE / "fake_runtime.cpp", *kernel_api_objects()]
+    so = build_shared(f"k_{name}", sources, flags)
     if so not in _libs:
         lib = ctypes.CDLL(str(so))
         lib.fr_last_error.restype = ctypes.c_char_p

@@ -11,7 +11,7 @@ import torch
 
 from ttflashdecode.ttnn_env import import_ttnn
 
-from .cxx import HERE, load
+from .cxx import HERE, kernel_api_objects, load
 
 ttnn = import_ttnn()
 
@@ -21,7 +21,7 @@ FORMATS = {"float32": (0, 4096), "bfloat16": (5, 2048), "bfloat8_b": (6, 1088), 
 
 @pytest.fixture(scope="module")
 def lib():
-    return load("formats", [HERE / "formats_shim.cpp", HERE / "fault_stub.cpp"])
+    return load("formats", [HERE / "formats_shim.cpp", HERE / "fault_stub.cpp", *kernel_api_objects("formats.cpp")])
 
 
 def ttnn_bytes(x: torch.Tensor, dtype) -> np.ndarray:

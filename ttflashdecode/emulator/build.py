@@ -69,6 +69,25 @@ def _run(cmd: list[str]) -> None:
         raise EmulatorError(f"building the emulator runtime failed: {' '.join(cmd)}", details=res.stderr[-8000:])
 
 
+def _run_all(cmds: list[list[str]]) -> None:
+    """Runs independent compiles side by side (the host's cores), then reports the first that failed."""
+    procs = [(cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) for cmd in cmds]
+    results = [(cmd, proc.communicate()[1], proc.returncode) for cmd, proc in procs]
+    for cmd, stderr, code in results:
+        if code != 0:
+            raise EmulatorError(f"building the emulator runtime failed: {' '.join(cmd)}", details=stderr[-8000:])
+
+
+# The out-of-line half of the kernel API (include/emu declares it): the compute engine's model and the tile formats,
+# compiled once here rather than inline into every kernel (a compute kernel's compile then generates only its own
+# code and the templates it instantiates). Built into the runtime executable, whose -rdynamic exports them to the
+# kernel libraries it dlopens; formats.cpp into libttfd_host.so as well; the C++ unit tests compile them into their
+# own libraries (tests/emulator/cxx.py). -fno-strict-aliasing as the kernels these functions were compiled into
+# before (compiler.CXXFLAGS).
+KERNEL_API_SOURCES = (CSRC / "compute.cpp", CSRC / "compute_sfpu.cpp", CSRC / "formats.cpp")
+KERNEL_API_FLAGS = ("-fno-strict-aliasing",)
+
+
 @cache
 def runtime_dir(sanitize: str = "") -> Path:
     """Directory holding the built runtime for the current sources (built if missing); ``sanitize``: a sanitizer
@@ -89,23 +108,37 @@ def runtime_dir(sanitize: str = "") -> Path:
                 out,
             )
             common = ["-std=c++17", "-O2", "-g", "-pthread", f"-I{INCLUDE}"]
-            tmp = exe.with_suffix(f".{os.getpid()}")
-            _run(
-                [
-                    CXX,
-                    *common,
-                    *sanitizer_flags(sanitize),
-                    "-rdynamic",
-                    str(CSRC / "runtime.cpp"),
-                    "-o",
-                    str(tmp),
-                    "-ldl",
+            flags = [*common, *sanitizer_flags(sanitize)]
+            objects = [out / f"{src.stem}.{os.getpid()}.o" for src in (CSRC / "runtime.cpp", *KERNEL_API_SOURCES)]
+            _run_all(
+                [[CXX, *flags, "-c", str(CSRC / "runtime.cpp"), "-o", str(objects[0])]]
+                + [
+                    [CXX, *flags, *KERNEL_API_FLAGS, "-c", str(src), "-o", str(obj)]
+                    for src, obj in zip(KERNEL_API_SOURCES, objects[1:])
                 ]
             )
+            tmp = exe.with_suffix(f".{os.getpid()}")
+            try:
+                _run([CXX, *flags, "-rdynamic", *map(str, objects), "-o", str(tmp), "-ldl"])
+            finally:
+                for obj in objects:
+                    obj.unlink(missing_ok=True)
             tmp.rename(exe)
             if not sanitize:
                 tmp = lib.with_suffix(f".{os.getpid()}")
-                _run([CXX, *common, "-fPIC", "-shared", str(CSRC / "host_formats.cpp"), "-o", str(tmp)])
+                _run(
+                    [
+                        CXX,
+                        *common,
+                        *KERNEL_API_FLAGS,
+                        "-fPIC",
+                        "-shared",
+                        str(CSRC / "host_formats.cpp"),
+                        str(CSRC / "formats.cpp"),
+                        "-o",
+                        str(tmp),
+                    ]
+                )
                 tmp.rename(lib)
     return out
 

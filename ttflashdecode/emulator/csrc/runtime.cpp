@@ -185,6 +185,9 @@ struct KThread {
     bool invalidated = false;  // invalidate_l1_cache() called; ThreadSanitizer builds acquire again at the next API call
     void* so = nullptr;
     void (*entry)() = nullptr;
+    // The kernel's per-CB tile shapes (emu::cb_tile_shapes), when its library exports them (compute kernels).
+    emu::CbTileShapes tile_shapes{};
+    bool has_tile_shapes = false;
     timing::Risc* tr = nullptr;  // this RISC's timing trace (owned by M.engine), nullptr when timing is off
     // statistics (merged at the end)
     uint64_t dram_read[16]{}, dram_write[16]{};
@@ -870,6 +873,10 @@ uint8_t* l1(uint32_t addr, uint32_t n) {
 }
 
 const ComputeConfig& compute_config() { return cur().k->cfg; }
+const CbTileShapes* cb_tile_shapes() {
+    KThread& t = cur();
+    return t.has_tile_shapes ? &t.tile_shapes : nullptr;
+}
 
 void count(Counter c, uint64_t n) {
     if (size_t(c) >= size_t(Counter::NumCounters)) kfault(fmt("count: bad counter %u", unsigned(c)));
@@ -1701,6 +1708,12 @@ void load_kernels() {
         if (!e) setup_error("kernel " + t->k->name + " defines no `void kernel_main()`");
         t->so = h;
         t->entry = reinterpret_cast<void (*)()>(e);
+        // A compute kernel's tile tables are constants of its build, which the compute model's functions (compiled
+        // into this executable, csrc/compute.cpp) cannot see: the library hands them over (emu/compute_state.h).
+        if (void* f = dlsym(h, "emu_cb_tile_shapes")) {
+            t->tile_shapes = reinterpret_cast<emu::CbTileShapes (*)()>(f)();
+            t->has_tile_shapes = true;
+        }
     }
     record_code_objects(copies);
 }

@@ -1,94 +1,16 @@
 // Emulator's ckernel_ops.h: the Tensix instruction macros (TT_* / TTI_*) that the wheel's LLK SFPU kernels issue,
 // executed on the Vector Unit model (emu/compute_sfpu_isa.h) instead of being encoded into the instruction stream.
-// Each macro issues one instruction through emu::sfpu::issue(), which also records it while a REPLAY (or
-// lltt::record) is loading the replay buffer (REPLAY.md: load mode, optionally executing while loading) and runs
-// the buffer on a replay. Instructions of the other Tensix units that SFPU code interleaves (STALLWAIT, SEMWAIT,
-// NOP) have no effect on results and are accepted as no-ops; SFPLOADMACRO faults (the emulator builds compute
-// kernels with DISABLE_SFPLOADMACRO, the LLK's instruction-by-instruction form of the same algorithms).
+// Each macro issues one instruction through emu::sfpu::issue() (emu/compute_sfpu_isa.h, defined in the runtime's
+// csrc/compute_sfpu.cpp), which also records it while a REPLAY (or lltt::record) is loading the replay buffer
+// (REPLAY.md: load mode, optionally executing while loading) and runs the buffer on a replay. Instructions of the
+// other Tensix units that SFPU code interleaves (STALLWAIT, SEMWAIT, NOP) have no effect on results and are accepted
+// as no-ops; SFPLOADMACRO faults (the emulator builds compute kernels with DISABLE_SFPLOADMACRO, the LLK's
+// instruction-by-instruction form of the same algorithms).
 #pragma once
 
 #include <cstdint>
 
 #include "emu/compute_sfpu_isa.h"
-
-namespace emu::sfpu {
-
-enum Op : uint8_t {
-    kLoad, kStore, kLoadI, kMad, kAddI, kMulI, kMov, kSwap, kExExp, kExMan, kShft, kShft2, kCast, kSetExp, kSetMan,
-    kSetSgn, kAbs, kNot, kAnd, kOr, kXor, kLz, kDivP2, kIAdd, kStochRnd, kSetCC, kEnCC, kPushC, kPopC, kCompC,
-    kConfig, kNop, kIncRwc, kSetRwc, kLoadMacro, kTransp,
-};
-
-inline void exec(const Instr& i) {
-    switch (i.op) {
-        case kLoad: sfpload(i.a0, i.a1, i.a2, i.a3); break;
-        case kStore: sfpstore(i.a0, i.a1, i.a2, i.a3); break;
-        case kLoadI: sfploadi(i.a0, i.a1, i.a2); break;
-        case kMad: sfpmad(i.a0, i.a1, i.a2, i.a3, i.a4); break;
-        case kAddI: sfpaddi(i.a0, i.a1); break;
-        case kMulI: sfpmuli(i.a0, i.a1); break;
-        case kMov: sfpmov(i.a1, i.a2, i.a3); break;
-        case kSwap: sfpswap(i.a1, i.a2, i.a3); break;
-        case kExExp: sfpexexp(i.a1, i.a2, i.a3); break;
-        case kExMan: sfpexman(i.a1, i.a2, i.a3); break;
-        case kShft: sfpshft(i.a0, i.a1, i.a2, i.a3); break;
-        case kShft2: sfpshft2(i.a0, i.a1, i.a2, i.a3); break;
-        case kCast: sfpcast(i.a0, i.a1, i.a2); break;
-        case kSetExp: sfpsetexp(i.a0, i.a1, i.a2, i.a3); break;
-        case kSetMan: sfpsetman(i.a0, i.a1, i.a2, i.a3); break;
-        case kSetSgn: sfpsetsgn(i.a0, i.a1, i.a2, i.a3); break;
-        case kAbs: sfpabs(i.a1, i.a2, i.a3); break;
-        case kNot: sfpnot(i.a1, i.a2); break;
-        case kAnd: sfpbitop(i.a1, i.a2, 0); break;
-        case kOr: sfpbitop(i.a1, i.a2, 1); break;
-        case kXor: sfpbitop(i.a1, i.a2, 2); break;
-        case kLz: sfplz(i.a1, i.a2, i.a3); break;
-        case kDivP2: sfpdivp2(i.a0, i.a1, i.a2, i.a3); break;
-        case kIAdd: sfpiadd(i.a0, i.a1, i.a2, i.a3); break;
-        case kStochRnd: sfpstochrnd(i.a3, i.a4, i.a5); break;
-        case kSetCC: sfpsetcc(i.a0, i.a1, i.a3); break;
-        case kEnCC: sfpencc(i.a0, i.a3); break;
-        case kPushC: sfppushc(i.a3); break;
-        case kPopC: sfppopc(i.a3); break;
-        case kCompC: sfpcompc(); break;
-        case kConfig: sfpconfig(i.a0, i.a1, i.a2); break;
-        case kTransp: sfptransp(i.a2); break;
-        case kNop: break;
-        case kIncRwc: inc_dst_rwc(i.a1); break;
-        case kSetRwc:  // p_setrwc::SET_D; with CR_D the new value counts from the current one (LLK inc_dst_addr)
-            if (i.a5 & 4) set_dst_rwc(i.a2, (i.a1 & 4) != 0);
-            break;
-        case kLoadMacro:
-            fault("SFPLOADMACRO: macro scheduling is not modelled (compute kernels build with DISABLE_SFPLOADMACRO)");
-    }
-}
-
-inline void issue(uint8_t op, uint32_t a0 = 0, uint32_t a1 = 0, uint32_t a2 = 0, uint32_t a3 = 0, uint32_t a4 = 0,
-                  uint32_t a5 = 0) {
-    Instr ins{op, a0, a1, a2, a3, a4, a5};
-    Machine& s = m();
-    if (s.rec_left > 0) {
-        s.replay[s.rec_pos++ & 31] = ins;
-        --s.rec_left;
-        if (!s.rec_exec) return;
-    }
-    exec(ins);
-}
-
-// REPLAY (REPLAY.md): load_mode 1 records the next `len` instructions into slots start.. (executing them too when
-// exec_while_loading); load_mode 0 executes slots start .. start+len-1.
-inline void replay(uint32_t start, uint32_t len, uint32_t exec_while_loading, uint32_t load_mode) {
-    Machine& s = m();
-    if (load_mode) {
-        s.rec_pos = static_cast<int>(start);
-        s.rec_left = static_cast<int>(len);
-        s.rec_exec = exec_while_loading != 0;
-        return;
-    }
-    for (uint32_t k = 0; k < len; ++k) exec(s.replay[(start + k) & 31]);
-}
-
-}  // namespace emu::sfpu
 
 #define EMU_U(x) static_cast<uint32_t>(x)
 #define TT_SFPLOAD(vd, mod0, am, imm) ::emu::sfpu::issue(::emu::sfpu::kLoad, EMU_U(vd), EMU_U(mod0), EMU_U(am), EMU_U(imm))

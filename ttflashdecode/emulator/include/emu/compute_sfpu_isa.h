@@ -19,6 +19,10 @@
 // nearest with ties AWAY from zero (the non-stochastic mode every kernel modelled here uses); stochastic mode is
 // modelled deterministically the same way. SFPSTORE to a BF16 Dst keeps the top 16 bits (truncation), which is
 // why the LLK rounds explicitly before storing.
+//
+// The instructions and the machine state m() (one per thread, so per core's compute thread) are defined once in
+// csrc/compute_sfpu.cpp, built into the runtime executable, not inline in every kernel; the per-lane helpers the host
+// SFPI library (include_llk/sfpi.h) calls in its loops stay inline here.
 #pragma once
 
 #include <cmath>
@@ -107,11 +111,7 @@ struct Machine {
     uint32_t enabled() const { return use_flags ? flags : kAllLanes; }
 };
 
-inline Machine& m() {
-    static thread_local std::unique_ptr<Machine> s;
-    if (!s) s.reset(new Machine());
-    return *s;
-}
+Machine& m();
 
 // ---- Dst access
 struct DstRef {
@@ -119,8 +119,8 @@ struct DstRef {
     uint32_t tile, idx;  // row-major index inside the tile
 };
 
-inline DstRef dst_ref(uint32_t row, uint32_t col, const char* who) {
-    ComputeState& s = cstate();
+// `s`: the calling thread's compute state (cstate()), which SFPLOAD / SFPSTORE look up once for their 32 lanes.
+inline DstRef dst_ref(ComputeState& s, uint32_t row, uint32_t col, const char* who) {
     int sec = s.math_section;
     if (sec < 0) fault("%s: SFPU access to DST outside tile_regs_acquire / tile_regs_commit", who);
     uint32_t tile = row / 64, face = (row % 64) / 16, fr = row % 16;
@@ -152,72 +152,9 @@ inline void apply_addr_mod(uint32_t addr_mod) {
     s.dst_rwc += s.addr_mod_dest[slot];
 }
 
-inline void sfpload(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
-    Machine& s = m();
-    uint32_t fmt = resolve_fmt(mod0);
-    uint32_t addr = sfp_addr(imm10);
-    if (vd < 8) {
-        uint32_t en = fmt == kFmtInt32All ? kAllLanes : s.enabled();
-        for (uint32_t l = 0; l < kLanes; ++l) {
-            if (!(en >> l & 1)) continue;
-            DstRef d = dst_ref(dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPLOAD");
-            uint32_t raw = d.sec->defined[d.tile] ? as_u(d.sec->tile[d.tile][d.idx]) : 0u;
-            uint32_t v;
-            switch (fmt) {
-                case kFmtFp16b: v = raw & 0xffff0000u; break;  // BF16 Dst: the value's top 16 bits
-                case kFmtFp32:
-                case kFmtInt32:
-                case kFmtInt32All: v = raw; break;
-                case kFmtInt32Sm: v = (raw & 0x80000000u) ? (0u - (raw & 0x7fffffffu)) : raw; break;
-                case kFmtZero: v = 0; break;
-                case kFmtLo16:
-                case kFmtUInt16: v = raw & 0xffffu; break;
-                case kFmtHi16: v = raw << 16; break;
-                default: fault("SFPLOAD: load format %u is not modelled by the emulator", fmt);
-            }
-            s.lreg[vd].u[l] = v;
-        }
-    }
-    apply_addr_mod(addr_mod);
-}
+void sfpload(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10);
 
-inline void sfpstore(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
-    Machine& s = m();
-    uint32_t fmt = resolve_fmt(mod0);
-    uint32_t addr = sfp_addr(imm10);
-    uint32_t en = fmt == kFmtInt32All ? kAllLanes : s.enabled();
-    for (uint32_t l = 0; l < kLanes; ++l) {
-        if (!(en >> l & 1)) continue;
-        DstRef d = dst_ref(dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPSTORE");
-        uint32_t v = s.lreg[vd].u[l];
-        uint32_t out;
-        switch (fmt) {
-            case kFmtFp16b: {
-                // Dst holds BF16 (16 bits): the store keeps the top half (truncation); denormals flush to zero.
-                out = (v & 0x7f800000u) == 0 ? (v & 0x80000000u) : (v & 0xffff0000u);
-                if (!dst_fp32()) break;
-                break;
-            }
-            case kFmtFp32:
-            case kFmtInt32:
-            case kFmtInt32All: out = dst_fp32() ? v : (v & 0xffff0000u); break;
-            case kFmtInt32Sm: {
-                int32_t i = static_cast<int32_t>(v);
-                out = i < 0 ? (0x80000000u | static_cast<uint32_t>(-static_cast<int64_t>(i))) : v;
-                break;
-            }
-            case kFmtLo16:
-            case kFmtUInt16: out = v & 0xffffu; break;
-            default: fault("SFPSTORE: store format %u is not modelled by the emulator", fmt);
-        }
-        if (!d.sec->defined[d.tile]) {  // first write into an undefined tile: the rest of it reads as zero
-            std::memset(d.sec->tile[d.tile], 0, sizeof d.sec->tile[d.tile]);
-            d.sec->defined[d.tile] = true;
-        }
-        d.sec->tile[d.tile][d.idx] = as_f(out);
-    }
-    apply_addr_mod(addr_mod);
-}
+void sfpstore(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10);
 
 // ---- lanewise helpers
 template <typename F>
@@ -236,48 +173,14 @@ inline uint32_t fp16a_imm(uint32_t x) {  // SFPLOADI FLOATA: IEEE half -> fp32
     return (sign << 31) | ((exp + 112) << 23) | (man << 13);
 }
 
-inline void sfploadi(uint32_t vd, uint32_t mod0, uint32_t imm16) {
-    Machine& s = m();
-    imm16 &= 0xffffu;
-    lanewise(vd, [&](uint32_t l) -> uint32_t {
-        uint32_t old = s.lreg[vd].u[l];
-        switch (mod0) {
-            case 0: return bf16_imm(imm16);                        // FLOATB
-            case 1: return fp16a_imm(imm16);                       // FLOATA
-            case 2: return imm16;                                  // USHORT
-            case 4: return static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(imm16)));  // SHORT
-            case 8: return (old & 0xffffu) | (imm16 << 16);        // UPPER
-            case 10: return (old & 0xffff0000u) | imm16;           // LOWER
-            default: fault("SFPLOADI: mode %u is not modelled by the emulator", mod0);
-        }
-    });
-}
+void sfploadi(uint32_t vd, uint32_t mod0, uint32_t imm16);
 
-inline void sfpmad(uint32_t va, uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    if (mod1 & 0xc) fault("SFPMAD: indirect register modes (mod1 %u) are not modelled by the emulator", mod1);
-    Vec a = s.lreg[va], b = s.lreg[vb], c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) { return mad(a.u[l], b.u[l], c.u[l]); });
-}
+void sfpmad(uint32_t va, uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1);
 
-inline void sfpaddi(uint32_t imm16, uint32_t vd) {
-    Machine& s = m();
-    lanewise(vd, [&](uint32_t l) { return mad(s.lreg[vd].u[l], as_u(1.0f), bf16_imm(imm16)); });
-}
-inline void sfpmuli(uint32_t imm16, uint32_t vd) {
-    Machine& s = m();
-    lanewise(vd, [&](uint32_t l) { return mad(s.lreg[vd].u[l], bf16_imm(imm16), 0u); });
-}
+void sfpaddi(uint32_t imm16, uint32_t vd);
+void sfpmuli(uint32_t imm16, uint32_t vd);
 
-inline void sfpmov(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    if (mod1 == 2) {  // all lanes, ignoring LaneEnabled
-        if (vd < 8 || vd == 16) s.lreg[vd] = c;
-        return;
-    }
-    lanewise(vd, [&](uint32_t l) { return mod1 == 1 ? c.u[l] ^ 0x80000000u : c.u[l]; });
-}
+void sfpmov(uint32_t vc, uint32_t vd, uint32_t mod1);
 
 inline bool signmag_smaller(uint32_t c, uint32_t d) {
     c ^= static_cast<uint32_t>(static_cast<int32_t>(c) >> 30) >> 1;
@@ -285,96 +188,25 @@ inline bool signmag_smaller(uint32_t c, uint32_t d) {
     return static_cast<int32_t>(c) < static_cast<int32_t>(d);
 }
 
-inline void sfpswap(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    static const uint32_t kGetsMin[10] = {0, 0xffffffffu, 0x0000ffffu, 0x00ff00ffu, 0xff0000ffu,
-                                          0x000000ffu, 0x0000ff00u, 0x00ff0000u, 0xff000000u, 0};
-    Machine& s = m();
-    uint32_t en = s.enabled();
-    uint32_t getsmin = mod1 < 10 ? kGetsMin[mod1] : 0;
-    for (uint32_t l = 0; l < kLanes; ++l) {
-        if (!(en >> l & 1)) continue;
-        uint32_t cv = s.lreg[vc].u[l], dv = s.lreg[vd].u[l];
-        bool swap = mod1 == 0 ? true : ((getsmin >> l & 1) ? signmag_smaller(cv, dv) : !signmag_smaller(cv, dv));
-        if (swap) {
-            if (vc < 8) s.lreg[vc].u[l] = dv;
-            if (vd < 8) s.lreg[vd].u[l] = cv;
-        }
-    }
-}
+void sfpswap(uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPEXEXP: VD = exponent field (mod1 bit 0: no debias), optionally setting the flags from its sign.
-inline void sfpexexp(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    uint32_t en = s.enabled();
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t e = (c.u[l] >> 23) & 0xffu;
-        return (mod1 & 1) ? e : static_cast<uint32_t>(static_cast<int32_t>(e) - 127);
-    });
-    if (mod1 & 0xa) {  // SET_CC_SGN_EXP (2) / COMP (8)
-        for (uint32_t l = 0; l < kLanes; ++l) {
-            if (!(en >> l & 1)) continue;
-            bool neg = static_cast<int32_t>(s.lreg[vd].u[l]) < 0;
-            bool f = (mod1 & 2) ? neg : true;
-            if (mod1 & 8) f = !f;
-            s.flags = f ? (s.flags | (1u << l)) : (s.flags & ~(1u << l));
-        }
-    }
-}
+void sfpexexp(uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPEXMAN: mod1 0 (PAD8): mantissa with the implicit one at bit 23; mod1 1 (PAD9): mantissa only.
-inline void sfpexman(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) { return (c.u[l] & 0x7fffffu) | ((mod1 & 1) ? 0u : 0x800000u); });
-}
+void sfpexman(uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPSHFT: VD = VD << amount (right for a negative amount); mod1 bit 0: amount = Imm12, else LReg[VC].
-inline void sfpshft(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        int32_t amt = (mod1 & 1) ? static_cast<int32_t>(static_cast<int16_t>(imm12 << 4) >> 4)
-                                 : static_cast<int32_t>(c.u[l]);
-        uint32_t x = s.lreg[vd].u[l];
-        if (amt >= 0) return amt >= 32 ? 0u : x << amt;
-        return -amt >= 32 ? 0u : x >> -amt;
-    });
-}
+void sfpshft(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPSHFT2 mode 5 (SHFT_LREG): VD = LReg[VB] shifted by LReg[VC] (per lane).
-inline void sfpshft2(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    if (mod1 != 5) fault("SFPSHFT2: mode %u (lane movement) is not modelled by the emulator", mod1);
-    Vec b = s.lreg[vb], c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        int32_t amt = static_cast<int32_t>(c.u[l]);
-        uint32_t x = b.u[l];
-        if (amt >= 0) return amt >= 32 ? 0u : x << amt;
-        return -amt >= 32 ? 0u : x >> -amt;
-    });
-}
+void sfpshft2(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPTRANSP (tt-isa-documentation WormholeB0 SFPTRANSP.md): LReg[0:4] stacked into a 4x4x8 tensor (register,
 // lane row, lane column) have their two length-4 axes swapped, and the same for LReg[4:8]; a lane that is not
 // enabled keeps its value. VD >= 12 with the backdoor load enabled writes a LoadMacro template instead (not
 // modelled: SFPLOADMACRO is not either).
-inline void sfptransp(uint32_t vd) {
-    Machine& s = m();
-    if (vd >= 12) fault("SFPTRANSP: VD %u (LoadMacro instruction template backdoor) is not modelled by the emulator", vd);
-    uint32_t en = s.enabled();
-    for (uint32_t base : {0u, 4u}) {
-        for (uint32_t col = 0; col < 8; ++col) {
-            for (uint32_t i = 0; i < 4; ++i) {
-                for (uint32_t j = 0; j < i; ++j) {
-                    uint32_t ij = s.lreg[base + i].u[j * 8 + col], ji = s.lreg[base + j].u[i * 8 + col];
-                    if (en >> (j * 8 + col) & 1) s.lreg[base + i].u[j * 8 + col] = ji;
-                    if (en >> (i * 8 + col) & 1) s.lreg[base + j].u[i * 8 + col] = ij;
-                }
-            }
-        }
-    }
-}
+void sfptransp(uint32_t vd);
 
 // SFPCAST: sign-magnitude int32 -> fp32, round to nearest even (stochastic mode modelled the same way).
 inline uint32_t sm32_to_fp32(uint32_t x) {
@@ -384,122 +216,25 @@ inline uint32_t sm32_to_fp32(uint32_t x) {
     if (mag == 0) return 0u;
     return u | (x & 0x80000000u);
 }
-inline void sfpcast(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    (void)mod1;
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) { return sm32_to_fp32(c.u[l]); });
-}
+void sfpcast(uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPSETEXP (SFPSETEXP.md).
-inline void sfpsetexp(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t b = s.lreg[vd].u[l];
-        uint32_t e = (mod1 & 1) ? (imm12 & 0xffu) : (mod1 & 2) ? ((b >> 23) & 0xffu) : (b & 0xffu);
-        return (c.u[l] & 0x807fffffu) | (e << 23);
-    });
-}
+void sfpsetexp(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 // SFPSETMAN: mod1 bit 0: mantissa = Imm12 << 11, else the mantissa of VD (the old value).
-inline void sfpsetman(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t man = (mod1 & 1) ? ((imm12 & 0xfffu) << 11) : (s.lreg[vd].u[l] & 0x7fffffu);
-        return (c.u[l] & 0xff800000u) | man;
-    });
-}
+void sfpsetman(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 // SFPSETSGN: mod1 bit 0: sign = Imm bit 0, else the sign of VD.
-inline void sfpsetsgn(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t sign = (mod1 & 1) ? ((imm12 & 1u) << 31) : (s.lreg[vd].u[l] & 0x80000000u);
-        return (c.u[l] & 0x7fffffffu) | sign;
-    });
-}
+void sfpsetsgn(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 // SFPABS: mod1 1 float (NaN kept), 0 int (two's complement; -2^31 kept).
-inline void sfpabs(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t x = c.u[l];
-        if (mod1 & 1) return std::isnan(as_f(x)) ? x : (x & 0x7fffffffu);
-        int32_t i = static_cast<int32_t>(x);
-        return i == INT32_MIN ? x : static_cast<uint32_t>(i < 0 ? -i : i);
-    });
-}
-inline void sfpnot(uint32_t vc, uint32_t vd) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) { return ~c.u[l]; });
-}
-inline void sfpbitop(uint32_t vc, uint32_t vd, int op) {  // 0 and, 1 or, 2 xor: VD op= VC
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t d = s.lreg[vd].u[l];
-        return op == 0 ? (d & c.u[l]) : op == 1 ? (d | c.u[l]) : (d ^ c.u[l]);
-    });
-}
+void sfpabs(uint32_t vc, uint32_t vd, uint32_t mod1);
+void sfpnot(uint32_t vc, uint32_t vd);
+void sfpbitop(uint32_t vc, uint32_t vd, int op);
 // SFPLZ: count leading zeros (mod1 bit 2: ignoring the sign bit); flags on != 0 / == 0 (mod1 2 / 10).
-inline void sfplz(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    uint32_t en = s.enabled();
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t x = (mod1 & 4) ? (c.u[l] & 0x7fffffffu) : c.u[l];
-        return x == 0 ? 32u : static_cast<uint32_t>(__builtin_clz(x));
-    });
-    if (mod1 & 2) {
-        for (uint32_t l = 0; l < kLanes; ++l) {
-            if (!(en >> l & 1)) continue;
-            uint32_t x = (mod1 & 4) ? (c.u[l] & 0x7fffffffu) : c.u[l];
-            bool f = x != 0;
-            if (mod1 & 8) f = !f;
-            s.flags = f ? (s.flags | (1u << l)) : (s.flags & ~(1u << l));
-        }
-    }
-}
+void sfplz(uint32_t vc, uint32_t vd, uint32_t mod1);
 // SFPDIVP2: mod1 1 (ADD): exponent += Imm8 (NaN/Inf kept); else exponent = Imm8.
-inline void sfpdivp2(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) {
-        uint32_t x = c.u[l];
-        uint32_t e = (x >> 23) & 0xffu;
-        if (mod1 & 1) {
-            if (e == 0xffu) return x;
-            e = (e + imm12) & 0xffu;
-        } else {
-            e = imm12 & 0xffu;
-        }
-        return (x & 0x807fffffu) | (e << 23);
-    });
-}
+void sfpdivp2(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPIADD (SFPIADD.md).
-inline void sfpiadd(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    uint32_t en = s.enabled();
-    int32_t imm = static_cast<int32_t>(static_cast<int16_t>((imm12 & 0xfffu) << 4) >> 4);
-    lanewise(vd, [&](uint32_t l) {
-        if (mod1 & 1) return c.u[l] + static_cast<uint32_t>(imm);
-        if (mod1 & 2) return c.u[l] - s.lreg[vd].u[l];
-        return c.u[l] + s.lreg[vd].u[l];
-    });
-    if (vd < 8) {
-        for (uint32_t l = 0; l < kLanes; ++l) {
-            if (!(en >> l & 1)) continue;
-            bool f = (s.flags >> l) & 1;
-            if (!(mod1 & 4)) f = static_cast<int32_t>(s.lreg[vd].u[l]) < 0;
-            if (mod1 & 8) f = !f;
-            s.flags = f ? (s.flags | (1u << l)) : (s.flags & ~(1u << l));
-        }
-    }
-}
+void sfpiadd(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // SFPSTOCHRND (SFPSTOCHRND_FloatFloat.md, _FloatInt.md): round to nearest, ties away from zero.
 inline uint32_t stochrnd(uint32_t x, uint32_t mod1) {
@@ -542,11 +277,7 @@ inline uint32_t stochrnd(uint32_t x, uint32_t mod1) {
         default: fault("SFPSTOCHRND: mode %u (int->int) is not modelled by the emulator", mod1);
     }
 }
-inline void sfpstochrnd(uint32_t vc, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    Vec c = s.lreg[vc];
-    lanewise(vd, [&](uint32_t l) { return stochrnd(c.u[l], mod1); });
-}
+void sfpstochrnd(uint32_t vc, uint32_t vd, uint32_t mod1);
 
 // ---- conditional execution
 inline void set_flag(uint32_t l, bool f) {
@@ -564,108 +295,23 @@ inline bool setcc_test(uint32_t x, uint32_t imm12, uint32_t mod1) {
         default: fault("SFPSETCC: mode %u is not modelled by the emulator", mod1);
     }
 }
-inline void sfpsetcc(uint32_t imm12, uint32_t vc, uint32_t mod1) {
-    Machine& s = m();
-    uint32_t en = s.enabled();
-    for (uint32_t l = 0; l < kLanes; ++l) {
-        if (!(en >> l & 1)) continue;
-        bool f = setcc_test(s.lreg[vc].u[l], imm12, mod1);
-        if (mod1 & 8) f = !f;
-        set_flag(l, f);
-    }
-}
+void sfpsetcc(uint32_t imm12, uint32_t vc, uint32_t mod1);
 // SFPENCC: mod1 bits 0-1: enable unchanged (0) / complemented (1) / from Imm bit 0 (2); bit 3: flags from Imm
 // bit 1, else all set. Runs on every lane.
-inline void sfpencc(uint32_t imm12, uint32_t mod1) {
-    Machine& s = m();
-    switch (mod1 & 3) {
-        case 1: s.use_flags = !s.use_flags; break;
-        case 2: s.use_flags = imm12 & 1; break;
-        default: break;
-    }
-    s.flags = (mod1 & 8) ? ((imm12 & 2) ? kAllLanes : 0u) : kAllLanes;
-}
-inline void sfppushc(uint32_t mod1) {
-    Machine& s = m();
-    if (mod1 == 1) {
-        if (s.stack.empty()) fault("SFPPUSHC: replace on an empty flag stack");
-        s.stack.back() = {s.use_flags, s.flags};
-        return;
-    }
-    if (s.stack.size() >= 8) fault("SFPPUSHC: flag stack overflow (8 entries)");
-    s.stack.push_back({s.use_flags, s.flags});
-}
-inline void sfppopc(uint32_t mod1) {
-    Machine& s = m();
-    FlagEntry top = s.stack.empty() ? FlagEntry{false, 0u} : s.stack.back();
-    if (mod1 == 0) {
-        if (s.stack.empty()) fault("SFPPOPC: pop from an empty flag stack");
-        s.stack.pop_back();
-        s.use_flags = top.use;
-        s.flags = top.flags;
-        return;
-    }
-    if (mod1 <= 12) {
-        s.use_flags = top.use;
-        uint32_t a = s.flags, b = top.flags, r = 0;
-        switch (mod1) {
-            case 1: r = b; break;
-            case 2: r = ~b; break;
-            case 3: r = a & b; break;
-            case 4: r = a | b; break;
-            case 5: r = a & ~b; break;
-            case 6: r = a | ~b; break;
-            case 7: r = ~a & b; break;
-            case 8: r = ~a | b; break;
-            case 9: r = ~a & ~b; break;
-            case 10: r = ~a | ~b; break;
-            case 11: r = a ^ b; break;
-            case 12: r = ~(a ^ b); break;
-        }
-        s.flags = r;
-    } else if (mod1 == 13) {
-        s.flags = ~s.flags;
-    } else {
-        s.use_flags = true;
-        s.flags = mod1 == 14 ? kAllLanes : 0u;
-    }
-}
+void sfpencc(uint32_t imm12, uint32_t mod1);
+void sfppushc(uint32_t mod1);
+void sfppopc(uint32_t mod1);
 // SFPCOMPC: the else of if/else: flags = !flags within the lanes the enclosing level (stack top) enables.
-inline void sfpcompc() {
-    Machine& s = m();
-    if (!s.use_flags) return;
-    FlagEntry top = s.stack.empty() ? FlagEntry{false, kAllLanes} : s.stack.back();
-    uint32_t outer = top.use ? top.flags : kAllLanes;
-    s.flags = ~s.flags & outer;
-}
+void sfpcompc();
 
 // SFPCONFIG: VD 11-14 (programmable constants) = broadcast of lanes 0-7 of LReg[0] (SFPCONFIG.md); other
 // destinations (macro / lane configuration) are accepted and not modelled (the emulator does not run
 // SFPLOADMACRO sequences; kernels are built with DISABLE_SFPLOADMACRO).
-inline void sfpconfig(uint32_t imm16, uint32_t vd, uint32_t mod1) {
-    Machine& s = m();
-    (void)imm16;
-    (void)mod1;
-    if (vd >= 11 && vd <= 14)
-        for (uint32_t l = 0; l < kLanes; ++l) s.lreg[vd].u[l] = s.lreg[0].u[l & 7];
-}
+void sfpconfig(uint32_t imm16, uint32_t vd, uint32_t mod1);
 
 // ---- the SFPU's part of an LLK op: where it starts in DST
-inline void start_tile(uint32_t dst_index, const char* who) {
-    dst_for_math(dst_index, who);
-    Machine& s = m();
-    s.dst_base = dst_index * 64;
-    s.dst_rwc = s.dst_cr = 0;
-    s.use_flags = true;  // the LLK's SFPU programs run with conditional execution enabled, all lanes set
-    s.flags = kAllLanes;
-    s.stack.clear();
-}
-inline void done() {
-    Machine& s = m();
-    s.dst_base = 0;
-    s.dst_rwc = s.dst_cr = 0;
-    count(Counter::SfpuTiles);
-}
+void start_tile(uint32_t dst_index, const char* who);
+void done();
 // INCRWC: Dst counter += rows (the carriage-return register stays). SETRWC: Dst = (CR_D ? CR + rows : rows),
 // and CR takes the new value.
 inline void inc_dst_rwc(uint32_t rows) { m().dst_rwc += rows; }
@@ -674,5 +320,23 @@ inline void set_dst_rwc(uint32_t rows, bool from_cr = false) {
     s.dst_rwc = from_cr ? s.dst_cr + rows : rows;
     s.dst_cr = s.dst_rwc;
 }
+
+// ---- instructions
+enum Op : uint8_t {
+    kLoad, kStore, kLoadI, kMad, kAddI, kMulI, kMov, kSwap, kExExp, kExMan, kShft, kShft2, kCast, kSetExp, kSetMan,
+    kSetSgn, kAbs, kNot, kAnd, kOr, kXor, kLz, kDivP2, kIAdd, kStochRnd, kSetCC, kEnCC, kPushC, kPopC, kCompC,
+    kConfig, kNop, kIncRwc, kSetRwc, kLoadMacro, kTransp,
+};
+
+// The instruction set the TT_* / TTI_* macros of include_llk/ckernel_ops.h issue, and its interpreter: exec runs one
+// instruction, issue() one instruction as a macro issues it (recorded too while the replay buffer loads).
+void exec(const Instr& i);
+
+void issue(uint8_t op, uint32_t a0 = 0, uint32_t a1 = 0, uint32_t a2 = 0, uint32_t a3 = 0, uint32_t a4 = 0,
+    uint32_t a5 = 0);
+
+// REPLAY (REPLAY.md): load_mode 1 records the next `len` instructions into slots start.. (executing them too when
+// exec_while_loading); load_mode 0 executes slots start .. start+len-1.
+void replay(uint32_t start, uint32_t len, uint32_t exec_while_loading, uint32_t load_mode);
 
 }  // namespace emu::sfpu

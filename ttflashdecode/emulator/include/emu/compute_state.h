@@ -14,6 +14,11 @@
 //     even). With it true DST keeps fp32.
 //   * A released section is cleared the way the packer's ZEROACC leaves it: every tile "undefined", which
 //     accumulating FPU ops read as 0 and max-pool (reduce MAX) reads as -inf.
+//
+// The non-template functions declared here (and in compute_unpack.h, compute_fpu.h, compute_pack.h, compute_tilize.h,
+// timing_hooks.h) are defined once in csrc/compute.cpp, built into the runtime executable, not inline in every
+// kernel: a compute kernel's compile generates only its own code and the templates it instantiates. cstate() is one
+// per thread there, and the runtime runs each core's compute kernel on its own thread: one state per core.
 #pragma once
 
 #include <cmath>
@@ -75,24 +80,9 @@ struct ComputeState {
     float pack_relu_threshold = 0.0f;
 };
 
-inline ComputeState& cstate() {
-    // Heap-allocated: a 128 KiB thread_local would not fit the static TLS block of a dlopen'ed kernel library.
-    static thread_local std::unique_ptr<ComputeState> s;
-    if (!s) {
-        s.reset(new ComputeState());
-        s->sections[0].clear();
-        s->sections[1].clear();
-    }
-    return *s;
-}
+ComputeState& cstate();
 
-inline void compute_state_reset() {
-    ComputeState& s = cstate();
-    s.~ComputeState();
-    new (&s) ComputeState();
-    s.sections[0].clear();
-    s.sections[1].clear();
-}
+void compute_state_reset();
 
 inline bool dst_fp32() { return compute_config().fp32_dest_acc_en; }
 inline uint32_t dst_num_sections() { return compute_config().dst_full_sync_en ? 1 : 2; }
@@ -100,26 +90,24 @@ inline uint32_t dst_capacity() {
     uint32_t full = compute_config().dst_full_sync_en ? 16 : 8;
     return dst_fp32() ? full / 2 : full;
 }
-inline const char* dst_mode_name() {
-    static thread_local char buf[64];
-    std::snprintf(buf, sizeof buf, "%s-sync, %s DST", compute_config().dst_full_sync_en ? "full" : "half",
-                  dst_fp32() ? "fp32" : "bf16");
-    return buf;
-}
+const char* dst_mode_name();
 
-// The tile shape of a CB's tiles: from the JIT's per-CB tables (chlkc_descriptors.h) when the kernel has them,
-// else a 32x32 tile of four 16x16 faces.
-inline TileGeom cb_tile_geom(uint32_t cb, bool pack_side) {
+// The tile shape of a CB's tiles: from the JIT's per-CB tables (chlkc_descriptors.h) when the kernel has them
+// (emu::cb_tile_shapes), else a 32x32 tile of four 16x16 faces.
+TileGeom cb_tile_geom(uint32_t cb, bool pack_side);
+
+}  // namespace emu
+
 #if defined(EMU_CB_TILE_GEOMETRY)
-    if (cb < 32) {
-        return pack_side ? TileGeom{::pack_tile_num_faces[cb], ::pack_tile_face_r_dim[cb]}
-                         : TileGeom{::unpack_tile_num_faces[cb], ::unpack_tile_face_r_dim[cb]};
-    }
-#endif
-    (void)cb;
-    (void)pack_side;
-    return TileGeom{};
+// The kernel's per-CB tile tables (chlkc_descriptors.h, ahead of this header) for the runtime, which looks this
+// function up in each compute kernel library it loads and answers emu::cb_tile_shapes() from it. Kept (used) and
+// visible: nothing in the kernel calls it.
+extern "C" __attribute__((used, visibility("default"))) inline emu::CbTileShapes emu_cb_tile_shapes() {
+    return {::unpack_tile_num_faces, ::unpack_tile_face_r_dim, ::pack_tile_num_faces, ::pack_tile_face_r_dim};
 }
+#endif
+
+namespace emu {
 
 // Timing (docs/TIMING.md, section 3b): an op's *_init programs MOPs and address modifiers, a reconfig the format
 // registers, on the compute lanes `lanes` (bit 0 unpack, 1 math, 2 pack): kComputeInitCycles / kReconfigCycles a lane.
@@ -147,90 +135,25 @@ inline void configure_pack(uint32_t cb) {
 inline float dst_round(float v) { return dst_fp32() ? v : round_to_bf16(v); }
 
 // ---- protocol
-inline void dst_math_acquire(const char* who) {
-    ComputeState& s = cstate();
-    if (s.math_section >= 0)
-        fault("%s: DST already acquired by MATH (missing tile_regs_commit / release_dst before this acquire)", who);
-    uint32_t held = static_cast<uint32_t>(s.num_committed) + (s.pack_section >= 0 ? 1 : 0);
-    if (held >= dst_num_sections())
-        fault("%s: every DST section is still owned by PACK (%u committed, pack %s) in %s mode: on silicon MATH "
-              "would wait forever because PACK's tile_regs_wait/release come later in program order",
-              who, s.num_committed, s.pack_section >= 0 ? "holding one" : "idle", dst_mode_name());
-    int free_sec = 0;
-    while (free_sec == s.pack_section || (s.num_committed > 0 && s.committed[0] == free_sec) ||
-           (s.num_committed > 1 && s.committed[1] == free_sec))
-        ++free_sec;
-    s.math_section = free_sec;
-    if (auto* tr = timing_risc()) tr->tile_regs_acquire();
-}
+void dst_math_acquire(const char* who);
 
-inline void dst_math_commit(const char* who) {
-    ComputeState& s = cstate();
-    if (s.math_section < 0) fault("%s: tile_regs_commit without tile_regs_acquire", who);
-    s.committed[s.num_committed++] = s.math_section;
-    s.math_section = -1;
-    if (auto* tr = timing_risc()) tr->tile_regs_commit();
-}
+void dst_math_commit(const char* who);
 
-inline void dst_pack_wait(const char* who) {
-    ComputeState& s = cstate();
-    if (s.pack_section >= 0) fault("%s: tile_regs_wait while PACK still holds a section (missing tile_regs_release)", who);
-    if (s.num_committed == 0)
-        fault("%s: tile_regs_wait with no committed DST section (missing tile_regs_commit): PACK would wait forever",
-              who);
-    s.pack_section = s.committed[0];
-    s.committed[0] = s.committed[1];
-    s.committed[1] = -1;
-    --s.num_committed;
-    if (auto* tr = timing_risc()) tr->tile_regs_wait();
-}
+void dst_pack_wait(const char* who);
 
-inline void dst_pack_release(const char* who) {
-    ComputeState& s = cstate();
-    if (s.pack_section < 0) fault("%s: tile_regs_release without tile_regs_wait", who);
-    s.sections[s.pack_section].clear();
-    s.pack_section = -1;
-    if (auto* tr = timing_risc()) tr->tile_regs_release();
-}
+void dst_pack_release(const char* who);
 
-inline void dst_check_index(uint32_t idx, const char* who) {
-    if (idx >= dst_capacity())
-        fault("%s: DST index %u out of range: %s holds %u tiles per section", who, idx, dst_mode_name(),
-              dst_capacity());
-}
+void dst_check_index(uint32_t idx, const char* who);
 
 // The section MATH/SFPU operations write (requires an acquired, uncommitted section).
-inline DstSection& dst_for_math(uint32_t idx, const char* who) {
-    ComputeState& s = cstate();
-    if (s.math_section < 0) {
-        if (s.num_committed > 0 || s.pack_section >= 0)
-            fault("%s: math on DST after tile_regs_commit (DST now belongs to PACK); acquire a new section first", who);
-        fault("%s: math on DST before tile_regs_acquire", who);
-    }
-    dst_check_index(idx, who);
-    return s.sections[s.math_section];
-}
+DstSection& dst_for_math(uint32_t idx, const char* who);
 
 // The section PACK reads (requires tile_regs_wait, or the legacy acquire_dst).
-inline DstSection& dst_for_pack(uint32_t idx, const char* who) {
-    ComputeState& s = cstate();
-    int sec = s.pack_section;
-    if (sec < 0 && s.legacy_dst) sec = s.math_section;
-    if (sec < 0) {
-        if (s.math_section >= 0)
-            fault("%s: pack from DST before tile_regs_commit + tile_regs_wait (MATH still owns the section)", who);
-        fault("%s: pack from DST without an acquired section (missing tile_regs_wait)", who);
-    }
-    dst_check_index(idx, who);
-    return s.sections[sec];
-}
+DstSection& dst_for_pack(uint32_t idx, const char* who);
 
 // Value of DST datum i of tile t as an accumulating FPU op reads it (undefined -> 0).
 inline float dst_acc_read(const DstSection& d, uint32_t t, uint32_t i) { return d.defined[t] ? d.tile[t][i] : 0.0f; }
 
-inline void dst_write_tile(DstSection& d, uint32_t t, const float* v) {
-    for (uint32_t i = 0; i < kTileHW; ++i) d.tile[t][i] = dst_round(v[i]);
-    d.defined[t] = true;
-}
+void dst_write_tile(DstSection& d, uint32_t t, const float* v);
 
 }  // namespace emu

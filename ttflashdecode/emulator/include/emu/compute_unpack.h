@@ -15,6 +15,8 @@
 //       SrcB part = (p & 2) ? mantissa bits 16..13 (next 4) : sign/exponent/implicit one + bits 22..17,
 //     LoFi runs phase 0, HiFi2 phases 0-1, HiFi3 phases 0-2, HiFi4 phases 0-3; each phase's products are added
 //     into DST (rounded to the DST format) in turn. The least significant TF32 bit of SrcA is never used.
+//
+// Bodies: csrc/compute.cpp (see compute_state.h).
 #pragma once
 
 #include <algorithm>
@@ -49,56 +51,16 @@ inline float to_src_register(DataFormat f, float v) {
 
 inline const char* src_name(Src s) { return s == Src::A ? "SrcA" : "SrcB"; }
 
-inline void check_unpack_format(uint32_t cb, Src s, const char* who) {
-    ComputeState& st = cstate();
-    if (!st.started)
-        fault("%s: compute API used before compute_kernel_hw_startup (or a legacy *_init_common) configured the "
-              "unpacker", who);
-    DataFormat have = cb_data_format(cb);
-    DataFormat cfg = s == Src::A ? st.srca_fmt : st.srcb_fmt;
-    if (have != cfg)
-        fault("%s: %s unpacker is configured for %s (cb %u) but cb %u holds %s: missing reconfig_data_format%s"
-              "(..., %u)?",
-              who, src_name(s), data_format_name(cfg), s == Src::A ? st.srca_cb : st.srcb_cb, cb,
-              data_format_name(have), s == Src::A ? "_srca" : "_srcb", cb);
-}
+void check_unpack_format(uint32_t cb, Src s, const char* who);
 
 // Read tile `index` of the front of `cb` into `out` (row-major) as it lands in source register `s`.
-inline void unpack_cb_tile(uint32_t cb, uint32_t index, Src s, float* out, const char* who) {
-    check_unpack_format(cb, s, who);
-    if (!cb_pages_available_at_front(cb, index + 1))
-        fault("%s: reads tile %u of cb %u but fewer than %u tiles are at its front (missing cb_wait_front?)", who,
-              index, cb, index + 1);
-    DataFormat f = cb_data_format(cb);
-    TileGeom g = cb_tile_geom(cb, false);
-    uint32_t page = cb_page_size(cb);
-    uint32_t bytes = tile_size_bytes(f, g);
-    if (page < bytes) fault("%s: cb %u page size %u is smaller than a %s tile (%u B)", who, cb, page, data_format_name(f), bytes);
-    const uint8_t* p = l1(cb_read_addr(cb) + index * page, bytes);
-    if (timing_only()) {  // checked, counted and timed by the caller; the values are never used
-        std::fill(out, out + kTileHW, 0.0f);
-        count(Counter::TilesUnpacked);
-        return;
-    }
-    unpack_tile(f, p, out, g);
-    for (uint32_t i = 0; i < kTileHW; ++i) out[i] = to_src_register(f, out[i]);
-    count(Counter::TilesUnpacked);
-}
+void unpack_cb_tile(uint32_t cb, uint32_t index, Src s, float* out, const char* who);
 
 // Moving DST contents into a source register (dest-reuse ops): same 19-bit limit.
 inline float dst_to_src_register(float v) { return flush_denormal(dst_fp32() ? truncate_mantissa(v, 10) : v); }
 
 // ---- math fidelity
-inline uint32_t fidelity_phases() {
-    switch (compute_config().math_fidelity) {
-        case 0: return 1;  // LoFi
-        case 2: return 2;  // HiFi2
-        case 3: return 3;  // HiFi3
-        case 4: return 4;  // HiFi4
-        default: fault("unsupported math_fidelity %u (expected 0 LoFi, 2 HiFi2, 3 HiFi3, 4 HiFi4)",
-                       compute_config().math_fidelity);
-    }
-}
+uint32_t fidelity_phases();
 inline float srca_fidelity_part(float x, uint32_t phase) {
     uint32_t u = f32_bits(x);
     if ((phase & 1) == 0) return bits_f32(u & 0xfff80000u);

@@ -87,6 +87,17 @@ uint8_t* l1(uint32_t l1_addr, uint32_t num_bytes);  // this core's L1; faults ou
 
 // ---- kernel context
 const ComputeConfig& compute_config();
+// Per-CB tile shapes of the calling thread's compute kernel: the JIT's tables of its chlkc_descriptors.h (32 entries
+// each, indexed by CB), which the kernel library exports through emu_cb_tile_shapes (emu/compute_state.h); nullptr
+// when the kernel has none (every tile then 32x32, four 16x16 faces). The compute model's out-of-line functions
+// (csrc/compute.cpp) read tile shapes here because the tables are compile-time constants of the kernel.
+struct CbTileShapes {
+    const uint8_t* unpack_num_faces;
+    const uint8_t* unpack_face_r;
+    const uint8_t* pack_num_faces;
+    const uint8_t* pack_face_r;
+};
+const CbTileShapes* cb_tile_shapes();
 void count(Counter c, uint64_t n = 1);
 [[noreturn]] void fault(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -2,17 +2,14 @@
 // event on the calling thread's timing::Risc trace (nothing when timing is off). The compute headers call these as
 // one-liners next to their counters, where op, formats and tile shapes are known; fidelity comes from the kernel's
 // ComputeConfig.
+//
+// The SFPU classification (symbol demangling, its per-thread memo) and timing_matmul are defined in csrc/compute.cpp.
 #pragma once
 
-#include <cxxabi.h>
-#include <dlfcn.h>
-
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
-#include <unordered_map>
 
 #include "emu/compute_state.h"
 #include "emu/runtime.h"
@@ -34,14 +31,7 @@ inline void timing_fpu(timing::Op op, uint32_t math_tiles, uint32_t unpack_tiles
 
 // matmul_tiles / matmul_block: rt x ct products, rt + ct unpacks; in0 tiles of 16 rows (half tiles, upstream's Q)
 // cost half the math: the engine takes 8 rows of in0 a cycle ([me]).
-inline void timing_matmul(uint32_t cb0, uint32_t cb1, uint32_t rt, uint32_t ct) {
-    if (auto* tr = timing_risc()) {
-        TileGeom g = cb_tile_geom(cb0, false);
-        double rows = double(g.num_faces > 2 ? 2 : 1) * g.face_r;  // in0 rows: faces 0/1 hold rows 0-15
-        uint32_t bytes = (timing_tile_bytes(cb0, false) * rt + timing_tile_bytes(cb1, false) * ct) / (rt + ct);
-        tr->compute(timing::Op::Matmul, rt * ct, rt + ct, bytes, compute_config().math_fidelity, false, rows / 32.0);
-    }
-}
+void timing_matmul(uint32_t cb0, uint32_t cb1, uint32_t rt, uint32_t ct);
 
 inline void timing_pack(uint32_t tile_bytes) {
     if (auto* tr = timing_risc()) tr->pack(1, tile_bytes);
@@ -62,65 +52,19 @@ struct SfpuKind {
     uint32_t iterations = 8;
 };
 
-inline std::string timing_demangle(const char* mangled) {
-    if (!mangled) return "";
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    std::string out = status == 0 && d ? d : mangled;
-    std::free(d);
-    return out;
-}
+std::string timing_demangle(const char* mangled);
 
-inline SfpuKind timing_classify_sfpu(const std::string& name, bool binary) {
-    SfpuKind k;
-    auto first_template_arg_true = [&](size_t from) {
-        size_t lt = name.find('<', from);
-        return lt != std::string::npos && name.compare(lt + 1, 4, "true") == 0;
-    };
-    // The index-th template argument of the function named at `at`, if it is an integer (else `fallback`).
-    auto template_int_arg = [&](size_t at, int index, uint32_t fallback) -> uint32_t {
-        size_t i = name.find('<', at);
-        if (i == std::string::npos) return fallback;
-        for (int depth = 0, arg = 0; ++i < name.size();) {
-            char c = name[i];
-            if (c == '<' || c == '(') ++depth;
-            else if ((c == '>' || c == ')') && depth > 0) --depth;
-            else if (depth == 0 && c == ',') ++arg;
-            else if (depth == 0 && c == '>') break;
-            else if (depth == 0 && arg == index && c != ' ') {
-                if (c < '0' || c > '9') return fallback;
-                uint32_t v = std::strtoul(name.c_str() + i, nullptr, 10);
-                return v > 0 ? v : fallback;
-            }
-        }
-        return fallback;
-    };
-    size_t p;
-    if ((p = name.find("recip")) != std::string::npos) {
-        k.op = timing::Op::SfpuRecip;
-        k.approx = first_template_arg_true(p);
-        if ((p = name.find("calculate_reciprocal<")) != std::string::npos) k.iterations = template_int_arg(p, 2, 8);
-    } else if ((p = name.find("exp")) != std::string::npos) {
-        k.op = timing::Op::SfpuExp;
-        k.approx = first_template_arg_true(p);
-        if ((p = name.find("calculate_exponential<")) != std::string::npos) k.iterations = template_int_arg(p, 3, 8);
-    } else if (binary) {
-        k.op = timing::Op::SfpuBinary;
-    }
-    return k;
-}
+SfpuKind timing_classify_sfpu(const std::string& name, bool binary);
+
+// The kind of SFPU function `fn` (a function pointer of type `type`), classified from its symbol (dladdr) the first
+// time this thread sees that (type, function) pair and remembered per thread (defined in csrc/compute.cpp).
+SfpuKind timing_sfpu_function_kind(const std::type_info& type, const void* fn, bool binary);
 
 template <class F>
 inline SfpuKind timing_sfpu_kind(const F& f, bool binary) {
     using D = std::decay_t<F>;
     if constexpr (std::is_pointer_v<D> && std::is_function_v<std::remove_pointer_t<D>>) {
-        static std::unordered_map<const void*, SfpuKind> memo;  // one compute thread per kernel library copy
-        const void* key = reinterpret_cast<const void*>(f);
-        auto it = memo.find(key);
-        if (it != memo.end()) return it->second;
-        Dl_info info{};
-        std::string name = dladdr(key, &info) && info.dli_sname ? timing_demangle(info.dli_sname) : "";
-        return memo[key] = timing_classify_sfpu(name, binary);
+        return timing_sfpu_function_kind(typeid(D), reinterpret_cast<const void*>(f), binary);
     } else {
         static const SfpuKind kind = timing_classify_sfpu(timing_demangle(typeid(D).name()), binary);
         return kind;
