@@ -347,7 +347,13 @@ def model_hash() -> str:
     """Hash of the timing model (its header, the runtime's hooks) and :data:`MODEL_VERSION`."""
     if "model" not in _HASHES:
         emu = _PACKAGE / "emulator"
-        files = [*(emu / "include" / "emu").glob("timing*.h"), emu / "csrc" / "runtime.cpp", emu / "arch.py"]
+        # csrc/compute.cpp holds the hooks' compute-side classification (timing_classify_sfpu, timing_matmul)
+        files = [
+            *(emu / "include" / "emu").glob("timing*.h"),
+            emu / "csrc" / "runtime.cpp",
+            emu / "csrc" / "compute.cpp",
+            emu / "arch.py",
+        ]
         _HASHES["model"] = f"v{MODEL_VERSION}-" + _hash_files([p for p in files if p.is_file()])
     return _HASHES["model"]
 
