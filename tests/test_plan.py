@@ -322,6 +322,26 @@ def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
 # ---- whole plans -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "head_dim, dtype, k_chunk_size",
+    [(576, "bfloat16", 256), (576, "bfloat16", 0), (256, "float32", 512), (256, "bfloat16", 1024)],
+)
+def test_three_core_group_that_overflows_l1_halves_its_radix_to_two(head_dim, dtype, k_chunk_size):
+    """A group of 3 cores starts from radix 3 (the default 4 capped at the group); when its partial slots overflow L1
+    the planner halves the radix, and 3 // 2 would be a radix of 1, a tree that never reaches a second core (the
+    planner looped for ever in tree_rounds: test_plan_invariants drew such a case and hung the suite)."""
+    s = shapes(n_q_heads=16, head_dim=head_dim, kv_len=4096, k_dtype=dtype, v_dtype=dtype)
+    p = plan(s, ProgramConfig((8, 8), k_chunk_size=k_chunk_size, max_cores_per_head_batch=3), fp32_dest_acc=True)
+    assert p.merge_radix == 2 and p.rounds == tree_rounds(p.num_cores_per_head, 2)
+    assert p.l1_bytes <= L1_BUDGET_BYTES
+
+
+@pytest.mark.parametrize("radix", [0, 1])
+def test_tree_rounds_rejects_a_radix_below_two(radix):
+    with pytest.raises(ValueError, match=f"radix={radix}"):
+        tree_rounds(4, radix)
+
+
 @SETTINGS
 @given(
     # Mostly few groups (a split with a reduction tree), sometimes more groups than cores.

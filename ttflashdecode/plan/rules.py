@@ -188,6 +188,8 @@ def active_cores(
 
 def tree_rounds(num_cores: int, radix: int = 2) -> int:
     """ceil(log_F N): rounds of the radix-F reduction tree over a group of N cores (0 for a 1-core group)."""
+    if radix < 2:  # a radix of 1 never reaches a second core: the loop below would not end
+        raise ValueError(f"radix={radix}: a reduction tree's radix must be at least 2")
     rounds, reach = 0, 1
     while reach < num_cores:
         rounds, reach = rounds + 1, reach * radix

@@ -380,8 +380,8 @@ def plan(
         if l1_bytes(cbs_for(*whole_heads)) <= l1_budget:
             head_blocks = whole_heads
             break
-        if radix > 2:  # fewer partial slots for another round or two of the tree
-            radix //= 2
+        if radix > 2:  # fewer partial slots for another round or two of the tree (3 // 2 would be a radix of 1)
+            radix = max(2, radix // 2)
             continue
         if derived and k_chunk_size > MIN_K_CHUNK_SIZE:
             k_chunk_size //= 2
