@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import os
 import subprocess
+from contextlib import contextmanager
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -63,6 +64,19 @@ def sanitizer_flags(name: str) -> list[str]:
     return [f"-fsanitize={name}", "-fno-omit-frame-pointer", "-g"]
 
 
+@contextmanager
+def file_lock(path: Path):
+    """Holds an exclusive lock on the file ``path`` (created if missing): between processes, and between threads of
+    one process (each holder opens the file itself). What the cache builds once -- the runtime, the timing library, a
+    kernel library, the precompiled header -- is built under one."""
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _run(cmd: list[str]) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -98,8 +112,7 @@ def runtime_dir(sanitize: str = "") -> Path:
     if all(p.exists() for p in wanted):
         return out
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)
+    with file_lock(out / ".lock"):
         if not all(p.exists() for p in wanted):
             # A minute or more on a loaded machine: say what is happening rather than look hung.
             logger.info(

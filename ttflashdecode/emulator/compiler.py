@@ -49,7 +49,6 @@ emulator's headers carry the wheel's markings and messages -- at WARNING, the re
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -59,7 +58,6 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -67,7 +65,7 @@ from pathlib import Path
 from loguru import logger
 
 from . import jit_env
-from .build import CACHE_ROOT, CXX, INCLUDE, sanitizer, sanitizer_flags
+from .build import CACHE_ROOT, CXX, INCLUDE, file_lock, sanitizer, sanitizer_flags
 from .errors import KernelCompileError
 
 # The directory holding the ttflashdecode package: the checkout for an editable install, site-packages for a wheel.
@@ -300,7 +298,7 @@ def precompiled_std_headers(codegen_flags: tuple[str, ...]) -> Path:
     if gch.exists():
         return header
     where.mkdir(parents=True, exist_ok=True)
-    with _cache_lock(where / "build"):
+    with file_lock(where / ".lock"):
         if not gch.exists():
             _write_atomic(header, text.decode())
             tmp = gch.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -310,17 +308,6 @@ def precompiled_std_headers(codegen_flags: tuple[str, ...]) -> Path:
                 raise KernelCompileError(str(STD_HEADERS), res.stderr, " ".join(map(shlex.quote, cmd)))
             tmp.rename(gch)
     return header
-
-
-@contextmanager
-def _cache_lock(path: Path):
-    """An exclusive lock on ``path``.lock, between threads and processes alike (each holder opens its own file)."""
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -401,20 +388,22 @@ def compile_kernel(build: KernelBuild) -> Path:
 def _compile_or_reuse(build: KernelBuild, out: Path, roots: list[tuple[str, str]]) -> Path:
     """`out` (the library of `build`, _library_path), compiled unless the cache holds it."""
     if out.exists():
-        with _lock:
-            _stats["hits"] += 1
-        _report(out, build.source, _cached_warnings(out, build, roots))
-        return out
+        return _reuse(build, out, roots)
     KERNEL_CACHE.mkdir(parents=True, exist_ok=True)
     # One compile of a library at a time: processes (pytest-xdist workers, parallel sweeps) that need the same
     # library wait for the first to publish it instead of compiling it again.
-    with _cache_lock(out):
+    with file_lock(out.with_name(out.name + ".lock")):
         if out.exists():
-            with _lock:
-                _stats["hits"] += 1
-            _report(out, build.source, _cached_warnings(out, build, roots))
-            return out
+            return _reuse(build, out, roots)
         return _compile(build, out, roots)
+
+
+def _reuse(build: KernelBuild, out: Path, roots: list[tuple[str, str]]) -> Path:
+    """`out`, the cached library of `build`: a cache hit, its warnings reported as a compile's would be."""
+    with _lock:
+        _stats["hits"] += 1
+    _report(out, build.source, _cached_warnings(out, build, roots))
+    return out
 
 
 def _compile(build: KernelBuild, out: Path, roots: list[tuple[str, str]]) -> Path:
@@ -519,7 +508,8 @@ def kernel_flags(
     if named_compile_time_args:
         files[jit_env.NAMED_CT_ARG_MAP_HEADER] = jit_env.named_ct_arg_map_header(named_compile_time_args)
     gen = jit_env.write_generated(GENERATED, files) if files else None
-    codegen = [f for f in CXXFLAGS if f != "-shared"] + sanitizer_flags(sanitizer())
+    sanitize = sanitizer_flags(sanitizer())  # TTFD_EMU_SANITIZE: kernels instrumented like the runtime (build.py)
+    codegen = [f for f in CXXFLAGS if f != "-shared"] + sanitize
     flags = list(CXXFLAGS)
     flags += [*PCH_FLAGS, "-include", str(precompiled_std_headers(tuple(codegen)))]
     flags += macro_prefix_maps(source)
@@ -589,5 +579,5 @@ def kernel_flags(
         flags.append(f"-D{name}={value}" if value != "" else f"-D{name}")
     if os.environ.get(DEPRECATED_ERROR_ENV, "").strip() not in ("", "0"):
         flags.append("-Werror=deprecated-declarations")
-    flags += sanitizer_flags(sanitizer())  # TTFD_EMU_SANITIZE: kernels instrumented like the runtime (build.py)
+    flags += sanitize
     return tuple(flags)

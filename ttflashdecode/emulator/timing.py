@@ -31,7 +31,6 @@ to that name); ``stats.durations_ns()`` maps every variant replayed, the main on
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import hashlib
 import json
 import os
@@ -41,7 +40,7 @@ from enum import IntEnum
 from functools import lru_cache
 from pathlib import Path
 
-from .build import CACHE_ROOT, CXX, _run
+from .build import CACHE_ROOT, CXX, _run, file_lock
 from .errors import EmulatorError
 
 HERE = Path(__file__).resolve().parent
@@ -236,8 +235,7 @@ def library() -> ctypes.CDLL:
     out = CACHE_ROOT / f"timing-{_digest()}" / "libttfd_timing.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out.parent / ".lock", "w") as lk:
-            fcntl.flock(lk, fcntl.LOCK_EX)
+        with file_lock(out.parent / ".lock"):
             if not out.exists():
                 tmp = out.with_suffix(f".{os.getpid()}")
                 _run(
