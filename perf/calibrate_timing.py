@@ -145,10 +145,11 @@ def llama70b_decode(dev, block_size: int = 32, position: int = 127, grid=(8, 8))
         max_cores_per_head_batch=16,
     )
     kwargs = dict(cur_pos=[position] * b, program_config=config)
-    upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, page_table, **kwargs)
-    theirs = upstream.last_run.stats
-    ttflashdecode.paged_scaled_dot_product_attention_decode(tq, tk, tv, page_table, **kwargs)
-    ours = ttflashdecode.op.last_run.stats
+    _, theirs = upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, page_table, return_stats=True, **kwargs)
+    _, ours = ttflashdecode.paged_scaled_dot_product_attention_decode(
+        tq, tk, tv, page_table, return_stats=True, **kwargs
+    )
+    theirs, ours = theirs.stats, ours.stats
     return theirs, ours
 
 
@@ -442,10 +443,10 @@ def decode_cost() -> None:
         def ours():
             q = dev.from_torch(torch.randn(1, 1, 32, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
             k, v = (dev.empty((1, 8, 32768, 128), ttnn.bfloat8_b) for _ in range(2))
-            ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=[32767])
-            for t in (q, k, v):
+            out, run = ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=[32767], return_stats=True)
+            for t in (q, k, v, out):
                 t.deallocate()
-            return ttflashdecode.op.last_run.stats
+            return run.stats
 
         def theirs():
             return timing_calibration.upstream_decode(

@@ -75,9 +75,10 @@ def run(dev, case: Case, seed: int):
         compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=case.max_cores_per_head_batch
     )
     t0 = time.perf_counter()
-    tt_out = op_module.scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, cur_pos=cur_pos, program_config=config)
+    tt_out, run = op_module.scaled_dot_product_attention_decode(
+        tt_q, tt_k, tt_v, cur_pos=cur_pos, program_config=config, return_stats=True
+    )
     wall = time.perf_counter() - t0
-    run = op_module.last_run
     expected = golden.sdpa_decode(
         golden.quantize_like_device(q, "bfloat16"),
         golden.quantize_like_device(k, case.kv_dtype),

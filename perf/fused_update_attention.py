@@ -27,11 +27,9 @@ import time
 import torch
 
 import ttflashdecode
-from ttflashdecode import emulator, op
-from ttflashdecode import fused_update_decode as fused
+from ttflashdecode import emulator
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.emulator import timing
-from ttflashdecode.ops.update_cache import api as uc
 from ttflashdecode.ttnn_env import import_ttnn
 
 HEAD_DIM = 128
@@ -77,13 +75,16 @@ def measure(dev, batch: int, kv_len: int, dtype: str, heads: tuple[int, int], se
     )
     config = ProgramConfig(compute_with_storage_grid_size=(8, 8))
 
-    ttflashdecode.paged_fused_update_cache(k, k_new, v, v_new, update_idxs_tensor=pos)
-    update_ns = uc.last_run.stats.duration_ns
-    ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos_tensor=pos, program_config=config)
-    attention_ns = op.last_run.stats.duration_ns
-    attention_cores = sum(c.role != "idle" for c in op.last_run.plan.cores)
-    ttflashdecode.update_cache_and_decode(q, k, v, k_new, v_new, cur_pos_tensor=pos, program_config=config)
-    run = fused.last_run
+    _, update = ttflashdecode.paged_fused_update_cache(k, k_new, v, v_new, update_idxs_tensor=pos, return_stats=True)
+    update_ns = update.stats.duration_ns
+    _, attention = ttflashdecode.scaled_dot_product_attention_decode(
+        q, k, v, cur_pos_tensor=pos, program_config=config, return_stats=True
+    )
+    attention_ns = attention.stats.duration_ns
+    attention_cores = sum(c.role != "idle" for c in attention.plan.cores)
+    _, run = ttflashdecode.update_cache_and_decode(
+        q, k, v, k_new, v_new, cur_pos_tensor=pos, program_config=config, return_stats=True
+    )
     return dict(
         update_ns=update_ns,
         attention_ns=attention_ns,

@@ -138,9 +138,10 @@ def measure(dev, shape: Shape, tensors, cur_pos: int, split: tuple[int, int]) ->
     config = ProgramConfig(GRID, k_chunk_size=k_chunk_size, max_cores_per_head_batch=num_cores_per_head)
     dev.write(out_tt, torch.full((1, shape.batch, shape.n_q_heads, HEAD_DIM), float("nan")))  # unwritten -> NaN
     t0 = time.perf_counter()
-    op_module.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, program_config=config, output_tensor=out_tt)
+    _, run = op_module.scaled_dot_product_attention_decode(
+        q, k, v, cur_pos=pos, program_config=config, output_tensor=out_tt, return_stats=True
+    )
     wall = time.perf_counter() - t0
-    run = op_module.last_run
     plan, stats = run.plan, run.stats
     assert (plan.k_chunk_size, plan.num_cores_per_head) == split
 

@@ -108,11 +108,10 @@ def run_context(kv_len: int, devices: list[int], cores: list[int], seed: int) ->
             for max_cores in cores:
                 config = ProgramConfig(compute_with_storage_grid_size=CHIP_GRID, max_cores_per_head_batch=max_cores)
                 t0 = time.perf_counter()
-                tt_out = op_module.scaled_dot_product_attention_decode(
-                    tq, tk, tv, cur_pos=cur_pos, program_config=config
+                tt_out, run = op_module.scaled_dot_product_attention_decode(
+                    tq, tk, tv, cur_pos=cur_pos, program_config=config, return_stats=True
                 )
                 emu_s = time.perf_counter() - t0
-                run = op_module.last_run
                 out = mesh.to_torch(tt_out, mesh_composer=emulator.ConcatMeshToTensor(mesh, dim=2)).float()
                 per_chip = [chip_counters(s) for s in run.stats.chips]
                 dram, busiest, partials = max(per_chip)

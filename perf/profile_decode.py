@@ -62,7 +62,7 @@ def run_both(dev, args):
         **extra,
     )
     pos = args.kv_len - 1 if args.pos is None else args.pos
-    kwargs = dict(cur_pos=[pos] * b, program_config=config)
+    kwargs = dict(cur_pos=[pos] * b, program_config=config, return_stats=True)
     if args.fidelity:
         kwargs["compute_kernel_config"] = ttnn.WormholeComputeKernelConfig(
             math_fidelity=getattr(ttnn.MathFidelity, args.fidelity),
@@ -110,17 +110,14 @@ def run_both(dev, args):
     for name, call in calls:
         if args.only and args.only not in name:
             continue
-        out = call()
+        out, run = call()
         if reference is not None:
             got = dev.to_torch(out).to(torch.float64)[..., :hq, :d]
             err = (got - reference).abs().max().item()
             pcc = torch.corrcoef(torch.stack([got.flatten(), reference.flatten()]))[0, 1].item()
             print(f"{name}: vs float64 reference PCC {pcc:.6f}, max |error| {err:.4g}")
         out.deallocate()
-        if name.startswith("upstream"):
-            results.append((name, upstream.last_run.stats, None))
-        else:
-            results.append((name, ttflashdecode.op.last_run.stats, ttflashdecode.op.last_run.plan))
+        results.append((name, run.stats, None if name.startswith("upstream") else run.plan))
     return results
 
 

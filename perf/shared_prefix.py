@@ -76,7 +76,6 @@ class Row:
 
 def measure(device, model: str, prefix: int, suffix: int, users: int, max_group_rows: int | None = None) -> Row:
     import ttflashdecode
-    from ttflashdecode import op as op_module
     from ttflashdecode.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
@@ -98,8 +97,10 @@ def measure(device, model: str, prefix: int, suffix: int, users: int, max_group_
     width = max(suffix_blocks, 1)
     plain_table = int32([list(range(prefix_blocks)) + own[u] + [0] * (width - suffix_blocks) for u in range(users)])
     cur_pos = int32([prefix + suffix - 1] * users)
-    ttflashdecode.paged_scaled_dot_product_attention_decode(q, k, v, plain_table, cur_pos_tensor=cur_pos)
-    plain = op_module.last_run.stats
+    _, plain = ttflashdecode.paged_scaled_dot_product_attention_decode(
+        q, k, v, plain_table, cur_pos_tensor=cur_pos, return_stats=True
+    )
+    plain = plain.stats
     plain_bytes = plain.bytes_read_from(k) + plain.bytes_read_from(v)
 
     suffix_table = int32([own[u] + [0] * (width - suffix_blocks) for u in range(users)])
@@ -113,7 +114,7 @@ def measure(device, model: str, prefix: int, suffix: int, users: int, max_group_
         prefix_page_table=prefix_table,
         suffix_page_table=suffix_table,
         suffix_cur_pos_tensor=int32([suffix - 1] * users),
-        return_result=True,
+        return_stats=True,
         **({} if max_group_rows is None else {"max_group_rows": max_group_rows}),
     )
     shared_bytes = sum(s.bytes_read_from(k) + s.bytes_read_from(v) for s in (result.prefix_stats, result.suffix_stats))

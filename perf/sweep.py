@@ -226,19 +226,23 @@ class Runner:
     def call(self, module, program_config, compute_kernel_config) -> dict:
         """One call of ``module``'s paged entry point; a record (duration, bytes, plan) or the refusal."""
         s = self.s
-        kw = dict(cur_pos_tensor=self.pos, program_config=program_config, compute_kernel_config=compute_kernel_config)
+        kw = dict(
+            cur_pos_tensor=self.pos,
+            program_config=program_config,
+            compute_kernel_config=compute_kernel_config,
+            return_stats=True,
+        )
         try:
             if s.head_dim_v:
-                out = module.paged_flash_multi_latent_attention_decode(
+                out, run = module.paged_flash_multi_latent_attention_decode(
                     self.q, self.k, self.table, head_dim_v=s.head_dim_v, **kw
                 )
             else:
                 if s.tg:
                     kw["spec_multi_pos_tiles"] = s.tg
-                out = module.paged_scaled_dot_product_attention_decode(self.q, self.k, self.v, self.table, **kw)
+                out, run = module.paged_scaled_dot_product_attention_decode(self.q, self.k, self.v, self.table, **kw)
         except Exception as e:  # a refusal is a result (recorded), not the end of the sweep
             return {"ns": None, "note": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
-        run = getattr(module, "op", module).last_run  # ours: ttflashdecode.op.last_run; upstream: upstream.last_run
         out.deallocate()
         return {
             "ns": run.stats.duration_ns,

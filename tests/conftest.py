@@ -86,3 +86,15 @@ def tt_device(ttnn):
     device = ttnn.open_device(device_id=0)
     yield device
     ttnn.close_device(device)
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """Inside the test, any program launch on an emulated device fails it: for calls that must be refused on the host,
+    before anything runs."""
+    from ttflashdecode.emulator import EmuDevice
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a call that must be refused on the host launched a program")
+
+    monkeypatch.setattr(EmuDevice, "generic_op", refuse)

@@ -196,6 +196,7 @@ class DecodeOutcome:
     out_tensor: object = None  # the device output tensor
     seed: int | None = None  # the seed of the inputs (None: drawn by the caller)
     expected_without_sink: torch.Tensor | None = None  # the golden of the same call without its sinks
+    result: object = None  # the call's DecodeResult (return_stats=True): plan, stats, staging, convert_stats
 
 
 def sink_logits(case: DecodeCase, gen: torch.Generator) -> torch.Tensor:
@@ -287,6 +288,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
     kwargs = dict(
         program_config=case.program_config(),
         output_tensor=to_device(poison, getattr(ttnn, case.out_dtype), **out_kw),
+        return_stats=True,
         share_cache=case.share_cache,
         sliding_window_size=case.sliding_window_size,
     )
@@ -307,11 +309,10 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
         )
     tt_q, tt_k, tt_v = to_device(t["q"], bf16), to_device(t["k"], kv_dtype), to_device(t["v"], kv_dtype)
     if case.block_size:
-        tt_out = op_module.paged_scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, t["page_table"], **kwargs)
+        tt_out, run = op_module.paged_scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, t["page_table"], **kwargs)
     else:
-        tt_out = op_module.scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, **kwargs)
+        tt_out, run = op_module.scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, **kwargs)
     out = to_torch(tt_out).float()
-    run = op_module.last_run
 
     def stored(name, dtype="bfloat16"):
         return golden.quantize_like_device(t[name], dtype) if name in t else None
@@ -350,6 +351,7 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
         out_tensor=tt_out,
         seed=seed,
         expected_without_sink=expect(None) if case.attention_sink else None,
+        result=run,
     )
 
 

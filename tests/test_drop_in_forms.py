@@ -477,8 +477,8 @@ def _expected_k_pages(cur_pos, head_dim, n_kv_heads, rows_per_user, block_of=Non
     return expected
 
 
-def _check_read_once(tk, expected_pages, seed, what):
-    reads = dict(op_module.last_run.stats.pages_read(tk))
+def _check_read_once(run, tk, expected_pages, seed, what):
+    reads = dict(run.stats.pages_read(tk))
     total = sum(reads.values())
     assert total == sum(expected_pages.values()), (
         f"[seed {seed}] {what}: {total} K tile reads, expected exactly the {sum(expected_pages.values())} live K "
@@ -507,17 +507,22 @@ def test_mla_flash_multi_latent_attention_decode(emu_device, call):
     tq, tk = _tile(emu_device, q), _tile(emu_device, k)
     if through_ttnn:
         with ttflashdecode.patch_ttnn():
-            out = ttnn.transformer.flash_multi_latent_attention_decode(
-                tq, tk, None, MLA_DV, cur_pos_tensor=_int32(emu_device, CUR_POS)
+            out, run = ttnn.transformer.flash_multi_latent_attention_decode(
+                tq, tk, None, MLA_DV, cur_pos_tensor=_int32(emu_device, CUR_POS), return_stats=True
             )
     else:
-        out = ttflashdecode.flash_multi_latent_attention_decode(
-            tq, tk, head_dim_v=MLA_DV, cur_pos=CUR_POS, output_tensor=_poison(emu_device, (1, B, nq, MLA_DV))
+        out, run = ttflashdecode.flash_multi_latent_attention_decode(
+            tq,
+            tk,
+            head_dim_v=MLA_DV,
+            cur_pos=CUR_POS,
+            output_tensor=_poison(emu_device, (1, B, nq, MLA_DV)),
+            return_stats=True,
         )
     ks = _stored(k)
     expected = golden.sdpa_decode(_stored(q), ks, ks[..., :MLA_DV], cur_pos=CUR_POS)
     check_output(emu_device.to_torch(out).float(), expected, seed, f"MLA {d}/{MLA_DV}, {call}")
-    _check_read_once(tk, _expected_k_pages(CUR_POS, d, 1, S), seed, f"MLA {d}/{MLA_DV}, {call}")
+    _check_read_once(run, tk, _expected_k_pages(CUR_POS, d, 1, S), seed, f"MLA {d}/{MLA_DV}, {call}")
 
 
 @pytest.mark.parametrize("call", list(MLA_CALLS))
@@ -532,12 +537,18 @@ def test_mla_paged_flash_multi_latent_attention_decode(emu_device, call):
     tq, tk, tt_table = _tile(emu_device, q), _tile(emu_device, k, kv_dtype), _int32(emu_device, table.tolist())
     if through_ttnn:
         with ttflashdecode.patch_ttnn():
-            out = ttnn.transformer.paged_flash_multi_latent_attention_decode(
-                tq, tk, None, MLA_DV, tt_table, cur_pos_tensor=_int32(emu_device, CUR_POS)
+            out, run = ttnn.transformer.paged_flash_multi_latent_attention_decode(
+                tq, tk, None, MLA_DV, tt_table, cur_pos_tensor=_int32(emu_device, CUR_POS), return_stats=True
             )
     else:
-        out = ttflashdecode.paged_flash_multi_latent_attention_decode(
-            tq, tk, tt_table, head_dim_v=MLA_DV, cur_pos=CUR_POS, output_tensor=_poison(emu_device, (1, B, nq, MLA_DV))
+        out, run = ttflashdecode.paged_flash_multi_latent_attention_decode(
+            tq,
+            tk,
+            tt_table,
+            head_dim_v=MLA_DV,
+            cur_pos=CUR_POS,
+            output_tensor=_poison(emu_device, (1, B, nq, MLA_DV)),
+            return_stats=True,
         )
     ks = _stored(k, kv_dtype)
     expected = golden.sdpa_decode(_stored(q), ks, ks[..., :MLA_DV], cur_pos=CUR_POS, page_table=table)
@@ -545,7 +556,7 @@ def test_mla_paged_flash_multi_latent_attention_decode(emu_device, call):
     check_output(emu_device.to_torch(out).float(), expected, seed, what, kv_dtype=kv_dtype)
     tpb = block // 32
     block_of = lambda u, s: (int(table[u, s // tpb]), s % tpb)  # noqa: E731
-    _check_read_once(tk, _expected_k_pages(CUR_POS, d, 1, block, block_of), seed, what)
+    _check_read_once(run, tk, _expected_k_pages(CUR_POS, d, 1, block, block_of), seed, what)
 
 
 def test_mla_with_its_own_v_through_ttnn(emu_device):
@@ -577,8 +588,8 @@ def test_mla_deepseek_576_512_short_cache(emu_device):
     scale = DS_D**-0.5 * 1.3  # DeepSeek passes its own (mscale-adjusted) scale
     poisoned = _poison(emu_device, (1, B, DS_NQ, DS_DV))
     start = time.monotonic()
-    out = ttflashdecode.flash_multi_latent_attention_decode(
-        tq, tk, head_dim_v=DS_DV, cur_pos=cur_pos, scale=scale, output_tensor=poisoned
+    out, run = ttflashdecode.flash_multi_latent_attention_decode(
+        tq, tk, head_dim_v=DS_DV, cur_pos=cur_pos, scale=scale, output_tensor=poisoned, return_stats=True
     )
     got = emu_device.to_torch(out).float()
     seconds = time.monotonic() - start
@@ -586,4 +597,4 @@ def test_mla_deepseek_576_512_short_cache(emu_device):
     ks = _stored(k, "bfloat8_b")
     expected = golden.sdpa_decode(_stored(q), ks, ks[..., :DS_DV], cur_pos=cur_pos, scale=scale)
     check_output(got, expected, seed, f"MLA {DS_D}/{DS_DV}, {DS_NQ} heads", kv_dtype="bfloat8_b")
-    _check_read_once(tk, _expected_k_pages(cur_pos, DS_D, 1, DS_S), seed, f"MLA {DS_D}/{DS_DV}")
+    _check_read_once(run, tk, _expected_k_pages(cur_pos, DS_D, 1, DS_S), seed, f"MLA {DS_D}/{DS_DV}")

@@ -50,21 +50,22 @@ def _rms(got, expected) -> float:
 
 
 def _run(emu_device, module, tensors, pos, **kw):
-    out = module.scaled_dot_product_attention_decode(*tensors, cur_pos=pos, **kw)
+    """(output as float64, the call's result: its plan and statistics)."""
+    out, run = module.scaled_dot_product_attention_decode(*tensors, cur_pos=pos, return_stats=True, **kw)
     got = emu_device.to_torch(out).to(torch.float64)
     out.deallocate()
-    return got
+    return got, run
 
 
 def test_default_is_approximate_and_false_is_exact(emu_device, ttnn):
     seed = seed_for("test_default_is_approximate_and_false_is_exact")
     tensors, pos, expected = _inputs(emu_device, ttnn, HALF_TILE, seed)
-    _run(emu_device, ttflashdecode, tensors, pos)  # no program_config: the op's default
-    assert ttflashdecode.op.last_run.plan.config.exp_approx_mode is True, f"{tag(seed)} the op's default is exact"
-    unset = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn))
-    approx = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn, exp_approx_mode=True))
-    exact = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn, exp_approx_mode=False))
-    assert ttflashdecode.op.last_run.plan.config.exp_approx_mode is False, tag(seed)
+    _, run = _run(emu_device, ttflashdecode, tensors, pos)  # no program_config: the op's default
+    assert run.plan.config.exp_approx_mode is True, f"{tag(seed)} the op's default is exact"
+    unset, _ = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn))
+    approx, _ = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn, exp_approx_mode=True))
+    exact, run = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn, exp_approx_mode=False))
+    assert run.plan.config.exp_approx_mode is False, tag(seed)
     assert torch.equal(unset, approx), f"{tag(seed)} exp_approx_mode unset must run the approximate exp (as True)"
     assert not torch.equal(exact, approx), f"{tag(seed)} exp_approx_mode=False gave the approximate exp's output"
     results = {
@@ -95,8 +96,8 @@ def test_default_at_least_as_precise_as_upstreams_default(emu_device, ttnn, shap
     seed = seed_for(f"test_default_at_least_as_precise_as_upstreams_default-{shape}")
     tensors, pos, expected = _inputs(emu_device, ttnn, shape, seed)
     # Both ops at their defaults: exp_approx_mode unset, no compute_kernel_config (ours HiFi4, upstream's HiFi2).
-    ours = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn))
-    theirs = _run(emu_device, upstream, tensors, pos, program_config=_config(ttnn))
+    ours, _ = _run(emu_device, ttflashdecode, tensors, pos, program_config=_config(ttnn))
+    theirs, _ = _run(emu_device, upstream, tensors, pos, program_config=_config(ttnn))
     assert not torch.isnan(ours).any(), f"{tag(seed)} NaN in our output"
     pcc = golden.pcc(ours, expected), golden.pcc(theirs, expected)
     err = golden.max_abs_error(ours, expected), golden.max_abs_error(theirs, expected)

@@ -390,10 +390,10 @@ def test_cbs_are_planned_below_live_l1_buffers(emu_device):
     from ttflashdecode.plan import L1_RESERVED_BYTES
 
     seed, hog, qkv, tt_qkv, out_config = _l1_hog_and_decode_inputs(emu_device)
-    out = op_module.scaled_dot_product_attention_decode(
-        *tt_qkv, cur_pos=[500], memory_config=out_config, program_config="small/test-2x2"
+    out, run = op_module.scaled_dot_product_attention_decode(
+        *tt_qkv, cur_pos=[500], memory_config=out_config, program_config="small/test-2x2", return_stats=True
     )
-    plan_end = L1_RESERVED_BYTES + op_module.last_run.plan.l1_bytes
+    plan_end = L1_RESERVED_BYTES + run.plan.l1_bytes
     assert plan_end <= out.buffer_address() < hog.buffer_address(), tag(seed)
     stored = [golden.quantize_like_device(x, "bfloat16") for x in qkv]
     check_close(
@@ -467,10 +467,10 @@ def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
     outcome = run_on_emulator(emu_device, case)
     out = outcome.out_tensor
     assert out.dtype == ttnn.bfloat8_b
-    convert_stats = op_module.last_run.convert_stats
+    convert_stats = outcome.result.convert_stats
     packed = len(convert_stats.pages_written(out))
     assert packed == out.buffer_num_pages(), f"{tag(outcome.seed)} every output tile must be packed"
-    staging = op_module.last_run.staging
+    staging = outcome.result.staging
     staged = emu_device.to_torch(staging).float()
     assert staging.dtype == (ttnn.float32 if fp32_dest_acc_en else ttnn.bfloat16)
     if not fp32_dest_acc_en:

@@ -16,7 +16,6 @@ import ttflashdecode
 from decode_harness import emulated_n150, generator, seed_for, tag
 from decode_harness import tile as tiles
 from output_checks import check_output
-from ttflashdecode import fused_update_decode as fused
 from ttflashdecode import golden
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
@@ -80,12 +79,11 @@ def test_attention_reads_the_new_rows(dev, dtype, paged):
     (k, v), (k_sep, v_sep) = c["caches"]
     new_k, new_v = c["dev_new"]
     config = ProgramConfig(compute_with_storage_grid_size=(8, 8), k_chunk_size=64)
-    args = dict(cur_pos_tensor=c["pos"], program_config=config)
+    args = dict(cur_pos_tensor=c["pos"], program_config=config, return_stats=True)
     if paged:
-        out = ttflashdecode.paged_update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, c["dev_table"], **args)
+        out, run = ttflashdecode.paged_update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, c["dev_table"], **args)
     else:
-        out = ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, **args)
-    run = fused.last_run
+        out, run = ttflashdecode.update_cache_and_decode(c["dev_q"], k, v, new_k, new_v, **args)
     assert not set(run.plan.update_cores) & set(run.plan.attention_cores), (
         f"{tag(seed)}: update and attention share a core"
     )
@@ -129,10 +127,18 @@ def test_one_program_over_steps_and_free_cores(dev):
     programs = device_cache(dev).stats()["programs"]
     for step, positions in enumerate(([10, 150], [11, 151])):
         dev.write(c["pos"], torch.tensor(positions, dtype=torch.int32))
-        ttflashdecode.update_cache_and_decode(
-            c["dev_q"], k, v, new_k, new_v, cur_pos_tensor=c["pos"], program_config=config, output_tensor=out
+        _, run = ttflashdecode.update_cache_and_decode(
+            c["dev_q"],
+            k,
+            v,
+            new_k,
+            new_v,
+            cur_pos_tensor=c["pos"],
+            program_config=config,
+            output_tensor=out,
+            return_stats=True,
         )
-        plan = fused.last_run.plan
+        plan = run.plan
         assert not plan.reserved_row and all(y >= 4 for _, y in plan.update_cores), f"{tag(seed)}: {plan.update_cores}"
         expected = golden.sdpa_decode(
             c["q"].bfloat16().float(), dev.to_torch(k).float(), dev.to_torch(v).float(), cur_pos=positions

@@ -128,10 +128,15 @@ def test_llama_3_1_70b_galaxy_decode():
         pos = mesh.from_torch(positions.to(torch.int32), mesh_mapper=split2d(mesh, (None, 0)), **ROW_MAJOR_INT)
         poison = torch.full((1, users, nq, d), float("nan"))
         out_tensor = mesh.from_torch(poison, dtype=ttnn.bfloat16, mesh_mapper=split2d(mesh, (2, 1)), **TILE)
-        tt_out = op_module.paged_scaled_dot_product_attention_decode(
-            tq, tk, tv, table, cur_pos_tensor=pos, output_tensor=out_tensor
+        tt_out, run = op_module.paged_scaled_dot_product_attention_decode(
+            tq,
+            tk,
+            tv,
+            table,
+            cur_pos_tensor=pos,
+            output_tensor=out_tensor,
+            return_stats=True,
         )
-        run = op_module.last_run
         out = mesh.to_torch(tt_out, mesh_composer=join2d(mesh, (2, 1))).float()
         assert (run.plan.shapes.batch, run.plan.shapes.n_q_heads, run.plan.shapes.n_kv_heads) == (8, 8, 1)
         qq, kq, vq = (

@@ -138,7 +138,9 @@ def test_llama_3_1_8b_head_splits(split, positions, device_positions):
             where = dict(cur_pos_tensor=mesh.from_torch(torch.tensor(positions, dtype=torch.int32), **ROW_MAJOR_INT))
         out_tensor = poisoned_output(mesh, 1, batch, nq, d)
         before = cache_stats()
-        tt_out = op_module.scaled_dot_product_attention_decode(tq, tk, tv, output_tensor=out_tensor, **where)
+        tt_out, run = op_module.scaled_dot_product_attention_decode(
+            tq, tk, tv, output_tensor=out_tensor, **where, return_stats=True
+        )
         after = cache_stats()
         out = mesh.to_torch(tt_out, mesh_composer=concat(mesh, 2)).float()
         expected = golden.sdpa_decode(
@@ -151,7 +153,6 @@ def test_llama_3_1_8b_head_splits(split, positions, device_positions):
         for b, p in enumerate(positions):
             if p == -1:
                 assert torch.count_nonzero(out[:, b]) == 0, f"{tag(seed)} skipped user {b} must get zero rows"
-        run = op_module.last_run
         # One plan (one chip's share: nq/split q, nkv/split kv heads) and one descriptor for all chips (lock-step
         # allocation gives every chip the same addresses).
         assert (run.plan.shapes.n_q_heads, run.plan.shapes.n_kv_heads) == (nq // split, nkv // split)

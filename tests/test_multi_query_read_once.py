@@ -53,7 +53,7 @@ def test_spec_multi_pos_reads_a_row_once(emu_device, cores):
     table, q, k, v, hidden = spec_paged_inputs(gen, cur_pos, tg, d, per_user, BLOCK)
     expected = golden.paged_sdpa_decode(_q(q), _q(k), _q(v), table, cur_pos=cur_pos, spec_multi_pos_tiles=tg)
     tk, tv = _tile(emu_device, _garbage_where(k, hidden, gen)), _tile(emu_device, _garbage_where(v, hidden, gen))
-    out = op_module.paged_scaled_dot_product_attention_decode(
+    out, run = op_module.paged_scaled_dot_product_attention_decode(
         _tile(emu_device, q),
         tk,
         tv,
@@ -62,8 +62,8 @@ def test_spec_multi_pos_reads_a_row_once(emu_device, cores):
         spec_multi_pos_tiles=tg,
         program_config=_config(64, cores),
         output_tensor=_tile(emu_device, torch.full(q.shape, float("nan"))),
+        return_stats=True,
     )
-    run = op_module.last_run
     # One (batch row, kv head) group a row: its candidates' Tg tiles of rows share the row's chunks.
     assert run.plan.num_groups == rows and run.plan.shapes.PNHt == tg, run.plan.describe()
     as_users = (1, rows * tg, 32, d)
@@ -88,14 +88,14 @@ def test_q_len_4_reads_each_chunk_once(emu_device):
     hidden = (torch.arange(kv_len)[None, :] > torch.tensor(cur_pos)[:, None])[:, None, :, None].expand_as(k)
     expected = golden.sdpa_decode(_q(q), _q(k), _q(v), cur_pos=cur_pos)
     tk, tv = _tile(emu_device, _garbage_where(k, hidden, gen)), _tile(emu_device, _garbage_where(v, hidden, gen))
-    out = op_module.scaled_dot_product_attention_decode(
+    out, run = op_module.scaled_dot_product_attention_decode(
         _tile(emu_device, q),
         tk,
         tv,
         cur_pos_tensor=_int32(emu_device, cur_pos),
         program_config=_config(64, 4),
+        return_stats=True,
     )
-    run = op_module.last_run
     check_output(emu_device.to_torch(out).float(), expected, seed, "q_len 4")
     tiles = _tiles_read(cur_pos, d)
     assert run.stats.bytes_read_from(tk) == tiles * tk.buffer_page_size(), "K bytes read"

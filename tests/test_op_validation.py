@@ -587,8 +587,33 @@ def test_device_state_is_dropped_with_an_unclosed_device():
     dev = _decode_on_fresh_device()
     state = weakref.ref(device_cache(dev))
     dropped = weakref.ref(dev)
-    op_module.last_run = None  # the last run's staging tensor lives on this device
     del dev
     gc.collect()
     assert dropped() is None and state() is None
     assert op_module.program_cache_stats()["entries"] == 0
+
+
+def test_return_stats_must_be_a_bool(tensors, no_launch):
+    """``return_stats`` decides the return's shape: a truthy non-bool (``"yes"``, 1) is refused by name before anything
+    runs, on the decode ops, the cache ops and the upstream baseline alike."""
+    import ttflashdecode
+    from ttflashdecode import upstream
+
+    t = tensors
+    calls = {
+        "decode": lambda flag: op_module.scaled_dot_product_attention_decode(
+            t["q"], t["k"], t["v"], cur_pos=[100, 200], return_stats=flag
+        ),
+        "update_cache": lambda flag: ttflashdecode.paged_update_cache(
+            t["k"], t["q"], update_idxs=[100, 200], return_stats=flag
+        ),
+        "fill_cache": lambda flag: ttflashdecode.fill_cache(t["k"], t["k_batch3"], 0, return_stats=flag),
+        "upstream": lambda flag: upstream.scaled_dot_product_attention_decode(
+            t["q"], t["k"], t["v"], cur_pos=[100, 200], return_stats=flag
+        ),
+    }
+    for name, call in calls.items():
+        for flag in ("yes", 1):
+            with pytest.raises(TypeError, match=re.escape(f"return_stats={flag!r}")):
+                call(flag)
+                pytest.fail(f"{name}: return_stats={flag!r} was accepted")

@@ -155,13 +155,14 @@ def test_out_of_range_device_positions_skip_their_user(emu_device, q_len):
     q = torch.randn(q_len, b, nq, d, generator=gen)
     k, v = torch.randn(b, nkv, S, d, generator=gen), torch.randn(b, nkv, S, d, generator=gen)
     tk = _tile(emu_device, k, "bfloat8_b")
-    out = op_module.scaled_dot_product_attention_decode(
+    out, run = op_module.scaled_dot_product_attention_decode(
         _tile(emu_device, q),
         tk,
         _tile(emu_device, v, "bfloat8_b"),
         cur_pos_tensor=_int32(emu_device, cur_pos),
         program_config=_config(),
         output_tensor=_poisoned_output(emu_device, (q_len, b, nq, d)),
+        return_stats=True,
     )
     clean = [p if q_len - 1 <= p < S else -1 for p in cur_pos]
     expected = golden.sdpa_decode(
@@ -174,7 +175,7 @@ def test_out_of_range_device_positions_skip_their_user(emu_device, q_len):
         emu_device.to_torch(out).float(), expected, seed, f"q_len={q_len}", "bfloat8_b", zero_users=(0, 1, 3, 4)
     )
     # Only user 2's K tiles were read: positions 0..130 of both kv heads.
-    reads = op_module.last_run.stats.pages_read(tk)
+    reads = run.stats.pages_read(tk)
     assert sum(reads.values()) == nkv * (130 // 32 + 1) * (d // 32), f"[seed {seed}] K pages read: {dict(reads)}"
 
 
@@ -193,7 +194,7 @@ def test_page_table_entries_outside_the_cache_skip_their_user(emu_device):
     k = torch.randn(num_blocks, nkv, block, d, generator=gen)
     v = torch.randn(num_blocks, nkv, block, d, generator=gen)
     tk = _tile(emu_device, k)
-    out = op_module.paged_scaled_dot_product_attention_decode(
+    out, run = op_module.paged_scaled_dot_product_attention_decode(
         _tile(emu_device, q),
         tk,
         _tile(emu_device, v),
@@ -201,6 +202,7 @@ def test_page_table_entries_outside_the_cache_skip_their_user(emu_device):
         cur_pos_tensor=_int32(emu_device, cur_pos),
         program_config=_config(),
         output_tensor=_poisoned_output(emu_device, (1, b, nq, d)),
+        return_stats=True,
     )
     clean_table = torch.where((table >= 0) & (table < num_blocks), table, torch.zeros_like(table))
     expected = golden.sdpa_decode(
@@ -209,6 +211,6 @@ def test_page_table_entries_outside_the_cache_skip_their_user(emu_device):
         page_table=clean_table,
     )
     check_output(emu_device.to_torch(out).float(), expected, seed, "bad page entries", zero_users=(0, 1))
-    reads = op_module.last_run.stats.pages_read(tk)
+    reads = run.stats.pages_read(tk)
     assert all(0 <= page < tk.buffer_num_pages() for page in reads), f"[seed {seed}] read outside K: {dict(reads)}"
     assert sum(reads.values()) == nkv * (255 // 32 + 1) * (d // 32), f"[seed {seed}] K pages read: {dict(reads)}"

@@ -96,7 +96,8 @@ def _recording(op, calls: list):
 
     def call(*args, **kwargs):
         direct = _called_from_readme(sys._getframe(1))
-        out = op(*args, **kwargs)
+        returned = op(*args, **kwargs)
+        out = returned[0] if kwargs.get("return_stats") else returned  # (output, DecodeResult) with return_stats
         arguments = signature.bind(*args, **kwargs).arguments
         calls.append(
             {
@@ -109,7 +110,7 @@ def _recording(op, calls: list):
                 "out": _float(_host(out)),
             }
         )
-        return out
+        return returned
 
     return call
 

@@ -118,7 +118,7 @@ class Case:
             outs.append(golden.sdpa_decode(q[:, u : u + 1], kk, vv, cur_pos=[length - 1]))
         return torch.cat(outs, dim=1)
 
-    def run(self, device, *, config=None, cur_pos_on_device=False, return_result=False, **kwargs):
+    def run(self, device, *, config=None, cur_pos_on_device=False, return_stats=False, **kwargs):
         self.tk = tile(device, self.k_dirty, self.kv_dtype)
         self.tv = tile(device, self.v_dirty, self.kv_dtype)
         out = tile(device, torch.full((1, self.batch, self.n_q, self.d), float("nan")))
@@ -137,11 +137,11 @@ class Case:
             suffix_page_table=int32(device, self.suffix_table),
             program_config=config,
             output_tensor=out,
-            return_result=True,
+            return_stats=True,
             **positions,
             **kwargs,
         )
-        return result if return_result else result[0]
+        return result if return_stats else result[0]
 
     def check(self, device, out, what):
         check_output(device.to_torch(out).float(), self.expected(), self.seed, what, self.kv_dtype)
@@ -179,14 +179,14 @@ def test_mqa_many_users_several_row_tiles_bfloat4_b(emu_device):
         max_suffix_blocks=4,
     )
     out, result = case.run(
-        emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24, return_result=True
+        emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24, return_stats=True
     )
     # 24 rows = 3 users a sub-group: the group of 6 in two sub-groups, the group of 1 in one.
     assert [len(u) for _, u in result.plan.groups.subgroups] == [3, 3, 1]
     case.check(emu_device, out, "shared prefix mqa bfloat4_b")
     # The op form keeps its planned wrapper on the device: a second call with the same arguments plans nothing.
     _, again = case.run(
-        emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24, return_result=True
+        emu_device, config=_config(128, 4), cur_pos_on_device=True, max_group_rows=24, return_stats=True
     )
     assert again.plan is result.plan
 
@@ -206,7 +206,7 @@ def test_prefix_read_once_per_group_and_kv_head(emu_device, max_group_rows, read
         prefix_lens=[200, 96],
         suffix_pos=[3, 40, -1, 64, 0, 31],
     )
-    out, result = case.run(emu_device, config=_config(64, 4), return_result=True, max_group_rows=max_group_rows)
+    out, result = case.run(emu_device, config=_config(64, 4), return_stats=True, max_group_rows=max_group_rows)
     case.check(emu_device, out, "shared prefix read once")
     dht = case.d // 32
     expected = {}

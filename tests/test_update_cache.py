@@ -17,7 +17,6 @@ from decode_harness import emulated_n150, generator, seed_for, tag
 from decode_harness import tile as tiles
 from packer_model import packed_by_the_packer
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.ops.update_cache import api as uc
 from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
@@ -71,12 +70,14 @@ def test_rows_written_over_steps(dev, dtype, paged):
         new = torch.randn(1, b, n_kv, d, generator=gen) * (1 + 10 * step)  # other magnitudes: other exponents
         before = dev.to_torch(cache).float()
         if paged:
-            ttflashdecode.paged_update_cache(
-                cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos, page_table=page_table
+            _, run = ttflashdecode.paged_update_cache(
+                cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos, page_table=page_table, return_stats=True
             )
             rows = [(u, int(table[u, p // block]), p % block) for u, p in enumerate(positions) if p >= 0]
         else:
-            ttflashdecode.paged_update_cache(cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos)
+            _, run = ttflashdecode.paged_update_cache(
+                cache, tiles(dev, new, "bfloat16"), update_idxs_tensor=pos, return_stats=True
+            )
             rows = [(u, u, p) for u, p in enumerate(positions) if p >= 0]
         after = dev.to_torch(cache).float()
         expected = expected_after(dev, before, new, rows, dtype)
@@ -87,7 +88,7 @@ def test_rows_written_over_steps(dev, dtype, paged):
             written[index, :, row] = True
         assert torch.equal(after[~written], before[~written]), f"{tag(seed)} step {step}: an unwritten row changed"
         assert not torch.equal(after[written], before[written]), f"{tag(seed)} step {step}: nothing was written"
-    stats = uc.last_run.stats
+    stats = run.stats
     assert stats.bytes_written_to(cache) == n_kv * (b - 0) * (d // 32) * cache.buffer_page_size(), tag(seed)
     assert device_cache(dev).stats()["programs"] - programs == 1, f"{tag(seed)}: expected one program for 3 steps"
 
@@ -111,24 +112,30 @@ def test_ring_positions_wrap_before_the_page_table(dev):
         before = dev.to_torch(cache).float()
         if step == 0:
             pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
-            ttflashdecode.paged_update_cache(
+            _, run = ttflashdecode.paged_update_cache(
                 cache,
                 tiles(dev, new, "bfloat16"),
                 update_idxs_tensor=pos,
                 page_table=page_table,
                 cache_position_modulo=ring,
+                return_stats=True,
             )
         else:
             positions[2] = -1  # host positions: -1 is the only negative accepted
-            ttflashdecode.paged_update_cache(
-                cache, tiles(dev, new, "bfloat16"), update_idxs=positions, page_table=table, cache_position_modulo=ring
+            _, run = ttflashdecode.paged_update_cache(
+                cache,
+                tiles(dev, new, "bfloat16"),
+                update_idxs=positions,
+                page_table=table,
+                cache_position_modulo=ring,
+                return_stats=True,
             )
         rows = [(u, int(table[u, p % ring // block]), p % ring % block) for u, p in enumerate(positions) if p >= 0]
         expected = expected_after(dev, before, new, rows, "bfloat8_b")
         after = dev.to_torch(cache).float()
         bad = (after != expected).nonzero().tolist()
         assert not bad, f"{tag(seed)} positions {positions}: {len(bad)} values differ, first at {bad[:3]}"
-        assert uc.last_run.stats.bytes_written_to(cache) == len(rows) * n_kv * (d // 32) * cache.buffer_page_size()
+        assert run.stats.bytes_written_to(cache) == len(rows) * n_kv * (d // 32) * cache.buffer_page_size()
     with pytest.raises(ValueError, match=r"update_idxs\[2\]=-5"):
         ttflashdecode.paged_update_cache(
             cache, tiles(dev, new, "bfloat16"), update_idxs=[1, 2, -5, 3], page_table=table, cache_position_modulo=ring
@@ -178,28 +185,27 @@ def test_positions_outside_the_cache_write_nothing(dev, dtype):
     before = dev.to_torch(cache).float()
     new = tiles(dev, torch.randn(1, b, n_kv, d, generator=gen), "bfloat16")
     pos = dev.from_torch(torch.tensor([100, 127, -7, 1 << 30], dtype=torch.int32), **RM)
-    ttflashdecode.paged_update_cache(cache, new, update_idxs_tensor=pos)
+    _, run = ttflashdecode.paged_update_cache(cache, new, update_idxs_tensor=pos, return_stats=True)
     assert torch.equal(dev.to_torch(cache).float(), before), f"{tag(seed)}: a position outside the cache wrote"
-    assert uc.last_run.stats.bytes_written_to(cache) == 0, tag(seed)
+    assert run.stats.bytes_written_to(cache) == 0, tag(seed)
 
     paged = tiles(dev, torch.randn(6, n_kv, block, d, generator=gen), dtype)
     paged_before = dev.to_torch(paged).float()
     table = dev.from_torch(torch.tensor([[0, 6], [1, -1], [2, 3], [4, 5]], dtype=torch.int32), **RM)
     # user 0: block 6 does not exist; user 1: entry -1; user 2: column 2 is past the table; user 3: -1 skips
     pos = dev.from_torch(torch.tensor([40, 33, 64, -1], dtype=torch.int32), **RM)
-    ttflashdecode.paged_update_cache(paged, new, update_idxs_tensor=pos, page_table=table)
+    _, run = ttflashdecode.paged_update_cache(paged, new, update_idxs_tensor=pos, page_table=table, return_stats=True)
     assert torch.equal(dev.to_torch(paged).float(), paged_before), f"{tag(seed)}: a bad page-table entry wrote"
-    assert uc.last_run.stats.bytes_written_to(paged) == 0, tag(seed)
+    assert run.stats.bytes_written_to(paged) == 0, tag(seed)
 
 
-def test_bad_calls_raise_before_anything_runs(dev):
+def test_bad_calls_raise_before_anything_runs(dev, no_launch):
     """Each bad argument raises, naming the argument, the value and what was expected; nothing is launched."""
     gen = generator(seed_for("test_bad_calls_raise_before_anything_runs"))
     cache = tiles(dev, torch.randn(2, 2, 64, 64, generator=gen), "bfloat8_b")
     new = tiles(dev, torch.randn(1, 2, 2, 64, generator=gen), "bfloat16")
     before = dev.to_torch(cache)
     table = torch.tensor([[0], [1]], dtype=torch.int32)
-    uc.last_run = None
     cases = [
         (
             lambda: ttflashdecode.update_cache(cache, new, 64),
@@ -306,7 +312,6 @@ def test_bad_calls_raise_before_anything_runs(dev):
     for call, error, message in cases:
         with pytest.raises(error, match=message):
             call()
-    assert uc.last_run is None, "a bad call launched a program"
     assert torch.equal(dev.to_torch(cache), before)
 
 
@@ -324,20 +329,21 @@ def test_fused_k_and_v_update(dev, paged):
     positions = [45, 6]
     pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
     page_table = dev.from_torch(table, **RM) if paged else None
-    out = ttflashdecode.paged_fused_update_cache(
+    out, run = ttflashdecode.paged_fused_update_cache(
         caches[0],
         tiles(dev, news[0], "bfloat16"),
         caches[1],
         tiles(dev, news[1], "bfloat16"),
         update_idxs_tensor=pos,
         page_table=page_table,
+        return_stats=True,
     )
     assert out[0] is caches[0] and out[1] is caches[1]
     rows = [(u, int(table[u, p // block]) if paged else u, p % block if paged else p) for u, p in enumerate(positions)]
     for which in range(2):
         expected = expected_after(dev, befores[which], news[which], rows, "bfloat8_b")
         assert torch.equal(dev.to_torch(caches[which]).float(), expected), f"{tag(seed)} cache {which + 1}"
-    assert uc.last_run.shapes.num_caches == 2
+    assert run.shapes.num_caches == 2
     with pytest.raises(ValueError, match=r"cache_tensor2: shape, dtype and placement"):
         ttflashdecode.paged_fused_update_cache(
             caches[0],

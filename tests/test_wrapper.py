@@ -124,8 +124,10 @@ def test_module_functions_share_the_wrapper_plan(emu_device, layers):
     wrapper = FlashDecodeWrapper(emu_device, program_config=CONFIG)
     wrapper.plan(**_shape_kwargs(kv_dtype=ttnn.bfloat8_b))
     pos = _positions_tensor(emu_device, [150, 60])
-    out = op_module.scaled_dot_product_attention_decode(*tt[1], cur_pos_tensor=pos, program_config=CONFIG)
-    assert op_module.last_run.plan is wrapper.decode_plan
+    out, run = op_module.scaled_dot_product_attention_decode(
+        *tt[1], cur_pos_tensor=pos, program_config=CONFIG, return_stats=True
+    )
+    assert run.plan is wrapper.decode_plan
     assert cache_stats()["plans"] == 1 and cache_stats()["plan_hits"] == 1, tag(seed)
     check_close(
         emu_device.to_torch(out).float(),

@@ -53,7 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # noqa: PLC0415 - after the first line of output: these imports take seconds
 
     from ttflashdecode import emulator, golden  # noqa: PLC0415
-    from ttflashdecode import op as op_module  # noqa: PLC0415
     from ttflashdecode.op import scaled_dot_product_attention_decode  # noqa: PLC0415
 
     ttnn = import_ttnn()
@@ -86,11 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             "decoding: plan the program, compile its kernels (first run only: about a minute, cached in "
             "~/.cache/ttflashdecode), run it on the emulator with the timing model (tens of seconds)"
         )
-        tt_out = scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, cur_pos=cur_pos)
+        tt_out, run = scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, cur_pos=cur_pos, return_stats=True)
         out = device.to_torch(tt_out).float()
         elapsed = time.perf_counter() - t
         _done(t)
-        run = op_module.last_run
         # K/V bytes a decode must read: every tile of 32 positions holding a position <= cur_pos, once.
         tiles_per_row = HEAD_DIM // 32
         live_kv_bytes = (

@@ -39,7 +39,7 @@ from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import DecodePlan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call, check_device_tensor
+from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_bool, check_call, check_device_tensor
 from ttflashdecode.wrapper import _check_cbs_end_below, _tensor_key
 
 ROWS_PER_GROUP = 2  # the update writes a K row and a V row of every (user, kv head) group
@@ -61,14 +61,11 @@ class FusedPlan:
 
 @dataclass
 class FusedResult:
-    """What the last fused call launched: its plan and, on the emulator, the run's statistics."""
+    """What a fused call launched (``return_stats=True``): its plan and, on the emulator, the run's statistics."""
 
     plan: FusedPlan
     update_shapes: UpdateShapes
     stats: object | None
-
-
-last_run: FusedResult | None = None
 
 
 # ---- the ops ----------------------------------------------------------------------------------------------------
@@ -91,6 +88,7 @@ def update_cache_and_decode(
     memory_config=None,
     output_tensor=None,
     dtype=None,
+    return_stats: bool = False,
 ):
     """Writes ``k_new`` / ``v_new`` (``[1, b, n_kv_heads, head_dim]`` bfloat16, DRAM or L1 interleaved) into the caches
     ``k`` / ``v`` (``[b, n_kv_heads, kv_len, head_dim]``) at each user's position, then attends with ``q``
@@ -100,7 +98,8 @@ def update_cache_and_decode(
     :func:`ttflashdecode.scaled_dot_product_attention_decode`'s (causal, one query token per user; no mask, shared cache
     or block-float output), except that ``program_config=None`` is the planner's fixed rule on the device grid (the op's
     default is the tuned table, else that rule). Returns the output; the caches are updated in place, exactly as
-    :func:`ttflashdecode.paged_fused_update_cache` updates them."""
+    :func:`ttflashdecode.paged_fused_update_cache` updates them. ``return_stats=True`` returns ``(output,
+    FusedResult)``."""
     return _fused(
         q,
         k,
@@ -118,6 +117,7 @@ def update_cache_and_decode(
         memory_config=memory_config,
         output_tensor=output_tensor,
         dtype=dtype,
+        return_stats=return_stats,
     )
 
 
@@ -139,6 +139,7 @@ def paged_update_cache_and_decode(
     memory_config=None,
     output_tensor=None,
     dtype=None,
+    return_stats: bool = False,
 ):
     """:func:`update_cache_and_decode` over a paged cache ``[num_blocks, n_kv_heads, block_size, head_dim]`` and
     ``page_table_tensor`` (int32 ``[b, max_blocks_per_user]``), as in
@@ -160,6 +161,7 @@ def paged_update_cache_and_decode(
         memory_config=memory_config,
         output_tensor=output_tensor,
         dtype=dtype,
+        return_stats=return_stats,
     )
 
 
@@ -184,8 +186,9 @@ def _fused(
     memory_config,
     output_tensor,
     dtype,
+    return_stats,
 ):
-    global last_run
+    return_stats = check_bool("return_stats", return_stats)
     # ---- check both halves on the host before any device work
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)
     backend = backend_of(q)
@@ -279,8 +282,7 @@ def _fused(
         ),
     )
     stats = backend.launch(io, program)
-    last_run = FusedResult(fused_plan, update.shapes, stats)
-    return out
+    return (out, FusedResult(fused_plan, update.shapes, stats)) if return_stats else out
 
 
 def plan_fused(backend, call, config: ProgramConfig, compute: ComputeSettings, num_units: int, new_output: bool = True):

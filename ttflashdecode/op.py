@@ -38,7 +38,6 @@ from ttflashdecode.decode_request import DecodeRequest
 from ttflashdecode.device_cache import (
     cache_stats,
     clear_program_cache,
-    close_listeners,
     device_cache,
     existing_cache,
     program_cache_stats,
@@ -53,22 +52,8 @@ from ttflashdecode.fast_path import (
 )
 from ttflashdecode.program_factory import ComputeSettings
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import DecodeCall
+from ttflashdecode.validate import DecodeCall, check_bool
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper, launch_hit
-
-last_run: DecodeResult | None = None  # the last call's result, for the demo and tests (a view of its wrapper's)
-
-
-def _forget_last_run(device) -> None:
-    """A closing device takes the last run with it if that run's staging tensor lives there (it would keep the closed
-    device alive)."""
-    global last_run
-    if last_run is not None and last_run.staging is not None and last_run.staging.device() is device:
-        last_run = None
-
-
-close_listeners.append(_forget_last_run)
-
 
 # ---- the op -------------------------------------------------------------------------------------------------
 
@@ -92,6 +77,7 @@ def scaled_dot_product_attention_decode(
     output_tensor=None,
     dtype=None,
     validate_device_tensors: bool = False,
+    return_stats: bool = False,
 ):
     """Decode attention: a few new query tokens per user against a KV cache.
 
@@ -134,7 +120,11 @@ def scaled_dot_product_attention_decode(
     placement is checked on the host before anything is uploaded, allocated or launched, and an error names the
     argument, the value it got and what was expected.
 
-    Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend.
+    return_stats: also return what the call did, as ``(output, DecodeResult)``: its plan and, on the emulator, the
+        run's statistics (modelled duration, bytes each tensor moved; :class:`~ttflashdecode.wrapper.DecodeResult`).
+
+    Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend (with ``return_stats``, the
+    pair above).
     """
     return _decode(
         DecodeRequest(
@@ -155,7 +145,8 @@ def scaled_dot_product_attention_decode(
             output_tensor=output_tensor,
             dtype=dtype,
             validate_device_tensors=validate_device_tensors,
-        )
+        ),
+        return_stats,
     )
 
 
@@ -182,6 +173,7 @@ def paged_scaled_dot_product_attention_decode(
     paged_cache_geometry=None,
     cache_position_modulo: int | None = None,
     spec_multi_pos_tiles: int = 0,
+    return_stats: bool = False,
 ):
     """Decode attention over a paged KV cache.
 
@@ -241,7 +233,8 @@ def paged_scaled_dot_product_attention_decode(
             cache_position_modulo=cache_position_modulo,
             spec_multi_pos_tiles=spec_multi_pos_tiles,
             paged=True,
-        )
+        ),
+        return_stats,
     )
 
 
@@ -264,6 +257,7 @@ def flash_multi_latent_attention_decode(
     output_tensor=None,
     dtype=None,
     validate_device_tensors: bool = False,
+    return_stats: bool = False,
 ):
     """Multi-latent attention decode (DeepSeek MLA): V is the first ``head_dim_v`` columns of K.
 
@@ -293,7 +287,8 @@ def flash_multi_latent_attention_decode(
             validate_device_tensors=validate_device_tensors,
             head_dim_v=head_dim_v,
             v_from_k=True,
-        )
+        ),
+        return_stats,
     )
 
 
@@ -317,6 +312,7 @@ def paged_flash_multi_latent_attention_decode(
     output_tensor=None,
     dtype=None,
     validate_device_tensors: bool = False,
+    return_stats: bool = False,
 ):
     """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
     head_dim]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
@@ -342,25 +338,27 @@ def paged_flash_multi_latent_attention_decode(
             head_dim_v=head_dim_v,
             paged=True,
             v_from_k=True,
-        )
+        ),
+        return_stats,
     )
 
 
-def _decode(request: DecodeRequest):
+def _decode(request: DecodeRequest, return_stats: bool):
     """A call as it comes, its arguments in one :class:`~ttflashdecode.decode_request.DecodeRequest`, the entry
     point's required arguments checked first (:meth:`DecodeRequest.check_entry`). A call like one that already passed
     (same arguments, tensors at the same addresses with the same properties: :mod:`ttflashdecode.fast_path`)
     launches that call's programs again; any other call is checked (:meth:`DecodeRequest.check`), planned on the
-    device's wrapper for its config (a lookup after the first call of a shape) and run."""
-    global last_run
+    device's wrapper for its config (a lookup after the first call of a shape) and run. Returns the output, or
+    ``(output, DecodeResult)`` with ``return_stats``."""
+    if type(return_stats) is not bool:  # checked first: the fast path below returns by it
+        check_bool("return_stats", return_stats)
     request.check_entry()
     tensors = request.tensors
     signature = _signature(request, tensors)
     if signature is not None:
         hit = launch_hit(existing_cache(signature[2]), signature[0], signature[1], tensors)
         if hit is not None:
-            last_run = hit[1].last_run
-            return hit[0]
+            return (hit[0], hit[1].last_run) if return_stats else hit[0]
 
     # Check and plan first: nothing is uploaded or allocated for a call that cannot run.
     checked = request.check()
@@ -381,8 +379,7 @@ def _decode(request: DecodeRequest):
     )
     if entry is not None:
         wrapper._cache.remember("calls", signature[0], entry)
-    last_run = wrapper.last_run
-    return out
+    return (out, wrapper.last_run) if return_stats else out
 
 
 def _signature(request: DecodeRequest, tensors: tuple) -> tuple | None:

@@ -53,7 +53,7 @@ from ttflashdecode.plan.auto import plan_for
 from ttflashdecode.plan.shapes import TILE_BYTES
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ttnn_env import import_ttnn
-from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor, check_scale, dtype_name
+from ttflashdecode.validate import KV_DTYPES, as_int, check_bool, check_device_tensor, check_scale, dtype_name
 
 MERGE_KERNELS = OPS / "shared_prefix" / "kernels"
 PARTIAL_EXTRA_COLS = 2 * TILE  # a partial row: O's v_head_dim columns, then m's tile, then l's tile
@@ -594,7 +594,7 @@ def shared_prefix_decode(
     output_tensor=None,
     max_group_rows: int = MAX_GROUP_ROWS,
     prefix_program_config=None,
-    return_result: bool = False,
+    return_stats: bool = False,
 ):
     """Decode attention over a two-level paged cache: a prefix shared by each group of users, then each user's own
     suffix (cascade attention, :mod:`ttflashdecode.shared_prefix`). Every prefix K/V tile is read from DRAM once per
@@ -618,8 +618,9 @@ def shared_prefix_decode(
 
     The output equals the decode over each user's concatenated cache (prefix, then suffix) with cur_pos =
     ``prefix_lens[g] + suffix_cur_pos[u]``. Returns ``[1, b, n_q_heads, v_head_dim]`` (and the
-    :class:`SharedPrefixResult` with ``return_result=True``).
+    :class:`SharedPrefixResult` with ``return_stats=True``).
     """
+    return_stats = check_bool("return_stats", return_stats)
     check_device_tensor("q", q, 4, ("bfloat16",), layout="TILE", dram=False)
     backend = backend_of(q)
     kshape = check_device_tensor("k", k, 4, KV_DTYPES, device=backend.device)
@@ -689,7 +690,7 @@ def shared_prefix_decode(
         suffix_cur_pos_tensor=suffix_cur_pos_tensor,
         output_tensor=output_tensor,
     )
-    return (out, wrapper.last_run) if return_result else out
+    return (out, wrapper.last_run) if return_stats else out
 
 
 def _planned_wrapper(

@@ -32,8 +32,8 @@ page_table_tensor, *, ...)``                                  tensor: the paged 
 paged ``paged_cache_geometry`` (None), ``cache_position_      passed on under the same names (upstream's
 modulo`` (None), ``spec_multi_pos_tiles`` (0)                 semantics; see the paged op's docstring)
 this package's own extras: ``output_tensor``, ``dtype``,      passed through (upstream has no such arguments)
-``validate_device_tensors``; ``cur_pos`` and ``share_cache``
-where upstream's variant lacks them
+``validate_device_tensors``, ``return_stats``; ``cur_pos``
+and ``share_cache`` where upstream's variant lacks them
 any other keyword                                             TypeError naming it
 ============================================================  ==================================================
 
@@ -101,7 +101,7 @@ __all__ = [
 ]
 
 # Keywords this package takes that upstream's signatures do not have; passed through as they are.
-_PACKAGE_EXTRAS = frozenset({"output_tensor", "dtype", "validate_device_tensors"})
+_PACKAGE_EXTRAS = frozenset({"output_tensor", "dtype", "validate_device_tensors", "return_stats"})
 
 
 def _package():

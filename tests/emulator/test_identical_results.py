@@ -169,16 +169,18 @@ def _decode_inputs(dev, ttnn, g, *, empty_kv: bool):
 
 def upstream_sdpa_decode_paged(dev, ttnn, g, empty_kv=False):
     q, k, v, table, pos, config = _decode_inputs(dev, ttnn, g, empty_kv=empty_kv)
-    out = upstream.paged_scaled_dot_product_attention_decode(q, k, v, table, cur_pos_tensor=pos, program_config=config)
-    return out, upstream.last_run.stats
+    out, run = upstream.paged_scaled_dot_product_attention_decode(
+        q, k, v, table, cur_pos_tensor=pos, program_config=config, return_stats=True
+    )
+    return out, run.stats
 
 
 def ours_decode_paged(dev, ttnn, g):
     q, k, v, table, pos, config = _decode_inputs(dev, ttnn, g, empty_kv=False)
-    out = ttflashdecode.paged_scaled_dot_product_attention_decode(
-        q, k, v, table, cur_pos_tensor=pos, program_config=config
+    out, run = ttflashdecode.paged_scaled_dot_product_attention_decode(
+        q, k, v, table, cur_pos_tensor=pos, program_config=config, return_stats=True
     )
-    return out, ttflashdecode.op.last_run.stats
+    return out, run.stats
 
 
 def _ours_config(ttnn, k_chunk_size, cores):
@@ -202,7 +204,7 @@ def ours_decode_window_sinks(dev, ttnn, g):
     q = dev.from_torch(_randn(g, 1, b, hq, d), **tile)
     k, v = (dev.from_torch(_randn(g, b, hkv, s, d), **tile) for _ in range(2))
     sinks = dev.from_torch(_randn(g, 1, hq, scale=2), **tile)
-    out = ttflashdecode.scaled_dot_product_attention_decode(
+    out, run = ttflashdecode.scaled_dot_product_attention_decode(
         q,
         k,
         v,
@@ -211,8 +213,9 @@ def ours_decode_window_sinks(dev, ttnn, g):
         sliding_window_size=128,
         attention_sink=sinks,
         program_config=_ours_config(ttnn, 64, 2),
+        return_stats=True,
     )
-    return out, ttflashdecode.op.last_run.stats
+    return out, run.stats
 
 
 def ours_decode_user_mask(dev, ttnn, g):
@@ -223,15 +226,16 @@ def ours_decode_user_mask(dev, ttnn, g):
     k, v = (dev.from_torch(_randn(g, b, hkv, s, d), **tile) for _ in range(2))
     hidden = torch.rand(b, 1, 1, s, generator=g) < 0.3
     mask = dev.from_torch(torch.where(hidden, -1e9, 0.0), **tile)
-    out = ttflashdecode.scaled_dot_product_attention_decode(
+    out, run = ttflashdecode.scaled_dot_product_attention_decode(
         q,
         k,
         v,
         is_causal=False,
         attn_mask=mask,
         program_config=_ours_config(ttnn, 64, 4),
+        return_stats=True,
     )
-    return out, ttflashdecode.op.last_run.stats
+    return out, run.stats
 
 
 def ours_decode_scale_in_exp(dev, ttnn, g):
@@ -240,15 +244,16 @@ def ours_decode_scale_in_exp(dev, ttnn, g):
     b, hq, hkv, d, s = 4, 16, 4, 128, 1024
     q = dev.from_torch(_randn(g, 1, b, hq, d), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
     k, v = (dev.from_torch(_randn(g, b, hkv, s, d), dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT) for _ in range(2))
-    out = ttflashdecode.scaled_dot_product_attention_decode(
+    out, run = ttflashdecode.scaled_dot_product_attention_decode(
         q,
         k,
         v,
         cur_pos_tensor=_positions(dev, ttnn, [1023, -1, 517, 64]),
         scale=0.1,
         program_config=_ours_config(ttnn, 128, 4),
+        return_stats=True,
     )
-    return out, ttflashdecode.op.last_run.stats
+    return out, run.stats
 
 
 PROGRAMS = {

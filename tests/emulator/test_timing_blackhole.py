@@ -110,8 +110,8 @@ def _decode(dev, ttnn):
         layout=ttnn.TILE_LAYOUT,
     )
     k, v = (dev.empty((B, HKV, S, D), ttnn.bfloat8_b) for _ in range(2))
-    out = ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=[S - 1])
-    stats = ttflashdecode.op.last_run.stats
+    out, run = ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=[S - 1], return_stats=True)
+    stats = run.stats
     for t in (q, k, v, out):
         t.deallocate()
     return stats
@@ -152,10 +152,10 @@ def _paged(dev, ttnn):
         k_chunk_size=128,
         max_cores_per_head_batch=8,
     )
-    out = ttflashdecode.paged_scaled_dot_product_attention_decode(
-        q, k, v, table, cur_pos=[s - 1, 1500], program_config=config
+    out, run = ttflashdecode.paged_scaled_dot_product_attention_decode(
+        q, k, v, table, cur_pos=[s - 1, 1500], program_config=config, return_stats=True
     )
-    stats = ttflashdecode.op.last_run.stats
+    stats = run.stats
     for t in (q, k, v, table, out):
         t.deallocate()
     return stats

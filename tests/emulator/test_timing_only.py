@@ -25,10 +25,7 @@ def timing_only_device():
     dev.close()
 
 
-OPS = {
-    "ours": (ttflashdecode, lambda: ttflashdecode.op.last_run.stats),
-    "upstream": (upstream, lambda: upstream.last_run.stats),
-}
+OPS = {"ours": ttflashdecode, "upstream": upstream}
 CASES = {
     # one user over 8 cores: both ops' reduction trees (3 rounds), causal position inside the last chunk
     "tree": dict(batch=1, hq=8, hkv=1, d=64, s=512, paged=False, cores=8, k_chunk=64, pos=[449]),
@@ -40,7 +37,7 @@ CASES = {
 
 
 def _run(dev, ttnn, op: str, case: dict, seed: int, timing_only: bool):
-    module, last_stats = OPS[op]
+    module = OPS[op]
     g = torch.Generator().manual_seed(seed)
     b, hq, hkv, d, s = (case[k] for k in ("batch", "hq", "hkv", "d", "s"))
     q = dev.from_torch(torch.randn(1, b, hq, d, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
@@ -62,13 +59,15 @@ def _run(dev, ttnn, op: str, case: dict, seed: int, timing_only: bool):
         table = dev.from_torch(
             perm.reshape(b, s // block).to(torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
         )
-        out = module.paged_scaled_dot_product_attention_decode(
-            q, k, v, table, cur_pos_tensor=pos, program_config=config
+        out, run = module.paged_scaled_dot_product_attention_decode(
+            q, k, v, table, cur_pos_tensor=pos, program_config=config, return_stats=True
         )
         table.deallocate()
     else:
-        out = module.scaled_dot_product_attention_decode(q, k, v, cur_pos_tensor=pos, program_config=config)
-    stats = last_stats()
+        out, run = module.scaled_dot_product_attention_decode(
+            q, k, v, cur_pos_tensor=pos, program_config=config, return_stats=True
+        )
+    stats = run.stats
     for t in (q, k, v, pos, out):
         t.deallocate()
     return stats

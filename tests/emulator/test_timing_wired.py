@@ -116,10 +116,13 @@ def _decode_inputs(emu_device, ttnn, seed: int):
 def test_our_op_and_upstream_report_durations(emu_device, ttnn):
     seed = int(os.environ.get("TTFD_SEED", 0)) or 1207
     tq, tk, tv, config = _decode_inputs(emu_device, ttnn, seed)
-    ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[200], program_config=config)
-    ours = ttflashdecode.op.last_run.stats
-    upstream.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=[200], program_config=config)
-    theirs = upstream.last_run.stats
+    _, ours = ttflashdecode.scaled_dot_product_attention_decode(
+        tq, tk, tv, cur_pos=[200], program_config=config, return_stats=True
+    )
+    _, theirs = upstream.scaled_dot_product_attention_decode(
+        tq, tk, tv, cur_pos=[200], program_config=config, return_stats=True
+    )
+    ours, theirs = ours.stats, theirs.stats
     for stats, what in ((ours, f"ours [seed {seed}]"), (theirs, f"upstream [seed {seed}]")):
         _check_breakdown(stats, what)
         # No faster than reading its K/V bytes at the whole chip's modelled DRAM bandwidth (12 banks).

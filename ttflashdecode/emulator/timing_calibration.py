@@ -605,13 +605,17 @@ def upstream_decode(
             k, v = (_kv(dev, (blocks, n_kv_heads, block_size, head_dim)) for _ in range(2))
             table = torch.randperm(blocks, generator=g).reshape(batch, kv_len // block_size).to(torch.int32)
             tensors += [k, v]
-            out = upstream.paged_scaled_dot_product_attention_decode(q, k, v, table, cur_pos=pos, program_config=config)
+            out, run = upstream.paged_scaled_dot_product_attention_decode(
+                q, k, v, table, cur_pos=pos, program_config=config, return_stats=True
+            )
         else:
             k, v = (_kv(dev, (batch, n_kv_heads, kv_len, head_dim)) for _ in range(2))
             tensors += [k, v]
-            out = upstream.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, program_config=config)
+            out, run = upstream.scaled_dot_product_attention_decode(
+                q, k, v, cur_pos=pos, program_config=config, return_stats=True
+            )
         tensors.append(out)
-        return upstream.last_run.stats
+        return run.stats
     finally:
         for t in tensors:
             t.deallocate()

@@ -59,10 +59,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 import ttflashdecode
-from ttflashdecode import op as decode_op
 from ttflashdecode.backend import backend_for
-from ttflashdecode.ops.fill_cache import api as fill_api
-from ttflashdecode.ops.update_cache import api as update_api
 from ttflashdecode.ops.update_cache.api import read_host, write_host
 from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import KV_DTYPES, MAX_Q_LEN, dtype_name_of, padded_rows
@@ -294,10 +291,16 @@ class DeviceKVCache(Cache):
                 )
                 for states in (keys, values)
             )
-            ttflashdecode.paged_fused_update_cache(
-                layer.k, new_k, layer.v, new_v, update_idxs_tensor=self._write_pos, page_table=self.page_table
+            _, run = ttflashdecode.paged_fused_update_cache(
+                layer.k,
+                new_k,
+                layer.v,
+                new_v,
+                update_idxs_tensor=self._write_pos,
+                page_table=self.page_table,
+                return_stats=True,
             )
-            self.stats.add(update_api.last_run.stats, "update")
+            self.stats.add(run.stats, "update")
 
     def write_prefill(self, layer: DeviceKVLayer, keys: torch.Tensor, values: torch.Tensor, real: torch.Tensor):
         """Stores user u's real prompt tokens (the columns where ``real[u]`` is True, in order) at positions
@@ -313,10 +316,10 @@ class DeviceKVCache(Cache):
             for u in range(batch):
                 rows[u, :, : int(counts[u])] = states[u][:, real[u]]
             new = self.backend.from_torch(rows.float(), ttnn.bfloat16, ttnn.TILE_LAYOUT)
-            ttflashdecode.paged_fill_cache(
-                cache_tensor, new, self._fill_page_table, batch_idx_tensor=self._fill_users(batch)
+            _, run = ttflashdecode.paged_fill_cache(
+                cache_tensor, new, self._fill_page_table, batch_idx_tensor=self._fill_users(batch), return_stats=True
             )
-            self.stats.add(fill_api.last_run.stats, "prefill")
+            self.stats.add(run.stats, "prefill")
         layer.lengths.zero_()
         layer.lengths[:batch] = counts
 
@@ -355,14 +358,15 @@ class DeviceKVCache(Cache):
             attention_sink=sink,
             compute_kernel_config=self.compute_kernel_config,
             dtype=ttnn.float32 if fp32 else None,
+            return_stats=True,
         )
         if self.block_size is None:
-            out = ttflashdecode.scaled_dot_product_attention_decode(q, layer.k, layer.v, **options)
+            out, run = ttflashdecode.scaled_dot_product_attention_decode(q, layer.k, layer.v, **options)
         else:
-            out = ttflashdecode.paged_scaled_dot_product_attention_decode(
+            out, run = ttflashdecode.paged_scaled_dot_product_attention_decode(
                 q, layer.k, layer.v, self.page_table, **options
             )
-        self.stats.add(decode_op.last_run.stats if decode_op.last_run is not None else None, "attention")
+        self.stats.add(run.stats, "attention")
         return read_host(self.backend, out).float().permute(1, 0, 2, 3)[:batch]
 
 

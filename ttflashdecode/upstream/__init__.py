@@ -18,7 +18,8 @@ tiled Q: ``q`` ``[1, b, n_q_heads, d]`` bfloat16; K/V bfloat16 / bfloat8_b / bfl
 it does not reproduce (sharded or row-major Q, which bring upstream's Q-head split and K multicast for MLA; L1 outputs;
 q_len > 1 other than through spec_multi_pos_tiles) are refused with an error naming the argument.
 
-``last_run`` holds the last call's plan and, on the emulator, the run's statistics, as ``ttflashdecode.op.last_run``.
+``return_stats=True`` returns ``(output, UpstreamResult)``: the call's plan and, on the emulator, the run's statistics,
+as :mod:`ttflashdecode.op`'s functions return theirs.
 """
 
 from __future__ import annotations
@@ -47,13 +48,10 @@ KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
 
 @dataclass
 class UpstreamResult:
-    """What the last call did: upstream's plan for it and, on the emulator, the run's statistics."""
+    """What a call did (``return_stats=True``): upstream's plan for it and, on the emulator, the run's statistics."""
 
     plan: SdpaDecodePlan
     stats: object | None
-
-
-last_run: UpstreamResult | None = None
 
 
 def scaled_dot_product_attention_decode(
@@ -75,6 +73,7 @@ def scaled_dot_product_attention_decode(
     output_tensor=None,
     dtype=None,
     validate_device_tensors: bool = False,
+    return_stats: bool = False,
 ):
     """Upstream's ``ttnn.transformer.scaled_dot_product_attention_decode``, its kernels and its factory's program.
 
@@ -106,6 +105,7 @@ def scaled_dot_product_attention_decode(
         output_tensor=output_tensor,
         dtype=dtype,
         validate_device_tensors=validate_device_tensors,
+        return_stats=return_stats,
     )
 
 
@@ -130,6 +130,7 @@ def paged_scaled_dot_product_attention_decode(
     dtype=None,
     validate_device_tensors: bool = False,
     spec_multi_pos_tiles: int = 0,
+    return_stats: bool = False,
 ):
     """Upstream's paged decode: k/v ``[num_blocks, n_kv_heads, block_size, d]`` (block_size a multiple of 32),
     ``page_table_tensor`` int32 ``[b, max_blocks_per_user]`` (device ROW_MAJOR DRAM, or torch: checked against
@@ -158,6 +159,7 @@ def paged_scaled_dot_product_attention_decode(
         output_tensor=output_tensor,
         dtype=dtype,
         validate_device_tensors=validate_device_tensors,
+        return_stats=return_stats,
         spec_multi_pos_tiles=spec_multi_pos_tiles,
     )
 
@@ -181,6 +183,7 @@ def flash_multi_latent_attention_decode(
     output_tensor=None,
     dtype=None,
     validate_device_tensors: bool = False,
+    return_stats: bool = False,
 ):
     """Upstream's ``ttnn.transformer.flash_multi_latent_attention_decode``: k is the latent cache ``[b, n_kv_heads,
     s, d]`` and V its first ``head_dim_v`` columns (a multiple of 32, at most d), read out of each K chunk already in
@@ -205,6 +208,7 @@ def flash_multi_latent_attention_decode(
         output_tensor=output_tensor,
         dtype=dtype,
         validate_device_tensors=validate_device_tensors,
+        return_stats=return_stats,
         head_dim_v=_require_head_dim_v(head_dim_v),
     )
 
@@ -229,6 +233,7 @@ def paged_flash_multi_latent_attention_decode(
     output_tensor=None,
     dtype=None,
     validate_device_tensors: bool = False,
+    return_stats: bool = False,
 ):
     """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
     d]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
@@ -253,6 +258,7 @@ def paged_flash_multi_latent_attention_decode(
         output_tensor=output_tensor,
         dtype=dtype,
         validate_device_tensors=validate_device_tensors,
+        return_stats=return_stats,
         head_dim_v=_require_head_dim_v(head_dim_v),
     )
 
@@ -364,10 +370,10 @@ def _decode(
     output_tensor,
     dtype,
     validate_device_tensors,
+    return_stats,
     head_dim_v: int | None = None,
     spec_multi_pos_tiles: int = 0,
 ):
-    global last_run
     ttnn = import_ttnn()
     q_shape = check_device_tensor("q", q, 4, ("bfloat16",))
     backend = backend_of(q)
@@ -378,6 +384,7 @@ def _decode(
         )
     device = backend.device
     is_causal = check_bool("is_causal", is_causal)
+    return_stats = check_bool("return_stats", return_stats)
     share_cache = check_bool("share_cache", share_cache)
     validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
     if q_shape[0] != 1:
@@ -552,8 +559,7 @@ def _decode(
     )
     program = build_program(decode_plan, tensors, backend.noc_coord, scale=scale, cur_pos=positions)
     stats = backend.launch(tensors.io_tensors(), program)
-    last_run = UpstreamResult(plan=decode_plan, stats=stats)
-    return out
+    return (out, UpstreamResult(plan=decode_plan, stats=stats)) if return_stats else out
 
 
 def _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, batch, kv_len, device) -> list[int] | None:
@@ -624,5 +630,4 @@ __all__ = [
     "paged_flash_multi_latent_attention_decode",
     "UpstreamResult",
     "SdpaDecodePlan",
-    "last_run",
 ]

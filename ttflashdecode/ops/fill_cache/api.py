@@ -12,16 +12,16 @@ from ttflashdecode.ops.fill_cache.validate import check_tensors, check_valid_seq
 from ttflashdecode.ops.update_cache.api import CacheOpRun
 from ttflashdecode.ops.update_cache.args import TILE
 from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.validate import check_device_tensor, check_ring, dtype_name, int_list
-
-last_run: CacheOpRun | None = None
+from ttflashdecode.validate import check_bool, check_device_tensor, check_ring, dtype_name, int_list
 
 
-def fill_cache(cache_tensor, input_tensor, batch_idx, *, update_idx=0):
+def fill_cache(cache_tensor, input_tensor, batch_idx, *, update_idx=0, return_stats=False):
     """``ttnn.fill_cache``: writes ``input_tensor`` (``[1, n_kv_heads, seq_len, head_dim]``) into user ``batch_idx``
     of ``cache_tensor`` (``[b, n_kv_heads, S, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, TILE, DRAM interleaved) at
     positions ``update_idx .. update_idx + seq_len - 1`` (``update_idx`` a multiple of 32; seq_len tile-padded), in
-    place, converting to the cache's dtype. Returns ``cache_tensor``."""
+    place, converting to the cache's dtype. Returns ``cache_tensor`` (with ``return_stats=True``,
+    ``(cache_tensor, CacheOpRun)``)."""
+    return_stats = check_bool("return_stats", return_stats)
     cache_shape, input_shape = check_tensors(cache_tensor, input_tensor)
     if input_shape[0] != 1:
         raise ValueError(f"input_tensor: expected shape [1, n_kv_heads, seq_len, head_dim], got {list(input_shape)}")
@@ -49,8 +49,8 @@ def fill_cache(cache_tensor, input_tensor, batch_idx, *, update_idx=0):
         False,
         first_seq_tile=start // TILE,
     )
-    _fill(cache_tensor, input_tensor, shapes, batch, None, None)
-    return cache_tensor
+    run = _fill(cache_tensor, input_tensor, shapes, batch, None, None)
+    return (cache_tensor, run) if return_stats else cache_tensor
 
 
 def paged_fill_cache(
@@ -65,6 +65,7 @@ def paged_fill_cache(
     block_size=None,
     cache_position_modulo=None,
     valid_seq_len_tensor=None,
+    return_stats=False,
 ):
     """``ttnn.experimental.paged_fill_cache``: writes ``input_tensor`` (``[input_batch, n_kv_heads, seq_len,
     head_dim]``) into the paged ``cache_tensor`` (``[num_blocks, n_kv_heads, block_size, head_dim]``) from position 0
@@ -79,7 +80,9 @@ def paged_fill_cache(
     ``valid_seq_len_tensor`` (ring only): a one-entry int32 DRAM device tensor, read at run time, holding the prompt's
     real length; the ring then keeps the positions before it (that length rounded up to whole blocks) instead of the
     padded input's end. Not supported (ValueError naming the argument unless left at upstream's default):
-    ``mesh_coords``, ``block_size``. Returns ``cache_tensor``."""
+    ``mesh_coords``, ``block_size``. Returns ``cache_tensor`` (with ``return_stats=True``,
+    ``(cache_tensor, CacheOpRun)``)."""
+    return_stats = check_bool("return_stats", return_stats)
     for name, value in (("mesh_coords", mesh_coords), ("block_size", block_size)):
         if value is not None:
             raise ValueError(f"{name}={value!r}: not supported by ttflashdecode.paged_fill_cache (leave it at None)")
@@ -156,14 +159,15 @@ def paged_fill_cache(
     index = batch_idx_tensor
     if index_values is not None:
         index = backend.int32_tensor(index_values, [input_batch])
-    _fill(cache_tensor, input_tensor, shapes, batch, page_table, index, compute_kernel_config, valid_seq_len_tensor)
-    return cache_tensor
+    run = _fill(
+        cache_tensor, input_tensor, shapes, batch, page_table, index, compute_kernel_config, valid_seq_len_tensor
+    )
+    return (cache_tensor, run) if return_stats else cache_tensor
 
 
 def _fill(
     cache, new, shapes: FillShapes, batch: int, page_table, index, compute_kernel_config=None, valid_len=None
-) -> None:
-    global last_run
+) -> CacheOpRun:
     backend = backend_for(cache.device())
     compute = ComputeSettings.coerce(compute_kernel_config)
     if shapes.input_dtype == "float32" and not compute.fp32_dest_acc_en:
@@ -176,4 +180,4 @@ def _fill(
         key,
         lambda: build_fill_program(shapes, cache, new, batch, index, page_table, backend.grid(), compute, valid_len),
     )
-    last_run = CacheOpRun(shapes, backend.launch(io, program))
+    return CacheOpRun(shapes, backend.launch(io, program))

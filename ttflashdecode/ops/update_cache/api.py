@@ -12,30 +12,31 @@ from ttflashdecode.device_cache import device_cache
 from ttflashdecode.ops.update_cache.factory import build_update_program
 from ttflashdecode.ops.update_cache.validate import UpdateCall, as_int, check_defaults, check_update, positions_argument
 from ttflashdecode.ttnn_env import import_ttnn
+from ttflashdecode.validate import check_bool
 
 
 @dataclass
 class CacheOpRun:
-    """What a cache op (update or fill) last launched: its shapes and, on the emulator, the run's statistics."""
+    """What a cache op (update or fill) launched (``return_stats=True``): its shapes and, on the emulator, the run's
+    statistics."""
 
     shapes: object
     stats: object | None
 
 
-last_run: CacheOpRun | None = None
-
-
-def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_kernel_config=None):
+def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_kernel_config=None, return_stats=False):
     """``ttnn.update_cache``: ``input`` is upstream's heads-major ``[1, n_kv_heads, rows, head_dim]`` (bfloat16, TILE;
     rows = the users padded to 32; DRAM or L1 interleaved or L1 height-sharded) and every user u of ``cache``
     (``[b, n_kv_heads, S, head_dim]`` bfloat16 / bfloat8_b / bfloat4_b, TILE, DRAM) gets input row ``batch_offset +
     u`` of each head, in place, at position ``update_idx`` (an int, as upstream; a list of ints or an int32 ``[b]``
     tensor per user also works: a torch tensor is checked and uploaded, a device tensor is read by the kernels at run
-    time). ``batch_offset + b`` must fit the input's padded rows. Returns ``cache``.
+    time). ``batch_offset + b`` must fit the input's padded rows. Returns ``cache`` (with ``return_stats=True``,
+    ``(cache, CacheOpRun)``).
 
     Host positions must lie in ``[-1, S)`` (-1 skips the user); a device tensor's entries outside ``[0, S)`` write
     nothing for that user. Rows in ``[1, b, n_kv_heads, head_dim]`` (nlp_create_qkv_heads_decode's form) go through
     :func:`paged_update_cache` instead, with or without a page table."""
+    return_stats = check_bool("return_stats", return_stats)
     offset = as_int(batch_offset)
     if offset is None:
         raise TypeError(f"batch_offset={batch_offset!r} ({type(batch_offset).__name__}): expected an int")
@@ -48,7 +49,7 @@ def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_ker
         heads_major=True,
         batch_offset=offset,
     )
-    return _run_update(call)[0]
+    return _returned(_run_update(call), 1, return_stats)
 
 
 def paged_update_cache(
@@ -65,6 +66,7 @@ def paged_update_cache(
     block_size=None,
     num_kv_heads=None,
     cache_position_modulo=None,
+    return_stats=False,
 ):
     """``ttnn.experimental.paged_update_cache``: writes ``input_tensor`` (``[1, b, n_kv_heads, head_dim]``) into
     ``cache_tensor`` in place at each user's position, given as ``update_idxs`` (b host ints) or
@@ -83,6 +85,7 @@ def paged_update_cache(
     num_blocks)``, writes nothing for that user. Not supported (ValueError naming the argument unless left at
     upstream's default): ``share_cache``, ``batch_offset``, ``mesh_coords``, ``block_size``, ``num_kv_heads``. Returns
     ``cache_tensor``."""
+    return_stats = check_bool("return_stats", return_stats)
     check_defaults(
         "paged_update_cache",
         share_cache=share_cache,
@@ -100,7 +103,7 @@ def paged_update_cache(
         index_name=name,
         cache_position_modulo=cache_position_modulo,
     )
-    return _run_update(call)[0]
+    return _returned(_run_update(call), 1, return_stats)
 
 
 def paged_fused_update_cache(
@@ -116,16 +119,20 @@ def paged_fused_update_cache(
     batch_offset: int = 0,
     compute_kernel_config=None,
     mesh_coords=None,
+    return_stats=False,
 ):
     """``ttnn.experimental.paged_fused_update_cache``: :func:`paged_update_cache` of two caches (K and V) with the
     same positions (and page table), in one launch. The second cache and input must match the first ones' shape, dtype
-    and placement. Returns ``(cache_tensor1, cache_tensor2)``."""
+    and placement. Returns ``(cache_tensor1, cache_tensor2)`` (with
+    ``return_stats=True``, ``((cache_tensor1, cache_tensor2), CacheOpRun)``)."""
+    return_stats = check_bool("return_stats", return_stats)
     check_defaults(
         "paged_fused_update_cache", share_cache=share_cache, mesh_coords=mesh_coords, batch_offset=batch_offset
     )
     name, positions = positions_argument(update_idxs, update_idxs_tensor)
     pairs = [(cache_tensor1, input_tensor1), (cache_tensor2, input_tensor2)]
-    return tuple(_update(pairs, positions, page_table, compute_kernel_config, index_name=name))
+    call = check_update(pairs, positions, page_table, compute_kernel_config, index_name=name)
+    return _returned(_run_update(call), 2, return_stats)
 
 
 def update_tensors(call: UpdateCall):
@@ -141,14 +148,17 @@ def update_tensors(call: UpdateCall):
     return index, page_table
 
 
-def _update(pairs, positions, page_table, compute_kernel_config, *, index_name: str) -> list:
-    """Updates each (cache, input) of ``pairs`` (one, or K and V) with one launch; returns the caches."""
-    return _run_update(check_update(pairs, positions, page_table, compute_kernel_config, index_name=index_name))
+def _returned(run: tuple[list, CacheOpRun], num_caches: int, return_stats):
+    """What a cache op returns from ``(caches, CacheOpRun)``: its one cache, or its pair of caches; with
+    ``return_stats``, ``(that, CacheOpRun)``."""
+    caches, result = run
+    value = caches[0] if num_caches == 1 else tuple(caches)
+    return (value, result) if return_stats else value
 
 
-def _run_update(call: UpdateCall) -> list:
-    """Uploads what the call's host values need, then builds (or looks up) and launches the program."""
-    global last_run
+def _run_update(call: UpdateCall) -> tuple[list, CacheOpRun]:
+    """Uploads what the call's host values need, then builds (or looks up) and launches the program: (the caches,
+    what ran)."""
     pairs = call.pairs
     index, page_table = update_tensors(call)
     backend, shapes, compute = call.backend, call.shapes, call.compute
@@ -158,8 +168,7 @@ def _run_update(call: UpdateCall) -> list:
         "programs", key, lambda: build_update_program(shapes, pairs, index, page_table, backend.grid(), compute)
     )
     stats = backend.launch(io, program)
-    last_run = CacheOpRun(shapes, stats)
-    return [c for c, _ in pairs]
+    return [c for c, _ in pairs], CacheOpRun(shapes, stats)
 
 
 def _index_tensor(backend: Backend, name: str, values: list[int], shape: list[int]):
