@@ -16,9 +16,9 @@ import ttflashdecode
 from decode_harness import emulated_n150, generator, seed_for, tag
 from decode_harness import tile as tiles
 from packer_model import packed_by_the_packer
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.ops.update_cache import api as uc
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_arch import chip_facts
@@ -36,7 +37,6 @@ from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch
 from ttflashdecode.ops.convert.factory import build_convert_program
 from ttflashdecode.plan import L1_RESERVED_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.tuning import plan_for
 from ttflashdecode.validate import (
     BLOCK_FLOAT_OUT_DTYPES,

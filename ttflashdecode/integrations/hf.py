@@ -59,12 +59,12 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 import ttflashdecode
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import op as decode_op
 from ttflashdecode.backend import backend_for
 from ttflashdecode.ops.fill_cache import api as fill_api
 from ttflashdecode.ops.update_cache import api as update_api
 from ttflashdecode.ops.update_cache.api import read_host, write_host
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import KV_DTYPES, MAX_Q_LEN, dtype_name_of, padded_rows
 
 # transformers treats every implementation whose name contains "flash" as a FlashAttention kernel
