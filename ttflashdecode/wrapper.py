@@ -97,8 +97,8 @@ class _Launch:
 class FlashDecodeWrapper:
     """Decode attention on one device, planned once (:meth:`plan`) and run per layer and step (:meth:`run`).
 
-    device: a Wormhole device or mesh (ttnn ``MeshDevice``), an emulated chip (``ttflashdecode.emulator.open_device()``)
-        or an emulated mesh (``ttflashdecode.emulator.open_mesh_device()``). On a mesh of N chips the heads are
+    device: a Wormhole device or mesh (ttnn ``MeshDevice``), an emulated chip (``ttemu.open_device()``)
+        or an emulated mesh (``ttemu.open_mesh_device()``). On a mesh of N chips the heads are
         split over the chips: :meth:`plan` takes the model's heads (each chip plans ``n_q_heads / N`` q and
         ``n_kv_heads / N`` kv heads: one plan, the same for every chip) and :meth:`run` takes mesh tensors whose heads
         are sharded over the chips (q on dim 2, K/V on dim 1), each chip running the program for its shard.
