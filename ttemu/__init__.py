@@ -27,56 +27,55 @@ Traces (:mod:`.trace`): ``begin_trace_capture`` / ``end_trace_capture`` / ``exec
 ttnn's call shapes; captured programs are recorded (not run) and replayed over the same buffers.
 """
 
-from .compiler import compile_cache_stats, reset_compile_cache_stats
-from .device import EmuDevice, open_device
-from .errors import EmulatorError, EmulatorHang, KernelCompileError, KernelFault, SanitizerReport
-from .mesh import (
-    ConcatMesh2dToTensor,
-    ConcatMeshToTensor,
-    EmuMeshDevice,
-    EmuMeshTensor,
-    MeshStats,
-    ReplicateTensorToMesh,
-    ShardTensor2dMesh,
-    ShardTensorToMesh,
-    open_mesh_device,
-)
-from .stats import EmulatorStats
-from .tensor import EmuTensor
-from .trace import (
-    begin_trace_capture,
-    end_trace_capture,
-    execute_trace,
-    get_trace,
-    is_trace_capture_active,
-    release_trace,
-)
+import importlib
 
-__all__ = [
-    "ConcatMesh2dToTensor",
-    "ConcatMeshToTensor",
-    "EmuDevice",
-    "EmuMeshDevice",
-    "EmuMeshTensor",
-    "EmuTensor",
-    "EmulatorError",
-    "EmulatorHang",
-    "EmulatorStats",
-    "KernelCompileError",
-    "KernelFault",
-    "MeshStats",
-    "ReplicateTensorToMesh",
-    "SanitizerReport",
-    "ShardTensor2dMesh",
-    "ShardTensorToMesh",
-    "begin_trace_capture",
-    "end_trace_capture",
-    "execute_trace",
-    "get_trace",
-    "is_trace_capture_active",
-    "release_trace",
-    "compile_cache_stats",
-    "open_device",
-    "open_mesh_device",
-    "reset_compile_cache_stats",
-]
+# Public name -> the module defining it. Loaded on first use (PEP 562), so that ``import ttemu.ttnn_env`` (the ttnn
+# environment alone, what a package built on the emulator imports everywhere) does not load the emulator itself.
+_EXPORTS = {
+    "compile_cache_stats": "compiler",
+    "reset_compile_cache_stats": "compiler",
+    "EmuDevice": "device",
+    "open_device": "device",
+    "EmulatorError": "errors",
+    "EmulatorHang": "errors",
+    "KernelCompileError": "errors",
+    "KernelFault": "errors",
+    "SanitizerReport": "errors",
+    "ConcatMesh2dToTensor": "mesh",
+    "ConcatMeshToTensor": "mesh",
+    "EmuMeshDevice": "mesh",
+    "EmuMeshTensor": "mesh",
+    "MeshStats": "mesh",
+    "ReplicateTensorToMesh": "mesh",
+    "ShardTensor2dMesh": "mesh",
+    "ShardTensorToMesh": "mesh",
+    "open_mesh_device": "mesh",
+    "EmulatorStats": "stats",
+    "EmuTensor": "tensor",
+    "begin_trace_capture": "trace",
+    "end_trace_capture": "trace",
+    "execute_trace": "trace",
+    "get_trace": "trace",
+    "is_trace_capture_active": "trace",
+    "release_trace": "trace",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """A public name (or a submodule, ``ttemu.timing``) imported on first use."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

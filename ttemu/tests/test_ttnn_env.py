@@ -97,3 +97,19 @@ def test_ttnn_config_dump_when_debug_is_asked_for(var):
     out = _child(IMPORT_AND_LOG, **{var: "DEBUG"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Initial ttnn.CONFIG" in out.stderr
+
+
+def test_environment_module_is_light():
+    """``ttemu.ttnn_env`` (what every module of a package built on the emulator imports) loads neither ttnn, torch nor
+    the emulator: the package's names are imported on first use."""
+    code = (
+        "import sys\n"
+        "import ttemu.ttnn_env\n"
+        "print(sorted(m for m in ('ttnn', 'torch', 'numpy', 'ttemu.device', 'ttemu.compiler') if m in sys.modules))\n"
+        "import ttemu\n"
+        "assert ttemu.open_device.__module__ == 'ttemu.device' and ttemu.timing.variant_names()[0] == 'nominal'\n"
+        "assert sorted(ttemu.__all__) == ttemu.__all__ and all(getattr(ttemu, n) for n in ttemu.__all__)\n"
+    )
+    out = _child(code)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout
