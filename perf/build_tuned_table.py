@@ -45,7 +45,7 @@ from ttflashdecode.device_arch import BLACKHOLE, WORMHOLE_B0, ChipFacts  # noqa:
 from ttflashdecode.plan import DecodeShapes, plan  # noqa: E402
 from ttflashdecode.plan import auto as plan_auto  # noqa: E402
 
-# Per-chip compute grids of the emulated boards (ttflashdecode.emulator.arch.GRIDS; a T3K chip is an N300 card's, a
+# Per-chip compute grids of the emulated boards (ttemu.arch.GRIDS; a T3K chip is an N300 card's, a
 # Galaxy chip is unharvested; a P150 presents 11x10). The count is the chips heads split over; a Galaxy splits over both
 # mesh axes.
 BOARDS = {"n150": (1, (8, 8)), "n300": (2, (8, 7)), "t3k": (8, (8, 7)), "galaxy": (8, (8, 9)), "p150": (1, (11, 10))}
@@ -240,12 +240,12 @@ def check() -> int:
 
 PLAN_TIME_SCRIPT = """
 import json, sys, time
-from ttflashdecode import emulator
+import ttemu
 from ttflashdecode.wrapper import FlashDecodeWrapper
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.plan import DecodeShapes, auto
 ttnn = import_ttnn()
-dev = emulator.open_device("n150")
+dev = ttemu.open_device("n150")
 shape = json.loads(sys.argv[1])
 s = DecodeShapes(**shape)
 wrapper = FlashDecodeWrapper(dev)  # program_config=None: the default

@@ -3,17 +3,17 @@
 Every figure this prints is MODELLED (no Wormhole card here), set beside the published silicon figure it is meant to
 reproduce:
 
-1. the data-movement table of ``ttflashdecode.emulator.timing_calibration`` as the standalone model computes it, and
-   its one-core DRAM read rows again through the emulator (a real kernel, tests/emulator/kernels/dataflow/
+1. the data-movement table of ``ttemu.timing_calibration`` as the standalone model computes it, and
+   its one-core DRAM read rows again through the emulator (a real kernel, ttemu/tests/kernels/dataflow/
    timing_dram_read.cpp, on core (0,0) reading bank 0 over NoC 0, as tt-metal's DRAM packet-size test does);
 2. upstream's sdpa_decode (the wheel's kernels, ``ttflashdecode.upstream``) at its published Llama-3.1-70B decode
    point: one Galaxy chip, 8 users, 8 q / 1 kv heads, head_dim 128, bfloat8_b paged cache (block 32), position 127:
    9.07-10.20 us per op (tt-metal models/demos/llama3_70b_galaxy perf targets; /work/shared/WORMHOLE.md), and ours
    on the same call;
-3. upstream's sdpa_decode against the FlashDecode tech report (timing_calibration.OP_POINTS): its best bandwidth,
+3. upstream's sdpa_decode against the FlashDecode tech report (calibration.OP_POINTS): its best bandwidth,
    "up to 180 GB/s" (section 4.1, batch 32 / kv_len 128K / head_dim 64-256 here), and its T3K finding that 16 cores
    per head beat 64 for the Llama-3.1-8B per-chip shape (section 4.2, contexts 8K / 32K / 128K here). These run on a
-   timing-only device (same durations as a full run, tests/emulator/test_timing_only.py) and take minutes.
+   timing-only device (same durations as a full run, tests/test_timing_only.py) and take minutes.
 
     .venv/bin/python perf/calibrate_timing.py [--skip-table] [--skip-report]
     .venv/bin/python perf/calibrate_timing.py --markdown [--out perf/out/calibration.md]   # the resolving note's table
@@ -25,18 +25,18 @@ reproduce:
 figure (``timing_calibration.BH_FIGURES``), whether a Blackhole constant was fitted to it (``BH_IN_SAMPLE``) or not
 (held out), the modelled value and error (variant nominal), the smallest and largest modelled value over Blackhole's
 variants (``timing.variant_names("blackhole")``), and the one-core DRAM reads again through the wired emulator on an
-emulated P150 (the real kernel tests/emulator/kernels/dataflow/timing_dram_read.cpp, as the Wormhole table runs it).
+emulated P150 (the real kernel ttemu/tests/kernels/dataflow/timing_dram_read.cpp, as the Wormhole table runs it).
 
 ``--heldout`` prints the held-out validation table of docs/TIMING.md (section 4): every published figure, whether a
 constant was fitted to it (``timing_calibration.IN_SAMPLE``: in-sample) or not (held out), and the modelled value and
 error without flow control (variant ``no_flow_control``, the model before it) and with it (``nominal``); with
 ``--variants`` also the smallest and largest modelled value over every variant of the model
-(``ttflashdecode.emulator.timing.variant_names()``). Results are cached per (variant, figure) in
+(``ttemu.timing.variant_names()``). Results are cached per (variant, figure) in
 ``perf/out/heldout_cache.json`` keyed by the model's sources, so an interrupted run resumes.
 
 ``--markdown`` prints ONE table instead of the sections: every figure (the standalone model's data-movement and matmul
 figures, the one-core DRAM reads again through the wired emulator, and upstream's sdpa_decode points of
-``timing_calibration.OP_POINTS``, each run the way the calibration test runs it) with its published value and
+``calibration.OP_POINTS``, each run the way the calibration test runs it) with its published value and
 source, the modelled value, the error, the tolerance and pass/FAIL. The sdpa_decode points take most of the time
 (about 10 minutes on the shared 2-core machine, most of it the three batch-32 x 128K calls); ``--skip-report``
 leaves the two tech-report points out (about a minute).
@@ -54,13 +54,15 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import ttemu  # noqa: E402
 import ttflashdecode  # noqa: E402
-from ttflashdecode import emulator, upstream  # noqa: E402
-from ttflashdecode.emulator import timing_calibration  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
+from ttemu import timing_calibration  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
+from ttflashdecode import upstream  # noqa: E402
+from ttflashdecode.upstream import calibration  # noqa: E402
 
 ttnn = import_ttnn()
-KERNEL = REPO / "tests" / "emulator" / "kernels" / "dataflow" / "timing_dram_read.cpp"
+KERNEL = REPO / "ttemu" / "tests" / "kernels" / "dataflow" / "timing_dram_read.cpp"
 LLAMA70B_PUBLISHED_US = (9.07, 10.20)
 
 # (figure key, bytes per read, reads) of the one-core DRAM read rows the emulator path reproduces.
@@ -172,11 +174,9 @@ def print_llama70b(dev) -> None:
             print(f"  replay error: {st.timing.error}")
 
 
-def print_report_points(
-    dev, shapes=timing_calibration.REPORT_PEAK_SHAPES, contexts=timing_calibration.T3K_CONTEXTS
-) -> None:
+def print_report_points(dev, shapes=calibration.REPORT_PEAK_SHAPES, contexts=calibration.T3K_CONTEXTS) -> None:
     """The tech report's figures: model vs published, error per figure, with the runs behind each."""
-    points = {p.key: p for p in timing_calibration.OP_POINTS}
+    points = {p.key: p for p in calibration.OP_POINTS}
     print("\n## Upstream sdpa_decode against the FlashDecode tech report (modelled, timing-only device)\n")
     print(
         "Bandwidth by the report's formula (2 * b * d * n_kv * kv_len bytes / duration), 8 q / 1 kv heads, "
@@ -186,7 +186,7 @@ def print_report_points(
     print("|---|---|---|---|---|---|")
     best = 0.0
     for b, d, s in shapes:
-        st = timing_calibration.upstream_decode(dev, batch=b, n_q_heads=8, n_kv_heads=1, head_dim=d, kv_len=s)
+        st = calibration.upstream_decode(dev, batch=b, n_q_heads=8, n_kv_heads=1, head_dim=d, kv_len=s)
         gbs = 2 * b * d * s / st.duration_ns
         best = max(best, gbs)
         moved = (st.dram_read_bytes + st.dram_write_bytes) / st.duration_ns
@@ -197,14 +197,14 @@ def print_report_points(
     ratios = []
     for ctx in contexts:
         t = {
-            c: timing_calibration.upstream_decode(
+            c: calibration.upstream_decode(
                 dev, batch=1, n_q_heads=4, n_kv_heads=1, head_dim=128, kv_len=ctx, max_cores=c
             ).duration_ns
             for c in (16, 64)
         }
         ratios.append(t[64] / t[16])
         print(f"| {ctx} | {t[16] / 1e3:.1f} us | {t[64] / 1e3:.1f} us | {t[64] / t[16]:.3f} |", flush=True)
-    galaxy = timing_calibration.llama70b_galaxy_us(dev)
+    galaxy = calibration.llama70b_galaxy_us(dev)
     modelled = {"sdpa_llama70b_galaxy": galaxy, "sdpa_report_peak_gbs": best, "sdpa_t3k_16_beats_64": min(ratios)}
     print("\n| figure | published | modelled | error | tolerance | source |")
     print("|---|---|---|---|---|---|")
@@ -242,7 +242,7 @@ def _row(what: str, published: str, source: str, modelled: str, error: float, to
 def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dict]:
     """Every figure, modelled vs published: the standalone model's FIGURES, the one-core DRAM reads through the wired
     emulator (a real kernel on `dev`), and upstream's sdpa_decode OP_POINTS measured on the timing-only `fast`
-    device the way tests/emulator/test_timing_sdpa_calibration.py measures them."""
+    device the way tests/test_upstream_calibration.py measures them."""
     rows = []
     figs = {f.key: f for f in timing_calibration.FIGURES}
     for f in timing_calibration.FIGURES:
@@ -274,11 +274,11 @@ def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dic
             )
     finally:
         src.deallocate()
-    points = {p.key: p for p in timing_calibration.OP_POINTS}
-    measured = {"sdpa_llama70b_galaxy": lambda: timing_calibration.llama70b_galaxy_us(fast)}
+    points = {p.key: p for p in calibration.OP_POINTS}
+    measured = {"sdpa_llama70b_galaxy": lambda: calibration.llama70b_galaxy_us(fast)}
     if report:
-        measured["sdpa_report_peak_gbs"] = lambda: timing_calibration.report_peak_gbs(fast, peak_shapes)
-        measured["sdpa_t3k_16_beats_64"] = lambda: min(timing_calibration.t3k_64_over_16(fast, c) for c in contexts)
+        measured["sdpa_report_peak_gbs"] = lambda: calibration.report_peak_gbs(fast, peak_shapes)
+        measured["sdpa_t3k_16_beats_64"] = lambda: min(calibration.t3k_64_over_16(fast, c) for c in contexts)
     for key, measure in measured.items():
         p = points[key]
         m = measure()
@@ -311,8 +311,11 @@ def markdown(rows: list[dict]) -> str:
         "model; sdpa_decode points: the wheel's kernels through ttflashdecode.upstream, timing-only device).",
     ]
     lines += [""] + [f"[{i + 1}] {n}" for i, n in enumerate(notes)] if notes else []
-    sources = timing_calibration.__doc__.split("Sources:")[1].split("\n\n")[0].strip("\n")
-    return "\n".join(lines + ["", "Sources (ttflashdecode/emulator/timing_calibration.py):", "", "```", sources, "```"])
+    sources = "\n".join(
+        module.__doc__.split("Sources:")[1].split("\n\n")[0].strip("\n") for module in (timing_calibration, calibration)
+    )
+    where = "ttemu/timing_calibration.py, ttflashdecode/upstream/calibration.py"
+    return "\n".join(lines + ["", f"Sources ({where}):", "", "```", sources, "```"])
 
 
 # ---- held-out validation (--heldout) ----------------------------------------------------------------------------
@@ -325,9 +328,10 @@ def _model_key() -> str:
 
     h = hashlib.sha256()
     for rel in (
-        "ttflashdecode/emulator/include/emu/timing.h",
-        "ttflashdecode/emulator/include/emu/timing_engine.h",
-        "ttflashdecode/emulator/timing_calibration.py",
+        "ttemu/include/emu/timing.h",
+        "ttemu/include/emu/timing_engine.h",
+        "ttemu/timing_calibration.py",
+        "ttflashdecode/upstream/calibration.py",
     ):
         h.update((REPO / rel).read_bytes())
     return h.hexdigest()[:16]
@@ -341,13 +345,11 @@ def _heldout_figures(report: bool, peak_shapes, contexts, sdpa: bool = True):
         out.append((f.key, f.what, f"{f.published:g} {f.unit}", f.source, (lambda fast, f=f: f.modelled()), f.error))
     if not sdpa:
         return out
-    points = {p.key: p for p in timing_calibration.OP_POINTS}
-    measures = {"sdpa_llama70b_galaxy": lambda fast: timing_calibration.llama70b_galaxy_us(fast)}
+    points = {p.key: p for p in calibration.OP_POINTS}
+    measures = {"sdpa_llama70b_galaxy": lambda fast: calibration.llama70b_galaxy_us(fast)}
     if report:
-        measures["sdpa_report_peak_gbs"] = lambda fast: timing_calibration.report_peak_gbs(fast, peak_shapes)
-        measures["sdpa_t3k_16_beats_64"] = lambda fast: min(
-            timing_calibration.t3k_64_over_16(fast, c) for c in contexts
-        )
+        measures["sdpa_report_peak_gbs"] = lambda fast: calibration.report_peak_gbs(fast, peak_shapes)
+        measures["sdpa_t3k_16_beats_64"] = lambda fast: min(calibration.t3k_64_over_16(fast, c) for c in contexts)
     for key, m in measures.items():
         p = points[key]
         what = p.what + (
@@ -361,7 +363,7 @@ def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fas
     """{variant: {figure key: modelled}} for every figure, from the cache where the model has not changed."""
     import json
 
-    from ttflashdecode.emulator import timing
+    from ttemu import timing
 
     key = _model_key()
     cache = json.loads(HELDOUT_CACHE.read_text()) if HELDOUT_CACHE.exists() else {}
@@ -393,7 +395,7 @@ def heldout_values(variants: list[str], report: bool, peak_shapes, contexts, fas
 
 
 def heldout_markdown(values: dict, report: bool, peak_shapes, contexts, sdpa: bool = True) -> str:
-    from ttflashdecode.emulator.timing import NOMINAL
+    from ttemu.timing import NOMINAL
 
     figs = _heldout_figures(report, peak_shapes, contexts, sdpa)
     with_variants = len(values) > 2
@@ -435,9 +437,9 @@ def decode_cost() -> None:
     """Ours and upstream's sdpa_decode at Llama-3.1-8B on one chip (batch 1, 32 q / 8 kv heads, head_dim 128,
     bfloat8_b, 32K positions, non-paged, each op's default config) on a timing-only device, without and with flow
     control: modelled duration and host wall time of the call (kernels compiled beforehand)."""
-    from ttflashdecode.emulator import timing
+    from ttemu import timing
 
-    with emulator.open_device("n150", timing_only=True) as dev:
+    with ttemu.open_device("n150", timing_only=True) as dev:
         dev.default_deadline_s = 3600.0
 
         def ours():
@@ -449,9 +451,7 @@ def decode_cost() -> None:
             return run.stats
 
         def theirs():
-            return timing_calibration.upstream_decode(
-                dev, batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=32768
-            )
+            return calibration.upstream_decode(dev, batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=32768)
 
         ours(), theirs()  # compile both programs' kernels first
         for v in ("no_flow_control", "nominal"):
@@ -468,7 +468,7 @@ def measure_cost() -> None:
     """What flow control costs the replay: a FlashDecode-like trace (64 cores: a reader of 512 bfloat8_b tiles from
     the 12 banks, 8 in flight per barrier; a compute stream; a writer merging to a neighbour) recorded once per
     variant, replay CPU time (host) measured three times, best kept."""
-    from ttflashdecode.emulator.timing import Barrier, Cb, Op, Proc, TimingModel, dram
+    from ttemu.timing import Barrier, Cb, Op, Proc, TimingModel, dram
 
     def build(variant):
         m = TimingModel((8, 8), variant=variant)
@@ -512,7 +512,7 @@ BH_DRAM_ROWS = [
 
 def blackhole_markdown() -> str:
     """The Blackhole calibration table (docs/BLACKHOLE.md, section 3), every value modelled."""
-    from ttflashdecode.emulator import timing
+    from ttemu import timing
 
     variants = timing.variant_names("blackhole")
     spread: dict[str, list[float]] = {}
@@ -545,7 +545,7 @@ def blackhole_markdown() -> str:
     figs = {f.key: f for f in timing_calibration.BH_FIGURES}
     clock_ghz = {c.name: c.value for c in timing.constants("blackhole")}["kClockGHz"]  # the timing stats are in ns
     torch.manual_seed(5)
-    with emulator.open_device("p150") as dev:
+    with ttemu.open_device("p150") as dev:
         # 64 bf16 tiles over 8 banks: 8 tiles (16 KB) back to back in bank 0, room for the 16 KB reads
         src = dev.from_torch(torch.randn(32, 32 * 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
         try:
@@ -578,10 +578,8 @@ def main() -> None:
     ap.add_argument("--skip-table", action="store_true", help="skip the data-movement table")
     ap.add_argument("--skip-report", action="store_true", help="skip the tech report's points (the slow part)")
     ap.add_argument("--skip-galaxy", action="store_true", help="skip the full-mode Llama-3.1-70B section")
-    ap.add_argument(
-        "--peak-head-dims", type=int, nargs="+", default=[d for _, d, _ in timing_calibration.REPORT_PEAK_SHAPES]
-    )
-    ap.add_argument("--t3k-contexts", type=int, nargs="+", default=list(timing_calibration.T3K_CONTEXTS))
+    ap.add_argument("--peak-head-dims", type=int, nargs="+", default=[d for _, d, _ in calibration.REPORT_PEAK_SHAPES])
+    ap.add_argument("--t3k-contexts", type=int, nargs="+", default=list(calibration.T3K_CONTEXTS))
     ap.add_argument(
         "--markdown",
         action="store_true",
@@ -622,13 +620,13 @@ def main() -> None:
         measure_cost()
         return
     if args.heldout:
-        from ttflashdecode.emulator.timing import variant_names
+        from ttemu.timing import variant_names
 
         t0 = time.monotonic()
         shapes = [(32, d, 131072) for d in args.peak_head_dims]
         variants = variant_names() if args.variants else ["no_flow_control", "nominal"]
         variants = ["no_flow_control", "nominal"] + [v for v in variants if v not in ("no_flow_control", "nominal")]
-        with emulator.open_device("n150", timing_only=True) as fast:
+        with ttemu.open_device("n150", timing_only=True) as fast:
             fast.default_deadline_s = 3600.0
             fast.default_hang_ms = 2000
             values = heldout_values(variants, not args.skip_report, shapes, args.t3k_contexts, fast, not args.no_sdpa)
@@ -644,7 +642,7 @@ def main() -> None:
         return
     if args.markdown:
         t0 = time.monotonic()
-        with emulator.open_device("n150") as dev, emulator.open_device("n150", timing_only=True) as fast:
+        with ttemu.open_device("n150") as dev, ttemu.open_device("n150", timing_only=True) as fast:
             fast.default_deadline_s = 3600.0  # a batch-32 x 128K call takes minutes on a loaded machine
             fast.default_hang_ms = 2000
             shapes = [(32, d, 131072) for d in args.peak_head_dims]
@@ -661,7 +659,7 @@ def main() -> None:
             args.out.write_text(text + "\n")
         return
     if not (args.skip_table and args.skip_galaxy):
-        dev = emulator.open_device("n150")
+        dev = ttemu.open_device("n150")
         try:
             if not args.skip_table:
                 print_table(dev)
@@ -670,7 +668,7 @@ def main() -> None:
         finally:
             dev.close()
     if not args.skip_report:
-        with emulator.open_device("n150", timing_only=True) as fast:
+        with ttemu.open_device("n150", timing_only=True) as fast:
             fast.default_deadline_s = 3600.0  # a batch-32 x 128K call takes minutes on a loaded machine
             fast.default_hang_ms = 2000
             shapes = [(32, d, 131072) for d in args.peak_head_dims]

@@ -29,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttflashdecode import emulator  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
+import ttemu  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
 
 ttnn = import_ttnn()
 KDIR = Path(__file__).resolve().parent / "kernels"
@@ -167,7 +167,7 @@ def decode_section():
     print(f"{'run':<40}{'before s':>10}{'now s':>9}{'goal s':>8}{'child s':>9}{'modelled us':>13}{'load':>11}")
     full_b8 = None
     for name, batch, kv_len, timing_only, before, goal in DECODE_ROWS:
-        dev = emulator.open_device("n150", timing_only=timing_only)
+        dev = ttemu.open_device("n150", timing_only=timing_only)
         # The machine may be shared: the 1-minute load average before and after the row says how far to trust it
         # (a wall time on 2 cores at load 10 is several times the idle figure).
         load_before = os.getloadavg()[0]
@@ -196,7 +196,7 @@ def main():
     decode_section()
     if args.decode_only:
         return
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     print("ttflashdecode host emulator throughput (functional emulator speed on this host, not device speed)")
     print(f"{'workload':<44}{'cores':>6}{'amount':>14}{'wall s':>9}{'rate':>16}")
     n, moved, wall, ok, _ = dram_copy(dev, args.mib)
@@ -205,7 +205,7 @@ def main():
         f"{moved / 1e6 / wall:>11.1f} MB/s" + ("" if ok else "   COPY MISMATCH")
     )
     # ---- compute section: needs the compute engineer's matmul API
-    if (ROOT / "ttflashdecode/emulator/include/api/compute/matmul.h").exists():
+    if (ROOT / "ttemu/include/api/compute/matmul.h").exists():
         n, count, wall, stats = matmuls(dev, args.matmuls)
         print(
             f"{'tile matmuls (32x32x32, bf16, HiFi4)':<44}{n:>6}{count:>10} mms{wall:>9.2f}"

@@ -25,10 +25,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttflashdecode import emulator, golden  # noqa: E402
+import ttemu  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
+from ttflashdecode import golden  # noqa: E402
 from ttflashdecode import op as op_module  # noqa: E402
 from ttflashdecode.config import ProgramConfig  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
 ttnn = import_ttnn()
 
@@ -123,7 +124,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
     rows = []
     try:
         for case in CASES:

@@ -26,11 +26,11 @@ import time
 
 import torch
 
+import ttemu
 import ttflashdecode
-from ttflashdecode import emulator
+from ttemu import timing
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.emulator import timing
-from ttflashdecode.ttnn_env import import_ttnn
 
 HEAD_DIM = 128
 LLAMA_8B, LLAMA_70B_T3K = (32, 8), (8, 1)  # (q heads, kv heads) on one chip
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--only", help="rows of SHAPES to run, e.g. 11,12,13 (0-based)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    dev = emulator.open_device("n150", timing_only=True)
+    dev = ttemu.open_device("n150", timing_only=True)
     dev.default_hang_ms = max(dev.default_hang_ms, 5000)  # a loaded machine: see perf/model_parity.py
     dispatch = dispatch_ns()
     rows = []

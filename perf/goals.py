@@ -41,7 +41,7 @@ NOMINAL = "nominal"
 
 def chip_dram_gbs() -> tuple[float, str]:
     """The model's whole-chip DRAM bandwidth (GB/s, modelled) and a line saying where it comes from."""
-    from ttflashdecode.emulator import timing_calibration
+    from ttemu import timing_calibration
 
     fig = next(f for f in timing_calibration.FIGURES if f.key == CHIP_DRAM_FIGURE)
     m = fig.modelled()
@@ -131,7 +131,7 @@ def _variants_line(rows: list[Row], metas: dict[str, dict]) -> str:
 def _constant_of(variant: str, arch: str | None = None) -> str:
     """The assumed constant a "<stem>_low/high" variant moves on chip ``arch`` (``timing.assumed_constants(arch)``);
     else ""."""
-    from ttflashdecode.emulator import timing
+    from ttemu import timing
 
     for a in timing.assumed_constants(arch):
         if variant in (f"{a.stem}_low", f"{a.stem}_high"):

@@ -10,7 +10,7 @@ bfloat8_b cache) with a cur_pos tensor and a preallocated output, and prints hos
 
 * op / wrapper.run, default and named config: the module-level function and FlashDecodeWrapper.run on a cache hit,
   the launch itself replaced by a no-op (only the host work before ``generic_op``);
-* trace replay: 32 such calls captured once with ``emulator.begin_trace_capture`` and replayed with
+* trace replay: 32 such calls captured once with ``ttemu.begin_trace_capture`` and replayed with
   ``execute_trace``. The op does no host work in a replay (it is not called: counted); the row is the emulator's
   replay dispatch per captured call with the program run replaced by a no-op. On a card the per-step cost is
   ``ttnn.execute_trace``'s, which cannot be measured here.
@@ -67,13 +67,14 @@ def measure() -> dict:
     """Every row of the table for the ttflashdecode on sys.path."""
     import torch
 
-    from ttflashdecode import FlashDecodeWrapper, emulator
+    import ttemu
+    from ttemu.ttnn_env import import_ttnn
+    from ttflashdecode import FlashDecodeWrapper
     from ttflashdecode import op as op_module
     from ttflashdecode.backend import Backend
-    from ttflashdecode.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
     tile = dict(layout=ttnn.TILE_LAYOUT)
     q = dev.from_torch(torch.randn(1, 8, 32, 128), dtype=ttnn.bfloat16, **tile)
     kv = dev.from_torch(torch.randn(8, 8, 4096, 128), dtype=ttnn.bfloat8_b, **tile)
@@ -95,7 +96,7 @@ def measure() -> dict:
         run = wrapper.run
         rows[f"wrapper.run, {name} config"] = _timed(lambda: run(q, kv, kv, cur_pos_tensor=pos, output_tensor=out))
     setattr(Backend, seam, real_launch)
-    if hasattr(emulator, "begin_trace_capture"):
+    if hasattr(ttemu, "begin_trace_capture"):
         rows[f"trace replay, per captured call ({LAYERS} calls)"] = _trace_replay(dev, op_module, q, kv, pos, out)
     dev.close()
     return rows
@@ -104,23 +105,23 @@ def measure() -> dict:
 def _trace_replay(dev, op_module, q, kv, pos, out) -> tuple[float, float]:
     """Capture LAYERS op calls once; time execute_trace per captured call. Kernel builds and program runs are no-ops
     (the emulator's own work, not the host path); the op must not be called during a replay."""
-    from ttflashdecode import emulator
-    from ttflashdecode.emulator import device as device_module
+    import ttemu
+    from ttemu import device as device_module
 
     device_module.build_plan = lambda descriptor, grid: SimpleNamespace(cbs=[])
     device_module.run_program = lambda plan, **launch: None
     kwargs = dict(cur_pos_tensor=pos, output_tensor=out)
-    trace_id = emulator.begin_trace_capture(dev, cq_id=0)
+    trace_id = ttemu.begin_trace_capture(dev, cq_id=0)
     for _ in range(LAYERS):
         op_module.scaled_dot_product_attention_decode(q, kv, kv, **kwargs)
-    emulator.end_trace_capture(dev, trace_id, cq_id=0)
+    ttemu.end_trace_capture(dev, trace_id, cq_id=0)
     calls = []
     real_decode = op_module._decode
     op_module._decode = lambda *a, **k: calls.append(1) or real_decode(*a, **k)
-    cpu, wall = _timed(lambda: emulator.execute_trace(dev, trace_id, cq_id=0, blocking=True))
+    cpu, wall = _timed(lambda: ttemu.execute_trace(dev, trace_id, cq_id=0, blocking=True))
     op_module._decode = real_decode
     assert not calls, "a replay called the op"
-    emulator.release_trace(dev, trace_id)
+    ttemu.release_trace(dev, trace_id)
     return cpu / LAYERS, wall / LAYERS
 
 
@@ -129,9 +130,9 @@ def card() -> None:
     32-call decode step replayed with ttnn.execute_trace."""
     import torch
 
+    from ttemu.ttnn_env import has_tenstorrent_card, import_ttnn
     from ttflashdecode import op as op_module
     from ttflashdecode.backend import Backend
-    from ttflashdecode.ttnn_env import has_tenstorrent_card, import_ttnn
 
     if not has_tenstorrent_card():
         print(

@@ -56,12 +56,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import ttemu  # noqa: E402
 from decode_harness import MAX_ABS_ERR, PCC_MIN  # noqa: E402
-from ttflashdecode import emulator, golden  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
+from ttflashdecode import golden  # noqa: E402
 from ttflashdecode import op as op_module  # noqa: E402
 from ttflashdecode import plan as plan_module  # noqa: E402
 from ttflashdecode.config import ProgramConfig  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
 ttnn = import_ttnn()
 
@@ -281,7 +282,7 @@ def main() -> int:
     args = parser.parse_args()
 
     t_start = time.perf_counter()
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
     rows = []
     try:
         for i, (shape, positions) in enumerate(QUICK if args.quick else SHAPES):

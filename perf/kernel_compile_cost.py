@@ -4,7 +4,7 @@ and what one compile of each costs in CPU seconds at the optimisation levels a k
     nice -n 5 .venv/bin/python perf/kernel_compile_cost.py [--top 6] [--levels O2,O1,O0] [--cache DIR]
 
 Part 1 (count, no compiler run): reads the metadata (``<key>.json``) the compiler writes next to every library in the
-kernel cache (default: ``TTFD_CACHE_DIR`` or ``~/.cache/ttflashdecode``; only read, never written) and counts, per
+kernel cache (default: ``TTFD_CACHE_DIR`` or ``~/.cache/ttemu``; only read, never written) and counts, per
 kernel source, the libraries built since the source's last commit (``git log -1``; sources no longer at their path are
 left out), i.e. builds of the source's current text as far as a library's time tells, and how many distinct values
 each varying flag takes among them. The count covers whatever ran on the machine with that cache since (the suite,
@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttflashdecode.emulator import build as emu_build  # noqa: E402
-from ttflashdecode.emulator import compiler, jit_env  # noqa: E402
+from ttemu import build as emu_build  # noqa: E402
+from ttemu import compiler, jit_env  # noqa: E402
 
 
 def _roots() -> list[tuple[str, str]]:

@@ -1,11 +1,11 @@
 """How many of the ttnn wheel's kernel sources compile against the emulator's kernel API headers.
 
-Runs ``g++ -std=c++20 -fsyntax-only`` (as ttflashdecode.emulator.compiler: the host form of tt-metal's ``-std=c++17
+Runs ``g++ -std=c++20 -fsyntax-only`` (as ttemu.compiler: the host form of tt-metal's ``-std=c++17
 -ftt-nttp -ftt-consteval -ftt-constinit``) on every kernel source under the wheel's
 ``ttnn/cpp/ttnn/operations/**/kernels`` (1,495 files in ttnn 0.81.1) with the emulator's ``include/`` first on the
 include path and a plausible tt-metal JIT build environment:
 
-- the per-RISC defines of ttflashdecode.emulator.compiler (data movement: NCRISC, NOC 0; compute: the fused TRISC
+- the per-RISC defines of ttemu.compiler (data movement: NCRISC, NOC 0; compute: the fused TRISC
   build), ``KERNEL_COMPILE_TIME_ARGS`` = 128 x 2 (2 = ArgConfig::IsDram, so every TensorAccessorArgs is a DRAM
   interleaved tensor of page size 2, every CB index / count is 2), every name the source passes to
   ``get_named_compile_time_arg_val`` in the force-included named-args header (value 2);
@@ -42,9 +42,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ttflashdecode.emulator import jit_env  # noqa: E402  (no ttnn import: plain Python)
+from ttemu import jit_env  # noqa: E402  (no ttnn import: plain Python)
+from ttemu.build import INCLUDE as EMU_INCLUDE  # noqa: E402
 
-EMU_INCLUDE = REPO / "ttflashdecode" / "emulator" / "include"
 CT_VALUE = 2
 NUM_CT_ARGS = 128
 
@@ -192,7 +192,7 @@ def flags(include: Path, gen: Path, src: Path, root: Path, compute: bool, files:
             "-DNOC_INDEX=0",
             *jit_env.COMPUTE_DEFINES,
         ]
-        # as ttflashdecode.emulator.compiler: the emulator's LLK layer right after its API, the wheel's LLK trees
+        # as ttemu.compiler: the emulator's LLK layer right after its API, the wheel's LLK trees
         # (SFPU kernels) and compute API last
         f.insert(f.index(f"-I{include}") + 1, f"-I{include.parent / 'include_llk'}")
         f += [f"-I{p}" for p in jit_env.compute_llk_include_paths()]
@@ -207,7 +207,7 @@ def flags(include: Path, gen: Path, src: Path, root: Path, compute: bool, files:
         ]
     if jit_env.NAMED_CT_ARG_MAP_HEADER in files:
         f += ["-include", str(gen / jit_env.NAMED_CT_ARG_MAP_HEADER)]
-    # as ttflashdecode.emulator.compiler: what the firmware wrapper includes ahead of the kernel
+    # as ttemu.compiler: what the firmware wrapper includes ahead of the kernel
     if compute:
         f += [
             "-include",

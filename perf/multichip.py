@@ -5,7 +5,7 @@ over 1 / 2 / 4 / 8 devices, max_cores_per_head_batch 16 and 64, context up to 12
     .venv/bin/python perf/multichip.py --max-kv 8192      # a quick run
     .venv/bin/python perf/multichip.py --devices 8 --cores 16,64 --max-kv 32768
 
-Every run is the real op on an emulated mesh (``emulator.open_mesh_device("t3k", mesh_shape=(1, n))``: n chips, each
+Every run is the real op on an emulated mesh (``ttemu.open_mesh_device("t3k", mesh_shape=(1, n))``: n chips, each
 an 8x7 Wormhole grid with its own DRAM, running concurrently) with the heads sharded over the chips, checked
 against the golden model (PCC column). Printed per run, from each chip's emulator counters (the chips of a run are
 identical, so one chip's figures are shown, and the table says so if they ever differ):
@@ -34,10 +34,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttflashdecode import emulator, golden  # noqa: E402
+import ttemu  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
+from ttflashdecode import golden  # noqa: E402
 from ttflashdecode import op as op_module  # noqa: E402
 from ttflashdecode.config import ProgramConfig  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
 ttnn = import_ttnn()
 
@@ -98,10 +99,10 @@ def run_context(kv_len: int, devices: list[int], cores: list[int], seed: int) ->
     kv_dtype = getattr(ttnn, KV_DTYPE)
     rows = []
     for n in devices:
-        with emulator.open_mesh_device(board="t3k", mesh_shape=(1, n)) as mesh:
+        with ttemu.open_mesh_device(board="t3k", mesh_shape=(1, n)) as mesh:
             for chip in mesh.get_devices():
                 chip.default_deadline_s = 3600.0  # long contexts on a loaded host
-            shard = lambda dim: emulator.ShardTensorToMesh(mesh, dim=dim)  # noqa: E731
+            shard = lambda dim: ttemu.ShardTensorToMesh(mesh, dim=dim)  # noqa: E731
             tq = mesh.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, mesh_mapper=shard(2))
             tk = mesh.from_torch(k, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT, mesh_mapper=shard(1))
             tv = mesh.from_torch(v, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT, mesh_mapper=shard(1))
@@ -112,7 +113,7 @@ def run_context(kv_len: int, devices: list[int], cores: list[int], seed: int) ->
                     tq, tk, tv, cur_pos=cur_pos, program_config=config, return_stats=True
                 )
                 emu_s = time.perf_counter() - t0
-                out = mesh.to_torch(tt_out, mesh_composer=emulator.ConcatMeshToTensor(mesh, dim=2)).float()
+                out = mesh.to_torch(tt_out, mesh_composer=ttemu.ConcatMeshToTensor(mesh, dim=2)).float()
                 per_chip = [chip_counters(s) for s in run.stats.chips]
                 dram, busiest, partials = max(per_chip)
                 bandwidth_s = max(max(d / DRAM_BYTES_PER_S, b / CORE_NOC_BYTES_PER_S) for d, b, _ in per_chip)

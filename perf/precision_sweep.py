@@ -35,11 +35,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import torch  # noqa: E402
 
+import ttemu  # noqa: E402
 import ttflashdecode  # noqa: E402
 from decode_harness import DecodeCase, assert_matches_golden, run_case  # noqa: E402
-from ttflashdecode import emulator, golden, upstream  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
+from ttflashdecode import golden, upstream  # noqa: E402
 from ttflashdecode.plan import L1OverflowError  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
 
 def draw(rng: random.Random) -> DecodeCase:
@@ -215,7 +216,7 @@ def exp_main(args) -> int:
     ttnn = import_ttnn()
     by_name = {r.name: r for r in EXP_ROWS}
     rows = [by_name[n] for n in args.rows.split(",")] if args.rows else EXP_ROWS  # in the order asked
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
     print(
         "Against float64 on the stored inputs (emulator, full math): PCC / max |error| / RMS error. ours default ="
         " exp_approx_mode unset (approximate exp, HiFi4); upstream default = unset (approximate exp, HiFi2)."
@@ -262,7 +263,7 @@ def main() -> int:
         return exp_main(args)
     ttnn = import_ttnn()
     rng = random.Random(args.seed)
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
 
     def to_device(x, dtype, **kw):
         return dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw)

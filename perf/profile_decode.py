@@ -37,9 +37,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import ttemu  # noqa: E402
 import ttflashdecode  # noqa: E402
-from ttflashdecode import emulator, upstream  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
+from ttflashdecode import upstream  # noqa: E402
 
 ttnn = import_ttnn()
 # Both ops put the reader on RISCV_1 (NCRISC, NoC 0) and the writer on RISCV_0 (BRISC, NoC 1), as tt-metal's
@@ -195,7 +196,7 @@ def host_profile(args) -> None:
         sys.path.insert(0, str(REPO / "perf"))
         import emulator_throughput
 
-        dev = emulator.open_device("n150")
+        dev = ttemu.open_device("n150")
         wall, stats = emulator_throughput.llama_decode(dev, args.batch, args.kv_len, False)
         dev.close()
         print(f"one decode call: wall {wall:.2f} s, of which the emulator child {stats.wall_seconds:.2f} s")
@@ -273,7 +274,7 @@ def main() -> None:
         + (f" paged block {args.block_size}" if args.block_size else "")
         + f", k_chunk_size {args.k_chunk_size or 'auto'}, max_cores_per_head_batch {args.max_cores} (modelled)"
     )
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     try:
         results = run_both(dev, args)
     finally:

@@ -76,7 +76,7 @@ class Row:
 
 def measure(device, model: str, prefix: int, suffix: int, users: int, max_group_rows: int | None = None) -> Row:
     import ttflashdecode
-    from ttflashdecode.ttnn_env import import_ttnn
+    from ttemu.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
     n_q, n_kv, d = MODELS[model]
@@ -141,9 +141,9 @@ def main() -> None:
     parser.add_argument("--out", default=str(OUT / "shared_prefix"))
     args = parser.parse_args()
     points = QUICK if args.quick else FULL if args.full else DEFAULT
-    from ttflashdecode import emulator
+    import ttemu
 
-    device = emulator.open_device(board="n150", timing_only=True)
+    device = ttemu.open_device(board="n150", timing_only=True)
     rows: list[Row] = []
     t0 = time.monotonic()
     for i, point in enumerate(points):

@@ -21,7 +21,7 @@ Workloads (every call shape issue #29 names, plus the other program kinds):
   upstream  upstream's own sdpa_decode kernels (ttflashdecode.upstream), the same small shape as `decode`
 
 Prints, per workload and in total, the calls run, the faults seen and seconds per call; exit status 1 when any fault
-was seen. tests/emulator/test_stress.py runs a short form of the same loop.
+was seen. ttemu/tests/test_stress.py runs a short form of the same loop.
 """
 
 from __future__ import annotations
@@ -41,12 +41,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
 
 ttnn = import_ttnn()
 
+import ttemu  # noqa: E402
 import ttflashdecode  # noqa: E402
-from ttflashdecode import emulator, golden, upstream  # noqa: E402
+from ttflashdecode import golden, upstream  # noqa: E402
 from ttflashdecode.config import ProgramConfig  # noqa: E402
 
 TILE = dict(layout=ttnn.TILE_LAYOUT)
@@ -75,7 +76,7 @@ def _q(x, dtype):
 
 def issue(seed: int) -> Workload:
     gen = torch.Generator().manual_seed(seed)
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     positions = [100, 2000, 7, 1500]
     q, k, v = _rand(gen, 1, 4, 16, 128), _rand(gen, 4, 4, 2048, 128), _rand(gen, 4, 4, 2048, 128)
     tq = dev.from_torch(q, dtype=ttnn.bfloat16, **TILE)
@@ -99,7 +100,7 @@ def _small(gen):
 
 def decode(seed: int) -> Workload:
     gen = torch.Generator().manual_seed(seed)
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     positions, q, k, v = _small(gen)
     tq, tk, tv = (dev.from_torch(x, dtype=ttnn.bfloat16, **TILE) for x in (q, k, v))
     pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **ROW_MAJOR_INT)
@@ -116,7 +117,7 @@ def decode(seed: int) -> Workload:
 
 def paged(seed: int) -> Workload:
     gen = torch.Generator().manual_seed(seed)
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     batch, n_kv, block, blocks_per_user, d = 2, 2, 32, 8, 64
     num_blocks = batch * blocks_per_user
     positions = [250, 64]
@@ -144,19 +145,19 @@ def paged(seed: int) -> Workload:
 
 def mesh(seed: int) -> Workload:
     gen = torch.Generator().manual_seed(seed)
-    m = emulator.open_mesh_device(board="n300")
+    m = ttemu.open_mesh_device(board="n300")
     positions = [255, 90]
     q, k, v = _rand(gen, 1, 2, 8, 64), _rand(gen, 2, 2, 256, 64), _rand(gen, 2, 2, 256, 64)
-    tq = m.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=emulator.ShardTensorToMesh(m, dim=2), **TILE)
+    tq = m.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=ttemu.ShardTensorToMesh(m, dim=2), **TILE)
     tk, tv = (
-        m.from_torch(x, dtype=ttnn.bfloat16, mesh_mapper=emulator.ShardTensorToMesh(m, dim=1), **TILE) for x in (k, v)
+        m.from_torch(x, dtype=ttnn.bfloat16, mesh_mapper=ttemu.ShardTensorToMesh(m, dim=1), **TILE) for x in (k, v)
     )
     pos = m.from_torch(torch.tensor(positions, dtype=torch.int32), **ROW_MAJOR_INT)
     config = ProgramConfig(compute_with_storage_grid_size=(8, 4), k_chunk_size=32)
 
     def call():
         r = ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos_tensor=pos, program_config=config)
-        return m.to_torch(r, mesh_composer=emulator.ConcatMeshToTensor(m, dim=2))
+        return m.to_torch(r, mesh_composer=ttemu.ConcatMeshToTensor(m, dim=2))
 
     expected = golden.sdpa_decode(_q(q, "bfloat16"), _q(k, "bfloat16"), _q(v, "bfloat16"), cur_pos=positions)
     return Workload("mesh", call, expected, m.close)
@@ -164,7 +165,7 @@ def mesh(seed: int) -> Workload:
 
 def fused(seed: int) -> Workload:
     gen = torch.Generator().manual_seed(seed)
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     positions = [10, 150]
     b, n_kv, d = 2, 2, 64
     K, V = _rand(gen, b, n_kv, 256, d), _rand(gen, b, n_kv, 256, d)
@@ -191,7 +192,7 @@ def fused(seed: int) -> Workload:
 
 def upstream_kernels(seed: int) -> Workload:
     gen = torch.Generator().manual_seed(seed)
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     positions, q, k, v = _small(gen)
     tq, tk, tv = (dev.from_torch(x, dtype=ttnn.bfloat16, **TILE) for x in (q, k, v))
     pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **ROW_MAJOR_INT)

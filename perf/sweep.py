@@ -1,7 +1,7 @@
 """Side by side, like for like (issue 28): ttflashdecode against upstream sdpa_decode as model code runs it and at its
 best, every row under every timing-model variant. Every duration is MODELLED by the emulator's timing model
 (docs/TIMING.md), not measured on silicon; the device runs timing-only (no math, K/V made by ``device.empty()``,
-durations equal to the full mode's: tests/emulator/test_timing_only.py).
+durations equal to the full mode's: tests/test_timing_only.py).
 
 Calls (every row paged with 64-position blocks, bfloat8_b K/V, bfloat16 Q in DRAM, every user at the last position,
 as model code runs the ops):
@@ -28,17 +28,17 @@ as model code runs the ops):
 Paths: MLA rows run both MLA entry points (``paged_flash_multi_latent_attention_decode``: K read once, V = its first
 512 columns); q_len > 1 rows run both ops with ``spec_multi_pos_tiles`` (Tg candidates folded onto a batch row).
 
-Chips: Wormhole rows (N150, T3K chip, Galaxy chip) and Blackhole rows (P150: ``emulator.open_device("p150",
+Chips: Wormhole rows (N150, T3K chip, Galaxy chip) and Blackhole rows (P150: ``ttemu.open_device("p150",
 timing_only=True)``, timed by the engine's Blackhole constants, docs/BLACKHOLE.md section 3); the CSV's DEVICE ARCH and
 the tables' chip column say which.
 
-Variants: each row's chip's ``ttflashdecode.emulator.timing.variant_names(arch)`` (nominal, no flow control, each
+Variants: each row's chip's ``ttemu.timing.variant_names(arch)`` (nominal, no flow control, each
 assumed constant at the low and high end of its range; Blackhole adds its own six, bh_*); each row reports the
 ratio at nominal and its minimum and maximum over the variants run; a row counts as "ours faster" only where the
 minimum is above 1. ``--variants`` picks a subset (the summary names it; a row runs those its chip's model has).
 Each call runs once: under the nominal variant, with ``TTFD_TIMING_VARIANTS`` naming the others, so the emulator
 replays the call's recorded traces under every variant (the traces do not depend on it; each replay equals a separate
-run under that variant: tests/emulator/test_timing_multi_variant.py).
+run under that variant: tests/test_timing_multi_variant.py).
 
 Outputs (perf/out/ unless ``--out``): ``sweep.csv``, one line per (shape, variant, side), readable unchanged by
 tt-perf-report (the ops perf report's columns, DEVICE ID included: ``tt-perf-report perf/out/sweep.csv``), plus the
@@ -101,7 +101,7 @@ class Shape:
     head_dim_v: int = 0  # MLA: V is K's first head_dim_v columns
     tg: int = 0  # spec_multi_pos_tiles: q_len candidates per batch row
     model_cores: int = 16  # max_cores_per_head_batch the model passes
-    board: str = "n150"  # emulator.open_device's board: the chip the call runs on (Wormhole, or P150: Blackhole)
+    board: str = "n150"  # ttemu.open_device's board: the chip the call runs on (Wormhole, or P150: Blackhole)
     grid: tuple = GRID  # the chip's worker grid: ours (auto) and upstream's search run over it
     model_grid: tuple = GRID  # the grid the model's SDPAProgramConfig names (upstream as called)
 
@@ -111,8 +111,8 @@ class Shape:
 
     @property
     def arch(self) -> str:
-        """The chip's architecture (emulator.arch's ArchSpec name, the timing model's chip): its variants."""
-        from ttflashdecode.emulator.arch import board_spec
+        """The chip's architecture (ttemu.arch's ArchSpec name, the timing model's chip): its variants."""
+        from ttemu.arch import board_spec
 
         return board_spec(self.board).name
 
@@ -124,7 +124,7 @@ class Shape:
     def variants(self, asked: list[str] | None) -> list[str]:
         """The timing variants this row runs: every variant of its chip's model (``timing.variant_names(arch)``), or
         those of ``asked`` the chip's model has (a Blackhole-only variant, bh_*, is not run on a Wormhole row)."""
-        from ttflashdecode.emulator import timing
+        from ttemu import timing
 
         own = timing.variant_names(self.arch)
         return own if asked is None else [v for v in asked if v in own]
@@ -197,7 +197,7 @@ class Runner:
     def __init__(self, dev, s: Shape):
         import torch
 
-        from ttflashdecode.ttnn_env import import_ttnn
+        from ttemu.ttnn_env import import_ttnn
 
         self.ttnn = ttnn = import_ttnn()
         self.dev, self.s = dev, s
@@ -279,10 +279,10 @@ def _plan_cores(p) -> int:
 # argument checks), the wheel and how Runner makes a call: never on our kernels or planner.
 UPSTREAM_SOURCES = (
     "ttflashdecode/upstream",
-    "ttflashdecode/emulator",
-    "ttflashdecode/cluster_descriptors",
+    "ttemu",
+    "ttemu/cluster_descriptors",
     "ttflashdecode/backend.py",
-    "ttflashdecode/ttnn_env.py",
+    "ttemu/ttnn_env.py",
     "ttflashdecode/validate.py",
 )
 UPSTREAM_CACHE = OUT / "upstream_cache"
@@ -340,14 +340,15 @@ def measure_shape(s: Shape, variants: list[str], cache: UpstreamCache, log=print
     Upstream's search ranks its candidates under the nominal variant; "upstream best" under a variant is the fastest,
     under that variant, of every candidate the search ran. Returns the records (one per variant and side);
     ``save(records, variants_done)`` is called at the end."""
+    import ttemu
     import ttflashdecode
-    from ttflashdecode import emulator, upstream
+    from ttemu import timing
+    from ttflashdecode import upstream
     from ttflashdecode.config import AutoProgramConfig
-    from ttflashdecode.emulator import timing
     from ttflashdecode.upstream import tune
 
     variants = sorted(dict.fromkeys(variants), key=lambda v: v != timing.NOMINAL)
-    dev = emulator.open_device(s.board, timing_only=True)
+    dev = ttemu.open_device(s.board, timing_only=True)
     dev.default_hang_ms = max(dev.default_hang_ms, 2000)  # a loaded shared machine stalls threads for a while
     dev.default_deadline_s = max(dev.default_deadline_s, 3600.0)
     runner = Runner(dev, s)

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import math
 import os
-import zlib
 from dataclasses import dataclass, field
 
 import torch
 
+from ttemu.tests.fixtures import SEED_ENV, seed_for
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.ttnn_env import import_ttnn
 
 # Thresholds against the golden on the same quantised inputs. The kernels keep S, P, O, m and l in bfloat16
 # (fp32 with fp32_dest_acc_en), so a correct kernel lands well inside them; a dropped chunk or a missing rescale
@@ -50,17 +50,6 @@ MAX_ABS_FLOOR = {"bfloat16": 0.001, "bfloat8_b": 0.001, "bfloat4_b": 0.002}
 # The former absolute bounds, still imported by perf/k_chunk_default.py (which scales them by max(1, max |expected|));
 # the tests use error_bound.
 MAX_ABS_ERR = {"bfloat16": 0.08, "bfloat8_b": 0.08, "bfloat4_b": 0.15}
-
-SEED_ENV = "TTFD_SEED"
-
-
-def seed_for(key: str) -> int:
-    """The seed of a test's random inputs: ``TTFD_SEED`` when set, else a stable hash of ``key`` (the test's name and
-    parameters, or ``str(case)``)."""
-    env = os.environ.get(SEED_ENV, "").strip()
-    if env:
-        return int(env, 0)
-    return zlib.crc32(key.encode()) & 0x7FFFFFFF
 
 
 def case_seed(case: DecodeCase) -> int:
@@ -485,9 +474,9 @@ def emulated_n150(*, min_hang_ms: int = 0):
     """Fixture body: an emulated N150, closed afterwards. ``min_hang_ms``: a decode step launches several programs of
     many threads, and on a loaded machine a runnable thread can wait longer than the emulator's 200 ms no-progress
     window for a CPU, which it would report as a hang."""
-    from ttflashdecode import emulator  # noqa: PLC0415
+    import ttemu  # noqa: PLC0415
 
-    device = emulator.open_device("n150")
+    device = ttemu.open_device("n150")
     device.default_hang_ms = max(device.default_hang_ms, min_hang_ms)
     yield device
     device.close()

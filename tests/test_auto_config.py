@@ -22,12 +22,13 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
+import ttemu
 from decode_harness import DecodeCase, assert_matches_golden, run_case
-from ttflashdecode import emulator, tuning
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import op as op_module
+from ttflashdecode import tuning
 from ttflashdecode.config import AutoProgramConfig, ChosenProgramConfig, ProgramConfig, load_program_config
 from ttflashdecode.plan import DecodeShapes, L1OverflowError, auto, plan
-from ttflashdecode.ttnn_env import import_ttnn
 
 GRID = (8, 8)
 REPO = Path(__file__).resolve().parents[1]
@@ -78,7 +79,7 @@ def _tile(dev):
 def _forbid_tuning_runs_and_compiles(monkeypatch, dev):
     """Every way planning with the default could reach the tuner, open an emulator, run a program or compile a kernel
     raises."""
-    from ttflashdecode.emulator import compiler, program
+    from ttemu import compiler, program
 
     def refuse(what):
         def raiser(*a, **k):
@@ -88,7 +89,7 @@ def _forbid_tuning_runs_and_compiles(monkeypatch, dev):
 
     for name in ("tune", "choose", "evaluate", "_device"):
         monkeypatch.setattr(tuning, name, refuse(f"tuning.{name}"))
-    monkeypatch.setattr(emulator, "open_device", refuse("emulator.open_device"))
+    monkeypatch.setattr(ttemu, "open_device", refuse("ttemu.open_device"))
     monkeypatch.setattr(type(dev), "generic_op", refuse("a program run"))
     for module in (compiler, program):
         for name in ("compile_kernel", "compile_kernels"):
@@ -134,7 +135,7 @@ def test_shipped_table_covers_the_builders_shapes_and_every_entry_plans():
 def test_default_plans_from_the_table_or_the_rule_without_tuning(monkeypatch):
     """On an emulated N150 (the same code path as a card: the plan depends on the device's grid only), a table shape
     gets the table's config and an unseen shape the rule, with the tuner, emulator opening and compiler forbidden."""
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     _forbid_tuning_runs_and_compiles(monkeypatch, dev)
     hit = next(e for e in _table_entries() if tuple(e["grid"]) == GRID and e["config"] is not None)
     s = DecodeShapes(**hit["shapes"])
@@ -170,7 +171,7 @@ def test_default_plans_from_the_table_or_the_rule_without_tuning(monkeypatch):
 def test_default_on_a_mesh_plans_each_chips_share_from_the_table(board, n_q_heads, monkeypatch):
     """Llama-3.1-8B (32 q heads) and 70B (64) with 8 kv heads on an emulated N300 / T3K: each chip's shapes (the
     heads split over the chips) hit the table's entry for that board, with nothing tuned, run or compiled."""
-    mesh = emulator.open_mesh_device(board)
+    mesh = ttemu.open_mesh_device(board)
     try:
         chip = mesh.get_devices()[0] if hasattr(mesh, "get_devices") else mesh
         _forbid_tuning_runs_and_compiles(monkeypatch, chip)
@@ -198,7 +199,7 @@ def test_default_on_a_p150_plans_from_its_table_entry(kv_len, monkeypatch):
     ttnn = import_ttnn()
     got = {}
     for board in ("p150", "n150"):
-        dev = emulator.open_device(board)
+        dev = ttemu.open_device(board)
         try:
             _forbid_tuning_runs_and_compiles(monkeypatch, dev)
             got[board] = op_module.FlashDecodeWrapper(dev).plan(
@@ -235,7 +236,7 @@ def test_default_op_call_runs_without_tuning(monkeypatch):
     for name in ("tune", "choose", "evaluate", "_device"):
         monkeypatch.setattr(tuning, name, lambda *a, **k: pytest.fail("the default reached the tuner"))
     case = DefaultCase(1, 8, 1, 64, 256, (255,), "bfloat16")
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     try:
         outcome = run_case(dev, case, to_device=_tile(dev), to_torch=dev.to_torch)
     finally:
@@ -312,7 +313,7 @@ def test_tune_plan_matches_golden_is_the_fastest_candidate_and_reports_progress(
     monkeypatch.setattr(auto, "MAX_CANDIDATES", 3)  # the rule's plan and two others: few kernel variants to compile
     lines = []
     sink = logger.add(lambda m: lines.append(m.record["message"]), level="INFO")
-    dev = emulator.open_device("n150")  # its own: no plan of this shape cached from another test
+    dev = ttemu.open_device("n150")  # its own: no plan of this shape cached from another test
     try:
         outcome = run_case(dev, CASE, to_device=_tile(dev), to_torch=dev.to_torch)
     finally:
@@ -367,7 +368,7 @@ def test_tune_choice_is_cached_in_memory_and_on_disk(monkeypatch):
 def test_second_tuned_op_plan_runs_no_evaluation(monkeypatch):
     calls = _fake_model(monkeypatch)
     for step in range(2):  # two devices: the second has no plan cached, so it asks the tuner again
-        dev = emulator.open_device("n150")
+        dev = ttemu.open_device("n150")
         try:
             wrapper = op_module.FlashDecodeWrapper(dev, program_config="tune")
             assert isinstance(wrapper.program_config, ChosenProgramConfig)
@@ -428,7 +429,7 @@ def test_a_function_chooses_the_config(monkeypatch):
             return None
         return ProgramConfig((8, 1), k_chunk_size=64, max_cores_per_head_batch=4)
 
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     try:
         wrapper = op_module.FlashDecodeWrapper(dev, program_config=pick)
         got = wrapper.plan(batch=2, n_q_heads=8, n_kv_heads=1, head_dim=64, kv_len=512)
@@ -470,7 +471,7 @@ def test_explicit_configs_are_planned_as_before(config, monkeypatch, ttnn):
         for max_cur_pos in (None, 1000):
             expected = plan(s, given, GRID, max_cur_pos=max_cur_pos)
             assert tuning.plan_for(s, cfg, GRID, max_cur_pos=max_cur_pos) == expected
-    dev = emulator.open_device("n150")
+    dev = ttemu.open_device("n150")
     try:
         wrapper = op_module.FlashDecodeWrapper(dev, program_config=config)
         assert wrapper.program_config == resolved and not isinstance(wrapper.program_config, AutoProgramConfig)

@@ -1,13 +1,14 @@
 """The op on an emulated Blackhole card (P150, P100; a P300 mesh): the chip facts the emulator models, and golden
-cases of the main features on the P150's 11x10 grid (emulator/arch.py: Blackhole as shipped since firmware
+cases of the main features on the P150's 11x10 grid (ttemu/arch.py: Blackhole as shipped since firmware
 v19.5.0). Blackhole programs are timed with Blackhole's constants (docs/BLACKHOLE.md section 3); the golden cases
-check that a P150 run reports a modelled duration, and tests/emulator/test_timing_blackhole.py checks what it is."""
+check that a P150 run reports a modelled duration, and ttemu/tests/test_timing_blackhole.py checks what it is."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+import ttemu
 from decode_harness import (
     DecodeCase,
     check_close,
@@ -15,17 +16,17 @@ from decode_harness import (
     run_on_emulator,
     seed_for,
 )
-from ttflashdecode import emulator, golden
+from ttemu.errors import EmulatorError
+from ttemu.ttnn_env import import_ttnn
+from ttflashdecode import golden
 from ttflashdecode import op as op_module
-from ttflashdecode.emulator.errors import EmulatorError
-from ttflashdecode.ttnn_env import import_ttnn
 
 P150_GRID = (11, 10)
 
 
 @pytest.fixture(scope="module")
 def p150():
-    device = emulator.open_device(board="p150")
+    device = ttemu.open_device(board="p150")
     device.default_hang_ms = max(device.default_hang_ms, 2000)
     yield device
     device.close()
@@ -43,7 +44,7 @@ def golden_bf8(q, k, v, positions):
 
 def test_p150_and_p100_facts():
     ttnn = import_ttnn()
-    with emulator.open_device(board="p150") as dev:
+    with ttemu.open_device(board="p150") as dev:
         assert dev.arch() == ttnn.Arch.BLACKHOLE
         g = dev.compute_with_storage_grid_size()
         assert (g.x, g.y) == P150_GRID
@@ -55,13 +56,13 @@ def test_p150_and_p100_facts():
         assert dev.worker_core_from_logical_core(ttnn.CoreCoord(0, 9)).y == 11
         t = dev.from_torch(torch.zeros(1, 1, 1, 8, dtype=torch.int32), layout=ttnn.ROW_MAJOR_LAYOUT)
         assert t.buffer_aligned_page_size() == 64  # 32 B of data, DRAM alignment 64 B on Blackhole
-    with emulator.open_device(board="p100") as dev:
+    with ttemu.open_device(board="p100") as dev:
         assert dev.compute_with_storage_grid_size().x == 11 and len(dev.banks) == 7
 
 
 def test_blackhole_dispatch_axis_refused():
     with pytest.raises(EmulatorError, match="dispatch_core_axis='row'.*'col'"):
-        emulator.open_device(board="p150", dispatch_core_axis="row")
+        ttemu.open_device(board="p150", dispatch_core_axis="row")
 
 
 P150_CASES = [
@@ -105,14 +106,14 @@ def test_p300_mesh_golden():
     q = torch.randn(1, 2, nq, d, generator=gen)
     k = torch.randn(2, nkv, kv_len, d, generator=gen)
     v = torch.randn(2, nkv, kv_len, d, generator=gen)
-    with emulator.open_mesh_device(board="p300") as mesh:
+    with ttemu.open_mesh_device(board="p300") as mesh:
         assert mesh.get_num_devices() == 2 and mesh.arch() == ttnn.Arch.BLACKHOLE
         g = mesh.compute_with_storage_grid_size()
         assert (g.x, g.y) == P150_GRID
 
         def on_mesh(x, dtype, dim):
             return mesh.from_torch(
-                x, dtype=dtype, layout=ttnn.TILE_LAYOUT, mesh_mapper=emulator.ShardTensorToMesh(mesh, dim=dim)
+                x, dtype=dtype, layout=ttnn.TILE_LAYOUT, mesh_mapper=ttemu.ShardTensorToMesh(mesh, dim=dim)
             )
 
         out = op_module.scaled_dot_product_attention_decode(
@@ -121,7 +122,7 @@ def test_p300_mesh_golden():
             on_mesh(v, ttnn.bfloat8_b, 1),
             cur_pos=positions,
         )
-        got = mesh.to_torch(out, mesh_composer=emulator.ConcatMeshToTensor(mesh, dim=2)).float()
+        got = mesh.to_torch(out, mesh_composer=ttemu.ConcatMeshToTensor(mesh, dim=2)).float()
     expected = golden_bf8(q, k, v, positions)
     check_close(got, expected, "bfloat8_b", seed, "Llama-3.1-8B over a P300's 2 chips")
 
@@ -166,7 +167,7 @@ def test_upstream_sdpa_decode_on_p150(p150):
 
 def test_p100_golden():
     """A P100: the same grid with 7 DRAM banks (a page-to-bank map that is not a power of two)."""
-    with emulator.open_device(board="p100") as dev:
+    with ttemu.open_device(board="p100") as dev:
         dev.default_hang_ms = max(dev.default_hang_ms, 2000)
         run_on_emulator(
             dev, DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", block_size=64, grid=P150_GRID)

@@ -17,7 +17,7 @@ import ttflashdecode
 from decode_harness import emulated_n150, generator, seed_for, tag
 from decode_harness import tile as tiles
 from packer_model import packed_by_the_packer
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 RM = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)

@@ -31,8 +31,8 @@ from decode_harness import sdpa_config as _sdpa_config
 from decode_harness import tile as _tile
 from output_checks import check_output
 from packer_model import packed_by_the_packer
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden, ttnn_patch
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 

@@ -10,9 +10,9 @@ import torch
 import ttflashdecode
 from decode_harness import generator, seed_for, tag
 from packer_model import packed_by_the_packer
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import ttnn_patch
 from ttflashdecode.emulator_calls import EmulatorTensorError
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 RM = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)

@@ -24,8 +24,8 @@ from decode_harness import seed_for
 from output_checks import check_output
 from packer_model import packed_by_the_packer
 from test_cache_ops_models import _height_sharded, _hifi4, _int32, _sdpa_config, _tile
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)

@@ -13,7 +13,7 @@ from ttflashdecode.config import (
 
 @pytest.fixture(scope="module")
 def ttnn():
-    from ttflashdecode.ttnn_env import import_ttnn
+    from ttemu.ttnn_env import import_ttnn
 
     return import_ttnn()
 

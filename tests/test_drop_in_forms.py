@@ -28,9 +28,9 @@ from decode_harness import height_sharded as _height_sharded
 from decode_harness import int32 as _int32
 from decode_harness import tile as _tile
 from output_checks import check_output
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode import op as op_module
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 

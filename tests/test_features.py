@@ -17,8 +17,8 @@ from decode_harness import (
     tag,
 )
 from packer_model import packed_by_the_packer
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import op as op_module
-from ttflashdecode.ttnn_env import import_ttnn
 
 # ---- 1. paged KV cache -------------------------------------------------------------------------------------
 
@@ -68,7 +68,8 @@ def test_paged_rejects_out_of_range_host_table(emu_device):
 
 
 def test_position_tensor_reuses_one_program(emu_device):
-    from ttflashdecode import emulator, golden
+    import ttemu
+    from ttflashdecode import golden
 
     ttnn = import_ttnn()
     seed = seed_for("test_position_tensor_reuses_one_program")
@@ -89,7 +90,7 @@ def test_position_tensor_reuses_one_program(emu_device):
         positions = [100 + 20 * step, 7 + 31 * step]
         emu_device.write(pos, torch.tensor(positions, dtype=torch.int32))  # in place, like a model's decode loop
         if step == 1:
-            compiles_after_first = emulator.compile_cache_stats()["misses"]
+            compiles_after_first = ttemu.compile_cache_stats()["misses"]
         op_module.scaled_dot_product_attention_decode(
             tt_q, tt_k, tt_v, cur_pos_tensor=pos, program_config=cfg, output_tensor=out
         )
@@ -102,13 +103,14 @@ def test_position_tensor_reuses_one_program(emu_device):
         check_close(emu_device.to_torch(out).float(), expected, "bfloat16", seed, f"step {step}, cur_pos {positions}")
     assert op_module.program_cache_stats() == {"hits": 15, "misses": 1, "entries": 1}, tag(seed)
     assert op_module.cache_stats()["plans"] == 1  # planned once (plan-then-run)
-    assert emulator.compile_cache_stats()["misses"] == compiles_after_first  # nothing recompiled after step 0
+    assert ttemu.compile_cache_stats()["misses"] == compiles_after_first  # nothing recompiled after step 0
 
 
 def test_page_table_tensor_reuses_one_program(emu_device):
     """A device page table rewritten in place every step (here a fresh random block mapping each time, with the
     positions growing) is read by the reader at run time: one descriptor and one compiled kernel set serve all."""
-    from ttflashdecode import emulator, golden
+    import ttemu
+    from ttflashdecode import golden
 
     ttnn = import_ttnn()
     seed = seed_for("test_page_table_tensor_reuses_one_program")
@@ -130,14 +132,14 @@ def test_page_table_tensor_reuses_one_program(emu_device):
         emu_device.write(pos, torch.tensor(positions, dtype=torch.int32))
         emu_device.write(table, mapping)
         if step == 1:
-            compiles_after_first = emulator.compile_cache_stats()["misses"]
+            compiles_after_first = ttemu.compile_cache_stats()["misses"]
         op_module.paged_scaled_dot_product_attention_decode(
             tt_q, tt_k, tt_v, table, cur_pos_tensor=pos, program_config="small/test-2x2", output_tensor=out
         )
         expected = golden.sdpa_decode(*stored, cur_pos=positions, page_table=mapping)
         check_close(emu_device.to_torch(out).float(), expected, "bfloat16", seed, f"step {step}, cur_pos {positions}")
     assert op_module.program_cache_stats() == {"hits": 15, "misses": 1, "entries": 1}, tag(seed)
-    assert emulator.compile_cache_stats()["misses"] == compiles_after_first  # nothing recompiled after step 0
+    assert ttemu.compile_cache_stats()["misses"] == compiles_after_first  # nothing recompiled after step 0
 
 
 # ---- 3. non-causal with attn_mask --------------------------------------------------------------------------

@@ -184,7 +184,7 @@ def test_thresholds_reject_wrong_kernels(how):
 
 
 def _to_device(device):
-    from ttflashdecode.ttnn_env import import_ttnn
+    from ttemu.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
     return lambda x, dtype: device.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT)

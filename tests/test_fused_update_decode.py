@@ -16,10 +16,10 @@ import ttflashdecode
 from decode_harness import emulated_n150, generator, seed_for, tag
 from decode_harness import tile as tiles
 from output_checks import check_output
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 RM = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)

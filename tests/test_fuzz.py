@@ -49,11 +49,11 @@ import pytest
 import torch
 
 from decode_harness import DecodeCase, DecodeOutcome, assert_matches_golden
+from ttemu import EmulatorError
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.emulator import EmulatorError
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import SCALE_MAX, SCALE_MIN
 
 _SEED_ENV = os.environ.get("TTFD_FUZZ_SEED")

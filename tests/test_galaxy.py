@@ -11,10 +11,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+import ttemu
 from decode_harness import check_close, generator, seed_for, tag
-from ttflashdecode import emulator, golden
+from ttemu.ttnn_env import import_ttnn
+from ttflashdecode import golden
 from ttflashdecode import op as op_module
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.wrapper import FlashDecodeWrapper
 
 ttnn = import_ttnn()
@@ -24,16 +25,16 @@ GALAXY = (8, 4)
 
 
 def split2d(mesh, dims):
-    return emulator.ShardTensor2dMesh(mesh, mesh_shape=GALAXY, dims=dims)
+    return ttemu.ShardTensor2dMesh(mesh, mesh_shape=GALAXY, dims=dims)
 
 
 def join2d(mesh, dims):
-    return emulator.ConcatMesh2dToTensor(mesh, mesh_shape=GALAXY, dims=dims)
+    return ttemu.ConcatMesh2dToTensor(mesh, mesh_shape=GALAXY, dims=dims)
 
 
 @pytest.fixture(scope="module")
 def galaxy():
-    with emulator.open_mesh_device(board="galaxy") as mesh:
+    with ttemu.open_mesh_device(board="galaxy") as mesh:
         yield mesh
 
 
@@ -43,18 +44,16 @@ def test_galaxy_mesh_and_grids(galaxy):
     assert tuple(galaxy.shape) == GALAXY and galaxy.get_num_devices() == 32
     grid = galaxy.compute_with_storage_grid_size()
     assert (grid.x, grid.y) == (8, 9)
-    chip = emulator.open_device("galaxy", dispatch_core_axis="col")
+    chip = ttemu.open_device("galaxy", dispatch_core_axis="col")
     try:
         grid = chip.compute_with_storage_grid_size()
         assert (grid.x, grid.y) == (7, 10)
     finally:
         chip.close()
-    with pytest.raises(
-        emulator.EmulatorError, match=r"dispatch_core_axis='col'.*the emulated n300 has dispatch on a row"
-    ):
-        emulator.open_mesh_device(board="t3k", dispatch_core_axis="col")
+    with pytest.raises(ttemu.EmulatorError, match=r"dispatch_core_axis='col'.*the emulated n300 has dispatch on a row"):
+        ttemu.open_mesh_device(board="t3k", dispatch_core_axis="col")
     with pytest.raises(ValueError, match=r"mesh_shape=\(8, 8\).*at most the galaxy's 32 chips"):
-        emulator.open_mesh_device(board="galaxy", mesh_shape=(8, 8))
+        ttemu.open_mesh_device(board="galaxy", mesh_shape=(8, 8))
 
 
 def test_2d_mapper_and_composer_round_trip(galaxy):
@@ -81,7 +80,7 @@ def test_2d_mapper_and_composer_round_trip(galaxy):
     with pytest.raises(ValueError, match=r"dim 1 of shape \[1, 6, 16, 64\] has size 6, which the mesh's 4 columns"):
         galaxy.from_torch(x[:, :6], dtype=ttnn.bfloat16, mesh_mapper=split2d(galaxy, (2, 1)), **TILE)
     with pytest.raises(ValueError, match=r"mesh_shape=\(4, 8\): expected the mesh's own shape \(8, 4\)"):
-        emulator.ShardTensor2dMesh(galaxy, mesh_shape=(4, 8), dims=(2, 1))
+        ttemu.ShardTensor2dMesh(galaxy, mesh_shape=(4, 8), dims=(2, 1))
     with pytest.raises(ValueError, match=r"dims=\(1, 1\) name one dim twice"):
         galaxy.from_torch(x, dtype=ttnn.bfloat16, mesh_mapper=split2d(galaxy, (1, 1)), **TILE)
 
@@ -118,7 +117,7 @@ def test_llama_3_1_70b_galaxy_decode():
     positions = torch.randint(0, kv_len, (users,), generator=gen)
     positions[:6] = torch.tensor([kv_len - 1, 0, 31, 32, -1, 127])
     q, k, v, tables, blocks = _llama70b_inputs(gen, positions, blocks_per_user, block)
-    with emulator.open_mesh_device(board="galaxy") as mesh:
+    with ttemu.open_mesh_device(board="galaxy") as mesh:
         tq = mesh.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=split2d(mesh, (2, 1)), **TILE)
         tk = mesh.from_torch(k, dtype=ttnn.bfloat8_b, mesh_mapper=split2d(mesh, (1, 0)), **TILE)
         tv = mesh.from_torch(v, dtype=ttnn.bfloat8_b, mesh_mapper=split2d(mesh, (1, 0)), **TILE)
@@ -225,7 +224,7 @@ def test_published_per_chip_point_on_a_galaxy_chip(galaxy):
     """The only published per-shape sdpa_decode timing is a Galaxy chip's (Llama-3.1-70B decode, 8 users, 8 q / 1 kv
     heads, position 127: 9.07-10.20 us, timing_calibration's [galaxy] point): upstream's kernels on one chip of the
     emulated Galaxy reproduce it within the calibration's tolerance (MODELLED)."""
-    from ttflashdecode.emulator import timing_calibration as tc
+    from ttflashdecode.upstream import calibration as tc
 
     point = next(p for p in tc.OP_POINTS if p.key == "sdpa_llama70b_galaxy")
     chip = galaxy.get_devices()[galaxy.get_num_devices() - 1]  # the chip at mesh coordinate (7, 3)

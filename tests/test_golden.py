@@ -722,7 +722,7 @@ def test_pcc_and_max_abs_error():
 @pytest.fixture(scope="module")
 def ttnn():
     try:
-        from ttflashdecode.ttnn_env import import_ttnn
+        from ttemu.ttnn_env import import_ttnn
 
         return import_ttnn()
     except ImportError as e:  # pragma: no cover - ttnn is a hard dependency, but keep the golden tests usable

@@ -27,9 +27,9 @@ import transformers  # noqa: E402
 
 from tests.decode_harness import emulated_n150, seed_for, tag  # noqa: E402
 from tests.test_hf import MAX_ABS_REL, TIE_REL  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
 from ttflashdecode.integrations import hf as tthf  # noqa: E402
 from ttflashdecode.integrations import hf_parity  # noqa: E402
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from decode_harness import check_close, generator, seed_for
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import FlashDecodeWrapper, cache_stats, clear_program_cache, golden
 from ttflashdecode import decode_request as decode_request_module
 from ttflashdecode import op as op_module
 from ttflashdecode import wrapper as wrapper_module
 from ttflashdecode.backend import Backend
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 CONFIG = "small/test-2x2"  # 4 cores: short emulated runs
@@ -48,9 +48,9 @@ def paths(monkeypatch):
 def fresh_devices():
     """Two new emulated chips: a freed buffer's address is then the first fit for a tensor of its size (no holes left
     by other tests), so a case can put a different tensor at a good one's address."""
-    from ttflashdecode import emulator
+    import ttemu
 
-    devices = [emulator.open_device(board="n150") for _ in range(2)]
+    devices = [ttemu.open_device(board="n150") for _ in range(2)]
     yield devices
     for device in devices:
         device.close()

@@ -22,7 +22,7 @@ import pytest
 from tests_support_paths import KERNEL_ROOT, REPO
 from ttflashdecode import kernel_args
 
-EMULATOR_API = REPO / "ttflashdecode" / "emulator" / "include"
+EMULATOR_API = REPO / "ttemu" / "include"
 KERNEL_SOURCES = sorted([*KERNEL_ROOT.rglob("*.cpp"), *KERNEL_ROOT.rglob("*.hpp")])
 NOT_API = {
     "if",
@@ -261,8 +261,8 @@ def test_our_kernels_compile_without_deprecation_warnings(emu_device):
     kernels); the emulator compiles them with -Wall against headers that carry the wheel's [[deprecated]] markings, and
     reports nothing deprecated and no warning in our sources."""
     from decode_harness import DecodeCase, assert_matches_golden, run_case
-    from ttflashdecode.emulator import compiler
-    from ttflashdecode.ttnn_env import import_ttnn
+    from ttemu import compiler
+    from ttemu.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
     compiler.reset_compile_warnings()

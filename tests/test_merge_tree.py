@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from decode_harness import DecodeCase, assert_matches_golden, run_case
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.plan import rules
 from ttflashdecode.plan.rules import tree_rounds
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+import ttemu
 from decode_harness import check_close, generator, seed_for, tag
-from ttflashdecode import cache_stats, emulator, golden
+from ttemu.ttnn_env import import_ttnn
+from ttflashdecode import cache_stats, golden
 from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.wrapper import FlashDecodeWrapper
 
 ttnn = import_ttnn()
@@ -23,11 +24,11 @@ ROW_MAJOR_INT = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 
 
 def shard(mesh, dim):
-    return emulator.ShardTensorToMesh(mesh, dim=dim)
+    return ttemu.ShardTensorToMesh(mesh, dim=dim)
 
 
 def concat(mesh, dim):
-    return emulator.ConcatMeshToTensor(mesh, dim=dim)
+    return ttemu.ConcatMeshToTensor(mesh, dim=dim)
 
 
 def live_kv_bytes(positions, n_kv_heads: int, head_dim: int, page_bytes: int) -> int:
@@ -55,7 +56,7 @@ def poisoned_output(mesh, q_len, batch, n_q_heads, v_head_dim):
 )
 def test_mesh_shapes_and_surface(board, mesh_shape, expected):
     """ttnn's default shapes (the wheel's n300 / t3k mesh graph descriptors), and the MeshDevice queries."""
-    with emulator.open_mesh_device(board=board, mesh_shape=mesh_shape) as mesh:
+    with ttemu.open_mesh_device(board=board, mesh_shape=mesh_shape) as mesh:
         assert tuple(mesh.shape) == expected and isinstance(mesh.shape, ttnn.MeshShape)
         chips = expected[0] * expected[1]
         assert mesh.get_num_devices() == chips and len(mesh.get_devices()) == chips
@@ -67,9 +68,9 @@ def test_mesh_shapes_and_surface(board, mesh_shape, expected):
 
 def test_mesh_shape_errors():
     with pytest.raises(ValueError, match=r"mesh_shape=\(3, 3\).*at most the t3k's 8 chips"):
-        emulator.open_mesh_device(board="t3k", mesh_shape=(3, 3))
+        ttemu.open_mesh_device(board="t3k", mesh_shape=(3, 3))
     with pytest.raises(ValueError, match=r"board='n150'.*expected one of n300, t3k"):
-        emulator.open_mesh_device(board="n150")
+        ttemu.open_mesh_device(board="n150")
 
 
 @pytest.mark.parametrize("board", ["n300", "t3k"])
@@ -78,7 +79,7 @@ def test_mapper_composer_round_trip(board):
     (bfloat8_b); replicate; the topology ttnn would report; each chip holds its own slice."""
     seed = seed_for(f"mesh-round-trip-{board}")
     gen = generator(seed)
-    with emulator.open_mesh_device(board=board) as mesh:
+    with ttemu.open_mesh_device(board=board) as mesh:
         n = mesh.get_num_devices()
         x = torch.randn(n, 2 * n, 8 * n, 4 * n, generator=gen).to(torch.bfloat16)  # tiles padded per chip
         for dim in range(4):
@@ -95,7 +96,7 @@ def test_mapper_composer_round_trip(board):
         ints = torch.randint(-1000, 1000, (4 * n, 7), generator=gen, dtype=torch.int32)
         t = mesh.from_torch(ints, mesh_mapper=shard(mesh, 0), **ROW_MAJOR_INT)
         assert torch.equal(mesh.to_torch(t, mesh_composer=concat(mesh, 0)), ints), tag(seed)
-        rep = mesh.from_torch(ints, mesh_mapper=emulator.ReplicateTensorToMesh(mesh), **ROW_MAJOR_INT)
+        rep = mesh.from_torch(ints, mesh_mapper=ttemu.ReplicateTensorToMesh(mesh), **ROW_MAJOR_INT)
         assert isinstance(rep.tensor_topology().placements()[0], ttnn.PlacementReplicate)
         assert all(torch.equal(s, ints) for s in mesh.shards_to_torch(rep)), tag(seed)
         assert torch.equal(mesh.to_torch(rep, mesh_composer=concat(mesh, 0)), ints.repeat(n, 1)), tag(seed)
@@ -128,7 +129,7 @@ def test_llama_3_1_8b_head_splits(split, positions, device_positions):
     q = torch.randn(1, batch, nq, d, generator=gen)
     k = torch.randn(batch, nkv, kv_len, d, generator=gen)
     v = torch.randn(batch, nkv, kv_len, d, generator=gen)
-    with emulator.open_mesh_device(board=board, mesh_shape=mesh_shape) as mesh:
+    with ttemu.open_mesh_device(board=board, mesh_shape=mesh_shape) as mesh:
         assert mesh.get_num_devices() == split
         tq = mesh.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 2), **TILE)
         tk = mesh.from_torch(k, dtype=ttnn.bfloat8_b, mesh_mapper=shard(mesh, 1), **TILE)
@@ -174,7 +175,7 @@ def test_chips_at_different_addresses_get_their_own_descriptors():
     q = torch.randn(1, 2, nq, d, generator=gen)
     k = torch.randn(2, nkv, kv_len, d, generator=gen)
     v = torch.randn(2, nkv, kv_len, d, generator=gen)
-    with emulator.open_mesh_device(board="n300") as mesh:
+    with ttemu.open_mesh_device(board="n300") as mesh:
         spacer = mesh.get_devices()[0].allocate((1, 1, 32, 32), ttnn.bfloat16)  # chip 0 only
         tq = mesh.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 2), **TILE)
         tk = mesh.from_torch(k, dtype=ttnn.bfloat8_b, mesh_mapper=shard(mesh, 1), **TILE)
@@ -216,7 +217,7 @@ def test_llama_3_1_70b_t3k_paged_batch32_per_chip_page_tables():
     q = torch.randn(1, batch, nq, d, generator=gen)
     k = torch.randn(num_blocks, nkv, block, d, generator=gen)
     v = torch.randn(num_blocks, nkv, block, d, generator=gen)
-    with emulator.open_mesh_device(board="t3k") as mesh:
+    with ttemu.open_mesh_device(board="t3k") as mesh:
         n = mesh.get_num_devices()
         tables = [
             torch.randperm(num_blocks, generator=gen)[: batch * blocks_per_user]
@@ -290,7 +291,7 @@ def test_paged_mla_over_n300():
     q = torch.randn(1, batch, nq, d, generator=gen)
     kvpe = torch.randn(num_blocks, 1, block, d, generator=gen)
     table = torch.randperm(num_blocks, generator=gen)[: batch * blocks_per_user].reshape(batch, blocks_per_user)
-    with emulator.open_mesh_device(board="n300") as mesh:
+    with ttemu.open_mesh_device(board="n300") as mesh:
         tq = mesh.from_torch(q, dtype=ttnn.bfloat16, mesh_mapper=shard(mesh, 2), **TILE)
         tk = mesh.from_torch(kvpe, dtype=ttnn.bfloat8_b, **TILE)  # replicated
         tt_table = mesh.from_torch(table.to(torch.int32), **ROW_MAJOR_INT)
@@ -316,7 +317,7 @@ def test_mesh_that_does_not_divide_the_heads():
     """A T3K's 8 chips cannot split 4 kv heads (or 12 q heads): the plan, the call and the mapper say so, naming the
     argument, the values and what was expected, and nothing is planned, built or launched."""
     gen = generator(seed_for("mesh-errors"))
-    with emulator.open_mesh_device(board="t3k") as mesh:
+    with ttemu.open_mesh_device(board="t3k") as mesh:
         wrapper = FlashDecodeWrapper(mesh)
         with pytest.raises(
             ValueError,

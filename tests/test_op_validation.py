@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import torch
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import op as op_module
 from ttflashdecode import validate
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.plan import L1OverflowError
-from ttflashdecode.ttnn_env import import_ttnn
 
 B, NQ, NKV, D, S = 2, 8, 2, 64, 256  # a valid call: 2 users, GQA 8/2, head_dim 64, 256 positions
 NB, BS = 8, 64  # paged: 8 blocks of 64 positions, 4 blocks per user (kv_len 256)
@@ -471,7 +471,7 @@ def test_l1_overflow_advice_names_what_would_fit():
 def test_from_torch_defaults_are_ttnn_s(emu_device):
     """The emulator device's from_torch defaults as ttnn.from_torch does (compared with ttnn's own host tensors):
     the dtype from the torch tensor's, ROW_MAJOR (TILE for block floats), DRAM interleaved."""
-    from ttflashdecode.emulator import EmulatorError
+    from ttemu import EmulatorError
 
     ttnn = import_ttnn()
     for torch_dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64, torch.uint32):
@@ -552,10 +552,10 @@ def test_device_tensors_are_read_back_only_when_asked(emu_device, tensors, monke
 def _decode_on_fresh_device():
     """Open a device, run one bfloat8_b call (a decode program, a staging tensor and a convert program), return the
     device with nothing else of the call left referencing it."""
-    from ttflashdecode import emulator
+    import ttemu
 
     ttnn = import_ttnn()
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
     q, k = (
         dev.from_torch(torch.ones(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
         for shape in ((1, B, NQ, D), (B, NKV, S, D))

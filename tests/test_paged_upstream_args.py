@@ -19,9 +19,9 @@ from decode_harness import int32 as _int32
 from decode_harness import seed_for, spec_paged_inputs
 from decode_harness import tile as _tile
 from output_checks import check_output
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode import op as op_module
-from ttflashdecode.ttnn_env import import_ttnn
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 BLOCK = 32

@@ -569,13 +569,13 @@ def test_large_head_dim_gives_up_cores_before_failing():
 FORBIDDEN = (
     "ttnn",
     "torch",
-    "ttflashdecode.emulator",
+    "ttemu",
     "ttflashdecode.program_factory",
     "ttflashdecode.tuning",
     "ttflashdecode.wrapper",
     "ttflashdecode.op",
     "ttflashdecode.backend",
-    "ttflashdecode.ttnn_env",
+    "ttemu.ttnn_env",
     "ttflashdecode.kernel_args",
     "ttflashdecode.upstream",
 )

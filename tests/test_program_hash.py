@@ -18,12 +18,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ttflashdecode import emulator
+import ttemu
+from ttemu.errors import EmulatorError
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for, seal_program_hash
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.emulator.errors import EmulatorError
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.wrapper import FlashDecodeWrapper
 
 ttnn = import_ttnn()
@@ -32,7 +32,7 @@ SHAPE = dict(batch=2, n_q_heads=4, n_kv_heads=2, head_dim=64, kv_len=256)
 
 @pytest.fixture
 def device():
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
     yield dev
     dev.close()
 

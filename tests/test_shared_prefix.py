@@ -18,10 +18,10 @@ import torch
 
 from decode_harness import int32, seed_for, tile
 from output_checks import check_output
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.shared_prefix import SharedPrefixDecodeWrapper, shared_prefix_decode
-from ttflashdecode.ttnn_env import import_ttnn
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 

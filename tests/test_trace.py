@@ -1,4 +1,4 @@
-"""Decode steps captured as a trace and replayed: on the emulator (ttnn's call shapes, ttflashdecode.emulator.trace)
+"""Decode steps captured as a trace and replayed: on the emulator (ttnn's call shapes, ttemu.trace)
 and, marked ``device``, on a card with ttnn.begin_trace_capture.
 
 A captured call must make no host transfer (positions and page tables are device tensors written between replays;
@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+import ttemu
 from decode_harness import check_close, generator, seed_for, tag
-from ttflashdecode import FlashDecodeWrapper, emulator, golden
+from ttemu import EmulatorError
+from ttemu.ttnn_env import import_ttnn
+from ttflashdecode import FlashDecodeWrapper, golden
 from ttflashdecode import op as op_module
-from ttflashdecode.emulator import EmulatorError
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 CONFIG = "small/test-2x2"  # 4 cores: short emulated runs that still split a group and reduce
@@ -59,12 +60,12 @@ def test_decode_loop_captured_once_replays_16_steps(emu_device):
         )
 
     step()  # warm-up outside the capture, as on silicon (a capture can neither compile nor upload)
-    trace_id = emulator.begin_trace_capture(dev, cq_id=0)
+    trace_id = ttemu.begin_trace_capture(dev, cq_id=0)
     try:
         assert step() is out
     finally:
-        emulator.end_trace_capture(dev, trace_id, cq_id=0)
-    trace = emulator.get_trace(dev, trace_id)
+        ttemu.end_trace_capture(dev, trace_id, cq_id=0)
+    trace = ttemu.get_trace(dev, trace_id)
     assert trace.num_launches == 1 and trace.host_transfers == [], (trace.num_launches, trace.host_transfers)
 
     qd, kd, vd = (golden.quantize_like_device(x, dt) for x, dt in ((q, "bfloat16"), (k, "bfloat8_b"), (v, "bfloat8_b")))
@@ -74,7 +75,7 @@ def test_decode_loop_captured_once_replays_16_steps(emu_device):
         dev.write(pos, _int32(positions))  # in place: the captured program reads these buffers
         dev.write(page_table, table)
         dev.write(out, poison)
-        stats = emulator.execute_trace(dev, trace_id, cq_id=0, blocking=True)
+        stats = ttemu.execute_trace(dev, trace_id, cq_id=0, blocking=True)
         assert len(stats) == 1
         got = dev.to_torch(out).float()
         expected = golden.sdpa_decode(qd, kd, vd, cur_pos=positions, page_table=table)
@@ -83,9 +84,9 @@ def test_decode_loop_captured_once_replays_16_steps(emu_device):
             if p == -1:
                 assert torch.count_nonzero(got[:, b]) == 0, f"{tag(seed)} step {s}: skipped user {b} must be zero"
         check_close(got[:, live], expected[:, live], "bfloat8_b", seed, f"replay {s}, cur_pos {positions}")
-    emulator.release_trace(dev, trace_id)
+    ttemu.release_trace(dev, trace_id)
     with pytest.raises(EmulatorError, match=r"no such trace"):
-        emulator.execute_trace(dev, trace_id)
+        ttemu.execute_trace(dev, trace_id)
 
 
 def test_captured_calls_make_no_host_transfer(emu_device):
@@ -112,27 +113,27 @@ def test_captured_calls_make_no_host_transfer(emu_device):
     op_module.scaled_dot_product_attention_decode(tq, tk, tv, **call)  # warm-up (compiles, makes the program)
     dev.write(out, torch.full((1, B, NQ, D), float("nan")))
 
-    trace_id = emulator.begin_trace_capture(dev)
+    trace_id = ttemu.begin_trace_capture(dev)
     try:
         op_module.scaled_dot_product_attention_decode(tq, tk, tv, **call)
         bfp8_out = bfp8.run(tq, tk, tv, cur_pos_tensor=pos)
         full_out = full.run(tq, tk, tv)
         with pytest.raises(ValueError, match=r"^cur_pos: host values would be uploaded inside a trace capture"):
             op_module.scaled_dot_product_attention_decode(tq, tk, tv, cur_pos=positions, program_config=CONFIG)
-        assert emulator.get_trace(dev, trace_id).host_transfers == [], "a captured call moved data to or from the host"
+        assert ttemu.get_trace(dev, trace_id).host_transfers == [], "a captured call moved data to or from the host"
         with pytest.raises(EmulatorError, match=r"from_torch: Writes are not supported during trace capture"):
             dev.from_torch(_int32(positions), **INT32)
         with pytest.raises(EmulatorError, match=r"to_torch: Reads are not supported during trace capture"):
             dev.to_torch(out)
     finally:
-        emulator.end_trace_capture(dev, trace_id)
-    trace = emulator.get_trace(dev, trace_id)
+        ttemu.end_trace_capture(dev, trace_id)
+    trace = ttemu.get_trace(dev, trace_id)
     assert trace.host_transfers == ["from_torch", "to_torch"]
     assert trace.num_launches == 4  # the op; the bfloat8_b run's decode and tile convert; the non-causal run
     assert torch.isnan(dev.to_torch(out).float()).all(), "a captured launch ran during the capture"
 
-    emulator.execute_trace(dev, trace_id)
-    emulator.release_trace(dev, trace_id)
+    ttemu.execute_trace(dev, trace_id)
+    ttemu.release_trace(dev, trace_id)
     qd, kd, vd = (golden.quantize_like_device(x, "bfloat16") for x in (q, k, v))
     check_close(dev.to_torch(out).float(), golden.sdpa_decode(qd, kd, vd, cur_pos=positions), "bfloat16", seed, "op")
     check_close(
@@ -151,22 +152,22 @@ def test_trace_calls_are_checked(emu_device):
     """The trace API refuses what ttnn refuses: a second capture, replaying a trace still being captured, an unknown
     id, another command queue."""
     dev = emu_device
-    trace_id = emulator.begin_trace_capture(dev, cq_id=0)
+    trace_id = ttemu.begin_trace_capture(dev, cq_id=0)
     try:
-        assert emulator.is_trace_capture_active(dev)
+        assert ttemu.is_trace_capture_active(dev)
         with pytest.raises(EmulatorError, match=r"is still being captured on this device"):
-            emulator.begin_trace_capture(dev)
+            ttemu.begin_trace_capture(dev)
         with pytest.raises(EmulatorError, match=r"still being captured; call end_trace_capture"):
-            emulator.execute_trace(dev, trace_id)
+            ttemu.execute_trace(dev, trace_id)
     finally:
-        emulator.end_trace_capture(dev, trace_id)
-    assert not emulator.is_trace_capture_active(dev)
-    assert emulator.execute_trace(dev, trace_id) == []  # an empty trace replays nothing
+        ttemu.end_trace_capture(dev, trace_id)
+    assert not ttemu.is_trace_capture_active(dev)
+    assert ttemu.execute_trace(dev, trace_id) == []  # an empty trace replays nothing
     with pytest.raises(EmulatorError, match=r"cq_id=1: the emulator has one command queue"):
-        emulator.execute_trace(dev, trace_id, cq_id=1)
-    emulator.release_trace(dev, trace_id)
+        ttemu.execute_trace(dev, trace_id, cq_id=1)
+    ttemu.release_trace(dev, trace_id)
     with pytest.raises(EmulatorError, match=r"trace id 999999: no such trace"):
-        emulator.release_trace(dev, 999999)
+        ttemu.release_trace(dev, 999999)
 
 
 @pytest.mark.device

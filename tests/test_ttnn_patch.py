@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import ttflashdecode
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden, ttnn_patch
 from ttflashdecode import op as op_module
-from ttflashdecode.ttnn_env import import_ttnn
 
 NAMES = tuple(ttnn_patch.REPLACEMENTS)
 

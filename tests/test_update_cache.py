@@ -16,8 +16,8 @@ import ttflashdecode
 from decode_harness import emulated_n150, generator, seed_for, tag
 from decode_harness import tile as tiles
 from packer_model import packed_by_the_packer
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")

@@ -1,7 +1,7 @@
 """Upstream's model-code paths on the emulator, against the golden: MLA (plain and paged) and spec_multi_pos_tiles.
 
 ``ttflashdecode.upstream`` runs the installed wheel's sdpa_decode kernels with the program its factory builds. Besides
-plain and paged decode (tests/conformance/test_sdpa_decode.py) model code calls two more paths, and the side-by-side
+plain and paged decode (tests/test_upstream_sdpa_decode.py) model code calls two more paths, and the side-by-side
 (perf/sweep.py) compares ours with them, so each is checked here on seeded random inputs:
 
 * ``flash_multi_latent_attention_decode`` / ``paged_flash_multi_latent_attention_decode`` (DeepSeek MLA): V is K's

@@ -3,17 +3,18 @@ virtual environment, decodes on the emulator from outside the checkout and match
 
 Steps: the checkout's files (git's list: tracked and new, not ignored) are copied to a scratch directory, so the build
 writes nothing into the checkout; setuptools builds the sdist there; pip builds the wheel from the unpacked sdist (so a
-file the sdist misses is missing from the wheel too); every file under ``ttflashdecode/`` in the checkout must be in
-both. The new environment is made with this interpreter's base Python and no pip; pip (this environment's) installs
-the wheel into it with ``--python``. Third-party dependencies (ttnn, torch, ...) are not downloaded again: a ``.pth``
-file adds this environment's site-packages *after* the new one. A path line in a ``.pth`` does not run the ``.pth``
-files in that directory, so the editable install's finder (``__editable__.ttflashdecode-*.pth``) never loads; the new
-environment's ttflashdecode is the only one importable, and the child asserts it. The child runs with ``-I`` (no
+file the sdist misses is missing from the wheel too); every file under ``ttflashdecode/`` and ``ttemu/`` in the
+checkout must be in both, except the emulator's tests (``ttemu/tests/``), which the wheel must not ship. The new
+environment is made with this interpreter's base Python and no pip; pip (this environment's) installs the wheel into it
+with ``--python``. Third-party dependencies (ttnn, torch, ...) are not downloaded again: a ``.pth`` file adds this
+environment's site-packages *after* the new one. A path line in a ``.pth`` does not run the ``.pth`` files in that
+directory, so the editable install's finder (``__editable__.ttflashdecode-*.pth``) never loads; the new environment's
+ttflashdecode and ttemu are the only ones importable, and the child asserts it. The child runs with ``-I`` (no
 ``PYTHONPATH``, no script or working directory on ``sys.path``) in a scratch directory.
 
 The decode is the README's first example's shape (GQA 8/2, head_dim 64, 1024 positions, bfloat8_b K/V, one user
 skipped), so a warm kernel cache from the rest of the suite serves it: the kernels' cache keys name files from the
-package's parent directory, which is the checkout here and site-packages there.
+emulator's install root, which is the checkout here and site-packages there.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "ttflashdecode"
+PACKAGES = ("ttflashdecode", "ttemu")  # what the wheel ships: the op and the emulator, without the emulator's tests
 
 pytestmark = pytest.mark.wheel
 
@@ -117,12 +119,13 @@ import json, sys
 import ttflashdecode
 assert "torch" not in sys.modules and "ttnn" not in sys.modules, "import ttflashdecode imported torch or ttnn"
 import torch
-from ttflashdecode import emulator, golden
-from ttflashdecode.emulator import compiler
-from ttflashdecode.ttnn_env import import_ttnn
+import ttemu
+from ttflashdecode import golden
+from ttemu import compiler
+from ttemu.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
-dev = emulator.open_device(board="n150")
+dev = ttemu.open_device(board="n150")
 torch.manual_seed(20271)
 b, n_q, n_kv, d, S = 2, 8, 2, 64, 1024
 q, k, v = torch.randn(1, b, n_q, d), torch.randn(b, n_kv, S, d), torch.randn(b, n_kv, S, d)
@@ -139,6 +142,7 @@ from ttflashdecode import config
 named = ttflashdecode.load_program_config("llama-3.1-8b/n150")  # a named config, from the installed package data
 print(json.dumps({
     "package": ttflashdecode.__file__,
+    "emulator": ttemu.__file__,
     "program_configs": [str(config.PROGRAM_CONFIGS_DIR), config.list_program_configs(), named.k_chunk_size],
     "sys_path": sys.path,
     "pcc": golden.pcc(out[:, :1], expected[:, :1]),
@@ -151,7 +155,7 @@ print(json.dumps({
 
 def test_wheel_installs_and_decodes_outside_the_checkout(tmp_path):
     files = _checkout_files()
-    shipped = sorted(f for f in files if f.startswith(f"{PACKAGE}/"))
+    shipped = sorted(f for f in files if f.split("/", 1)[0] in PACKAGES and not f.startswith("ttemu/tests/"))
     start = time.monotonic()
     sdist, wheel = _build_sdist_and_wheel(tmp_path, files)
     phases = {"sdist and wheel": time.monotonic() - start}
@@ -161,6 +165,7 @@ def test_wheel_installs_and_decodes_outside_the_checkout(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         in_wheel = set(z.namelist())
     assert not [f for f in shipped if f not in in_sdist], "sdist lacks package files"
+    assert not [n for n in in_wheel if n.startswith("ttemu/tests/")], "the wheel ships the emulator's tests"
     missing = [f for f in shipped if f not in in_wheel]
     assert not missing, f"the wheel lacks {len(missing)} package files, e.g. {missing[:5]} (pyproject package-data)"
     from ttflashdecode import kernel_sources
@@ -182,6 +187,7 @@ def test_wheel_installs_and_decodes_outside_the_checkout(tmp_path):
 
     installed = purelib / PACKAGE
     assert Path(got["package"]).parent == installed, got["package"]
+    assert Path(got["emulator"]).parent == purelib / "ttemu", got["emulator"]
     assert not any(p and Path(p).resolve() == REPO for p in got["sys_path"]), "the checkout is on the child's sys.path"
     configs_dir, names, _ = got["program_configs"]
     assert Path(configs_dir).parent == installed and "llama-3.1-8b/n150" in names, got["program_configs"]

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from decode_harness import check_close, generator, seed_for, tag
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import FlashDecodeWrapper, cache_stats, clear_program_cache, golden, program_cache_stats
 from ttflashdecode import op as op_module
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.ttnn_env import import_ttnn
 
 CONFIG = "small/test-2x2"  # 4 cores: short emulated runs that still split a group and reduce
 B, NQ, NKV, D, S = 2, 8, 1, 64, 256  # MQA: 2 (batch, kv head) groups of 2 cores each, one reduction round
@@ -62,7 +62,7 @@ def layers(emu_device):
 def test_plan_once_run_every_layer_and_step(emu_device, layers):
     """One plan and one compiled kernel set serve every layer and step; cur_pos is a device tensor rewritten in place
     and every output matches the golden model."""
-    from ttflashdecode import emulator
+    import ttemu
 
     ttnn = import_ttnn()
     seed, tt, stored = layers
@@ -81,7 +81,7 @@ def test_plan_once_run_every_layer_and_step(emu_device, layers):
             result = wrapper.run(q, k, v, cur_pos_tensor=pos, output_tensor=out)
             assert result is out
             if compiles_after_first is None:
-                compiles_after_first = emulator.compile_cache_stats()["misses"]
+                compiles_after_first = ttemu.compile_cache_stats()["misses"]
             expected = golden.sdpa_decode(*stored[layer], cur_pos=positions)
             check_close(
                 emu_device.to_torch(out).float(),
@@ -91,7 +91,7 @@ def test_plan_once_run_every_layer_and_step(emu_device, layers):
                 f"layer {layer}, step {step}, cur_pos {positions}",
             )
             assert wrapper.last_run.plan is decode_plan
-    assert emulator.compile_cache_stats()["misses"] == compiles_after_first, tag(seed) + " kernels recompiled"
+    assert ttemu.compile_cache_stats()["misses"] == compiles_after_first, tag(seed) + " kernels recompiled"
     runs, num_layers = len(steps) * len(tt), len(tt)
     # One plan; one descriptor per layer (the layers' K/V sit at other addresses), reused by every later step.
     assert cache_stats() == {"plans": 1, "plan_hits": 0, "programs": num_layers, "program_hits": runs - num_layers}
@@ -319,12 +319,12 @@ def test_wrapper_needs_a_device():
 
 
 def test_cache_dies_with_the_device():
-    from ttflashdecode import emulator
+    import ttemu
 
     ttnn = import_ttnn()
     seed = seed_for("test_cache_dies_with_the_device")
     gen = generator(seed)
-    dev = emulator.open_device(board="n150")
+    dev = ttemu.open_device(board="n150")
     wrapper = FlashDecodeWrapper(dev, program_config=CONFIG)
     wrapper.plan(**_shape_kwargs(dtype=ttnn.bfloat8_b))  # a block-float output: a staging tensor too
     q, k, v = (

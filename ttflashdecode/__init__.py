@@ -10,7 +10,7 @@ or, planned once and run per layer and decode step::
     out = wrapper.run(q, k, v, cur_pos_tensor=cur_pos)
 
 Tensors may live on a Wormhole device (the op launches with ``ttnn.generic_op``) or on the host emulator
-(``ttflashdecode.emulator.open_device()``); the same program descriptor runs on both.
+(``ttemu.open_device()``); the same program descriptor runs on both.
 """
 
 __version__ = "0.1.0"

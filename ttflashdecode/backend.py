@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 
 CARD, EMULATOR, EMULATOR_MESH = "card", "emulator", "emulator_mesh"
 
@@ -230,7 +230,7 @@ class Backend:
         """Whether a trace is being captured on the device (``ttnn.begin_trace_capture``, or the emulator's): a call
         made then must not read from or write to the device from the host."""
         if self.is_emulator:
-            from ttflashdecode.emulator import trace
+            from ttemu import trace
 
             return trace.is_trace_capture_active(self.device)
         return bool(import_ttnn().is_trace_capture_active(self.device))
@@ -282,7 +282,7 @@ def backend_of(tensor) -> Backend:
 
 def backend_for(device) -> Backend:
     """The backend of ``device``: a ttnn device or MeshDevice, an emulated chip or an emulated mesh."""
-    from ttflashdecode import emulator  # deferred: the emulator is only needed when used
+    import ttemu as emulator  # deferred: the emulator is only needed when used
 
     if isinstance(device, emulator.EmuMeshDevice):
         return Backend(device=device, kind=EMULATOR_MESH)

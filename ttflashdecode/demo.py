@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 
 # Llama-3.1-8B attention: 32 query heads share 8 KV heads of width 128.
 N_Q_HEADS, N_KV_HEADS, HEAD_DIM = 32, 8, 128
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     t = _step("loading torch, ttnn and the op")
     import torch  # noqa: PLC0415 - after the first line of output: these imports take seconds
 
-    from ttflashdecode import emulator, golden  # noqa: PLC0415
+    import ttemu  # noqa: PLC0415
+    from ttflashdecode import golden  # noqa: PLC0415
     from ttflashdecode.op import scaled_dot_product_attention_decode  # noqa: PLC0415
 
     ttnn = import_ttnn()
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         f"opening an emulated {args.board.upper()} (host emulator: every Tensix core's kernels as host threads; "
         "the first run builds its runtime with g++)"
     )
-    device = emulator.open_device(board=args.board)
+    device = ttemu.open_device(board=args.board)
     _done(t)
     try:
         t = _step(f"writing Q, K and V to the emulated DRAM (K/V in {args.kv_dtype} tiles)")
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         _done(t)
         t = _step(
             "decoding: plan the program, compile its kernels (first run only: about a minute, cached in "
-            "~/.cache/ttflashdecode), run it on the emulator with the timing model (tens of seconds)"
+            "~/.cache/ttemu), run it on the emulator with the timing model (tens of seconds)"
         )
         tt_out, run = scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, cur_pos=cur_pos, return_stats=True)
         out = device.to_torch(tt_out).float()

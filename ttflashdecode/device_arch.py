@@ -1,7 +1,7 @@
 """What the op needs to know about a device's chip (Wormhole B0 or Blackhole), as plain values for the planner.
 
 The planner (``ttflashdecode.plan``) is pure: it takes the grid, the L1 budget and the DRAM read alignment as
-values. This module reads them off a device: an emulated one carries its ``spec`` (emulator/arch.py); a ttnn device
+values. This module reads them off a device: an emulated one carries its ``spec`` (ttemu/arch.py); a ttnn device
 or mesh answers ``arch()``.
 """
 

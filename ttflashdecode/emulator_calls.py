@@ -1,6 +1,6 @@
 """ttnn's own functions meeting emulator tensors, while :func:`ttflashdecode.patch_ttnn` is active.
 
-ttnn's ops are C++ bindings: given an emulator tensor (:class:`ttflashdecode.emulator.EmuTensor`) they fail with a
+ttnn's ops are C++ bindings: given an emulator tensor (:class:`ttemu.EmuTensor`) they fail with a
 binding ``TypeError`` that never mentions the emulator. While patched:
 
 * the calls a decode step makes besides the ops route to the emulator when they meet an emulator tensor or device:
@@ -32,7 +32,7 @@ import functools
 
 import torch
 
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 
 NAMESPACES = ("", "experimental", "transformer")  # ttnn, ttnn.experimental, ttnn.transformer
 EMULATOR_METHODS = (
@@ -46,9 +46,9 @@ class EmulatorTensorError(TypeError):
 
 
 def _emulator_types() -> tuple[type, ...]:
-    from ttflashdecode import emulator  # noqa: PLC0415 - the emulator imports ttnn's environment first
+    import ttemu  # noqa: PLC0415 - the emulator imports ttnn's environment first
 
-    return (emulator.EmuTensor, emulator.EmuMeshTensor, emulator.EmuDevice, emulator.EmuMeshDevice)
+    return (ttemu.EmuTensor, ttemu.EmuMeshTensor, ttemu.EmuDevice, ttemu.EmuMeshDevice)
 
 
 def emulator_object(args, kwargs):
@@ -62,9 +62,9 @@ def emulator_object(args, kwargs):
 
 
 def _is_device(obj) -> bool:
-    from ttflashdecode import emulator  # noqa: PLC0415
+    import ttemu  # noqa: PLC0415
 
-    return isinstance(obj, (emulator.EmuDevice, emulator.EmuMeshDevice))
+    return isinstance(obj, (ttemu.EmuDevice, ttemu.EmuMeshDevice))
 
 
 def refusal(name: str, found) -> EmulatorTensorError:
@@ -128,11 +128,11 @@ def _from_torch(tensor=None, dtype=None, *, layout=None, device=None, memory_con
 
 
 def _to_torch(tensor=None, dtype=None, *, mesh_composer=None, **rest):
-    from ttflashdecode import emulator  # noqa: PLC0415
+    import ttemu  # noqa: PLC0415
 
-    if isinstance(tensor, emulator.EmuMeshTensor):
+    if isinstance(tensor, ttemu.EmuMeshTensor):
         host = tensor.device().to_torch(tensor, mesh_composer=mesh_composer)
-    elif isinstance(tensor, emulator.EmuTensor):
+    elif isinstance(tensor, ttemu.EmuTensor):
         host = tensor.device().to_torch(tensor)
     else:
         return NotImplemented
@@ -147,14 +147,14 @@ def _deallocate(tensor=None, force=True):
 
 
 def _to_memory_config(tensor=None, memory_config=None, dtype=None, **rest):
-    from ttflashdecode import emulator  # noqa: PLC0415
+    import ttemu  # noqa: PLC0415
 
-    if not isinstance(tensor, (emulator.EmuTensor, emulator.EmuMeshTensor)):
+    if not isinstance(tensor, (ttemu.EmuTensor, ttemu.EmuMeshTensor)):
         return NotImplemented
     same_dtype = dtype is None or dtype == tensor.dtype
     if same_dtype and str(memory_config) == str(tensor.memory_config()):
         return tensor  # as ttnn: nothing to move
-    if isinstance(tensor, emulator.EmuMeshTensor):
+    if isinstance(tensor, ttemu.EmuMeshTensor):
         raise refusal("to_memory_config", tensor)
     device = tensor.device()
     return device.from_torch(
@@ -166,9 +166,9 @@ def _to_memory_config(tensor=None, memory_config=None, dtype=None, **rest):
 
 
 def _copy_host_to_device_tensor(host_tensor=None, device_tensor=None, cq_id=None):
-    from ttflashdecode import emulator  # noqa: PLC0415
+    import ttemu  # noqa: PLC0415
 
-    if not isinstance(device_tensor, (emulator.EmuTensor, emulator.EmuMeshTensor)):
+    if not isinstance(device_tensor, (ttemu.EmuTensor, ttemu.EmuMeshTensor)):
         return NotImplemented
     values = host_tensor if isinstance(host_tensor, torch.Tensor) else import_ttnn().to_torch(host_tensor)
     device_tensor.device().write(device_tensor, values.reshape(tuple(int(d) for d in device_tensor.shape)))
@@ -177,11 +177,11 @@ def _copy_host_to_device_tensor(host_tensor=None, device_tensor=None, cq_id=None
 
 def _mapper(name: str):
     def emulated(mesh_device=None, *args, **kwargs):
-        from ttflashdecode import emulator  # noqa: PLC0415
+        import ttemu  # noqa: PLC0415
 
-        if not isinstance(mesh_device, emulator.EmuMeshDevice):
+        if not isinstance(mesh_device, ttemu.EmuMeshDevice):
             return NotImplemented
-        return getattr(emulator, name)(mesh_device, *args, **kwargs)
+        return getattr(ttemu, name)(mesh_device, *args, **kwargs)
 
     return emulated
 

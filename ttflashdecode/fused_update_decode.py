@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_of
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
@@ -38,7 +39,6 @@ from ttflashdecode.ops.update_cache.validate import check_update
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import DecodePlan
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_bool, check_call, check_device_tensor
 from ttflashdecode.wrapper import _check_cbs_end_below, _tensor_key
 

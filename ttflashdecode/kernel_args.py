@@ -32,9 +32,9 @@ import math
 import struct
 from dataclasses import astuple, dataclass, fields
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import TILE
 from ttflashdecode.plan.cbs import CB_INDEX
-from ttflashdecode.ttnn_env import import_ttnn
 
 # Where a tensor's pages live: ops/decode/kernels/flash_decode_common.hpp, enum class Placement.
 PLACEMENTS = {"DRAM": 0, "L1": 1, "L1_HEIGHT_SHARDED": 2}

@@ -15,7 +15,7 @@ that passed (same arguments, device tensors at the same addresses with the same 
 planning altogether and launches that call's programs again (:mod:`ttflashdecode.fast_path`); such a call can also
 be captured in a trace (``ttnn.begin_trace_capture``, or the emulator's): it reads and uploads nothing from the host.
 
-Meshes (N300, T3K; a ttnn ``MeshDevice`` or ``ttflashdecode.emulator.open_mesh_device()``): every op takes mesh
+Meshes (N300, T3K; a ttnn ``MeshDevice`` or ``ttemu.open_mesh_device()``): every op takes mesh
 tensors whose heads are sharded over the chips (q on dim 2, K/V on dim 1, e.g. ``mesh_mapper=ShardTensorToMesh(mesh,
 dim=2)``); cur_pos and page tables are replicated or per chip (host values are uploaded to every chip). A mesh
 tensor's shape is one chip's shard, so the call is validated and planned once, for one chip's share of the heads, and
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.decode_request import DecodeRequest
 from ttflashdecode.device_cache import (
@@ -51,7 +52,6 @@ from ttflashdecode.fast_path import (
     tensors_signature,
 )
 from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import DecodeCall, check_bool
 from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper, launch_hit
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import TILE
 from ttflashdecode.kernel_args import (
     ComputeCommonArgs,
@@ -32,7 +33,6 @@ from ttflashdecode.kernel_args import (
 )
 from ttflashdecode.kernel_sources import DECODE_KERNELS
 from ttflashdecode.plan import CoreAssignment, DecodePlan
-from ttflashdecode.ttnn_env import import_ttnn
 
 KERNEL_DIR = DECODE_KERNELS  # on the include path: the kernels share flash_decode_common.hpp
 READER = KERNEL_DIR / "dataflow" / "reader_flash_decode.cpp"

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for, backend_of
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_cache import device_cache
@@ -52,7 +53,6 @@ from ttflashdecode.plan import L1_BUDGET_BYTES, DecodePlan, DecodeShapes, check_
 from ttflashdecode.plan.auto import plan_for
 from ttflashdecode.plan.shapes import TILE_BYTES
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import KV_DTYPES, as_int, check_bool, check_device_tensor, check_scale, dtype_name
 
 MERGE_KERNELS = OPS / "shared_prefix" / "kernels"

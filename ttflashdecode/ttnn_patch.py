@@ -83,7 +83,7 @@ from __future__ import annotations
 
 import threading
 
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 
 __all__ = [
     "patch_ttnn",

@@ -36,6 +36,7 @@ minutes when they compile first.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import threading
@@ -231,7 +232,7 @@ _DEVICES: dict[str, object] = {}
 
 def board_for(grid: tuple[int, int]) -> str | None:
     """The emulated board whose chip has ``grid`` (None: no emulated board has it; the rule decides)."""
-    from ttflashdecode.emulator.arch import GRIDS
+    from ttemu.arch import GRIDS
 
     for board, board_grid in GRIDS.items():
         if tuple(board_grid) == tuple(grid):
@@ -243,9 +244,9 @@ def _device(board: str):
     """The process's private emulated chip for evaluations (timing-only: no math, the same durations)."""
     dev = _DEVICES.get(board)
     if dev is None or getattr(dev, "_closed", False):
-        from ttflashdecode import emulator
+        import ttemu
 
-        dev = _DEVICES[board] = emulator.open_device(board, timing_only=True)
+        dev = _DEVICES[board] = ttemu.open_device(board, timing_only=True)
     return dev
 
 
@@ -255,8 +256,8 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: i
     given)."""
     import torch
 
+    from ttemu.ttnn_env import import_ttnn
     from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-    from ttflashdecode.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
     s = decode_plan.shapes
@@ -319,10 +320,11 @@ def auto_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "ttflashdecode" / "auto"
 
 
-def _hash_files(paths) -> str:
+def _hash_files(paths, root: Path) -> str:
+    """Hash of the files' names (relative to `root`, so any checkout or install hashes alike) and contents."""
     h = hashlib.sha256()
     for path in sorted(paths):
-        h.update(str(path.relative_to(_REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -339,14 +341,14 @@ def kernel_source_hash() -> str:
             _PACKAGE / "kernel_args.py",
             *(p for p in (_PACKAGE / "plan").glob("*.py") if p.name != "auto.py"),
         ]
-        _HASHES["kernels"] = _hash_files([p for p in kernels + python if p.is_file()])
+        _HASHES["kernels"] = _hash_files([p for p in kernels + python if p.is_file()], _REPO)
     return _HASHES["kernels"]
 
 
 def model_hash() -> str:
     """Hash of the timing model (its header, the runtime's hooks) and :data:`MODEL_VERSION`."""
     if "model" not in _HASHES:
-        emu = _PACKAGE / "emulator"
+        emu = Path(importlib.util.find_spec("ttemu").origin).parent  # found, not imported: ttemu imports torch
         # csrc/compute.cpp holds the hooks' compute-side classification (timing_classify_sfpu, timing_matmul)
         files = [
             *(emu / "include" / "emu").glob("timing*.h"),
@@ -354,7 +356,7 @@ def model_hash() -> str:
             emu / "csrc" / "compute.cpp",
             emu / "arch.py",
         ]
-        _HASHES["model"] = f"v{MODEL_VERSION}-" + _hash_files([p for p in files if p.is_file()])
+        _HASHES["model"] = f"v{MODEL_VERSION}-" + _hash_files([p for p in files if p.is_file()], emu.parent)
     return _HASHES["model"]
 
 

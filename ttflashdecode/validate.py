@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.plan import DecodeShapes, window_start
-from ttflashdecode.ttnn_env import import_ttnn
 
 KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
 OUT_DTYPES = ("bfloat16", "float32", "bfloat8_b")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_arch import chip_facts
@@ -36,7 +37,6 @@ from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch
 from ttflashdecode.ops.convert.factory import build_convert_program
 from ttflashdecode.plan import L1_RESERVED_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.tuning import plan_for
 from ttflashdecode.validate import (
     BLOCK_FLOAT_OUT_DTYPES,
@@ -97,8 +97,8 @@ class _Launch:
 class FlashDecodeWrapper:
     """Decode attention on one device, planned once (:meth:`plan`) and run per layer and step (:meth:`run`).
 
-    device: a Wormhole device or mesh (ttnn ``MeshDevice``), an emulated chip (``ttflashdecode.emulator.open_device()``)
-        or an emulated mesh (``ttflashdecode.emulator.open_mesh_device()``). On a mesh of N chips the heads are
+    device: a Wormhole device or mesh (ttnn ``MeshDevice``), an emulated chip (``ttemu.open_device()``)
+        or an emulated mesh (``ttemu.open_mesh_device()``). On a mesh of N chips the heads are
         split over the chips: :meth:`plan` takes the model's heads (each chip plans ``n_q_heads / N`` q and
         ``n_kv_heads / N`` kv heads: one plan, the same for every chip) and :meth:`run` takes mesh tensors whose heads
         are sharded over the chips (q on dim 2, K/V on dim 1), each chip running the program for its shard.

@@ -37,10 +37,10 @@ def measure(dev, repeats: int = 300) -> dict:
     import torch
 
     import ttflashdecode
+    from ttemu.ttnn_env import import_ttnn
     from ttflashdecode import backend as backend_module
     from ttflashdecode.backend import backend_for
     from ttflashdecode.config import ProgramConfig
-    from ttflashdecode.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
     gen = torch.Generator().manual_seed(27)

@@ -5,9 +5,9 @@ For a launched ProgramDescriptor, two views of each kernel's build:
 - tt-metal's (``jit``): the compile commands its JIT ran (recorded by the stand-in compiler, tests/runtime/
   standin_compiler.py: ``-D`` defines, ``-I`` include paths, ``-include`` files) and the generated files of the
   kernel's build folder (``chlkc_descriptors.h``, ``named_ct_arg_map_generated.h``, ``defines_generated.h``, ...);
-- the emulator's (``emu``): the flags ``ttflashdecode.emulator.program.build_plan`` hands its compiler for the same
+- the emulator's (``emu``): the flags ``ttemu.program.build_plan`` hands its compiler for the same
   descriptor (its compile step replaced by a recorder here: nothing is compiled) and the headers
-  ``emulator/jit_env.py`` generates.
+  ``ttemu/jit_env.py`` generates.
 
 :func:`compare_kernel` reduces both to comparable facts (named and positional compile-time args, the descriptor's
 defines, per-CB descriptor arrays, math fidelity / approx mode / DST settings, include roots, NOC and bank
@@ -23,7 +23,7 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 
@@ -161,7 +161,7 @@ def _wheel_relative(paths: list[str], roots: list[str]) -> list[str]:
 @contextmanager
 def _recording_emulator_builds():
     """The emulator's build_plan with compile_kernel replaced by a recorder of KernelBuilds (no compile)."""
-    from ttflashdecode.emulator import program as emu_program
+    from ttemu import program as emu_program
 
     builds = []
     real = emu_program.compile_kernel
@@ -179,7 +179,7 @@ def _recording_emulator_builds():
 
 def emulator_view(program, grid: tuple[int, int]) -> list[dict]:
     """Per kernel of ``program``: the emulator's defines, include paths and generated headers."""
-    from ttflashdecode.emulator import program as emu_program
+    from ttemu import program as emu_program
 
     with _recording_emulator_builds() as builds:
         emu_program.build_plan(program, grid)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import standin_compiler
 
-from ttflashdecode import ttnn_env
-from ttflashdecode.emulator.jit_env import wheel_root
+from ttemu import ttnn_env
+from ttemu.jit_env import wheel_root
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "mock_worker.py"

@@ -26,7 +26,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # programs, jit_parity; tests/ (de
 
 import torch  # noqa: E402
 
-from ttflashdecode.ttnn_env import import_ttnn  # noqa: E402
+from ttemu.ttnn_env import import_ttnn  # noqa: E402
 
 ttnn = import_ttnn()
 

@@ -19,8 +19,8 @@ import torch
 
 import decode_harness as H
 import ttflashdecode
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.ttnn_env import import_ttnn
 
 ttnn = import_ttnn()
 
@@ -316,7 +316,7 @@ def _format_probe(cbs, *, fp32: bool = False, precise: bool = False) -> Callable
     """A program of two do-nothing kernels (compute and reader, probe_kernels/) on core (0, 0) over CBs of the given
     (dtype name, tile shape or None) at indices 0, 1, ...: the JIT's chlkc_descriptors.h for every format, tile shape
     and setting a program of ours could use, compared with the emulator's like any program's."""
-    from ttflashdecode.emulator import jit_env  # noqa: PLC0415
+    from ttemu import jit_env  # noqa: PLC0415
 
     def run(ctx: Ctx) -> None:
         core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ttflashdecode import sim_env, ttnn_env
+from ttemu import ttnn_env
+from ttflashdecode import sim_env
 
 WORKER = Path(__file__).resolve().parent / "ttsim_worker.py"
 

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     p.add_argument("names", nargs="*")
     args = p.parse_args(argv)
     sim_env.configure("n150")
-    from ttflashdecode.ttnn_env import import_ttnn
+    from ttemu.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
     result: dict = {"simulator": os.environ.get(sim_env.SIMULATOR_ENV)}

@@ -59,9 +59,9 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 import ttflashdecode
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for
 from ttflashdecode.ops.update_cache.api import read_host, write_host
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import KV_DTYPES, MAX_Q_LEN, dtype_name_of, padded_rows
 
 # transformers treats every implementation whose name contains "flash" as a FlashAttention kernel

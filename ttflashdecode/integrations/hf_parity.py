@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.integrations import hf as tthf
-from ttflashdecode.ttnn_env import import_ttnn
 
 FAMILIES = ("llama", "qwen3", "mistral", "gpt-oss")
 VOCAB = 256

@@ -22,7 +22,7 @@ L1_SIZE_BYTES = 1_499_136
 # Not all of it is ours: the 35,168 B below MEM_MAP_END (the wheel's wormhole dev_mem_map.h) hold
 # firmware, mailboxes and fabric tables, and the kernel-config ring buffer above it (69 KiB by
 # default) holds the kernel binaries, runtime args, CB and semaphore descriptors of the running
-# program. Circular buffers start after both, as in the emulator (emulator/arch.py), so the planner
+# program. Circular buffers start after both, as in the emulator (ttemu/arch.py), so the planner
 # refuses anything that would only fit by eating into them.
 L1_RESERVED_BYTES = 35_168 + 69 * 1024
 L1_BUDGET_BYTES = L1_SIZE_BYTES - L1_RESERVED_BYTES

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend, backend_of
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.upstream.plan import SdpaDecodePlan, default_k_chunk_size, plan_sdpa_decode
 from ttflashdecode.upstream.program import SdpaDecodeTensors, build_program
 from ttflashdecode.validate import (

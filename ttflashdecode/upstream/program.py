@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ttflashdecode.ttnn_env import import_ttnn
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.upstream import wheel
 from ttflashdecode.upstream.plan import IDLE_COMPUTE_MARKER, MAX_TREE_REDUCTION_ROUNDS, UINT32_MAX, SdpaDecodePlan
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.kernel_args import AccessorArgs, cb_descriptor, core_range_set, kernel_descriptor, select
 from ttflashdecode.kernel_sources import CONVERT_KERNELS
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import TILE
-from ttflashdecode.ttnn_env import import_ttnn
 
 CB_IN, CB_OUT = 0, 16
 PAGES_PER_CB = 2  # double-buffered: the reader fetches tile i+1 while compute packs tile i

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.ops.update_cache.args import TILE, UpdateShapes
 from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.ttnn_env import import_ttnn
 from ttflashdecode.validate import (
     KV_DTYPES,
     _check_height_shards,

@@ -1,0 +1,762 @@
+// The emulated compute engine's non-template functions (include/emu/compute_state.h, compute_unpack.h,
+// compute_fpu.h, compute_pack.h, compute_tilize.h, timing_hooks.h declare them and document the model), defined once
+// here instead of inline in the headers, so that a compute kernel's compile generates only the kernel's own code and
+// the templates it instantiates. Built into the runtime executable ttfd_emu_run (exported with -rdynamic: kernel
+// libraries resolve these symbols there when dlopen'ed) and into the C++ unit tests' libraries (ttemu/tests/cxx.py).
+//
+// State: the compute state (cstate) is a thread_local of this file. The runtime runs one thread per (kernel, core),
+// so a core's compute thread has its own state, as it had when the state was a thread_local of the kernel library
+// copy each core loads; so are the SFPU kinds' memo and dst_mode_name's message buffer. Nothing here keeps any
+// other static.
+#include <cxxabi.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <typeinfo>
+#include <utility>
+
+#include "emu/compute_fpu.h"
+#include "emu/compute_pack.h"
+#include "emu/compute_state.h"
+#include "emu/compute_tilize.h"
+#include "emu/compute_unpack.h"
+#include "emu/formats.h"
+#include "emu/runtime.h"
+#include "emu/timing_hooks.h"
+
+namespace emu {
+
+// ---- compute state (emu/compute_state.h)
+
+namespace {
+// cstate()'s first call on a thread, kept out of cstate() so that cstate() stays small enough for the inliner.
+[[gnu::noinline, gnu::cold]] ComputeState& new_compute_state(std::unique_ptr<ComputeState>& s) {
+    s.reset(new ComputeState());
+    s->sections[0].clear();
+    s->sections[1].clear();
+    return *s;
+}
+}  // namespace
+
+ComputeState& cstate() {
+    // One per thread: the runtime runs each core's compute kernel on a thread of its own (csrc/runtime.cpp,
+    // thread_main), so this is per core, as on silicon. Heap-allocated (128 KiB): every thread of the process, data
+    // movement ones included, has a slot, and only compute threads fill it.
+    static thread_local std::unique_ptr<ComputeState> s;
+    return s ? *s : new_compute_state(s);
+}
+
+void compute_state_reset() {
+    ComputeState& s = cstate();
+    s.~ComputeState();
+    new (&s) ComputeState();
+    s.sections[0].clear();
+    s.sections[1].clear();
+}
+
+const char* dst_mode_name() {
+    static thread_local char buf[64];
+    std::snprintf(buf, sizeof buf, "%s-sync, %s DST", compute_config().dst_full_sync_en ? "full" : "half",
+                  dst_fp32() ? "fp32" : "bf16");
+    return buf;
+}
+
+TileGeom cb_tile_geom(uint32_t cb, bool pack_side) {
+    const CbTileShapes* t = cb_tile_shapes();
+    if (t && cb < 32)
+        return pack_side ? TileGeom{t->pack_num_faces[cb], t->pack_face_r[cb]}
+                         : TileGeom{t->unpack_num_faces[cb], t->unpack_face_r[cb]};
+    return TileGeom{};
+}
+
+void dst_math_acquire(const char* who) {
+    ComputeState& s = cstate();
+    if (s.math_section >= 0)
+        fault("%s: DST already acquired by MATH (missing tile_regs_commit / release_dst before this acquire)", who);
+    uint32_t held = static_cast<uint32_t>(s.num_committed) + (s.pack_section >= 0 ? 1 : 0);
+    if (held >= dst_num_sections())
+        fault("%s: every DST section is still owned by PACK (%u committed, pack %s) in %s mode: on silicon MATH "
+              "would wait forever because PACK's tile_regs_wait/release come later in program order",
+              who, s.num_committed, s.pack_section >= 0 ? "holding one" : "idle", dst_mode_name());
+    int free_sec = 0;
+    while (free_sec == s.pack_section || (s.num_committed > 0 && s.committed[0] == free_sec) ||
+           (s.num_committed > 1 && s.committed[1] == free_sec))
+        ++free_sec;
+    s.math_section = free_sec;
+    if (auto* tr = timing_risc()) tr->tile_regs_acquire();
+}
+
+void dst_math_commit(const char* who) {
+    ComputeState& s = cstate();
+    if (s.math_section < 0) fault("%s: tile_regs_commit without tile_regs_acquire", who);
+    s.committed[s.num_committed++] = s.math_section;
+    s.math_section = -1;
+    if (auto* tr = timing_risc()) tr->tile_regs_commit();
+}
+
+void dst_pack_wait(const char* who) {
+    ComputeState& s = cstate();
+    if (s.pack_section >= 0) fault("%s: tile_regs_wait while PACK still holds a section (missing tile_regs_release)", who);
+    if (s.num_committed == 0)
+        fault("%s: tile_regs_wait with no committed DST section (missing tile_regs_commit): PACK would wait forever",
+              who);
+    s.pack_section = s.committed[0];
+    s.committed[0] = s.committed[1];
+    s.committed[1] = -1;
+    --s.num_committed;
+    if (auto* tr = timing_risc()) tr->tile_regs_wait();
+}
+
+void dst_pack_release(const char* who) {
+    ComputeState& s = cstate();
+    if (s.pack_section < 0) fault("%s: tile_regs_release without tile_regs_wait", who);
+    s.sections[s.pack_section].clear();
+    s.pack_section = -1;
+    if (auto* tr = timing_risc()) tr->tile_regs_release();
+}
+
+void dst_check_index(uint32_t idx, const char* who) {
+    if (idx >= dst_capacity())
+        fault("%s: DST index %u out of range: %s holds %u tiles per section", who, idx, dst_mode_name(),
+              dst_capacity());
+}
+
+DstSection& dst_for_math(uint32_t idx, const char* who) {
+    ComputeState& s = cstate();
+    if (s.math_section < 0) {
+        if (s.num_committed > 0 || s.pack_section >= 0)
+            fault("%s: math on DST after tile_regs_commit (DST now belongs to PACK); acquire a new section first", who);
+        fault("%s: math on DST before tile_regs_acquire", who);
+    }
+    dst_check_index(idx, who);
+    return s.sections[s.math_section];
+}
+
+DstSection& dst_for_pack(uint32_t idx, const char* who) {
+    ComputeState& s = cstate();
+    int sec = s.pack_section;
+    if (sec < 0 && s.legacy_dst) sec = s.math_section;
+    if (sec < 0) {
+        if (s.math_section >= 0)
+            fault("%s: pack from DST before tile_regs_commit + tile_regs_wait (MATH still owns the section)", who);
+        fault("%s: pack from DST without an acquired section (missing tile_regs_wait)", who);
+    }
+    dst_check_index(idx, who);
+    return s.sections[sec];
+}
+
+void dst_write_tile(DstSection& d, uint32_t t, const float* v) {
+    for (uint32_t i = 0; i < kTileHW; ++i) d.tile[t][i] = dst_round(v[i]);
+    d.defined[t] = true;
+}
+
+
+// ---- unpacker (emu/compute_unpack.h)
+
+void check_unpack_format(uint32_t cb, Src s, const char* who) {
+    ComputeState& st = cstate();
+    if (!st.started)
+        fault("%s: compute API used before compute_kernel_hw_startup (or a legacy *_init_common) configured the "
+              "unpacker", who);
+    DataFormat have = cb_data_format(cb);
+    DataFormat cfg = s == Src::A ? st.srca_fmt : st.srcb_fmt;
+    if (have != cfg)
+        fault("%s: %s unpacker is configured for %s (cb %u) but cb %u holds %s: missing reconfig_data_format%s"
+              "(..., %u)?",
+              who, src_name(s), data_format_name(cfg), s == Src::A ? st.srca_cb : st.srcb_cb, cb,
+              data_format_name(have), s == Src::A ? "_srca" : "_srcb", cb);
+}
+
+void unpack_cb_tile(uint32_t cb, uint32_t index, Src s, float* out, const char* who) {
+    check_unpack_format(cb, s, who);
+    if (!cb_pages_available_at_front(cb, index + 1))
+        fault("%s: reads tile %u of cb %u but fewer than %u tiles are at its front (missing cb_wait_front?)", who,
+              index, cb, index + 1);
+    DataFormat f = cb_data_format(cb);
+    TileGeom g = cb_tile_geom(cb, false);
+    uint32_t page = cb_page_size(cb);
+    uint32_t bytes = tile_size_bytes(f, g);
+    if (page < bytes) fault("%s: cb %u page size %u is smaller than a %s tile (%u B)", who, cb, page, data_format_name(f), bytes);
+    const uint8_t* p = l1(cb_read_addr(cb) + index * page, bytes);
+    if (timing_only()) {  // checked, counted and timed by the caller; the values are never used
+        std::fill(out, out + kTileHW, 0.0f);
+        count(Counter::TilesUnpacked);
+        return;
+    }
+    unpack_tile(f, p, out, g);
+    for (uint32_t i = 0; i < kTileHW; ++i) out[i] = to_src_register(f, out[i]);
+    count(Counter::TilesUnpacked);
+}
+
+uint32_t fidelity_phases() {
+    switch (compute_config().math_fidelity) {
+        case 0: return 1;  // LoFi
+        case 2: return 2;  // HiFi2
+        case 3: return 3;  // HiFi3
+        case 4: return 4;  // HiFi4
+        default: fault("unsupported math_fidelity %u (expected 0 LoFi, 2 HiFi2, 3 HiFi3, 4 HiFi4)",
+                       compute_config().math_fidelity);
+    }
+}
+
+
+// ---- timing hooks (emu/timing_hooks.h)
+
+std::string timing_demangle(const char* mangled) {
+    if (!mangled) return "";
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    std::string out = status == 0 && d ? d : mangled;
+    std::free(d);
+    return out;
+}
+
+SfpuKind timing_classify_sfpu(const std::string& name, bool binary) {
+    SfpuKind k;
+    auto first_template_arg_true = [&](size_t from) {
+        size_t lt = name.find('<', from);
+        return lt != std::string::npos && name.compare(lt + 1, 4, "true") == 0;
+    };
+    // The index-th template argument of the function named at `at`, if it is an integer (else `fallback`).
+    auto template_int_arg = [&](size_t at, int index, uint32_t fallback) -> uint32_t {
+        size_t i = name.find('<', at);
+        if (i == std::string::npos) return fallback;
+        for (int depth = 0, arg = 0; ++i < name.size();) {
+            char c = name[i];
+            if (c == '<' || c == '(') ++depth;
+            else if ((c == '>' || c == ')') && depth > 0) --depth;
+            else if (depth == 0 && c == ',') ++arg;
+            else if (depth == 0 && c == '>') break;
+            else if (depth == 0 && arg == index && c != ' ') {
+                if (c < '0' || c > '9') return fallback;
+                uint32_t v = std::strtoul(name.c_str() + i, nullptr, 10);
+                return v > 0 ? v : fallback;
+            }
+        }
+        return fallback;
+    };
+    size_t p;
+    if ((p = name.find("recip")) != std::string::npos) {
+        k.op = timing::Op::SfpuRecip;
+        k.approx = first_template_arg_true(p);
+        if ((p = name.find("calculate_reciprocal<")) != std::string::npos) k.iterations = template_int_arg(p, 2, 8);
+    } else if ((p = name.find("exp")) != std::string::npos) {
+        k.op = timing::Op::SfpuExp;
+        k.approx = first_template_arg_true(p);
+        if ((p = name.find("calculate_exponential<")) != std::string::npos) k.iterations = template_int_arg(p, 3, 8);
+    } else if (binary) {
+        k.op = timing::Op::SfpuBinary;
+    }
+    return k;
+}
+
+SfpuKind timing_sfpu_function_kind(const std::type_info& type, const void* fn, bool binary) {
+    // Keyed by (function pointer type, function), as the memo was when it was a static of each instantiation of
+    // timing_sfpu_kind in the kernel: the first classification of a pair is the one kept. thread_local: one memo per
+    // compute thread, i.e. per core, as the static was per kernel library copy (the runtime loads one per core).
+    static thread_local std::map<std::pair<const std::type_info*, const void*>, SfpuKind> memo;
+    auto key = std::make_pair(&type, fn);
+    auto it = memo.find(key);
+    if (it != memo.end()) return it->second;
+    Dl_info info{};
+    std::string name = dladdr(fn, &info) && info.dli_sname ? timing_demangle(info.dli_sname) : "";
+    return memo[key] = timing_classify_sfpu(name, binary);
+}
+
+void timing_matmul(uint32_t cb0, uint32_t cb1, uint32_t rt, uint32_t ct) {
+    if (auto* tr = timing_risc()) {
+        TileGeom g = cb_tile_geom(cb0, false);
+        double rows = double(g.num_faces > 2 ? 2 : 1) * g.face_r;  // in0 rows: faces 0/1 hold rows 0-15
+        uint32_t bytes = (timing_tile_bytes(cb0, false) * rt + timing_tile_bytes(cb1, false) * ct) / (rt + ct);
+        tr->compute(timing::Op::Matmul, rt * ct, rt + ct, bytes, compute_config().math_fidelity, false, rows / 32.0);
+    }
+}
+
+
+// ---- FPU (emu/compute_fpu.h)
+
+void transpose_32x32(float* t) {
+    for (uint32_t r = 0; r < 32; ++r)
+        for (uint32_t c = r + 1; c < 32; ++c) std::swap(t[r * 32 + c], t[c * 32 + r]);
+}
+
+void unpack_transpose(float* t, uint32_t mode) {
+    if (mode == 3) {
+        transpose_32x32(t);
+        return;
+    }
+    if (mode & 1)
+        for (uint32_t r = 0; r < 16; ++r)
+            for (uint32_t c = 0; c < 16; ++c) std::swap(t[r * 32 + 16 + c], t[(16 + r) * 32 + c]);
+    if (mode & 2)
+        for (uint32_t f = 0; f < 4; ++f) {
+            float* base = t + (f / 2) * 16 * 32 + (f % 2) * 16;
+            for (uint32_t r = 0; r < 16; ++r)
+                for (uint32_t c = r + 1; c < 16; ++c) std::swap(base[r * 32 + c], base[c * 32 + r]);
+        }
+}
+
+void fpu_copy_tile(uint32_t cb, uint32_t index, uint32_t idst, uint32_t transpose_mode, const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    float a[kTileHW];
+    unpack_cb_tile(cb, index, Src::A, a, who);
+    if (timing_only()) {
+        d.defined[idst] = true;
+    } else {
+        unpack_transpose(a, transpose_mode);
+        dst_write_tile(d, idst, a);
+    }
+    timing_fpu(transpose_mode ? timing::Op::Transpose : timing::Op::Copy, 1, 1, cb);
+}
+
+
+
+
+
+void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, uint32_t row_idx, uint32_t idst,
+                       bool acc_to_dest, const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    float* t = d.tile[idst];
+    uint32_t phases = op == BinaryOp::Mul ? fidelity_phases() : 0;
+    if (timing_only()) {
+        d.defined[idst] = true;
+        count(Counter::FpuTiles);
+        return;
+    }
+    for (uint32_t r = 0; r < 32; ++r) {
+        for (uint32_t c = 0; c < 32; ++c) {
+            uint32_t i = r * 32 + c;
+            float bv = bcast_pick(b, bc, r, c, row_idx);
+            float base = acc_to_dest ? dst_acc_read(d, idst, i) : 0.0f;
+            float v = 0.0f;
+            switch (op) {
+                case BinaryOp::Add: v = fpu_add_into_dst(base, a[i], bv, acc_to_dest); break;
+                case BinaryOp::Sub: v = fpu_add_into_dst(base, a[i], -bv, acc_to_dest); break;
+                case BinaryOp::Mul: v = fidelity_mul_into(0.0f, a[i], bv, phases); break;
+            }
+            t[i] = v;
+        }
+    }
+    d.defined[idst] = true;
+    count(Counter::FpuTiles);
+}
+
+void fpu_binary_tiles(uint32_t cb0, uint32_t cb1, uint32_t i0, uint32_t i1, uint32_t idst, BinaryOp op,
+                      Bcast bc, uint32_t row_idx, const char* who) {
+    dst_for_math(idst, who);
+    if (row_idx >= 32) fault("%s: bcast_row_idx %u out of range", who, row_idx);
+    float a[kTileHW], b[kTileHW];
+    unpack_cb_tile(cb0, i0, Src::A, a, who);
+    unpack_cb_tile(cb1, i1, Src::B, b, who);
+    fpu_binary_values(a, b, op, bc, row_idx, idst, op != BinaryOp::Mul && cstate().binary_acc_to_dest, who);
+    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 2, cb0);
+}
+
+void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp op, bool dest_to_srca,
+                           const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    float from_dst[kTileHW], from_cb[kTileHW];
+    for (uint32_t i = 0; i < kTileHW; ++i) from_dst[i] = dst_to_src_register(dst_acc_read(d, idst, i));
+    unpack_cb_tile(cb, index, dest_to_srca ? Src::B : Src::A, from_cb, who);
+    const float* a = dest_to_srca ? from_dst : from_cb;
+    const float* b = dest_to_srca ? from_cb : from_dst;
+    fpu_binary_values(a, b, op, Bcast::None, 0, idst, false, who);
+    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
+}
+
+void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
+                uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
+    if (ct == 0 || rt == 0) fault("%s: ct_dim=%u rt_dim=%u must be >= 1", who, ct, rt);
+    DstSection& d = dst_for_math(idst, who);
+    dst_check_index(idst + rt * ct - 1, who);
+    uint32_t phases = fidelity_phases();
+    std::unique_ptr<float[]> A(new float[rt * kTileHW]), B(new float[ct * kTileHW]);
+    for (uint32_t r = 0; r < rt; ++r) unpack_cb_tile(cb0, in0 + r * kt, Src::B, &A[r * kTileHW], who);
+    for (uint32_t c = 0; c < ct; ++c) {
+        float* b = &B[c * kTileHW];
+        unpack_cb_tile(cb1, in1 + c, Src::A, b, who);
+        if (transpose) transpose_32x32(b);
+    }
+    timing_matmul(cb0, cb1, rt, ct);
+    if (timing_only()) {
+        for (uint32_t t = idst; t < idst + rt * ct; ++t) d.defined[t] = true;
+        count(Counter::MatmulTiles, rt * ct);
+        return;
+    }
+    // Each operand's fidelity parts depend only on the phase's bit (SrcA: bit 0, SrcB: bit 1), so both parts of
+    // every datum are split once here rather than once per output datum. A row's 32 outputs are then computed side by
+    // side (the j loops vectorise); each output still sums its own 16 products per half in k order and rounds into
+    // DST after each half of each phase, as the phase-by-phase definition does, so every result is bit for bit the
+    // same.
+    std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bp(new float[2 * ct * kTileHW]);
+    for (uint32_t h = 0; h < 2; ++h) {
+        for (uint32_t i = 0; i < rt * kTileHW; ++i) Ap[h * rt * kTileHW + i] = srcb_fidelity_part(A[i], h << 1);
+        for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[h * ct * kTileHW + i] = srca_fidelity_part(B[i], h);
+    }
+    const bool fp32 = dst_fp32();
+    for (uint32_t r = 0; r < rt; ++r) {
+        for (uint32_t c = 0; c < ct; ++c) {
+            uint32_t t = idst + r * ct + c;
+            float* out = d.tile[t];
+            for (uint32_t i = 0; i < 32; ++i) {
+                float acc[32];
+                for (uint32_t j = 0; j < 32; ++j) acc[j] = dst_acc_read(d, t, i * 32 + j);
+                for (uint32_t p = 0; p < phases; ++p) {
+                    const float* a = &Ap[((p >> 1) & 1) * rt * kTileHW + r * kTileHW + i * 32];
+                    const float* b = &Bp[((p & 1) * ct + c) * kTileHW];
+                    for (uint32_t half = 0; half < 2; ++half) {
+                        // Eight outputs at a time, their partial sums in registers over the 16 products (each still
+                        // summed from 0 in k order): a 32-wide sum kept in memory stalled on its own stores.
+                        float s[32];
+                        for (uint32_t j0 = 0; j0 < 32; j0 += 8) {
+                            float t[8] = {};
+                            for (uint32_t k = half * 16; k < half * 16 + 16; ++k)
+                                for (uint32_t j = 0; j < 8; ++j) t[j] += a[k] * b[k * 32 + j0 + j];
+                            for (uint32_t j = 0; j < 8; ++j) s[j0 + j] = t[j];
+                        }
+                        for (uint32_t j = 0; j < 32; ++j)
+                            acc[j] = fp32 ? acc[j] + s[j] : round_to_bf16(acc[j] + s[j]);  // dst_round
+                    }
+                }
+                for (uint32_t j = 0; j < 32; ++j) out[i * 32 + j] = acc[j];
+            }
+            d.defined[t] = true;
+            count(Counter::MatmulTiles);
+        }
+    }
+}
+
+float reduce_scaler_value(const float* s, const char* who, uint32_t num_faces) {
+    float v = s[0];
+    // Faces the scaler CB's tile has (a half tile has faces 0 and 1 only).
+    for (uint32_t face = 0; face < num_faces; ++face) {
+        uint32_t r0 = (face / 2) * 16, c0 = (face % 2) * 16;
+        for (uint32_t c = 0; c < 16; ++c) {
+            float x = s[r0 * 32 + c0 + c];
+            if (f32_bits(x) != f32_bits(v))
+                fault("%s: reduce scaler tile is not uniform on the first row of each face (face %u col %u = %g, "
+                      "face 0 col 0 = %g); the emulator models only the documented uniform scaler",
+                      who, face, c, static_cast<double>(x), static_cast<double>(v));
+        }
+    }
+    return v;
+}
+
+void fpu_reduce(uint32_t cb, uint32_t cb_scaler, uint32_t index, uint32_t index_scaler, uint32_t idst,
+                ReduceOp op, ReduceAxis axis, const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    // REDUCE_ROW SUM/AVG runs as MVMUL with the scaler in SrcA and the data in SrcB; the other forms put the data
+    // in SrcA and the scaler in SrcB.
+    bool swapped = axis == ReduceAxis::Row && op != ReduceOp::Max;
+    float x[kTileHW], sc[kTileHW];
+    unpack_cb_tile(cb, index, swapped ? Src::B : Src::A, x, who);
+    unpack_cb_tile(cb_scaler, index_scaler, swapped ? Src::A : Src::B, sc, who);
+    if (timing_only()) {
+        d.defined[idst] = true;
+        count(Counter::FpuTiles);
+        timing_fpu(op == ReduceOp::Max ? timing::Op::ReduceMax : timing::Op::ReduceSum, 1, 2, cb);
+        return;
+    }
+    float s = reduce_scaler_value(sc, who, cb_tile_geom(cb_scaler, false).num_faces);
+    float* out = d.tile[idst];
+    float res[kTileHW];
+    for (uint32_t i = 0; i < kTileHW; ++i) res[i] = 0.0f;
+    auto at = [&](uint32_t r, uint32_t c) { return x[r * 32 + c]; };
+    if (op == ReduceOp::Max) {
+        float scale = 0.0f;
+        if (s != 0.0f && std::isfinite(s)) scale = std::ldexp(1.0f, std::ilogb(s));
+        auto scaled = [&](float v) {
+            return s == 0.0f ? -std::numeric_limits<float>::infinity() : v * scale;
+        };
+        auto init = [&](uint32_t i) {
+            return d.defined[idst] ? out[i] : -std::numeric_limits<float>::infinity();
+        };
+        if (axis == ReduceAxis::Row) {
+            for (uint32_t r = 0; r < 32; ++r) {
+                float m = init(r * 32);
+                for (uint32_t c = 0; c < 32; ++c) m = std::max(m, scaled(at(r, c)));
+                res[r * 32] = m;
+            }
+        } else if (axis == ReduceAxis::Col) {
+            for (uint32_t c = 0; c < 32; ++c) {
+                float m = init(c);
+                for (uint32_t r = 0; r < 32; ++r) m = std::max(m, scaled(at(r, c)));
+                res[c] = m;
+            }
+        } else {
+            float m = init(0);
+            for (uint32_t i = 0; i < kTileHW; ++i) m = std::max(m, scaled(x[i]));
+            res[0] = m;
+        }
+    } else {
+        uint32_t phases = fidelity_phases();
+        // data is in the operand slot that gets the SrcA (or SrcB) fidelity split, scaler in the other
+        auto prod = [&](float v, uint32_t p) {
+            return swapped ? srcb_fidelity_part(v, p) * srca_fidelity_part(s, p)
+                           : srca_fidelity_part(v, p) * srcb_fidelity_part(s, p);
+        };
+        auto reduce_line = [&](float acc, auto get) {
+            for (uint32_t p = 0; p < phases; ++p)
+                for (uint32_t half = 0; half < 2; ++half) {
+                    float sum = 0.0f;
+                    for (uint32_t k = half * 16; k < half * 16 + 16; ++k) sum += prod(get(k), p);
+                    acc = dst_round(acc + sum);
+                }
+            return acc;
+        };
+        if (axis == ReduceAxis::Row) {
+            for (uint32_t r = 0; r < 32; ++r)
+                res[r * 32] = reduce_line(dst_acc_read(d, idst, r * 32), [&](uint32_t k) { return at(r, k); });
+        } else if (axis == ReduceAxis::Col) {
+            for (uint32_t c = 0; c < 32; ++c)
+                res[c] = reduce_line(dst_acc_read(d, idst, c), [&](uint32_t k) { return at(k, c); });
+        } else {
+            // Column sums first (into row 0), then the sum of row 0; both stages multiply by the scaler, which is
+            // why reduce.h asks for 1/sqrt(N) as the AVG scaler of REDUCE_SCALAR. Each stage rounds into DST.
+            float colsum[32];
+            for (uint32_t c = 0; c < 32; ++c) colsum[c] = reduce_line(0.0f, [&](uint32_t k) { return at(k, c); });
+            res[0] = reduce_line(dst_acc_read(d, idst, 0), [&](uint32_t k) { return dst_to_src_register(colsum[k]); });
+        }
+    }
+    dst_write_tile(d, idst, res);
+    count(Counter::FpuTiles);
+    timing_fpu(op == ReduceOp::Max ? timing::Op::ReduceMax : timing::Op::ReduceSum, 1, 2, cb);
+}
+
+void fpu_reduce_block_max_row(uint32_t icb, uint32_t icb_scaler, uint32_t row_start, uint32_t idst,
+                              uint32_t block_ct, const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    float sc[kTileHW];
+    unpack_cb_tile(icb_scaler, 0, Src::B, sc, who);
+    if (timing_only()) {
+        float x[kTileHW];
+        for (uint32_t t = 0; t < block_ct; ++t) unpack_cb_tile(icb, row_start + t, Src::A, x, who);  // checks only
+        d.defined[idst] = true;
+        count(Counter::FpuTiles, block_ct);
+        timing_fpu(timing::Op::ReduceMax, block_ct, block_ct + 1, icb);
+        return;
+    }
+    float s = reduce_scaler_value(sc, who, cb_tile_geom(icb_scaler, false).num_faces);
+    float scale = (s != 0.0f && std::isfinite(s)) ? std::ldexp(1.0f, std::ilogb(s)) : 0.0f;
+    float m[32];
+    for (uint32_t r = 0; r < 32; ++r)
+        m[r] = d.defined[idst] ? d.tile[idst][(r / 16) * 16 * 32 + r % 16] : -std::numeric_limits<float>::infinity();
+    float x[kTileHW];
+    for (uint32_t t = 0; t < block_ct; ++t) {
+        unpack_cb_tile(icb, row_start + t, Src::A, x, who);
+        for (uint32_t r = 0; r < 32; ++r)
+            for (uint32_t c = 0; c < 32; ++c) {
+                float v = s == 0.0f ? -std::numeric_limits<float>::infinity() : x[r * 32 + c] * scale;
+                m[r] = std::max(m[r], v);
+            }
+    }
+    float res[kTileHW] = {};
+    for (uint32_t r = 0; r < 32; ++r) res[r * 32] = m[r];
+    dst_write_tile(d, idst, res);
+    count(Counter::FpuTiles, block_ct);
+    timing_fpu(timing::Op::ReduceMax, block_ct, block_ct + 1, icb);
+}
+
+
+// ---- packer (emu/compute_pack.h)
+
+void packer_round(DataFormat f, float* v) {
+    if (f == DataFormat::Float16_b || f == DataFormat::Bfp8_b || f == DataFormat::Bfp4_b)
+        for (uint32_t i = 0; i < kTileHW; ++i) v[i] = round_bf16_ties_up(v[i]);
+}
+
+
+void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom& g) {
+    if (f != DataFormat::Bfp8_b && f != DataFormat::Bfp4_b) return pack_tile(f, v, dst, g);
+    uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3, n = g.datums();
+    uint8_t* mant = dst + (g.full() ? kBfpExpBytes : g.exp_bytes());
+    for (uint32_t row = 0; row < n / 16; ++row) {
+        uint32_t u[16], shared = 0;
+        for (uint32_t j = 0; j < 16; ++j) {
+            u[j] = f32_bits(v[g.full() ? tile_row_major_index(row * 16 + j) : tile_row_major_index(row * 16 + j, g)]);
+            uint32_t e = (u[j] >> 23) & 0xffu;
+            if (e > shared) shared = e;
+        }
+        dst[row] = static_cast<uint8_t>(shared);
+        for (uint32_t j = 0; j < 16; ++j) {
+            uint32_t code = bfp_encode_ties_up(u[j], shared, mbits), i = row * 16 + j;
+            if (mbits == 7) mant[i] = static_cast<uint8_t>(code);
+            else if (i % 2 == 0) mant[i / 2] = static_cast<uint8_t>(code & 0xfu);
+            else mant[i / 2] = static_cast<uint8_t>(mant[i / 2] | ((code & 0xfu) << 4));
+        }
+    }
+    if (!g.full())  // zero the padding of the exponent section
+        for (uint32_t row = n / 16; row < g.exp_bytes(); ++row) dst[row] = 0;
+}
+
+void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who) {
+    DstSection& d = dst_for_pack(idst, who);
+    float v[kTileHW];
+    const float* src = d.tile[idst];
+    for (uint32_t i = 0; i < kTileHW; ++i) v[i] = src[i];
+    pack_values(v, cb, out_index, out_of_order, who);
+}
+
+void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who) {
+    ComputeState& s = cstate();
+    if (cb >= kNumCbs) fault("%s: cb %u out of range", who, cb);
+    DataFormat f = cb_data_format(cb);
+    if (f != s.pack_fmt)
+        fault("%s: packer is configured for %s (cb %u) but cb %u holds %s: missing pack_reconfig_data_format(%u)?",
+              who, data_format_name(s.pack_fmt), s.pack_cb, cb, data_format_name(f), cb);
+    uint32_t index = out_of_order ? out_index : s.pack_seq[cb];
+    // The packer writes at the write pointer + index pages without looking at reservations. Besides reserved
+    // pages, the emulator accepts one idiom upstream kernels rely on (sdpa's add_block_inplace): a CB that is
+    // exactly full has its write pointer on its read pointer, so packing tile i overwrites front tile i, which this
+    // core has waited on (the kernel pops and re-pushes the tiles afterwards).
+    uint32_t page_bytes = cb_page_size(cb);
+    uint32_t target = cb_write_addr(cb) + index * page_bytes, front = cb_read_addr(cb);
+    bool overwrites_front = target >= front && (target - front) % page_bytes == 0 &&
+                            cb_pages_available_at_front(cb, (target - front) / page_bytes + 1);
+    if (!overwrites_front && !cb_pages_reservable_at_back(cb, index + 1)) {
+        uint32_t pages = cb_total_size(cb) / cb_page_size(cb), free_pages = 0;
+        while (free_pages < pages && cb_pages_reservable_at_back(cb, free_pages + 1)) ++free_pages;
+        fault("%s: packs tile %u of cb %u but fewer than %u tiles are reserved (missing cb_reserve_back?): %u of its "
+              "%u pages are free", who, index, cb, index + 1, free_pages, pages);
+    }
+    if (timing_only()) {  // where and how much is packed is checked and timed; the bytes are not converted
+        TileGeom g = cb_tile_geom(cb, true);
+        uint32_t bytes = tile_size_bytes(f, g);
+        if (cb_page_size(cb) < bytes)
+            fault("%s: cb %u page size %u is smaller than a %s tile (%u B)", who, cb, cb_page_size(cb),
+                  data_format_name(f), bytes);
+        if (!out_of_order) ++s.pack_seq[cb];
+        count(Counter::TilesPacked);
+        timing_pack(bytes);
+        return;
+    }
+    if (s.reduce_mask != ReduceMask::None) {
+        for (uint32_t r = 0; r < 32; ++r)
+            for (uint32_t c = 0; c < 32; ++c) {
+                bool keep = s.reduce_mask == ReduceMask::Row   ? c == 0
+                            : s.reduce_mask == ReduceMask::Col ? r == 0
+                                                               : (r == 0 && c == 0);
+                if (!keep) v[r * 32 + c] = 0.0f;
+            }
+    }
+    // ReLU in the packer (Packers/ReLU.md): ZERO_RELU clamps negatives to 0; the threshold modes compare against
+    // the configured threshold.
+    if (s.pack_relu_mode != 0) {
+        for (uint32_t i = 0; i < kTileHW; ++i) {
+            float x = v[i];
+            if (s.pack_relu_mode == 1) v[i] = x > 0.0f ? x : 0.0f;
+            else if (s.pack_relu_mode == 2) v[i] = x > s.pack_relu_threshold ? x : 0.0f;
+            else if (s.pack_relu_mode == 3) v[i] = x > s.pack_relu_threshold ? s.pack_relu_threshold : (x > 0.0f ? x : 0.0f);
+        }
+    }
+    TileGeom g = cb_tile_geom(cb, true);
+    uint32_t page = cb_page_size(cb);
+    uint32_t bytes = tile_size_bytes(f, g);
+    if (page < bytes) fault("%s: cb %u page size %u is smaller than a %s tile (%u B)", who, cb, page, data_format_name(f), bytes);
+    uint8_t* dst = l1(cb_write_addr(cb) + index * page, bytes);
+    if (s.pack_l1_acc) {
+        // L1 accumulation: the packer adds the tile already in L1 (decoded from the CB's format) to the DST data in
+        // fp32, then packs the sum in the CB's format.
+        float prev[kTileHW];
+        unpack_tile(f, dst, prev, g);
+        for (uint32_t i = 0; i < kTileHW; ++i) v[i] += prev[i];
+    }
+    packer_round(f, v);
+    pack_tile_packer(f, v, dst, g);
+    if (!out_of_order) ++s.pack_seq[cb];
+    count(Counter::TilesPacked);
+    timing_pack(bytes);
+}
+
+
+// ---- tilize / untilize (emu/compute_tilize.h)
+
+uint32_t row_major_datum_bytes(DataFormat f, const char* who) {
+    if (f == DataFormat::Float16_b) return 2;
+    if (f == DataFormat::Float32) return 4;
+    fault("%s: row-major data in %s is not modelled (Float16_b or Float32)", who, data_format_name(f));
+}
+
+void tilize_block(uint32_t icb, uint32_t block, uint32_t ocb, uint32_t in_index, uint32_t out_index,
+                  const char* who) {
+    check_unpack_format(icb, Src::A, who);
+    DataFormat f = cb_data_format(icb);
+    uint32_t es = row_major_datum_bytes(f, who);
+    TileGeom g = cb_tile_geom(ocb, true);
+    uint32_t rows = tile_rows(g), cols = g.num_faces > 1 ? 32u : 16u;
+    uint32_t page = cb_page_size(icb);
+    uint32_t width = block * cols;
+    if (!cb_pages_available_at_front(icb, in_index + block))
+        fault("%s: tilizes %u pages from page %u of cb %u but fewer are at its front (missing cb_wait_front?)", who,
+              block, in_index, icb);
+    const uint8_t* base = l1(cb_read_addr(icb) + in_index * page, rows * width * es);
+    // Timing: the unpacker reads each tile's rows out of the row-major block (kTilizeUnpackFactor times a plain
+    // unpack), the math copies it to DST; the pack is recorded by pack_values.
+    if (auto* tr = timing_risc())
+        tr->compute(timing::Op::Copy, block, block, rows * cols * es, compute_config().math_fidelity, false, 1.0, true);
+    for (uint32_t t = 0; t < block; ++t) {
+        float v[kTileHW] = {};
+        for (uint32_t r = 0; r < rows; ++r)
+            for (uint32_t c = 0; c < cols; ++c)
+                v[r * 32 + c] = dst_round(to_src_register(f, read_datum(f, base + (r * width + t * cols + c) * es)));
+        pack_values(v, ocb, out_index + t, true, who);
+    }
+    count(Counter::TilesUnpacked, block);
+}
+
+void untilize_write(const float* tiles, uint32_t ntiles, uint32_t ocb, uint32_t row, uint32_t col_tile,
+                    uint32_t full_ct, const TileGeom& g, const char* who) {
+    ComputeState& s = cstate();
+    DataFormat f = cb_data_format(ocb);
+    if (f != s.pack_fmt)
+        fault("%s: packer is configured for %s (cb %u) but cb %u holds %s: missing pack_reconfig_data_format(%u)?",
+              who, data_format_name(s.pack_fmt), s.pack_cb, ocb, data_format_name(f), ocb);
+    uint32_t es = row_major_datum_bytes(f, who);
+    uint32_t rows = tile_rows(g), cols = g.num_faces > 1 ? 32u : 16u;
+    uint32_t page = cb_page_size(ocb);
+    if (!cb_pages_reservable_at_back(ocb, (row + 1) * full_ct))
+        fault("%s: writes untilized tile-row %u (%u pages each) of cb %u but fewer pages are reserved", who, row,
+              full_ct, ocb);
+    uint32_t width = full_ct * cols;
+    uint8_t* base = l1(cb_write_addr(ocb) + row * full_ct * page, rows * width * es);
+    // Timing: the packer writes each tile's rows into the row-major block (kTilizeUnpackFactor times a plain pack).
+    if (auto* tr = timing_risc()) tr->pack(ntiles, rows * cols * es, true);
+    for (uint32_t t = 0; t < ntiles; ++t)
+        for (uint32_t r = 0; r < rows; ++r)
+            for (uint32_t c = 0; c < cols; ++c)
+                write_datum(f, base + (r * width + (col_tile + t) * cols + c) * es, tiles[t * kTileHW + r * 32 + c]);
+    count(Counter::TilesPacked, ntiles);
+}
+
+void pack_untilize_block(uint32_t icb, uint32_t block_rt, uint32_t ocb, uint32_t block_ct, uint32_t full_ct,
+                         uint32_t block_c_index, const char* who) {
+    ComputeState& s = cstate();
+    TileGeom g = cb_tile_geom(icb, false);
+    std::unique_ptr<float[]> tiles(new float[block_ct * kTileHW]);
+    uint32_t blocks_per_row = full_ct / block_ct;
+    for (uint32_t r = 0; r < block_rt; ++r) {
+        // Timing: each tile comes through the unpacker and math (a copy into DST) before the untilizing pack.
+        if (auto* tr = timing_risc())
+            tr->compute(timing::Op::Copy, block_ct, block_ct, timing_tile_bytes(icb, false),
+                        compute_config().math_fidelity);
+        for (uint32_t c = 0; c < block_ct; ++c) {
+            float* t = &tiles[c * kTileHW];
+            unpack_cb_tile(icb, r * block_ct + c, Src::A, t, who);
+            for (uint32_t i = 0; i < kTileHW; ++i) t[i] = dst_round(t[i]);
+        }
+        uint32_t row = s.pack_seq[ocb];
+        untilize_write(tiles.get(), block_ct, ocb, row, block_c_index * block_ct, full_ct, g, who);
+        if (block_c_index + 1 >= blocks_per_row) ++s.pack_seq[ocb];  // the tile-row is complete
+    }
+}
+
+}  // namespace emu

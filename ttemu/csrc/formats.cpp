@@ -1,0 +1,276 @@
+// Tile data formats (emu/formats.h): the conversions between a tile's bytes and 1024 row-major floats, defined once
+// here rather than in the header so that no kernel compiles them again. Built into the runtime executable (kernels
+// resolve these symbols there when they are dlopen'ed), into libttfd_host.so (the Python driver's conversions) and
+// into the C++ unit tests' libraries (ttemu/tests/cxx.py); every one of them runs this same code.
+#include "emu/formats.h"
+
+namespace emu {
+
+uint32_t tile_size_bytes(DataFormat f) {
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32: return 4 * kTileHW;
+        case DataFormat::Float16:
+        case DataFormat::Float16_b:
+        case DataFormat::UInt16: return 2 * kTileHW;
+        case DataFormat::Bfp8:
+        case DataFormat::Bfp8_b: return kBfpExpBytes + kTileHW;
+        case DataFormat::Bfp4:
+        case DataFormat::Bfp4_b: return kBfpExpBytes + kTileHW / 2;
+        case DataFormat::Bfp2:
+        case DataFormat::Bfp2_b: return kBfpExpBytes + kTileHW / 4;
+        case DataFormat::Int8:
+        case DataFormat::UInt8:
+        case DataFormat::Lf8:
+        case DataFormat::Fp8_e4m3: return kTileHW;  // tt-metal Tile::get_tile_size: one byte per datum
+        default: fault("tile_size_bytes: unsupported data format %u", static_cast<unsigned>(f));
+    }
+}
+
+const char* data_format_name(DataFormat f) {
+    switch (f) {
+        case DataFormat::Float32: return "Float32";
+        case DataFormat::Float16: return "Float16";
+        case DataFormat::Bfp8: return "Bfp8";
+        case DataFormat::Bfp4: return "Bfp4";
+        case DataFormat::Float16_b: return "Float16_b";
+        case DataFormat::Bfp8_b: return "Bfp8_b";
+        case DataFormat::Bfp4_b: return "Bfp4_b";
+        case DataFormat::Int32: return "Int32";
+        case DataFormat::UInt16: return "UInt16";
+        case DataFormat::UInt32: return "UInt32";
+        case DataFormat::Bfp2: return "Bfp2";
+        case DataFormat::Bfp2_b: return "Bfp2_b";
+        case DataFormat::Lf8: return "Lf8";
+        case DataFormat::Int8: return "Int8";
+        case DataFormat::UInt8: return "UInt8";
+        case DataFormat::Tf32: return "Tf32";
+        case DataFormat::Fp8_e4m3: return "Fp8_e4m3";
+        default: return "Invalid";
+    }
+}
+
+namespace {
+
+// Encode one fp32 value against a shared exponent into a sign + `mbits`-bit magnitude code.
+inline uint32_t bfp_encode(uint32_t u, uint32_t shared_exp, uint32_t mbits) {
+    if ((u & 0x7fffffffu) == 0) return 0;
+    uint32_t exp = (u >> 23) & 0xffu;
+    uint32_t sign = u >> 31;
+    uint64_t sig = (1u << 23) | (u & 0x7fffffu);  // 24 bits, hidden one explicit
+    uint32_t diff = shared_exp - exp;              // shared_exp >= exp by construction
+    sig = diff >= 40 ? 0 : (sig >> diff);
+    uint32_t shift = 24 - mbits;
+    uint64_t rem = sig & ((1ull << shift) - 1);
+    uint64_t half = 1ull << (shift - 1);
+    uint64_t mag = sig >> shift;
+    if (rem > half || (rem == half && (mag & 1))) mag += 1;
+    uint64_t max_mag = (1ull << mbits) - 1;
+    if (mag > max_mag) mag = max_mag;
+    if (mag == 0) return 0;
+    return (sign << mbits) | static_cast<uint32_t>(mag);
+}
+
+// Decode a sign + `mbits`-bit magnitude code with a shared exponent.
+inline float bfp_decode(uint32_t code, uint32_t shared_exp, uint32_t mbits) {
+    uint32_t mag = code & ((1u << mbits) - 1);
+    uint32_t sign = (code >> mbits) & 1u;
+    if (mag == 0) return 0.0f;
+    if (shared_exp == 0xffu) {
+        // Inf / NaN row: the leading one at the top bit means Inf, anything else NaN-like; follow fp32 bit layout.
+        int lead = 31 - __builtin_clz(mag);
+        uint32_t man = (mag << (23 - lead)) & 0x7fffffu;
+        return bits_f32((sign << 31) | (0xffu << 23) | man);
+    }
+    float v = std::ldexp(static_cast<float>(mag), static_cast<int>(shared_exp) - 127 - static_cast<int>(mbits - 1));
+    return sign ? -v : v;
+}
+
+// Packs with one rounding (nearest, ties to even) of each value to the shared exponent of its 16-value row. That is
+// silicon's bfp8_pack_precise path (pack source format fp16/fp32, as ttnn.typecast uses); the default packer path
+// rounds to 7 bits in the gasket first and again when aligning mantissas (tt-metal #14032), which is not modelled.
+inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
+    uint8_t* exps = dst;
+    uint8_t* mant = dst + kBfpExpBytes;
+    for (uint32_t row = 0; row < 64; ++row) {  // 64 face rows of 16 values, in stream order
+        uint32_t u[16];
+        uint32_t shared = 0;
+        for (uint32_t j = 0; j < 16; ++j) {
+            u[j] = f32_bits(src[tile_row_major_index(row * 16 + j)]);
+            uint32_t e = (u[j] >> 23) & 0xffu;
+            if (e > shared) shared = e;
+        }
+        exps[row] = static_cast<uint8_t>(shared);
+        for (uint32_t j = 0; j < 16; ++j) {
+            uint32_t code = bfp_encode(u[j], shared, mbits);
+            uint32_t i = row * 16 + j;
+            if (mbits == 7) {
+                mant[i] = static_cast<uint8_t>(code);
+            } else {  // bfp4: two values per byte, earlier value in the low nibble
+                if (i % 2 == 0)
+                    mant[i / 2] = static_cast<uint8_t>(code & 0xfu);
+                else
+                    mant[i / 2] = static_cast<uint8_t>(mant[i / 2] | ((code & 0xfu) << 4));
+            }
+        }
+    }
+}
+
+inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
+    const uint8_t* exps = src;
+    const uint8_t* mant = src + kBfpExpBytes;
+    for (uint32_t i = 0; i < kTileHW; ++i) {
+        uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
+        dst[tile_row_major_index(i)] = bfp_decode(code, exps[i / 16], mbits);
+    }
+}
+
+}  // namespace
+
+// dst: 1024 floats, row-major 32x32.
+void unpack_tile(DataFormat f, const uint8_t* src, float* dst) {
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:  // raw 32-bit copy (integers keep their bit pattern inside the float slot)
+            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(&dst[tile_row_major_index(i)], src + 4 * i, 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                uint16_t b;
+                std::memcpy(&b, src + 2 * i, 2);
+                dst[tile_row_major_index(i)] = bf16_bits_to_f32(b);
+            }
+            return;
+        case DataFormat::UInt16:  // integer value as float
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                uint16_t b;
+                std::memcpy(&b, src + 2 * i, 2);
+                dst[tile_row_major_index(i)] = static_cast<float>(b);
+            }
+            return;
+        case DataFormat::Bfp8_b: bfp_unpack(src, dst, 7); return;
+        case DataFormat::Bfp4_b: bfp_unpack(src, dst, 3); return;
+        default: fault("unpack_tile: unsupported data format %s", data_format_name(f));
+    }
+}
+
+// src: 1024 floats, row-major 32x32.
+void pack_tile(DataFormat f, const float* src, uint8_t* dst) {
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:
+            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i)], 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i)]);
+                std::memcpy(dst + 2 * i, &b, 2);
+            }
+            return;
+        case DataFormat::UInt16:
+            for (uint32_t i = 0; i < kTileHW; ++i) {
+                float v = src[tile_row_major_index(i)];
+                uint16_t b = v <= 0.0f ? 0 : v >= 65535.0f ? 65535 : static_cast<uint16_t>(std::nearbyint(v));
+                std::memcpy(dst + 2 * i, &b, 2);
+            }
+            return;
+        case DataFormat::Bfp8_b: bfp_pack(src, dst, 7); return;
+        case DataFormat::Bfp4_b: bfp_pack(src, dst, 3); return;
+        default: fault("pack_tile: unsupported data format %s", data_format_name(f));
+    }
+}
+
+uint32_t tile_size_bytes(DataFormat f, const TileGeom& g) {
+    if (g.full()) return tile_size_bytes(f);
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32: return 4 * g.datums();
+        case DataFormat::Float16_b:
+        case DataFormat::Float16:
+        case DataFormat::UInt16: return 2 * g.datums();
+        case DataFormat::Bfp8_b: return g.exp_bytes() + g.datums();
+        case DataFormat::Bfp4_b: return g.exp_bytes() + g.datums() / 2;
+        default: fault("tile_size_bytes: %s tiles of %u faces x %u rows are not modelled", data_format_name(f),
+                       g.num_faces, g.face_r);
+    }
+}
+
+void unpack_tile(DataFormat f, const uint8_t* src, float* dst, const TileGeom& g) {
+    if (g.full()) return unpack_tile(f, src, dst);
+    for (uint32_t i = 0; i < kTileHW; ++i) dst[i] = 0.0f;
+    uint32_t n = g.datums();
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:
+            for (uint32_t i = 0; i < n; ++i) std::memcpy(&dst[tile_row_major_index(i, g)], src + 4 * i, 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < n; ++i) {
+                uint16_t b;
+                std::memcpy(&b, src + 2 * i, 2);
+                dst[tile_row_major_index(i, g)] = bf16_bits_to_f32(b);
+            }
+            return;
+        case DataFormat::Bfp8_b:
+        case DataFormat::Bfp4_b: {
+            uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3;
+            const uint8_t* mant = src + g.exp_bytes();
+            for (uint32_t i = 0; i < n; ++i) {
+                uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
+                dst[tile_row_major_index(i, g)] = bfp_decode(code, src[i / 16], mbits);
+            }
+            return;
+        }
+        default: fault("unpack_tile: %s tiles of %u faces x %u rows are not modelled", data_format_name(f),
+                       g.num_faces, g.face_r);
+    }
+}
+
+void pack_tile(DataFormat f, const float* src, uint8_t* dst, const TileGeom& g) {
+    if (g.full()) return pack_tile(f, src, dst);
+    uint32_t n = g.datums();
+    switch (f) {
+        case DataFormat::Float32:
+        case DataFormat::Int32:
+        case DataFormat::UInt32:
+            for (uint32_t i = 0; i < n; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i, g)], 4);
+            return;
+        case DataFormat::Float16_b:
+            for (uint32_t i = 0; i < n; ++i) {
+                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i, g)]);
+                std::memcpy(dst + 2 * i, &b, 2);
+            }
+            return;
+        case DataFormat::Bfp8_b:
+        case DataFormat::Bfp4_b: {
+            uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3;
+            uint8_t* mant = dst + g.exp_bytes();
+            std::memset(dst, 0, g.exp_bytes());
+            for (uint32_t row = 0; row < n / 16; ++row) {
+                uint32_t u[16], shared = 0;
+                for (uint32_t j = 0; j < 16; ++j) {
+                    u[j] = f32_bits(src[tile_row_major_index(row * 16 + j, g)]);
+                    uint32_t e = (u[j] >> 23) & 0xffu;
+                    if (e > shared) shared = e;
+                }
+                dst[row] = static_cast<uint8_t>(shared);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint32_t code = bfp_encode(u[j], shared, mbits), i = row * 16 + j;
+                    if (mbits == 7) mant[i] = static_cast<uint8_t>(code);
+                    else if (i % 2 == 0) mant[i / 2] = static_cast<uint8_t>(code & 0xfu);
+                    else mant[i / 2] = static_cast<uint8_t>(mant[i / 2] | ((code & 0xfu) << 4));
+                }
+            }
+            return;
+        }
+        default: fault("pack_tile: %s tiles of %u faces x %u rows are not modelled", data_format_name(f), g.num_faces,
+                       g.face_r);
+    }
+}
+
+}  // namespace emu
