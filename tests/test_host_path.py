@@ -257,7 +257,8 @@ def test_a_wrapper_run_that_changed_fails_as_before(fresh_devices, paths, monkey
 
 def test_an_l1_tensor_allocated_since_takes_the_full_path(emu_device, paths, monkeypatch):
     """The lowest live L1 buffer is part of every hit's check: an L1 tensor allocated after a call sends the next one
-    down the full path (which re-plans in the L1 left, or refuses); freeing it brings the fast path back."""
+    down the full path (which re-plans in the L1 left, or refuses); freeing it brings the line back to one the entry
+    has seen, which hits at once."""
     monkeypatch.setattr(Backend, "run", lambda self, tensors, launchable: None)
     dev = emu_device
     _, (tq, tk, tv) = _inputs(dev, "test_host_path.l1")
@@ -278,7 +279,87 @@ def test_an_l1_tensor_allocated_since_takes_the_full_path(emu_device, paths, mon
     assert paths == {"full": 2, "fast": 1}, paths
     call()
     assert paths == {"full": 2, "fast": 2}, paths  # the full path made an entry for the new L1 state
-    l1.deallocate()  # the L1 state changed again: one full call, then hits
+    l1.deallocate()  # back at the first line: the entry keeps it (the full path made the same plan at both)
     call()
     call()
+    assert paths == {"full": 2, "fast": 4}, paths
+
+
+def test_an_l1_output_the_op_allocates_stays_on_the_fast_path(emu_device, paths):
+    """A decode loop whose op allocates an L1 height-sharded output and drops the previous step's after the call: the
+    two live outputs take turns as the lowest L1 buffer, so the line moves every step. The entry keeps both lines
+    (the full path made the same plan at each), so after one full call per line every step is a hit, and every
+    output still matches the golden model."""
+    seed = seed_for("test_host_path.l1_output_loop")
+    dev = emu_device
+    (q, k, v), (tq, tk, tv) = _inputs(dev, "test_host_path.l1_output_loop")
+    qd, kd, vd = (golden.quantize_like_device(x, "bfloat16") for x in (q, k, v))
+    pos = dev.from_torch(torch.tensor([40, 7], dtype=torch.int32), **INT32)
+    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))])
+    sharded = ttnn.MemoryConfig(
+        ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+        ttnn.BufferType.L1,
+        ttnn.ShardSpec(cores, [32, D], ttnn.ShardOrientation.ROW_MAJOR),
+    )
+    clear_program_cache()
+    previous, lines, addresses = None, [], []
+    for step in range(6):
+        positions = [40 + step, 7 + 2 * step]
+        dev.write(pos, torch.tensor(positions, dtype=torch.int32))
+        lines.append(dev.lowest_l1_buffer_address())
+        out = op_module.scaled_dot_product_attention_decode(
+            tq, tk, tv, cur_pos_tensor=pos, memory_config=sharded, program_config=CONFIG
+        )
+        addresses.append(out.buffer_address())
+        check_close(
+            dev.to_torch(out).float(),
+            golden.sdpa_decode(qd, kd, vd, cur_pos=positions),
+            "bfloat16",
+            seed,
+            f"step {step}",
+        )
+        previous = out  # the step before's output is dropped here, after the call (a model's `x = op(...)`)
+    del previous
+    # the case is what it means to be: from the second step on the line alternates between the two outputs
+    assert lines[0] is None and len(set(lines[1:])) == 2 and lines[1] == lines[3] == lines[5] != lines[2], lines
+    assert len(set(addresses)) == 2, addresses
+    # step 0 (no L1 buffer), step 1 (the first output's line) and step 2 (the second's): full; then hits
     assert paths == {"full": 3, "fast": 3}, paths
+
+
+def test_a_line_that_changes_the_plan_is_not_kept(emu_device, paths, monkeypatch):
+    """An L1 tensor large enough to change the plan (head_dim 2048: the program would otherwise fill L1) sends the
+    call down the full path, which re-plans below it; that entry keeps only the new line (its plan differs), so freeing
+    the tensor misses once more and the full path goes back to the first plan. Host path only (launches are no-ops)."""
+    monkeypatch.setattr(Backend, "run", lambda self, tensors, launchable: None)
+    dev = emu_device
+    gen = generator(seed_for("test_host_path.plan_changing_line"))
+    tq, tk, tv = (
+        dev.from_torch(torch.randn(*shape, generator=gen), dtype=ttnn.bfloat16, **TILE)
+        for shape in ((2, 1, 16, 2048), (1, 1, 512, 2048), (1, 1, 512, 2048))
+    )
+    pos = dev.from_torch(torch.tensor([500], dtype=torch.int32), **INT32)
+    out = dev.allocate([2, 1, 16, 2048], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    clear_program_cache()
+
+    def call():
+        _, result = op_module.scaled_dot_product_attention_decode(
+            tq, tk, tv, cur_pos_tensor=pos, output_tensor=out, program_config="small/test-2x2", return_stats=True
+        )
+        return result.plan
+
+    first = call()
+    assert call() is first and paths == {"full": 1, "fast": 1}, paths
+    cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))])
+    hog_config = ttnn.MemoryConfig(
+        ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+        ttnn.BufferType.L1,
+        ttnn.ShardSpec(cores, [32, 1024], ttnn.ShardOrientation.ROW_MAJOR),
+    )
+    hog = dev.allocate([64, 32, 1024], ttnn.bfloat16, ttnn.TILE_LAYOUT, memory_config=hog_config)
+    below = call()
+    assert below.l1_bytes < first.l1_bytes, "the case needs an L1 tensor that changes the plan"
+    assert call() is below and paths == {"full": 2, "fast": 2}, paths
+    hog.deallocate()
+    assert call() == first and paths == {"full": 3, "fast": 2}, paths
+    assert call() == first and paths == {"full": 3, "fast": 3}, paths

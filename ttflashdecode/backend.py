@@ -19,6 +19,7 @@ descriptor belongs to the addresses it was built for:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,21 +169,35 @@ class Backend:
     def lowest_l1_buffer_address(self) -> int | None:
         """Lowest address of a live L1 buffer on the device (over every chip of a mesh), None if there is none. A
         program's circular buffers must end below it (tt-metal refuses the launch otherwise)."""
+        return self.l1_line_reader()()
+
+    def l1_line_reader(self) -> Callable[[], int | None]:
+        """:meth:`lowest_l1_buffer_address` as a function of no arguments, with what it needs looked up once: the fast
+        path reads the line on every hit (a wrapper makes its reader when it is made)."""
         if self.is_emulator:
-            return self.device.lowest_l1_buffer_address()
+            return self.device.lowest_l1_buffer_address
         # The L1 allocator's own block table (offsets from its base), not ttnn.reports.get_buffers: that lists every
-        # buffer of the device and took ~670 us with one 8 MiB DRAM buffer on a mock N150, on every cached call
-        # (the fast path checks this line on each hit); the block table costs ~2 us (tests/runtime, docs/RUNTIME.md).
-        # No L1 buffer at all (a decode loop over DRAM tensors): the view's total answers without converting its block
-        # table to Python (~1 us against ~3 us per call on a mock N150).
+        # buffer of the device and took ~670 us with one 8 MiB DRAM buffer on a mock N150, on every cached call; the
+        # memory view costs ~1.7 us (tests/runtime, docs/RUNTIME.md). No L1 buffer at all (a decode loop over DRAM
+        # tensors): the view's total answers without converting its block table to Python (~1 us against ~3 us).
         ttnn = import_ttnn()
-        view = ttnn.get_memory_view(self.device, ttnn.BufferType.L1)
-        if not view.total_bytes_allocated_per_bank:
-            return None
-        used = [int(b["address"]) for b in view.block_table if b["allocated"] == "yes"]
-        if not used:
-            return None
-        return int(ttnn.get_allocator_base_address(self.device, ttnn.BufferType.L1)) + min(used)
+        device, l1, memory_view, base_address = (
+            self.device,
+            ttnn.BufferType.L1,
+            ttnn.get_memory_view,
+            ttnn.get_allocator_base_address,
+        )
+
+        def lowest_l1_buffer_address() -> int | None:
+            view = memory_view(device, l1)
+            if not view.total_bytes_allocated_per_bank:
+                return None
+            used = [int(b["address"]) for b in view.block_table if b["allocated"] == "yes"]
+            if not used:
+                return None
+            return int(base_address(device, l1)) + min(used)
+
+        return lowest_l1_buffer_address
 
     def chip_tensors(self, tensors: list) -> list[list]:
         """The tensors each descriptor is built over: one list per chip of an emulated mesh (chip i's shards, in the

@@ -25,6 +25,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 # Entries per table and device, so a long-running process that decodes many shapes does not grow forever.
@@ -94,12 +95,16 @@ class DeviceCache:
         _totals["program_hits"] += programs
 
     def plan_id(self, plan) -> int:
-        """A small id for ``plan``'s value: program keys hold it instead of the whole nested plan."""
-        plan_id = self._plan_ids.get(plan)
+        """A small id for the program ``plan`` (a :class:`~ttflashdecode.plan.DecodePlan`) lays out: program keys
+        hold it instead of the whole nested plan. Plans that differ only in the L1 budget they were made under share
+        it (the budget chose the layout; the program is built from the layout alone), so a call whose lowest live L1
+        buffer moves (an L1 output the op allocates every step) keeps its programs and its fast-path entry."""
+        layout = replace(plan, l1_budget=0)
+        plan_id = self._plan_ids.get(layout)
         if plan_id is None:
             if len(self._plan_ids) >= 4 * TABLE_SIZE:
                 self._plan_ids.clear()
-            plan_id = self._plan_ids[plan] = _next_plan_id()
+            plan_id = self._plan_ids[layout] = _next_plan_id()
         return plan_id
 
     def stats(self) -> dict[str, int]:

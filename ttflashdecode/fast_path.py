@@ -27,7 +27,11 @@ exactly the error it always raised. Entries are made only by calls that passed t
 Two things can change under an unchanged signature and are checked on every hit: the lowest live L1 buffer (an L1
 tensor allocated since may leave the planned circular buffers no room: the full path then plans again, or refuses)
 and, on a mesh, how each tensor lies over the chips (``tensor_topology`` can change in place:
-:func:`~ttflashdecode.validate.check_mesh_call` runs on every call).
+:func:`~ttflashdecode.validate.check_mesh_call` runs on every call). An entry keeps every lowest L1 line at which the
+full path made its plan (:attr:`FastCall.l1_lines`), not only the last: a decode loop whose op allocates an L1 output
+moves the line every step (the previous step's output, alive until the model drops it, alternates with the new one
+as the lowest L1 buffer), and a line the entry has not seen sends the call down the full path once, after which
+:func:`remember_call` adds it to the entry when the full path made the same plan there.
 
 The tensors' Python identity is deliberately not in the key: a model hands the op a new q (and output) every step,
 usually at the same address, and keying on ``id()`` would send all of those calls down the full path. A new tensor
@@ -60,7 +64,8 @@ class FastCall:
     owner: the :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` that launches it.
     planned: the wrapper's plan for the call (a ``_Planned``: the plan and the call's fixed options).
     check: the signature's compared part (see the module docstring).
-    lowest_l1: the lowest live L1 buffer when the entry was made (the plan was made, or checked, against it).
+    l1_lines: the lowest live L1 buffers (None: no L1 buffer) at which a full-path call of this signature made, or
+        checked, this plan; a hit requires the device's current line to be one of them.
     positions: the op's own positions tensor (a non-causal call's constant positions), None when the call's
         ``cur_pos_tensor`` is read.
     staging: a block-float call's staging output (None otherwise).
@@ -72,7 +77,7 @@ class FastCall:
     owner: Any
     planned: Any
     check: tuple
-    lowest_l1: int | None
+    l1_lines: set
     positions: Any
     staging: Any
     l1_output: bool
@@ -81,11 +86,26 @@ class FastCall:
     launches: dict = field(default_factory=dict)
     programs_per_launch: int = 0  # program lookups the full path makes per call (decode + convert, per chip)
 
-    def matches(self, check: tuple, lowest_l1: int | None) -> bool:
+    def matches(self, check: tuple, l1_line: int | None) -> bool:
         try:
-            return self.lowest_l1 == lowest_l1 and self.check == check
+            return l1_line in self.l1_lines and self.check == check
         except Exception:  # an argument whose == raises (a numpy array as dtype): the full path names it
             return False
+
+    def launches_like(self, other: FastCall) -> bool:
+        """Whether ``other`` (a full-path call's entry under the same key) launches what this entry launches: the
+        same call, wrapper and plan, and the same tensors of the op's own (positions, staging output)."""
+        try:
+            same_call = other.check == self.check
+        except Exception:
+            return False
+        return (
+            same_call
+            and other.owner is self.owner
+            and other.planned.plan_id == self.planned.plan_id
+            and other.positions is self.positions
+            and other.staging is self.staging
+        )
 
 
 # Output addresses a FastCall keeps launchables for (a new output every step lands on a few addresses at most).
@@ -181,3 +201,22 @@ def remember_launch(entry: FastCall, out_key, launch) -> None:
     if len(entry.launches) >= LAUNCHES_PER_CALL:
         entry.launches.clear()
     entry.launches[out_key] = launch
+
+
+# Lowest L1 lines a FastCall accepts (a decode loop's live outputs move the line among a few addresses at most).
+L1_LINES_PER_CALL = 8
+
+
+def remember_call(cache, key, entry: FastCall) -> None:
+    """Store a full-path call's ``entry`` under ``key`` in the device's ``calls`` table. When the entry it replaces
+    launched the same plan (the full path ran only because the lowest L1 line was new to it), the new entry keeps the
+    old one's lines and launches as well: each was made by the full path, for this plan, and still holds."""
+    known = cache.calls.get(key)
+    if known is not None and known.launches_like(entry):
+        if len(known.l1_lines) < L1_LINES_PER_CALL:
+            entry.l1_lines |= known.l1_lines
+        for out_key, launch in known.launches.items():
+            if len(entry.launches) >= LAUNCHES_PER_CALL:
+                break
+            entry.launches.setdefault(out_key, launch)
+    cache.remember("calls", key, entry)

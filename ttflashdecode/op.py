@@ -49,6 +49,7 @@ from ttflashdecode.fast_path import (
     compute_config_value,
     plain,
     program_config_value,
+    remember_call,
     tensors_signature,
 )
 from ttflashdecode.program_factory import ComputeSettings
@@ -378,7 +379,7 @@ def _decode(request: DecodeRequest, return_stats: bool):
         check=None if signature is None else signature[1],
     )
     if entry is not None:
-        wrapper._cache.remember("calls", signature[0], entry)
+        remember_call(wrapper._cache, signature[0], entry)
     return (out, wrapper.last_run) if return_stats else out
 
 

@@ -33,7 +33,7 @@ from ttflashdecode.backend import Backend, backend_for
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.device_cache import DeviceCache, device_cache
-from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_launch, tensors_signature
+from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_call, remember_launch, tensors_signature
 from ttflashdecode.ops.convert.factory import build_convert_program
 from ttflashdecode.plan import L1_RESERVED_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
@@ -118,6 +118,7 @@ class FlashDecodeWrapper:
         self._backend: Backend = backend_for(device)
         self._grid = self._backend.grid()  # one chip's (every chip of a mesh has the same)
         self._num_chips = self._backend.num_chips
+        self._l1_line = self._backend.l1_line_reader()  # the lowest live L1 buffer, read on every fast-path hit
         self._cache: DeviceCache = device_cache(device)
         self._compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self._grid)
@@ -330,7 +331,7 @@ class FlashDecodeWrapper:
             check=None if signature is None else signature[1],
         )
         if entry is not None:
-            self._cache.remember("calls", signature[0], entry)
+            remember_call(self._cache, signature[0], entry)
         return (out, self.last_run) if return_stats else out
 
     def _require_plan(self) -> _Planned:
@@ -394,7 +395,7 @@ class FlashDecodeWrapper:
     def _check_l1_room(self) -> None:
         """The plan's circular buffers must end below every live L1 buffer; an L1 tensor allocated since planning
         may have moved that line down."""
-        lowest = self._backend.lowest_l1_buffer_address()
+        lowest = self._l1_line()
         end = chip_facts(self._backend.device).l1_reserved + self._planned.plan.l1_bytes
         if lowest is not None and end > lowest:
             raise ValueError(
@@ -418,7 +419,7 @@ class FlashDecodeWrapper:
         :class:`~ttflashdecode.fast_path.FastCall` that launches the same call again; ``plan_hits``: the plan lookups
         the caller made for it (a hit counts them again)."""
         q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
-        lowest_l1 = self._backend.lowest_l1_buffer_address() if check is not None else None
+        l1_line = self._l1_line() if check is not None else None
         if validate_device_tensors:
             self._check_device_values(call, cur_pos_tensor, page_table)
         positions = self._positions(call, cur_pos_tensor)
@@ -437,7 +438,7 @@ class FlashDecodeWrapper:
             owner=self,
             planned=planned,
             check=check,
-            lowest_l1=lowest_l1,
+            l1_lines={l1_line},
             positions=None if call.shapes.is_causal else positions,
             staging=staging,
             l1_output=call.memory_config.buffer_type == import_ttnn().BufferType.L1,
@@ -449,9 +450,9 @@ class FlashDecodeWrapper:
 
     def _hit(self, entry: FastCall, check: tuple, tensors: tuple) -> bool:
         """Whether a signed call may take ``entry``'s fast path: its compared part matches and the lowest live L1
-        buffer is where it was. On a mesh the tensors' layout over the chips is checked as the full path checks it
-        (raising its error): it can change in place."""
-        if not entry.matches(check, self._backend.lowest_l1_buffer_address()):
+        buffer is at one of the entry's lines. On a mesh the tensors' layout over the chips is checked as the full
+        path checks it (raising its error): it can change in place."""
+        if not entry.matches(check, self._l1_line()):
             return False
         if self._num_chips > 1:
             q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, _ = tensors
