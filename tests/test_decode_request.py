@@ -54,3 +54,11 @@ def test_the_request_fields_are_the_functions_arguments():
     for name in ENTRY_POINTS:
         taken |= {FIELD_OF.get(p, p) for p in inspect.signature(getattr(op_module, name)).parameters}
     assert set(DecodeRequest._fields) - {"paged", "v_from_k"} == taken
+
+
+def test_the_tensors_are_the_first_fields_in_the_fast_paths_order():
+    """``DecodeRequest.tensors`` slices the request: its first fields must be the tensor arguments, in the order the
+    fast path and the wrapper unpack them."""
+    names = ("q", "k", "v", "cur_pos_tensor", "page_table", "attn_mask", "attention_sink", "output_tensor")
+    request = DecodeRequest(**{name: object() for name in names}, scale=0.5)
+    assert request.tensors == tuple(getattr(request, name) for name in names)

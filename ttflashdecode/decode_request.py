@@ -37,6 +37,8 @@ from ttflashdecode.validate import (
     require_page_table,
 )
 
+TENSOR_FIELDS = 8  # DecodeRequest's first fields are its tensor arguments
+
 
 class DecodeRequest(NamedTuple):
     """The arguments of one call of :func:`~ttflashdecode.op.scaled_dot_product_attention_decode` or a sibling, as
@@ -49,22 +51,24 @@ class DecodeRequest(NamedTuple):
     back since"; tests/runtime/host_cost.py's ``request_alone`` row).
     """
 
+    # The tensor arguments first, in the order :attr:`tensors` hands them out (the fast path's order)
     q: object
     k: object
     v: object = None  # None for the MLA functions: V is K's first head_dim_v columns
-    page_table: object = None  # the paged functions' page_table_tensor
-    is_causal: bool = True
-    attn_mask: object = None
-    cur_pos: object = None
     cur_pos_tensor: object = None
+    page_table: object = None  # the paged functions' page_table_tensor
+    attn_mask: object = None
+    attention_sink: object = None
+    output_tensor: object = None
+    # the other arguments
+    is_causal: bool = True
+    cur_pos: object = None
     scale: float | None = None
     sliding_window_size: int | None = None
-    attention_sink: object = None
     share_cache: bool = False
     program_config: object = None
     compute_kernel_config: object = None
     memory_config: object = None
-    output_tensor: object = None
     dtype: object = None
     validate_device_tensors: bool = False
     head_dim_v: int | None = None  # the MLA functions'
@@ -78,18 +82,10 @@ class DecodeRequest(NamedTuple):
 
     @property
     def tensors(self) -> tuple:
-        """The tensor arguments in the order the fast path signs and unpacks them (``launch_hit``,
-        ``FlashDecodeWrapper._execute``; a wrapper's run passes the same order)."""
-        return (
-            self.q,
-            self.k,
-            self.v,
-            self.cur_pos_tensor,
-            self.page_table,
-            self.attn_mask,
-            self.attention_sink,
-            self.output_tensor,
-        )
+        """The tensor arguments (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor): the
+        order the fast path signs and unpacks them in (``launch_hit``, ``FlashDecodeWrapper._execute``; a wrapper's
+        run passes the same order). The request's first fields, so one slice (every call reads them)."""
+        return self[:TENSOR_FIELDS]
 
     def check_entry(self) -> None:
         """The arguments the entry point itself requires (checked on every call, before the fast path: see the module

@@ -118,7 +118,9 @@ class FlashDecodeWrapper:
         self._backend: Backend = backend_for(device)
         self._grid = self._backend.grid()  # one chip's (every chip of a mesh has the same)
         self._num_chips = self._backend.num_chips
-        self._l1_line = self._backend.l1_line_reader()  # the lowest live L1 buffer, read on every fast-path hit
+        # read on every fast-path hit: the lowest live L1 buffer, and where an output is (the key of its programs)
+        self._l1_line = self._backend.l1_line_reader()
+        self._address_key = self._backend.address_key
         self._cache: DeviceCache = device_cache(device)
         self._compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self._grid)
@@ -445,7 +447,7 @@ class FlashDecodeWrapper:
             plan_hits=plan_hits,
             new_output=self._output_allocator(call),
         )
-        remember_launch(entry, self._backend.address_key(out), launch)
+        remember_launch(entry, self._address_key(out), launch)
         return out, entry
 
     def _hit(self, entry: FastCall, check: tuple, tensors: tuple) -> bool:
@@ -474,24 +476,15 @@ class FlashDecodeWrapper:
         one, or the given one), the entry's programs for the output's address, the launch. No validation, no
         planning, no descriptor lookup."""
         q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
-        planned = entry.planned
         out = entry.new_output(q) if output_tensor is None else output_tensor
         if entry.l1_output:
-            _check_cbs_end_below(out, planned.plan)
+            _check_cbs_end_below(out, entry.planned.plan)
         staging = entry.staging
         positions = cur_pos_tensor if entry.positions is None else entry.positions
-        out_key = self._backend.address_key(out)
-        launch = entry.launches.get(out_key)
+        launch = entry.launches.get(self._address_key(out))
         if launch is None:  # a new output at an address this call has not used yet
-            buffers = _buffers(
-                tensors, positions=positions, decoded=out if staging is None else staging, page_table=page_table
-            )
-            launch = self._make_launch(planned, buffers, staging, out)
-            remember_launch(entry, out_key, launch)
-            self._cache.count_hits(plans=entry.plan_hits, programs=0)
-            self._launch(planned, buffers, staging, out, launch)
-            return out
-        self._cache.count_hits(plans=entry.plan_hits, programs=launch.lookups)
+            return self._launch_new_output(entry, tensors, out, positions)
+        self._cache.count_hits(entry.plan_hits, launch.lookups)
         # The io list in DecodeBuffers.io_tensors()'s order, built without the dataclass (this runs every step).
         io = [q, k, k if v is None else v, positions]
         if page_table is not None:
@@ -510,7 +503,20 @@ class FlashDecodeWrapper:
             return out
         stats = self._backend.run(io, launch.decode)
         convert_stats = self._backend.run([staging, out], launch.convert) if staging is not None else None
-        self.last_run = DecodeResult(planned.plan, stats, staging, convert_stats)
+        self.last_run = DecodeResult(entry.planned.plan, stats, staging, convert_stats)
+        return out
+
+    def _launch_new_output(self, entry: FastCall, tensors: tuple, out, positions):
+        """A hit whose output sits at an address the entry has no programs for: they are made (a program-table
+        lookup, or a build) and kept for the next call there."""
+        planned, staging, page_table = entry.planned, entry.staging, tensors[4]  # a signed call's device page table
+        buffers = _buffers(
+            tensors, positions=positions, decoded=out if staging is None else staging, page_table=page_table
+        )
+        launch = self._make_launch(planned, buffers, staging, out)
+        remember_launch(entry, self._address_key(out), launch)
+        self._cache.count_hits(entry.plan_hits, 0)
+        self._launch(planned, buffers, staging, out, launch)
         return out
 
     def _make_launch(self, planned: _Planned, buffers: DecodeBuffers, staging, out) -> _Launch:

@@ -157,6 +157,37 @@ def _tt_transformers_paged(ctx: Ctx) -> None:
     )
 
 
+def _l1_output_loop(ctx: Ctx) -> None:
+    """A decode loop whose op allocates an L1 height-sharded output, the previous step's output dropped after the call
+    (a model's ``x = op(...)``): the two live outputs take turns as the lowest L1 buffer on ttnn's own allocator. The
+    fast path keeps both lines: after one full-path call per line (no L1 buffer, then each output's) every step must
+    be a hit (raises otherwise, which the test reports as a rejection)."""
+    from ttflashdecode.backend import backend_for
+    from ttflashdecode.wrapper import FlashDecodeWrapper
+
+    config = ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=64)
+    q, k, v = ctx.tile(ctx.randn(1, 2, 8, 64)), ctx.tile(ctx.randn(2, 2, 256, 64)), ctx.tile(ctx.randn(2, 2, 256, 64))
+    pos, hits = ctx.int32([100, 200]), []
+    run_hit = FlashDecodeWrapper._run_hit
+
+    def counted(self, *args, **kwargs):
+        hits.append(len(lines))
+        return run_hit(self, *args, **kwargs)
+
+    FlashDecodeWrapper._run_hit = counted
+    try:
+        lines, out = [], None
+        for _ in range(6):
+            lines.append(backend_for(ctx.device).lowest_l1_buffer_address())
+            out = ttflashdecode.scaled_dot_product_attention_decode(  # noqa: F841 - the previous output dies here
+                q, k, v, cur_pos_tensor=pos, memory_config=H.height_sharded(2, [32, 64]), program_config=config
+            )
+    finally:
+        FlashDecodeWrapper._run_hit = run_hit
+    assert lines[0] is None and len(set(lines[1:])) == 2, f"the case needs the line to alternate: {lines}"
+    assert hits == [4, 5, 6], f"steps that took the fast path (1-based) {hits}, expected 4-6; L1 lines {lines}"
+
+
 def _mla(ctx: Ctx) -> None:
     """DeepSeek-V3 MLA: Q [1, b, 128, 576] height-sharded, paged latent cache (bfloat8_b), V = first 512 columns,
     height-sharded output."""
@@ -395,6 +426,7 @@ SINGLE = {
     "decode_sinks_upstream_form": _with(attention_sink=True, sink_upstream_form=True),
     "decode_window": _with(sliding_window_size=64),
     "decode_out_sharded": _with(out_sharded=True),
+    "decode_l1_output_loop": _l1_output_loop,
     "decode_out_bfloat8_b": _with(out_dtype="bfloat8_b"),
     "decode_fp32_dest_acc": _with(fp32_dest_acc_en=True, exp_approx_mode=False),
     "decode_share_cache": _with(share_cache=True),
