@@ -25,7 +25,7 @@ ENTRY_POINTS = {
 @pytest.mark.parametrize("name", list(ENTRY_POINTS))
 def test_every_argument_reaches_the_request_under_its_name(name, monkeypatch):
     requests = []
-    monkeypatch.setattr(op_module, "_decode", requests.append)
+    monkeypatch.setattr(op_module, "_decode", lambda request, return_stats: requests.append((request, return_stats)))
     function = getattr(op_module, name)
     parameters = inspect.signature(function).parameters
     # a distinct value per argument (head_dim_v an int: check_entry reads it)
@@ -33,13 +33,15 @@ def test_every_argument_reaches_the_request_under_its_name(name, monkeypatch):
     positional = [values[p] for p, spec in parameters.items() if spec.kind is spec.POSITIONAL_OR_KEYWORD]
     keywords = {p: values[p] for p, spec in parameters.items() if spec.kind is spec.KEYWORD_ONLY}
     function(*positional, **keywords)
-    (request,) = requests
+    ((request, return_stats),) = requests
     assert isinstance(request, DecodeRequest)
     request.check_entry()
+    # return_stats says what the function returns: it travels beside the request, not in it
+    assert return_stats is values.pop("return_stats")
     for argument, value in values.items():
         assert getattr(request, FIELD_OF.get(argument, argument)) is value, argument
     # what the function does not take stays at the request's default; the entry point is recorded
-    taken = {FIELD_OF.get(p, p) for p in parameters}
+    taken = {FIELD_OF.get(p, p) for p in parameters} - {"return_stats"}
     for field in DecodeRequest._fields:
         if field in ENTRY_POINTS[name]:
             assert getattr(request, field) is ENTRY_POINTS[name][field], field
@@ -48,12 +50,13 @@ def test_every_argument_reaches_the_request_under_its_name(name, monkeypatch):
 
 
 def test_the_request_fields_are_the_functions_arguments():
-    """Every field but the entry-point flags is some public function's argument: nothing is carried that no caller
-    can set."""
+    """Every field but the entry-point flags is some public function's argument, and every argument but
+    return_stats (what the function returns, beside the request) is a field: nothing is carried that no caller can
+    set."""
     taken = set()
     for name in ENTRY_POINTS:
         taken |= {FIELD_OF.get(p, p) for p in inspect.signature(getattr(op_module, name)).parameters}
-    assert set(DecodeRequest._fields) - {"paged", "v_from_k"} == taken
+    assert set(DecodeRequest._fields) - {"paged", "v_from_k"} == taken - {"return_stats"}
 
 
 def test_the_tensors_are_the_first_fields_in_the_fast_paths_order():
