@@ -69,7 +69,8 @@ class FastCall:
     positions: the op's own positions tensor (a non-causal call's constant positions), None when the call's
         ``cur_pos_tensor`` is read.
     staging: a block-float call's staging output (None otherwise).
-    l1_output: the output is in L1 (a new one is checked against the plan's circular buffers every call).
+    cbs_end: an L1 output's floor: the L1 address the plan's circular buffers reach (an output the allocator placed
+        below it is refused every call, as the full path refuses it); None for a DRAM output.
     launches: per output address key, the (decode, convert) launchables built for it.
     plan_hits: plan lookups the full path makes per call (1 for the op's functions, 0 for a wrapper's run).
     """
@@ -80,7 +81,7 @@ class FastCall:
     l1_lines: set
     positions: Any
     staging: Any
-    l1_output: bool
+    cbs_end: int | None
     plan_hits: int
     new_output: Any = None  # new_output(q): the call's output when the op allocates it (Backend.output_allocator)
     launches: dict = field(default_factory=dict)

@@ -443,7 +443,11 @@ class FlashDecodeWrapper:
             l1_lines={l1_line},
             positions=None if call.shapes.is_causal else positions,
             staging=staging,
-            l1_output=call.memory_config.buffer_type == import_ttnn().BufferType.L1,
+            cbs_end=(
+                chip_facts(self._backend.device).l1_reserved + planned.plan.l1_bytes
+                if call.memory_config.buffer_type == import_ttnn().BufferType.L1
+                else None
+            ),
             plan_hits=plan_hits,
             new_output=self._output_allocator(call),
         )
@@ -477,8 +481,8 @@ class FlashDecodeWrapper:
         planning, no descriptor lookup."""
         q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
         out = entry.new_output(q) if output_tensor is None else output_tensor
-        if entry.l1_output:
-            _check_cbs_end_below(out, entry.planned.plan)
+        if entry.cbs_end is not None and out.buffer_address() < entry.cbs_end:
+            _check_cbs_end_below(out, entry.planned.plan)  # raises the full path's error
         staging = entry.staging
         positions = cur_pos_tensor if entry.positions is None else entry.positions
         launch = entry.launches.get(self._address_key(out))

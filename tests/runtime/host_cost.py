@@ -88,6 +88,17 @@ def measure(dev, repeats: int = 300) -> dict:
     paged_op = ttflashdecode.paged_scaled_dot_product_attention_decode
     scale = d**-0.5
     q_sharded = None  # made for the paged rows only (an L1 tensor: every L1 line read then converts a block table)
+    # A decode loop whose op allocates an L1 height-sharded output (one user's rows per core) and holds it until the
+    # next step's call returns (``out = op(...)``): the two live outputs take turns as the lowest L1 buffer.
+    l1_output = ttnn.MemoryConfig(
+        ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+        ttnn.BufferType.L1,
+        ttnn.ShardSpec(user_cores, [32, d], ttnn.ShardOrientation.ROW_MAJOR),
+    )
+    held = [None]  # the previous step's output
+
+    def l1_output_call():
+        return op(q, k, v, cur_pos_tensor=pos, program_config=config, memory_config=l1_output)
 
     calls = {
         # a decode loop's call: device positions, the output allocated by the op
@@ -245,6 +256,7 @@ def measure(dev, repeats: int = 300) -> dict:
             ),
         ),
         "lowest_l1_alone_l1_tensor": (None, backend_for(dev).lowest_l1_buffer_address),
+        "op_l1_output_held": ("sealed", lambda: held.__setitem__(0, l1_output_call())),
     }
 
     def package_alone():
@@ -361,6 +373,7 @@ def measure(dev, repeats: int = 300) -> dict:
         )
         time_rows(paged_rows)
         load_after = os.getloadavg()
+        held[0] = None
         ttnn.deallocate(q_sharded)
     finally:
         backend_module.seal_program_hash = seal
@@ -420,6 +433,7 @@ ROW_LABELS = {
     "op_paged_upstream_arguments": "op, paged, tt_transformers' call (q height-sharded, DRAM output), output allocated",
     "upstream_paged_op": "  upstream's `ttnn.transformer.paged_scaled_dot_product_attention_decode`, the same call",
     "lowest_l1_alone_l1_tensor": "  the lowest live L1 buffer with q's L1 shards alive (timed with the paged pair)",
+    "op_l1_output_held": "op, L1 height-sharded output allocated by the op, held until the next call (with the pair)",
     "generic_op_alone": "`ttnn.generic_op` alone on the op's descriptor",
     "generic_op_alone_before": "  the same, descriptor without custom_program_hash (before)",
     "compute_program_descriptor_hash_before": "`ttnn.compute_program_descriptor_hash` walking the descriptor",
