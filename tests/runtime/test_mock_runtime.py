@@ -129,8 +129,8 @@ def test_card_path_host_cost_per_cached_call(mock_session, record_property):
     record_property("goal_us", GOAL_US)
     line = r["l1_line"]
     assert line["backend"] == line["reports"] and line["backend_no_l1"] == line["reports_no_l1"], line
-    before, after, paged_before, paged_after = r["program_cache_entries"]
-    assert before == after and paged_before == paged_after, f"ttnn built programs in the timed calls: {before, after}"
+    entries = r["program_cache_entries"]  # before and after each set of rows (the rows, the paged pair, the L1 output)
+    assert entries[0::2] == entries[1::2], f"ttnn built programs in the timed calls: {entries}"
     for row in ("upstream_op", "upstream_paged_op", "op_upstream_arguments", "op_paged_upstream_arguments"):
         assert m[row] < 5000, f"{row}: a cached call took {m[row]:.0f} us: not a cache hit"
     keys = r["program_hash"]
