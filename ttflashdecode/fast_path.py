@@ -166,9 +166,9 @@ def _emulated_spec(tensor) -> tuple:
 def program_config_value(program_config):
     """A program config as a value the check can compare: names, paths and ProgramConfigs as they are; a
     ``ttnn.SDPAProgramConfig`` (mutable) read field by field, every field :meth:`ProgramConfig.from_ttnn` reads."""
-    if type(program_config) is ProgramConfig or program_config is None or isinstance(program_config, (str, Path)):
-        return program_config  # a ProgramConfig first: the common case, read on every call
-    if isinstance(program_config, ProgramConfig):
+    if type(program_config) is ProgramConfig:  # the common case first: this runs on every call
+        return program_config
+    if program_config is None or isinstance(program_config, (str, Path, ProgramConfig)):
         return program_config
     if type(program_config).__name__ != "SDPAProgramConfig":
         raise NotSignable("program_config")
