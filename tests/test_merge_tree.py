@@ -1,9 +1,9 @@
 """The reduction tree at other radices than 2: a group's partials merged by a radix-F tree (plan.merge_radix; F >= the
 group's cores is a one-round gather at the root), checked against the golden with poisoned outputs (decode_harness).
 
-The planner picks the radix (plan.rules.default_merge_radix); these tests force it through that rule's constant,
-``rules.MERGE_RADIX``, so each case's plan is asserted to carry the radix it forces (a plan cached under another radix
-would fail that, not pass silently)."""
+The planner picks the radix (plan.rules.default_merge_radix: the model's fastest); these tests force it through that
+rule's override, ``rules.MERGE_RADIX``, so each case's plan is asserted to carry the radix it forces (a plan cached
+under another radix would fail that, not pass silently)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ GATHER = 64  # above every group size: the one-round gather
         (16, 4, 1344, 1300),  # radix 4: two rounds of 3 children
         (13, 4, 1408, 800),  # radix 4, 13 cores of which 12 active: a short last round
         (7, 3, 1472, 1471),  # radix 3, odd group, chunk-aligned cur_pos
+        (32, 6, 2112, 2100),  # radix 6 over 32 cores (the planner's choice there): two rounds of 5
+        (32, 6, 2112, 1500),  # radix 6, 24 of 32 cores active: a short second round
     ],
 )
 def test_radix_tree_matches_golden(emu_device, monkeypatch, cores, radix, kv_len, cur_pos):

@@ -23,6 +23,7 @@ checks that both agree. :func:`tree_parent`, :func:`receive_rounds`, :func:`expe
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -96,19 +97,40 @@ COMPUTE_BOUND_CHUNKS_PER_CORE = 2
 #     b1 4q/1kv d128 32K, N16 (16: not DRAM-bound)  73.7*   74.6    82.2
 # Under the no-flow-control variant the first row is 48.8 (k512) vs 48.4 (k256), the MLA row 115.5 vs 104.5.
 DRAM_BOUND_CORES = 32
-
-# The reduction tree's radix F (default_merge_radix). A round costs a NoC write of the partials plus a merge whose
-# fixed part (inits, the max and the row factors' setup, moving the result to the sender's buffer) is paid once per
-# round and whose per-partial part (a max, one accurate exp, vDHt + 1 multiply-accumulates) per child, so a few
-# children a round beat both the binary tree (more rounds) and a gather (every child merged on one core).
-# MODELLED (timing-only, HiFi4, approximate exp, bfloat8_b, paged block 64), Llama-3.1-8B T3K chip shape (b1, 4 q /
-# 1 kv head, d128, 4K positions, cur_pos 4095), 16 cores a group, k_chunk_size 256, us:
-#     F = 2 (4 rounds) 18.86    F = 3 (3 rounds) 17.84*   F = 4 (2 rounds) 16.52    F = 8 (2 rounds) 17.19
-#     F = 16 (the one-round gather) 19.26                 (* before the merge's inits were hoisted out of its loops)
-MERGE_RADIX = 4
 DRAM_BOUND_CHUNK_TILES = 64
 DRAM_BOUND_LONG_RUN_CHUNK_TILES = 32
 DRAM_BOUND_SHORT_RUN_POSITIONS = 512
+
+# The reduction tree's radix F (default_merge_radix): the F whose critical path (merge_finish_ns) is shortest. A round
+# costs its receiver the NoC write of its slowest child's partial and a semaphore (MERGE_SEND_NS, after that child's
+# own merges), a merge whose fixed part (inits, format reconfigurations, moving the result to the sender's buffer) is
+# paid once a round (MERGE_ROUND_NS), and a part per child: its row statistics (a max and one accurate exp on column
+# 0: MERGE_PARTIAL_STATS_NS) and the multiply-accumulates of O's row and l (MERGE_PARTIAL_TILE_NS a tile). So a few
+# children a round beat both the binary tree (more rounds) and a gather (every partial merged on one core, in
+# series). The constants are the least-squares fit (RMS 0.25 us; a per-child cost of 500 ns at d128, split 300 / 40
+# a tile by skipping the factors' exps, about 200 ns a child at 32K) of that critical path, every core's own chunks
+# done at once, to these MODELLED durations (timing-only, the fair sweep's calls: HiFi4, bfloat8_b, paged block 64,
+# every user at kv_len - 1, `perf/sweep.py`'s rows with the radix forced through MERGE_RADIX; us, the rule's choice *):
+#     shape (cores a group)                   F=2     F=3     F=4     F=5     F=6     F=8     F=N (gather)
+#     b1 4q/1kv d128 32K, k128 (32)           54.94   53.11   52.60           51.97*  52.09   60.98
+#     b1 4q/1kv d128 4K, k256 (16)            18.79           16.37*  16.68           17.09   19.37
+#     Galaxy b8 8q/1kv d128 4K, k256 (9)      47.13   45.09   45.38   44.98   45.54*  46.32   45.36
+#     b8 8q/1kv d128 4K, k256 (8)             46.63   45.07   45.33   44.88*  45.07           45.01
+#     b8 8q/1kv d128 1K, k128 (4)             17.77   16.46           16.45*
+#     MLA b8 16q/1kv d576/512 4K, k32 (8)             102.01  102.59  101.63*         102.27
+#     spec_multi_pos_tiles 4, b8 4K, k256 (8) 151.98  146.55  148.37  148.23*         155.48
+# The Galaxy row's choice is 0.56 us off its best (its subtrees do not finish together). A group of several
+# query-row tiles (the last row: 4) takes every term about that many times (its partials are that much bigger),
+# which leaves the choice as it is. TGV's one-round parallel reducers (R cores, each owning a slice of O's tiles
+# and receiving every partial's slice) were not built: the row statistics are per row and a group's rows are one
+# tile, so each reducer would still take the max and the exp of all N - 1 partials. By these constants 32 cores
+# with 4 reducers of one O tile each take 13.5 us from the last chunk to the merged rows (one round, 31 children of
+# 300 + 2 x 40 ns), the radix-6 tree 8.4 us. MERGE_RADIX (None: the model's choice) forces a radix (tests).
+MERGE_SEND_NS = 1100
+MERGE_ROUND_NS = 600
+MERGE_PARTIAL_STATS_NS = 300
+MERGE_PARTIAL_TILE_NS = 40
+MERGE_RADIX: int | None = None
 
 
 # ---- the chunk rule ----------------------------------------------------------------------------
@@ -255,9 +277,42 @@ def expected_partials(core_index: int, num_active: int, radix: int = 2) -> int:
     return sum(children_in_round(core_index, r, num_active, radix) for r in range(tree_rounds(num_active, radix)))
 
 
-def default_merge_radix(num_cores_per_head: int) -> int:
-    """The reduction tree's radix F the planner starts from (it halves F while the partial slots do not fit L1)."""
-    return MERGE_RADIX
+def merge_finish_ns(num_cores: int, radix: int, o_cols: int = 4) -> float:
+    """The modelled time from a group's last chunk to the root's merged partial under a radix-F tree, every core's own
+    chunks done at once, per query-row tile (a group of several takes about as many times each term): a receiver's
+    round starts when its slowest child's partial has landed (:data:`MERGE_SEND_NS` after that child's own merges) and
+    takes :data:`MERGE_ROUND_NS` plus, per child, the row statistics and the multiply-accumulates of ``o_cols`` + 1
+    tiles (O's row and l)."""
+    partial = MERGE_PARTIAL_STATS_NS + MERGE_PARTIAL_TILE_NS * (o_cols + 1)
+    rounds = tree_rounds(num_cores, radix)
+    done = [0.0] * num_cores
+    # Children have larger indices than their parent, so a reverse pass finishes every child before its parent.
+    for core in reversed(range(num_cores)):
+        t = 0.0
+        for r in range(rounds):
+            children = children_in_round(core, r, num_cores, radix)
+            if children == 0:
+                break
+            slowest = max(done[core + d * radix**r] for d in range(1, children + 1))
+            t = max(t, slowest + MERGE_SEND_NS) + MERGE_ROUND_NS + children * partial
+        done[core] = t
+    return done[0]
+
+
+def default_merge_radix(num_cores_per_head: int, o_cols: int = 4) -> int:
+    """The reduction tree's radix F the planner starts from (it halves F while the partial slots do not fit L1): the
+    F in 2..N with the shortest :func:`merge_finish_ns` (the smallest on a tie: fewer factor tiles), or
+    :data:`MERGE_RADIX` when set. ``o_cols``: O's tiles a query row (vDHt)."""
+    if MERGE_RADIX is not None:
+        return MERGE_RADIX
+    return _fastest_radix(num_cores_per_head, o_cols)
+
+
+@functools.lru_cache(maxsize=256)
+def _fastest_radix(num_cores: int, o_cols: int) -> int:
+    if num_cores <= 2:
+        return 2
+    return min(range(2, num_cores + 1), key=lambda f: (merge_finish_ns(num_cores, f, o_cols), f))
 
 
 def partial_slots(num_cores: int, radix: int = 2) -> int:
