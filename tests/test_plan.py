@@ -185,12 +185,16 @@ def test_merge_finish_time_is_the_trees_critical_path():
     assert rules.merge_finish_ns(8, 8, o_cols=16) > rules.merge_finish_ns(8, 8, o_cols=4)
 
 
-@pytest.mark.parametrize("cores, radix", [(2, 2), (3, 3), (4, 4), (8, 5), (16, 4), (32, 6), (64, 4)])
+@pytest.mark.parametrize("cores, radix", [(2, 2), (3, 3), (4, 4), (8, 8), (9, 9), (16, 4), (32, 6), (64, 8)])
 def test_default_merge_radix_is_the_models_fastest(cores, radix):
-    """The planner's radix: the fastest tree by merge_finish_ns (a gather up to 7 cores, two rounds at 16 and 32, three
-    at 64), the smallest on a tie; the plan carries it."""
+    """The planner's radix: the fastest tree by merge_finish_ns (a gather up to 11 cores, two rounds at 16 to 64), the
+    smallest on a tie and at most 16 (a merge's statistics side by side fill one face's columns); the plan carries it.
+    With float32 intermediates (one exp a child) the choice is made with that dearer child."""
     assert rules.default_merge_radix(cores) == radix
-    assert radix == min(range(2, cores + 1), key=lambda f: (rules.merge_finish_ns(cores, f), f))
+    widest = min(cores, rules.MERGE_SIDE_BY_SIDE_MAX_RADIX)
+    assert radix == min(range(2, widest + 1), key=lambda f: (rules.merge_finish_ns(cores, f), f))
+    fp32 = rules.default_merge_radix(cores, fp32_dest_acc=True)
+    assert fp32 == min(range(2, cores + 1), key=lambda f: (rules.merge_finish_ns(cores, f, side_by_side=False), f))
     s = shapes(kv_len=64 * 1024)
     p = plan(s, ProgramConfig((8, 8), k_chunk_size=256, max_cores_per_head_batch=cores))
     assert p.num_cores_per_head == cores and p.merge_radix == radix

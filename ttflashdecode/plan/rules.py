@@ -103,33 +103,36 @@ DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 
 # The reduction tree's radix F (default_merge_radix): the F whose critical path (merge_finish_ns) is shortest. A round
 # costs its receiver the NoC write of its slowest child's partial and a semaphore (MERGE_SEND_NS, after that child's
-# own merges), a merge whose fixed part (inits, format reconfigurations, moving the result to the sender's buffer) is
-# paid once a round (MERGE_ROUND_NS), and a part per child: its row statistics (a max and one accurate exp on column
-# 0: MERGE_PARTIAL_STATS_NS) and the multiply-accumulates of O's row and l (MERGE_PARTIAL_TILE_NS a tile). So a few
-# children a round beat both the binary tree (more rounds) and a gather (every partial merged on one core, in
-# series). The constants are the least-squares fit (RMS 0.25 us; a per-child cost of 500 ns at d128, split 300 / 40
-# a tile by skipping the factors' exps, about 200 ns a child at 32K) of that critical path, every core's own chunks
-# done at once, to these MODELLED durations (timing-only, the fair sweep's calls: HiFi4, bfloat8_b, paged block 64,
-# every user at kv_len - 1, `perf/sweep.py`'s rows with the radix forced through MERGE_RADIX; us, the rule's choice *):
-#     shape (cores a group)                   F=2     F=3     F=4     F=5     F=6     F=8     F=N (gather)
-#     b1 4q/1kv d128 32K, k128 (32)           54.94   53.11   52.60           51.97*  52.09   60.98
-#     b1 4q/1kv d128 4K, k256 (16)            18.79           16.37*  16.68           17.09   19.37
-#     Galaxy b8 8q/1kv d128 4K, k256 (9)      47.13   45.09   45.38   44.98   45.54*  46.32   45.36
-#     b8 8q/1kv d128 4K, k256 (8)             46.63   45.07   45.33   44.88*  45.07           45.01
-#     b8 8q/1kv d128 1K, k128 (4)             17.77   16.46           16.45*
-#     MLA b8 16q/1kv d576/512 4K, k32 (8)             102.01  102.59  101.63*         102.27
-#     spec_multi_pos_tiles 4, b8 4K, k256 (8) 151.98  146.55  148.37  148.23*         155.48
-# The Galaxy row's choice is 0.56 us off its best (its subtrees do not finish together). A group of several
-# query-row tiles (the last row: 4) takes every term about that many times (its partials are that much bigger),
-# which leaves the choice as it is. TGV's one-round parallel reducers (R cores, each owning a slice of O's tiles
-# and receiving every partial's slice) were not built: the row statistics are per row and a group's rows are one
-# tile, so each reducer would still take the max and the exp of all N - 1 partials. By these constants 32 cores
-# with 4 reducers of one O tile each take 13.5 us from the last chunk to the merged rows (one round, 31 children of
-# 300 + 2 x 40 ns), the radix-6 tree 8.4 us. MERGE_RADIX (None: the model's choice) forces a radix (tests).
-MERGE_SEND_NS = 1100
-MERGE_ROUND_NS = 600
-MERGE_PARTIAL_STATS_NS = 300
+# own merges), a merge whose fixed part (inits, format reconfigurations, the one exp of the row factors, moving the
+# result to the sender's buffer) is paid once a round (MERGE_ROUND_NS), and a part per child: its row statistics
+# (placing its max, taking its factor back out: MERGE_PARTIAL_STATS_NS) and the multiply-accumulates of O's row and l
+# (MERGE_PARTIAL_TILE_NS a tile). So a few children a round beat both the binary tree (more rounds) and a gather
+# (every partial merged on one core, in series). The constants are the least-squares fit (RMS 0.17 us) of that
+# critical path, every core's own chunks done at once, to these MODELLED durations (timing-only, the fair sweep's
+# calls: HiFi4, bfloat8_b, paged block 64, every user at kv_len - 1, `perf/sweep.py`'s rows with the radix forced
+# through MERGE_RADIX; us, the rule's choice *):
+#     shape (cores a group)                   F=2     F=3     F=4     F=5     F=6     F=8     F=16 or N (gather)
+#     b1 4q/1kv d128 32K, k128 (32)           54.64   52.21   51.53   50.79   50.09*  50.18   51.92 (F=16)
+#     b1 4q/1kv d128 4K, k256 (16)            18.55   16.81   15.37*  15.44   15.35   15.66   16.12
+#     Galaxy b8 8q/1kv d128 4K, k256 (9)      46.83   44.54   44.61   44.38   44.45   44.87   43.77*
+#     b8 8q/1kv d128 4K, k256 (8)             46.45   44.54   44.76   44.54   44.32   43.62*
+#     b8 8q/1kv d128 1K, k128 (4)             17.64   16.14   15.95*
+# The split of the per-child part (80 ns + 40 ns a tile: 280 ns at d128) is assumed; it only matters for wide heads
+# (MLA's 16 O tiles a row). A group of several query-row tiles takes every term about that many times (its
+# partials are that much bigger), which leaves the choice as it is. With float32 intermediates a merge takes a max
+# and an exp per child (MERGE_PARTIAL_STATS_EXP_NS, from the earlier kernel's fit: 500 ns a child at d128), and the
+# side-by-side statistics need a child's column in one face, so F is at most 16 (plan.cbs.merge_select_tiles).
+# TGV's one-round parallel reducers (R cores, each owning a slice of O's tiles and receiving every partial's slice)
+# were not built: a group's rows are one tile, so each reducer would still take every child's statistics, and the
+# multiply-accumulates a column split divides are 40 ns a tile; the wide rounds measured above lose more than the fit
+# says (F=16: 16.12 us at 16 cores against 15.37 for two rounds of 3, 51.92 at 32 against 50.09 for two of 5).
+# MERGE_RADIX (None: the model's choice) forces a radix (tests).
+MERGE_SEND_NS = 1200
+MERGE_ROUND_NS = 700
+MERGE_PARTIAL_STATS_NS = 80
+MERGE_PARTIAL_STATS_EXP_NS = 300
 MERGE_PARTIAL_TILE_NS = 40
+MERGE_SIDE_BY_SIDE_MAX_RADIX = 16
 MERGE_RADIX: int | None = None
 
 
@@ -277,13 +280,14 @@ def expected_partials(core_index: int, num_active: int, radix: int = 2) -> int:
     return sum(children_in_round(core_index, r, num_active, radix) for r in range(tree_rounds(num_active, radix)))
 
 
-def merge_finish_ns(num_cores: int, radix: int, o_cols: int = 4) -> float:
+def merge_finish_ns(num_cores: int, radix: int, o_cols: int = 4, side_by_side: bool = True) -> float:
     """The modelled time from a group's last chunk to the root's merged partial under a radix-F tree, every core's own
     chunks done at once, per query-row tile (a group of several takes about as many times each term): a receiver's
     round starts when its slowest child's partial has landed (:data:`MERGE_SEND_NS` after that child's own merges) and
-    takes :data:`MERGE_ROUND_NS` plus, per child, the row statistics and the multiply-accumulates of ``o_cols`` + 1
-    tiles (O's row and l)."""
-    partial = MERGE_PARTIAL_STATS_NS + MERGE_PARTIAL_TILE_NS * (o_cols + 1)
+    takes :data:`MERGE_ROUND_NS` plus, per child, its row statistics (side by side, or one exp each:
+    ``side_by_side`` False) and the multiply-accumulates of ``o_cols`` + 1 tiles (O's row and l)."""
+    stats = MERGE_PARTIAL_STATS_NS if side_by_side else MERGE_PARTIAL_STATS_EXP_NS
+    partial = stats + MERGE_PARTIAL_TILE_NS * (o_cols + 1)
     rounds = tree_rounds(num_cores, radix)
     done = [0.0] * num_cores
     # Children have larger indices than their parent, so a reverse pass finishes every child before its parent.
@@ -299,20 +303,22 @@ def merge_finish_ns(num_cores: int, radix: int, o_cols: int = 4) -> float:
     return done[0]
 
 
-def default_merge_radix(num_cores_per_head: int, o_cols: int = 4) -> int:
+def default_merge_radix(num_cores_per_head: int, o_cols: int = 4, fp32_dest_acc: bool = False) -> int:
     """The reduction tree's radix F the planner starts from (it halves F while the partial slots do not fit L1): the
-    F in 2..N with the shortest :func:`merge_finish_ns` (the smallest on a tie: fewer factor tiles), or
+    F with the shortest :func:`merge_finish_ns` (the smallest on a tie: fewer factor tiles), at most
+    :data:`MERGE_SIDE_BY_SIDE_MAX_RADIX` with 16-bit intermediates (their row statistics side by side), or
     :data:`MERGE_RADIX` when set. ``o_cols``: O's tiles a query row (vDHt)."""
     if MERGE_RADIX is not None:
         return MERGE_RADIX
-    return _fastest_radix(num_cores_per_head, o_cols)
+    return _fastest_radix(num_cores_per_head, o_cols, not fp32_dest_acc)
 
 
 @functools.lru_cache(maxsize=256)
-def _fastest_radix(num_cores: int, o_cols: int) -> int:
+def _fastest_radix(num_cores: int, o_cols: int, side_by_side: bool) -> int:
     if num_cores <= 2:
         return 2
-    return min(range(2, num_cores + 1), key=lambda f: (merge_finish_ns(num_cores, f, o_cols), f))
+    widest = min(num_cores, MERGE_SIDE_BY_SIDE_MAX_RADIX) if side_by_side else num_cores
+    return min(range(2, widest + 1), key=lambda f: (merge_finish_ns(num_cores, f, o_cols, side_by_side), f))
 
 
 def partial_slots(num_cores: int, radix: int = 2) -> int:
