@@ -117,9 +117,12 @@ DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 #     Galaxy b8 8q/1kv d128 4K, k256 (9)      46.83   44.54   44.61   44.38   44.45   44.87   43.77*
 #     b8 8q/1kv d128 4K, k256 (8)             46.45   44.54   44.76   44.54   44.32   43.62*
 #     b8 8q/1kv d128 1K, k128 (4)             17.64   16.14   15.95*
-# The split of the per-child part (80 ns + 40 ns a tile: 280 ns at d128) is assumed; it only matters for wide heads
-# (MLA's 16 O tiles a row). A group of several query-row tiles takes every term about that many times (its
-# partials are that much bigger), which leaves the choice as it is. With float32 intermediates a merge takes a max
+#     MLA b8 16q/1kv d576/512 4K, k32 (8)             101.63  102.02  101.31*         100.87
+#     spec_multi_pos_tiles 4, b8 4K, k256 (8)         141.02  141.60  140.20          142.30*
+# (The last two rows were not fitted.) The split of the per-child part (80 ns + 40 ns a tile: 280 ns at d128) is
+# assumed; it only matters for wide heads (MLA's 16 O tiles a row). A group of several query-row tiles is taken to
+# scale every term alike, which leaves the choice as at one tile: the spec_multi_pos_tiles row (4 tiles) shows the
+# gather costs it more than that (2.1 us off its best, the worst miss). With float32 intermediates a merge takes a max
 # and an exp per child (MERGE_PARTIAL_STATS_EXP_NS, from the earlier kernel's fit: 500 ns a child at d128), and the
 # side-by-side statistics need a child's column in one face, so F is at most 16 (plan.cbs.merge_select_tiles).
 # TGV's one-round parallel reducers (R cores, each owning a slice of O's tiles and receiving every partial's slice)
