@@ -264,8 +264,9 @@ def height_sharded_output_config(case: DecodeCase):
     return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
 
 
-def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
-    """``to_device(torch_tensor, dtype, **memory_config)`` (tile layout) and ``to_torch(tensor)`` adapt the backend."""
+def run_case(device, case: DecodeCase, *, to_device, to_torch, compute_kernel_config=None) -> DecodeOutcome:
+    """``to_device(torch_tensor, dtype, **memory_config)`` (tile layout) and ``to_torch(tensor)`` adapt the backend;
+    ``compute_kernel_config``, when given, is the call's (else the case's fp32_dest_acc_en decides)."""
     ttnn = import_ttnn()
     seed = case_seed(case)
     t = inputs(case, generator(seed))
@@ -296,6 +297,8 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch) -> DecodeOutcome:
         kwargs["compute_kernel_config"] = ttnn.WormholeComputeKernelConfig(
             math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True, math_approx_mode=False
         )
+    if compute_kernel_config is not None:
+        kwargs["compute_kernel_config"] = compute_kernel_config
     tt_q, tt_k, tt_v = to_device(t["q"], bf16), to_device(t["k"], kv_dtype), to_device(t["v"], kv_dtype)
     if case.block_size:
         tt_out, run = op_module.paged_scaled_dot_product_attention_decode(tt_q, tt_k, tt_v, t["page_table"], **kwargs)

@@ -1,9 +1,9 @@
 """The reduction tree at other radices than 2: a group's partials merged by a radix-F tree (plan.merge_radix; F >= the
 group's cores is a one-round gather at the root), checked against the golden with poisoned outputs (decode_harness).
 
-The planner picks the radix (plan.rules.default_merge_radix); these tests force it through that rule's constant,
-``rules.MERGE_RADIX``, so each case's plan is asserted to carry the radix it forces (a plan cached under another radix
-would fail that, not pass silently)."""
+The planner picks the radix (plan.rules.default_merge_radix: the model's fastest); these tests force it through that
+rule's override, ``rules.MERGE_RADIX``, so each case's plan is asserted to carry the radix it forces (a plan cached
+under another radix would fail that, not pass silently)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ GATHER = 64  # above every group size: the one-round gather
         (16, 4, 1344, 1300),  # radix 4: two rounds of 3 children
         (13, 4, 1408, 800),  # radix 4, 13 cores of which 12 active: a short last round
         (7, 3, 1472, 1471),  # radix 3, odd group, chunk-aligned cur_pos
+        (32, 6, 2112, 2100),  # radix 6 over 32 cores (the planner's choice there): two rounds of 5
+        (32, 6, 2112, 1500),  # radix 6, 24 of 32 cores active: a short second round
+        (32, GATHER, 2176, 2170),  # 31 partials in one merge: past one face's 16 columns, one exp a partial
     ],
 )
 def test_radix_tree_matches_golden(emu_device, monkeypatch, cores, radix, kv_len, cur_pos):
@@ -59,4 +62,38 @@ def test_gather_with_root_merges_and_skipped_users(emu_device, monkeypatch, extr
     case = DecodeCase(3, 8, 1, 64, 1536, kv_dtype="bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=5, **extra)
     outcome = run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch)
     assert outcome.plan.num_cores_per_head == 5 and outcome.plan.merge_radix == 5 and outcome.plan.rounds == 1
+    assert_matches_golden(outcome, case)
+
+
+@pytest.mark.parametrize("fidelity, fp32", [("HiFi4", False), ("HiFi3", False), ("HiFi2", False), ("HiFi4", True)])
+def test_merge_statistics_side_by_side_or_one_exp_a_partial(emu_device, monkeypatch, fidelity, fp32):
+    """A merge takes its row statistics side by side (one-hot matmuls, one exp) with 16-bit intermediates at HiFi3 and
+    HiFi4, and one max and one exp a partial otherwise (LoFi and HiFi2 drop SrcB's low mantissa bits; float32
+    maxima would be rounded to the FPU's operand width). Both against the golden, 7 cores gathered, with sinks."""
+    monkeypatch.setattr(rules, "MERGE_RADIX", GATHER)
+    case = DecodeCase(
+        2,
+        8,
+        1,
+        64,
+        1024,
+        (1000, 700),
+        "bfloat16",
+        k_chunk_size=64,
+        max_cores_per_head_batch=7,
+        attention_sink=True,
+        fp32_dest_acc_en=fp32,
+    )
+    config = ttnn.WormholeComputeKernelConfig(
+        math_fidelity=getattr(ttnn.MathFidelity, fidelity), math_approx_mode=False, fp32_dest_acc_en=fp32
+    )
+    outcome = run_case(
+        emu_device,
+        case,
+        to_device=_to_device(emu_device),
+        to_torch=emu_device.to_torch,
+        compute_kernel_config=config,
+    )
+    select = next((cb.num_pages for cb in outcome.plan.cbs if cb.name == "merge_select"), 0)
+    assert outcome.plan.merge_radix == 7 and (select == 13) == (not fp32)
     assert_matches_golden(outcome, case)

@@ -22,6 +22,7 @@ from ttflashdecode.plan import (
     partial_slots,
     plan,
     receive_rounds,
+    rules,
     send_round,
     send_slot,
     tree_parent,
@@ -169,6 +170,47 @@ def test_tree_every_active_core_reaches_the_root(n_cores, radix):
         # Each sender sends once, so the root merges everything: active - 1 partials in total.
         assert sum(len(got) for got in received.values()) == active - 1
     assert partial_slots(n_cores, radix) == max(expected_partials(i, n_cores, radix) for i in range(n_cores))
+
+
+def test_merge_finish_time_is_the_trees_critical_path():
+    """merge_finish_ns: a receiver's round starts once its slowest child's partial has landed; its merge costs a fixed
+    part and a part per child (rules' MERGE_* constants)."""
+    send, fixed = rules.MERGE_SEND_NS, rules.MERGE_ROUND_NS
+    child = rules.MERGE_PARTIAL_STATS_NS + rules.MERGE_PARTIAL_TILE_NS * 5  # O's 4 tiles a row and l
+    assert rules.merge_finish_ns(1, 4) == 0
+    assert rules.merge_finish_ns(4, 4) == send + fixed + 3 * child  # one gather of 3
+    # binary tree of 4: core 2 merges core 3 while the root merges core 1, then the root merges core 2
+    assert rules.merge_finish_ns(4, 2) == (send + fixed + child) * 2
+    # a wider O makes each child dearer
+    assert rules.merge_finish_ns(8, 8, o_cols=16) > rules.merge_finish_ns(8, 8, o_cols=4)
+
+
+@pytest.mark.parametrize("cores, radix", [(2, 2), (3, 3), (4, 4), (8, 8), (9, 9), (16, 4), (32, 6), (64, 8)])
+def test_default_merge_radix_is_the_models_fastest(cores, radix):
+    """The planner's radix: the fastest tree by merge_finish_ns (a gather up to 11 cores, two rounds at 16 to 64), the
+    smallest on a tie and at most 16 (a merge's statistics side by side fill one face's columns); the plan carries it.
+    With float32 intermediates (one exp a child) the choice is made with that dearer child."""
+    assert rules.default_merge_radix(cores) == radix
+    widest = min(cores, rules.MERGE_SIDE_BY_SIDE_MAX_RADIX)
+    assert radix == min(range(2, widest + 1), key=lambda f: (rules.merge_finish_ns(cores, f), f))
+    fp32 = rules.default_merge_radix(cores, fp32_dest_acc=True)
+    assert fp32 == min(range(2, cores + 1), key=lambda f: (rules.merge_finish_ns(cores, f, side_by_side=False), f))
+    s = shapes(kv_len=64 * 1024)
+    p = plan(s, ProgramConfig((8, 8), k_chunk_size=256, max_cores_per_head_batch=cores))
+    assert p.num_cores_per_head == cores and p.merge_radix == radix
+
+
+def test_merge_radix_override():
+    """rules.MERGE_RADIX, when set, is the radix the planner starts from (tests force trees through it)."""
+    was = rules.MERGE_RADIX
+    try:
+        rules.MERGE_RADIX = 2
+        assert rules.default_merge_radix(32) == 2
+        assert (
+            plan(shapes(kv_len=8192), ProgramConfig((8, 8), k_chunk_size=128, max_cores_per_head_batch=32)).rounds == 5
+        )
+    finally:
+        rules.MERGE_RADIX = was
 
 
 def test_plan_halves_the_radix_until_the_partial_slots_fit():
@@ -327,7 +369,7 @@ def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
     [(576, "bfloat16", 256), (576, "bfloat16", 0), (256, "float32", 512), (256, "bfloat16", 1024)],
 )
 def test_three_core_group_that_overflows_l1_halves_its_radix_to_two(head_dim, dtype, k_chunk_size):
-    """A group of 3 cores starts from radix 3 (the default 4 capped at the group); when its partial slots overflow L1
+    """A group of 3 cores starts from radix 3 (the model's choice, a gather); when its partial slots overflow L1
     the planner halves the radix, and 3 // 2 would be a radix of 1, a tree that never reaches a second core (the
     planner looped for ever in tree_rounds: test_plan_invariants drew such a case and hung the suite)."""
     s = shapes(n_q_heads=16, head_dim=head_dim, kv_len=4096, k_dtype=dtype, v_dtype=dtype)

@@ -86,6 +86,8 @@ DOCS = {
     "whole tiles",
     "sem_partial_arrived": "semaphore id of tree round 0 (round r: + r)",
     "merge_radix": "the reduction tree's radix F: a core merges up to F - 1 partials a round (plan.merge_radix)",
+    "merge_select_tiles": "tiles of CB merge_select (plan.cbs.merge_select_tiles; 0: a merge takes one exp per "
+    "partial)",
     "wait_for_cache_update": "fused update + attention: cache rows per group (K, V) written before the cur_pos chunk "
     "is read (0: no update in the program)",
     "sem_cache_updated": "fused update + attention: semaphore id the update's writers count written rows on",
@@ -159,6 +161,8 @@ READER_ARGS = (
     "cb_page_table",
     "cb_sink",
     "cb_mask_stage",
+    "merge_select_tiles",
+    "cb_merge_select",
 )
 COMPUTE_ARGS = (
     "DHt",
@@ -199,6 +203,9 @@ COMPUTE_ARGS = (
     "cb_merge_factors",
     "cb_sink",
     "emit_partial",
+    "merge_select_tiles",
+    "cb_merge_select",
+    "cb_merge_rows",
 )
 WRITER_ARGS = (
     "vDHt",
@@ -566,6 +573,7 @@ def decode_kernel_args(
         "out_whole_tiles": int(whole_out_tiles and out_at.tiled),
         "sem_partial_arrived": first_sem,
         "merge_radix": plan.merge_radix,
+        "merge_select_tiles": next((cb.num_pages for cb in plan.cbs if cb.name == "merge_select"), 0),
         "wait_for_cache_update": wait_for_cache_update,
         "sem_cache_updated": sem_cache_updated,
         "emit_partial": int(emit_partial),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ttflashdecode.config import TILE
+from ttflashdecode.plan.rules import MERGE_SIDE_BY_SIDE_MAX_RADIX
 from ttflashdecode.plan.shapes import TILE_BYTES
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ CB_INDEX = {
     "m_next": 14,
     "mask_stage": 15,
     "out": 16,
+    "merge_select": 17,
+    "merge_rows": 18,
     "q_scaled": 24,
     "scores": 25,
     "probs": 26,
@@ -119,7 +122,9 @@ def circular_buffers(
 
     ``merge_radix`` (F) and ``partial_slots``: the reduction tree's radix and the partials a core of it receives at
     most (``rules.partial_slots``; default ``rounds``, the binary tree's root). A core merges a round's up to F - 1
-    partials in one pass, so it keeps F row factors per query-row tile.
+    partials in one pass, so it keeps F row factors per query-row tile. With 16-bit intermediates it takes a merge's
+    row statistics for all of them at once (``merge_select_tiles``: the constant tiles that place each partial's max
+    in a column of one tile and take each factor back out).
     """
     Sk_t = k_chunk_size // TILE
     PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
@@ -214,13 +219,42 @@ def circular_buffers(
         ("row_stat", "row max / row sum of one chunk, 1/l", row_tile(im), PNHt, im),
         ("alpha", "rescale factors exp(m_old - m_new)", row_tile(im), 2 * PNHt, im),
     ]
+    merging = rounds > 0 or sink_partial
+    select = merge_select_tiles(max(merge_radix if rounds else 0, 2 if sink_partial else 0), fp32_dest_acc)
+    specs[CB_INDEX["out"] + 1 : CB_INDEX["out"] + 1] = [
+        (
+            "merge_select",
+            "one-hot bfloat16 tiles placing each partial's max in a column of one tile, and its tails",
+            TILE_BYTES["bfloat16"],
+            select if merging else 0,
+            "bfloat16",
+        ),
+        (
+            "merge_rows",
+            "a merge's maxima side by side, then their factors exp(m_i - m_new) side by side",
+            row_tile(im),
+            2 * PNHt if merging and select else 0,
+            im,
+        ),
+    ]
     assert [name for name, *_ in specs] == list(CB_INDEX), "one spec per CB_INDEX entry, in index order"
-    full_tiles = {"k", "v", "cur_pos", "writer_cur_pos", "zeros", "page_table", "mask_stage"}
+    full_tiles = {"k", "v", "cur_pos", "writer_cur_pos", "zeros", "page_table", "mask_stage", "merge_select"}
     return tuple(
         CBPlan(CB_INDEX[name], name, purpose, page_size, pages, fmt, TILE if name in full_tiles else rows)
         for name, purpose, page_size, pages, fmt in specs
         if pages > 0
     )
+
+
+def merge_select_tiles(merge_radix: int, fp32_dest_acc: bool = False) -> int:
+    """Constant tiles of a merge that takes its row statistics side by side (compute_flash_decode.cpp,
+    merge_row_factors): P_k, one-hot at (0, k) for k < F, then T_c for c = 1..F-1, ones at (0, 0) and (0, c+1..31);
+    2F - 1 in all. 0 with float32 intermediates (they keep one exp per partial: the placing matmul would round a
+    float32 max to the FPU's operand width), or when a merge has more than 16 partials with its own (its factors must
+    fit one face's 16 columns)."""
+    if fp32_dest_acc or merge_radix < 2 or merge_radix > MERGE_SIDE_BY_SIDE_MAX_RADIX:
+        return 0
+    return 2 * merge_radix - 1
 
 
 def l1_bytes(cbs: tuple[CBPlan, ...]) -> int:

@@ -23,6 +23,7 @@ checks that both agree. :func:`tree_parent`, :func:`receive_rounds`, :func:`expe
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -96,19 +97,46 @@ COMPUTE_BOUND_CHUNKS_PER_CORE = 2
 #     b1 4q/1kv d128 32K, N16 (16: not DRAM-bound)  73.7*   74.6    82.2
 # Under the no-flow-control variant the first row is 48.8 (k512) vs 48.4 (k256), the MLA row 115.5 vs 104.5.
 DRAM_BOUND_CORES = 32
-
-# The reduction tree's radix F (default_merge_radix). A round costs a NoC write of the partials plus a merge whose
-# fixed part (inits, the max and the row factors' setup, moving the result to the sender's buffer) is paid once per
-# round and whose per-partial part (a max, one accurate exp, vDHt + 1 multiply-accumulates) per child, so a few
-# children a round beat both the binary tree (more rounds) and a gather (every child merged on one core).
-# MODELLED (timing-only, HiFi4, approximate exp, bfloat8_b, paged block 64), Llama-3.1-8B T3K chip shape (b1, 4 q /
-# 1 kv head, d128, 4K positions, cur_pos 4095), 16 cores a group, k_chunk_size 256, us:
-#     F = 2 (4 rounds) 18.86    F = 3 (3 rounds) 17.84*   F = 4 (2 rounds) 16.52    F = 8 (2 rounds) 17.19
-#     F = 16 (the one-round gather) 19.26                 (* before the merge's inits were hoisted out of its loops)
-MERGE_RADIX = 4
 DRAM_BOUND_CHUNK_TILES = 64
 DRAM_BOUND_LONG_RUN_CHUNK_TILES = 32
 DRAM_BOUND_SHORT_RUN_POSITIONS = 512
+
+# The reduction tree's radix F (default_merge_radix): the F whose critical path (merge_finish_ns) is shortest. A round
+# costs its receiver the NoC write of its slowest child's partial and a semaphore (MERGE_SEND_NS, after that child's
+# own merges), a merge whose fixed part (inits, format reconfigurations, the one exp of the row factors, moving the
+# result to the sender's buffer) is paid once a round (MERGE_ROUND_NS), and a part per child: its row statistics
+# (placing its max, taking its factor back out: MERGE_PARTIAL_STATS_NS) and the multiply-accumulates of O's row and l
+# (MERGE_PARTIAL_TILE_NS a tile). So a few children a round beat both the binary tree (more rounds) and a gather
+# (every partial merged on one core, in series). The constants are the least-squares fit (RMS 0.17 us) of that
+# critical path, every core's own chunks done at once, to these MODELLED durations (timing-only, the fair sweep's
+# calls: HiFi4, bfloat8_b, paged block 64, every user at kv_len - 1, `perf/sweep.py`'s rows with the radix forced
+# through MERGE_RADIX; us, the rule's choice *):
+#     shape (cores a group)                   F=2     F=3     F=4     F=5     F=6     F=8     F=16 or N (gather)
+#     b1 4q/1kv d128 32K, k128 (32)           54.64   52.21   51.53   50.79   50.09*  50.18   51.92 (F=16)
+#     b1 4q/1kv d128 4K, k256 (16)            18.55   16.81   15.37*  15.44   15.35   15.66   16.12
+#     Galaxy b8 8q/1kv d128 4K, k256 (9)      46.83   44.54   44.61   44.38   44.45   44.87   43.77*
+#     b8 8q/1kv d128 4K, k256 (8)             46.45   44.54   44.76   44.54   44.32   43.62*
+#     b8 8q/1kv d128 1K, k128 (4)             17.64   16.14   15.95*
+#     MLA b8 16q/1kv d576/512 4K, k32 (8)             101.63  102.02  101.31*         100.87
+#     spec_multi_pos_tiles 4, b8 4K, k256 (8)         141.02  141.60  140.20          142.30*
+# (The last two rows were not fitted.) The split of the per-child part (80 ns + 40 ns a tile: 280 ns at d128) is
+# assumed; it only matters for wide heads (MLA's 16 O tiles a row). A group of several query-row tiles is taken to
+# scale every term alike, which leaves the choice as at one tile: the spec_multi_pos_tiles row (4 tiles) shows the
+# gather costs it more than that (2.1 us off its best, the worst miss). With float32 intermediates a merge takes a max
+# and an exp per child (MERGE_PARTIAL_STATS_EXP_NS, from the earlier kernel's fit: 500 ns a child at d128), and the
+# side-by-side statistics need a child's column in one face, so F is at most 16 (plan.cbs.merge_select_tiles).
+# TGV's one-round parallel reducers (R cores, each owning a slice of O's tiles and receiving every partial's slice)
+# were not built: a group's rows are one tile, so each reducer would still take every child's statistics, and the
+# multiply-accumulates a column split divides are 40 ns a tile; the wide rounds measured above lose more than the fit
+# says (F=16: 16.12 us at 16 cores against 15.37 for two rounds of 3, 51.92 at 32 against 50.09 for two of 5).
+# MERGE_RADIX (None: the model's choice) forces a radix (tests).
+MERGE_SEND_NS = 1200
+MERGE_ROUND_NS = 700
+MERGE_PARTIAL_STATS_NS = 80
+MERGE_PARTIAL_STATS_EXP_NS = 300
+MERGE_PARTIAL_TILE_NS = 40
+MERGE_SIDE_BY_SIDE_MAX_RADIX = 16
+MERGE_RADIX: int | None = None
 
 
 # ---- the chunk rule ----------------------------------------------------------------------------
@@ -255,9 +283,45 @@ def expected_partials(core_index: int, num_active: int, radix: int = 2) -> int:
     return sum(children_in_round(core_index, r, num_active, radix) for r in range(tree_rounds(num_active, radix)))
 
 
-def default_merge_radix(num_cores_per_head: int) -> int:
-    """The reduction tree's radix F the planner starts from (it halves F while the partial slots do not fit L1)."""
-    return MERGE_RADIX
+def merge_finish_ns(num_cores: int, radix: int, o_cols: int = 4, side_by_side: bool = True) -> float:
+    """The modelled time from a group's last chunk to the root's merged partial under a radix-F tree, every core's own
+    chunks done at once, per query-row tile (a group of several takes about as many times each term): a receiver's
+    round starts when its slowest child's partial has landed (:data:`MERGE_SEND_NS` after that child's own merges) and
+    takes :data:`MERGE_ROUND_NS` plus, per child, its row statistics (side by side, or one exp each:
+    ``side_by_side`` False) and the multiply-accumulates of ``o_cols`` + 1 tiles (O's row and l)."""
+    stats = MERGE_PARTIAL_STATS_NS if side_by_side else MERGE_PARTIAL_STATS_EXP_NS
+    partial = stats + MERGE_PARTIAL_TILE_NS * (o_cols + 1)
+    rounds = tree_rounds(num_cores, radix)
+    done = [0.0] * num_cores
+    # Children have larger indices than their parent, so a reverse pass finishes every child before its parent.
+    for core in reversed(range(num_cores)):
+        t = 0.0
+        for r in range(rounds):
+            children = children_in_round(core, r, num_cores, radix)
+            if children == 0:
+                break
+            slowest = max(done[core + d * radix**r] for d in range(1, children + 1))
+            t = max(t, slowest + MERGE_SEND_NS) + MERGE_ROUND_NS + children * partial
+        done[core] = t
+    return done[0]
+
+
+def default_merge_radix(num_cores_per_head: int, o_cols: int = 4, fp32_dest_acc: bool = False) -> int:
+    """The reduction tree's radix F the planner starts from (it halves F while the partial slots do not fit L1): the
+    F with the shortest :func:`merge_finish_ns` (the smallest on a tie: fewer factor tiles), at most
+    :data:`MERGE_SIDE_BY_SIDE_MAX_RADIX` with 16-bit intermediates (their row statistics side by side), or
+    :data:`MERGE_RADIX` when set. ``o_cols``: O's tiles a query row (vDHt)."""
+    if MERGE_RADIX is not None:
+        return MERGE_RADIX
+    return _fastest_radix(num_cores_per_head, o_cols, not fp32_dest_acc)
+
+
+@functools.lru_cache(maxsize=256)
+def _fastest_radix(num_cores: int, o_cols: int, side_by_side: bool) -> int:
+    if num_cores <= 2:
+        return 2
+    widest = min(num_cores, MERGE_SIDE_BY_SIDE_MAX_RADIX) if side_by_side else num_cores
+    return min(range(2, widest + 1), key=lambda f: (merge_finish_ns(num_cores, f, o_cols, side_by_side), f))
 
 
 def partial_slots(num_cores: int, radix: int = 2) -> int:

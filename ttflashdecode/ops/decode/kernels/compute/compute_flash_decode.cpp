@@ -12,6 +12,8 @@
 //               O = O * alpha + P . V                     (rescale in DST, block matmul accumulates on it)
 //   per tree round where children i = 1..c (c < merge_radix) send (O_i, m_i, l_i), merged in one pass:
 //               m_new = max(m, m_1, ..., m_c);  a = exp(m - m_new);  a_i = exp(m_i - m_new)
+//               (16-bit intermediates: the c + 1 maxima side by side in one tile, so one row max and one exp serve
+//               them all: merge_row_factors)
 //               l = l * a + sum_i l_i * a_i;  O = O * a + sum_i O_i * a_i
 //   root:       [attention sinks: merge (O=0, m=sink logit, l=1) like a partner's partial; with a user mask and no
 //               sinks, the same merge with m = SCORE_FLOOR, so a row the mask hides entirely comes out as zeros]
@@ -127,6 +129,15 @@ constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  //
 constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
 // The reduction tree's radix F (plan.merge_radix): a core merges up to F - 1 partials a round, in one pass.
 constexpr uint32_t merge_radix = get_named_compile_time_arg_val("merge_radix");
+// A merge's row statistics side by side (merge_row_factors) when the planner gave the one-hot tiles (plan/cbs.py
+// merge_select_tiles: 2 R - 1 of them for merges of up to R partials with ours; 0: one max and one exp a partial).
+constexpr uint32_t cb_merge_select = get_named_compile_time_arg_val("cb_merge_select");
+constexpr uint32_t cb_merge_rows = get_named_compile_time_arg_val("cb_merge_rows");
+constexpr uint32_t merge_select_tiles = get_named_compile_time_arg_val("merge_select_tiles");
+constexpr uint32_t select_radix = (merge_select_tiles + 1) / 2;
+// The placing and extracting matmuls carry a max or a factor on SrcB times 1.0 on SrcA, exact only when the fidelity
+// phases take SrcB's low mantissa bits too (HiFi3, HiFi4); LoFi and HiFi2 keep one exp a partial.
+constexpr bool merge_side_by_side = merge_select_tiles > 0 && static_cast<uint32_t>(MATH_FIDELITY) >= 3;
 // Head-dim tiling (FFPA's split-D): K arrives one position tile at a time in blocks of k_head_block head-dim
 // tiles, V one column block of v_head_block tiles of the whole chunk at a time (see the reader).
 constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");
@@ -604,11 +615,86 @@ void process_chunk(bool first, bool masked) {
     }
 }
 
+// A merge's m_next and row factors with one exp for all of them (merge_side_by_side): its maxima side by side in one
+// tile M (column 0 and the columns past `count`: ours; column k: partial k's), placed by matmuls with the one-hot
+// tiles of cb_merge_select (m_k . P_k copies m_k's column 0 to column k: exact, every other product is 0); m_next =
+// the row max of M; F = exp(M - m_next) over the face columns that hold the count + 1 <= 16 of them, one SFPU pass
+// (a per-partial exp costs that pass for each); factor k = F . P_k^T, column k of F moved to column 0, packed where
+// merge_partials' muls read it (tile k * PNHt + r of cb_merge_factors).
+void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stride) {
+    CircularBuffer(cb_merge_rows).reserve_back(2 * PNHt);
+    for (uint32_t r = 0; r < PNHt; ++r) {  // M
+        tile_regs_acquire();
+        configure(cb_merge_select, cb_m_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
+        matmul_init(cb_m_cur, cb_merge_select);
+        matmul_tiles(cb_m_cur, cb_merge_select, r, select_radix - 1 + count, 0);  // T_count: ours, and the tail
+        configure(cb_merge_select, in, cb_merge_rows);
+        matmul_init(in, cb_merge_select);
+        for (uint32_t k = 1; k <= count; ++k) {
+            matmul_tiles(in, cb_merge_select, (k - 1) * stride + m_in + r, k, 0);
+        }
+        tile_regs_commit();
+        tile_regs_wait();
+        pack_tile<true>(0, cb_merge_rows, r);
+        tile_regs_release();
+    }
+    CircularBuffer(cb_merge_rows).push_back(PNHt);
+    CircularBuffer(cb_merge_rows).wait_front(PNHt);
+    CircularBuffer(cb_m_next).reserve_back(PNHt);
+    configure(cb_merge_rows, cb_ones, cb_m_next);
+    reduce_block_max_row_init<1, false, q_faces>(cb_m_next);
+    for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = rowmax(M)
+        tile_regs_acquire();
+        reduce_block_max_row<1, false, q_faces>(cb_merge_rows, cb_ones, r, 0);
+        pack_result(cb_m_next);
+    }
+    reduce_block_max_row_uninit(cb_merge_rows);
+    CircularBuffer(cb_m_next).push_back(PNHt);
+    CircularBuffer(cb_m_next).wait_front(PNHt);
+    configure(cb_merge_rows, cb_m_next, cb_merge_rows);
+    for (uint32_t r = 0; r < PNHt; ++r) {  // F = exp(M - m_next)
+        tile_regs_acquire();
+        sub_bcast_cols_init(cb_merge_rows, cb_m_next);
+        sub_tiles_bcast_cols(cb_merge_rows, cb_m_next, r, r, 0);
+        factor_exp_init();
+        factor_exp(0);
+        tile_regs_commit();
+        tile_regs_wait();
+        pack_tile<true>(0, cb_merge_rows, r);  // behind M: the write pointer moved past it
+        tile_regs_release();
+    }
+    CircularBuffer(cb_merge_rows).push_back(PNHt);
+    CircularBuffer(cb_merge_rows).wait_front(2 * PNHt);  // F sits past M: the block is popped whole (CB rule 1)
+    constexpr uint32_t factor_tiles = merge_radix * PNHt;
+    CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
+    configure(cb_merge_select, cb_merge_rows, cb_merge_factors);
+    matmul_init(cb_merge_rows, cb_merge_select, /*transpose=*/1);
+    for (uint32_t r = 0; r < PNHt; ++r) {  // factor k = F . P_k^T
+        for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
+            const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+            tile_regs_acquire();
+            for (uint32_t k = k0; k < k_end; ++k) {
+                matmul_tiles(cb_merge_rows, cb_merge_select, PNHt + r, k, k - k0);
+            }
+            tile_regs_commit();
+            tile_regs_wait();
+            for (uint32_t k = k0; k < k_end; ++k) {
+                pack_tile<true>(k - k0, cb_merge_factors, k * PNHt + r);
+            }
+            tile_regs_release();
+        }
+    }
+    CircularBuffer(cb_merge_rows).pop_front(2 * PNHt);
+    CircularBuffer(cb_merge_factors).push_back(factor_tiles);
+    CircularBuffer(cb_merge_factors).wait_front(factor_tiles);
+    advance_max();
+}
+
 // Merges `count` partials (O_i, m_i, l_i) from the front of `in` into the running (O, m, l) in one pass: the round's
 // children, consecutive slots of cb_partial_in ([O_i, m_i, l_i] each), or the attention sinks (cb_sink: [m_i, l_i],
 // O_i = 0, count 1).
-//   m_new = max(m, m_1, ..., m_count)                      (one SFPU max chain per query-row tile)
-//   cb_merge_factors = [a = exp(m - m_new), a_1 = exp(m_1 - m_new), ...]  (PNHt tiles each)
+//   m_new = max(m, m_1, ..., m_count)                      (merge_row_factors, or one SFPU max chain per query-row
+//   cb_merge_factors = [a = exp(m - m_new), a_1 = exp(m_1 - m_new), ...]  tile and an exp per factor; PNHt tiles each)
 //   O = O * a + sum_i O_i * a_i,  l = l * a + sum_i l_i * a_i
 // O and l are one row of vDHt + 1 tiles scaled by the same row factors, so each DST section takes a block of that row:
 // ours times a, packed in place, then each partial's times a_i, accumulated onto it by the packer (L1 accumulation,
@@ -622,54 +708,58 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
     constexpr uint32_t factor_tiles = merge_radix * PNHt;
     CircularBuffer(in).wait_front(count * stride);
     CircularBuffer(cb_m_cur).wait_front(PNHt);
-    CircularBuffer(cb_m_next).reserve_back(PNHt);
-    for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = max(m, m_1, ..., m_count)
-        tile_regs_acquire();
-        reconfig_data_format_srca(cb_m_cur);
-        pack_reconfig_data_format(cb_m_next);
-        copy_init(cb_m_cur);
-        copy_tile(cb_m_cur, r, 0);
-        reconfig_data_format_srca(in);
-        copy_init(in);
-        binary_max_tile_init();  // programs the SFPU only: the copies' unpack and math stay as copy_init set them
-        for (uint32_t i = 0; i < count; ++i) {
-            copy_tile(in, i * stride + m_in + r, 1);
-            binary_max_tile(0, 1, 0, col0_vector_mode);
-        }
-        pack_result(cb_m_next);
-    }
-    CircularBuffer(cb_m_next).push_back(PNHt);
-    CircularBuffer(cb_m_next).wait_front(PNHt);
-    CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
-    for (uint32_t r = 0; r < PNHt; ++r) {
-        // factor k of row r (k = 0: ours) in DST slot k % dst_tiles, packed to factor tile k * PNHt + r
-        for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
-            const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+    if constexpr (merge_side_by_side) {
+        merge_row_factors(in, count, m_in, stride);
+    } else {
+        CircularBuffer(cb_m_next).reserve_back(PNHt);
+        for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = max(m, m_1, ..., m_count)
             tile_regs_acquire();
-            // m_k - m_new: ours from cb_m_cur, the partials' from `in` (one init per source)
-            for (uint32_t k = k0; k < k_end; ++k) {
-                const uint32_t src = k == 0 ? cb_m_cur : in;
-                if (k == k0 || k == 1) {
-                    configure(src, cb_m_next, cb_merge_factors);
-                    sub_init(src, cb_m_next);
-                }
-                sub_tiles(src, cb_m_next, k == 0 ? r : (k - 1) * stride + m_in + r, r, k - k0);
+            reconfig_data_format_srca(cb_m_cur);
+            pack_reconfig_data_format(cb_m_next);
+            copy_init(cb_m_cur);
+            copy_tile(cb_m_cur, r, 0);
+            reconfig_data_format_srca(in);
+            copy_init(in);
+            binary_max_tile_init();  // programs the SFPU only: the copies' unpack and math stay as copy_init set them
+            for (uint32_t i = 0; i < count; ++i) {
+                copy_tile(in, i * stride + m_in + r, 1);
+                binary_max_tile(0, 1, 0, col0_vector_mode);
             }
-            factor_exp_init();
-            for (uint32_t k = k0; k < k_end; ++k) {
-                factor_exp(k - k0);
-            }
-            tile_regs_commit();
-            tile_regs_wait();
-            for (uint32_t k = k0; k < k_end; ++k) {
-                pack_tile<true>(k - k0, cb_merge_factors, k * PNHt + r);
-            }
-            tile_regs_release();
+            pack_result(cb_m_next);
         }
+        CircularBuffer(cb_m_next).push_back(PNHt);
+        CircularBuffer(cb_m_next).wait_front(PNHt);
+        CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
+        for (uint32_t r = 0; r < PNHt; ++r) {
+            // factor k of row r (k = 0: ours) in DST slot k % dst_tiles, packed to factor tile k * PNHt + r
+            for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
+                const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+                tile_regs_acquire();
+                // m_k - m_new: ours from cb_m_cur, the partials' from `in` (one init per source)
+                for (uint32_t k = k0; k < k_end; ++k) {
+                    const uint32_t src = k == 0 ? cb_m_cur : in;
+                    if (k == k0 || k == 1) {
+                        configure(src, cb_m_next, cb_merge_factors);
+                        sub_init(src, cb_m_next);
+                    }
+                    sub_tiles(src, cb_m_next, k == 0 ? r : (k - 1) * stride + m_in + r, r, k - k0);
+                }
+                factor_exp_init();
+                for (uint32_t k = k0; k < k_end; ++k) {
+                    factor_exp(k - k0);
+                }
+                tile_regs_commit();
+                tile_regs_wait();
+                for (uint32_t k = k0; k < k_end; ++k) {
+                    pack_tile<true>(k - k0, cb_merge_factors, k * PNHt + r);
+                }
+                tile_regs_release();
+            }
+        }
+        CircularBuffer(cb_merge_factors).push_back(factor_tiles);
+        CircularBuffer(cb_merge_factors).wait_front(factor_tiles);
+        advance_max();
     }
-    CircularBuffer(cb_merge_factors).push_back(factor_tiles);
-    CircularBuffer(cb_merge_factors).wait_front(factor_tiles);
-    advance_max();
 
     // Tile j of row r: O's column j for j < vDHt, l for j == vDHt; a sinks partial has no O_i.
     constexpr uint32_t row_tiles = vDHt + 1;
@@ -782,6 +872,9 @@ void kernel_main() {
     CircularBuffer(cb_scale).wait_front(1);
     CircularBuffer(cb_ones).wait_front(1);
     CircularBuffer(cb_cur_pos).wait_front(1);
+    if constexpr (merge_select_tiles > 0) {
+        CircularBuffer(cb_merge_select).wait_front(merge_select_tiles);
+    }
 
     const uint32_t rounds = tree_rounds(num_cores_per_head, merge_radix);
     for (uint32_t group = first_group; group < first_group + num_groups; ++group) {
@@ -853,6 +946,9 @@ void kernel_main() {
     }
 
     CircularBuffer(cb_cur_pos).pop_front(1);
+    if constexpr (merge_select_tiles > 0) {
+        CircularBuffer(cb_merge_select).pop_front(merge_select_tiles);
+    }
     CircularBuffer(cb_ones).pop_front(1);
     CircularBuffer(cb_scale).pop_front(1);
 }

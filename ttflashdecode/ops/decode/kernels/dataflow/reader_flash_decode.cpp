@@ -50,6 +50,10 @@ constexpr uint32_t cb_v = get_named_compile_time_arg_val("cb_v");
 constexpr uint32_t cb_mask = get_named_compile_time_arg_val("cb_mask");
 constexpr uint32_t cb_scale = get_named_compile_time_arg_val("cb_scale");
 constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");
+// A merge's constant one-hot tiles (plan/cbs.py merge_select_tiles; 0: none): P_k at (0, k) for k < F, then T_c at
+// (0, 0) and (0, c+1..31) for c = 1..F-1, full 32 x 32 bfloat16 tiles (compute's merge_row_factors).
+constexpr uint32_t cb_merge_select = get_named_compile_time_arg_val("cb_merge_select");
+constexpr uint32_t merge_select_tiles = get_named_compile_time_arg_val("merge_select_tiles");
 constexpr uint32_t cb_cur_pos = get_named_compile_time_arg_val("cb_cur_pos");
 constexpr uint32_t cb_writer_cur_pos = get_named_compile_time_arg_val("cb_writer_cur_pos");
 constexpr uint32_t cb_page_table = get_named_compile_time_arg_val("cb_page_table");
@@ -176,6 +180,30 @@ void zero_bytes(uint32_t l1_addr, uint32_t num_bytes) {
     for (uint32_t i = 0; i < num_bytes / sizeof(uint32_t); ++i) {
         words[i] = 0;
     }
+}
+
+// The merge's one-hot tiles (see cb_merge_select): row 0 of a 32 x 32 tile is row 0 of faces 0 (columns 0-15) and 1
+// (columns 16-31).
+void fill_merge_select() {
+    constexpr uint32_t radix = (merge_select_tiles + 1) / 2;
+    constexpr uint32_t FULL_TILE_BYTES = TILE_HW * TILE_HW * BF16_BYTES;
+    const uint16_t one = float_to_bfloat16(1.0f);
+    auto row0 = [](uint32_t col) { return col / FACE_HW * FACE_HW * FACE_HW + col % FACE_HW; };
+    CircularBuffer select_buf(cb_merge_select);
+    select_buf.reserve_back(merge_select_tiles);
+    const uint32_t base = select_buf.get_write_ptr();
+    zero_bytes(base, merge_select_tiles * FULL_TILE_BYTES);
+    for (uint32_t k = 0; k < radix; ++k) {
+        Bf16Tile(base + k * FULL_TILE_BYTES)[row0(k)] = one;
+    }
+    for (uint32_t c = 1; c < radix; ++c) {
+        Bf16Tile tail(base + (radix - 1 + c) * FULL_TILE_BYTES);
+        tail[row0(0)] = one;
+        for (uint32_t col = c + 1; col < TILE_HW; ++col) {
+            tail[row0(col)] = one;
+        }
+    }
+    select_buf.push_back(merge_select_tiles);
 }
 
 // Zeroes the rows (cache positions) of one K or V tile at `tile_l1` whose bit is set in `rows` (bit r: row r),
@@ -615,6 +643,9 @@ void kernel_main() {
     ones_buf.reserve_back(1);
     fill_tile_bf16(Bf16Tile(ones_buf.get_write_ptr()), float_to_bfloat16(1.0f));
     ones_buf.push_back(1);
+    if constexpr (merge_select_tiles > 0) {
+        fill_merge_select();
+    }
 
     noc.async_read_barrier();  // cur_pos and the page-table row (untagged); Q is waited for by its id below
     CoreLocalMem<volatile uint32_t> cur_pos_of_user(cur_pos_buf.get_write_ptr());
