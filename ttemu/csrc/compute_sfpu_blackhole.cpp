@@ -156,6 +156,40 @@ void sfpbitop(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1, int op) {
     lanewise(vd, [&](uint32_t l) { return op == 0 ? (b.u[l] & c.u[l]) : (b.u[l] | c.u[l]); });
 }
 
+void sfpshft(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1) {
+    Machine& s = m();
+    Vec c = s.lreg[vc], d = s.lreg[vd];
+    int32_t imm = static_cast<int32_t>(static_cast<int16_t>((imm12 & 0xfffu) << 4) >> 4);
+    lanewise(vd, [&](uint32_t l) {
+        uint32_t x = d.u[l];
+        int32_t amount = static_cast<int32_t>(c.u[l]);
+        if (mod1 & 1) {
+            if (mod1 & 4) x = c.u[l];  // ARG_IMM_USE_VC: the value is LReg[VC], the amount Imm12
+            amount = imm;
+        }
+        if (amount >= 0) return x << (amount & 31);
+        if (mod1 & 2) return static_cast<uint32_t>(static_cast<int32_t>(x) >> ((-amount) & 31));
+        return x >> ((-amount) & 31);
+    });
+}
+
+void sfpcast(uint32_t vc, uint32_t vd, uint32_t mod1) {
+    Machine& s = m();
+    Vec c = s.lreg[vc];
+    switch (mod1 & 3) {
+        case 2:  // INT32_ABS
+            lanewise(vd, [&](uint32_t l) { return c.u[l] >= 0x80000000u ? 0u - c.u[l] : c.u[l]; });
+            break;
+        case 3:  // INT32_SM32: either direction, the same bit operation
+            lanewise(vd, [&](uint32_t l) {
+                uint32_t sign = c.u[l] & 0x80000000u;
+                return sign | (sign ? 0u - c.u[l] : c.u[l]);
+            });
+            break;
+        default: emu::sfpu::sfpcast(vc, vd, mod1);  // sign-magnitude -> FP32, as on Wormhole
+    }
+}
+
 void sfpload(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
     // INT32_SM / INT8_COMP are deprecated on Blackhole and convert nothing: the INT32 move (INT8_COMP's
     // sign-magnitude 11-bit read is not used by the LLK and is not modelled).
@@ -190,6 +224,8 @@ void exec(const Instr& i) {
         case kOr: sfpbitop(i.a0, i.a1, i.a2, i.a3, 1); break;
         case kLoad: sfpload(i.a0, i.a1, i.a2, i.a3); break;
         case kStore: sfpstore(i.a0, i.a1, i.a2, i.a3); break;
+        case kShft: sfpshft(i.a0, i.a1, i.a2, i.a3); break;
+        case kCast: sfpcast(i.a0, i.a1, i.a2); break;
         default: fault("SFPU: instruction %u is not a Blackhole instruction the emulator models", unsigned(i.op));
     }
 }

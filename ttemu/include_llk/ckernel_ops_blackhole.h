@@ -1,7 +1,7 @@
 // Blackhole's Tensix instruction macros where they differ from Wormhole's (include_llk/ckernel_ops.h includes this
 // under ARCH_BLACKHOLE): the instructions new in Blackhole (SFPARECIP, SFPGT, SFPLE) and those whose Blackhole
 // semantics differ (SFPMAD / SFPADD / SFPMUL / SFPADDI / SFPMULI, SFPAND / SFPOR with a VB operand, SFPLOAD /
-// SFPSTORE), issued as the Blackhole model's instructions (emu/compute_sfpu_blackhole.h documents them).
+// SFPSTORE, SFPSHFT, SFPCAST), issued as the Blackhole model's instructions (emu/compute_sfpu_blackhole.h documents them).
 #pragma once
 
 #include "emu/compute_sfpu_blackhole.h"
@@ -24,6 +24,10 @@
 #undef TTI_SFPAND
 #undef TT_SFPOR
 #undef TTI_SFPOR
+#undef TT_SFPSHFT
+#undef TTI_SFPSHFT
+#undef TT_SFPCAST
+#undef TTI_SFPCAST
 
 #define TT_SFPLOAD(vd, mod0, am, imm) \
     ::emu::sfpu::issue(::emu::sfpu::bh::kLoad, EMU_U(vd), EMU_U(mod0), EMU_U(am), EMU_U(imm))
@@ -53,3 +57,8 @@
 #define TTI_SFPGT TT_SFPGT
 #define TT_SFPLE(imm, c, d, mod1) ::emu::sfpu::issue(::emu::sfpu::bh::kLe, EMU_U(imm), EMU_U(c), EMU_U(d), EMU_U(mod1))
 #define TTI_SFPLE TT_SFPLE
+#define TT_SFPSHFT(imm, c, d, mod1) \
+    ::emu::sfpu::issue(::emu::sfpu::bh::kShft, EMU_U(imm), EMU_U(c), EMU_U(d), EMU_U(mod1))
+#define TTI_SFPSHFT TT_SFPSHFT
+#define TT_SFPCAST(c, d, mod1) ::emu::sfpu::issue(::emu::sfpu::bh::kCast, EMU_U(c), EMU_U(d), EMU_U(mod1))
+#define TTI_SFPCAST TT_SFPCAST

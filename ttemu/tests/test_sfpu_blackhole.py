@@ -137,6 +137,23 @@ def test_sfpmad_denormal_result_keeps_its_sign():
     assert bool(torch.signbit(y[(x < 0) & (x > -1)]).all())
 
 
+def test_sfpshft_imm_use_vc_and_arithmetic():
+    x = sample(21)
+    xb = bits(x)
+    logical = (xb >> 16) & 0xFFFF  # x's bits shifted right 16, zero-filled
+    assert torch.equal(bits(run(12, x)), logical | 0x3F800000)  # the value was LReg[VC], not VD's 3.0
+    assert torch.equal(bits(run(13, x)), xb >> 1)  # arithmetic: the sign bit is copied in
+
+
+def test_sfpcast_int32_abs_and_sign_magnitude():
+    x = sample(22)
+    xb = bits(x)
+    assert torch.equal(bits(run(14, x)), torch.where(xb < 0, -xb, xb))  # two's complement |x|
+    # two's complement <-> sign-magnitude: a negative value becomes sign | -value
+    sign = torch.tensor(-(2**31), dtype=torch.int32)
+    assert torch.equal(bits(run(15, x)), torch.where(xb < 0, sign | -xb, xb))
+
+
 @pytest.mark.parametrize("n,first", [(3, 0), (3, 3), (2, 2)])
 def test_fast_untilize_block(n, first):
     lib = kernel("untilize_fast", [n, first], fp32=True, spec=BLACKHOLE)

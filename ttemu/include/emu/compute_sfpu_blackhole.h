@@ -6,7 +6,7 @@
 // the host SFPI library's Blackhole arithmetic (include_llk/sfpi.h); the machine state is the Wormhole model's
 // (m(): LRegs, lane flags, flag stack, Dst counter, replay buffer), which both chips share. Instructions whose
 // Blackhole page describes the Wormhole behaviour for every mode the LLK uses (SFPLOADI, SFPSWAP, SFPEXEXP, SFPEXMAN,
-// SFPSHFT, SFPSETEXP / MAN / SGN, SFPSETCC, SFPENCC, SFPPUSHC / POPC / COMPC, SFPCAST SM32 -> FP32, SFPSTOCHRND
+// SFPSETEXP / MAN / SGN, SFPSETCC, SFPENCC, SFPPUSHC / POPC / COMPC, SFPCAST SM32 -> FP32, SFPSTOCHRND
 // round to nearest, SFPIADD, SFPABS, SFPLZ, SFPDIVP2, SFPCONFIG constants) stay the Wormhole model's.
 //
 // New in Blackhole:
@@ -23,6 +23,11 @@
 //     Denormal inputs still read as zero; one rounding to nearest even, as the Wormhole model (an exact fused
 //     multiply-add; silicon keeps the product wider than fp32 but not exact, so the last bit can differ).
 //   * SFPAND / SFPOR (SFPAND.md, SFPOR.md): mod1 1 (USE_VB) computes VD = LReg[VB] op LReg[VC]; else VD op= VC.
+//   * SFPSHFT (SFPSHFT.md): shifts LReg[VD] by LReg[VC] or (mod1 1) by Imm12; with mod1 1 | 4 (ARG_IMM_USE_VC) it
+//     shifts LReg[VC] by Imm12 instead; mod1 2 (ARITHMETIC) makes a right shift arithmetic; the amount is taken
+//     modulo 32 (Wormhole model: 32 or more shifts everything out).
+//   * SFPCAST (SFPCAST_IntFloat.md, _IntInt.md, _IntAbs.md): mod1 0 / 1 sign-magnitude int32 -> fp32 as on Wormhole;
+//     new: 2 (INT32_ABS) two's complement |x| (-2^31 kept), 3 (INT32_SM32) two's complement <-> sign-magnitude.
 //   * SFPLOAD / SFPSTORE (SFPLOAD.md, SFPSTORE.md): INT32_SM (12) and INT8_COMP (13) no longer convert between
 //     sign-magnitude and two's complement (12 moves the 32 bits as INT32 does); a store to an FP32 or BF16 Dst
 //     flushes a denormal to zero keeping its sign.
@@ -48,6 +53,8 @@ enum Op : uint8_t {
     kOr,
     kLoad,
     kStore,
+    kShft,
+    kCast,
 };
 
 // ---- numerics
@@ -77,6 +84,8 @@ void sfparecip(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1);
 // SFPGT (greater = true) / SFPLE (greater = false).
 void sfpcmp(uint32_t vc, uint32_t vd, uint32_t mod1, bool greater);
 void sfpbitop(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1, int op);  // 0 and, 1 or
+void sfpshft(uint32_t imm12, uint32_t vc, uint32_t vd, uint32_t mod1);
+void sfpcast(uint32_t vc, uint32_t vd, uint32_t mod1);
 void sfpload(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10);
 void sfpstore(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10);
 

@@ -12,6 +12,10 @@
 //      then LReg[2] - LReg[3] (NEGATE_VC)
 //  10: SFPMAD x * 2^-126: a denormal product, flushed to zero with x's sign
 //  11: SFPLE x <= c SET_CC, then 7.0 in the flagged lanes
+//  12: SFPSHFT ARG_IMM | ARG_IMM_USE_VC: x's bits >> 16 (logical) into a register holding 3.0, then | 1.0's bits
+//  13: SFPSHFT ARG_IMM | ARITHMETIC: x's bits >> 1, arithmetic
+//  14: SFPCAST INT32_ABS of x's bits      15: SFPCAST INT32_SM32 of x's bits
+// Sequences 12-15 store with INT32 (no float conversion on the way to DST).
 // CBs: in = 0, out = 16.
 #include <cstdint>
 
@@ -77,12 +81,22 @@ void body() {
             TTI_SFPMAD(p_sfpu::LREG0, p_sfpu::LREG1, p_sfpu::LCONST_0, p_sfpu::LREG3, 8);
             TTI_SFPMAD(p_sfpu::LREG2, p_sfpu::LCONST_1, p_sfpu::LREG3, p_sfpu::LREG2, 2);  // - LReg[3] (5.0)
             out = p_sfpu::LREG2;
+        } else if constexpr (OP == 12) {
+            TTI_SFPLOADI(p_sfpu::LREG3, sfpi::SFPLOADI_MOD0_FLOATB, 0x4040);  // 3.0: not the shifted value
+            TTI_SFPSHFT((-16) & 0xfff, p_sfpu::LREG0, p_sfpu::LREG3, 1 | 4);
+            TTI_SFPLOADI(p_sfpu::LREG2, sfpi::SFPLOADI_MOD0_FLOATB, 0x3f80);
+            TTI_SFPOR(p_sfpu::LREG3, p_sfpu::LREG2, p_sfpu::LREG3, sfpi::SFPOR_MOD1_USE_VB);
+            out = p_sfpu::LREG3;
+        } else if constexpr (OP == 13) {
+            TTI_SFPSHFT((-1) & 0xfff, 0, p_sfpu::LREG0, 1 | 2);
+        } else if constexpr (OP == 14 || OP == 15) {
+            TTI_SFPCAST(p_sfpu::LREG0, p_sfpu::LREG0, OP == 14 ? 2 : 3);
         } else {
             TTI_SFPLOADI(p_sfpu::LREG1, sfpi::SFPLOADI_MOD0_UPPER, 0x0080);  // 2^-126
             TTI_SFPLOADI(p_sfpu::LREG1, sfpi::SFPLOADI_MOD0_LOWER, 0x0000);
             TTI_SFPMAD(p_sfpu::LREG0, p_sfpu::LREG1, p_sfpu::LCONST_0, p_sfpu::LREG0, 0);
         }
-        TTI_SFPSTORE(out, 0, ADDR_MOD_7, 0);
+        TTI_SFPSTORE(out, OP >= 12 && OP <= 15 ? 4u : 0u, ADDR_MOD_7, 0);  // 4: INT32
         sfpi::dst_reg++;
     }
 }
