@@ -104,14 +104,29 @@ void sfpmad(uint32_t va, uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1) {
     }
 }
 
-void sfpaddi(uint32_t imm16, uint32_t vd) {
+namespace {
+// SFPADDI / SFPMULI: d = f(LReg[VD], lane) in enabled lanes, into VD or (mod1 8) LReg[LReg[7] & 15].
+template <typename F>
+void imm_mad(uint32_t vd, uint32_t mod1, F f) {
     Machine& s = m();
-    lanewise(vd, [&](uint32_t l) { return mad(s.lreg[vd].u[l], as_u(1.0f), bf16_imm(imm16)); });
+    if (vd >= 12 && vd != 16) return;  // VD 12-15 with the backdoor load: a LoadMacro template (not modelled)
+    Vec c = s.lreg[vd], sel = s.lreg[7];
+    uint32_t en = s.enabled();
+    for (uint32_t l = 0; l < kLanes; ++l) {
+        if (!(en >> l & 1)) continue;
+        uint32_t cv = (mod1 & 2) ? c.u[l] ^ 0x80000000u : c.u[l];
+        uint32_t target = ((mod1 & 8) && vd != 16) ? (sel.u[l] & 15u) : vd;
+        if (target < 8 || target == 16) s.lreg[target].u[l] = f(cv);
+    }
+}
+}  // namespace
+
+void sfpaddi(uint32_t imm16, uint32_t vd, uint32_t mod1) {
+    imm_mad(vd, mod1, [&](uint32_t c) { return mad(bf16_imm(imm16), as_u(1.0f), c); });
 }
 
-void sfpmuli(uint32_t imm16, uint32_t vd) {
-    Machine& s = m();
-    lanewise(vd, [&](uint32_t l) { return mad(s.lreg[vd].u[l], bf16_imm(imm16), 0u); });
+void sfpmuli(uint32_t imm16, uint32_t vd, uint32_t mod1) {
+    imm_mad(vd, mod1, [&](uint32_t c) { return mad(bf16_imm(imm16), c, 0u); });
 }
 
 void sfparecip(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1) {
@@ -215,8 +230,8 @@ void sfpstore(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
 void exec(const Instr& i) {
     switch (i.op) {
         case kMad: sfpmad(i.a0, i.a1, i.a2, i.a3, i.a4); break;
-        case kAddI: sfpaddi(i.a0, i.a1); break;
-        case kMulI: sfpmuli(i.a0, i.a1); break;
+        case kAddI: sfpaddi(i.a0, i.a1, i.a2); break;
+        case kMulI: sfpmuli(i.a0, i.a1, i.a2); break;
         case kARecip: sfparecip(i.a0, i.a1, i.a2, i.a3); break;
         case kGt: sfpcmp(i.a1, i.a2, i.a3, true); break;
         case kLe: sfpcmp(i.a1, i.a2, i.a3, false); break;

@@ -126,6 +126,13 @@ def test_sfpmad_negate_and_indirect_vd():
     assert torch.equal(run(9, x), x * C - 5.0)  # INDIRECT_VD: the product went to LReg[2], LReg[3] kept 5.0
 
 
+def test_sfpaddi_sfpmuli_negate_and_indirect_vd():
+    x = sample(23)
+    # SFPADDI NEGATE_VC | INDIRECT_VD: 1.0 - x into LReg[2], then + LReg[0] (x, unchanged): (1 - x) + x
+    assert torch.equal(run(16, x), (1.0 - x) + x)
+    assert torch.equal(run(17, x), 0.5 * -x)
+
+
 def test_sfpmad_denormal_result_keeps_its_sign():
     g = torch.Generator().manual_seed(19)
     x = tf32(torch.rand(1, 32, 32, generator=g) * 8 - 4)

@@ -18,7 +18,7 @@
 //     (mod1 1) and / or and-ed or or-ed into the flag stack's top (mod1 2, 2|4).
 // Changed in Blackhole:
 //   * SFPMAD (and SFPADD, SFPMUL, SFPADDI, SFPMULI: the same MAD sub-unit; SFPMAD.md): mod1 1 negates VA, 2
-//     negates VC, 4 takes VA and 8 VD from the low four bits of LReg[7] (per lane); a denormal result is flushed to
+//     negates VC, 4 takes VA and 8 VD from the low four bits of LReg[7] (per lane; SFPADDI / SFPMULI: 2 and 8); a denormal result is flushed to
 //     zero KEEPING its sign (Wormhole: +0), -0 results are kept, and every NaN result is the canonical 0x7fc00000.
 //     Denormal inputs still read as zero; one rounding to nearest even, as the Wormhole model (an exact fused
 //     multiply-add; silicon keeps the product wider than fp32 but not exact, so the last bit can differ).
@@ -78,8 +78,10 @@ enum : uint32_t { kCmpSetCC = 1, kCmpMutateStack = 2, kCmpMutateOr = 4, kCmpSetV
 
 // ---- instructions
 void sfpmad(uint32_t va, uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1);
-void sfpaddi(uint32_t imm16, uint32_t vd);
-void sfpmuli(uint32_t imm16, uint32_t vd);
+// SFPADDI / SFPMULI (SFPADDI.md, SFPMULI.md): VD = bf16(Imm16) + (+-)VD / bf16(Imm16) * (+-)VD; mod1 2 negates VD's
+// value, 8 writes the lane's LReg[LReg[7] & 15] instead.
+void sfpaddi(uint32_t imm16, uint32_t vd, uint32_t mod1);
+void sfpmuli(uint32_t imm16, uint32_t vd, uint32_t mod1);
 void sfparecip(uint32_t vb, uint32_t vc, uint32_t vd, uint32_t mod1);
 // SFPGT (greater = true) / SFPLE (greater = false).
 void sfpcmp(uint32_t vc, uint32_t vd, uint32_t mod1, bool greater);

@@ -15,6 +15,8 @@
 //  12: SFPSHFT ARG_IMM | ARG_IMM_USE_VC: x's bits >> 16 (logical) into a register holding 3.0, then | 1.0's bits
 //  13: SFPSHFT ARG_IMM | ARITHMETIC: x's bits >> 1, arithmetic
 //  14: SFPCAST INT32_ABS of x's bits      15: SFPCAST INT32_SM32 of x's bits
+//  16: SFPADDI 1.0 NEGATE_VC | INDIRECT_VD (LReg[7] = 2): 1.0 - x lands in LReg[2]; LReg[0] keeps x
+//  17: SFPMULI 0.5 NEGATE_VC: 0.5 * -x
 // Sequences 12-15 store with INT32 (no float conversion on the way to DST).
 // CBs: in = 0, out = 16.
 #include <cstdint>
@@ -91,6 +93,14 @@ void body() {
             TTI_SFPSHFT((-1) & 0xfff, 0, p_sfpu::LREG0, 1 | 2);
         } else if constexpr (OP == 14 || OP == 15) {
             TTI_SFPCAST(p_sfpu::LREG0, p_sfpu::LREG0, OP == 14 ? 2 : 3);
+        } else if constexpr (OP == 16) {
+            TTI_SFPLOADI(p_sfpu::LREG7, sfpi::SFPLOADI_MOD0_USHORT, 2);
+            TTI_SFPLOADI(p_sfpu::LREG2, sfpi::SFPLOADI_MOD0_FLOATB, 0x40a0);  // 5.0: overwritten
+            TTI_SFPADDI(0x3f80, p_sfpu::LREG0, 2 | 8);
+            TTI_SFPMAD(p_sfpu::LREG2, p_sfpu::LCONST_1, p_sfpu::LREG0, p_sfpu::LREG2, 0);  // + x (LReg[0] kept)
+            out = p_sfpu::LREG2;
+        } else if constexpr (OP == 17) {
+            TTI_SFPMULI(0x3f00, p_sfpu::LREG0, 2);
         } else {
             TTI_SFPLOADI(p_sfpu::LREG1, sfpi::SFPLOADI_MOD0_UPPER, 0x0080);  // 2^-126
             TTI_SFPLOADI(p_sfpu::LREG1, sfpi::SFPLOADI_MOD0_LOWER, 0x0000);
