@@ -106,11 +106,10 @@ class ArchSpec:
     name: str  # "wormhole_b0" / "blackhole"
     define: str  # the kernel build's ARCH_* define (tt-metal's JIT build: ARCH_WORMHOLE / ARCH_BLACKHOLE)
     soc_descriptor: str  # the wheel's tt_metal/soc_descriptors/<name>
-    # The wheel's LLK trees compute kernels compile against (tt_metal/hw/ckernels/<ckernels>, tt_metal/tt-llk/<llk>).
-    # Blackhole's SFPU algorithms use instructions Wormhole lacks (SFPARECIP, SFPGT, the SFPLOADMACRO-free exp_21f
-    # path) that the emulator's SFPU ISA model (include_llk/) does not implement, so Blackhole compute kernels
-    # compile against Wormhole's trees: the same compute API, the same SFPU algorithms as on Wormhole (results can
-    # differ from a Blackhole card in the last bits of exp / reciprocal). Its own trees: own_ckernels / own_llk.
+    # The wheel's LLK trees compute kernels compile against (tt_metal/hw/ckernels/<ckernels>, tt_metal/tt-llk/<llk>),
+    # with `define` as tt-metal's JIT build sets it: a Blackhole compute kernel runs Blackhole's SFPU algorithms on the
+    # emulator's Blackhole instructions (include/emu/compute_sfpu_blackhole.h) and takes Blackhole's compute API
+    # paths (fast untilize: include/api/compute/experimental/fast_untilize.h).
     ckernels: str
     llk: str
     l1_size: int
@@ -123,14 +122,6 @@ class ArchSpec:
     worker_x: tuple[int, ...]
     worker_y0: int
     default_dispatch_axis: str  # ttnn's default dispatch_core_axis on this arch
-    own_ckernels: str = ""
-    own_llk: str = ""
-    # The ARCH_* define compute kernels get (None: `define`). Blackhole's compute API takes Blackhole-only LLK paths
-    # under ARCH_BLACKHOLE (api/compute/experimental/fast_untilize.h, which upstream's sdpa_decode compute kernel
-    # reaches through kernel_lib/untilize_helpers.hpp) that the emulator's LLK layer does not model, so Blackhole
-    # compute kernels build as Wormhole's (the same results; those paths only pack faster). Data-movement kernels
-    # get ARCH_BLACKHOLE (DRAM alignment 64 B, the bank count).
-    compute_define: str | None = None
 
     @property
     def affine_x(self) -> bool:
@@ -175,11 +166,8 @@ BLACKHOLE = ArchSpec(
     name="blackhole",
     define="ARCH_BLACKHOLE",
     soc_descriptor="blackhole_140_arch.yaml",
-    ckernels="wormhole_b0",
-    llk="tt_llk_wormhole_b0",
-    own_ckernels="blackhole",
-    own_llk="tt_llk_blackhole",
-    compute_define="ARCH_WORMHOLE",
+    ckernels="blackhole",
+    llk="tt_llk_blackhole",
     l1_size=1536 * 1024,
     l1_unreserved_base=41088 + 69 * 1024,
     dram_channel_bytes=4 << 30,

@@ -103,7 +103,12 @@ def _run_all(cmds: list[list[str]]) -> None:
 # kernel libraries it dlopens; formats.cpp into libttfd_host.so as well; the C++ unit tests compile them into their
 # own libraries (ttemu/tests/cxx.py). -fno-strict-aliasing as the kernels these functions were compiled into
 # before (compiler.CXXFLAGS).
-KERNEL_API_SOURCES = (CSRC / "compute.cpp", CSRC / "compute_sfpu.cpp", CSRC / "formats.cpp")
+KERNEL_API_SOURCES = (
+    CSRC / "compute.cpp",
+    CSRC / "compute_sfpu.cpp",
+    CSRC / "compute_sfpu_blackhole.cpp",
+    CSRC / "formats.cpp",
+)
 KERNEL_API_FLAGS = ("-fno-strict-aliasing",)
 
 

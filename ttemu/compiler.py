@@ -22,7 +22,7 @@ The build environment is tt-metal's JIT build's (the wheel's libtt_metal; jit_en
   ``NOC_MODE=0`` (ComputeKernel::process_defines' DM_DEDICATED_NOC) and the ``EMU_*`` compute-config defines from
   which the emulator's compute API derives ``DST_ACCUM_MODE``, ``DST_SYNC_MODE``, ``MATH_FIDELITY`` and ``APPROX``
   (genfiles.cpp emits those into chlkc_descriptors.h);
-- ``KERNEL_BUILD``, ``ARCH_WORMHOLE``, ``TENSIX_FIRMWARE`` and the descriptor's defines;
+- ``KERNEL_BUILD``, the chip's ``ARCH_WORMHOLE`` / ``ARCH_BLACKHOLE``, ``TENSIX_FIRMWARE`` and the descriptor's defines;
 - what the firmware wrapper includes ahead of the kernel source (ncrisck.cc / brisck.cc: api/dataflow/dataflow_api.h;
   trisck.cc: api/compile_time_args.h and, through chlkc_list.h, chlkc_descriptors.h), force-included.
 
@@ -537,7 +537,7 @@ def kernel_flags(
         if cbs is not None:
             flags += ["-include", str(gen / jit_env.DESCRIPTORS_HEADER)]
     # spec: the device's arch.ArchSpec (None: Wormhole B0); its ARCH_* define as tt-metal's JIT build sets it
-    define = "ARCH_WORMHOLE" if spec is None else (spec.compute_define or spec.define) if compute else spec.define
+    define = "ARCH_WORMHOLE" if spec is None else spec.define
     flags += ["-DKERNEL_BUILD", f"-D{define}", "-DTENSIX_FIRMWARE"]
     if not compute:
         if processor == "brisc":

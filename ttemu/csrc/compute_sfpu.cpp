@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "emu/compute_sfpu_blackhole.h"
 #include "emu/compute_sfpu_isa.h"
 #include "emu/compute_state.h"
 #include "emu/formats.h"
@@ -499,6 +500,8 @@ void exec(const Instr& i) {
             break;
         case kLoadMacro:
             fault("SFPLOADMACRO: macro scheduling is not modelled (compute kernels build with DISABLE_SFPLOADMACRO)");
+        default:  // a Blackhole instruction (csrc/compute_sfpu_blackhole.cpp)
+            bh::exec(i);
     }
 }
 

@@ -10,6 +10,9 @@
 #include "llk_defs.h"
 #include "ckernel_ops.h"
 #include "emu/compute_sfpu_isa.h"
+#ifdef ARCH_BLACKHOLE
+#include "lltt.h"
+#endif
 
 #ifndef sfpi_inline
 #define sfpi_inline inline __attribute__((always_inline))
@@ -163,6 +166,17 @@ inline constexpr bool is_valid_instruction_mode(InstrModLoadStore mode) {
 
 inline void enable_fp32_dest_acc() {}
 inline void disable_fp32_dest_acc() {}
+
+#ifdef ARCH_BLACKHOLE
+// Blackhole's ckernel.h: load_replay_buf records the instructions `callable` issues into the replay buffer (REPLAY
+// in load mode, executing them too with Exec). Instruction gathering (ENABLE_GATHERING) only schedules the issue.
+enum ExecBool : bool { NoExec, Exec };
+template <ExecBool E = NoExec, typename Callable, typename... Args>
+inline void load_replay_buf(uint32_t start, uint32_t len, Callable&& callable, Args&&... args) {
+    lltt::record<lltt::ExecBool(E)>(start, len);
+    callable(static_cast<Args&&>(args)...);
+}
+#endif
 
 }  // namespace ckernel
 

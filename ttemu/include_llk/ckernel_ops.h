@@ -97,3 +97,7 @@
 #define TT_STALLWAIT(a, b) ((void)0)
 #define TTI_SEMWAIT(a, b, c) ((void)0)
 #define TTI_NOP ((void)0)
+
+#ifdef ARCH_BLACKHOLE
+#include "ckernel_ops_blackhole.h"
+#endif

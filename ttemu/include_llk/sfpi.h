@@ -21,6 +21,9 @@
 #include <type_traits>
 
 #include "emu/compute_sfpu_isa.h"
+#ifdef ARCH_BLACKHOLE
+#include "emu/compute_sfpu_blackhole.h"
+#endif
 
 #ifndef sfpi_inline
 #define sfpi_inline inline __attribute__((always_inline))
@@ -65,6 +68,18 @@ namespace impl_ {
 using emu::sfpu::Vec;
 using emu::sfpu::kLanes;
 namespace isa = emu::sfpu;
+
+// The chip's MAD unit and Dst moves: on Blackhole its own numerics (canonical NaN, denormal results flushed to
+// signed zero; float stores flush denormals the same way; emu/compute_sfpu_blackhole.h), else Wormhole's.
+#ifdef ARCH_BLACKHOLE
+inline uint32_t mad(uint32_t a, uint32_t b, uint32_t c) { return isa::bh::mad(a, b, c); }
+inline void sfpload(uint32_t vd, uint32_t mod0, uint32_t am, uint32_t imm) { isa::bh::sfpload(vd, mod0, am, imm); }
+inline void sfpstore(uint32_t vd, uint32_t mod0, uint32_t am, uint32_t imm) { isa::bh::sfpstore(vd, mod0, am, imm); }
+#else
+using isa::mad;
+using isa::sfpload;
+using isa::sfpstore;
+#endif
 
 inline Vec splat(uint32_t u) {
     Vec v;
@@ -114,7 +129,7 @@ class vUInt;
 struct MulExpr {
     impl_::Vec a, b;
     impl_::Vec round() const {
-        return impl_::map2(a, b, [](uint32_t x, uint32_t y) { return emu::sfpu::mad(x, y, 0u); });
+        return impl_::map2(a, b, [](uint32_t x, uint32_t y) { return impl_::mad(x, y, 0u); });
     }
 };
 namespace impl_ {
@@ -167,14 +182,14 @@ class vFloat : public impl_::vVal {
 // ---- vFloat arithmetic (SFPMAD)
 namespace impl_ {
 inline Vec fadd(const Vec& a, const Vec& b) {
-    return map2(a, b, [](uint32_t x, uint32_t y) { return isa::mad(x, 0x3f800000u, y); });
+    return map2(a, b, [](uint32_t x, uint32_t y) { return impl_::mad(x, 0x3f800000u, y); });
 }
 inline Vec fsub(const Vec& a, const Vec& b) {
-    return map2(a, b, [](uint32_t x, uint32_t y) { return isa::mad(x, 0x3f800000u, y ^ 0x80000000u); });
+    return map2(a, b, [](uint32_t x, uint32_t y) { return impl_::mad(x, 0x3f800000u, y ^ 0x80000000u); });
 }
 inline Vec fma3(const Vec& a, const Vec& b, const Vec& c, bool neg_c) {
     Vec r;
-    for (uint32_t l = 0; l < kLanes; ++l) r.u[l] = isa::mad(a.u[l], b.u[l], neg_c ? c.u[l] ^ 0x80000000u : c.u[l]);
+    for (uint32_t l = 0; l < kLanes; ++l) r.u[l] = impl_::mad(a.u[l], b.u[l], neg_c ? c.u[l] ^ 0x80000000u : c.u[l]);
     return r;
 }
 }  // namespace impl_
@@ -574,12 +589,14 @@ class CC {
 #define v_endblock }
 
 // DataLayout of a dst_reg access (dst_reg[i].mode<DataLayout::X>()): the SFPLOAD / SFPSTORE format.
-enum class DataLayout { Default, F32, I32, F16a, F16b, U16, I16, U8, I8, SM32 };
+// M32 (Blackhole's SFPI: a sign-magnitude 32-bit integer, e.g. abs(vInt)) moves the 32 bits unconverted (INT32).
+enum class DataLayout { Default, F32, I32, F16a, F16b, U16, I16, U8, I8, SM32, M32 };
 namespace impl_ {
 constexpr uint32_t layout_fmt(DataLayout l) {
     return l == DataLayout::F32 ? isa::kFmtFp32 : l == DataLayout::I32 ? isa::kFmtInt32
          : l == DataLayout::F16a ? isa::kFmtFp16a : l == DataLayout::F16b ? isa::kFmtFp16b
-         : l == DataLayout::U16 ? isa::kFmtUInt16 : l == DataLayout::SM32 ? isa::kFmtInt32Sm : isa::kFmtDefault;
+         : l == DataLayout::U16 ? isa::kFmtUInt16 : l == DataLayout::M32 ? isa::kFmtInt32
+         : l == DataLayout::SM32 ? isa::kFmtInt32Sm : isa::kFmtDefault;
 }
 Vec dst_load(uint32_t addr, uint32_t fmt, uint32_t addr_mod = 0);
 void dst_store(uint32_t addr, uint32_t fmt, const Vec& v, uint32_t addr_mod = 0);
@@ -653,7 +670,7 @@ inline Vec dst_load(uint32_t addr, uint32_t fmt, uint32_t addr_mod) {
     Vec keep = s.lreg[7];
     bool use = s.use_flags;
     s.use_flags = false;  // a new vector: every lane loaded
-    isa::sfpload(7, fmt, addr_mod, addr);
+    impl_::sfpload(7, fmt, addr_mod, addr);
     s.use_flags = use;
     Vec r = s.lreg[7];
     s.lreg[7] = keep;
@@ -663,7 +680,7 @@ inline void dst_store(uint32_t addr, uint32_t fmt, const Vec& v, uint32_t addr_m
     isa::Machine& s = isa::m();
     Vec keep = s.lreg[7];
     s.lreg[7] = v;
-    isa::sfpstore(7, fmt, addr_mod, addr);
+    impl_::sfpstore(7, fmt, addr_mod, addr);
     s.lreg[7] = keep;
 }
 inline DReg::operator vFloat() const { return vFloat(dst_load(addr(), isa::kFmtDefault)); }
@@ -978,7 +995,7 @@ inline Vec sfplut(const Vec& x, const Vec& l0, const Vec& l1, const Vec& l2, boo
     for (uint32_t l = 0; l < kLanes; ++l) {
         uint32_t b = x.u[l] & 0x7fffffffu;
         uint32_t c = b < 0x3f800000u ? l0.u[l] : b < 0x40000000u ? l1.u[l] : l2.u[l];
-        uint32_t d = isa::mad(lut8_to_fp32(c >> 8), b, lut8_to_fp32(c));
+        uint32_t d = impl_::mad(lut8_to_fp32(c >> 8), b, lut8_to_fp32(c));
         r.u[l] = retain ? ((d & 0x7fffffffu) | (x.u[l] & 0x80000000u)) : d;
     }
     return r;
@@ -998,7 +1015,7 @@ inline Vec sfplut16(const Vec& x, const Vec* a, const Vec* b, bool six, float cu
             slope = lut16_to_fp32(a[i].u[l] >> j);
             icpt = lut16_to_fp32(b[i].u[l] >> j);
         }
-        uint32_t d = isa::mad(slope, x.u[l] & 0x7fffffffu, icpt);
+        uint32_t d = impl_::mad(slope, x.u[l] & 0x7fffffffu, icpt);
         r.u[l] = retain ? ((d & 0x7fffffffu) | (x.u[l] & 0x80000000u)) : d;
     }
     return r;
@@ -1060,6 +1077,22 @@ inline void vec_min_max(vFloat& a, vFloat& b) {  // a = min, b = max
     b = hi;
 }
 
+#ifdef ARCH_BLACKHOLE
+// Blackhole's SFPI additions (sfpi_lib.h for Blackhole): SFPARECIP's modes and its reciprocal as a library call.
+constexpr unsigned SFPARECIP_MOD1_RECIP = 0, SFPARECIP_MOD1_COND_RECIP = 1, SFPARECIP_MOD1_EXP = 2;
+constexpr unsigned SFPGT_MOD1_SET_CC = 1, SFPGT_MOD1_MUTATE_STACK = 2, SFPGT_MOD1_MUTATE_OR = 4, SFPGT_MOD1_SET_VD = 8;
+constexpr unsigned SFPLE_MOD1_SET_CC = 1, SFPLE_MOD1_MUTATE_STACK = 2, SFPLE_MOD1_MUTATE_OR = 4, SFPLE_MOD1_SET_VD = 8;
+constexpr unsigned SFPAND_MOD1_USE_VB = 1, SFPOR_MOD1_USE_VB = 1;
+// approx_recip(x): SFPARECIP RECIP, ~7-bit 1/x with x's sign; +-0 for |x| >= 2^126 or Inf / NaN, +-Inf for
+// |x| < 2^-126.
+inline vFloat approx_recip(const vFloat& x) {
+    return vFloat(impl_::map1(x.v, [](uint32_t u) {
+        uint32_t sign = u & 0x80000000u;
+        return sign + emu::sfpu::bh::approx_recip(u - sign);
+    }));
+}
+#endif
+
 }  // namespace sfpi
 
 // The SFPMAD builtin (global, as the compiler's builtins), for kernels that call it directly (mod1 OFFSET_NONE:
@@ -1073,3 +1106,13 @@ inline sfpi::impl_::Vec __builtin_rvtt_sfpmad(const sfpi::impl_::Vec& a, const s
 // The SFPU kernels are written for the RISC-V toolchain, whose <math.h> does not define M_LN2 under the kernel
 // build; they use the name for their own constants.
 #undef M_LN2
+
+#ifdef ARCH_BLACKHOLE
+// The SFPGT builtin (Blackhole) as the Blackhole LLK calls it: __builtin_rvtt_sfpgt(vd, vc, SFPGT_MOD1_SET_VD) is the
+// new VD, all ones in lanes where vd > vc in the sign-magnitude (FP32 total) order, else zero (SFPGT.md).
+inline sfpi::impl_::Vec __builtin_rvtt_sfpgt(const sfpi::impl_::Vec& vd, const sfpi::impl_::Vec& vc, unsigned mod1) {
+    if (mod1 != sfpi::SFPGT_MOD1_SET_VD)
+        emu::fault("__builtin_rvtt_sfpgt: mode %u (lane flags / flag stack) is not modelled by the emulator", mod1);
+    return sfpi::impl_::map2(vd, vc, [](uint32_t d, uint32_t c) { return emu::sfpu::signmag_smaller(c, d) ? ~0u : 0u; });
+}
+#endif

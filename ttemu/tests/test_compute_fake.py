@@ -19,14 +19,15 @@ CB_IN0, CB_IN1, CB_SCALER, CB_OUT, CB_OUT2 = 0, 1, 2, 16, 17
 _libs: dict = {}
 
 
-def kernel(name: str, ct_args: list[int], fp32=False, fidelity=4, approx=False, full_sync=False):
+def kernel(name: str, ct_args: list[int], fp32=False, fidelity=4, approx=False, full_sync=False, spec=None):
     # the compute build environment of ttemu.compiler: the emulator's LLK layer, then the wheel's
-    # LLK trees and compute API (the SFPU ops run the wheel's kernels on the host SFPI), the fused-TRISC defines
+    # LLK trees and compute API (the SFPU ops run the wheel's kernels on the host SFPI), the fused-TRISC defines;
+    # spec: the chip (a ttemu.arch.ArchSpec; None: Wormhole B0), its LLK trees and ARCH_* define
     flags = [
         f"-I{LLK_INCLUDE}",
         f"-I{HERE / 'fake_include'}",
-        *[f"-I{p}" for p in jit_env.compute_llk_include_paths()],
-        "-DARCH_WORMHOLE",
+        *[f"-I{p}" for p in jit_env.compute_llk_include_paths(spec)],
+        f"-D{'ARCH_WORMHOLE' if spec is None else spec.define}",
         "-DTRISC_UNPACK",
         "-DTRISC_MATH",
         "-DTRISC_PACK",
@@ -43,7 +44,7 @@ def kernel(name: str, ct_args: list[int], fp32=False, fidelity=4, approx=False, 
     ]
     # fake include dir must come before the real one so its arg headers shadow a missing runtime
     sources = [HERE / "kernels" / "compute" / f"{name}.cpp", HERE / "fake_runtime.cpp", *kernel_api_objects()]
-    so = build_shared(f"k_{name}", sources, flags)
+    so = build_shared(f"k_{name}" if spec is None else f"k_{name}_{spec.name}", sources, flags)
     if so not in _libs:
         lib = ctypes.CDLL(str(so))
         lib.fr_last_error.restype = ctypes.c_char_p
