@@ -16,11 +16,14 @@ import re
 import pytest
 import torch
 
+import ttemu
 from decode_harness import int32, seed_for, tile
 from output_checks import check_output
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode.config import ProgramConfig
+from ttflashdecode.device_arch import chip_facts
+from ttflashdecode.plan import check_l1
 from ttflashdecode.shared_prefix import SharedPrefixDecodeWrapper, shared_prefix_decode
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
@@ -365,3 +368,27 @@ def test_q_len_above_one_is_refused(emu_device):
             suffix_page_table=case.suffix_table,
             suffix_cur_pos=list(case.suffix_pos),
         )
+
+
+@pytest.fixture(scope="module")
+def p150():
+    device = ttemu.open_device(board="p150")
+    device.default_hang_ms = max(device.default_hang_ms, 2000)
+    yield device
+    device.close()
+
+
+def test_p150_matches_concatenated_attention(p150):
+    """On an emulated Blackhole P150 (11x10 grid, 64-B DRAM read alignment): the MIXED case, whose prefix level has
+    6 slots (a 24-B cur_pos page) and 6-entry page-table rows, both short of one 64-B DRAM read."""
+    case = Case(seed_for("shared prefix p150"), **MIXED)
+    config = ProgramConfig(compute_with_storage_grid_size=(11, 10), k_chunk_size=64, max_cores_per_head_batch=2)
+    out, result = case.run(p150, config=config, return_stats=True)
+    case.check(p150, out, "shared prefix p150")
+    chip = chip_facts(p150)
+    for level in (result.plan.prefix, result.plan.suffix):
+        assert level.shapes.dram_alignment == 64
+        pages = {cb.name: cb.page_size for cb in level.cbs if cb.name in ("cur_pos", "writer_cur_pos", "page_table")}
+        assert pages and all(size % 64 == 0 for size in pages.values()), pages
+        assert level.l1_bytes == check_l1(level.cbs, level.k_chunk_size, chip.l1_budget)
+    assert result.duration_ns is not None and result.duration_ns > 0

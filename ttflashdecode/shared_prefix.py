@@ -38,6 +38,7 @@ import torch
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for, backend_of
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
+from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_args import (
     AccessorArgs,
@@ -49,7 +50,7 @@ from ttflashdecode.kernel_args import (
 )
 from ttflashdecode.kernel_sources import DECODE_KERNELS, OPS
 from ttflashdecode.ops.work_split import split_units
-from ttflashdecode.plan import L1_BUDGET_BYTES, DecodePlan, DecodeShapes, check_l1
+from ttflashdecode.plan import DecodePlan, DecodeShapes, check_l1
 from ttflashdecode.plan.auto import plan_for
 from ttflashdecode.plan.shapes import TILE_BYTES
 from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
@@ -294,6 +295,7 @@ class SharedPrefixDecodeWrapper:
             raise ValueError(f"n_q_heads={n_q_heads}: expected a multiple of n_kv_heads={n_kv_heads}")
         per_subgroup = max(1, max_group_rows // (n_q_heads // n_kv_heads))
         found = check_groups(groups, prefix_lens, batch, prefix_len, per_subgroup)
+        chip = chip_facts(self._backend.device)  # Wormhole's or Blackhole's L1 and DRAM alignment
         common = dict(
             n_q_heads=n_q_heads,
             n_kv_heads=n_kv_heads,
@@ -303,6 +305,9 @@ class SharedPrefixDecodeWrapper:
             v_dtype=v_name,
             out_dtype="float32",
             block_size=block_size,
+            # The readers fetch the cur_pos and page-table pages in whole DRAM-aligned units (64 B on Blackhole):
+            # their CBs are padded to the chip's alignment, not Wormhole's 32 B.
+            dram_alignment=chip.dram_alignment,
         )
         prefix_shapes = DecodeShapes(
             batch=len(found.subgroups) * found.slots,
@@ -315,10 +320,13 @@ class SharedPrefixDecodeWrapper:
             batch=batch, kv_len=block_size * max_suffix_blocks, max_blocks_per_user=max_suffix_blocks, **common
         )
         fp32 = self._compute.fp32_dest_acc_en
-        prefix_plan = _partial_plan(prefix_shapes, self._prefix_config, self._grid, max(found.prefix_lens) - 1, fp32)
+        budget = chip.l1_budget
+        prefix_plan = _partial_plan(
+            prefix_shapes, self._prefix_config, self._grid, max(found.prefix_lens) - 1, fp32, budget
+        )
         if max_suffix_pos is not None:
             max_suffix_pos = min(suffix_shapes.kv_len, 1 << max(int(max_suffix_pos), 0).bit_length()) - 1
-        suffix_plan = _partial_plan(suffix_shapes, self._config, self._grid, max_suffix_pos, fp32)
+        suffix_plan = _partial_plan(suffix_shapes, self._config, self._grid, max_suffix_pos, fp32, budget)
         scale = head_dim**-0.5 if scale is None else scale
         rows = batch * -(-n_q_heads // TILE)
         self._plan = SharedPrefixPlan(found, prefix_plan, suffix_plan, scale, out_dtype, rows)
@@ -481,16 +489,18 @@ class SharedPrefixDecodeWrapper:
         return table
 
 
-def _partial_plan(shapes: DecodeShapes, config, grid, max_cur_pos: int | None, fp32: bool) -> DecodePlan:
+def _partial_plan(
+    shapes: DecodeShapes, config, grid, max_cur_pos: int | None, fp32: bool, l1_budget: int
+) -> DecodePlan:
     """A level's decode plan with room for its partial: with emit_partial compute pushes O, then m, then l to cb_out
     (one block each), and a CB's pushes must tile its pages (the unpacker does not wrap), so cb_out holds the whole
     partial, 2 * PNHt pages more than the output block the planner sizes it for. The planner is given a budget that
-    much smaller, so the plan it makes still fits."""
+    much smaller, so the plan it makes still fits; the enlarged CBs are checked against the chip's ``l1_budget``."""
     extra = 2 * shapes.PNHt * TILE_BYTES["float32"] * shapes.q_tile_rows // TILE
-    p = plan_for(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32, l1_budget=L1_BUDGET_BYTES - extra)
+    p = plan_for(shapes, config, grid, max_cur_pos=max_cur_pos, fp32_dest_acc=fp32, l1_budget=l1_budget - extra)
     pages = shapes.PNHt * (shapes.vDHt + 2)
     cbs = tuple(replace(cb, num_pages=pages) if cb.name == "out" else cb for cb in p.cbs)
-    return replace(p, cbs=cbs, l1_bytes=check_l1(cbs, p.k_chunk_size))
+    return replace(p, cbs=cbs, l1_bytes=check_l1(cbs, p.k_chunk_size, l1_budget))
 
 
 def _dtype_name(name: str, dtype, allowed: tuple[str, ...]) -> str:
