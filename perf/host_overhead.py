@@ -70,8 +70,8 @@ def measure() -> dict:
     import ttemu
     from ttemu.ttnn_env import import_ttnn
     from ttflashdecode import FlashDecodeWrapper
-    from ttflashdecode import op as op_module
     from ttflashdecode.backend import Backend
+    from ttflashdecode.ops.decode import api as op_module
 
     ttnn = import_ttnn()
     dev = ttemu.open_device(board="n150")
@@ -131,8 +131,8 @@ def card() -> None:
     import torch
 
     from ttemu.ttnn_env import has_tenstorrent_card, import_ttnn
-    from ttflashdecode import op as op_module
     from ttflashdecode.backend import Backend
+    from ttflashdecode.ops.decode import api as op_module
 
     if not has_tenstorrent_card():
         print(

@@ -1,4 +1,4 @@
-"""The public decode functions hand every argument to the run in one DecodeRequest (ttflashdecode.decode_request),
+"""The public decode functions hand every argument to the run in one DecodeRequest (ttflashdecode.ops.decode.request),
 each under its own name: a typo such as ``cur_pos=cur_pos_tensor`` would pass the shape tests whenever both are None,
 so each function is called here with a distinct value per argument and the request it builds is read back. No
 device: ``_decode`` is replaced by a recorder."""
@@ -9,8 +9,8 @@ import inspect
 
 import pytest
 
-from ttflashdecode import op as op_module
-from ttflashdecode.decode_request import DecodeRequest
+from ttflashdecode.ops.decode import api as op_module
+from ttflashdecode.ops.decode.request import DecodeRequest
 
 # The request's name for a public argument that the functions spell differently (ttnn's names)
 FIELD_OF = {"page_table_tensor": "page_table"}

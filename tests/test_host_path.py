@@ -1,6 +1,6 @@
-"""The cache-hit fast path (ttflashdecode.fast_path): a repeated call skips validation and planning and launches the
-programs the first call made, with the same result; any change to a tensor or an argument misses it, and a call that
-fails fails with the full path's error, word for word (perf/host_overhead.py measures the time)."""
+"""The cache-hit fast path (ttflashdecode.ops.decode.fast_path): a repeated call skips validation and planning and
+launches the programs the first call made, with the same result; any change to a tensor or an argument misses it, and a
+call that fails fails with the full path's error, word for word (perf/host_overhead.py measures the time)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import torch
 from decode_harness import check_close, generator, seed_for
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import FlashDecodeWrapper, cache_stats, clear_program_cache, golden
-from ttflashdecode import decode_request as decode_request_module
-from ttflashdecode import op as op_module
-from ttflashdecode import wrapper as wrapper_module
 from ttflashdecode.backend import Backend
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.ops.decode import api as op_module
+from ttflashdecode.ops.decode import request as decode_request_module
+from ttflashdecode.ops.decode import wrapper as wrapper_module
 
 ttnn = import_ttnn()
 CONFIG = "small/test-2x2"  # 4 cores: short emulated runs

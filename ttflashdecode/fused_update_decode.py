@@ -29,18 +29,19 @@ from dataclasses import dataclass, replace
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_of
+from ttflashdecode.checks import check_bool, check_device_tensor
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.kernel_args import core_range_set
-from ttflashdecode.op import _positions_bound, _wrapper
+from ttflashdecode.ops.decode.api import _positions_bound, _wrapper
+from ttflashdecode.ops.decode.args import core_range_set
+from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
+from ttflashdecode.ops.decode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call
+from ttflashdecode.ops.decode.wrapper import _check_cbs_end_below, _tensor_key
 from ttflashdecode.ops.update_cache.args import CacheUpdateSignal, UpdateShapes
 from ttflashdecode.ops.update_cache.factory import build_update_program
 from ttflashdecode.ops.update_cache.validate import check_update
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import DecodePlan
-from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_bool, check_call, check_device_tensor
-from ttflashdecode.wrapper import _check_cbs_end_below, _tensor_key
 
 ROWS_PER_GROUP = 2  # the update writes a K row and a V row of every (user, kv head) group
 
@@ -331,7 +332,7 @@ def build_fused_program(
     compute: ComputeSettings,
     scale: float | None,
 ):
-    """One ``ttnn.ProgramDescriptor``: the attention's (built by :func:`ttflashdecode.program_factory.build_program`
+    """One ``ttnn.ProgramDescriptor``: the attention's (built by :func:`ttflashdecode.ops.decode.factory.build_program`
     with its reader waiting for the update) and the cache update's (built by
     :func:`ttflashdecode.ops.update_cache.factory.build_update_program` on ``fused.update_cores``, its writer
     counting rows on the attention cores), joined, plus the semaphore between them."""

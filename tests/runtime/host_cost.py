@@ -284,8 +284,8 @@ def measure(dev, repeats: int = 300) -> dict:
         package_alone()
         real(io, sealed_launchable)
 
-    from ttflashdecode import op as op_module
-    from ttflashdecode.decode_request import DecodeRequest
+    from ttflashdecode.ops.decode import api as op_module
+    from ttflashdecode.ops.decode.request import DecodeRequest
 
     # the request "op_device_positions_output_given" makes (built once: the row times the signature alone)
     signed = DecodeRequest(q=q, k=k, v=v, cur_pos_tensor=pos, program_config=config, output_tensor=out)

@@ -163,7 +163,7 @@ def _l1_output_loop(ctx: Ctx) -> None:
     fast path keeps both lines: after one full-path call per line (no L1 buffer, then each output's) every step must
     be a hit (raises otherwise, which the test reports as a rejection)."""
     from ttflashdecode.backend import backend_for
-    from ttflashdecode.wrapper import FlashDecodeWrapper
+    from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
     config = ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=64)
     q, k, v = ctx.tile(ctx.randn(1, 2, 8, 64)), ctx.tile(ctx.randn(2, 2, 256, 64)), ctx.tile(ctx.randn(2, 2, 256, 64))

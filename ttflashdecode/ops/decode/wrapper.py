@@ -17,11 +17,11 @@ dies with the device.
 A run is a sequence of small steps, each its own method: check the call, check device values (on request), upload
 host positions and page tables, allocate the output, check L1 room, look up or build the program, launch. A run that
 repeats one that passed (same tensors' addresses and properties, device positions) takes the fast path instead:
-allocate the output, launch the programs kept for it (:mod:`ttflashdecode.fast_path`). ``plan()`` makes what runs
-reuse (a bfloat8_b output's staging tensor, a non-causal call's positions), so a run uploads nothing and can be
+allocate the output, launch the programs kept for it (:mod:`ttflashdecode.ops.decode.fast_path`). ``plan()`` makes what
+runs reuse (a bfloat8_b output's staging tensor, a non-causal call's positions), so a run uploads nothing and can be
 captured in a trace.
-The module-level functions in :mod:`ttflashdecode.op` are conveniences over this class: they validate a call as
-it comes, plan it (the plan table makes that a lookup after the first call) and run it.
+The module-level functions in :mod:`ttflashdecode.ops.decode.api` are conveniences over this class: they validate a call
+as it comes, plan it (the plan table makes that a lookup after the first call) and run it.
 """
 
 from __future__ import annotations
@@ -30,24 +30,35 @@ from dataclasses import dataclass, fields
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend, backend_for
+from ttflashdecode.checks import (
+    KV_DTYPES,
+    as_int,
+    check_bool,
+    check_device_tensor,
+    check_scale,
+    check_sliding_window,
+    dtype_name_of,
+    padded_rows,
+)
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.device_cache import DeviceCache, device_cache
-from ttflashdecode.fast_path import FastCall, NotSignable, flag, remember_call, remember_launch, tensors_signature
 from ttflashdecode.ops.convert.factory import build_convert_program
-from ttflashdecode.plan import L1_RESERVED_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
-from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.tuning import plan_for
-from ttflashdecode.validate import (
+from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
+from ttflashdecode.ops.decode.fast_path import (
+    FastCall,
+    NotSignable,
+    flag,
+    remember_call,
+    remember_launch,
+    tensors_signature,
+)
+from ttflashdecode.ops.decode.validate import (
     BLOCK_FLOAT_OUT_DTYPES,
-    KV_DTYPES,
     DecodeCall,
-    as_int,
-    check_bool,
     check_call,
     check_device_page_table,
     check_device_positions,
-    check_device_tensor,
     check_head_dim_v,
     check_mesh_call,
     check_mesh_heads_divide,
@@ -55,12 +66,10 @@ from ttflashdecode.validate import (
     check_out_dtype,
     check_output_memory_config,
     check_q_len,
-    check_scale,
-    check_sliding_window,
     decode_dtype,
-    dtype_name_of,
-    padded_rows,
 )
+from ttflashdecode.plan import L1_RESERVED_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
+from ttflashdecode.tuning import plan_for
 
 
 @dataclass
@@ -345,7 +354,7 @@ class FlashDecodeWrapper:
 
     def _check_run(self, planned: _Planned, tensors: tuple, cur_pos) -> DecodeCall:
         """Every argument checked as the op checks it, with the plan's options; then against the plan. ``tensors``:
-        the run's, in the fast path's order (:attr:`~ttflashdecode.decode_request.DecodeRequest.tensors`)."""
+        the run's, in the fast path's order (:attr:`~ttflashdecode.ops.decode.request.DecodeRequest.tensors`)."""
         q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
         fixed, s = planned.call, planned.call.shapes
         # The call's tensors must live on the wrapper's device (check_call then holds every other tensor to q's).
@@ -416,10 +425,10 @@ class FlashDecodeWrapper:
         check: tuple | None,
     ):
         """Run a call already checked against ``planned`` (the full path); ``tensors``: the call's, in the fast path's
-        order (:attr:`~ttflashdecode.decode_request.DecodeRequest.tensors`: the op's and a run's alike). Returns the
+        order (:attr:`~ttflashdecode.ops.decode.request.DecodeRequest.tensors`: the op's and a run's alike). Returns the
         output and, for a signed call (``check``: its signature's compared part), the
-        :class:`~ttflashdecode.fast_path.FastCall` that launches the same call again; ``plan_hits``: the plan lookups
-        the caller made for it (a hit counts them again)."""
+        :class:`~ttflashdecode.ops.decode.fast_path.FastCall` that launches the same call again; ``plan_hits``: the plan
+        lookups the caller made for it (a hit counts them again)."""
         q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor = tensors
         l1_line = self._l1_line() if check is not None else None
         if validate_device_tensors:
@@ -666,9 +675,9 @@ def _buffers(tensors: tuple, *, positions, decoded, page_table) -> DecodeBuffers
 
 
 def _run_signature(wrapper, tensors: tuple, cur_pos, validate_device_tensors, return_stats) -> tuple | None:
-    """(key, check) of a :meth:`FlashDecodeWrapper.run` call (see :mod:`ttflashdecode.fast_path`), None for a call
-    the fast path does not sign: host positions or page tables, ``validate_device_tensors=True``, flags that are not
-    Python bools, tensor arguments that are not live device tensors. The key names the wrapper (its entries share
+    """(key, check) of a :meth:`FlashDecodeWrapper.run` call (see :mod:`ttflashdecode.ops.decode.fast_path`), None for a
+    call the fast path does not sign: host positions or page tables, ``validate_device_tensors=True``, flags that are
+    not Python bools, tensor arguments that are not live device tensors. The key names the wrapper (its entries share
     the device's ``calls`` table with the op's; an entry holds its wrapper, so the id is not reused while it lives)."""
     try:
         if cur_pos is not None or flag("validate_device_tensors", validate_device_tensors):

@@ -4,16 +4,17 @@
 shapes and defaults of ``ttnn.transformer.scaled_dot_product_attention_decode`` (and its paged variant), plus
 the features model code needs (sliding window, attention sinks, multi-token queries, a shared cache).
 
-Each function is a convenience over :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` (plan once, run per layer
-and step): a call is validated on the host (:mod:`ttflashdecode.validate`) and planned (:mod:`ttflashdecode.plan`)
-before anything is uploaded or allocated, then its ``ttnn.ProgramDescriptor`` (:mod:`ttflashdecode.program_factory`)
-is launched on the tensors' backend: ``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on
-emulator tensors. Plans and descriptors are kept in the device's cache (:mod:`ttflashdecode.device_cache`): a decode
-loop that passes the same cur_pos / page-table tensors every step plans and builds its program once (see
-:func:`program_cache_stats`); positions and page tables are read by the kernels at run time. A call that repeats one
-that passed (same arguments, device tensors at the same addresses with the same properties) skips validation and
-planning altogether and launches that call's programs again (:mod:`ttflashdecode.fast_path`); such a call can also
-be captured in a trace (``ttnn.begin_trace_capture``, or the emulator's): it reads and uploads nothing from the host.
+Each function is a convenience over :class:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper` (plan once, run per
+layer and step): a call is validated on the host (:mod:`ttflashdecode.ops.decode.validate`) and planned
+(:mod:`ttflashdecode.plan`) before anything is uploaded or allocated, then its ``ttnn.ProgramDescriptor``
+(:mod:`ttflashdecode.ops.decode.factory`) is launched on the tensors' backend: ``ttnn.generic_op`` on a Wormhole device,
+the host emulator's ``generic_op`` on emulator tensors. Plans and descriptors are kept in the device's cache
+(:mod:`ttflashdecode.device_cache`): a decode loop that passes the same cur_pos / page-table tensors every step plans
+and builds its program once (see :func:`program_cache_stats`); positions and page tables are read by the kernels at run
+time. A call that repeats one that passed (same arguments, device tensors at the same addresses with the same
+properties) skips validation and planning altogether and launches that call's programs again
+(:mod:`ttflashdecode.ops.decode.fast_path`); such a call can also be captured in a trace (``ttnn.begin_trace_capture``,
+or the emulator's): it reads and uploads nothing from the host.
 
 Meshes (N300, T3K; a ttnn ``MeshDevice`` or ``ttemu.open_mesh_device()``): every op takes mesh
 tensors whose heads are sharded over the chips (q on dim 2, K/V on dim 1, e.g. ``mesh_mapper=ShardTensorToMesh(mesh,
@@ -34,8 +35,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.checks import check_bool
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.decode_request import DecodeRequest
 from ttflashdecode.device_cache import (
     cache_stats,
     clear_program_cache,
@@ -43,7 +44,8 @@ from ttflashdecode.device_cache import (
     existing_cache,
     program_cache_stats,
 )
-from ttflashdecode.fast_path import (
+from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.decode.fast_path import (
     PLAIN_TYPES,
     NotSignable,
     compute_config_value,
@@ -52,9 +54,9 @@ from ttflashdecode.fast_path import (
     remember_call,
     tensors_signature,
 )
-from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.validate import DecodeCall, check_bool
-from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper, launch_hit
+from ttflashdecode.ops.decode.request import DecodeRequest
+from ttflashdecode.ops.decode.validate import DecodeCall
+from ttflashdecode.ops.decode.wrapper import DecodeResult, FlashDecodeWrapper, launch_hit
 
 # ---- the op -------------------------------------------------------------------------------------------------
 
@@ -122,7 +124,8 @@ def scaled_dot_product_attention_decode(
     argument, the value it got and what was expected.
 
     return_stats: also return what the call did, as ``(output, DecodeResult)``: its plan and, on the emulator, the
-        run's statistics (modelled duration, bytes each tensor moved; :class:`~ttflashdecode.wrapper.DecodeResult`).
+        run's statistics (modelled duration, bytes each tensor moved;
+        :class:`~ttflashdecode.ops.decode.wrapper.DecodeResult`).
 
     Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend (with ``return_stats``, the
     pair above).
@@ -345,9 +348,9 @@ def paged_flash_multi_latent_attention_decode(
 
 
 def _decode(request: DecodeRequest, return_stats: bool):
-    """A call as it comes, its arguments in one :class:`~ttflashdecode.decode_request.DecodeRequest`, the entry
+    """A call as it comes, its arguments in one :class:`~ttflashdecode.ops.decode.request.DecodeRequest`, the entry
     point's required arguments checked first (:meth:`DecodeRequest.check_entry`). A call like one that already passed
-    (same arguments, tensors at the same addresses with the same properties: :mod:`ttflashdecode.fast_path`)
+    (same arguments, tensors at the same addresses with the same properties: :mod:`ttflashdecode.ops.decode.fast_path`)
     launches that call's programs again; any other call is checked (:meth:`DecodeRequest.check`), planned on the
     device's wrapper for its config (a lookup after the first call of a shape) and run. Returns the output, or
     ``(output, DecodeResult)`` with ``return_stats``."""
@@ -384,10 +387,11 @@ def _decode(request: DecodeRequest, return_stats: bool):
 
 
 def _signature(request: DecodeRequest, tensors: tuple) -> tuple | None:
-    """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.fast_path`), or None for a call it does
-    not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor argument
-    that is not a live device tensor. ``tensors``: the request's, in :attr:`DecodeRequest.tensors`' order. Scalars go
-    into the key with their type: ``scale=1`` passes validation, ``scale=True`` (equal, and hashing alike) does not.
+    """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.ops.decode.fast_path`), or None for a call
+    it does not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor
+    argument that is not a live device tensor. ``tensors``: the request's, in :attr:`DecodeRequest.tensors`' order.
+    Scalars go into the key with their type: ``scale=1`` passes validation, ``scale=True`` (equal, and hashing alike)
+    does not.
 
     This runs on every call, so the scalars are checked inline and go into the key flat (no per-argument helper
     calls or tuples: they were ~2.5 of this function's ~8 us on a mock N150, tests/runtime/host_cost.py)."""
