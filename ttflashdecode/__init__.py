@@ -39,7 +39,7 @@ _EXPORTS = {
     "paged_fused_update_cache": "ops.update_cache",
     "paged_update_cache": "ops.update_cache",
     "update_cache": "ops.update_cache",
-    "DecodeResult": "ops.decode.wrapper",
+    "DecodeResult": "ops.decode.pipeline",
     "FlashDecodeWrapper": "ops.decode.wrapper",
     "shared_prefix_decode": "shared_prefix",
     "SharedPrefixDecodeWrapper": "shared_prefix",

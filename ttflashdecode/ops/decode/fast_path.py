@@ -61,7 +61,7 @@ class NotSignable(Exception):
 class FastCall:
     """What a validated, planned call needs to launch again (the tensors are the call's own, passed per call).
 
-    owner: the :class:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper` that launches it.
+    owner: the :class:`~ttflashdecode.ops.decode.pipeline.DecodePipeline` that launches it.
     planned: the wrapper's plan for the call (a ``_Planned``: the plan and the call's fixed options).
     check: the signature's compared part (see the module docstring).
     l1_lines: the lowest live L1 buffers (None: no L1 buffer) at which a full-path call of this signature made, or

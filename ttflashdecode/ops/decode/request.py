@@ -82,7 +82,7 @@ class DecodeRequest(NamedTuple):
     @property
     def tensors(self) -> tuple:
         """The tensor arguments (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor): the
-        order the fast path signs and unpacks them in (``launch_hit``, ``FlashDecodeWrapper._execute``; a wrapper's
+        order the fast path signs and unpacks them in (``launch_hit``, ``DecodePipeline.execute``; a wrapper's
         run passes the same order). The request's first fields, so one slice (every call reads them)."""
         return self[:TENSOR_FIELDS]
 
