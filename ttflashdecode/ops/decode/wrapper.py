@@ -77,6 +77,13 @@ class FlashDecodeWrapper:
         return self._pipeline.decode_plan
 
     @property
+    def planned_call(self) -> DecodeCall | None:
+        """What the plan fixes for every run besides the plan itself (shapes, scale, output form), as a
+        :class:`~ttflashdecode.ops.decode.validate.DecodeCall` without tensors (None before :meth:`plan`)."""
+        planned = self._pipeline.planned
+        return None if planned is None else planned.call
+
+    @property
     def last_run(self) -> DecodeResult | None:
         """The last run's :class:`~ttflashdecode.ops.decode.pipeline.DecodeResult` (None before the first)."""
         return self._pipeline.last_run
