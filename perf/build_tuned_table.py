@@ -241,7 +241,7 @@ def check() -> int:
 PLAN_TIME_SCRIPT = """
 import json, sys, time
 import ttemu
-from ttflashdecode.wrapper import FlashDecodeWrapper
+from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.plan import DecodeShapes, auto
 ttnn = import_ttnn()

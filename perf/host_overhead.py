@@ -70,8 +70,8 @@ def measure() -> dict:
     import ttemu
     from ttemu.ttnn_env import import_ttnn
     from ttflashdecode import FlashDecodeWrapper
-    from ttflashdecode import op as op_module
     from ttflashdecode.backend import Backend
+    from ttflashdecode.ops.decode import api as op_module
 
     ttnn = import_ttnn()
     dev = ttemu.open_device(board="n150")
@@ -116,10 +116,10 @@ def _trace_replay(dev, op_module, q, kv, pos, out) -> tuple[float, float]:
         op_module.scaled_dot_product_attention_decode(q, kv, kv, **kwargs)
     ttemu.end_trace_capture(dev, trace_id, cq_id=0)
     calls = []
-    real_decode = op_module._decode
-    op_module._decode = lambda *a, **k: calls.append(1) or real_decode(*a, **k)
+    real_decode = op_module.run_request
+    op_module.run_request = lambda *a, **k: calls.append(1) or real_decode(*a, **k)
     cpu, wall = _timed(lambda: ttemu.execute_trace(dev, trace_id, cq_id=0, blocking=True))
-    op_module._decode = real_decode
+    op_module.run_request = real_decode
     assert not calls, "a replay called the op"
     ttemu.release_trace(dev, trace_id)
     return cpu / LAYERS, wall / LAYERS
@@ -131,8 +131,8 @@ def card() -> None:
     import torch
 
     from ttemu.ttnn_env import has_tenstorrent_card, import_ttnn
-    from ttflashdecode import op as op_module
     from ttflashdecode.backend import Backend
+    from ttflashdecode.ops.decode import api as op_module
 
     if not has_tenstorrent_card():
         print(

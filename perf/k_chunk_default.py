@@ -60,9 +60,9 @@ import ttemu  # noqa: E402
 from decode_harness import MAX_ABS_ERR, PCC_MIN  # noqa: E402
 from ttemu.ttnn_env import import_ttnn  # noqa: E402
 from ttflashdecode import golden  # noqa: E402
-from ttflashdecode import op as op_module  # noqa: E402
 from ttflashdecode import plan as plan_module  # noqa: E402
 from ttflashdecode.config import ProgramConfig  # noqa: E402
+from ttflashdecode.ops.decode import api as op_module  # noqa: E402
 
 ttnn = import_ttnn()
 

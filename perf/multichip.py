@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 import ttemu  # noqa: E402
 from ttemu.ttnn_env import import_ttnn  # noqa: E402
 from ttflashdecode import golden  # noqa: E402
-from ttflashdecode import op as op_module  # noqa: E402
 from ttflashdecode.config import ProgramConfig  # noqa: E402
+from ttflashdecode.ops.decode import api as op_module  # noqa: E402
 
 ttnn = import_ttnn()
 

@@ -3,10 +3,10 @@
 Copies the repository (the working tree, without .venv and .git) to a scratch directory, then plants one bug at a time
 in a copy of a kernel source by an exact string replacement, and runs a subset of the tests there (``pytest -x``, the
 most relevant and fastest first, then the rest of the emulator decode tests) with the copy first on PYTHONPATH, so
-``ttflashdecode.program_factory.KERNEL_DIR`` is the copy's ``ttflashdecode/ops/decode/kernels/``. The first failing test
-is the one that catches the bug. Every replaced string must occur exactly once in its file, checked for every mutation
-before anything runs: a refactor that moves the code fails this script loudly instead of silently neutralising a
-mutation.
+``ttflashdecode.ops.decode.factory.KERNEL_DIR`` is the copy's ``ttflashdecode/ops/decode/kernels/``. The first failing
+test is the one that catches the bug. Every replaced string must occur exactly once in its file, checked for every
+mutation before anything runs: a refactor that moves the code fails this script loudly instead of silently neutralising
+a mutation.
     .venv/bin/python perf/mutation_check.py                  # every mutation (long: each compiles its kernel per case)
     .venv/bin/python perf/mutation_check.py --list           # the mutations
     .venv/bin/python perf/mutation_check.py --only sinks_not_merged,mask_bound_lt
@@ -418,7 +418,7 @@ def environment(copy: Path, cache: Path) -> dict:
 def check_import(copy: Path, env: dict) -> None:
     """The copy's package must be the one imported (it names the kernel directory)."""
     res = subprocess.run(
-        [sys.executable, "-c", "import ttflashdecode.program_factory as p; print(p.KERNEL_DIR)"],
+        [sys.executable, "-c", "import ttflashdecode.ops.decode.factory as p; print(p.KERNEL_DIR)"],
         cwd=copy,
         env=env,
         capture_output=True,

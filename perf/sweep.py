@@ -283,7 +283,7 @@ UPSTREAM_SOURCES = (
     "ttemu/cluster_descriptors",
     "ttflashdecode/backend.py",
     "ttemu/ttnn_env.py",
-    "ttflashdecode/validate.py",
+    "ttflashdecode/checks.py",
 )
 UPSTREAM_CACHE = OUT / "upstream_cache"
 

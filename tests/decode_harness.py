@@ -33,8 +33,8 @@ import torch
 from ttemu.tests.fixtures import SEED_ENV, seed_for
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
-from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
+from ttflashdecode.ops.decode import api as op_module
 
 # Thresholds against the golden on the same quantised inputs. The kernels keep S, P, O, m and l in bfloat16
 # (fp32 with fp32_dest_acc_en), so a correct kernel lands well inside them; a dropped chunk or a missing rescale

@@ -25,9 +25,9 @@ from loguru import logger
 import ttemu
 from decode_harness import DecodeCase, assert_matches_golden, run_case
 from ttemu.ttnn_env import import_ttnn
-from ttflashdecode import op as op_module
 from ttflashdecode import tuning
 from ttflashdecode.config import AutoProgramConfig, ChosenProgramConfig, ProgramConfig, load_program_config
+from ttflashdecode.ops.decode import api as op_module
 from ttflashdecode.plan import DecodeShapes, L1OverflowError, auto, plan
 
 GRID = (8, 8)

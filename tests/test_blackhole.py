@@ -19,7 +19,7 @@ from decode_harness import (
 from ttemu.errors import EmulatorError
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
-from ttflashdecode import op as op_module
+from ttflashdecode.ops.decode import api as op_module
 
 P150_GRID = (11, 10)
 

@@ -45,7 +45,7 @@ def test_exp_default_is_upstreams_approximate_exp(ttnn):
 def test_fast_path_key_tells_exp_modes_apart(ttnn):
     # The fast path (fast_path.py) reuses a launch when a call's arguments compare equal: a ttnn config with
     # exp_approx_mode False (exact) must never reuse one made for unset or True (approximate).
-    from ttflashdecode.fast_path import program_config_value
+    from ttflashdecode.ops.decode.fast_path import program_config_value
 
     def value(**extra):
         return program_config_value(

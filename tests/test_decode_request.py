@@ -1,7 +1,7 @@
-"""The public decode functions hand every argument to the run in one DecodeRequest (ttflashdecode.decode_request),
+"""The public decode functions hand every argument to the run in one DecodeRequest (ttflashdecode.ops.decode.request),
 each under its own name: a typo such as ``cur_pos=cur_pos_tensor`` would pass the shape tests whenever both are None,
 so each function is called here with a distinct value per argument and the request it builds is read back. No
-device: ``_decode`` is replaced by a recorder."""
+device: ``run_request`` is replaced by a recorder."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import inspect
 
 import pytest
 
-from ttflashdecode import op as op_module
-from ttflashdecode.decode_request import DecodeRequest
+from ttflashdecode.ops.decode import api as op_module
+from ttflashdecode.ops.decode.request import DecodeRequest
 
 # The request's name for a public argument that the functions spell differently (ttnn's names)
 FIELD_OF = {"page_table_tensor": "page_table"}
@@ -25,7 +25,8 @@ ENTRY_POINTS = {
 @pytest.mark.parametrize("name", list(ENTRY_POINTS))
 def test_every_argument_reaches_the_request_under_its_name(name, monkeypatch):
     requests = []
-    monkeypatch.setattr(op_module, "_decode", lambda request, return_stats: requests.append((request, return_stats)))
+    record = lambda request, return_stats: requests.append((request, return_stats))  # noqa: E731
+    monkeypatch.setattr(op_module, "run_request", record)
     function = getattr(op_module, name)
     parameters = inspect.signature(function).parameters
     # a distinct value per argument (head_dim_v an int: check_entry reads it)

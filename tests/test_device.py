@@ -17,9 +17,9 @@ import torch
 from decode_harness import DecodeCase, assert_matches_golden, check_close, generator, run_case, seed_for, tag
 from test_flash_decode import MATRIX
 from ttflashdecode import golden
-from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.wrapper import FlashDecodeWrapper
+from ttflashdecode.ops.decode import api as op_module
+from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
 pytestmark = pytest.mark.device
 

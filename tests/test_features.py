@@ -18,7 +18,7 @@ from decode_harness import (
 )
 from packer_model import packed_by_the_packer
 from ttemu.ttnn_env import import_ttnn
-from ttflashdecode import op as op_module
+from ttflashdecode.ops.decode import api as op_module
 
 # ---- 1. paged KV cache -------------------------------------------------------------------------------------
 

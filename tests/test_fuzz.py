@@ -52,9 +52,9 @@ from decode_harness import DecodeCase, DecodeOutcome, assert_matches_golden
 from ttemu import EmulatorError
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
-from ttflashdecode import op as op_module
+from ttflashdecode.checks import SCALE_MAX, SCALE_MIN
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.validate import SCALE_MAX, SCALE_MIN
+from ttflashdecode.ops.decode import api as op_module
 
 _SEED_ENV = os.environ.get("TTFD_FUZZ_SEED")
 SEED = int(_SEED_ENV) if _SEED_ENV else random.SystemRandom().randrange(1 << 32)
@@ -1196,7 +1196,7 @@ def test_scale_range(device, monkeypatch):
     gets a planted winner per kv head, so bfloat16 scores cannot swap it), including a user that sees one position
     (kernels per (scale, exp): 4 variants, the ones test_op_validation's scale test builds).
     An out-of-range one is refused naming scale by the op and by FlashDecodeWrapper.plan, before anything runs."""
-    from ttflashdecode.wrapper import FlashDecodeWrapper
+    from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
     shape = SCALE_SHAPE
 
@@ -1332,7 +1332,7 @@ def test_plan_refuses_what_run_refuses(device, monkeypatch):
     """A plan's arguments, valid or with one made bad; the matching call of the op is checked as run() checks it.
     plan() accepts exactly when the op's validation does (it then reaches the launch, and so does wrapper.run() with
     the same tensors); when both refuse, each error names the argument (plan's name, or the tensor carrying it)."""
-    from ttflashdecode.wrapper import FlashDecodeWrapper
+    from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
     ttnn = _ttnn()
 

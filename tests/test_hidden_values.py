@@ -17,8 +17,8 @@ from output_checks import check_output
 from ttemu.tensor import TILE, host_to_pages, tile_size_bytes
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
-from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
+from ttflashdecode.ops.decode import api as op_module
 
 KV_DTYPES = ["bfloat16", "bfloat8_b", "bfloat4_b"]
 # bfloat16 garbage datums: quiet NaN, +Inf, -Inf, the largest finite value, a negative NaN with a payload.

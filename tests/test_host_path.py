@@ -1,6 +1,6 @@
-"""The cache-hit fast path (ttflashdecode.fast_path): a repeated call skips validation and planning and launches the
-programs the first call made, with the same result; any change to a tensor or an argument misses it, and a call that
-fails fails with the full path's error, word for word (perf/host_overhead.py measures the time)."""
+"""The cache-hit fast path (ttflashdecode.ops.decode.fast_path): a repeated call skips validation and planning and
+launches the programs the first call made, with the same result; any change to a tensor or an argument misses it, and a
+call that fails fails with the full path's error, word for word (perf/host_overhead.py measures the time)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import torch
 from decode_harness import check_close, generator, seed_for
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import FlashDecodeWrapper, cache_stats, clear_program_cache, golden
-from ttflashdecode import decode_request as decode_request_module
-from ttflashdecode import op as op_module
-from ttflashdecode import wrapper as wrapper_module
 from ttflashdecode.backend import Backend
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.ops.decode import api as op_module
+from ttflashdecode.ops.decode import pipeline as pipeline_module
+from ttflashdecode.ops.decode import request as decode_request_module
+from ttflashdecode.ops.decode.pipeline import DecodePipeline
 
 ttnn = import_ttnn()
 CONFIG = "small/test-2x2"  # 4 cores: short emulated runs
@@ -26,9 +27,9 @@ INT32 = dict(dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
 @pytest.fixture
 def paths(monkeypatch):
     """Counts the calls that took the full path (check_call, from the op or a wrapper's run) and those that took the
-    fast path (FlashDecodeWrapper._run_hit)."""
+    fast path (DecodePipeline.run_hit)."""
     counts = {"full": 0, "fast": 0}
-    check_call, run_hit = decode_request_module.check_call, FlashDecodeWrapper._run_hit
+    check_call, run_hit = decode_request_module.check_call, DecodePipeline.run_hit
 
     def full(*args, **kwargs):
         counts["full"] += 1
@@ -39,8 +40,8 @@ def paths(monkeypatch):
         return run_hit(self, *args, **kwargs)
 
     monkeypatch.setattr(decode_request_module, "check_call", full)
-    monkeypatch.setattr(wrapper_module, "check_call", full)
-    monkeypatch.setattr(FlashDecodeWrapper, "_run_hit", fast)
+    monkeypatch.setattr(pipeline_module, "check_call", full)
+    monkeypatch.setattr(DecodePipeline, "run_hit", fast)
     return counts
 
 

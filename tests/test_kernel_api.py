@@ -1,5 +1,5 @@
 """The device kernels use only the tt-metal kernel API that the ttnn 0.81.1 wheel ships, in its Device 2.0 form, and
-take their arguments as ttflashdecode/kernel_args.py defines them.
+take their arguments as ttflashdecode/ops/decode/args.py defines them.
 
 The emulator compiles our kernels against its own implementation of that API, so a function the emulator
 provides but silicon lacks would pass every emulator test and fail to compile on a card. These checks compare
@@ -7,8 +7,8 @@ against the wheel's own headers (``ttnn/tt_metal/hw/inc``). They look at names (
 classes), not signatures.
 
 Style: data movement goes through ``Noc`` / ``CircularBuffer`` / ``CoreLocalMem`` / ``Semaphore`` / ``TensorAccessor``
-(the legacy free functions are not used), every compile-time argument is named and comes from kernel_args.py, CB
-indices come from the planner's table, and runtime args are read in the field order of kernel_args.py's dataclasses.
+(the legacy free functions are not used), every compile-time argument is named and comes from ops/decode/args.py, CB
+indices come from the planner's table, and runtime args are read in the field order of ops/decode/args.py's dataclasses.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests_support_paths import KERNEL_ROOT, REPO
-from ttflashdecode import kernel_args
+from ttflashdecode.ops.decode import args as kernel_args
 
 EMULATOR_API = REPO / "ttemu" / "include"
 KERNEL_SOURCES = sorted([*KERNEL_ROOT.rglob("*.cpp"), *KERNEL_ROOT.rglob("*.hpp")])

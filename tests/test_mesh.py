@@ -14,9 +14,9 @@ import ttemu
 from decode_harness import check_close, generator, seed_for, tag
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import cache_stats, golden
-from ttflashdecode import op as op_module
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.wrapper import FlashDecodeWrapper
+from ttflashdecode.ops.decode import api as op_module
+from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
 ttnn = import_ttnn()
 TILE = dict(layout=ttnn.TILE_LAYOUT)

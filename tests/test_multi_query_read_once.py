@@ -19,7 +19,7 @@ from decode_harness import seed_for, spec_paged_inputs
 from decode_harness import tile as _tile
 from output_checks import check_output
 from ttflashdecode import golden
-from ttflashdecode import op as op_module
+from ttflashdecode.ops.decode import api as op_module
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 BLOCK = 32

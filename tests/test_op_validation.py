@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from ttemu.ttnn_env import import_ttnn
-from ttflashdecode import op as op_module
-from ttflashdecode import validate
+from ttflashdecode import checks
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.ops.decode import api as op_module
 from ttflashdecode.plan import L1OverflowError
 
 B, NQ, NKV, D, S = 2, 8, 2, 64, 256  # a valid call: 2 users, GQA 8/2, head_dim 64, 256 positions
@@ -376,7 +376,7 @@ def test_uint32_positions_skip_with_all_ones(emu_device, tensors, reference):
 
 
 @pytest.mark.parametrize("exp_approx", [True, False], ids=["approximate-exp", "exact-exp"])
-@pytest.mark.parametrize("scale", [validate.SCALE_MIN, validate.SCALE_MAX], ids=["SCALE_MIN", "SCALE_MAX"])
+@pytest.mark.parametrize("scale", [checks.SCALE_MIN, checks.SCALE_MAX], ids=["SCALE_MIN", "SCALE_MAX"])
 def test_scale_range_ends_match_the_golden(emu_device, scale, exp_approx):
     """At SCALE_MIN the softmax is uniform over the visible positions: the generated masks' hidden positions must
     still weigh 0 under the approximate exp, whose argument there is MASKED_SCORE * scale = -1000 (at scale 1e-30,
@@ -405,9 +405,9 @@ def test_scale_range_ends_match_the_golden(emu_device, scale, exp_approx):
 def test_scale_range_is_refused_past_both_ends(tensors):
     """Just past either end (and the values users hit: an fp32 denormal, a number fp32 rounds to 0, past the
     approximate exp's fp32 multiplier) is refused naming scale and the range; the wrapper's plan() refuses alike."""
-    from ttflashdecode.wrapper import FlashDecodeWrapper
+    from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
-    for scale in (validate.SCALE_MIN * 0.99, validate.SCALE_MAX * 1.01, 1e-38, 1e-46, 9e35, 3.4e38):
+    for scale in (checks.SCALE_MIN * 0.99, checks.SCALE_MAX * 1.01, 1e-38, 1e-46, 9e35, 3.4e38):
         in_range = r"expected a positive finite number in \[1e-27, 1e\+20\]"
         with pytest.raises(ValueError, match=rf"scale={re.escape(repr(scale))}: {in_range}"):
             _call(tensors, scale=scale)
@@ -415,8 +415,8 @@ def test_scale_range_is_refused_past_both_ends(tensors):
             FlashDecodeWrapper(tensors["q"].device()).plan(
                 batch=B, n_q_heads=NQ, n_kv_heads=NKV, head_dim=D, kv_len=S, scale=scale
             )
-    assert validate.check_scale(validate.SCALE_MIN) == validate.SCALE_MIN
-    assert validate.check_scale(np.float64(validate.SCALE_MAX)) == validate.SCALE_MAX
+    assert checks.check_scale(checks.SCALE_MIN) == checks.SCALE_MIN
+    assert checks.check_scale(np.float64(checks.SCALE_MAX)) == checks.SCALE_MAX
 
 
 # ---- arguments of the MLA and paged entry points; the L1 overflow's advice ------------------------------------
@@ -507,12 +507,12 @@ def test_translated_positions_and_deallocate_force(emu_device, tensors, referenc
 
 
 def test_scalar_helpers():
-    assert validate.check_scale(np.int64(2)) == 2.0 and type(validate.check_scale(np.int64(2))) is float
-    assert validate.check_scale(torch.tensor(0.5, dtype=torch.bfloat16)) == 0.5
-    assert validate.check_sliding_window(np.int32(64), True) == 64
-    assert validate.check_sliding_window(torch.tensor(64), True) == 64
-    assert validate.check_bool("share_cache", np.bool_(True)) is True
-    assert validate.as_int32(0xFFFFFFFF) == -1 and validate.as_int32(7) == 7
+    assert checks.check_scale(np.int64(2)) == 2.0 and type(checks.check_scale(np.int64(2))) is float
+    assert checks.check_scale(torch.tensor(0.5, dtype=torch.bfloat16)) == 0.5
+    assert checks.check_sliding_window(np.int32(64), True) == 64
+    assert checks.check_sliding_window(torch.tensor(64), True) == 64
+    assert checks.check_bool("share_cache", np.bool_(True)) is True
+    assert checks.as_int32(0xFFFFFFFF) == -1 and checks.as_int32(7) == 7
 
 
 # ---- validate_device_tensors: garbage where no user reads is fine; nothing is read back by default -----------

@@ -27,7 +27,7 @@ def test_package_import_is_light():
         "print(heavy, dt)\n"
         "for name in ttflashdecode.__all__:\n"
         "    assert getattr(ttflashdecode, name) is not None, name\n"
-        "assert (ttflashdecode.op.scaled_dot_product_attention_decode\n"
+        "assert (ttflashdecode.ops.decode.api.scaled_dot_product_attention_decode\n"
         "        is ttflashdecode.scaled_dot_product_attention_decode)\n"
         "print('ok')\n"
     )

@@ -21,7 +21,7 @@ from decode_harness import tile as _tile
 from output_checks import check_output
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
-from ttflashdecode import op as op_module
+from ttflashdecode.ops.decode import api as op_module
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 BLOCK = 32

@@ -612,13 +612,13 @@ FORBIDDEN = (
     "ttnn",
     "torch",
     "ttemu",
-    "ttflashdecode.program_factory",
+    "ttflashdecode.ops.decode.factory",
     "ttflashdecode.tuning",
-    "ttflashdecode.wrapper",
-    "ttflashdecode.op",
+    "ttflashdecode.ops.decode.wrapper",
+    "ttflashdecode.ops.decode.api",
     "ttflashdecode.backend",
     "ttemu.ttnn_env",
-    "ttflashdecode.kernel_args",
+    "ttflashdecode.ops.decode.args",
     "ttflashdecode.upstream",
 )
 

@@ -128,7 +128,7 @@ def _recording_wrapper_run(run, calls: list):
         out = run(self, *args, **kwargs)
         arguments = dict(signature.bind(self, *args, **kwargs).arguments)
         del arguments["self"]
-        planned = self._planned.call
+        planned = self.planned_call
         s = planned.shapes
         options = {
             "is_causal": s.is_causal,

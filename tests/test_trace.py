@@ -14,7 +14,7 @@ from decode_harness import check_close, generator, seed_for, tag
 from ttemu import EmulatorError
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import FlashDecodeWrapper, golden
-from ttflashdecode import op as op_module
+from ttflashdecode.ops.decode import api as op_module
 
 ttnn = import_ttnn()
 CONFIG = "small/test-2x2"  # 4 cores: short emulated runs that still split a group and reduce

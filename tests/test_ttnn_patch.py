@@ -16,7 +16,7 @@ import torch
 import ttflashdecode
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden, ttnn_patch
-from ttflashdecode import op as op_module
+from ttflashdecode.ops.decode import api as op_module
 
 NAMES = tuple(ttnn_patch.REPLACEMENTS)
 

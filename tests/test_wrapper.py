@@ -11,8 +11,8 @@ import torch
 from decode_harness import check_close, generator, seed_for, tag
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import FlashDecodeWrapper, cache_stats, clear_program_cache, golden, program_cache_stats
-from ttflashdecode import op as op_module
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.ops.decode import api as op_module
 
 CONFIG = "small/test-2x2"  # 4 cores: short emulated runs that still split a group and reduce
 B, NQ, NKV, D, S = 2, 8, 1, 64, 256  # MQA: 2 (batch, kv head) groups of 2 cores each, one reduction round

@@ -28,26 +28,26 @@ _EXPORTS = {
     "paged_fill_cache": "ops.fill_cache",
     "paged_update_cache_and_decode": "fused_update_decode",
     "update_cache_and_decode": "fused_update_decode",
-    "cache_stats": "op",
-    "clear_program_cache": "op",
-    "flash_multi_latent_attention_decode": "op",
-    "paged_flash_multi_latent_attention_decode": "op",
-    "paged_scaled_dot_product_attention_decode": "op",
-    "program_cache_stats": "op",
-    "scaled_dot_product_attention_decode": "op",
+    "cache_stats": "ops.decode.api",
+    "clear_program_cache": "ops.decode.api",
+    "flash_multi_latent_attention_decode": "ops.decode.api",
+    "paged_flash_multi_latent_attention_decode": "ops.decode.api",
+    "paged_scaled_dot_product_attention_decode": "ops.decode.api",
+    "program_cache_stats": "ops.decode.api",
+    "scaled_dot_product_attention_decode": "ops.decode.api",
     "patch_ttnn": "ttnn_patch",
     "paged_fused_update_cache": "ops.update_cache",
     "paged_update_cache": "ops.update_cache",
     "update_cache": "ops.update_cache",
-    "DecodeResult": "wrapper",
-    "FlashDecodeWrapper": "wrapper",
+    "DecodeResult": "ops.decode.pipeline",
+    "FlashDecodeWrapper": "ops.decode.wrapper",
     "shared_prefix_decode": "shared_prefix",
     "SharedPrefixDecodeWrapper": "shared_prefix",
 }
 
 
 def __getattr__(name: str):
-    """A public name (imported from its module on first use) or a submodule (``ttflashdecode.op`` after a bare
+    """A public name (imported from its module on first use) or a submodule (``ttflashdecode.golden`` after a bare
     ``import ttflashdecode``, as when the package imported its modules eagerly)."""
     module = _EXPORTS.get(name)
     if module is not None:

@@ -7,12 +7,12 @@ top-level ``program_configs`` is a link to it) (``load_program_config("llama-3.1
 comment what it was tuned for.
 
 ``"auto"`` (:data:`AUTO`, :class:`AutoProgramConfig`) is the default (what the op and
-:class:`~ttflashdecode.wrapper.FlashDecodeWrapper` use when no program_config is given): the grid use, k_chunk_size
-and max_cores_per_head_batch come from the tuned table shipped in the package when it holds the call's shape, else
-from the fixed rule (:mod:`ttflashdecode.plan.auto`; a lookup, nothing compiled or run). ``"tune"`` (:data:`TUNE`)
-or a function (:class:`ChosenProgramConfig`) opt in to choosing per shape at the first call: ``"tune"`` runs the
-candidates through the emulator's timing model (:mod:`ttflashdecode.tuning`), a function decides itself. Explicit
-configs (ProgramConfig, ``ttnn.SDPAProgramConfig``, named configs) are planned exactly as written.
+:class:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper` use when no program_config is given): the grid use,
+k_chunk_size and max_cores_per_head_batch come from the tuned table shipped in the package when it holds the call's
+shape, else from the fixed rule (:mod:`ttflashdecode.plan.auto`; a lookup, nothing compiled or run). ``"tune"``
+(:data:`TUNE`) or a function (:class:`ChosenProgramConfig`) opt in to choosing per shape at the first call: ``"tune"``
+runs the candidates through the emulator's timing model (:mod:`ttflashdecode.tuning`), a function decides itself.
+Explicit configs (ProgramConfig, ``ttnn.SDPAProgramConfig``, named configs) are planned exactly as written.
 
 ttnn is imported only inside the functions that convert to or from ttnn, so planning and config
 loading stay usable (and fast) without it.
@@ -276,7 +276,7 @@ def load_program_config(name_or_path: str | Path) -> ProgramConfig:
 
 def _load_config_file(path: Path) -> ProgramConfig:
     """Parse and validate a config file. Not cached: the op reads a named config once per device and config
-    (:mod:`ttflashdecode.device_cache`), a :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` once."""
+    (:mod:`ttflashdecode.device_cache`), a :class:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper` once."""
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import ttemu  # noqa: PLC0415
     from ttflashdecode import golden  # noqa: PLC0415
-    from ttflashdecode.op import scaled_dot_product_attention_decode  # noqa: PLC0415
+    from ttflashdecode.ops.decode.api import scaled_dot_product_attention_decode  # noqa: PLC0415
 
     ttnn = import_ttnn()
     _done(t)

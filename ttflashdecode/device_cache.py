@@ -4,7 +4,7 @@ A decode loop calls the op once per layer per token with the same shapes, so eve
 shapes and configuration is made once and looked up afterwards. All of it lives in one :class:`DeviceCache` per
 device, in five bounded tables (least recently used goes first):
 
-* ``decoders`` -- the module-level functions' :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` per
+* ``decoders`` -- the module-level functions' :class:`~ttflashdecode.ops.decode.pipeline.DecodePipeline` per
   (program_config, compute settings): a named config is read once per device, not once per call;
 * ``plans`` -- :class:`~ttflashdecode.plan.DecodePlan` per plan key (shapes, config, grid, L1 budget, ...);
 * ``programs`` -- program descriptors per (plan, compute, scale, the tensors' addresses and forms);
@@ -12,9 +12,9 @@ device, in five bounded tables (least recently used goes first):
   valid: the staging outputs of block-float (bfloat8_b) calls, one per (shape, dtype), and the constant positions of
   non-causal calls;
 * ``calls`` -- the cache-hit fast path of every decode call, the module-level functions' and
-  :meth:`~ttflashdecode.wrapper.FlashDecodeWrapper.run`'s (:mod:`ttflashdecode.fast_path`,
-  :func:`~ttflashdecode.wrapper.launch_hit`): what a validated, planned call needs to launch again, keyed by its
-  tensors' addresses and its arguments (a wrapper's run also by the wrapper).
+  :meth:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper.run`'s (:mod:`ttflashdecode.ops.decode.fast_path`,
+  :func:`~ttflashdecode.ops.decode.pipeline.launch_hit`): what a validated, planned call needs to launch again, keyed by
+  its tensors' addresses and its arguments (a wrapper's run also by the wrapper).
 
 The cache is owned by the device object itself (see :func:`device_cache`), so it lives exactly as long as that
 device and can never be found through another device that happens to reuse a closed one's ``id()``.

@@ -29,18 +29,18 @@ from dataclasses import dataclass, replace
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_of
+from ttflashdecode.checks import check_bool, check_device_tensor
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.kernel_args import core_range_set
-from ttflashdecode.op import _positions_bound, _wrapper
+from ttflashdecode.ops.decode.args import core_range_set
+from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
+from ttflashdecode.ops.decode.pipeline import check_cbs_end_below, for_device, positions_bound, tensor_key
+from ttflashdecode.ops.decode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call
 from ttflashdecode.ops.update_cache.args import CacheUpdateSignal, UpdateShapes
 from ttflashdecode.ops.update_cache.factory import build_update_program
 from ttflashdecode.ops.update_cache.validate import check_update
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import DecodePlan
-from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.validate import BLOCK_FLOAT_OUT_DTYPES, check_bool, check_call, check_device_tensor
-from ttflashdecode.wrapper import _check_cbs_end_below, _tensor_key
 
 ROWS_PER_GROUP = 2  # the update writes a K row and a V row of every (user, kv head) group
 
@@ -245,13 +245,13 @@ def _fused(
 
     # ---- plan, then the tensors the kernels read (both halves read the same positions and page table)
     config = ProgramConfig.coerce(program_config, default_grid=backend.grid())
-    wrapper, fused_plan = plan_fused(
+    pipeline, fused_plan = plan_fused(
         backend, call, config, compute, update.shapes.num_units, new_output=output_tensor is None
     )
-    cur_pos_dev = wrapper._positions(call, cur_pos_tensor)
-    table_dev = wrapper._page_table(call, page_table)
-    out = wrapper._output(call, output_tensor, q)
-    _check_cbs_end_below(out, fused_plan.decode)
+    cur_pos_dev = pipeline.positions(call, cur_pos_tensor)
+    table_dev = pipeline.page_table(call, page_table)
+    out = pipeline.output(call, output_tensor, q)
+    check_cbs_end_below(out, fused_plan.decode)
     buffers = DecodeBuffers(
         q=q, k=k, v=v, cur_pos=cur_pos_dev, out=out, page_table=table_dev, attention_sink=attention_sink
     )
@@ -272,7 +272,7 @@ def _fused(
         fused_plan.update_cores,
         compute,
         call.scale,
-        _tensor_key(io),
+        tensor_key(io),
     )
     program = device_cache(backend.device).lookup(
         "programs",
@@ -286,16 +286,17 @@ def _fused(
 
 
 def plan_fused(backend, call, config: ProgramConfig, compute: ComputeSettings, num_units: int, new_output: bool = True):
-    """(the attention's wrapper, :class:`FusedPlan`). The attention is planned on the config's grid; if that leaves
-    fewer free cores of the device grid than ``min(num_units, grid width)``, it is planned again without the config
-    grid's last row, and the update runs there (and on any other free core)."""
+    """(the attention's :class:`~ttflashdecode.ops.decode.pipeline.DecodePipeline`, :class:`FusedPlan`). The
+    attention is planned on the config's grid; if that leaves fewer free cores of the device grid than
+    ``min(num_units, grid width)``, it is planned again without the config grid's last row, and the update runs there
+    (and on any other free core)."""
     gx, gy = config.compute_with_storage_grid_size
     want = min(num_units, gx)
-    wrapper, decode = _plan_attention(backend, call, config, compute, new_output)
+    pipeline, decode = _plan_attention(backend, call, config, compute, new_output)
     free = _free_cores(backend.grid(), decode)
     reserved = False
     if len(free) < want and gy > 1:
-        wrapper, decode = _plan_attention(
+        pipeline, decode = _plan_attention(
             backend, call, replace(config, compute_with_storage_grid_size=(gx, gy - 1)), compute, new_output
         )
         free, reserved = _free_cores(backend.grid(), decode), True
@@ -306,13 +307,13 @@ def plan_fused(backend, call, config: ProgramConfig, compute: ComputeSettings, n
     sem_ids = [s.id for s in decode.semaphores]
     sem = max(sem_ids) + 1 if sem_ids else 0
     used = split_units(num_units, backend.grid(), free).cores  # the cores the update's kernels take
-    return wrapper, FusedPlan(decode, used, reserved, sem)
+    return pipeline, FusedPlan(decode, used, reserved, sem)
 
 
 def _plan_attention(backend, call, config: ProgramConfig, compute: ComputeSettings, new_output: bool):
-    wrapper = _wrapper(backend.device, config, compute)
-    decode = wrapper._plan_call(call, new_output=new_output, max_cur_pos=_positions_bound(call, config))
-    return wrapper, decode
+    pipeline = for_device(backend.device, config, compute)
+    decode = pipeline.plan_call(call, new_output=new_output, max_cur_pos=positions_bound(call, config))
+    return pipeline, decode
 
 
 def _free_cores(grid: tuple[int, int], decode: DecodePlan) -> list[tuple[int, int]]:
@@ -331,7 +332,7 @@ def build_fused_program(
     compute: ComputeSettings,
     scale: float | None,
 ):
-    """One ``ttnn.ProgramDescriptor``: the attention's (built by :func:`ttflashdecode.program_factory.build_program`
+    """One ``ttnn.ProgramDescriptor``: the attention's (built by :func:`ttflashdecode.ops.decode.factory.build_program`
     with its reader waiting for the update) and the cache update's (built by
     :func:`ttflashdecode.ops.update_cache.factory.build_update_program` on ``fused.update_cores``, its writer
     counting rows on the attention cores), joined, plus the semaphore between them."""

@@ -37,10 +37,12 @@ import torch
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for, backend_of
+from ttflashdecode.checks import KV_DTYPES, as_int, check_bool, check_device_tensor, check_scale, dtype_name
 from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.kernel_args import (
+from ttflashdecode.kernel_sources import DECODE_KERNELS, OPS
+from ttflashdecode.ops.decode.args import (
     AccessorArgs,
     cb_descriptor,
     core_range_set,
@@ -48,13 +50,11 @@ from ttflashdecode.kernel_args import (
     kernel_descriptor,
     select,
 )
-from ttflashdecode.kernel_sources import DECODE_KERNELS, OPS
+from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import DecodePlan, DecodeShapes, check_l1
 from ttflashdecode.plan.auto import plan_for
 from ttflashdecode.plan.shapes import TILE_BYTES
-from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
-from ttflashdecode.validate import KV_DTYPES, as_int, check_bool, check_device_tensor, check_scale, dtype_name
 
 MERGE_KERNELS = OPS / "shared_prefix" / "kernels"
 PARTIAL_EXTRA_COLS = 2 * TILE  # a partial row: O's v_head_dim columns, then m's tile, then l's tile

@@ -1,7 +1,7 @@
 """Choosing a program config at the first call of a shape (opt-in): ``program_config="tune"`` ranks the planner's
 candidates (:func:`ttflashdecode.plan.auto.candidates`) by the emulator's timing model; a function given as
 program_config decides itself. The layer above the program factory: the planner (:mod:`ttflashdecode.plan`) does not
-know it, the op and :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` plan through :func:`plan_for`.
+know it, the op and :class:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper` plan through :func:`plan_for`.
 
 The default (no program_config, or ``"auto"``) never comes here: it is the shipped table or the rule
 (:mod:`ttflashdecode.plan.auto`), a lookup. ``perf/build_tuned_table.py`` makes that table offline with :func:`tune`.
@@ -13,7 +13,7 @@ How ``"tune"`` chooses (:func:`tune`), once per shape key:
    choice is the rule, with no model run. Measured (``perf/auto_config_gain.py --small``, modelled): at 17-34 KiB per
    core (four shapes, 0.3-2.1 MiB caches) the rule's plan was the fastest candidate every time, since the launch, the
    tree and a chunk or two per core make most of the time; from 64 KiB per core the model finds gains.
-2. **Evaluation** (:func:`evaluate`): each candidate's real program (``program_factory.build_program`` of the
+2. **Evaluation** (:func:`evaluate`): each candidate's real program (``ops.decode.factory.build_program`` of the
    candidate plan) runs on a private emulated chip of the call's board, timing-only (no math, the same durations),
    with every user at the last position the shape allows (the program serves every step of a decode loop, so the
    whole cache is its worst case); the MODELLED ``stats.duration_ns`` ranks it. One loguru INFO line per candidate
@@ -257,7 +257,7 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: i
     import torch
 
     from ttemu.ttnn_env import import_ttnn
-    from ttflashdecode.program_factory import ComputeSettings, DecodeBuffers, build_program
+    from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
 
     ttnn = import_ttnn()
     s = decode_plan.shapes
@@ -337,8 +337,8 @@ def kernel_source_hash() -> str:
     if "kernels" not in _HASHES:
         kernels = [p for p in (_PACKAGE / "ops" / "decode" / "kernels").rglob("*") if p.is_file()]
         python = [
-            _PACKAGE / "program_factory.py",
-            _PACKAGE / "kernel_args.py",
+            _PACKAGE / "ops" / "decode" / "factory.py",
+            _PACKAGE / "ops" / "decode" / "args.py",
             *(p for p in (_PACKAGE / "plan").glob("*.py") if p.name != "auto.py"),
         ]
         _HASHES["kernels"] = _hash_files([p for p in kernels + python if p.is_file()], _REPO)

@@ -284,24 +284,25 @@ def measure(dev, repeats: int = 300) -> dict:
         package_alone()
         real(io, sealed_launchable)
 
-    from ttflashdecode import op as op_module
-    from ttflashdecode.decode_request import DecodeRequest
+    from ttflashdecode.ops.decode import api as op_module
+    from ttflashdecode.ops.decode import pipeline as pipeline_module
+    from ttflashdecode.ops.decode.request import DecodeRequest
 
     # the request "op_device_positions_output_given" makes (built once: the row times the signature alone)
     signed = DecodeRequest(q=q, k=k, v=v, cur_pos_tensor=pos, program_config=config, output_tensor=out)
     rows["op_output_given_launch_no_op"] = ("sealed", package_alone)
     rows["package_then_generic_op"] = ("sealed", parts_in_sequence)
-    rows["signature_alone"] = (None, lambda: op_module._signature(signed, signed.tensors))
+    rows["signature_alone"] = (None, lambda: pipeline_module.call_signature(signed, signed.tensors))
 
     def request_alone():
         """The public function up to the run: its call and the DecodeRequest it builds by keyword, _decode a no-op
         (what the arguments' travel as one object costs a call)."""
-        decode = op_module._decode
-        op_module._decode = lambda request, return_stats: None
+        decode = op_module.run_request
+        op_module.run_request = lambda request, return_stats: None
         try:
             calls["op_device_positions_output_given"]()
         finally:
-            op_module._decode = decode
+            op_module.run_request = decode
 
     rows["request_alone"] = (None, request_alone)
     rows["lowest_l1_alone"] = (None, backend_for(dev).lowest_l1_buffer_address)
@@ -446,8 +447,8 @@ ROW_LABELS = {
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op alone",
     "package_then_generic_op": "  the package's own work then generic_op alone, in one timed call",
-    "signature_alone": "  of the package's work: the call's fast-path signature (op._signature)",
-    "request_alone": "  of the package's work: the public function building its DecodeRequest (_decode a no-op)",
+    "signature_alone": "  of the package's work: the call's fast-path signature (pipeline.call_signature)",
+    "request_alone": "  of the package's work: the public function building its DecodeRequest (run_request a no-op)",
     "lowest_l1_alone": "  of the package's work: the lowest live L1 buffer (Backend.lowest_l1_buffer_address)",
     "op_output_allocated_launch_no_op": "op, output allocated by the op, generic_op replaced by a no-op",
     "allocate_tensor_on_device_alone": "`ttnn.allocate_tensor_on_device` of the output alone (dropped at once)",

@@ -163,18 +163,18 @@ def _l1_output_loop(ctx: Ctx) -> None:
     fast path keeps both lines: after one full-path call per line (no L1 buffer, then each output's) every step must
     be a hit (raises otherwise, which the test reports as a rejection)."""
     from ttflashdecode.backend import backend_for
-    from ttflashdecode.wrapper import FlashDecodeWrapper
+    from ttflashdecode.ops.decode.pipeline import DecodePipeline
 
     config = ProgramConfig(compute_with_storage_grid_size=ctx.grid, k_chunk_size=64)
     q, k, v = ctx.tile(ctx.randn(1, 2, 8, 64)), ctx.tile(ctx.randn(2, 2, 256, 64)), ctx.tile(ctx.randn(2, 2, 256, 64))
     pos, hits = ctx.int32([100, 200]), []
-    run_hit = FlashDecodeWrapper._run_hit
+    run_hit = DecodePipeline.run_hit
 
     def counted(self, *args, **kwargs):
         hits.append(len(lines))
         return run_hit(self, *args, **kwargs)
 
-    FlashDecodeWrapper._run_hit = counted
+    DecodePipeline.run_hit = counted
     try:
         lines, out = [], None
         for _ in range(6):
@@ -183,7 +183,7 @@ def _l1_output_loop(ctx: Ctx) -> None:
                 q, k, v, cur_pos_tensor=pos, memory_config=H.height_sharded(2, [32, 64]), program_config=config
             )
     finally:
-        FlashDecodeWrapper._run_hit = run_hit
+        DecodePipeline.run_hit = run_hit
     assert lines[0] is None and len(set(lines[1:])) == 2, f"the case needs the line to alternate: {lines}"
     assert hits == [4, 5, 6], f"steps that took the fast path (1-based) {hits}, expected 4-6; L1 lines {lines}"
 

@@ -61,8 +61,9 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 import ttflashdecode
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for
+from ttflashdecode.checks import KV_DTYPES, dtype_name_of, padded_rows
+from ttflashdecode.ops.decode.validate import MAX_Q_LEN
 from ttflashdecode.ops.update_cache.api import read_host, write_host
-from ttflashdecode.validate import KV_DTYPES, MAX_Q_LEN, dtype_name_of, padded_rows
 
 # transformers treats every implementation whose name contains "flash" as a FlashAttention kernel
 # (utils.generic.is_flash_attention_requested: set_attn_implementation then loads it from the hub, generate and the

@@ -41,7 +41,7 @@ class L1OverflowError(ValueError):
 
 
 # CB index of every buffer the kernels name, allocated by a plan or not: the kernels take these as the named
-# compile-time args "cb_<name>" (ttflashdecode/kernel_args.py), so no kernel declares a CB index of its own.
+# compile-time args "cb_<name>" (ttflashdecode/ops/decode/args.py), so no kernel declares a CB index of its own.
 CB_INDEX = {
     "q": 0,
     "k": 1,

@@ -9,17 +9,17 @@ the ``ttnn.ProgramDescriptor`` upstream's program factory would build for the ca
 :mod:`.program` the descriptor): same grid, k_chunk_size rule (``min(512, largest power-of-two divisor of s)``, or
 dynamic per user for paged causal decode), cores per (batch, kv head) group and tree reduction, 16x32 half tiles for Q /
 mask / statistics when ``n_q_heads <= 16`` and causal, the same circular buffers, semaphores, compile-time args, defines
-and runtime args. On the emulator it is the baseline every performance comparison of :mod:`ttflashdecode.op` uses; on a
-card the same descriptor goes to ``ttnn.generic_op``.
+and runtime args. On the emulator it is the baseline every performance comparison of :mod:`ttflashdecode.ops.decode.api`
+uses; on a card the same descriptor goes to ``ttnn.generic_op``.
 
-The argument names are :mod:`ttflashdecode.op`'s (and ttnn's). Inputs are checked on the host before anything is
-uploaded, allocated or launched. What the baseline takes is what upstream's factory handles for a DRAM-interleaved,
-tiled Q: ``q`` ``[1, b, n_q_heads, d]`` bfloat16; K/V bfloat16 / bfloat8_b / bfloat4_b in DRAM; a DRAM output. Forms
-it does not reproduce (sharded or row-major Q, which bring upstream's Q-head split and K multicast for MLA; L1 outputs;
-q_len > 1 other than through spec_multi_pos_tiles) are refused with an error naming the argument.
+The argument names are :mod:`ttflashdecode.ops.decode.api`'s (and ttnn's). Inputs are checked on the host before
+anything is uploaded, allocated or launched. What the baseline takes is what upstream's factory handles for a
+DRAM-interleaved, tiled Q: ``q`` ``[1, b, n_q_heads, d]`` bfloat16; K/V bfloat16 / bfloat8_b / bfloat4_b in DRAM; a DRAM
+output. Forms it does not reproduce (sharded or row-major Q, which bring upstream's Q-head split and K multicast for
+MLA; L1 outputs; q_len > 1 other than through spec_multi_pos_tiles) are refused with an error naming the argument.
 
 ``return_stats=True`` returns ``(output, UpstreamResult)``: the call's plan and, on the emulator, the run's statistics,
-as :mod:`ttflashdecode.op`'s functions return theirs.
+as :mod:`ttflashdecode.ops.decode.api`'s functions return theirs.
 """
 
 from __future__ import annotations
@@ -31,9 +31,7 @@ import torch
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend, backend_of
-from ttflashdecode.upstream.plan import SdpaDecodePlan, default_k_chunk_size, plan_sdpa_decode
-from ttflashdecode.upstream.program import SdpaDecodeTensors, build_program
-from ttflashdecode.validate import (
+from ttflashdecode.checks import (
     as_int32,
     check_bool,
     check_device_tensor,
@@ -42,6 +40,8 @@ from ttflashdecode.validate import (
     host_int_values,
     int_list,
 )
+from ttflashdecode.upstream.plan import SdpaDecodePlan, default_k_chunk_size, plan_sdpa_decode
+from ttflashdecode.upstream.program import SdpaDecodeTensors, build_program
 
 KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
 

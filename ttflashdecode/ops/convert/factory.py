@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.kernel_args import AccessorArgs, cb_descriptor, core_range_set, kernel_descriptor, select
 from ttflashdecode.kernel_sources import CONVERT_KERNELS
+from ttflashdecode.ops.decode.args import AccessorArgs, cb_descriptor, core_range_set, kernel_descriptor, select
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import TILE
 

@@ -4,8 +4,9 @@ place in the cache, the tile conversion's compute kernel, a writer."""
 from __future__ import annotations
 
 from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.kernel_args import cb_descriptor, core_range_set, kernel_descriptor, wire
 from ttflashdecode.kernel_sources import CONVERT_KERNELS, FILL_CACHE_KERNELS, UPDATE_CACHE_KERNELS
+from ttflashdecode.ops.decode.args import cb_descriptor, core_range_set, kernel_descriptor, wire
+from ttflashdecode.ops.decode.factory import ComputeSettings
 from ttflashdecode.ops.fill_cache.args import (
     CB_INDEX,
     PAGES_PER_CB,
@@ -17,7 +18,6 @@ from ttflashdecode.ops.fill_cache.args import (
 )
 from ttflashdecode.ops.update_cache.args import l1_aligned
 from ttflashdecode.ops.work_split import split_units
-from ttflashdecode.program_factory import ComputeSettings
 
 READER = FILL_CACHE_KERNELS / "dataflow" / "reader_fill_cache.cpp"
 COMPUTE = CONVERT_KERNELS / "compute" / "compute_copy.cpp"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ttflashdecode.backend import backend_for
+from ttflashdecode.checks import KV_DTYPES, as_int, check_device_tensor
 from ttflashdecode.ops.update_cache.args import TILE
-from ttflashdecode.validate import KV_DTYPES, as_int, check_device_tensor
 
 INPUT_DTYPES = ("bfloat16", "float32", "bfloat8_b", "bfloat4_b")
 

@@ -9,10 +9,10 @@ import torch
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend
+from ttflashdecode.checks import check_bool
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.ops.update_cache.factory import build_update_program
 from ttflashdecode.ops.update_cache.validate import UpdateCall, as_int, check_defaults, check_update, positions_argument
-from ttflashdecode.validate import check_bool
 
 
 @dataclass

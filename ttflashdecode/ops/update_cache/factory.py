@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for
-from ttflashdecode.kernel_args import cb_descriptor, core_range_set, kernel_descriptor, tensor_placement, wire
 from ttflashdecode.kernel_sources import DECODE_KERNELS, UPDATE_CACHE_KERNELS
+from ttflashdecode.ops.decode.args import cb_descriptor, core_range_set, kernel_descriptor, tensor_placement, wire
+from ttflashdecode.ops.decode.factory import ComputeSettings
 from ttflashdecode.ops.update_cache.args import (
     CB_INDEX,
     TARGET_RECORD_BYTES,
@@ -20,7 +21,6 @@ from ttflashdecode.ops.update_cache.args import (
     update_kernel_args,
 )
 from ttflashdecode.ops.work_split import split_units
-from ttflashdecode.program_factory import ComputeSettings
 
 KERNEL_DIR = UPDATE_CACHE_KERNELS  # on the include path with DECODE_KERNELS (update_cache_common.hpp, TensorPages)
 READER = KERNEL_DIR / "dataflow" / "reader_update_cache.cpp"

@@ -8,13 +8,11 @@ import torch
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import Backend, backend_for
-from ttflashdecode.ops.update_cache.args import TILE, UpdateShapes
-from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.validate import (
+from ttflashdecode.checks import (
     KV_DTYPES,
-    _check_height_shards,
     as_int,
     check_device_tensor,
+    check_height_shards,
     check_page_table,
     check_ring,
     dtype_name,
@@ -22,6 +20,8 @@ from ttflashdecode.validate import (
     int_list,
     shape_of,
 )
+from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.update_cache.args import TILE, UpdateShapes
 
 INPUT_DTYPES = ("bfloat16",)  # upstream: "Input tensors must be FLOAT32 or BFLOAT16"; bf16 is what models pass
 
@@ -195,7 +195,7 @@ def _check_pair(cache, new, cache_name: str, input_name: str, heads_major: bool 
         # nlp_create_qkv_heads_decode's form (tt_transformers, DeepSeek MLA): one user's padded head rows per core
         if mem.memory_layout != ttnn.TensorMemoryLayout.HEIGHT_SHARDED or mem.buffer_type != ttnn.BufferType.L1:
             raise ValueError(f"{input_name}: memory config {mem}: expected {INPUT_FORMS}")
-        _check_height_shards(input_name, mem.shard_spec, new_shape, True, backend_for(cache.device()).grid())
+        check_height_shards(input_name, mem.shard_spec, new_shape, True, backend_for(cache.device()).grid())
     elif mem.memory_layout != ttnn.TensorMemoryLayout.INTERLEAVED:
         raise ValueError(f"{input_name}: memory config {mem}: expected {INPUT_FORMS}")
     form = "[1, n_kv_heads, b, head_dim]" if heads_major else "[1, b, n_kv_heads, head_dim]"

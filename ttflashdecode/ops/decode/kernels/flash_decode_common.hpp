@@ -9,7 +9,7 @@
 // (TensorPages: TILE or ROW_MAJOR pages, DRAM or L1 interleaved through a TensorAccessor, or L1 height-sharded).
 //
 // Kernel arguments: every compile-time argument is named (get_named_compile_time_arg_val) and produced by ONE Python
-// definition, ttflashdecode/kernel_args.py, which also fixes the order of the (common) runtime args and the work
+// definition, ttflashdecode/ops/decode/args.py, which also fixes the order of the (common) runtime args and the work
 // table's layout (core_work below); CB indices come from the planner's CB table (ttflashdecode/plan/cbs.py) as the
 // named args "cb_<name>".
 #pragma once
@@ -307,7 +307,7 @@ inline CoreWork core_work(uint32_t at) {
 
 namespace flash_decode {
 
-// Where a tensor's pages live (ttflashdecode/kernel_args.py: PLACEMENTS mirrors these values).
+// Where a tensor's pages live (ttflashdecode/ops/decode/args.py: PLACEMENTS mirrors these values).
 enum class Placement : uint32_t {
     DRAM = 0,               // interleaved over the DRAM banks
     L1 = 1,                 // interleaved over the L1 banks

@@ -38,7 +38,7 @@
 // (2) Unpack (TRISC0) and pack (TRISC2) run on different RISCs, so a tile packed here is unpacked only after
 // wait_front on it, exactly as if another core had produced it.
 //
-// Arguments (ttflashdecode/kernel_args.py: COMPUTE_ARGS): named compile-time args for what shapes the code; common
+// Arguments (ttflashdecode/ops/decode/args.py: COMPUTE_ARGS): named compile-time args for what shapes the code; common
 // runtime args (the run-time shape: nothing that changes the code) in the order of kernel_args.ComputeCommonArgs. CBs are synchronised through CircularBuffer; the compute API takes their indices.
 
 #include <cstdint>

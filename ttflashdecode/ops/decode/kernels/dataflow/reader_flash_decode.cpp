@@ -22,7 +22,7 @@
 // mask, attention sinks (one logit per q head, handed to compute as an extra (m, l) partial), and MLA's V taken
 // from K's rows already in L1 (no second DRAM read of the latent cache).
 //
-// Arguments (ttflashdecode/kernel_args.py: READER_ARGS): named compile-time args for what shapes the code; the
+// Arguments (ttflashdecode/ops/decode/args.py: READER_ARGS): named compile-time args for what shapes the code; the
 // positional compile-time args are only the TensorAccessorArgs of the tensors read, at the offsets the named
 // "*_cta_offset" args give; common runtime args (buffer addresses and the run-time shape) in the order of
 // kernel_args.ReaderCommonArgs.

@@ -17,7 +17,7 @@
 // touches rows it does not own. The output is TILE or ROW_MAJOR, DRAM or L1 interleaved, or height-sharded in L1:
 // then shard s lives at the output's L1 address on the core whose NOC coordinates are common runtime args 2s, 2s + 1.
 //
-// Arguments (ttflashdecode/kernel_args.py: WRITER_ARGS): named compile-time args for what shapes the code; the
+// Arguments (ttflashdecode/ops/decode/args.py: WRITER_ARGS): named compile-time args for what shapes the code; the
 // positional compile-time args are only the output's TensorAccessorArgs (at "out_cta_offset"); common runtime args
 // (the output's address and the run-time shape) in the order of kernel_args.WriterCommonArgs.
 

@@ -3,8 +3,8 @@ without validating or planning.
 
 A model calls the op once per layer per token with the same shapes, dtypes and placements and mostly the same
 tensors (K/V caches, cur_pos_tensor and page tables stay put; q and the output are remade every step, usually at the
-same addresses). The full path -- :func:`~ttflashdecode.validate.check_call`, the plan lookup, the descriptor lookup
--- reads every tensor property and hashes nested frozen dataclasses: 100-300 us of Python per call. The fast path
+same addresses). The full path -- :func:`~ttflashdecode.ops.decode.validate.check_call`, the plan lookup, the descriptor
+lookup -- reads every tensor property and hashes nested frozen dataclasses: 100-300 us of Python per call. The fast path
 keeps, per call signature, what the full path worked out (:class:`FastCall`) and redoes only what may differ between
 two calls of one signature (a new output tensor, the launch).
 
@@ -27,10 +27,10 @@ exactly the error it always raised. Entries are made only by calls that passed t
 Two things can change under an unchanged signature and are checked on every hit: the lowest live L1 buffer (an L1
 tensor allocated since may leave the planned circular buffers no room: the full path then plans again, or refuses)
 and, on a mesh, how each tensor lies over the chips (``tensor_topology`` can change in place:
-:func:`~ttflashdecode.validate.check_mesh_call` runs on every call). An entry keeps every lowest L1 line at which the
-full path made its plan (:attr:`FastCall.l1_lines`), not only the last: a decode loop whose op allocates an L1 output
-moves the line every step (the previous step's output, alive until the model drops it, alternates with the new one
-as the lowest L1 buffer), and a line the entry has not seen sends the call down the full path once, after which
+:func:`~ttflashdecode.ops.decode.validate.check_mesh_call` runs on every call). An entry keeps every lowest L1 line at
+which the full path made its plan (:attr:`FastCall.l1_lines`), not only the last: a decode loop whose op allocates an L1
+output moves the line every step (the previous step's output, alive until the model drops it, alternates with the new
+one as the lowest L1 buffer), and a line the entry has not seen sends the call down the full path once, after which
 :func:`remember_call` adds it to the entry when the full path made the same plan there.
 
 The tensors' Python identity is deliberately not in the key: a model hands the op a new q (and output) every step,
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.program_factory import ComputeSettings
+from ttflashdecode.ops.decode.factory import ComputeSettings
 
 # Scalars that go into a key as they are: hashing them is cheap and their equality is their value's.
 _PLAIN = (type(None), bool, int, float, str)
@@ -61,7 +61,7 @@ class NotSignable(Exception):
 class FastCall:
     """What a validated, planned call needs to launch again (the tensors are the call's own, passed per call).
 
-    owner: the :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` that launches it.
+    owner: the :class:`~ttflashdecode.ops.decode.pipeline.DecodePipeline` that launches it.
     planned: the wrapper's plan for the call (a ``_Planned``: the plan and the call's fixed options).
     check: the signature's compared part (see the module docstring).
     l1_lines: the lowest live L1 buffers (None: no L1 buffer) at which a full-path call of this signature made, or

@@ -514,8 +514,8 @@ def decode_kernel_args(
     slot_users: bool = False,
 ) -> DecodeKernelArgs:
     """The compile-time args of the reader, compute and writer for ``plan`` over ``buffers``
-    (:class:`ttflashdecode.program_factory.DecodeBuffers`): every value computed once, here. ``wait_for_cache_update``
-    and ``sem_cache_updated``: a fused cache update's rows per group and its semaphore
+    (:class:`ttflashdecode.ops.decode.factory.DecodeBuffers`): every value computed once, here.
+    ``wait_for_cache_update`` and ``sem_cache_updated``: a fused cache update's rows per group and its semaphore
     (:mod:`ttflashdecode.fused_update_decode`); 0 without one. ``emit_partial`` / ``slot_users``: shared-prefix
     decode's levels (:mod:`ttflashdecode.shared_prefix`): the root writes its partial instead of the output; a group's
     users are slots mapped to users by the reader's and writer's common runtime args."""

@@ -6,7 +6,7 @@ kernels at run time from the cur_pos tensor, so one descriptor (and one compiled
 decode step of a shape.
 
 The kernels' arguments (named compile-time args, TensorAccessorArgs, runtime args and their order) are defined once,
-in :mod:`ttflashdecode.kernel_args`; this module only assembles the descriptor from them and the plan's CB and
+in :mod:`ttflashdecode.ops.decode.args`; this module only assembles the descriptor from them and the plan's CB and
 semaphore tables.
 """
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import TILE
-from ttflashdecode.kernel_args import (
+from ttflashdecode.kernel_sources import DECODE_KERNELS
+from ttflashdecode.ops.decode.args import (
     ComputeCommonArgs,
     CoreWork,
     KernelArgs,
@@ -31,7 +32,6 @@ from ttflashdecode.kernel_args import (
     shape_fields,
     wire,
 )
-from ttflashdecode.kernel_sources import DECODE_KERNELS
 from ttflashdecode.plan import CoreAssignment, DecodePlan
 
 KERNEL_DIR = DECODE_KERNELS  # on the include path: the kernels share flash_decode_common.hpp
@@ -64,7 +64,7 @@ class ComputeSettings:
         if fidelity is None:
             raise TypeError(
                 f"compute_kernel_config={config!r}: expected ttnn.WormholeComputeKernelConfig, "
-                "ttflashdecode.program_factory.ComputeSettings or None"
+                "ttflashdecode.ops.decode.factory.ComputeSettings or None"
             )
         name = str(fidelity).split(".")[-1]
         if name == "Invalid":  # ttnn's "not set": keep the op's default

@@ -4,16 +4,19 @@
 shapes and defaults of ``ttnn.transformer.scaled_dot_product_attention_decode`` (and its paged variant), plus
 the features model code needs (sliding window, attention sinks, multi-token queries, a shared cache).
 
-Each function is a convenience over :class:`~ttflashdecode.wrapper.FlashDecodeWrapper` (plan once, run per layer
-and step): a call is validated on the host (:mod:`ttflashdecode.validate`) and planned (:mod:`ttflashdecode.plan`)
-before anything is uploaded or allocated, then its ``ttnn.ProgramDescriptor`` (:mod:`ttflashdecode.program_factory`)
-is launched on the tensors' backend: ``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on
+Each function builds one :class:`~ttflashdecode.ops.decode.request.DecodeRequest` and hands it to the decode pipeline
+(:func:`~ttflashdecode.ops.decode.pipeline.run_request`), which
+:class:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper` (plan once, run per layer and step) runs on as well: a
+call is validated on the host (:mod:`ttflashdecode.ops.decode.validate`) and planned (:mod:`ttflashdecode.plan`) before
+anything is uploaded or allocated, then its ``ttnn.ProgramDescriptor`` (:mod:`ttflashdecode.ops.decode.factory`) is
+launched on the tensors' backend: ``ttnn.generic_op`` on a Wormhole device, the host emulator's ``generic_op`` on
 emulator tensors. Plans and descriptors are kept in the device's cache (:mod:`ttflashdecode.device_cache`): a decode
 loop that passes the same cur_pos / page-table tensors every step plans and builds its program once (see
 :func:`program_cache_stats`); positions and page tables are read by the kernels at run time. A call that repeats one
 that passed (same arguments, device tensors at the same addresses with the same properties) skips validation and
-planning altogether and launches that call's programs again (:mod:`ttflashdecode.fast_path`); such a call can also
-be captured in a trace (``ttnn.begin_trace_capture``, or the emulator's): it reads and uploads nothing from the host.
+planning altogether and launches that call's programs again (:mod:`ttflashdecode.ops.decode.fast_path`); such a call can
+also be captured in a trace (``ttnn.begin_trace_capture``, or the emulator's): it reads and uploads nothing from the
+host.
 
 Meshes (N300, T3K; a ttnn ``MeshDevice`` or ``ttemu.open_mesh_device()``): every op takes mesh
 tensors whose heads are sharded over the chips (q on dim 2, K/V on dim 1, e.g. ``mesh_mapper=ShardTensorToMesh(mesh,
@@ -31,30 +34,10 @@ a decode loop).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.config import ProgramConfig
-from ttflashdecode.decode_request import DecodeRequest
-from ttflashdecode.device_cache import (
-    cache_stats,
-    clear_program_cache,
-    device_cache,
-    existing_cache,
-    program_cache_stats,
-)
-from ttflashdecode.fast_path import (
-    PLAIN_TYPES,
-    NotSignable,
-    compute_config_value,
-    plain,
-    program_config_value,
-    remember_call,
-    tensors_signature,
-)
-from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.validate import DecodeCall, check_bool
-from ttflashdecode.wrapper import DecodeResult, FlashDecodeWrapper, launch_hit
+from ttflashdecode.device_cache import cache_stats, clear_program_cache, program_cache_stats
+from ttflashdecode.ops.decode.pipeline import DecodeResult, run_request
+from ttflashdecode.ops.decode.request import DecodeRequest
+from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
 # ---- the op -------------------------------------------------------------------------------------------------
 
@@ -122,12 +105,13 @@ def scaled_dot_product_attention_decode(
     argument, the value it got and what was expected.
 
     return_stats: also return what the call did, as ``(output, DecodeResult)``: its plan and, on the emulator, the
-        run's statistics (modelled duration, bytes each tensor moved; :class:`~ttflashdecode.wrapper.DecodeResult`).
+        run's statistics (modelled duration, bytes each tensor moved;
+        :class:`~ttflashdecode.ops.decode.pipeline.DecodeResult`).
 
     Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend (with ``return_stats``, the
     pair above).
     """
-    return _decode(
+    return run_request(
         DecodeRequest(
             q=q,
             k=k,
@@ -210,7 +194,7 @@ def paged_scaled_dot_product_attention_decode(
     Every other argument is as in :func:`scaled_dot_product_attention_decode`; kv_len is
     ``max_blocks_per_user * block_size``.
     """
-    return _decode(
+    return run_request(
         DecodeRequest(
             q=q,
             k=k,
@@ -268,7 +252,7 @@ def flash_multi_latent_attention_decode(
     head-dim blocks. Every other argument is as in :func:`scaled_dot_product_attention_decode`; the output is
     ``[q_len, b, n_q_heads, head_dim_v]``.
     """
-    return _decode(
+    return run_request(
         DecodeRequest(
             q=q,
             k=k,
@@ -317,7 +301,7 @@ def paged_flash_multi_latent_attention_decode(
 ):
     """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
     head_dim]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
-    return _decode(
+    return run_request(
         DecodeRequest(
             q=q,
             k=k,
@@ -342,146 +326,6 @@ def paged_flash_multi_latent_attention_decode(
         ),
         return_stats,
     )
-
-
-def _decode(request: DecodeRequest, return_stats: bool):
-    """A call as it comes, its arguments in one :class:`~ttflashdecode.decode_request.DecodeRequest`, the entry
-    point's required arguments checked first (:meth:`DecodeRequest.check_entry`). A call like one that already passed
-    (same arguments, tensors at the same addresses with the same properties: :mod:`ttflashdecode.fast_path`)
-    launches that call's programs again; any other call is checked (:meth:`DecodeRequest.check`), planned on the
-    device's wrapper for its config (a lookup after the first call of a shape) and run. Returns the output, or
-    ``(output, DecodeResult)`` with ``return_stats``."""
-    if type(return_stats) is not bool:  # checked first: the fast path below returns by it
-        check_bool("return_stats", return_stats)
-    request.check_entry()
-    tensors = request.tensors
-    signature = _signature(request, tensors)
-    if signature is not None:
-        hit = launch_hit(existing_cache(signature[2]), signature[0], signature[1], tensors)
-        if hit is not None:
-            return (hit[0], hit[1].last_run) if return_stats else hit[0]
-
-    # Check and plan first: nothing is uploaded or allocated for a call that cannot run.
-    checked = request.check()
-    call = checked.call
-    wrapper = _wrapper(checked.backend.device, request.program_config, checked.compute)
-    # The config's choice (the default's table or rule; "tune" or a function at a shape's first call) is made inside
-    # _plan_call, on this path only.
-    wrapper._plan_call(
-        call, new_output=request.output_tensor is None, max_cur_pos=_positions_bound(call, wrapper.program_config)
-    )
-    out, entry = wrapper._execute(
-        wrapper._planned,
-        call,
-        tensors,
-        checked.validate_device_tensors,
-        plan_hits=1,
-        check=None if signature is None else signature[1],
-    )
-    if entry is not None:
-        remember_call(wrapper._cache, signature[0], entry)
-    return (out, wrapper.last_run) if return_stats else out
-
-
-def _signature(request: DecodeRequest, tensors: tuple) -> tuple | None:
-    """(key, check, device) of a call for the fast path (:mod:`ttflashdecode.fast_path`), or None for a call it does
-    not sign: host positions or page tables, ``validate_device_tensors=True``, a non-plain scalar, a tensor argument
-    that is not a live device tensor. ``tensors``: the request's, in :attr:`DecodeRequest.tensors`' order. Scalars go
-    into the key with their type: ``scale=1`` passes validation, ``scale=True`` (equal, and hashing alike) does not.
-
-    This runs on every call, so the scalars are checked inline and go into the key flat (no per-argument helper
-    calls or tuples: they were ~2.5 of this function's ~8 us on a mock N150, tests/runtime/host_cost.py)."""
-    if request.cur_pos is not None or request.validate_device_tensors is not False:
-        return None  # True, or not a Python bool (the full path's check_bool names it)
-    is_causal, share_cache = request.is_causal, request.share_cache
-    if type(is_causal) is not bool or type(share_cache) is not bool:
-        return None
-    scale, window, head_dim_v = request.scale, request.sliding_window_size, request.head_dim_v
-    scale_type, window_type, head_dim_v_type = type(scale), type(window), type(head_dim_v)
-    if scale_type not in PLAIN_TYPES or window_type not in PLAIN_TYPES or head_dim_v_type not in PLAIN_TYPES:
-        return None
-    try:
-        geometry, modulo, multi_pos = (
-            request.paged_cache_geometry,
-            request.cache_position_modulo,
-            request.spec_multi_pos_tiles,
-        )
-        # upstream's defaults (every unpaged call, a paged call's usual case) have one key, made once; checked by
-        # type, as plain() does
-        if geometry is None and modulo is None and type(multi_pos) is int and multi_pos == 0:
-            paged = _NO_PAGED_KEY
-        else:
-            paged = _paged_args_key(geometry, modulo, multi_pos)
-        addresses, specs = tensors_signature(tensors)
-        if specs[0] is None:  # no q tensor: the full path refuses it by name
-            return None
-        # A name (or None) is its own key; any other config is compared by value (a type marks it in the key).
-        program_config = request.program_config
-        if program_config is None or type(program_config) is str:
-            named, config = program_config, None
-        else:
-            named, config = type(program_config), program_config_value(program_config)
-        key = (
-            "op",
-            addresses,
-            is_causal,
-            share_cache,
-            scale_type,
-            scale,
-            window_type,
-            window,
-            head_dim_v_type,
-            head_dim_v,
-            named,
-            paged,
-        )
-        compute_kernel_config = request.compute_kernel_config
-        compute = None if compute_kernel_config is None else compute_config_value(compute_kernel_config)
-        # q's device: where the entry lives
-        return key, (specs, request.dtype, request.memory_config, config, compute), specs[0][0]
-    except NotSignable:
-        return None
-
-
-def _paged_args_key(paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles) -> tuple:
-    """Upstream's paged-only arguments in a fast-path key: a geometry by its two fields (its type must be ttnn's)."""
-    geometry = None
-    if paged_cache_geometry is not None:
-        if type(paged_cache_geometry) is not import_ttnn().PagedCacheGeometryOverride:
-            raise NotSignable("paged_cache_geometry")
-        geometry = (paged_cache_geometry.block_size, paged_cache_geometry.num_kv_heads)
-    return (
-        geometry,
-        plain("cache_position_modulo", cache_position_modulo),
-        plain("spec_multi_pos_tiles", spec_multi_pos_tiles),
-    )
-
-
-_NO_PAGED_KEY = _paged_args_key(None, None, 0)  # upstream's paged-only arguments at their defaults
-
-
-def _wrapper(device, program_config, compute: ComputeSettings) -> FlashDecodeWrapper:
-    """The device's wrapper for a program config and compute settings, made (and a named config read) once."""
-    config_key = program_config
-    if not (program_config is None or isinstance(program_config, (str, Path, ProgramConfig))):
-        # ttnn.SDPAProgramConfig (or a wrong type, which raises here): by value.
-        config_key = ProgramConfig.coerce(program_config)
-    return device_cache(device).lookup(
-        "decoders", (config_key, compute), lambda: FlashDecodeWrapper(device, config_key, compute)
-    )
-
-
-def _positions_bound(call: DecodeCall, config: ProgramConfig) -> int | None:
-    """The largest cur_pos the plan must cover when the planner derives k_chunk_size from it: the batch's largest
-    host position, rounded up to a power of two (so a decode loop whose positions grow every step meets a handful of
-    plans, not one per step: perf/k_chunk_default.py). None (the cache length rules) for a device cur_pos_tensor,
-    whose values the host does not see, and for an explicit k_chunk_size."""
-    if call.positions is None or config.k_chunk_size != 0:
-        return None
-    span = max(call.positions) + 1
-    if span <= 0:
-        return None  # every user skipped
-    return min(call.shapes.kv_len, 1 << (span - 1).bit_length()) - 1
 
 
 __all__ = [

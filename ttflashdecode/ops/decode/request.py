@@ -1,10 +1,10 @@
 """One call of a public decode function, its arguments as given: :class:`DecodeRequest`, and where it is checked.
 
-Each public function of :mod:`ttflashdecode.op` builds one request by keyword and hands it on; nothing downstream
-takes the arguments one by one, so an argument added to the functions is added here and read by name where it is
-used, and no call site can shift the others. A request is immutable: the fast path signs it
-(:func:`ttflashdecode.op._signature`) and the full path checks it (:meth:`DecodeRequest.check`), and the two must
-see the same values.
+Each public function of :mod:`ttflashdecode.ops.decode.api` builds one request by keyword and hands it on; nothing
+downstream takes the arguments one by one, so an argument added to the functions is added here and read by name where it
+is used, and no call site can shift the others. A request is immutable: the fast path signs it
+(:func:`ttflashdecode.ops.decode.api._signature`) and the full path checks it (:meth:`DecodeRequest.check`), and the two
+must see the same values.
 
 A request is checked in two steps, both here:
 
@@ -13,11 +13,11 @@ A request is checked in two steps, both here:
   without a page table signs exactly like the contiguous call with the same tensors, and would replay that call's
   programs.
 * :meth:`DecodeRequest.check`, on the full path only (a call the fast path launches repeats one that passed it):
-  every tensor, scalar and option (:mod:`ttflashdecode.validate` does the work), before anything is uploaded,
+  every tensor, scalar and option (:mod:`ttflashdecode.ops.decode.validate` does the work), before anything is uploaded,
   allocated or launched.
 
-Validated values (the call's shapes, dtypes, positions) are a :class:`~ttflashdecode.validate.DecodeCall`; the request
-is what came in.
+Validated values (the call's shapes, dtypes, positions) are a :class:`~ttflashdecode.ops.decode.validate.DecodeCall`;
+the request is what came in.
 """
 
 from __future__ import annotations
@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ttflashdecode.backend import Backend, backend_of
-from ttflashdecode.program_factory import ComputeSettings
-from ttflashdecode.validate import (
+from ttflashdecode.checks import check_bool, check_device_tensor
+from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.decode.validate import (
     DecodeCall,
-    check_bool,
     check_call,
-    check_device_tensor,
     check_mesh_call,
     require_head_dim_v,
     require_page_table,
@@ -41,9 +40,9 @@ TENSOR_FIELDS = 8  # DecodeRequest's first fields are its tensor arguments
 
 
 class DecodeRequest(NamedTuple):
-    """The arguments of one call of :func:`~ttflashdecode.op.scaled_dot_product_attention_decode` or a sibling, as
-    given (their meaning is in that function's docstring). Build it by keyword and read it by name: it is a tuple
-    only for speed.
+    """The arguments of one call of :func:`~ttflashdecode.ops.decode.api.scaled_dot_product_attention_decode` or a
+    sibling, as given (their meaning is in that function's docstring). Build it by keyword and read it by name: it is a
+    tuple only for speed.
 
     Why a NamedTuple and not a frozen dataclass: every decode step of every layer builds one. A frozen dataclass's
     generated ``__init__`` (one ``object.__setattr__`` a field) added ~4 us to a cache hit whose own Python work is
@@ -83,7 +82,7 @@ class DecodeRequest(NamedTuple):
     @property
     def tensors(self) -> tuple:
         """The tensor arguments (q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, output_tensor): the
-        order the fast path signs and unpacks them in (``launch_hit``, ``FlashDecodeWrapper._execute``; a wrapper's
+        order the fast path signs and unpacks them in (``launch_hit``, ``DecodePipeline.execute``; a wrapper's
         run passes the same order). The request's first fields, so one slice (every call reads them)."""
         return self[:TENSOR_FIELDS]
 
