@@ -373,6 +373,158 @@ void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp 
     timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
 }
 
+// ---- the matmul's arithmetic, vectorised
+
+namespace {
+// W fp32 lanes (a GCC vector type): 16 = an AVX-512 register, 8 = AVX2, 4 = SSE.
+template <int W>
+struct Lanes {
+    typedef float F __attribute__((vector_size(4 * W)));
+    typedef uint32_t U __attribute__((vector_size(4 * W)));
+};
+
+// (By reference: a vector wider than the build's target has a target-dependent ABI when passed by value.)
+template <class V>
+[[gnu::always_inline]] inline void load_lanes(V& v, const float* p) {
+    std::memcpy(&v, p, sizeof v);
+}
+template <class V>
+[[gnu::always_inline]] inline void store_lanes(float* p, const V& v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// round_to_bf16 (emu/formats.h) lane by lane: nearest even; a NaN keeps its top half, made quiet.
+template <int W>
+[[gnu::always_inline]] inline void round_to_bf16_lanes(typename Lanes<W>::F& x) {
+    typename Lanes<W>::U u;
+    std::memcpy(&u, &x, sizeof u);
+    typename Lanes<W>::U nearest = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    typename Lanes<W>::U quiet_nan = (u & 0xffff0000u) | 0x00400000u;
+    typename Lanes<W>::U r = (u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : nearest;
+    std::memcpy(&x, &r, sizeof x);
+}
+
+// z = x * y and x = x + y, lane by lane, with x the instruction's first source operand. IEEE leaves open which
+// NaN's payload an operation on two NaNs returns; x86 returns the first source's, and a compiler may swap the operands
+// of a commutative operation written in plain C++, so the order is fixed here: the one the scalar loop this replaced
+// was compiled to (product b * a, partial sum + product, partial sum + DST).
+template <int W>
+[[gnu::always_inline]] inline void mul_lanes(typename Lanes<W>::F& z, const typename Lanes<W>::F& x,
+                                             const typename Lanes<W>::F& y) {
+#if defined(__x86_64__)
+    if constexpr (W == 4) {
+        z = x;
+        asm("mulps %1, %0" : "+x"(z) : "x"(y));
+    } else {
+        asm("vmulps %2, %1, %0" : "=v"(z) : "v"(x), "v"(y));
+    }
+#else
+    z = x * y;
+#endif
+}
+template <int W>
+[[gnu::always_inline]] inline void add_lanes(typename Lanes<W>::F& x, const typename Lanes<W>::F& y) {
+#if defined(__x86_64__)
+    if constexpr (W == 4) asm("addps %1, %0" : "+x"(x) : "x"(y));
+    else asm("vaddps %1, %0, %0" : "+v"(x) : "v"(y));
+#else
+    x = x + y;
+#endif
+}
+
+// One output tile of a matmul step: out = prev (zeros when null) + A x B, phase by phase, with A's and B's fidelity
+// parts split beforehand (a[h]: A's SrcB part h, b[h]: B's SrcA part h, row-major). Each output datum sums its 16
+// products of each half of k from 0 in k order, and is rounded into DST after each half of each phase (dst_round), as
+// the phase-by-phase definition of the matmul does: the lanes are 32 outputs of a row side by side and
+// R rows at a time, never a reordering of one output's sum, and every operation is a separate IEEE single-precision
+// multiply or add (no fused multiply-add, which would round once where the model rounds twice), so every result is
+// the scalar loop's bit for bit.
+template <int W, int R>
+[[gnu::always_inline]] inline void matmul_tile_rows(const float* const a[2], const float* const b[2], const float* prev,
+                                                    float* out, uint32_t phases, bool fp32) {
+    typedef typename Lanes<W>::F F;
+    constexpr int N = 32 / W;  // vectors per row
+    for (uint32_t i = 0; i < 32; i += R) {
+        F acc[R][N];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int n = 0; n < N; ++n) {
+                acc[r][n] = F{};
+                if (prev) load_lanes(acc[r][n], prev + (i + r) * 32 + n * W);
+            }
+        for (uint32_t p = 0; p < phases; ++p) {
+            const float* ap = a[(p >> 1) & 1] + i * 32;
+            const float* bp = b[p & 1];
+            for (uint32_t half = 0; half < 2; ++half) {
+                F s[R][N] = {};
+                for (uint32_t k = half * 16; k < half * 16 + 16; ++k) {
+#pragma GCC unroll 8
+                    for (int n = 0; n < N; ++n) {
+                        F bk;
+                        load_lanes(bk, bp + k * 32 + n * W);
+#pragma GCC unroll 8
+                        for (int r = 0; r < R; ++r) {
+                            F prod, av;
+                            for (int l = 0; l < W; ++l) av[l] = ap[r * 32 + k];
+                            mul_lanes<W>(prod, bk, av);
+                            add_lanes<W>(s[r][n], prod);
+                        }
+                    }
+                }
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+                    for (int n = 0; n < N; ++n) {
+                        add_lanes<W>(s[r][n], acc[r][n]);
+                        acc[r][n] = s[r][n];
+                        if (!fp32) round_to_bf16_lanes<W>(acc[r][n]);
+                    }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int n = 0; n < N; ++n) store_lanes(out + (i + r) * 32 + n * W, acc[r][n]);
+    }
+}
+
+using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool);
+
+// The widest variant the host runs (rows at a time as its registers hold). Every variant computes the same IEEE
+// single-precision operations in the same order per output, so the choice never changes a result (fp-contract=off
+// for the non-x86 build, where the operations are plain C++).
+[[gnu::optimize("fp-contract=off")]] void matmul_tile_sse(const float* const a[2], const float* const b[2],
+                                                          const float* prev, float* out, uint32_t phases, bool fp32) {
+    matmul_tile_rows<4, 1>(a, b, prev, out, phases, fp32);
+}
+#if defined(__x86_64__)
+[[gnu::target("avx2"), gnu::optimize("fp-contract=off")]] void matmul_tile_avx2(const float* const a[2],
+                                                                               const float* const b[2],
+                                                                               const float* prev, float* out,
+                                                                               uint32_t phases, bool fp32) {
+    matmul_tile_rows<8, 2>(a, b, prev, out, phases, fp32);
+}
+[[gnu::target("avx512f"), gnu::optimize("fp-contract=off")]] void matmul_tile_avx512(const float* const a[2],
+                                                                                    const float* const b[2],
+                                                                                    const float* prev, float* out,
+                                                                                    uint32_t phases, bool fp32) {
+    matmul_tile_rows<16, 8>(a, b, prev, out, phases, fp32);
+}
+#endif
+
+MatmulTileFn matmul_tile_kernel() {
+#if defined(__x86_64__)
+    static const MatmulTileFn fn = __builtin_cpu_supports("avx512f") ? matmul_tile_avx512
+                                   : __builtin_cpu_supports("avx2")  ? matmul_tile_avx2
+                                                                     : matmul_tile_sse;
+    return fn;
+#else
+    return matmul_tile_sse;
+#endif
+}
+}  // namespace
+
 void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
                 uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
     if (ct == 0 || rt == 0) fault("%s: ct_dim=%u rt_dim=%u must be >= 1", who, ct, rt);
@@ -393,42 +545,20 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
         return;
     }
     // Each operand's fidelity parts depend only on the phase's bit (SrcA: bit 0, SrcB: bit 1), so both parts of
-    // every datum are split once here rather than once per output datum. A row's 32 outputs are then computed side by
-    // side (the j loops vectorise); each output still sums its own 16 products per half in k order and rounds into
-    // DST after each half of each phase, as the phase-by-phase definition does, so every result is bit for bit the
-    // same.
+    // every datum are split once here rather than once per output datum.
     std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bp(new float[2 * ct * kTileHW]);
     for (uint32_t h = 0; h < 2; ++h) {
         for (uint32_t i = 0; i < rt * kTileHW; ++i) Ap[h * rt * kTileHW + i] = srcb_fidelity_part(A[i], h << 1);
         for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[h * ct * kTileHW + i] = srca_fidelity_part(B[i], h);
     }
     const bool fp32 = dst_fp32();
+    const MatmulTileFn matmul_tile = matmul_tile_kernel();
     for (uint32_t r = 0; r < rt; ++r) {
         for (uint32_t c = 0; c < ct; ++c) {
             uint32_t t = idst + r * ct + c;
-            float* out = d.tile[t];
-            for (uint32_t i = 0; i < 32; ++i) {
-                float acc[32];
-                for (uint32_t j = 0; j < 32; ++j) acc[j] = dst_acc_read(d, t, i * 32 + j);
-                for (uint32_t p = 0; p < phases; ++p) {
-                    const float* a = &Ap[((p >> 1) & 1) * rt * kTileHW + r * kTileHW + i * 32];
-                    const float* b = &Bp[((p & 1) * ct + c) * kTileHW];
-                    for (uint32_t half = 0; half < 2; ++half) {
-                        // Eight outputs at a time, their partial sums in registers over the 16 products (each still
-                        // summed from 0 in k order): a 32-wide sum kept in memory stalled on its own stores.
-                        float s[32];
-                        for (uint32_t j0 = 0; j0 < 32; j0 += 8) {
-                            float t[8] = {};
-                            for (uint32_t k = half * 16; k < half * 16 + 16; ++k)
-                                for (uint32_t j = 0; j < 8; ++j) t[j] += a[k] * b[k * 32 + j0 + j];
-                            for (uint32_t j = 0; j < 8; ++j) s[j0 + j] = t[j];
-                        }
-                        for (uint32_t j = 0; j < 32; ++j)
-                            acc[j] = fp32 ? acc[j] + s[j] : round_to_bf16(acc[j] + s[j]);  // dst_round
-                    }
-                }
-                for (uint32_t j = 0; j < 32; ++j) out[i * 32 + j] = acc[j];
-            }
+            const float* a[2] = {&Ap[r * kTileHW], &Ap[(rt + r) * kTileHW]};
+            const float* b[2] = {&Bp[c * kTileHW], &Bp[(ct + c) * kTileHW]};
+            matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32);
             d.defined[t] = true;
             count(Counter::MatmulTiles);
         }

@@ -4,6 +4,8 @@
 // into the C++ unit tests' libraries (tests/emulator/cxx.py); every one of them runs this same code.
 #include "emu/formats.h"
 
+#include <vector>
+
 namespace emu {
 
 uint32_t tile_size_bytes(DataFormat f) {
@@ -117,15 +119,43 @@ inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
     }
 }
 
-inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
-    const uint8_t* exps = src;
-    const uint8_t* mant = src + kBfpExpBytes;
-    for (uint32_t i = 0; i < kTileHW; ++i) {
-        uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
-        dst[tile_row_major_index(i)] = bfp_decode(code, exps[i / 16], mbits);
+// Every value a bfp row can decode to, per shared exponent: decode_table(mbits)[exp * 256 + code] is
+// bfp_decode(code, exp, mbits), computed by bfp_decode itself once per process, so a table look-up is that function's
+// result bit for bit (a tile decodes 1,024 values against 64 exponents; ldexp per value was most of unpacking).
+const float* decode_table(uint32_t mbits) {
+    struct Table {
+        std::vector<float> v;
+        explicit Table(uint32_t mbits) : v(256 * 256) {
+            for (uint32_t e = 0; e < 256; ++e)
+                for (uint32_t code = 0; code < 256; ++code) v[e * 256 + code] = bfp_decode(code, e, mbits);
+        }
+    };
+    if (mbits == 7) {
+        static const Table bfp8(7);
+        return bfp8.v.data();
+    }
+    static const Table bfp4(3);
+    return bfp4.v.data();
+}
+// Decodes stream positions [first, first + n) of a bfp tile's mantissas (n a multiple of 16: whole exponent rows) to
+// row-major positions idx(i).
+template <class Index>
+inline void bfp_decode_rows(const uint8_t* exps, const uint8_t* mant, uint32_t n, uint32_t mbits, float* dst,
+                            Index idx) {
+    const float* table = decode_table(mbits);
+    for (uint32_t row = 0; row < n / 16; ++row) {
+        const float* of = table + exps[row] * 256u;
+        for (uint32_t j = 0; j < 16; ++j) {
+            uint32_t i = row * 16 + j;
+            uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
+            dst[idx(i)] = of[code];
+        }
     }
 }
-
+inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
+    bfp_decode_rows(src, src + kBfpExpBytes, kTileHW, mbits, dst,
+                    [](uint32_t i) { return tile_row_major_index(i); });
+}
 }  // namespace
 
 // dst: 1024 floats, row-major 32x32.
@@ -219,11 +249,8 @@ void unpack_tile(DataFormat f, const uint8_t* src, float* dst, const TileGeom& g
         case DataFormat::Bfp8_b:
         case DataFormat::Bfp4_b: {
             uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3;
-            const uint8_t* mant = src + g.exp_bytes();
-            for (uint32_t i = 0; i < n; ++i) {
-                uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
-                dst[tile_row_major_index(i, g)] = bfp_decode(code, src[i / 16], mbits);
-            }
+            bfp_decode_rows(src, src + g.exp_bytes(), n, mbits, dst,
+                            [&g](uint32_t i) { return tile_row_major_index(i, g); });
             return;
         }
         default: fault("unpack_tile: %s tiles of %u faces x %u rows are not modelled", data_format_name(f),
