@@ -137,24 +137,30 @@ const float* decode_table(uint32_t mbits) {
     static const Table bfp4(3);
     return bfp4.v.data();
 }
-// Decodes stream positions [first, first + n) of a bfp tile's mantissas (n a multiple of 16: whole exponent rows) to
-// row-major positions idx(i).
-template <class Index>
-inline void bfp_decode_rows(const uint8_t* exps, const uint8_t* mant, uint32_t n, uint32_t mbits, float* dst,
-                            Index idx) {
+// Decodes the n values (a multiple of 16: whole exponent rows) of a bfp tile whose faces have face_r rows into dst,
+// row-major 32 wide. A row of 16 values in the stream is 16 neighbours in one row of the 32x32 form
+// (tile_row_major_index), so each lands with one index computation per row.
+inline void bfp_decode_rows(const uint8_t* exps, const uint8_t* mant, uint32_t n, uint32_t face_r, uint32_t mbits,
+                            float* dst) {
     const float* table = decode_table(mbits);
     for (uint32_t row = 0; row < n / 16; ++row) {
         const float* of = table + exps[row] * 256u;
-        for (uint32_t j = 0; j < 16; ++j) {
-            uint32_t i = row * 16 + j;
-            uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
-            dst[idx(i)] = of[code];
+        uint32_t face = row / face_r, r = (face / 2) * face_r + row % face_r;
+        float* out = dst + r * 32 + (face % 2) * 16;
+        if (mbits == 7) {
+            const uint8_t* m = mant + row * 16;
+            for (uint32_t j = 0; j < 16; ++j) out[j] = of[m[j]];
+        } else {  // bfp4: two values per byte, earlier value in the low nibble
+            const uint8_t* m = mant + row * 8;
+            for (uint32_t j = 0; j < 8; ++j) {
+                out[2 * j] = of[m[j] & 0xfu];
+                out[2 * j + 1] = of[m[j] >> 4];
+            }
         }
     }
 }
 inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
-    bfp_decode_rows(src, src + kBfpExpBytes, kTileHW, mbits, dst,
-                    [](uint32_t i) { return tile_row_major_index(i); });
+    bfp_decode_rows(src, src + kBfpExpBytes, kTileHW, 16, mbits, dst);
 }
 }  // namespace
 
@@ -167,10 +173,13 @@ void unpack_tile(DataFormat f, const uint8_t* src, float* dst) {
             for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(&dst[tile_row_major_index(i)], src + 4 * i, 4);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < kTileHW; ++i) {
-                uint16_t b;
-                std::memcpy(&b, src + 2 * i, 2);
-                dst[tile_row_major_index(i)] = bf16_bits_to_f32(b);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row) {  // a face row: 16 neighbours of a tile row
+                float* out = dst + tile_row_major_index(row * 16);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b;
+                    std::memcpy(&b, src + 2 * (row * 16 + j), 2);
+                    out[j] = bf16_bits_to_f32(b);
+                }
             }
             return;
         case DataFormat::UInt16:  // integer value as float
@@ -195,9 +204,12 @@ void pack_tile(DataFormat f, const float* src, uint8_t* dst) {
             for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i)], 4);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < kTileHW; ++i) {
-                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i)]);
-                std::memcpy(dst + 2 * i, &b, 2);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row) {  // a face row: 16 neighbours of a tile row
+                const float* in = src + tile_row_major_index(row * 16);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b = f32_to_bf16_bits(in[j]);
+                    std::memcpy(dst + 2 * (row * 16 + j), &b, 2);
+                }
             }
             return;
         case DataFormat::UInt16:
@@ -249,8 +261,7 @@ void unpack_tile(DataFormat f, const uint8_t* src, float* dst, const TileGeom& g
         case DataFormat::Bfp8_b:
         case DataFormat::Bfp4_b: {
             uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3;
-            bfp_decode_rows(src, src + g.exp_bytes(), n, mbits, dst,
-                            [&g](uint32_t i) { return tile_row_major_index(i, g); });
+            bfp_decode_rows(src, src + g.exp_bytes(), n, g.face_r, mbits, dst);
             return;
         }
         default: fault("unpack_tile: %s tiles of %u faces x %u rows are not modelled", data_format_name(f),
