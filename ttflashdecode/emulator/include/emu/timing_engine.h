@@ -45,7 +45,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <memory>
 #include <queue>
@@ -617,7 +616,7 @@ class Resource {
         Cycle rem = occ, start = -1;
         for (;; ++b) {
             size_t idx = size_t(b - base_);
-            if (idx >= used_.size()) used_.resize(idx + 1, 0.0);
+            if (idx >= used_.size()) used_.grow(idx + 1);
             double& u = used_[idx];
             Cycle bin0 = Cycle(b) * kBinCycles;
             Cycle from = std::max(t, bin0 + u);
@@ -647,7 +646,7 @@ class Resource {
         int64_t keep = int64_t(std::floor(floor_time / kBinCycles));
         if (keep <= base_) return;
         size_t drop = size_t(std::min<int64_t>(keep - base_, int64_t(used_.size())));
-        used_.erase(used_.begin(), used_.begin() + drop);
+        used_.drop_front(drop);
         full_ = full_ > drop ? full_ - drop : 0;
         base_ = keep;
     }
@@ -655,7 +654,25 @@ class Resource {
     Cycle block_from_ = 0, block_end_ = 0;  // the latest stall (hold)
     double block_share_ = 0;
     size_t full_ = 0;  // index of the first bin with capacity left
-    std::deque<double> used_;
+    // The bins from base_ on: a vector and the index of its first live bin (a deque's indexing was most of take()).
+    class Bins {
+       public:
+        size_t size() const { return v_.size() - head_; }
+        double& operator[](size_t i) { return v_[head_ + i]; }
+        void grow(size_t n) { v_.resize(head_ + n, 0.0); }  // new bins are empty
+        void drop_front(size_t n) {
+            head_ += n;
+            if (head_ >= 1024 && head_ * 2 >= v_.size()) {  // reclaim the dead front now and then (amortised)
+                v_.erase(v_.begin(), v_.begin() + std::ptrdiff_t(head_));
+                head_ = 0;
+            }
+        }
+
+       private:
+        std::vector<double> v_;
+        size_t head_ = 0;
+    };
+    Bins used_;
 };
 
 // A packet in flight: when its head and tail passed the last stage, and (flow control on) the resources it has
