@@ -328,59 +328,7 @@ void fpu_copy_tile(uint32_t cb, uint32_t index, uint32_t idst, uint32_t transpos
 
 
 
-void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, uint32_t row_idx, uint32_t idst,
-                       bool acc_to_dest, const char* who) {
-    DstSection& d = dst_for_math(idst, who);
-    float* t = d.tile[idst];
-    uint32_t phases = op == BinaryOp::Mul ? fidelity_phases() : 0;
-    if (timing_only()) {
-        d.defined[idst] = true;
-        count(Counter::FpuTiles);
-        return;
-    }
-    const bool fp32 = dst_fp32();
-    for (uint32_t r = 0; r < 32; ++r) {
-        for (uint32_t c = 0; c < 32; ++c) {
-            uint32_t i = r * 32 + c;
-            float bv = bcast_pick(b, bc, r, c, row_idx);
-            float base = acc_to_dest ? dst_acc_read(d, idst, i) : 0.0f;
-            float v = 0.0f;
-            switch (op) {
-                case BinaryOp::Add: v = fpu_add_into_dst(base, a[i], bv, acc_to_dest, fp32); break;
-                case BinaryOp::Sub: v = fpu_add_into_dst(base, a[i], -bv, acc_to_dest, fp32); break;
-                case BinaryOp::Mul: v = fidelity_mul_into(0.0f, a[i], bv, phases, fp32); break;
-            }
-            t[i] = v;
-        }
-    }
-    d.defined[idst] = true;
-    count(Counter::FpuTiles);
-}
-
-void fpu_binary_tiles(uint32_t cb0, uint32_t cb1, uint32_t i0, uint32_t i1, uint32_t idst, BinaryOp op,
-                      Bcast bc, uint32_t row_idx, const char* who) {
-    dst_for_math(idst, who);
-    if (row_idx >= 32) fault("%s: bcast_row_idx %u out of range", who, row_idx);
-    float a[kTileHW], b[kTileHW];
-    unpack_cb_tile(cb0, i0, Src::A, a, who);
-    unpack_cb_tile(cb1, i1, Src::B, b, who);
-    fpu_binary_values(a, b, op, bc, row_idx, idst, op != BinaryOp::Mul && cstate().binary_acc_to_dest, who);
-    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 2, cb0);
-}
-
-void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp op, bool dest_to_srca,
-                           const char* who) {
-    DstSection& d = dst_for_math(idst, who);
-    float from_dst[kTileHW], from_cb[kTileHW];
-    for (uint32_t i = 0; i < kTileHW; ++i) from_dst[i] = dst_to_src_register(dst_acc_read(d, idst, i));
-    unpack_cb_tile(cb, index, dest_to_srca ? Src::B : Src::A, from_cb, who);
-    const float* a = dest_to_srca ? from_dst : from_cb;
-    const float* b = dest_to_srca ? from_cb : from_dst;
-    fpu_binary_values(a, b, op, Bcast::None, 0, idst, false, who);
-    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
-}
-
-// ---- the matmul's arithmetic, vectorised
+// ---- the FPU's arithmetic, vectorised (matmul, element-wise product)
 
 namespace {
 // W fp32 lanes (a GCC vector type): 16 = an AVX-512 register, 8 = AVX2, 4 = SSE.
@@ -496,41 +444,136 @@ template <int W, int R>
     }
 }
 
+// Element-wise product of two tiles through the fidelity phases, as fidelity_mul_into(0, a[i], b[i], phases, fp32)
+// (compute_fpu.h) computes each datum, W data at a time: per phase the product of SrcB's part and SrcA's part, added
+// to the running value and rounded into DST; operands in the order that scalar loop was compiled to.
+template <int W>
+[[gnu::always_inline]] inline void mul_tile_lanes(const float* a, const float* b, float* out, uint32_t phases,
+                                                  bool fp32) {
+    typedef typename Lanes<W>::F F;
+    typedef typename Lanes<W>::U U;
+    for (uint32_t i = 0; i < kTileHW; i += W) {
+        F x, y, acc = F{};
+        load_lanes(x, a + i);
+        load_lanes(y, b + i);
+        U ux, uy;
+        std::memcpy(&ux, &x, sizeof ux);
+        std::memcpy(&uy, &y, sizeof uy);
+        for (uint32_t p = 0; p < phases; ++p) {
+            // srca_fidelity_part(x, p) and srcb_fidelity_part(y, p) (compute_unpack.h)
+            U ma = (p & 1) == 0 ? ux & 0xfff80000u : ux & 0xfff83fffu;
+            U mb = (p & 2) == 0 ? uy & 0xfffe0000u : uy & 0xfffe1fffu;
+            F pa, pb, prod;
+            std::memcpy(&pa, &ma, sizeof pa);
+            std::memcpy(&pb, &mb, sizeof pb);
+            if (p & 1) pa = x - pa;
+            if (p & 2) pb = y - pb;
+            mul_lanes<W>(prod, pb, pa);
+            add_lanes<W>(acc, prod);
+            if (!fp32) round_to_bf16_lanes<W>(acc);
+        }
+        store_lanes(out + i, acc);
+    }
+}
+
 using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool);
+using MulTileFn = void (*)(const float*, const float*, float*, uint32_t, bool);
+struct FpuKernels {
+    MatmulTileFn matmul_tile;
+    MulTileFn mul_tile;
+};
 
 // The widest variant the host runs (rows at a time as its registers hold). Every variant computes the same IEEE
 // single-precision operations in the same order per output, so the choice never changes a result (fp-contract=off
 // for the non-x86 build, where the operations are plain C++).
-[[gnu::optimize("fp-contract=off")]] void matmul_tile_sse(const float* const a[2], const float* const b[2],
-                                                          const float* prev, float* out, uint32_t phases, bool fp32) {
-    matmul_tile_rows<4, 1>(a, b, prev, out, phases, fp32);
-}
+#define EMU_FPU_KERNELS(NAME, W, R, ...)                                                                         \
+    __VA_ARGS__ void matmul_tile_##NAME(const float* const a[2], const float* const b[2], const float* prev, float* out, \
+                                  uint32_t phases, bool fp32) {                                                   \
+        matmul_tile_rows<W, R>(a, b, prev, out, phases, fp32);                                                    \
+    }                                                                                                             \
+    __VA_ARGS__ void mul_tile_##NAME(const float* a, const float* b, float* out, uint32_t phases, bool fp32) {          \
+        mul_tile_lanes<W>(a, b, out, phases, fp32);                                                               \
+    }
+EMU_FPU_KERNELS(sse, 4, 1, [[gnu::optimize("fp-contract=off")]])
 #if defined(__x86_64__)
-[[gnu::target("avx2"), gnu::optimize("fp-contract=off")]] void matmul_tile_avx2(const float* const a[2],
-                                                                               const float* const b[2],
-                                                                               const float* prev, float* out,
-                                                                               uint32_t phases, bool fp32) {
-    matmul_tile_rows<8, 2>(a, b, prev, out, phases, fp32);
-}
-[[gnu::target("avx512f"), gnu::optimize("fp-contract=off")]] void matmul_tile_avx512(const float* const a[2],
-                                                                                    const float* const b[2],
-                                                                                    const float* prev, float* out,
-                                                                                    uint32_t phases, bool fp32) {
-    matmul_tile_rows<16, 8>(a, b, prev, out, phases, fp32);
-}
+EMU_FPU_KERNELS(avx2, 8, 2, [[gnu::target("avx2"), gnu::optimize("fp-contract=off")]])
+EMU_FPU_KERNELS(avx512, 16, 8, [[gnu::target("avx512f"), gnu::optimize("fp-contract=off")]])
 #endif
+#undef EMU_FPU_KERNELS
 
-MatmulTileFn matmul_tile_kernel() {
+const FpuKernels& fpu_kernels() {
 #if defined(__x86_64__)
-    static const MatmulTileFn fn = __builtin_cpu_supports("avx512f") ? matmul_tile_avx512
-                                   : __builtin_cpu_supports("avx2")  ? matmul_tile_avx2
-                                                                     : matmul_tile_sse;
-    return fn;
+    static const FpuKernels k = __builtin_cpu_supports("avx512f") ? FpuKernels{matmul_tile_avx512, mul_tile_avx512}
+                                : __builtin_cpu_supports("avx2")  ? FpuKernels{matmul_tile_avx2, mul_tile_avx2}
+                                                                  : FpuKernels{matmul_tile_sse, mul_tile_sse};
 #else
-    return matmul_tile_sse;
+    static const FpuKernels k{matmul_tile_sse, mul_tile_sse};
 #endif
+    return k;
 }
 }  // namespace
+
+void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, uint32_t row_idx, uint32_t idst,
+                       bool acc_to_dest, const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    float* t = d.tile[idst];
+    uint32_t phases = op == BinaryOp::Mul ? fidelity_phases() : 0;
+    if (timing_only()) {
+        d.defined[idst] = true;
+        count(Counter::FpuTiles);
+        return;
+    }
+    const bool fp32 = dst_fp32();
+    if (op == BinaryOp::Mul) {  // fidelity_mul_into(0, a, b, phases, fp32) of every datum, vectorised
+        float bv[kTileHW], acc[kTileHW];
+        for (uint32_t r = 0; r < 32; ++r)
+            for (uint32_t c = 0; c < 32; ++c) bv[r * 32 + c] = bcast_pick(b, bc, r, c, row_idx);
+        fpu_kernels().mul_tile(a, bv, acc, phases, fp32);
+        std::memcpy(t, acc, sizeof acc);
+        d.defined[idst] = true;
+        count(Counter::FpuTiles);
+        return;
+    }
+    for (uint32_t r = 0; r < 32; ++r) {
+        for (uint32_t c = 0; c < 32; ++c) {
+            uint32_t i = r * 32 + c;
+            float bv = bcast_pick(b, bc, r, c, row_idx);
+            float base = acc_to_dest ? dst_acc_read(d, idst, i) : 0.0f;
+            float v = 0.0f;
+            switch (op) {
+                case BinaryOp::Add: v = fpu_add_into_dst(base, a[i], bv, acc_to_dest, fp32); break;
+                case BinaryOp::Sub: v = fpu_add_into_dst(base, a[i], -bv, acc_to_dest, fp32); break;
+                case BinaryOp::Mul: v = fidelity_mul_into(0.0f, a[i], bv, phases, fp32); break;
+            }
+            t[i] = v;
+        }
+    }
+    d.defined[idst] = true;
+    count(Counter::FpuTiles);
+}
+
+void fpu_binary_tiles(uint32_t cb0, uint32_t cb1, uint32_t i0, uint32_t i1, uint32_t idst, BinaryOp op,
+                      Bcast bc, uint32_t row_idx, const char* who) {
+    dst_for_math(idst, who);
+    if (row_idx >= 32) fault("%s: bcast_row_idx %u out of range", who, row_idx);
+    float a[kTileHW], b[kTileHW];
+    unpack_cb_tile(cb0, i0, Src::A, a, who);
+    unpack_cb_tile(cb1, i1, Src::B, b, who);
+    fpu_binary_values(a, b, op, bc, row_idx, idst, op != BinaryOp::Mul && cstate().binary_acc_to_dest, who);
+    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 2, cb0);
+}
+
+void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp op, bool dest_to_srca,
+                           const char* who) {
+    DstSection& d = dst_for_math(idst, who);
+    float from_dst[kTileHW], from_cb[kTileHW];
+    for (uint32_t i = 0; i < kTileHW; ++i) from_dst[i] = dst_to_src_register(dst_acc_read(d, idst, i));
+    unpack_cb_tile(cb, index, dest_to_srca ? Src::B : Src::A, from_cb, who);
+    const float* a = dest_to_srca ? from_dst : from_cb;
+    const float* b = dest_to_srca ? from_cb : from_dst;
+    fpu_binary_values(a, b, op, Bcast::None, 0, idst, false, who);
+    timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
+}
 
 void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
                 uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
@@ -559,7 +602,7 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
     for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[i] = srca_fidelity_part(B[i], 0);
     for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[ct * kTileHW + i] = srca_fidelity_part(B[i], 1);
     const bool fp32 = dst_fp32();
-    const MatmulTileFn matmul_tile = matmul_tile_kernel();
+    const MatmulTileFn matmul_tile = fpu_kernels().matmul_tile;
     for (uint32_t r = 0; r < rt; ++r) {
         for (uint32_t c = 0; c < ct; ++c) {
             uint32_t t = idst + r * ct + c;
@@ -718,8 +761,9 @@ void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom
     uint8_t* mant = dst + (g.full() ? kBfpExpBytes : g.exp_bytes());
     for (uint32_t row = 0; row < n / 16; ++row) {
         uint32_t u[16], shared = 0;
+        const float* in = v + tile_row_major_index(row * 16, g);  // a face row: 16 neighbours of a tile row
         for (uint32_t j = 0; j < 16; ++j) {
-            u[j] = f32_bits(v[g.full() ? tile_row_major_index(row * 16 + j) : tile_row_major_index(row * 16 + j, g)]);
+            u[j] = f32_bits(in[j]);
             uint32_t e = (u[j] >> 23) & 0xffu;
             if (e > shared) shared = e;
         }

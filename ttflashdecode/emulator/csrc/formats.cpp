@@ -98,8 +98,9 @@ inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
     for (uint32_t row = 0; row < 64; ++row) {  // 64 face rows of 16 values, in stream order
         uint32_t u[16];
         uint32_t shared = 0;
+        const float* in = src + tile_row_major_index(row * 16);  // a face row: 16 neighbours of a tile row
         for (uint32_t j = 0; j < 16; ++j) {
-            u[j] = f32_bits(src[tile_row_major_index(row * 16 + j)]);
+            u[j] = f32_bits(in[j]);
             uint32_t e = (u[j] >> 23) & 0xffu;
             if (e > shared) shared = e;
         }
@@ -170,7 +171,8 @@ void unpack_tile(DataFormat f, const uint8_t* src, float* dst) {
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:  // raw 32-bit copy (integers keep their bit pattern inside the float slot)
-            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(&dst[tile_row_major_index(i)], src + 4 * i, 4);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(&dst[tile_row_major_index(row * 16)], src + 64 * row, 64);
             return;
         case DataFormat::Float16_b:
             for (uint32_t row = 0; row < kTileHW / 16; ++row) {  // a face row: 16 neighbours of a tile row
@@ -201,7 +203,8 @@ void pack_tile(DataFormat f, const float* src, uint8_t* dst) {
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:
-            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i)], 4);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(dst + 64 * row, &src[tile_row_major_index(row * 16)], 64);
             return;
         case DataFormat::Float16_b:
             for (uint32_t row = 0; row < kTileHW / 16; ++row) {  // a face row: 16 neighbours of a tile row
@@ -249,13 +252,17 @@ void unpack_tile(DataFormat f, const uint8_t* src, float* dst, const TileGeom& g
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:
-            for (uint32_t i = 0; i < n; ++i) std::memcpy(&dst[tile_row_major_index(i, g)], src + 4 * i, 4);
+            for (uint32_t row = 0; row < n / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(&dst[tile_row_major_index(row * 16, g)], src + 64 * row, 64);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < n; ++i) {
-                uint16_t b;
-                std::memcpy(&b, src + 2 * i, 2);
-                dst[tile_row_major_index(i, g)] = bf16_bits_to_f32(b);
+            for (uint32_t row = 0; row < n / 16; ++row) {
+                float* out = dst + tile_row_major_index(row * 16, g);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b;
+                    std::memcpy(&b, src + 2 * (row * 16 + j), 2);
+                    out[j] = bf16_bits_to_f32(b);
+                }
             }
             return;
         case DataFormat::Bfp8_b:
@@ -276,12 +283,16 @@ void pack_tile(DataFormat f, const float* src, uint8_t* dst, const TileGeom& g) 
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:
-            for (uint32_t i = 0; i < n; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i, g)], 4);
+            for (uint32_t row = 0; row < n / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(dst + 64 * row, &src[tile_row_major_index(row * 16, g)], 64);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < n; ++i) {
-                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i, g)]);
-                std::memcpy(dst + 2 * i, &b, 2);
+            for (uint32_t row = 0; row < n / 16; ++row) {
+                const float* in = src + tile_row_major_index(row * 16, g);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b = f32_to_bf16_bits(in[j]);
+                    std::memcpy(dst + 2 * (row * 16 + j), &b, 2);
+                }
             }
             return;
         case DataFormat::Bfp8_b:
@@ -291,8 +302,9 @@ void pack_tile(DataFormat f, const float* src, uint8_t* dst, const TileGeom& g) 
             std::memset(dst, 0, g.exp_bytes());
             for (uint32_t row = 0; row < n / 16; ++row) {
                 uint32_t u[16], shared = 0;
+                const float* in = src + tile_row_major_index(row * 16, g);
                 for (uint32_t j = 0; j < 16; ++j) {
-                    u[j] = f32_bits(src[tile_row_major_index(row * 16 + j, g)]);
+                    u[j] = f32_bits(in[j]);
                     uint32_t e = (u[j] >> 23) & 0xffu;
                     if (e > shared) shared = e;
                 }
