@@ -575,6 +575,19 @@ void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp 
     timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
 }
 
+// A source register's two fidelity parts of n data (srca_fidelity_part / srcb_fidelity_part, phase bit 0 and 1),
+// in separate arrays (restrict: the loops vectorise).
+static void split_fidelity_parts(const float* __restrict x, uint32_t n, float* __restrict part0,
+                                 float* __restrict part1, Src s) {
+    if (s == Src::A) {
+        for (uint32_t i = 0; i < n; ++i) part0[i] = srca_fidelity_part(x[i], 0);
+        for (uint32_t i = 0; i < n; ++i) part1[i] = srca_fidelity_part(x[i], 1);
+    } else {
+        for (uint32_t i = 0; i < n; ++i) part0[i] = srcb_fidelity_part(x[i], 0);
+        for (uint32_t i = 0; i < n; ++i) part1[i] = srcb_fidelity_part(x[i], 2);
+    }
+}
+
 void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
                 uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
     if (ct == 0 || rt == 0) fault("%s: ct_dim=%u rt_dim=%u must be >= 1", who, ct, rt);
@@ -597,10 +610,8 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
     // Each operand's fidelity parts depend only on the phase's bit (SrcA: bit 0, SrcB: bit 1), so both parts of
     // every datum are split once here rather than once per output datum.
     std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bp(new float[2 * ct * kTileHW]);
-    for (uint32_t i = 0; i < rt * kTileHW; ++i) Ap[i] = srcb_fidelity_part(A[i], 0);
-    for (uint32_t i = 0; i < rt * kTileHW; ++i) Ap[rt * kTileHW + i] = srcb_fidelity_part(A[i], 2);
-    for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[i] = srca_fidelity_part(B[i], 0);
-    for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[ct * kTileHW + i] = srca_fidelity_part(B[i], 1);
+    split_fidelity_parts(A.get(), rt * kTileHW, Ap.get(), Ap.get() + rt * kTileHW, Src::B);
+    split_fidelity_parts(B.get(), ct * kTileHW, Bp.get(), Bp.get() + ct * kTileHW, Src::A);
     const bool fp32 = dst_fp32();
     const MatmulTileFn matmul_tile = fpu_kernels().matmul_tile;
     for (uint32_t r = 0; r < rt; ++r) {
