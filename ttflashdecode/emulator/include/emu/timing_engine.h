@@ -654,23 +654,50 @@ class Resource {
     Cycle block_from_ = 0, block_end_ = 0;  // the latest stall (hold)
     double block_share_ = 0;
     size_t full_ = 0;  // index of the first bin with capacity left
-    // The bins from base_ on: a vector and the index of its first live bin (a deque's indexing was most of take()).
+    // The bins from base_ on, as fixed-size chunks allocated (zeroed) when a booking first touches one: a replay keeps
+    // 2^20 cycles of history, so a resource first used late in a run would otherwise zero-fill every bin before it,
+    // and hundreds of resources' bins would not stay in cache. Bins never touched read as empty (0).
     class Bins {
        public:
-        size_t size() const { return v_.size() - head_; }
-        double& operator[](size_t i) { return v_[head_ + i]; }
-        void grow(size_t n) { v_.resize(head_ + n, 0.0); }  // new bins are empty
+        Bins() = default;
+        Bins(const Bins& o) : chunks_(o.chunks_.size()), head_(o.head_), size_(o.size_) {
+            for (size_t c = 0; c < chunks_.size(); ++c)
+                if (o.chunks_[c]) {
+                    chunks_[c].reset(new double[kChunk]);
+                    std::copy_n(o.chunks_[c].get(), kChunk, chunks_[c].get());
+                }
+        }
+        Bins& operator=(const Bins& o) {
+            if (this != &o) *this = Bins(o);
+            return *this;
+        }
+        Bins(Bins&&) = default;
+        Bins& operator=(Bins&&) = default;
+        size_t size() const { return size_; }
+        double& operator[](size_t i) {
+            size_t p = head_ + i;
+            std::unique_ptr<double[]>& c = chunks_[p >> kChunkBits];
+            if (!c) c.reset(new double[kChunk]());
+            return c[p & (kChunk - 1)];
+        }
+        void grow(size_t n) {  // bins [size(), n) are empty
+            size_ = n;
+            size_t need = ((head_ + n - 1) >> kChunkBits) + 1;
+            if (chunks_.size() < need) chunks_.resize(need);
+        }
         void drop_front(size_t n) {
             head_ += n;
-            if (head_ >= 1024 && head_ * 2 >= v_.size()) {  // reclaim the dead front now and then (amortised)
-                v_.erase(v_.begin(), v_.begin() + std::ptrdiff_t(head_));
-                head_ = 0;
-            }
+            size_ -= n;
+            size_t dead = head_ >> kChunkBits;  // chunks wholly before the first live bin
+            if (dead == 0) return;
+            chunks_.erase(chunks_.begin(), chunks_.begin() + std::ptrdiff_t(std::min(dead, chunks_.size())));
+            head_ -= dead << kChunkBits;
         }
 
        private:
-        std::vector<double> v_;
-        size_t head_ = 0;
+        static constexpr size_t kChunkBits = 9, kChunk = size_t(1) << kChunkBits;
+        std::vector<std::unique_ptr<double[]>> chunks_;
+        size_t head_ = 0, size_ = 0;
     };
     Bins used_;
 };
