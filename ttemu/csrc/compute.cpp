@@ -193,7 +193,13 @@ void unpack_cb_tile(uint32_t cb, uint32_t index, Src s, float* out, const char* 
         return;
     }
     unpack_tile(f, p, out, g);
-    for (uint32_t i = 0; i < kTileHW; ++i) out[i] = to_src_register(f, out[i]);
+    // to_src_register, with the format's choice made once per tile (the loops vectorise)
+    if (f == DataFormat::Float32) {
+        uint32_t keep = dst_fp32() ? 10 : 7;
+        for (uint32_t i = 0; i < kTileHW; ++i) out[i] = flush_denormal(truncate_mantissa(out[i], keep));
+    } else {
+        for (uint32_t i = 0; i < kTileHW; ++i) out[i] = flush_denormal(out[i]);
+    }
     count(Counter::TilesUnpacked);
 }
 
@@ -322,12 +328,208 @@ void fpu_copy_tile(uint32_t cb, uint32_t index, uint32_t idst, uint32_t transpos
 
 
 
+// ---- the FPU's arithmetic, vectorised (matmul, element-wise product)
+
+namespace {
+// W fp32 lanes (a GCC vector type): 16 = an AVX-512 register, 8 = AVX2, 4 = SSE.
+template <int W>
+struct Lanes {
+    typedef float F __attribute__((vector_size(4 * W)));
+    typedef uint32_t U __attribute__((vector_size(4 * W)));
+};
+
+// (By reference: a vector wider than the build's target has a target-dependent ABI when passed by value.)
+template <class V>
+[[gnu::always_inline]] inline void load_lanes(V& v, const float* p) {
+    std::memcpy(&v, p, sizeof v);
+}
+template <class V>
+[[gnu::always_inline]] inline void store_lanes(float* p, const V& v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// round_to_bf16 (emu/formats.h) lane by lane: nearest even; a NaN keeps its top half, made quiet.
+template <int W>
+[[gnu::always_inline]] inline void round_to_bf16_lanes(typename Lanes<W>::F& x) {
+    typename Lanes<W>::U u;
+    std::memcpy(&u, &x, sizeof u);
+    typename Lanes<W>::U nearest = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    typename Lanes<W>::U quiet_nan = (u & 0xffff0000u) | 0x00400000u;
+    typename Lanes<W>::U r = (u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : nearest;
+    std::memcpy(&x, &r, sizeof x);
+}
+
+// z = x * y and x = x + y, lane by lane, with x the instruction's first source operand. IEEE leaves open which
+// NaN's payload an operation on two NaNs returns; x86 returns the first source's, and a compiler may swap the operands
+// of a commutative operation written in plain C++, so the order is fixed here: the one the scalar loop this replaced
+// was compiled to (product b * a, partial sum + product, partial sum + DST).
+template <int W>
+[[gnu::always_inline]] inline void mul_lanes(typename Lanes<W>::F& z, const typename Lanes<W>::F& x,
+                                             const typename Lanes<W>::F& y) {
+#if defined(__x86_64__)
+    if constexpr (W == 4) {
+        z = x;
+        asm("mulps %1, %0" : "+x"(z) : "x"(y));
+    } else {
+        asm("vmulps %2, %1, %0" : "=v"(z) : "v"(x), "v"(y));
+    }
+#else
+    z = x * y;
+#endif
+}
+template <int W>
+[[gnu::always_inline]] inline void add_lanes(typename Lanes<W>::F& x, const typename Lanes<W>::F& y) {
+#if defined(__x86_64__)
+    if constexpr (W == 4) asm("addps %1, %0" : "+x"(x) : "x"(y));
+    else asm("vaddps %1, %0, %0" : "+v"(x) : "v"(y));
+#else
+    x = x + y;
+#endif
+}
+
+// One output tile of a matmul step: out = prev (zeros when null) + A x B, phase by phase, with A's and B's fidelity
+// parts split beforehand (a[h]: A's SrcB part h, b[h]: B's SrcA part h, row-major). Each output datum sums its 16
+// products of each half of k from 0 in k order, and is rounded into DST after each half of each phase (dst_round), as
+// the phase-by-phase definition of the matmul does: the lanes are 32 outputs of a row side by side and
+// R rows at a time, never a reordering of one output's sum, and every operation is a separate IEEE single-precision
+// multiply or add (no fused multiply-add, which would round once where the model rounds twice), so every result is
+// the scalar loop's bit for bit.
+template <int W, int R>
+[[gnu::always_inline]] inline void matmul_tile_rows(const float* const a[2], const float* const b[2], const float* prev,
+                                                    float* out, uint32_t phases, bool fp32) {
+    typedef typename Lanes<W>::F F;
+    constexpr int N = 32 / W;  // vectors per row
+    for (uint32_t i = 0; i < 32; i += R) {
+        F acc[R][N];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int n = 0; n < N; ++n) {
+                acc[r][n] = F{};
+                if (prev) load_lanes(acc[r][n], prev + (i + r) * 32 + n * W);
+            }
+        for (uint32_t p = 0; p < phases; ++p) {
+            const float* ap = a[(p >> 1) & 1] + i * 32;
+            const float* bp = b[p & 1];
+            for (uint32_t half = 0; half < 2; ++half) {
+                F s[R][N] = {};
+                for (uint32_t k = half * 16; k < half * 16 + 16; ++k) {
+#pragma GCC unroll 8
+                    for (int n = 0; n < N; ++n) {
+                        F bk;
+                        load_lanes(bk, bp + k * 32 + n * W);
+#pragma GCC unroll 8
+                        for (int r = 0; r < R; ++r) {
+                            F prod, av;
+                            for (int l = 0; l < W; ++l) av[l] = ap[r * 32 + k];
+                            mul_lanes<W>(prod, bk, av);
+                            add_lanes<W>(s[r][n], prod);
+                        }
+                    }
+                }
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+                    for (int n = 0; n < N; ++n) {
+                        add_lanes<W>(s[r][n], acc[r][n]);
+                        acc[r][n] = s[r][n];
+                        if (!fp32) round_to_bf16_lanes<W>(acc[r][n]);
+                    }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int n = 0; n < N; ++n) store_lanes(out + (i + r) * 32 + n * W, acc[r][n]);
+    }
+}
+
+// Element-wise product of two tiles through the fidelity phases, as fidelity_mul_into(0, a[i], b[i], phases, fp32)
+// (compute_fpu.h) computes each datum, W data at a time: per phase the product of SrcB's part and SrcA's part, added
+// to the running value and rounded into DST; operands in the order that scalar loop was compiled to.
+template <int W>
+[[gnu::always_inline]] inline void mul_tile_lanes(const float* a, const float* b, float* out, uint32_t phases,
+                                                  bool fp32) {
+    typedef typename Lanes<W>::F F;
+    typedef typename Lanes<W>::U U;
+    for (uint32_t i = 0; i < kTileHW; i += W) {
+        F x, y, acc = F{};
+        load_lanes(x, a + i);
+        load_lanes(y, b + i);
+        U ux, uy;
+        std::memcpy(&ux, &x, sizeof ux);
+        std::memcpy(&uy, &y, sizeof uy);
+        for (uint32_t p = 0; p < phases; ++p) {
+            // srca_fidelity_part(x, p) and srcb_fidelity_part(y, p) (compute_unpack.h)
+            U ma = (p & 1) == 0 ? ux & 0xfff80000u : ux & 0xfff83fffu;
+            U mb = (p & 2) == 0 ? uy & 0xfffe0000u : uy & 0xfffe1fffu;
+            F pa, pb, prod;
+            std::memcpy(&pa, &ma, sizeof pa);
+            std::memcpy(&pb, &mb, sizeof pb);
+            if (p & 1) pa = x - pa;
+            if (p & 2) pb = y - pb;
+            mul_lanes<W>(prod, pb, pa);
+            add_lanes<W>(acc, prod);
+            if (!fp32) round_to_bf16_lanes<W>(acc);
+        }
+        store_lanes(out + i, acc);
+    }
+}
+
+using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool);
+using MulTileFn = void (*)(const float*, const float*, float*, uint32_t, bool);
+struct FpuKernels {
+    MatmulTileFn matmul_tile;
+    MulTileFn mul_tile;
+};
+
+// The widest variant the host runs (rows at a time as its registers hold). Every variant computes the same IEEE
+// single-precision operations in the same order per output, so the choice never changes a result (fp-contract=off
+// for the non-x86 build, where the operations are plain C++).
+#define EMU_FPU_KERNELS(NAME, W, R, ...)                                                                         \
+    __VA_ARGS__ void matmul_tile_##NAME(const float* const a[2], const float* const b[2], const float* prev, float* out, \
+                                  uint32_t phases, bool fp32) {                                                   \
+        matmul_tile_rows<W, R>(a, b, prev, out, phases, fp32);                                                    \
+    }                                                                                                             \
+    __VA_ARGS__ void mul_tile_##NAME(const float* a, const float* b, float* out, uint32_t phases, bool fp32) {          \
+        mul_tile_lanes<W>(a, b, out, phases, fp32);                                                               \
+    }
+EMU_FPU_KERNELS(sse, 4, 1, [[gnu::optimize("fp-contract=off")]])
+#if defined(__x86_64__)
+EMU_FPU_KERNELS(avx2, 8, 2, [[gnu::target("avx2"), gnu::optimize("fp-contract=off")]])
+EMU_FPU_KERNELS(avx512, 16, 8, [[gnu::target("avx512f"), gnu::optimize("fp-contract=off")]])
+#endif
+#undef EMU_FPU_KERNELS
+
+const FpuKernels& fpu_kernels() {
+#if defined(__x86_64__)
+    static const FpuKernels k = __builtin_cpu_supports("avx512f") ? FpuKernels{matmul_tile_avx512, mul_tile_avx512}
+                                : __builtin_cpu_supports("avx2")  ? FpuKernels{matmul_tile_avx2, mul_tile_avx2}
+                                                                  : FpuKernels{matmul_tile_sse, mul_tile_sse};
+#else
+    static const FpuKernels k{matmul_tile_sse, mul_tile_sse};
+#endif
+    return k;
+}
+}  // namespace
+
 void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, uint32_t row_idx, uint32_t idst,
                        bool acc_to_dest, const char* who) {
     DstSection& d = dst_for_math(idst, who);
     float* t = d.tile[idst];
     uint32_t phases = op == BinaryOp::Mul ? fidelity_phases() : 0;
     if (timing_only()) {
+        d.defined[idst] = true;
+        count(Counter::FpuTiles);
+        return;
+    }
+    const bool fp32 = dst_fp32();
+    if (op == BinaryOp::Mul) {  // fidelity_mul_into(0, a, b, phases, fp32) of every datum, vectorised
+        float bv[kTileHW], acc[kTileHW];
+        for (uint32_t r = 0; r < 32; ++r)
+            for (uint32_t c = 0; c < 32; ++c) bv[r * 32 + c] = bcast_pick(b, bc, r, c, row_idx);
+        fpu_kernels().mul_tile(a, bv, acc, phases, fp32);
+        std::memcpy(t, acc, sizeof acc);
         d.defined[idst] = true;
         count(Counter::FpuTiles);
         return;
@@ -339,9 +541,9 @@ void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, ui
             float base = acc_to_dest ? dst_acc_read(d, idst, i) : 0.0f;
             float v = 0.0f;
             switch (op) {
-                case BinaryOp::Add: v = fpu_add_into_dst(base, a[i], bv, acc_to_dest); break;
-                case BinaryOp::Sub: v = fpu_add_into_dst(base, a[i], -bv, acc_to_dest); break;
-                case BinaryOp::Mul: v = fidelity_mul_into(0.0f, a[i], bv, phases); break;
+                case BinaryOp::Add: v = fpu_add_into_dst(base, a[i], bv, acc_to_dest, fp32); break;
+                case BinaryOp::Sub: v = fpu_add_into_dst(base, a[i], -bv, acc_to_dest, fp32); break;
+                case BinaryOp::Mul: v = fidelity_mul_into(0.0f, a[i], bv, phases, fp32); break;
             }
             t[i] = v;
         }
@@ -373,6 +575,19 @@ void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp 
     timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
 }
 
+// A source register's two fidelity parts of n data (srca_fidelity_part / srcb_fidelity_part, phase bit 0 and 1),
+// in separate arrays (restrict: the loops vectorise).
+static void split_fidelity_parts(const float* __restrict x, uint32_t n, float* __restrict part0,
+                                 float* __restrict part1, Src s) {
+    if (s == Src::A) {
+        for (uint32_t i = 0; i < n; ++i) part0[i] = srca_fidelity_part(x[i], 0);
+        for (uint32_t i = 0; i < n; ++i) part1[i] = srca_fidelity_part(x[i], 1);
+    } else {
+        for (uint32_t i = 0; i < n; ++i) part0[i] = srcb_fidelity_part(x[i], 0);
+        for (uint32_t i = 0; i < n; ++i) part1[i] = srcb_fidelity_part(x[i], 2);
+    }
+}
+
 void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
                 uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
     if (ct == 0 || rt == 0) fault("%s: ct_dim=%u rt_dim=%u must be >= 1", who, ct, rt);
@@ -384,7 +599,7 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
     for (uint32_t c = 0; c < ct; ++c) {
         float* b = &B[c * kTileHW];
         unpack_cb_tile(cb1, in1 + c, Src::A, b, who);
-        if (transpose) transpose_32x32(b);
+        if (transpose && !timing_only()) transpose_32x32(b);
     }
     timing_matmul(cb0, cb1, rt, ct);
     if (timing_only()) {
@@ -393,42 +608,18 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
         return;
     }
     // Each operand's fidelity parts depend only on the phase's bit (SrcA: bit 0, SrcB: bit 1), so both parts of
-    // every datum are split once here rather than once per output datum. A row's 32 outputs are then computed side by
-    // side (the j loops vectorise); each output still sums its own 16 products per half in k order and rounds into
-    // DST after each half of each phase, as the phase-by-phase definition does, so every result is bit for bit the
-    // same.
+    // every datum are split once here rather than once per output datum.
     std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bp(new float[2 * ct * kTileHW]);
-    for (uint32_t h = 0; h < 2; ++h) {
-        for (uint32_t i = 0; i < rt * kTileHW; ++i) Ap[h * rt * kTileHW + i] = srcb_fidelity_part(A[i], h << 1);
-        for (uint32_t i = 0; i < ct * kTileHW; ++i) Bp[h * ct * kTileHW + i] = srca_fidelity_part(B[i], h);
-    }
+    split_fidelity_parts(A.get(), rt * kTileHW, Ap.get(), Ap.get() + rt * kTileHW, Src::B);
+    split_fidelity_parts(B.get(), ct * kTileHW, Bp.get(), Bp.get() + ct * kTileHW, Src::A);
     const bool fp32 = dst_fp32();
+    const MatmulTileFn matmul_tile = fpu_kernels().matmul_tile;
     for (uint32_t r = 0; r < rt; ++r) {
         for (uint32_t c = 0; c < ct; ++c) {
             uint32_t t = idst + r * ct + c;
-            float* out = d.tile[t];
-            for (uint32_t i = 0; i < 32; ++i) {
-                float acc[32];
-                for (uint32_t j = 0; j < 32; ++j) acc[j] = dst_acc_read(d, t, i * 32 + j);
-                for (uint32_t p = 0; p < phases; ++p) {
-                    const float* a = &Ap[((p >> 1) & 1) * rt * kTileHW + r * kTileHW + i * 32];
-                    const float* b = &Bp[((p & 1) * ct + c) * kTileHW];
-                    for (uint32_t half = 0; half < 2; ++half) {
-                        // Eight outputs at a time, their partial sums in registers over the 16 products (each still
-                        // summed from 0 in k order): a 32-wide sum kept in memory stalled on its own stores.
-                        float s[32];
-                        for (uint32_t j0 = 0; j0 < 32; j0 += 8) {
-                            float t[8] = {};
-                            for (uint32_t k = half * 16; k < half * 16 + 16; ++k)
-                                for (uint32_t j = 0; j < 8; ++j) t[j] += a[k] * b[k * 32 + j0 + j];
-                            for (uint32_t j = 0; j < 8; ++j) s[j0 + j] = t[j];
-                        }
-                        for (uint32_t j = 0; j < 32; ++j)
-                            acc[j] = fp32 ? acc[j] + s[j] : round_to_bf16(acc[j] + s[j]);  // dst_round
-                    }
-                }
-                for (uint32_t j = 0; j < 32; ++j) out[i * 32 + j] = acc[j];
-            }
+            const float* a[2] = {&Ap[r * kTileHW], &Ap[(rt + r) * kTileHW]};
+            const float* b[2] = {&Bp[c * kTileHW], &Bp[(ct + c) * kTileHW]};
+            matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32);
             d.defined[t] = true;
             count(Counter::MatmulTiles);
         }
@@ -581,8 +772,9 @@ void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom
     uint8_t* mant = dst + (g.full() ? kBfpExpBytes : g.exp_bytes());
     for (uint32_t row = 0; row < n / 16; ++row) {
         uint32_t u[16], shared = 0;
+        const float* in = v + tile_row_major_index(row * 16, g);  // a face row: 16 neighbours of a tile row
         for (uint32_t j = 0; j < 16; ++j) {
-            u[j] = f32_bits(v[g.full() ? tile_row_major_index(row * 16 + j) : tile_row_major_index(row * 16 + j, g)]);
+            u[j] = f32_bits(in[j]);
             uint32_t e = (u[j] >> 23) & 0xffu;
             if (e > shared) shared = e;
         }
@@ -600,9 +792,9 @@ void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom
 
 void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who) {
     DstSection& d = dst_for_pack(idst, who);
+    if (timing_only()) return pack_values(nullptr, cb, out_index, out_of_order, who);  // no values are read
     float v[kTileHW];
-    const float* src = d.tile[idst];
-    for (uint32_t i = 0; i < kTileHW; ++i) v[i] = src[i];
+    std::memcpy(v, d.tile[idst], sizeof v);  // pack_values rounds, masks and clamps its input in place
     pack_values(v, cb, out_index, out_of_order, who);
 }
 

@@ -4,6 +4,8 @@
 // into the C++ unit tests' libraries (ttemu/tests/cxx.py); every one of them runs this same code.
 #include "emu/formats.h"
 
+#include <vector>
+
 namespace emu {
 
 uint32_t tile_size_bytes(DataFormat f) {
@@ -96,8 +98,9 @@ inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
     for (uint32_t row = 0; row < 64; ++row) {  // 64 face rows of 16 values, in stream order
         uint32_t u[16];
         uint32_t shared = 0;
+        const float* in = src + tile_row_major_index(row * 16);  // a face row: 16 neighbours of a tile row
         for (uint32_t j = 0; j < 16; ++j) {
-            u[j] = f32_bits(src[tile_row_major_index(row * 16 + j)]);
+            u[j] = f32_bits(in[j]);
             uint32_t e = (u[j] >> 23) & 0xffu;
             if (e > shared) shared = e;
         }
@@ -117,15 +120,49 @@ inline void bfp_pack(const float* src, uint8_t* dst, uint32_t mbits) {
     }
 }
 
-inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
-    const uint8_t* exps = src;
-    const uint8_t* mant = src + kBfpExpBytes;
-    for (uint32_t i = 0; i < kTileHW; ++i) {
-        uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
-        dst[tile_row_major_index(i)] = bfp_decode(code, exps[i / 16], mbits);
+// Every value a bfp row can decode to, per shared exponent: decode_table(mbits)[exp * 256 + code] is
+// bfp_decode(code, exp, mbits), computed by bfp_decode itself once per process, so a table look-up is that function's
+// result bit for bit (a tile decodes 1,024 values against 64 exponents; ldexp per value was most of unpacking).
+const float* decode_table(uint32_t mbits) {
+    struct Table {
+        std::vector<float> v;
+        explicit Table(uint32_t mbits) : v(256 * 256) {
+            for (uint32_t e = 0; e < 256; ++e)
+                for (uint32_t code = 0; code < 256; ++code) v[e * 256 + code] = bfp_decode(code, e, mbits);
+        }
+    };
+    if (mbits == 7) {
+        static const Table bfp8(7);
+        return bfp8.v.data();
+    }
+    static const Table bfp4(3);
+    return bfp4.v.data();
+}
+// Decodes the n values (a multiple of 16: whole exponent rows) of a bfp tile whose faces have face_r rows into dst,
+// row-major 32 wide. A row of 16 values in the stream is 16 neighbours in one row of the 32x32 form
+// (tile_row_major_index), so each lands with one index computation per row.
+inline void bfp_decode_rows(const uint8_t* exps, const uint8_t* mant, uint32_t n, uint32_t face_r, uint32_t mbits,
+                            float* dst) {
+    const float* table = decode_table(mbits);
+    for (uint32_t row = 0; row < n / 16; ++row) {
+        const float* of = table + exps[row] * 256u;
+        uint32_t face = row / face_r, r = (face / 2) * face_r + row % face_r;
+        float* out = dst + r * 32 + (face % 2) * 16;
+        if (mbits == 7) {
+            const uint8_t* m = mant + row * 16;
+            for (uint32_t j = 0; j < 16; ++j) out[j] = of[m[j]];
+        } else {  // bfp4: two values per byte, earlier value in the low nibble
+            const uint8_t* m = mant + row * 8;
+            for (uint32_t j = 0; j < 8; ++j) {
+                out[2 * j] = of[m[j] & 0xfu];
+                out[2 * j + 1] = of[m[j] >> 4];
+            }
+        }
     }
 }
-
+inline void bfp_unpack(const uint8_t* src, float* dst, uint32_t mbits) {
+    bfp_decode_rows(src, src + kBfpExpBytes, kTileHW, 16, mbits, dst);
+}
 }  // namespace
 
 // dst: 1024 floats, row-major 32x32.
@@ -134,13 +171,17 @@ void unpack_tile(DataFormat f, const uint8_t* src, float* dst) {
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:  // raw 32-bit copy (integers keep their bit pattern inside the float slot)
-            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(&dst[tile_row_major_index(i)], src + 4 * i, 4);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(&dst[tile_row_major_index(row * 16)], src + 64 * row, 64);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < kTileHW; ++i) {
-                uint16_t b;
-                std::memcpy(&b, src + 2 * i, 2);
-                dst[tile_row_major_index(i)] = bf16_bits_to_f32(b);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row) {  // a face row: 16 neighbours of a tile row
+                float* out = dst + tile_row_major_index(row * 16);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b;
+                    std::memcpy(&b, src + 2 * (row * 16 + j), 2);
+                    out[j] = bf16_bits_to_f32(b);
+                }
             }
             return;
         case DataFormat::UInt16:  // integer value as float
@@ -162,12 +203,16 @@ void pack_tile(DataFormat f, const float* src, uint8_t* dst) {
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:
-            for (uint32_t i = 0; i < kTileHW; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i)], 4);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(dst + 64 * row, &src[tile_row_major_index(row * 16)], 64);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < kTileHW; ++i) {
-                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i)]);
-                std::memcpy(dst + 2 * i, &b, 2);
+            for (uint32_t row = 0; row < kTileHW / 16; ++row) {  // a face row: 16 neighbours of a tile row
+                const float* in = src + tile_row_major_index(row * 16);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b = f32_to_bf16_bits(in[j]);
+                    std::memcpy(dst + 2 * (row * 16 + j), &b, 2);
+                }
             }
             return;
         case DataFormat::UInt16:
@@ -207,23 +252,23 @@ void unpack_tile(DataFormat f, const uint8_t* src, float* dst, const TileGeom& g
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:
-            for (uint32_t i = 0; i < n; ++i) std::memcpy(&dst[tile_row_major_index(i, g)], src + 4 * i, 4);
+            for (uint32_t row = 0; row < n / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(&dst[tile_row_major_index(row * 16, g)], src + 64 * row, 64);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < n; ++i) {
-                uint16_t b;
-                std::memcpy(&b, src + 2 * i, 2);
-                dst[tile_row_major_index(i, g)] = bf16_bits_to_f32(b);
+            for (uint32_t row = 0; row < n / 16; ++row) {
+                float* out = dst + tile_row_major_index(row * 16, g);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b;
+                    std::memcpy(&b, src + 2 * (row * 16 + j), 2);
+                    out[j] = bf16_bits_to_f32(b);
+                }
             }
             return;
         case DataFormat::Bfp8_b:
         case DataFormat::Bfp4_b: {
             uint32_t mbits = f == DataFormat::Bfp8_b ? 7 : 3;
-            const uint8_t* mant = src + g.exp_bytes();
-            for (uint32_t i = 0; i < n; ++i) {
-                uint32_t code = mbits == 7 ? mant[i] : ((mant[i / 2] >> ((i % 2) * 4)) & 0xfu);
-                dst[tile_row_major_index(i, g)] = bfp_decode(code, src[i / 16], mbits);
-            }
+            bfp_decode_rows(src, src + g.exp_bytes(), n, g.face_r, mbits, dst);
             return;
         }
         default: fault("unpack_tile: %s tiles of %u faces x %u rows are not modelled", data_format_name(f),
@@ -238,12 +283,16 @@ void pack_tile(DataFormat f, const float* src, uint8_t* dst, const TileGeom& g) 
         case DataFormat::Float32:
         case DataFormat::Int32:
         case DataFormat::UInt32:
-            for (uint32_t i = 0; i < n; ++i) std::memcpy(dst + 4 * i, &src[tile_row_major_index(i, g)], 4);
+            for (uint32_t row = 0; row < n / 16; ++row)  // a face row: 16 neighbours of a tile row
+                std::memcpy(dst + 64 * row, &src[tile_row_major_index(row * 16, g)], 64);
             return;
         case DataFormat::Float16_b:
-            for (uint32_t i = 0; i < n; ++i) {
-                uint16_t b = f32_to_bf16_bits(src[tile_row_major_index(i, g)]);
-                std::memcpy(dst + 2 * i, &b, 2);
+            for (uint32_t row = 0; row < n / 16; ++row) {
+                const float* in = src + tile_row_major_index(row * 16, g);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint16_t b = f32_to_bf16_bits(in[j]);
+                    std::memcpy(dst + 2 * (row * 16 + j), &b, 2);
+                }
             }
             return;
         case DataFormat::Bfp8_b:
@@ -253,8 +302,9 @@ void pack_tile(DataFormat f, const float* src, uint8_t* dst, const TileGeom& g) 
             std::memset(dst, 0, g.exp_bytes());
             for (uint32_t row = 0; row < n / 16; ++row) {
                 uint32_t u[16], shared = 0;
+                const float* in = src + tile_row_major_index(row * 16, g);
                 for (uint32_t j = 0; j < 16; ++j) {
-                    u[j] = f32_bits(src[tile_row_major_index(row * 16 + j, g)]);
+                    u[j] = f32_bits(in[j]);
                     uint32_t e = (u[j] >> 23) & 0xffu;
                     if (e > shared) shared = e;
                 }

@@ -95,6 +95,7 @@ struct Region {
     std::string what;
 };
 
+struct KThread;
 struct Core {
     int lx = 0, ly = 0, idx = 0;
     uint8_t* base = nullptr;
@@ -105,6 +106,7 @@ struct Core {
     std::mutex mu;
     std::condition_variable cv;
     std::atomic<int> waiters{0};
+    std::vector<KThread*> threads;  // the kernel threads placed on this core
     std::atomic<uint64_t> counters[size_t(emu::Counter::NumCounters)]{};
 };
 
@@ -163,7 +165,6 @@ struct PendingWrite {
 
 enum class WaitKind : int { None = 0, CbFront, CbBack, Sem };
 
-struct KThread;
 struct BlockInfo {
     std::atomic<int> kind{0};
     int cb = 0;
@@ -712,6 +713,19 @@ void block_until(std::unique_lock<std::mutex>& lk, KThread& t, Pred pred) {
     M.progress.fetch_add(1, std::memory_order_relaxed);
 }
 
+// After a CB's pages or free space changed (caller holds c.mu): wakes the core's waiters if one of them waits on a
+// CB and its condition now holds. A push that leaves a wait for a block of pages short wakes no one (each such
+// wake-up was a context switch to find the wait not over yet); a semaphore wait is woken by the semaphore's writer.
+void notify_cb_waiters(Core& c) {
+    for (KThread* w : c.threads) {
+        int kind = w->block.kind.load();
+        if ((kind == int(WaitKind::CbFront) || kind == int(WaitKind::CbBack)) && block_satisfied(*w)) {
+            c.cv.notify_all();
+            return;
+        }
+    }
+}
+
 CB& cb_checked(uint32_t cb, const char* op) {
     KThread& t = cur();
     if (cb >= uint32_t(kNumCbs)) kfault(fmt("%s: CB index %u out of range (0..31)", op, cb));
@@ -761,7 +775,7 @@ void cb_pop_front(uint32_t cb, uint32_t n) {
             kfault(fmt("cb_pop_front(cb=%u, %u): only %u pages are in the CB (received %u, acked %u)", cb, n,
                        c.received - c.acked, c.received, c.acked));
         c.acked += n;
-        t.core->cv.notify_all();
+        notify_cb_waiters(*t.core);
     }
     if (t.tr) t.tr->cb_pop_front(cb, n);
     M.progress.fetch_add(1, std::memory_order_relaxed);
@@ -804,7 +818,7 @@ void cb_push_back(uint32_t cb, uint32_t n) {
                        cb, n, c.received - c.acked, c.num_pages));
         c.received += n;
         c.high_water = std::max(c.high_water, c.received - c.acked);
-        t.core->cv.notify_all();
+        notify_cb_waiters(*t.core);
     }
     if (t.tr) t.tr->cb_push_back(cb, n);
     M.progress.fetch_add(1, std::memory_order_relaxed);
@@ -819,7 +833,7 @@ bool cb_pages_available_at_front(uint32_t cb, uint32_t n, bool record_wait) {
         std::lock_guard<std::mutex> g(t.core->mu);
         ok = c.received - c.acked >= n;
     }
-    if (!ok) poll_yield();
+    if (!ok && record_wait) poll_yield();  // a kernel's poll loop lets other threads run; a check does not
     if (ok && record_wait && t.tr) t.tr->cb_wait_front(cb, n);
     return ok;
 }
@@ -832,7 +846,7 @@ bool cb_pages_reservable_at_back(uint32_t cb, uint32_t n, bool record_wait) {
         std::lock_guard<std::mutex> g(t.core->mu);
         ok = c.num_pages - (c.received - c.acked) >= n;
     }
-    if (!ok) poll_yield();
+    if (!ok && record_wait) poll_yield();  // a kernel's poll loop lets other threads run; a check does not
     if (ok && record_wait && t.tr) t.tr->cb_reserve_back(cb, n);
     return ok;
 }
@@ -1614,6 +1628,7 @@ void load_program(const char* path) {
             t->k = kmap.at(id);
             t->core = &core_at(x, y);
             t->core->used = true;
+            t->core->threads.push_back(t.get());
             t->rta.resize(n);
             for (auto& v : t->rta) in >> v;
             M.threads.push_back(std::move(t));

@@ -75,16 +75,20 @@ inline float round_bf16_ties_away(double v) {
     float out = static_cast<float>(std::ldexp(r / 256.0, e));
     return flush_denormal(out);
 }
-inline float fpu_add_into_dst(float base, float a, float b, bool acc) {
-    if (dst_fp32()) return acc ? (base + (a + b)) : (a + b);
+// fp32: dst_fp32(), passed in (a tile's loop reads the compute config once).
+inline float fpu_add_into_dst(float base, float a, float b, bool acc, bool fp32) {
+    if (fp32) return acc ? (base + (a + b)) : (a + b);
     double s = fpu_aligned_sum(a, b);
     if (acc) s += base;
     return round_bf16_ties_away(s);
 }
 
 // One element-wise product through the fidelity phases, accumulated into `acc` with DST rounding per phase.
-inline float fidelity_mul_into(float acc, float a, float b, uint32_t phases) {
-    for (uint32_t p = 0; p < phases; ++p) acc = dst_round(acc + srca_fidelity_part(a, p) * srcb_fidelity_part(b, p));
+inline float fidelity_mul_into(float acc, float a, float b, uint32_t phases, bool fp32) {
+    for (uint32_t p = 0; p < phases; ++p) {
+        float v = acc + srca_fidelity_part(a, p) * srcb_fidelity_part(b, p);
+        acc = fp32 ? v : round_to_bf16(v);  // dst_round
+    }
     return acc;
 }
 

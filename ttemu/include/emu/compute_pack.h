@@ -54,7 +54,8 @@ void pack_tile_packer(DataFormat f, const float* v, uint8_t* dst, const TileGeom
 
 void pack_dst_tile(uint32_t idst, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who);
 
-// Packs one tile of values (row-major 32x32, as they leave DST) into `cb`.
+// Packs one tile of values (row-major 32x32, as they leave DST) into `cb`; `v` is rounded in place (a timing-only
+// run reads no values: nullptr there).
 void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_order, const char* who);
 
 }  // namespace emu

@@ -68,7 +68,8 @@ void cb_pop_front(uint32_t cb, uint32_t num_pages);
 void cb_reserve_back(uint32_t cb, uint32_t num_pages);
 void cb_push_back(uint32_t cb, uint32_t num_pages);
 // record_wait: a kernel's own poll (the API's cb_pages_*): a successful poll is recorded in the timing trace as the
-// wait it stands for (failed polls are not: their number depends on the host). Emulator-internal checks pass false.
+// wait it stands for (failed polls are not: their number depends on the host), and a failed one yields the host CPU
+// (the kernel is about to poll again). Emulator-internal checks pass false: a check that fails does not yield.
 bool cb_pages_available_at_front(uint32_t cb, uint32_t num_pages, bool record_wait = false);
 bool cb_pages_reservable_at_back(uint32_t cb, uint32_t num_pages, bool record_wait = false);
 uint32_t cb_read_addr(uint32_t cb);   // L1 address of the front page (get_read_ptr)

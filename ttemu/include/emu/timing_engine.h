@@ -45,7 +45,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <memory>
 #include <queue>
@@ -617,7 +616,7 @@ class Resource {
         Cycle rem = occ, start = -1;
         for (;; ++b) {
             size_t idx = size_t(b - base_);
-            if (idx >= used_.size()) used_.resize(idx + 1, 0.0);
+            if (idx >= used_.size()) used_.grow(idx + 1);
             double& u = used_[idx];
             Cycle bin0 = Cycle(b) * kBinCycles;
             Cycle from = std::max(t, bin0 + u);
@@ -647,7 +646,7 @@ class Resource {
         int64_t keep = int64_t(std::floor(floor_time / kBinCycles));
         if (keep <= base_) return;
         size_t drop = size_t(std::min<int64_t>(keep - base_, int64_t(used_.size())));
-        used_.erase(used_.begin(), used_.begin() + drop);
+        used_.drop_front(drop);
         full_ = full_ > drop ? full_ - drop : 0;
         base_ = keep;
     }
@@ -655,7 +654,52 @@ class Resource {
     Cycle block_from_ = 0, block_end_ = 0;  // the latest stall (hold)
     double block_share_ = 0;
     size_t full_ = 0;  // index of the first bin with capacity left
-    std::deque<double> used_;
+    // The bins from base_ on, as fixed-size chunks allocated (zeroed) when a booking first touches one: a replay keeps
+    // 2^20 cycles of history, so a resource first used late in a run would otherwise zero-fill every bin before it,
+    // and hundreds of resources' bins would not stay in cache. Bins never touched read as empty (0).
+    class Bins {
+       public:
+        Bins() = default;
+        Bins(const Bins& o) : chunks_(o.chunks_.size()), head_(o.head_), size_(o.size_) {
+            for (size_t c = 0; c < chunks_.size(); ++c)
+                if (o.chunks_[c]) {
+                    chunks_[c].reset(new double[kChunk]);
+                    std::copy_n(o.chunks_[c].get(), kChunk, chunks_[c].get());
+                }
+        }
+        Bins& operator=(const Bins& o) {
+            if (this != &o) *this = Bins(o);
+            return *this;
+        }
+        Bins(Bins&&) = default;
+        Bins& operator=(Bins&&) = default;
+        size_t size() const { return size_; }
+        double& operator[](size_t i) {
+            size_t p = head_ + i;
+            std::unique_ptr<double[]>& c = chunks_[p >> kChunkBits];
+            if (!c) c.reset(new double[kChunk]());
+            return c[p & (kChunk - 1)];
+        }
+        void grow(size_t n) {  // bins [size(), n) are empty
+            size_ = n;
+            size_t need = ((head_ + n - 1) >> kChunkBits) + 1;
+            if (chunks_.size() < need) chunks_.resize(need);
+        }
+        void drop_front(size_t n) {
+            head_ += n;
+            size_ -= n;
+            size_t dead = head_ >> kChunkBits;  // chunks wholly before the first live bin
+            if (dead == 0) return;
+            chunks_.erase(chunks_.begin(), chunks_.begin() + std::ptrdiff_t(std::min(dead, chunks_.size())));
+            head_ -= dead << kChunkBits;
+        }
+
+       private:
+        static constexpr size_t kChunkBits = 9, kChunk = size_t(1) << kChunkBits;
+        std::vector<std::unique_ptr<double[]>> chunks_;
+        size_t head_ = 0, size_ = 0;
+    };
+    Bins used_;
 };
 
 // A packet in flight: when its head and tail passed the last stage, and (flow control on) the resources it has
