@@ -15,7 +15,7 @@ SKIPPED = 0xFFFFFFFF
 
 @pytest.fixture(scope="module")
 def rules():
-    from emulator.cxx import build_shared
+    from ttemu.tests.cxx import build_shared
 
     lib = ctypes.CDLL(str(build_shared("chunk_rule", [HOST_SHIMS / "chunk_rule_shim.cpp"], [f"-I{DEVICE_KERNELS}"])))
     u32, p32 = ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
