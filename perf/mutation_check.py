@@ -106,22 +106,18 @@ MUTATIONS = [
     Mutation(
         "merge_partner_rescale_dropped",
         COMPUTE,
-        """                    if (has_o) {
-                        mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, r, j - j0);
-                    }""",
-        """                    if (has_o) {
-                        mul_tiles_bcast_cols(in, cb_merge_factors, r * vDHt + j, PNHt + r, j - j0);
-                    }""",
-        "merge_partial: a partner's O_i rescaled by this core's factor exp(m - m_new) instead of its own "
+        "                            mul_tiles_bcast_cols(in, cb_merge_factors, at + r * vDHt + j, factor, j - j0);",
+        "                            mul_tiles_bcast_cols(in, cb_merge_factors, at + r * vDHt + j, r, j - j0);",
+        "merge_partials: a partner's O_i rescaled by this core's factor exp(m - m_new) instead of its own "
         "exp(m_i - m_new)",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
         "merge_partner_uses_own_max",
         COMPUTE,
-        "        sub_tiles(in, cb_m_next, m_in + r, r, 0);  // m_i - m_new",
-        "        sub_tiles(cb_m_cur, cb_m_next, r, r, 0);  // m_i - m_new (mutated: m - m_new)",
-        "merge_partial: the partner's factor computed from this core's max instead of the partner's",
+        "            matmul_tiles(in, cb_merge_select, (k - 1) * stride + m_in + r, k, 0);",
+        "            matmul_tiles(cb_m_cur, cb_merge_select, r, k, 0);  // mutated: m in every partner's column",
+        "merge_row_factors: each partner's factor computed from this core's max instead of the partner's",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
@@ -235,14 +231,12 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "sinks_not_merged",
         COMPUTE,
-        """            if constexpr (merge_sink_partial) {
-                merge_partial(cb_sink, /*has_o=*/false);""",
-        """            if constexpr (merge_sink_partial) {
-                if constexpr (use_sink) {  // mutated: the sinks are read, then dropped
+        "                merge_partials(cb_sink, 1, /*has_o=*/false);",
+        """                if constexpr (use_sink) {  // mutated: the sinks are read, then dropped
                     CircularBuffer(cb_sink).wait_front(2 * PNHt);
                     CircularBuffer(cb_sink).pop_front(2 * PNHt);
                 } else
-                merge_partial(cb_sink, /*has_o=*/false);""",
+                    merge_partials(cb_sink, 1, /*has_o=*/false);""",
         "compute: the root reads the sink partial but never merges it",
         (SINK, PAGED_WINDOW_SINK),
     ),
