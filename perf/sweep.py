@@ -784,7 +784,9 @@ def main() -> None:
         import goals
 
         shapes, records, metas = load_records(args.out)
-        print(goals.readme_table(shapes, records, metas))
+        runs = args.out / "sweep_runs"
+        runs = runs.relative_to(REPO) if runs.is_relative_to(REPO) else runs
+        print(goals.readme_table(shapes, records, metas, f"{runs}/"))
         return
     if args.table:
         print(write_outputs(args.out).read_text())
