@@ -5,9 +5,15 @@ check that a P150 run reports a modelled duration, and ttemu/tests/test_timing_b
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
+import test_cache_ops_fill
+import test_features as features
+import test_fused_update_decode
+import test_update_cache
 import ttemu
 from decode_harness import (
     DecodeCase,
@@ -172,3 +178,66 @@ def test_p100_golden():
         run_on_emulator(
             dev, DecodeCase(4, 8, 2, 64, 1024, (1023, 500, 64, 0), "bfloat8_b", block_size=64, grid=P150_GRID)
         )
+
+
+# ---- every feature's golden case on the P150 -----------------------------------------------------------------------
+
+
+def on_p150(case: DecodeCase) -> DecodeCase:
+    """``case`` on the P150's whole 11x10 grid when it asked for the N150's whole 8x8 one (a smaller grid is kept: it
+    is what the case is about); its seed follows from the new case, so the P150 draws inputs of its own."""
+    return dataclasses.replace(case, grid=P150_GRID) if case.grid == (8, 8) else case
+
+
+# One representative of each feature test in tests/test_features.py (the N150's), the same DecodeCase run on the P150
+# against the golden at the same thresholds (decode_harness.run_on_emulator: poisoned output, seeded inputs).
+FEATURE_CASES = {
+    "paged": features.paged_case(32),
+    "attn_mask": features.attn_mask_case(8, "bfloat8_b"),
+    "non_causal": features.NON_CAUSAL_CASE,
+    "sliding_window": features.sliding_window_case(129),
+    "attention_sink": features.attention_sink_case(None, False, None),
+    "attention_sink_upstream_form": features.attention_sink_case(200, True, None),
+    "multi_token": features.multi_token_case(5),
+    "multi_token_non_causal": features.multi_token_non_causal_case(1),
+    "share_cache": features.SHARE_CACHE_CASE,
+    "large_head_dim": features.large_head_dim_case(1024, None, "bfloat16"),
+    "head_dim_tiling": features.head_dim_tiling_case(2, True),
+    "fp32_dest_acc": features.FP32_DEST_CASE,
+    "l1_sharded_output": features.L1_SHARDED_OUTPUT_CASE,
+    "float32_output": features.FLOAT32_OUTPUT_CASE,
+    "bfloat8_b_output": features.bfloat8_b_output_case(False),
+    "paged_window_sink": features.PAGED_WINDOW_SINK_CASE,
+    "paged_multi_token": features.PAGED_MULTI_TOKEN_CASE,
+    "bfloat4_b_kv": features.BFLOAT4_CASE,
+}
+
+
+@pytest.mark.parametrize("feature", list(FEATURE_CASES))
+def test_p150_feature_golden(p150, feature):
+    case = on_p150(FEATURE_CASES[feature])
+    outcome = run_on_emulator(p150, case)
+    if feature == "float32_output":
+        features.check_float32_output(outcome, case)
+    elif feature == "bfloat8_b_output":
+        features.check_bfloat8_b_output(p150, outcome, case.fp32_dest_acc_en)
+
+
+# ---- the cache ops on the P150: the N150 tests' bodies, against the same host models --------------------------------
+
+
+def test_p150_paged_update_cache_bfloat8_b(p150):
+    test_update_cache.test_rows_written_over_steps(p150, "bfloat8_b", True)
+
+
+def test_p150_paged_fused_update_cache_bfloat8_b(p150):
+    test_update_cache.test_fused_k_and_v_update(p150, True)
+
+
+def test_p150_paged_fill_cache(p150):
+    test_cache_ops_fill.test_paged_fill_cache_through_the_page_table(p150, "bfloat8_b")
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["unpaged", "paged"])
+def test_p150_update_cache_and_decode(p150, paged):
+    test_fused_update_decode.test_attention_reads_the_new_rows(p150, "bfloat8_b", paged)

@@ -23,9 +23,8 @@ from ttflashdecode.ops.decode import api as op_module
 # ---- 1. paged KV cache -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("block_size", [32, 64, 128])
-def test_paged(emu_device, block_size):
-    case = DecodeCase(
+def paged_case(block_size: int) -> DecodeCase:
+    return DecodeCase(
         4,
         8,
         2,
@@ -37,6 +36,11 @@ def test_paged(emu_device, block_size):
         max_cores_per_head_batch=4,
         block_size=block_size,
     )
+
+
+@pytest.mark.parametrize("block_size", [32, 64, 128])
+def test_paged(emu_device, block_size):
+    case = paged_case(block_size)
     outcome = run_on_emulator(emu_device, case)
     # Counters: only blocks holding positions <= cur_pos are read, each tile once.
     reads = outcome.stats.pages_read(outcome.k)
@@ -149,7 +153,11 @@ def test_page_table_tensor_reuses_one_program(emu_device):
     "mask_heads, mask_dtype", [(1, "bfloat16"), (8, "bfloat16"), (1, "bfloat8_b"), (8, "bfloat8_b")]
 )
 def test_attn_mask(emu_device, mask_heads, mask_dtype):
-    case = DecodeCase(
+    run_on_emulator(emu_device, attn_mask_case(mask_heads, mask_dtype))
+
+
+def attn_mask_case(mask_heads: int, mask_dtype: str) -> DecodeCase:
+    return DecodeCase(
         2,
         8,
         2,
@@ -162,13 +170,13 @@ def test_attn_mask(emu_device, mask_heads, mask_dtype):
         mask_heads=mask_heads,
         mask_dtype=mask_dtype,
     )
-    run_on_emulator(emu_device, case)
+
+
+NON_CAUSAL_CASE = DecodeCase(2, 8, 2, 64, 512, None, "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4)
 
 
 def test_non_causal_without_mask(emu_device):
-    run_on_emulator(
-        emu_device, DecodeCase(2, 8, 2, 64, 512, None, "bfloat8_b", k_chunk_size=64, max_cores_per_head_batch=4)
-    )
+    run_on_emulator(emu_device, NON_CAUSAL_CASE)
 
 
 # ---- 4. sliding window ------------------------------------------------------------------------------------
@@ -176,7 +184,20 @@ def test_non_causal_without_mask(emu_device):
 
 @pytest.mark.parametrize("window", [32, 100, 129, 1000])
 def test_sliding_window_reads_only_the_window(emu_device, window):
-    case = DecodeCase(
+    case = sliding_window_case(window)
+    outcome = run_on_emulator(emu_device, case)
+    reads = outcome.stats.pages_read(outcome.k)
+    dht, st_ = case.head_dim // 32, case.kv_len // 32
+    expected = {}
+    for b, p in enumerate(case.cur_pos):
+        for s in range(max(0, p - window + 1) // 32, p // 32 + 1):
+            for d in range(dht):
+                expected[(b * st_ + s) * dht + d] = 1
+    assert dict(reads) == expected, f"{tag(outcome.seed)} K pages read"
+
+
+def sliding_window_case(window: int) -> DecodeCase:
+    return DecodeCase(
         2,
         8,
         1,
@@ -188,15 +209,6 @@ def test_sliding_window_reads_only_the_window(emu_device, window):
         max_cores_per_head_batch=4,
         sliding_window_size=window,
     )
-    outcome = run_on_emulator(emu_device, case)
-    reads = outcome.stats.pages_read(outcome.k)
-    dht, st_ = case.head_dim // 32, case.kv_len // 32
-    expected = {}
-    for b, p in enumerate(case.cur_pos):
-        for s in range(max(0, p - window + 1) // 32, p // 32 + 1):
-            for d in range(dht):
-                expected[(b * st_ + s) * dht + d] = 1
-    assert dict(reads) == expected, f"{tag(outcome.seed)} K pages read"
 
 
 # ---- 5. attention sinks ----------------------------------------------------------------------------------
@@ -209,7 +221,11 @@ def test_attention_sink(emu_device, window, upstream_form, scale):
     sinks holding each head's unscaled value at (h, 0), junk elsewhere; the kernels multiply it by the call's scale,
     so one case runs at a scale other than the default 1 / sqrt(head_dim). This file is the sink forms' one home
     (tests/test_drop_in_forms.py runs them back to back through the program cache)."""
-    case = DecodeCase(
+    run_on_emulator(emu_device, attention_sink_case(window, upstream_form, scale))
+
+
+def attention_sink_case(window: int | None, upstream_form: bool, scale: float | None) -> DecodeCase:
+    return DecodeCase(
         2,
         16,
         2,
@@ -224,7 +240,6 @@ def test_attention_sink(emu_device, window, upstream_form, scale):
         sliding_window_size=window,
         scale=scale,
     )
-    run_on_emulator(emu_device, case)
 
 
 # ---- 6. multi-token decode ------------------------------------------------------------------------------
@@ -235,17 +250,24 @@ def test_multi_token(emu_device, q_len):
     """Each token sees up to its own position. User 2's first token sits two positions before the end of chunk 0,
     with ~30 positions visible: a causal edge off by one (a chunk ending one past the first token left unmasked, or
     tokens placed one position early) moves its rows by ~10% of the output, not the ~1% of a long row."""
-    case = DecodeCase(
+    run_on_emulator(emu_device, multi_token_case(q_len))
+
+
+def multi_token_case(q_len: int) -> DecodeCase:
+    return DecodeCase(
         3, 8, 2, 64, 1024, (700, 127, 29 + q_len), "bfloat16", k_chunk_size=32, max_cores_per_head_batch=4, q_len=q_len
     )
-    run_on_emulator(emu_device, case)
 
 
 @pytest.mark.parametrize("mask_heads", [0, 1])
 def test_multi_token_non_causal(emu_device, mask_heads):
     """Non-causal queries see every position, whatever their token index (no causal edge between tokens)."""
+    run_on_emulator(emu_device, multi_token_non_causal_case(mask_heads))
+
+
+def multi_token_non_causal_case(mask_heads: int) -> DecodeCase:
     # Short cache, many tokens: a causal edge wrongly applied would hide up to 7 of 64 positions from a query.
-    case = DecodeCase(
+    return DecodeCase(
         1,
         8,
         2,
@@ -259,26 +281,27 @@ def test_multi_token_non_causal(emu_device, mask_heads):
         q_len=8,
         mask_heads=mask_heads,
     )
-    run_on_emulator(emu_device, case)
 
 
 # ---- 7. shared cache -------------------------------------------------------------------------------------
 
 
+SHARE_CACHE_CASE = DecodeCase(
+    4,
+    8,
+    1,
+    64,
+    1024,
+    (900, 10, 512, 1023),
+    "bfloat8_b",
+    k_chunk_size=128,
+    max_cores_per_head_batch=4,
+    share_cache=True,
+)
+
+
 def test_share_cache(emu_device):
-    case = DecodeCase(
-        4,
-        8,
-        1,
-        64,
-        1024,
-        (900, 10, 512, 1023),
-        "bfloat8_b",
-        k_chunk_size=128,
-        max_cores_per_head_batch=4,
-        share_cache=True,
-    )
-    run_on_emulator(emu_device, case)
+    run_on_emulator(emu_device, SHARE_CACHE_CASE)
 
 
 # ---- 8. large head dims -------------------------------------------------------------------------------
@@ -295,9 +318,7 @@ def test_share_cache(emu_device):
     ],
 )
 def test_large_head_dims(emu_device, head_dim, v_head_dim, kv_dtype):
-    case = DecodeCase(
-        1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4, v_head_dim=v_head_dim
-    )
+    case = large_head_dim_case(head_dim, v_head_dim, kv_dtype)
     outcome = run_on_emulator(emu_device, case)
     p = outcome.plan
     if head_dim >= 2048:
@@ -307,15 +328,29 @@ def test_large_head_dims(emu_device, head_dim, v_head_dim, kv_dtype):
         assert (p.k_head_block, p.v_head_block) == (p.shapes.DHt, p.shapes.vDHt)
 
 
+def large_head_dim_case(head_dim: int, v_head_dim: int | None, kv_dtype: str) -> DecodeCase:
+    return DecodeCase(
+        1, 8, 1, head_dim, 256, (255,), kv_dtype, k_chunk_size=32, max_cores_per_head_batch=4, v_head_dim=v_head_dim
+    )
+
+
 @pytest.mark.parametrize("q_len, fp32_dest_acc_en", [(4, False), (2, True)])
 def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
     """Narrow K blocks keep the scores of every row block (2 with 4 tokens x 16 q heads) in DST, on top of the
     causal mask tiles, while the blocks stream through (fp32 DST holds half as many tiles); V streams in column
     blocks. Positions end mid-chunk. (At least 2 tokens: 16 query rows would take 16-row tiles, whose smaller
     partials leave room for whole-head blocks.)"""
+    case = head_dim_tiling_case(q_len, fp32_dest_acc_en)
+    outcome = run_on_emulator(emu_device, case)
+    p = outcome.plan
+    assert p.shapes.PNHt == -(-q_len * 16 // 32)
+    assert p.k_head_block < p.shapes.DHt and p.v_head_block < p.shapes.vDHt, (p.k_head_block, p.v_head_block)
+
+
+def head_dim_tiling_case(q_len: int, fp32_dest_acc_en: bool) -> DecodeCase:
     # fp32 DST: the exact exp (the fp32 bound, 0.4x, is the exact path's; the default approximate exp measured 0.0304
     # against a 0.0292 bound here).
-    case = DecodeCase(
+    return DecodeCase(
         2,
         16,
         1,
@@ -329,24 +364,29 @@ def test_head_dim_tiling_in_dst(emu_device, q_len, fp32_dest_acc_en):
         fp32_dest_acc_en=fp32_dest_acc_en,
         exp_approx_mode=False if fp32_dest_acc_en else None,
     )
-    outcome = run_on_emulator(emu_device, case)
-    p = outcome.plan
-    assert p.shapes.PNHt == -(-q_len * 16 // 32)
-    assert p.k_head_block < p.shapes.DHt and p.v_head_block < p.shapes.vDHt, (p.k_head_block, p.v_head_block)
 
 
 # ---- 9. outputs ---------------------------------------------------------------------------------------
 
 
+FP32_DEST_CASE = DecodeCase(
+    2, 8, 2, 128, 1024, (1000, 77), "bfloat8_b", k_chunk_size=128, max_cores_per_head_batch=4, fp32_dest_acc_en=True
+)
+
+
 def test_fp32_dest_accumulation(emu_device):
-    case = DecodeCase(
-        2, 8, 2, 128, 1024, (1000, 77), "bfloat8_b", k_chunk_size=128, max_cores_per_head_batch=4, fp32_dest_acc_en=True
-    )
-    run_on_emulator(emu_device, case)
+    run_on_emulator(emu_device, FP32_DEST_CASE)
 
 
 # The L1 height-sharded output against the golden (memory_config= and a poisoned output_tensor, one shard per
 # (token, user)): tests/test_drop_in_forms.py, the output memory configs' one home. Here: where its shards sit in L1.
+
+
+# The exact exp: at head_dim 2048 with a bfloat16 DST the default approximate exp measured PCC 0.99825 here, under the
+# suite's 0.999 (README "Precision"); this case is about L1 placement, at the kernel's usual thresholds.
+L1_SHARDED_OUTPUT_CASE = DecodeCase(
+    1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2), exp_approx_mode=False
+)
 
 
 def test_l1_sharded_output_leaves_its_shards_room(emu_device):
@@ -354,11 +394,7 @@ def test_l1_sharded_output_leaves_its_shards_room(emu_device):
     head dim the plan would fill L1, so it is made to fit below the output's shards."""
     from ttflashdecode.plan import L1_BUDGET_BYTES, L1_RESERVED_BYTES
 
-    # The exact exp: at head_dim 2048 with a bfloat16 DST the default approximate exp measured PCC 0.99825 here, under
-    # the suite's 0.999 (README "Precision"); this test is about L1 placement, at the kernel's usual thresholds.
-    case = DecodeCase(
-        1, 8, 1, 2048, 512, (500,), "bfloat16", q_len=2, out_sharded=True, grid=(4, 2), exp_approx_mode=False
-    )
+    case = L1_SHARDED_OUTPUT_CASE
     outcome = run_on_emulator(emu_device, case)
     assert outcome.plan.l1_budget < L1_BUDGET_BYTES
     assert L1_RESERVED_BYTES + outcome.plan.l1_bytes <= outcome.out_tensor.buffer_address()
@@ -423,23 +459,30 @@ def test_output_placed_below_the_plan_is_refused(emu_device, monkeypatch):
     del hog
 
 
+# fp32 end to end with the exact exp: the 1% bound is the exact path's (the approximate exp measured 1.96%).
+FLOAT32_OUTPUT_CASE = DecodeCase(
+    2,
+    8,
+    2,
+    64,
+    512,
+    (511, 100),
+    "bfloat16",
+    k_chunk_size=64,
+    max_cores_per_head_batch=4,
+    fp32_dest_acc_en=True,
+    out_dtype="float32",
+    exp_approx_mode=False,
+)
+
+
 def test_float32_output(emu_device):
-    # fp32 end to end with the exact exp: the 1% bound is the exact path's (the approximate exp measured 1.96%).
-    case = DecodeCase(
-        2,
-        8,
-        2,
-        64,
-        512,
-        (511, 100),
-        "bfloat16",
-        k_chunk_size=64,
-        max_cores_per_head_batch=4,
-        fp32_dest_acc_en=True,
-        out_dtype="float32",
-        exp_approx_mode=False,
-    )
+    case = FLOAT32_OUTPUT_CASE
     outcome = run_on_emulator(emu_device, case)
+    check_float32_output(outcome, case)
+
+
+def check_float32_output(outcome, case: DecodeCase) -> None:
     assert outcome.out.dtype == torch.float32
     # fp32 accumulation and a float32 output: within 1% of the output's magnitude (measured: 0.2%)
     peak = float(outcome.expected.abs().max())
@@ -452,8 +495,13 @@ def test_float32_output(emu_device):
 @pytest.mark.parametrize("fp32_dest_acc_en", [False, True])
 def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
     """The decode writes a bfloat16 (float32) staging tensor; the tile convert program packs it into bfloat8_b."""
-    ttnn = import_ttnn()
-    case = DecodeCase(
+    case = bfloat8_b_output_case(fp32_dest_acc_en)
+    outcome = run_on_emulator(emu_device, case)
+    check_bfloat8_b_output(emu_device, outcome, fp32_dest_acc_en)
+
+
+def bfloat8_b_output_case(fp32_dest_acc_en: bool) -> DecodeCase:
+    return DecodeCase(
         4,
         8,
         2,
@@ -466,7 +514,11 @@ def test_bfloat8_b_output(emu_device, fp32_dest_acc_en):
         fp32_dest_acc_en=fp32_dest_acc_en,
         out_dtype="bfloat8_b",
     )
-    outcome = run_on_emulator(emu_device, case)
+
+
+def check_bfloat8_b_output(emu_device, outcome, fp32_dest_acc_en: bool) -> None:
+    """Every output tile packed from the staging tensor, as the packer packs it."""
+    ttnn = import_ttnn()
     out = outcome.out_tensor
     assert out.dtype == ttnn.bfloat8_b
     convert_stats = outcome.result.convert_stats
@@ -537,35 +589,36 @@ def test_unsupported_outputs_are_rejected(emu_device, kwargs, match):
 # ---- 10. combinations ---------------------------------------------------------------------------------
 
 
+PAGED_WINDOW_SINK_CASE = DecodeCase(
+    2,
+    8,
+    2,
+    64,
+    1024,
+    (1000, 333),
+    "bfloat8_b",
+    k_chunk_size=64,
+    max_cores_per_head_batch=4,
+    block_size=64,
+    sliding_window_size=300,
+    attention_sink=True,
+)
+PAGED_MULTI_TOKEN_CASE = DecodeCase(
+    2, 8, 2, 64, 512, (511, 40), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4, block_size=32, q_len=3
+)
+BFLOAT4_CASE = DecodeCase(1, 4, 1, 512, 256, (200,), "bfloat4_b", k_chunk_size=64, max_cores_per_head_batch=2)
+
+
 def test_paged_window_sink(emu_device):
-    case = DecodeCase(
-        2,
-        8,
-        2,
-        64,
-        1024,
-        (1000, 333),
-        "bfloat8_b",
-        k_chunk_size=64,
-        max_cores_per_head_batch=4,
-        block_size=64,
-        sliding_window_size=300,
-        attention_sink=True,
-    )
-    run_on_emulator(emu_device, case)
+    run_on_emulator(emu_device, PAGED_WINDOW_SINK_CASE)
 
 
 def test_paged_multi_token(emu_device):
-    case = DecodeCase(
-        2, 8, 2, 64, 512, (511, 40), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=4, block_size=32, q_len=3
-    )
-    run_on_emulator(emu_device, case)
+    run_on_emulator(emu_device, PAGED_MULTI_TOKEN_CASE)
 
 
 def test_bfloat4_large_head_dim(emu_device):
-    run_on_emulator(
-        emu_device, DecodeCase(1, 4, 1, 512, 256, (200,), "bfloat4_b", k_chunk_size=64, max_cores_per_head_batch=2)
-    )
+    run_on_emulator(emu_device, BFLOAT4_CASE)
 
 
 @settings(max_examples=12, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
