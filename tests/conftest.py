@@ -46,3 +46,15 @@ def no_launch(monkeypatch):
         raise AssertionError("a call that must be refused on the host launched a program")
 
     monkeypatch.setattr(EmuDevice, "generic_op", refuse)
+
+
+@pytest.fixture(scope="module")
+def p150():
+    """An emulated Blackhole P150 (11x10 grid, 64-B DRAM alignment) for a module's tests; a longer hang limit, since
+    its first runs compile Blackhole kernels."""
+    import ttemu
+
+    device = ttemu.open_device(board="p150")
+    device.default_hang_ms = max(device.default_hang_ms, 2000)
+    yield device
+    device.close()

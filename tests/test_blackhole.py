@@ -32,14 +32,6 @@ from ttflashdecode.ops.decode import api as op_module
 P150_GRID = (11, 10)
 
 
-@pytest.fixture(scope="module")
-def p150():
-    device = ttemu.open_device(board="p150")
-    device.default_hang_ms = max(device.default_hang_ms, 2000)
-    yield device
-    device.close()
-
-
 def golden_bf8(q, k, v, positions):
     """The golden decode over the values the device stores: Q as bfloat16, K and V as bfloat8_b."""
     return golden.sdpa_decode(

@@ -16,7 +16,6 @@ import re
 import pytest
 import torch
 
-import ttemu
 from decode_harness import int32, seed_for, tile
 from output_checks import check_output
 from ttemu.ttnn_env import import_ttnn
@@ -368,14 +367,6 @@ def test_q_len_above_one_is_refused(emu_device):
             suffix_page_table=case.suffix_table,
             suffix_cur_pos=list(case.suffix_pos),
         )
-
-
-@pytest.fixture(scope="module")
-def p150():
-    device = ttemu.open_device(board="p150")
-    device.default_hang_ms = max(device.default_hang_ms, 2000)
-    yield device
-    device.close()
 
 
 def test_p150_matches_concatenated_attention(p150):
