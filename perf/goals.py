@@ -212,7 +212,7 @@ def goals(rows: list[Row]) -> list[str]:
     lines.append(
         f"- No row below {GOAL_NO_ROW_BELOW:.2f}x (minimum over variants, vs upstream at its best): "
         + ("no rows" if not have else "MET" if not below else "NOT MET")
-        + f": {len(have) - len(below)} of {len(have)} rows"
+        + f": {len(have) - len(below)} of {len(have)} rows at or above"
         + (f"; below: {', '.join(f'{r.shape.label} {mins[r.shape.name]:.2f}x' for r in below)}" if below else "")
     )
     for (limit, goal), cmp, what in (
