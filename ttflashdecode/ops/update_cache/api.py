@@ -49,7 +49,7 @@ def update_cache(cache, input, update_idx, *, batch_offset: int = 0, compute_ker
         heads_major=True,
         batch_offset=offset,
     )
-    return _returned(_run_update(call), 1, return_stats)
+    return _returned(_run_update(call), return_stats)
 
 
 def paged_update_cache(
@@ -103,7 +103,7 @@ def paged_update_cache(
         index_name=name,
         cache_position_modulo=cache_position_modulo,
     )
-    return _returned(_run_update(call), 1, return_stats)
+    return _returned(_run_update(call), return_stats)
 
 
 def paged_fused_update_cache(
@@ -132,7 +132,7 @@ def paged_fused_update_cache(
     name, positions = positions_argument(update_idxs, update_idxs_tensor)
     pairs = [(cache_tensor1, input_tensor1), (cache_tensor2, input_tensor2)]
     call = check_update(pairs, positions, page_table, compute_kernel_config, index_name=name)
-    return _returned(_run_update(call), 2, return_stats)
+    return _returned(_run_update(call), return_stats)
 
 
 def update_tensors(call: UpdateCall):
@@ -148,11 +148,11 @@ def update_tensors(call: UpdateCall):
     return index, page_table
 
 
-def _returned(run: tuple[list, CacheOpRun], num_caches: int, return_stats):
-    """What a cache op returns from ``(caches, CacheOpRun)``: its one cache, or its pair of caches; with
+def _returned(run: tuple[list, CacheOpRun], return_stats: bool):
+    """What a cache op returns from ``(caches, CacheOpRun)``: its one cache, or its pair of caches (K and V); with
     ``return_stats``, ``(that, CacheOpRun)``."""
     caches, result = run
-    value = caches[0] if num_caches == 1 else tuple(caches)
+    value = caches[0] if len(caches) == 1 else tuple(caches)
     return (value, result) if return_stats else value
 
 
