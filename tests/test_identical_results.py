@@ -44,7 +44,7 @@ PINS = Path(__file__).with_name("identical_results.json")
 WRITE = os.environ.get("TTFD_WRITE_PINS", "") not in ("", "0")
 PACKAGE = Path(ttflashdecode.__file__).resolve().parent
 # What decides the package's own decode program besides the emulator.
-OURS_SOURCES = ("ops/decode/kernels", "ops/decode/args.py", "ops/decode/factory.py", "plan")
+OURS_SOURCES = ("ops/decode/kernels", "ops/decode/args.py", "ops/decode/factory.py", "ops/descriptors.py", "plan")
 
 
 def _sha(data: bytes) -> str:

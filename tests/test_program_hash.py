@@ -23,8 +23,9 @@ from ttemu.errors import EmulatorError
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for, seal_program_hash
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
+from ttflashdecode.ops.decode.factory import DecodeBuffers, build_program
 from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
+from ttflashdecode.ops.descriptors import ComputeSettings
 
 ttnn = import_ttnn()
 SHAPE = dict(batch=2, n_q_heads=4, n_kv_heads=2, head_dim=64, kv_len=256)

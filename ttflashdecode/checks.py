@@ -247,11 +247,19 @@ def _page_table_rows_expected(batch: int, share_cache: bool | None) -> str:
     return f"{batch} rows, one per user (1 row only with share_cache=True)"
 
 
-def check_page_table(name: str, page_table, batch: int, num_blocks: int, device, share_cache: bool | None = None):
+def check_page_table(
+    name: str,
+    page_table,
+    batch: int,
+    num_blocks: int,
+    device,
+    share_cache: bool | None = None,
+    dtypes: tuple[str, ...] = ("int32", "uint32"),
+):
     """(max_blocks_per_user, host rows to upload or None) of the page table passed as argument ``name`` (decode,
-    cache update). A torch table is checked entry by entry; a device table's entries are the kernels' to read (see
-    :func:`check_device_page_table`). ``share_cache``: the decode's flag (row 0 may serve every user); None for an op
-    without it."""
+    cache update, the upstream baseline). A torch table is checked entry by entry; a device table's entries are the
+    kernels' to read (see :func:`check_device_page_table`). ``share_cache``: the decode's flag (row 0 may serve every
+    user); None for an op without it. ``dtypes``: a device table's (upstream's decode takes int32 only)."""
     rows_ok = (batch, 1) if share_cache else (batch,)
     if isinstance(page_table, torch.Tensor):
         if page_table.dim() != 2 or page_table.shape[0] not in rows_ok:
@@ -261,7 +269,7 @@ def check_page_table(name: str, page_table, batch: int, num_blocks: int, device,
             )
         int_list(name, page_table, page_table.numel(), 0, num_blocks, f"num_blocks={num_blocks}")
         return int(page_table.shape[1]), page_table.tolist()
-    pt_shape = check_device_tensor(name, page_table, 2, ("int32", "uint32"), layout="ROW_MAJOR", device=device)
+    pt_shape = check_device_tensor(name, page_table, 2, dtypes, layout="ROW_MAJOR", device=device)
     if pt_shape[0] not in rows_ok:
         raise ValueError(
             f"{name}: expected {_page_table_rows_expected(batch, share_cache)}, got shape {list(pt_shape)}"

@@ -32,10 +32,10 @@ from ttflashdecode.backend import backend_of
 from ttflashdecode.checks import check_bool, check_device_tensor
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.ops.decode.args import core_range_set
-from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
+from ttflashdecode.ops.decode.factory import DecodeBuffers, build_program
 from ttflashdecode.ops.decode.pipeline import check_cbs_end_below, for_device, positions_bound, tensor_key
 from ttflashdecode.ops.decode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call
+from ttflashdecode.ops.descriptors import ComputeSettings, core_range_set
 from ttflashdecode.ops.update_cache.args import CacheUpdateSignal, UpdateShapes
 from ttflashdecode.ops.update_cache.factory import build_update_program
 from ttflashdecode.ops.update_cache.validate import check_update

@@ -42,15 +42,16 @@ from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.kernel_sources import DECODE_KERNELS, OPS
-from ttflashdecode.ops.decode.args import (
+from ttflashdecode.ops.decode.factory import DecodeBuffers, build_program
+from ttflashdecode.ops.descriptors import (
     AccessorArgs,
+    ComputeSettings,
     cb_descriptor,
     core_range_set,
     float_bits,
     kernel_descriptor,
     select,
 )
-from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import DecodePlan, DecodeShapes, check_l1
 from ttflashdecode.plan.auto import plan_for
@@ -537,9 +538,8 @@ def build_merge_program(prefix_partial, suffix_partial, out, p: SharedPrefixPlan
         ]
 
     compute_rt = [(ttnn.CoreCoord(*c), [count]) for c, count in zip(split.cores, split.num_units, strict=True)]
-    compute_config = ttnn.ComputeConfigDescriptor(
-        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=True
-    )
+    # The merge's (m, l, O) combine in float32 DST, whatever the call's compute settings (the partials are float32).
+    compute_config = ComputeSettings(math_fidelity="HiFi4", fp32_dest_acc_en=True).descriptor()
     include = [MERGE_KERNELS, DECODE_KERNELS]
     kernels = [
         kernel_descriptor(

@@ -257,7 +257,8 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: i
     import torch
 
     from ttemu.ttnn_env import import_ttnn
-    from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
+    from ttflashdecode.ops.decode.factory import DecodeBuffers, build_program
+    from ttflashdecode.ops.descriptors import ComputeSettings
 
     ttnn = import_ttnn()
     s = decode_plan.shapes

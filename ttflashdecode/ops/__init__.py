@@ -7,5 +7,7 @@
 - ``factory``: the ``ttnn.ProgramDescriptor``;
 - ``kernels/{dataflow,compute}``: reader, compute and writer.
 
-``work_split`` is the one 1-D work split the cache ops and the tile conversion share.
+Shared by every op: ``descriptors`` (the descriptor parts: kernels, circular buffers, core ranges, the compute
+configuration, compile-time and runtime args) and ``work_split`` (the one 1-D work split the cache ops, the tile
+conversion and shared-prefix decode's merge use).
 """

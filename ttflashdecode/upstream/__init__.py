@@ -30,11 +30,12 @@ from dataclasses import dataclass
 import torch
 
 from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import Backend, backend_of
+from ttflashdecode.backend import backend_of
 from ttflashdecode.checks import (
     as_int32,
     check_bool,
     check_device_tensor,
+    check_page_table,
     check_scale,
     check_sliding_window,
     host_int_values,
@@ -344,12 +345,6 @@ def _program_config(config, device_grid: tuple[int, int]) -> _Config:
     return _Config((gx, gy), k_chunk, True if approx is None else bool(approx), max_cores)
 
 
-def _upload_int32(backend: Backend, values, shape: list[int]):
-    ttnn = import_ttnn()
-    host = torch.tensor(values, dtype=torch.int32).reshape(shape)
-    return backend.from_torch(host, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
-
-
 def _decode(
     q,
     k,
@@ -426,24 +421,8 @@ def _decode(
         block_size = k_shape[2]
         if block_size % 32:
             raise ValueError(f"k: block_size={block_size} must be a multiple of 32")
-        if isinstance(page_table, torch.Tensor):
-            if page_table.dim() != 2 or page_table.shape[0] != batch:
-                raise ValueError(
-                    f"page_table_tensor: expected shape [{batch}, max_blocks_per_user], got {list(page_table.shape)}"
-                )
-            rows = [
-                int_list("page_table_tensor", r, page_table.shape[1], 0, kv_batch, f"num_blocks={kv_batch}")
-                for r in page_table
-            ]
-            max_blocks = page_table.shape[1]
-        else:
-            # Upstream: "page_table tensor must have INT32 dtype" (uint16 only for its sharded form).
-            pt_shape = check_device_tensor(
-                "page_table_tensor", page_table, 2, ("int32",), layout="ROW_MAJOR", device=device
-            )
-            if pt_shape[0] != batch:
-                raise ValueError(f"page_table_tensor: expected {batch} rows (one per user), got shape {list(pt_shape)}")
-            rows, max_blocks = None, pt_shape[1]
+        # Upstream: "page_table tensor must have INT32 dtype" (uint16 only for its sharded form).
+        max_blocks, rows = check_page_table("page_table_tensor", page_table, batch, kv_batch, device, dtypes=("int32",))
         kv_len = max_blocks * block_size
     else:
         block_size, rows, kv_len = 0, None, k_shape[2]
@@ -540,10 +519,10 @@ def _decode(
     # Checked and planned: now upload and allocate.
     if is_causal and cur_pos_tensor is not None:
         if isinstance(cur_pos_tensor, torch.Tensor):  # checked values: upload them, the kernels read a tensor
-            cur_pos_tensor = _upload_int32(backend, positions, [n_positions])
+            cur_pos_tensor = backend.int32_tensor(positions, [n_positions])
         positions = None
     if rows is not None:
-        page_table = _upload_int32(backend, rows, [batch, len(rows[0])])
+        page_table = backend.int32_tensor(rows, [batch, len(rows[0])])
     out = output_tensor
     if out is None:
         out = backend.allocate(list(out_shape), ttnn.bfloat16, ttnn.TILE_LAYOUT)

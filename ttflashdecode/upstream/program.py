@@ -12,10 +12,10 @@ return, compute sees 65 in its first runtime argument.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
+from ttflashdecode.ops.descriptors import cb_descriptor, float_bits, tensor_accessor_args
 from ttflashdecode.upstream import wheel
 from ttflashdecode.upstream.plan import IDLE_COMPUTE_MARKER, MAX_TREE_REDUCTION_ROUNDS, UINT32_MAX, SdpaDecodePlan
 
@@ -190,10 +190,6 @@ class SdpaDecodeTensors:
         return [t for t in inputs if t is not None] + [self.out]
 
 
-def float_bits(value: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", value))[0]
-
-
 def bf16_pair(value: float) -> int:
     """Two copies of ``value``'s bfloat16 (truncated, as ttnn's bfloat16(float) does) packed into one uint32
     (pack_two_bfloat16_into_uint32)."""
@@ -206,12 +202,7 @@ def accessor_args(tensor) -> list[int]:
     for an interleaved buffer. An absent optional tensor (the factory passes ``TensorAccessorArgs(nullptr)``) is
     [0, 0]: ArgsConfig None and no page size (the wheel's libtt_metal ``TensorAccessorArgs::get_compile_time_args``
     pushes the config word, then the aligned page size, 0 without a buffer)."""
-    if tensor is None:
-        return [0, 0]
-    own = getattr(tensor, "tensor_accessor_args", None)
-    if callable(own):  # an emulator tensor encodes its own
-        return [int(v) for v in own()]
-    return [int(v) for v in import_ttnn().TensorAccessorArgs(tensor).get_compile_time_args()]
+    return [0, 0] if tensor is None else tensor_accessor_args(tensor)
 
 
 def _address(tensor) -> int:
@@ -258,13 +249,8 @@ def build_program(
     cbs = []
 
     def add_cb(index: int, num_pages: int, dtype, page_size: int, tile=None) -> None:
-        fmt = ttnn.CBFormatDescriptor(
-            buffer_index=index,
-            data_format=dtype,
-            page_size=page_size,
-            tile=None if tile is None else ttnn.TileDescriptor(tile),
-        )
-        cbs.append(ttnn.CBDescriptor(total_size=num_pages * page_size, core_ranges=grid, format_descriptors=[fmt]))
+        tile_descriptor = None if tile is None else ttnn.TileDescriptor(tile)
+        cbs.append(cb_descriptor(grid, [index], dtype, page_size, num_pages, tile_descriptor))
 
     # In the factory's creation order.
     add_cb(0, q_tiles, q_dtype, q_tile_size, q_tile)  # cb_q_in

@@ -16,9 +16,16 @@ from __future__ import annotations
 
 import math
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 from ttflashdecode.kernel_sources import CONVERT_KERNELS
-from ttflashdecode.ops.decode.args import AccessorArgs, cb_descriptor, core_range_set, kernel_descriptor, select
+from ttflashdecode.ops.descriptors import (
+    AccessorArgs,
+    ComputeSettings,
+    cb_descriptor,
+    core_range_set,
+    kernel_descriptor,
+    select,
+)
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import TILE
 
@@ -44,12 +51,8 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
     # the packer round once to the block's shared exponent (as ttnn.typecast does) instead of rounding to 7
     # bits first and again when aligning mantissas (tt-metal #14032, #52155).
     fp32_src = str(src.dtype).split(".")[-1].lower() == "float32"
-    compute_config = ttnn.ComputeConfigDescriptor(
-        math_fidelity=ttnn.MathFidelity.HiFi4,
-        math_approx_mode=False,
-        fp32_dest_acc_en=fp32_src,
-        bfp8_pack_precise=True,
-    )
+    compute = ComputeSettings(math_fidelity="HiFi4", fp32_dest_acc_en=fp32_src)
+    compute_config = compute.descriptor(bfp8_pack_precise=True)
 
     def tile_range_args(address: int):
         """Runtime args of the reader and the writer: the tensor's address, then the core's tile range."""

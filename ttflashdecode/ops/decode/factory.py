@@ -7,7 +7,7 @@ decode step of a shape.
 
 The kernels' arguments (named compile-time args, TensorAccessorArgs, runtime args and their order) are defined once,
 in :mod:`ttflashdecode.ops.decode.args`; this module only assembles the descriptor from them and the plan's CB and
-semaphore tables.
+semaphore tables, with the descriptor parts every op shares (:mod:`ttflashdecode.ops.descriptors`).
 """
 
 from __future__ import annotations
@@ -15,21 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 from ttflashdecode.config import TILE
 from ttflashdecode.kernel_sources import DECODE_KERNELS
 from ttflashdecode.ops.decode.args import (
     ComputeCommonArgs,
     CoreWork,
-    KernelArgs,
     ReaderCommonArgs,
     WriterCommonArgs,
-    cb_descriptor,
-    core_range_set,
     core_work_table,
     decode_kernel_args,
-    kernel_descriptor,
     shape_fields,
+)
+from ttflashdecode.ops.descriptors import (
+    ComputeSettings,
+    KernelArgs,
+    cb_descriptor,
+    core_range_set,
+    kernel_descriptor,
     wire,
 )
 from ttflashdecode.plan import CoreAssignment, DecodePlan
@@ -44,40 +47,6 @@ DATUM_BYTES = {"bfloat16": 2, "float32": 4}
 # three kernels (tt_metal/api/tt-metalium/kernel_types.hpp; the emulator's arch.MAX_RUNTIME_ARGS). These kernels have
 # no per-core runtime args, so their common args may take all of it.
 MAX_COMMON_RUNTIME_ARGS = 341
-
-
-@dataclass(frozen=True)
-class ComputeSettings:
-    """The compute kernel configuration the program is built with (ttnn.WormholeComputeKernelConfig fields)."""
-
-    math_fidelity: str = "HiFi4"
-    math_approx_mode: bool = False
-    fp32_dest_acc_en: bool = False
-
-    @classmethod
-    def coerce(cls, config) -> ComputeSettings:
-        if config is None:
-            return cls()
-        if isinstance(config, ComputeSettings):
-            return config
-        fidelity = getattr(config, "math_fidelity", None)
-        if fidelity is None:
-            raise TypeError(
-                f"compute_kernel_config={config!r}: expected ttnn.WormholeComputeKernelConfig, "
-                "ttflashdecode.ops.decode.factory.ComputeSettings or None"
-            )
-        name = str(fidelity).split(".")[-1]
-        if name == "Invalid":  # ttnn's "not set": keep the op's default
-            name = cls.math_fidelity
-        return cls(name, bool(config.math_approx_mode), bool(config.fp32_dest_acc_en))
-
-    def descriptor(self):
-        ttnn = import_ttnn()
-        return ttnn.ComputeConfigDescriptor(
-            math_fidelity=getattr(ttnn.MathFidelity, self.math_fidelity),
-            math_approx_mode=self.math_approx_mode,
-            fp32_dest_acc_en=self.fp32_dest_acc_en,
-        )
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ttflashdecode.config import ProgramConfig
-from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.descriptors import ComputeSettings
 
 # Scalars that go into a key as they are: hashing them is cheap and their equality is their value's.
 _PLAIN = (type(None), bool, int, float, str)

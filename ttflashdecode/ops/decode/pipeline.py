@@ -32,7 +32,7 @@ from ttflashdecode.config import AUTO, TILE, ProgramConfig
 from ttflashdecode.device_arch import chip_facts
 from ttflashdecode.device_cache import DeviceCache, device_cache, existing_cache
 from ttflashdecode.ops.convert.factory import build_convert_program
-from ttflashdecode.ops.decode.factory import ComputeSettings, DecodeBuffers, build_program
+from ttflashdecode.ops.decode.factory import DecodeBuffers, build_program
 from ttflashdecode.ops.decode.fast_path import (
     PLAIN_TYPES,
     FastCall,
@@ -54,6 +54,7 @@ from ttflashdecode.ops.decode.validate import (
     check_device_positions,
     check_mesh_call,
 )
+from ttflashdecode.ops.descriptors import ComputeSettings
 from ttflashdecode.plan import L1_RESERVED_BYTES, TILE_BYTES, DecodePlan, DecodeShapes
 from ttflashdecode.tuning import plan_for
 

@@ -27,7 +27,6 @@ from typing import NamedTuple
 
 from ttflashdecode.backend import Backend, backend_of
 from ttflashdecode.checks import check_bool, check_device_tensor
-from ttflashdecode.ops.decode.factory import ComputeSettings
 from ttflashdecode.ops.decode.validate import (
     DecodeCall,
     check_call,
@@ -35,6 +34,7 @@ from ttflashdecode.ops.decode.validate import (
     require_head_dim_v,
     require_page_table,
 )
+from ttflashdecode.ops.descriptors import ComputeSettings
 
 TENSOR_FIELDS = 8  # DecodeRequest's first fields are its tensor arguments
 

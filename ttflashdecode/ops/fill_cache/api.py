@@ -7,7 +7,7 @@ import torch
 from ttflashdecode.backend import backend_for
 from ttflashdecode.checks import check_bool, check_device_tensor, check_ring, dtype_name, int_list
 from ttflashdecode.device_cache import device_cache
-from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.descriptors import ComputeSettings
 from ttflashdecode.ops.fill_cache.args import FillShapes
 from ttflashdecode.ops.fill_cache.factory import build_fill_program
 from ttflashdecode.ops.fill_cache.validate import check_tensors, check_valid_seq_len, host_int, page_table_rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttflashdecode.ops.decode.args import AccessorArgs, select
+from ttflashdecode.ops.descriptors import AccessorArgs, select
 from ttflashdecode.ops.update_cache.args import HeadTiles
 
 CB_INDEX = {"in": 0, "index": 2, "page_table": 3, "target": 4, "valid_len": 5, "out": 16}

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.kernel_sources import CONVERT_KERNELS, FILL_CACHE_KERNELS, UPDATE_CACHE_KERNELS
-from ttflashdecode.ops.decode.args import cb_descriptor, core_range_set, kernel_descriptor, wire
-from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.descriptors import ComputeSettings, cb_descriptor, core_range_set, kernel_descriptor, wire
 from ttflashdecode.ops.fill_cache.args import (
     CB_INDEX,
     PAGES_PER_CB,

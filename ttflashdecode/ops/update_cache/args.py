@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttflashdecode.ops.decode.args import PLACEMENTS, AccessorArgs, select, tensor_placement
+from ttflashdecode.ops.descriptors import PLACEMENTS, AccessorArgs, select, tensor_placement
 
 TILE = 32
 # cb_rows and cb_patched are two indices over one buffer (compute_update_cache.cpp says why).
@@ -22,7 +22,7 @@ DOCS = {
     "input_heads_major": "0: input [1, b, n_kv_heads, d] (row (u, h) at [0, u, h]); 1: upstream update_cache's "
     "[1, n_kv_heads, b (padded), d] (row (u, h) at [0, h, input_row_offset + u])",
     "input_row_offset": "heads-major input: the first user's row in dim 2 (upstream's batch_offset)",
-    "input_placement": "ops.decode.args.PLACEMENTS of the input (DRAM or L1 interleaved, or L1 height-sharded)",
+    "input_placement": "ops.descriptors.PLACEMENTS of the input (DRAM or L1 interleaved, or L1 height-sharded)",
     "input_shard_pages": "height-sharded input: pages per shard (0 otherwise)",
     "input_num_shards": "height-sharded input: shards of one input (a fused update's second input's follow them)",
     "input_page_bytes": "an input page (a bfloat16 tile)",

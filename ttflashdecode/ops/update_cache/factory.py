@@ -6,8 +6,14 @@ from __future__ import annotations
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for
 from ttflashdecode.kernel_sources import DECODE_KERNELS, UPDATE_CACHE_KERNELS
-from ttflashdecode.ops.decode.args import cb_descriptor, core_range_set, kernel_descriptor, tensor_placement, wire
-from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.descriptors import (
+    ComputeSettings,
+    cb_descriptor,
+    core_range_set,
+    kernel_descriptor,
+    tensor_placement,
+    wire,
+)
 from ttflashdecode.ops.update_cache.args import (
     CB_INDEX,
     TARGET_RECORD_BYTES,

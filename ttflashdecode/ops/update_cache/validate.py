@@ -20,7 +20,7 @@ from ttflashdecode.checks import (
     int_list,
     shape_of,
 )
-from ttflashdecode.ops.decode.factory import ComputeSettings
+from ttflashdecode.ops.descriptors import ComputeSettings
 from ttflashdecode.ops.update_cache.args import TILE, UpdateShapes
 
 INPUT_DTYPES = ("bfloat16",)  # upstream: "Input tensors must be FLOAT32 or BFLOAT16"; bf16 is what models pass
