@@ -1,4 +1,4 @@
-"""Shared-prefix decode (cascade attention, ttflashdecode.shared_prefix) against plain attention over each user's
+"""Shared-prefix decode (cascade attention, ttflashdecode.ops.shared_prefix) against plain attention over each user's
 concatenated cache (its group's prefix, then its own suffix), on the emulator.
 
 Inputs are seeded random; every K/V position no query may see (past a prefix's length in its last block, past a
@@ -22,8 +22,8 @@ from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import golden
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_arch import chip_facts
+from ttflashdecode.ops.shared_prefix import SharedPrefixDecodeWrapper, shared_prefix_decode
 from ttflashdecode.plan import check_l1
-from ttflashdecode.shared_prefix import SharedPrefixDecodeWrapper, shared_prefix_decode
 
 GARBAGE = (float("nan"), float("inf"), float("-inf"), 3.0e38)
 

@@ -26,8 +26,8 @@ _EXPORTS = {
     "load_program_config": "config",
     "fill_cache": "ops.fill_cache",
     "paged_fill_cache": "ops.fill_cache",
-    "paged_update_cache_and_decode": "fused_update_decode",
-    "update_cache_and_decode": "fused_update_decode",
+    "paged_update_cache_and_decode": "ops.fused",
+    "update_cache_and_decode": "ops.fused",
     "cache_stats": "ops.decode.api",
     "clear_program_cache": "ops.decode.api",
     "flash_multi_latent_attention_decode": "ops.decode.api",
@@ -41,8 +41,8 @@ _EXPORTS = {
     "update_cache": "ops.update_cache",
     "DecodeResult": "ops.decode.pipeline",
     "FlashDecodeWrapper": "ops.decode.wrapper",
-    "shared_prefix_decode": "shared_prefix",
-    "SharedPrefixDecodeWrapper": "shared_prefix",
+    "shared_prefix_decode": "ops.shared_prefix",
+    "SharedPrefixDecodeWrapper": "ops.shared_prefix",
 }
 
 

@@ -386,9 +386,9 @@ def decode_kernel_args(
     """The compile-time args of the reader, compute and writer for ``plan`` over ``buffers``
     (:class:`ttflashdecode.ops.decode.factory.DecodeBuffers`): every value computed once, here.
     ``wait_for_cache_update`` and ``sem_cache_updated``: a fused cache update's rows per group and its semaphore
-    (:mod:`ttflashdecode.fused_update_decode`); 0 without one. ``emit_partial`` / ``slot_users``: shared-prefix
-    decode's levels (:mod:`ttflashdecode.shared_prefix`): the root writes its partial instead of the output; a group's
-    users are slots mapped to users by the reader's and writer's common runtime args."""
+    (:mod:`ttflashdecode.ops.fused`); 0 without one. ``emit_partial`` / ``slot_users``: shared-prefix decode's levels
+    (:mod:`ttflashdecode.ops.shared_prefix`): the root writes its partial instead of the output; a group's users are
+    slots mapped to users by the reader's and writer's common runtime args."""
     s = plan.shapes
     q_at, out_at = tensor_placement(buffers.q), tensor_placement(buffers.out)
     sem_ids = [sem.id for sem in plan.semaphores]  # one per tree round; the writer takes round r's as first + r

@@ -95,12 +95,12 @@ def build_program(
 
     ``noc_coord(logical_core) -> (x, y)`` gives the NOC coordinates a kernel uses to address another core;
     ``scale`` is the softmax scale (default ``1/sqrt(head_dim)``). ``wait_for_cache_update`` / ``sem_cache_updated``:
-    the reader waits for a cache update sharing the program (:mod:`ttflashdecode.fused_update_decode`, which adds
+    the reader waits for a cache update sharing the program (:mod:`ttflashdecode.ops.fused`, which adds
     that semaphore and the update's kernels); 0 without one. ``emit_partial``: the output is the groups' partials,
     rows of ``v_head_dim + 64`` (O unnormalised, m's tile, l's tile); ``slot_users``: the user of each slot
     (``plan.shapes.batch`` of them; -1 a padding slot) and ``slot_page_rows`` the page-table row of each group of
     ``users_per_page_row`` slots, handed to the reader (map and rows) and writer (map) as common runtime args
-    (shared-prefix decode's levels, :mod:`ttflashdecode.shared_prefix`).
+    (shared-prefix decode's levels, :mod:`ttflashdecode.ops.shared_prefix`).
     """
     ttnn = import_ttnn()
     s = plan.shapes

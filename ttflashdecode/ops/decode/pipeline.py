@@ -3,7 +3,7 @@
 Every decode call goes through one :class:`DecodePipeline` (one per device, program config and compute settings):
 the module functions (:func:`run_request`, for :mod:`ttflashdecode.ops.decode.api` and so for ``patch_ttnn``),
 :class:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper` (:meth:`DecodePipeline.run`, after its own ``plan()``)
-and the fused update + decode (:mod:`ttflashdecode.fused_update_decode`: :func:`for_device`,
+and the fused update + decode (:mod:`ttflashdecode.ops.fused`: :func:`for_device`,
 :meth:`DecodePipeline.plan_call`, the positions / page table / output it makes) are thin faces over it and call only
 its public methods.
 

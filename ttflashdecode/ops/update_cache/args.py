@@ -115,7 +115,7 @@ class WriterRuntimeArgs:
 
 @dataclass(frozen=True)
 class CacheUpdateSignal:
-    """An update sharing a program with attention (:mod:`ttflashdecode.fused_update_decode`): when a core's units are
+    """An update sharing a program with attention (:mod:`ttflashdecode.ops.fused`): when a core's units are
     written, its writer adds on semaphore ``sem_id`` of each attention core serving a unit's group (group = user *
     n_kv_heads + head) one count per such unit. ``group_cores[g]``: NOC coordinates of the cores serving group g."""
 

@@ -47,7 +47,7 @@ def build_update_program(
 ):
     """The cache update ``ttnn.ProgramDescriptor`` over ``pairs`` ((cache, input), one or two) and the index tensor
     and page table (their addresses are runtime args). ``cores``: the logical cores to run on (default: the grid's
-    first ones); ``signal``: the update shares a program with attention (:mod:`ttflashdecode.fused_update_decode`),
+    first ones); ``signal``: the update shares a program with attention (:mod:`ttflashdecode.ops.fused`),
     whose semaphore table holds ``signal.sem_id``."""
     cache, new = pairs[0]
     cache2, new2 = pairs[1] if len(pairs) > 1 else (None, None)
