@@ -119,23 +119,31 @@ def _check_extras(op: str, extra: dict, allowed=_PACKAGE_EXTRAS) -> None:
         )
 
 
-def _common(cur_pos, share_cache, options: dict) -> dict:
-    """Upstream's "not given" defaults -> this package's: ``cur_pos=[]`` -> None, ``share_cache=None`` -> False."""
+# The tensors upstream's signatures take before their keywords, handed on positionally (head_dim_v by keyword).
+_POSITIONAL = frozenset({"input_tensor_q", "input_tensor_k", "input_tensor_v", "page_table_tensor", "head_dim_v"})
+# Upstream's paged-only arguments and their "not given" values: passed on only when given, so the op's defaults
+# are upstream's (the op checks them before anything runs, naming the argument).
+_PAGED_UNSET = {"paged_cache_geometry": None, "cache_position_modulo": None, "spec_multi_pos_tiles": 0}
+
+
+def _keywords(op: str, arguments: dict, required: tuple[str, ...] = ()) -> dict:
+    """The keywords to call the package's function with, from a replacement's ``arguments`` (its ``locals()`` taken
+    first thing: upstream's signature is the one place they are spelled). Upstream's "not given" defaults become the
+    package's: ``cur_pos=[]`` -> None, ``share_cache=None`` -> False (any other value is passed on as given, the op
+    refuses a non-bool); the package's extras (``**extra``) are checked and passed through."""
+    _require(op, **{name: arguments[name] for name in required})
+    extra = arguments["extra"]
+    _check_extras(op, extra)
+    options = {name: value for name, value in arguments.items() if name not in _POSITIONAL and name != "extra"}
+    for name, unset in _PAGED_UNSET.items():
+        if name in options and (options[name] is None if unset is None else options[name] == unset):
+            del options[name]
+    cur_pos = options["cur_pos"]
     if isinstance(cur_pos, (list, tuple)) and len(cur_pos) == 0:
-        cur_pos = None
-    # share_cache is passed on as given (the op refuses a non-bool), None being upstream's "not set".
-    return dict(options, cur_pos=cur_pos, share_cache=False if share_cache is None else share_cache)
-
-
-def _check_paged_defaults(op: str, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles) -> dict:
-    """Upstream's paged-only arguments, passed on to the paged op under the same names (it checks them before anything
-    runs, naming the argument); only the ones given are passed, so the op's defaults are upstream's."""
-    del op  # the op's errors name the argument; kept for the call sites' symmetry with the other checks
-    given = {"paged_cache_geometry": paged_cache_geometry, "cache_position_modulo": cache_position_modulo}
-    passed = {name: value for name, value in given.items() if value is not None}
-    if spec_multi_pos_tiles != 0:
-        passed["spec_multi_pos_tiles"] = spec_multi_pos_tiles
-    return passed
+        options["cur_pos"] = None
+    if options["share_cache"] is None:
+        options["share_cache"] = False
+    return {**options, **extra}
 
 
 def _mla_v_route(op: str, input_tensor_v, head_dim_v) -> None:
@@ -182,23 +190,7 @@ def scaled_dot_product_attention_decode(
     share_cache=None,
     **extra,
 ):
-    _check_extras("scaled_dot_product_attention_decode", extra)
-    kwargs = _common(
-        cur_pos,
-        share_cache,
-        dict(
-            extra,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos_tensor=cur_pos_tensor,
-            attention_sink=attention_sink,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            memory_config=memory_config,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-        ),
-    )
+    kwargs = _keywords("scaled_dot_product_attention_decode", locals())
     return _package().scaled_dot_product_attention_decode(input_tensor_q, input_tensor_k, input_tensor_v, **kwargs)
 
 
@@ -224,26 +216,7 @@ def paged_scaled_dot_product_attention_decode(
     share_cache=None,
     **extra,
 ):
-    op = "paged_scaled_dot_product_attention_decode"
-    _check_extras(op, extra)
-    paged_args = _check_paged_defaults(op, paged_cache_geometry, cache_position_modulo, spec_multi_pos_tiles)
-    kwargs = _common(
-        cur_pos,
-        share_cache,
-        dict(
-            extra,
-            **paged_args,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos_tensor=cur_pos_tensor,
-            attention_sink=attention_sink,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            memory_config=memory_config,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-        ),
-    )
+    kwargs = _keywords("paged_scaled_dot_product_attention_decode", locals())
     return _package().paged_scaled_dot_product_attention_decode(
         input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, **kwargs
     )
@@ -268,25 +241,9 @@ def flash_multi_latent_attention_decode(
     share_cache=None,
     **extra,
 ):
+    # first thing: locals() is then the arguments alone
+    kwargs = _keywords("flash_multi_latent_attention_decode", locals(), required=("head_dim_v",))
     op = "flash_multi_latent_attention_decode"
-    _require(op, head_dim_v=head_dim_v)
-    _check_extras(op, extra)
-    kwargs = _common(
-        cur_pos,
-        share_cache,
-        dict(
-            extra,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos_tensor=cur_pos_tensor,
-            attention_sink=attention_sink,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            memory_config=memory_config,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-        ),
-    )
     if input_tensor_v is not None:
         _mla_v_route(op, input_tensor_v, head_dim_v)
         return _package().scaled_dot_product_attention_decode(input_tensor_q, input_tensor_k, input_tensor_v, **kwargs)
@@ -313,25 +270,9 @@ def paged_flash_multi_latent_attention_decode(
     share_cache=None,
     **extra,
 ):
+    # first thing: locals() is then the arguments alone
+    kwargs = _keywords("paged_flash_multi_latent_attention_decode", locals(), ("head_dim_v", "page_table_tensor"))
     op = "paged_flash_multi_latent_attention_decode"
-    _require(op, head_dim_v=head_dim_v, page_table_tensor=page_table_tensor)
-    _check_extras(op, extra)
-    kwargs = _common(
-        cur_pos,
-        share_cache,
-        dict(
-            extra,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos_tensor=cur_pos_tensor,
-            attention_sink=attention_sink,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            memory_config=memory_config,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-        ),
-    )
     if input_tensor_v is not None:
         _mla_v_route(op, input_tensor_v, head_dim_v)
         return _package().paged_scaled_dot_product_attention_decode(

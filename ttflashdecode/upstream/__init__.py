@@ -41,6 +41,7 @@ from ttflashdecode.checks import (
     host_int_values,
     int_list,
 )
+from ttflashdecode.ops.decode.request import DecodeRequest, request_of
 from ttflashdecode.upstream.plan import SdpaDecodePlan, default_k_chunk_size, plan_sdpa_decode
 from ttflashdecode.upstream.program import SdpaDecodeTensors, build_program
 
@@ -87,27 +88,7 @@ def scaled_dot_product_attention_decode(
     ``ttnn.SDPAProgramConfig`` (or :class:`ttflashdecode.config.ProgramConfig`); without one upstream spreads each
     user over the whole grid. ``compute_kernel_config`` defaults as upstream: HiFi2, approximate math, bf16 DST.
     Returns ``[1, b, n_q_heads, d_v]`` bfloat16 on q's backend."""
-    return _decode(
-        q,
-        k,
-        v,
-        None,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
-        return_stats=return_stats,
-    )
+    return _decode(*request_of(locals()))
 
 
 def paged_scaled_dot_product_attention_decode(
@@ -141,28 +122,7 @@ def paged_scaled_dot_product_attention_decode(
     all its candidates. Every other argument as in :func:`scaled_dot_product_attention_decode`."""
     if page_table_tensor is None:
         raise ValueError("page_table_tensor: required for paged decode (int32 [b, max_blocks_per_user])")
-    return _decode(
-        q,
-        k,
-        v,
-        page_table_tensor,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
-        return_stats=return_stats,
-        spec_multi_pos_tiles=spec_multi_pos_tiles,
-    )
+    return _decode(*request_of(locals(), paged=True))
 
 
 def flash_multi_latent_attention_decode(
@@ -190,28 +150,8 @@ def flash_multi_latent_attention_decode(
     s, d]`` and V its first ``head_dim_v`` columns (a multiple of 32, at most d), read out of each K chunk already in
     L1 (the reader's ``reuse_k``), so the cache is read once. Output ``[1, b, n_q_heads, head_dim_v]``. Every other
     argument as in :func:`scaled_dot_product_attention_decode`."""
-    return _decode(
-        q,
-        k,
-        None,
-        None,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
-        return_stats=return_stats,
-        head_dim_v=_require_head_dim_v(head_dim_v),
-    )
+    _require_head_dim_v(head_dim_v)
+    return _decode(*request_of(locals(), v_from_k=True))
 
 
 def paged_flash_multi_latent_attention_decode(
@@ -240,28 +180,8 @@ def paged_flash_multi_latent_attention_decode(
     d]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
     if page_table_tensor is None:
         raise ValueError("page_table_tensor: required for paged decode (int32 [b, max_blocks_per_user])")
-    return _decode(
-        q,
-        k,
-        None,
-        page_table_tensor,
-        is_causal=is_causal,
-        attn_mask=attn_mask,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=share_cache,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        validate_device_tensors=validate_device_tensors,
-        return_stats=return_stats,
-        head_dim_v=_require_head_dim_v(head_dim_v),
-    )
+    _require_head_dim_v(head_dim_v)
+    return _decode(*request_of(locals(), paged=True, v_from_k=True))
 
 
 def _require_head_dim_v(head_dim_v) -> int:
@@ -345,30 +265,13 @@ def _program_config(config, device_grid: tuple[int, int]) -> _Config:
     return _Config((gx, gy), k_chunk, True if approx is None else bool(approx), max_cores)
 
 
-def _decode(
-    q,
-    k,
-    v,
-    page_table,
-    *,
-    is_causal,
-    attn_mask,
-    cur_pos,
-    cur_pos_tensor,
-    scale,
-    sliding_window_size,
-    attention_sink,
-    share_cache,
-    program_config,
-    compute_kernel_config,
-    memory_config,
-    output_tensor,
-    dtype,
-    validate_device_tensors,
-    return_stats,
-    head_dim_v: int | None = None,
-    spec_multi_pos_tiles: int = 0,
-):
+def _decode(request: DecodeRequest, return_stats):
+    """One call of the four functions, their arguments as one request (the decode op's
+    :class:`~ttflashdecode.ops.decode.request.DecodeRequest`), checked as upstream checks them, then planned, built and
+    launched."""
+    q, k, v, page_table, cur_pos_tensor = request.q, request.k, request.v, request.page_table, request.cur_pos_tensor
+    attn_mask, attention_sink, output_tensor = request.attn_mask, request.attention_sink, request.output_tensor
+    head_dim_v, program_config = request.head_dim_v, request.program_config
     ttnn = import_ttnn()
     q_shape = check_device_tensor("q", q, 4, ("bfloat16",))
     backend = backend_of(q)
@@ -378,16 +281,16 @@ def _decode(
             "single-chip program (pass one chip's tensors)"
         )
     device = backend.device
-    is_causal = check_bool("is_causal", is_causal)
+    is_causal = check_bool("is_causal", request.is_causal)
     return_stats = check_bool("return_stats", return_stats)
-    share_cache = check_bool("share_cache", share_cache)
-    validate_device_tensors = check_bool("validate_device_tensors", validate_device_tensors)
+    share_cache = check_bool("share_cache", request.share_cache)
+    validate_device_tensors = check_bool("validate_device_tensors", request.validate_device_tensors)
     if q_shape[0] != 1:
         raise ValueError(
             f"q: upstream decodes one token per user, expected shape [1, b, n_q_heads, d], got {list(q_shape)}"
         )
     _, batch, n_q_heads, head_dim = q_shape
-    tg = spec_multi_pos_tiles
+    tg = request.spec_multi_pos_tiles
     if isinstance(tg, bool) or not isinstance(tg, int) or tg < 0:
         raise ValueError(f"spec_multi_pos_tiles={tg!r}: expected an int >= 0 (0: off)")
     if tg and n_q_heads != 32 * tg:
@@ -433,7 +336,7 @@ def _decode(
                 f"k: batch {kv_batch} != q's {batch} (with share_cache=True q's batch must be a multiple of k's)"
             )
     n_positions = batch * tg if tg else batch
-    positions = _positions(is_causal, attn_mask, cur_pos, cur_pos_tensor, n_positions, kv_len, device)
+    positions = _positions(is_causal, attn_mask, request.cur_pos, cur_pos_tensor, n_positions, kv_len, device)
     if tg and positions is not None:
         for r in range(batch):
             group = positions[r * tg : (r + 1) * tg]
@@ -443,8 +346,8 @@ def _decode(
                     "each batch row's candidate bounds non-decreasing (the reader scans up to the last "
                     "one), and -1 only for a whole row"
                 )
-    window = check_sliding_window(sliding_window_size, is_causal)
-    scale = check_scale(scale)
+    window = check_sliding_window(request.sliding_window_size, is_causal)
+    scale = check_scale(request.scale)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     mask_batch = kv_batch
     if attn_mask is not None:
@@ -462,6 +365,7 @@ def _decode(
                 f"attention_sink: expected upstream's form [{rows_needed}, 32] (head h's logit at row h, "
                 f"column 0), got {list(s_shape)}"
             )
+    dtype, memory_config = request.dtype, request.memory_config
     if dtype is not None and dtype != ttnn.bfloat16:
         raise ValueError(f"dtype={dtype}: upstream's decode output is bfloat16")
     if memory_config is not None and memory_config != ttnn.DRAM_MEMORY_CONFIG:
@@ -471,7 +375,7 @@ def _decode(
         got = check_device_tensor("output_tensor", output_tensor, 4, ("bfloat16",), device=device)
         if got != out_shape:
             raise ValueError(f"output_tensor: expected shape {list(out_shape)}, got {list(got)}")
-    compute = _compute_settings(compute_kernel_config)
+    compute = _compute_settings(request.compute_kernel_config)
     config = _program_config(program_config, backend.grid())
     if paged and not is_causal and program_config is not None and config.k_chunk_size == 0:
         raise ValueError(

@@ -142,6 +142,22 @@ class DecodeRequest(NamedTuple):
         return CheckedRequest(backend, compute, call, validate_device_tensors)
 
 
+def request_of(arguments: dict, *, paged: bool = False, v_from_k: bool = False) -> tuple[DecodeRequest, object]:
+    """(the request, ``return_stats``) of a call of a decode-family function whose parameters are request fields under
+    ttnn's names (``page_table_tensor`` is the request's ``page_table``) and ``return_stats``. ``arguments`` is the
+    function's ``locals()`` taken first thing, so the function's signature is the one place its keywords are spelled
+    (the fused update + decode, the upstream baseline).
+
+    The public decode functions (:mod:`ttflashdecode.ops.decode.api`) spell their request out by keyword instead: a
+    cache hit's Python work is ~10 us, and building a request through ``locals()`` costs ~2 us more than by keyword
+    (3.0 -> 5.0 us median over 30 runs of 20,000 calls of a 17-keyword function, on the project's shared VM)."""
+    fields = dict(arguments)
+    return_stats = fields.pop("return_stats")
+    if "page_table_tensor" in fields:
+        fields["page_table"] = fields.pop("page_table_tensor")
+    return DecodeRequest(**fields, paged=paged, v_from_k=v_from_k), return_stats
+
+
 @dataclass(frozen=True)
 class CheckedRequest:
     """What :meth:`DecodeRequest.check` worked out: the backend of q's device, the compute settings, the validated
@@ -153,4 +169,4 @@ class CheckedRequest:
     validate_device_tensors: bool
 
 
-__all__ = ["DecodeRequest", "CheckedRequest"]
+__all__ = ["DecodeRequest", "CheckedRequest", "request_of"]

@@ -12,8 +12,8 @@ from ttflashdecode.config import ProgramConfig
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.ops.decode.factory import DecodeBuffers
 from ttflashdecode.ops.decode.pipeline import check_cbs_end_below, tensor_key
-from ttflashdecode.ops.decode.validate import BLOCK_FLOAT_OUT_DTYPES, check_call
-from ttflashdecode.ops.descriptors import ComputeSettings
+from ttflashdecode.ops.decode.request import request_of
+from ttflashdecode.ops.decode.validate import BLOCK_FLOAT_OUT_DTYPES
 from ttflashdecode.ops.fused.factory import build_fused_program
 from ttflashdecode.ops.fused.plan import FusedPlan, plan_fused
 from ttflashdecode.ops.update_cache.args import UpdateShapes
@@ -61,25 +61,7 @@ def update_cache_and_decode(
     default is the tuned table, else that rule). Returns the output; the caches are updated in place, exactly as
     :func:`ttflashdecode.paged_fused_update_cache` updates them. ``return_stats=True`` returns ``(output,
     FusedResult)``."""
-    return _fused(
-        q,
-        k,
-        v,
-        k_new,
-        v_new,
-        None,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        return_stats=return_stats,
-    )
+    return _fused(locals())
 
 
 def paged_update_cache_and_decode(
@@ -105,79 +87,29 @@ def paged_update_cache_and_decode(
     """:func:`update_cache_and_decode` over a paged cache ``[num_blocks, n_kv_heads, block_size, head_dim]`` and
     ``page_table_tensor`` (int32 ``[b, max_blocks_per_user]``), as in
     :func:`ttflashdecode.paged_scaled_dot_product_attention_decode` and :func:`ttflashdecode.paged_update_cache`."""
-    return _fused(
-        q,
-        k,
-        v,
-        k_new,
-        v_new,
-        page_table_tensor,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        program_config=program_config,
-        compute_kernel_config=compute_kernel_config,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        return_stats=return_stats,
-    )
+    return _fused(locals())
 
 
 # ---- one call ---------------------------------------------------------------------------------------------------
 
 
-def _fused(
-    q,
-    k,
-    v,
-    k_new,
-    v_new,
-    page_table,
-    *,
-    cur_pos,
-    cur_pos_tensor,
-    scale,
-    sliding_window_size,
-    attention_sink,
-    program_config,
-    compute_kernel_config,
-    memory_config,
-    output_tensor,
-    dtype,
-    return_stats,
-):
+def _fused(arguments: dict):
+    """One call: ``arguments`` are the public function's (its ``locals()`` on entry): the decode family's request
+    (:class:`~ttflashdecode.ops.decode.request.DecodeRequest`: causal, no mask, no shared cache) and the new rows."""
+    arguments = dict(arguments)
+    k_new, v_new = arguments.pop("k_new"), arguments.pop("v_new")
+    request, return_stats = request_of(arguments)
     return_stats = check_bool("return_stats", return_stats)
     # ---- check both halves on the host before any device work
+    q, k, v, page_table, attention_sink = request.q, request.k, request.v, request.page_table, request.attention_sink
     check_device_tensor("q", q, 4, ("bfloat16",), layout=None, dram=False)
     backend = backend_of(q)
     if backend.num_chips > 1:
         raise ValueError(
             f"q: lives on a mesh of {backend.num_chips} chips; the fused update + attention takes one chip's tensors"
         )
-    compute = ComputeSettings.coerce(compute_kernel_config)
-    call = check_call(
-        q,
-        k,
-        v,
-        page_table,
-        is_causal=True,
-        attn_mask=None,
-        cur_pos=cur_pos,
-        cur_pos_tensor=cur_pos_tensor,
-        scale=scale,
-        sliding_window_size=sliding_window_size,
-        attention_sink=attention_sink,
-        share_cache=False,
-        memory_config=memory_config,
-        output_tensor=output_tensor,
-        dtype=dtype,
-        fp32_dest_acc_en=compute.fp32_dest_acc_en,
-        device=backend.device,
-        grid=backend.grid(),
-    )
+    checked = request.check()
+    compute, call = checked.compute, checked.call
     if call.shapes.q_len != 1:
         raise ValueError(
             f"q: q_len={call.shapes.q_len}; the fused call writes one new row per user, so q_len must be "
@@ -189,7 +121,7 @@ def _fused(
             "needs a second program: use the separate calls)"
         )
     positions_name = "cur_pos" if call.positions is not None else "cur_pos_tensor"
-    positions = call.positions if call.positions is not None else cur_pos_tensor
+    positions = call.positions if call.positions is not None else request.cur_pos_tensor
     update = check_update(
         [(k, k_new), (v, v_new)],
         positions,
@@ -205,13 +137,13 @@ def _fused(
         )
 
     # ---- plan, then the tensors the kernels read (both halves read the same positions and page table)
-    config = ProgramConfig.coerce(program_config, default_grid=backend.grid())
+    config = ProgramConfig.coerce(request.program_config, default_grid=backend.grid())
     pipeline, fused_plan = plan_fused(
-        backend, call, config, compute, update.shapes.num_units, new_output=output_tensor is None
+        backend, call, config, compute, update.shapes.num_units, new_output=request.output_tensor is None
     )
-    cur_pos_dev = pipeline.positions(call, cur_pos_tensor)
+    cur_pos_dev = pipeline.positions(call, request.cur_pos_tensor)
     table_dev = pipeline.page_table(call, page_table)
-    out = pipeline.output(call, output_tensor, q)
+    out = pipeline.output(call, request.output_tensor, q)
     check_cbs_end_below(out, fused_plan.decode)
     buffers = DecodeBuffers(
         q=q, k=k, v=v, cur_pos=cur_pos_dev, out=out, page_table=table_dev, attention_sink=attention_sink
