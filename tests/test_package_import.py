@@ -37,3 +37,24 @@ def test_package_import_is_light():
     assert heavy == "[]", f"import ttflashdecode imported {heavy}"
     assert float(seconds) < 1.0, f"import ttflashdecode took {seconds} s"
     assert out.stdout.strip().endswith("ok")
+
+
+def test_only_the_backend_imports_the_emulator():
+    """The op package reaches ttemu through one module, ttflashdecode/backend.py (``import_ttnn``, ``emulator()`` and
+    its neighbours), so the emulator's layout is known in one place; no other module imports ttemu, at its top or in a
+    function body."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "ttflashdecode"
+    offenders = {}
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "backend.py" and path.parent == package:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        names += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+        found = sorted(n for n in names if n.split(".")[0] == "ttemu")
+        if found:
+            offenders[str(path.relative_to(package.parent))] = found
+    assert not offenders, f"modules importing ttemu other than ttflashdecode/backend.py: {offenders}"

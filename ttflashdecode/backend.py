@@ -19,12 +19,16 @@ descriptor belongs to the addresses it was built for:
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
+# The op package's one way to ttnn: the emulator's import of it, which sets up ttnn's environment first (every module
+# here takes import_ttnn from this one).
 from ttemu.ttnn_env import import_ttnn
 
 CARD, EMULATOR, EMULATOR_MESH = "card", "emulator", "emulator_mesh"
@@ -245,7 +249,7 @@ class Backend:
         """Whether a trace is being captured on the device (``ttnn.begin_trace_capture``, or the emulator's): a call
         made then must not read from or write to the device from the host."""
         if self.is_emulator:
-            from ttemu import trace
+            from ttemu import trace  # noqa: PLC0415
 
             return trace.is_trace_capture_active(self.device)
         return bool(import_ttnn().is_trace_capture_active(self.device))
@@ -297,10 +301,42 @@ def backend_of(tensor) -> Backend:
 
 def backend_for(device) -> Backend:
     """The backend of ``device``: a ttnn device or MeshDevice, an emulated chip or an emulated mesh."""
-    import ttemu as emulator  # deferred: the emulator is only needed when used
-
-    if isinstance(device, emulator.EmuMeshDevice):
+    ttemu = emulator()
+    if isinstance(device, ttemu.EmuMeshDevice):
         return Backend(device=device, kind=EMULATOR_MESH)
-    if isinstance(device, emulator.EmuDevice):
+    if isinstance(device, ttemu.EmuDevice):
         return Backend(device=device, kind=EMULATOR)
     return Backend(device=device, kind=CARD)
+
+
+# ---- the emulator ----------------------------------------------------------------------------------------------------
+# ttemu is a package of its own and imports nothing of this one. The op package reaches it only here (import_ttnn above
+# and these functions; tests/test_package_import.py checks no other module imports it), so a change of the emulator's
+# layout is met in this one module.
+
+
+def emulator():
+    """The ttemu package: its devices (``open_device``, ``EmuDevice``, ``EmuTensor``, meshes), imported on first use."""
+    import ttemu  # noqa: PLC0415 - deferred: the emulator is only needed when used
+
+    return ttemu
+
+
+def emulator_grids() -> dict[str, tuple[int, int]]:
+    """Each emulated board's compute grid (``ttemu.arch.GRIDS``)."""
+    from ttemu.arch import GRIDS  # noqa: PLC0415
+
+    return GRIDS
+
+
+def emulator_root() -> Path:
+    """The emulator package's folder, found without importing it (its timing model's sources key the tuner's cache)."""
+    return Path(importlib.util.find_spec("ttemu").origin).parent
+
+
+def wheel_kernel_source(relative_path: str) -> Path:
+    """A kernel source of the installed ttnn wheel, found where the emulator's compiler finds it
+    (``ttemu.jit_env.kernel_source``): read in place, never copied."""
+    from ttemu.jit_env import kernel_source  # noqa: PLC0415
+
+    return kernel_source(relative_path)

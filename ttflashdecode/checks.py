@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 
 KV_DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
 # The softmax scales the kernels compute right with both exps. Hidden positions carry the finite score MASKED_SCORE

@@ -102,7 +102,7 @@ class ProgramConfig:
 
     def to_ttnn(self):
         """The equivalent ``ttnn.SDPAProgramConfig``."""
-        from ttemu.ttnn_env import import_ttnn
+        from ttflashdecode.backend import import_ttnn
 
         ttnn = import_ttnn()
         return ttnn.SDPAProgramConfig(
@@ -163,7 +163,7 @@ class ProgramConfig:
             return load_program_config(value)
         # Check the name first so an obviously wrong argument does not cost a ttnn import.
         if type(value).__name__ == "SDPAProgramConfig":
-            from ttemu.ttnn_env import import_ttnn
+            from ttflashdecode.backend import import_ttnn
 
             if isinstance(value, import_ttnn().SDPAProgramConfig):
                 return cls.from_ttnn(value)

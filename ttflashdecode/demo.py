@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 
 # Llama-3.1-8B attention: 32 query heads share 8 KV heads of width 128.
 N_Q_HEADS, N_KV_HEADS, HEAD_DIM = 32, 8, 128
@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     t = _step("loading torch, ttnn and the op")
     import torch  # noqa: PLC0415 - after the first line of output: these imports take seconds
 
-    import ttemu  # noqa: PLC0415
     from ttflashdecode import golden  # noqa: PLC0415
+    from ttflashdecode.backend import emulator  # noqa: PLC0415
     from ttflashdecode.ops.decode.api import scaled_dot_product_attention_decode  # noqa: PLC0415
 
     ttnn = import_ttnn()
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         f"opening an emulated {args.board.upper()} (host emulator: every Tensix core's kernels as host threads; "
         "the first run builds its runtime with g++)"
     )
-    device = ttemu.open_device(board=args.board)
+    device = emulator().open_device(board=args.board)
     _done(t)
     try:
         t = _step(f"writing Q, K and V to the emulated DRAM (K/V in {args.kv_dtype} tiles)")

@@ -32,7 +32,7 @@ import functools
 
 import torch
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import emulator, import_ttnn
 
 NAMESPACES = ("", "experimental", "transformer")  # ttnn, ttnn.experimental, ttnn.transformer
 EMULATOR_METHODS = (
@@ -46,7 +46,7 @@ class EmulatorTensorError(TypeError):
 
 
 def _emulator_types() -> tuple[type, ...]:
-    import ttemu  # noqa: PLC0415 - the emulator imports ttnn's environment first
+    ttemu = emulator()
 
     return (ttemu.EmuTensor, ttemu.EmuMeshTensor, ttemu.EmuDevice, ttemu.EmuMeshDevice)
 
@@ -62,7 +62,7 @@ def emulator_object(args, kwargs):
 
 
 def _is_device(obj) -> bool:
-    import ttemu  # noqa: PLC0415
+    ttemu = emulator()
 
     return isinstance(obj, (ttemu.EmuDevice, ttemu.EmuMeshDevice))
 
@@ -128,7 +128,7 @@ def _from_torch(tensor=None, dtype=None, *, layout=None, device=None, memory_con
 
 
 def _to_torch(tensor=None, dtype=None, *, mesh_composer=None, **rest):
-    import ttemu  # noqa: PLC0415
+    ttemu = emulator()
 
     if isinstance(tensor, ttemu.EmuMeshTensor):
         host = tensor.device().to_torch(tensor, mesh_composer=mesh_composer)
@@ -147,7 +147,7 @@ def _deallocate(tensor=None, force=True):
 
 
 def _to_memory_config(tensor=None, memory_config=None, dtype=None, **rest):
-    import ttemu  # noqa: PLC0415
+    ttemu = emulator()
 
     if not isinstance(tensor, (ttemu.EmuTensor, ttemu.EmuMeshTensor)):
         return NotImplemented
@@ -166,7 +166,7 @@ def _to_memory_config(tensor=None, memory_config=None, dtype=None, **rest):
 
 
 def _copy_host_to_device_tensor(host_tensor=None, device_tensor=None, cq_id=None):
-    import ttemu  # noqa: PLC0415
+    ttemu = emulator()
 
     if not isinstance(device_tensor, (ttemu.EmuTensor, ttemu.EmuMeshTensor)):
         return NotImplemented
@@ -177,7 +177,7 @@ def _copy_host_to_device_tensor(host_tensor=None, device_tensor=None, cq_id=None
 
 def _mapper(name: str):
     def emulated(mesh_device=None, *args, **kwargs):
-        import ttemu  # noqa: PLC0415
+        ttemu = emulator()
 
         if not isinstance(mesh_device, ttemu.EmuMeshDevice):
             return NotImplemented

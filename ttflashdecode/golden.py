@@ -376,7 +376,7 @@ def quantize_like_device(x: torch.Tensor, dtype) -> torch.Tensor:
     row of a tile face), so pass K/V in the ``[..., kv_len, head_dim]`` layout the device stores them in: the
     rounding of a value depends on its neighbours in that layout. Needs ttnn (imported here, not at module load).
     """
-    from ttemu.ttnn_env import import_ttnn  # noqa: PLC0415 - golden must import without ttnn
+    from ttflashdecode.backend import import_ttnn  # noqa: PLC0415 - golden must import without ttnn
 
     ttnn = import_ttnn()
     tt_dtype = _resolve_quant_dtype(ttnn, dtype)

@@ -83,7 +83,7 @@ from __future__ import annotations
 
 import threading
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 
 __all__ = [
     "patch_ttnn",

@@ -36,7 +36,6 @@ minutes when they compile first.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import threading
@@ -232,9 +231,9 @@ _DEVICES: dict[str, object] = {}
 
 def board_for(grid: tuple[int, int]) -> str | None:
     """The emulated board whose chip has ``grid`` (None: no emulated board has it; the rule decides)."""
-    from ttemu.arch import GRIDS
+    from ttflashdecode.backend import emulator_grids
 
-    for board, board_grid in GRIDS.items():
+    for board, board_grid in emulator_grids().items():
         if tuple(board_grid) == tuple(grid):
             return board
     return None
@@ -244,9 +243,9 @@ def _device(board: str):
     """The process's private emulated chip for evaluations (timing-only: no math, the same durations)."""
     dev = _DEVICES.get(board)
     if dev is None or getattr(dev, "_closed", False):
-        import ttemu
+        from ttflashdecode.backend import emulator
 
-        dev = _DEVICES[board] = ttemu.open_device(board, timing_only=True)
+        dev = _DEVICES[board] = emulator().open_device(board, timing_only=True)
     return dev
 
 
@@ -256,7 +255,7 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: i
     given)."""
     import torch
 
-    from ttemu.ttnn_env import import_ttnn
+    from ttflashdecode.backend import import_ttnn
     from ttflashdecode.ops.decode.factory import DecodeBuffers, build_program
     from ttflashdecode.ops.descriptors import ComputeSettings
 
@@ -349,7 +348,9 @@ def kernel_source_hash() -> str:
 def model_hash() -> str:
     """Hash of the timing model (its header, the runtime's hooks) and :data:`MODEL_VERSION`."""
     if "model" not in _HASHES:
-        emu = Path(importlib.util.find_spec("ttemu").origin).parent  # found, not imported: ttemu imports torch
+        from ttflashdecode.backend import emulator_root
+
+        emu = emulator_root()  # found, not imported: ttemu imports torch
         # csrc/compute.cpp holds the hooks' compute-side classification (timing_classify_sfpu, timing_matmul)
         files = [
             *(emu / "include" / "emu").glob("timing*.h"),

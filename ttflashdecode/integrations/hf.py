@@ -59,8 +59,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 import ttflashdecode
-from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import backend_for
+from ttflashdecode.backend import backend_for, import_ttnn
 from ttflashdecode.checks import KV_DTYPES, dtype_name_of, padded_rows
 from ttflashdecode.ops.decode.validate import MAX_Q_LEN
 from ttflashdecode.ops.update_cache.api import read_host, write_host

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 from ttflashdecode.integrations import hf as tthf
 
 FAMILIES = ("llama", "qwen3", "mistral", "gpt-oss")

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import backend_of
+from ttflashdecode.backend import backend_of, import_ttnn
 from ttflashdecode.checks import (
     as_int32,
     check_bool,

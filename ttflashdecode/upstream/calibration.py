@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ttemu.ttnn_env import import_ttnn
 from ttflashdecode import upstream
+from ttflashdecode.backend import import_ttnn
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import Backend, backend_for
+from ttflashdecode.backend import Backend, backend_for, import_ttnn
 from ttflashdecode.checks import (
     check_bool,
     check_device_tensor,

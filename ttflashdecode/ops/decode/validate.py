@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 from ttflashdecode.checks import (
     KV_DTYPES,
     as_int,

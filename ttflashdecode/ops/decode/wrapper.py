@@ -19,7 +19,7 @@ The class is a public face: the run (its checks, the fast path, the programs, th
 
 from __future__ import annotations
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 from ttflashdecode.checks import (
     KV_DTYPES,
     as_int,

@@ -3,7 +3,7 @@ place in the cache, the tile conversion's compute kernel, a writer."""
 
 from __future__ import annotations
 
-from ttemu.ttnn_env import import_ttnn
+from ttflashdecode.backend import import_ttnn
 from ttflashdecode.kernel_sources import CONVERT_KERNELS, FILL_CACHE_KERNELS, UPDATE_CACHE_KERNELS
 from ttflashdecode.ops.descriptors import ComputeSettings, cb_descriptor, core_range_set, kernel_descriptor, wire
 from ttflashdecode.ops.fill_cache.args import (

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import Backend
+from ttflashdecode.backend import Backend, import_ttnn
 from ttflashdecode.checks import check_bool
 from ttflashdecode.device_cache import device_cache
 from ttflashdecode.ops.update_cache.factory import build_update_program

@@ -3,8 +3,7 @@ their circular buffers."""
 
 from __future__ import annotations
 
-from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import backend_for
+from ttflashdecode.backend import backend_for, import_ttnn
 from ttflashdecode.kernel_sources import DECODE_KERNELS, UPDATE_CACHE_KERNELS
 from ttflashdecode.ops.descriptors import (
     ComputeSettings,

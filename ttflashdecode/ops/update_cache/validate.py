@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import Backend, backend_for
+from ttflashdecode.backend import Backend, backend_for, import_ttnn
 from ttflashdecode.checks import (
     KV_DTYPES,
     as_int,
