@@ -619,6 +619,7 @@ FORBIDDEN = (
     "ttflashdecode.backend",
     "ttemu.ttnn_env",
     "ttflashdecode.ops.decode.args",
+    "ttflashdecode.ops.descriptors",
     "ttflashdecode.upstream",
 )
 
