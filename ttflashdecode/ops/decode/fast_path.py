@@ -42,9 +42,11 @@ the program's runtime args (which hold addresses, nothing else of the tensor).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.ops.decode.factory import ComputeSettings
 
@@ -84,6 +86,9 @@ class FastCall:
     cbs_end: int | None
     plan_hits: int
     new_output: Any = None  # new_output(q): the call's output when the op allocates it (Backend.output_allocator)
+    # The position in the signature's tensors of one whose buffer was the lowest live L1 buffer when the entry was made
+    # (None if none was): a hit hands its address to the L1 line reader as a witness (Backend.l1_line_reader)
+    witness: int | None = None
     launches: dict = field(default_factory=dict)
     programs_per_launch: int = 0  # program lookups the full path makes per call (decode + convert, per chip)
 
@@ -165,16 +170,19 @@ def _emulated_spec(tensor) -> tuple:
 
 def program_config_value(program_config):
     """A program config as a value the check can compare: names, paths and ProgramConfigs as they are; a
-    ``ttnn.SDPAProgramConfig`` (mutable) read field by field, every field :meth:`ProgramConfig.from_ttnn` reads."""
+    ``ttnn.SDPAProgramConfig`` (mutable, and compared by identity in Python) by its ``repr``, which ttnn writes from
+    every field by reflection, so two configs of one repr hold the same values (one C++ call, ~1.1 us on a mock N150
+    against ~2 us for reading the fields one by one); any other class of that name field by field, every field
+    :meth:`ProgramConfig.from_ttnn` reads."""
     if type(program_config) is ProgramConfig:  # the common case first: this runs on every call
         return program_config
     if program_config is None or isinstance(program_config, (str, Path, ProgramConfig)):
         return program_config
+    if type(program_config) is _ttnn_sdpa_config():
+        return "SDPAProgramConfig", repr(program_config)
     if type(program_config).__name__ != "SDPAProgramConfig":
         raise NotSignable("program_config")
     c = program_config
-    # Read on every signed call: each field read is a nanobind getter (~0.3 us on a mock N150's host), the grid a
-    # CoreCoord copy whose x and y are already Python ints (int() around them cost ~0.3 us each).
     grid = c.compute_with_storage_grid_size
     return (
         "SDPAProgramConfig",
@@ -189,6 +197,12 @@ def program_config_value(program_config):
         getattr(c, "matmul_math_fidelity", None),
         getattr(c, "segmented_accumulation", False),
     )
+
+
+@cache
+def _ttnn_sdpa_config() -> type | None:
+    """ttnn's SDPAProgramConfig class (None without one)."""
+    return getattr(import_ttnn(), "SDPAProgramConfig", None)
 
 
 def compute_config_value(compute_kernel_config):
