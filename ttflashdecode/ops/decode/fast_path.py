@@ -174,13 +174,14 @@ def program_config_value(program_config):
     every field by reflection, so two configs of one repr hold the same values (one C++ call, ~1.1 us on a mock N150
     against ~2 us for reading the fields one by one); any other class of that name field by field, every field
     :meth:`ProgramConfig.from_ttnn` reads."""
-    if type(program_config) is ProgramConfig:  # the common case first: this runs on every call
+    kind = type(program_config)
+    if kind is ProgramConfig:  # the common cases first: this runs on every call
         return program_config
+    if kind is _ttnn_sdpa_config():
+        return "SDPAProgramConfig", repr(program_config)
     if program_config is None or isinstance(program_config, (str, Path, ProgramConfig)):
         return program_config
-    if type(program_config) is _ttnn_sdpa_config():
-        return "SDPAProgramConfig", repr(program_config)
-    if type(program_config).__name__ != "SDPAProgramConfig":
+    if kind.__name__ != "SDPAProgramConfig":
         raise NotSignable("program_config")
     c = program_config
     grid = c.compute_with_storage_grid_size

@@ -20,10 +20,11 @@ positions), so a run uploads nothing and can be captured in a trace.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from operator import methodcaller
 from pathlib import Path
 
 from ttemu.ttnn_env import import_ttnn
-from ttflashdecode.backend import Backend, backend_for
+from ttflashdecode.backend import EMULATOR_MESH, Backend, backend_for
 from ttflashdecode.checks import (
     check_bool,
     check_device_tensor,
@@ -104,7 +105,9 @@ class DecodePipeline:
         self.num_chips = self.backend.num_chips
         # read on every fast-path hit: the lowest live L1 buffer, and where an output is (the key of its programs)
         self._l1_line = self.backend.l1_line_reader()
-        self._address_key = self.backend.address_key
+        # one chip's (or a card mesh's lock-step) address: the tensor's own, read without a Python frame
+        self._address_key = self.backend.address_key if self.backend.kind == EMULATOR_MESH else _buffer_address
+        self._ttnn = import_ttnn()  # a hit looks up ttnn.generic_op at launch (a test may replace it)
         self.cache: DeviceCache = device_cache(device)
         self.compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self.grid)
@@ -349,7 +352,7 @@ class DecodePipeline:
             io.append(attention_sink)
         io.append(out if staging is None else staging)
         if launch.card_result is not None:
-            run = import_ttnn().generic_op
+            run = self._ttnn.generic_op
             run(io, launch.decode)
             if launch.convert is not None:
                 run([staging, out], launch.convert)
@@ -640,6 +643,8 @@ def positions_bound(call: DecodeCall, config: ProgramConfig) -> int | None:
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
+
+_buffer_address = methodcaller("buffer_address")
 
 
 def _buffers(tensors: tuple, *, positions, decoded, page_table) -> DecodeBuffers:
