@@ -368,7 +368,7 @@ def test_a_line_that_changes_the_plan_is_not_kept(emu_device, paths, monkeypatch
 
 def test_a_ttnn_program_config_changed_in_place_misses(emu_device, paths, monkeypatch):
     """A ``ttnn.SDPAProgramConfig`` is mutable and passed as the same object every call; the fast path compares it by
-    value (its repr, every field), so a field changed in place after a hit sends the next call down the full path,
+    value (every field), so a field changed in place after a hit sends the next call down the full path,
     which plans the new chunk size. Host path only (launches are no-ops)."""
     monkeypatch.setattr(Backend, "run", lambda self, tensors, launchable: None)
     dev = emu_device

@@ -42,11 +42,9 @@ the program's runtime args (which hold addresses, nothing else of the tensor).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.config import ProgramConfig
 from ttflashdecode.ops.decode.factory import ComputeSettings
 
@@ -170,20 +168,17 @@ def _emulated_spec(tensor) -> tuple:
 
 def program_config_value(program_config):
     """A program config as a value the check can compare: names, paths and ProgramConfigs as they are; a
-    ``ttnn.SDPAProgramConfig`` (mutable, and compared by identity in Python) by its ``repr``, which ttnn writes from
-    every field by reflection, so two configs of one repr hold the same values (one C++ call, ~1.1 us on a mock N150
-    against ~2 us for reading the fields one by one); any other class of that name field by field, every field
-    :meth:`ProgramConfig.from_ttnn` reads."""
-    kind = type(program_config)
-    if kind is ProgramConfig:  # the common cases first: this runs on every call
+    ``ttnn.SDPAProgramConfig`` (mutable) read field by field, every field :meth:`ProgramConfig.from_ttnn` reads."""
+    if type(program_config) is ProgramConfig:  # the common case first: this runs on every call
         return program_config
-    if kind is _ttnn_sdpa_config():
-        return "SDPAProgramConfig", repr(program_config)
     if program_config is None or isinstance(program_config, (str, Path, ProgramConfig)):
         return program_config
-    if kind.__name__ != "SDPAProgramConfig":
+    if type(program_config).__name__ != "SDPAProgramConfig":
         raise NotSignable("program_config")
     c = program_config
+    # Read on every signed call: each field read is a nanobind getter (~0.15 us on a mock N150's host), the grid a
+    # CoreCoord copy whose x and y are already Python ints (int() around them cost ~0.3 us each). Its repr (ttnn
+    # writes every field by reflection) would be one call, but took longer than these reads (2.5 against 1.6 us).
     grid = c.compute_with_storage_grid_size
     return (
         "SDPAProgramConfig",
@@ -198,12 +193,6 @@ def program_config_value(program_config):
         getattr(c, "matmul_math_fidelity", None),
         getattr(c, "segmented_accumulation", False),
     )
-
-
-@cache
-def _ttnn_sdpa_config() -> type | None:
-    """ttnn's SDPAProgramConfig class (None without one)."""
-    return getattr(import_ttnn(), "SDPAProgramConfig", None)
 
 
 def compute_config_value(compute_kernel_config):
