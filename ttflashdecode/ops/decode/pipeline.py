@@ -301,6 +301,7 @@ class DecodePipeline:
             new_output=self.output_allocator(call),
             witness=None if l1_line is None else _witness(tensors, l1_line),
         )
+        entry.programs_per_launch = launch.lookups
         remember_launch(entry, self._address_key(out), launch)
         return out, entry
 
@@ -341,7 +342,7 @@ class DecodePipeline:
         launch = entry.launches.get(self._address_key(out))
         if launch is None:  # a new output at an address this call has not used yet
             return self._launch_new_output(entry, tensors, out, positions)
-        self.cache.count_hits(entry.plan_hits, launch.lookups)
+        entry.hits += 1  # counted as the lookups it skipped when the counters are read (FastCall.settle)
         # The io list in DecodeBuffers.io_tensors()'s order, built without the dataclass (this runs every step).
         io = [q, k, k if v is None else v, positions]
         if page_table is not None:
