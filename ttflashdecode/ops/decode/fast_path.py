@@ -175,30 +175,47 @@ def _emulated_spec(tensor) -> tuple:
 def program_config_value(program_config):
     """A program config as a value the check can compare: names, paths and ProgramConfigs as they are; a
     ``ttnn.SDPAProgramConfig`` (mutable) read field by field, every field :meth:`ProgramConfig.from_ttnn` reads."""
-    if type(program_config) is ProgramConfig:  # the common case first: this runs on every call
+    kind = type(program_config)
+    if kind is ProgramConfig or program_config is None:  # the common cases first: this runs on every call
         return program_config
-    if program_config is None or isinstance(program_config, (str, Path, ProgramConfig)):
-        return program_config
-    if type(program_config).__name__ != "SDPAProgramConfig":
+    if kind.__name__ != "SDPAProgramConfig":
+        if isinstance(program_config, (str, Path, ProgramConfig)):
+            return program_config
         raise NotSignable("program_config")
     c = program_config
-    # Read on every signed call: each field read is a nanobind getter (~0.15 us on a mock N150's host), the grid a
-    # CoreCoord copy whose x and y are already Python ints (int() around them cost ~0.3 us each). Its repr (ttnn
-    # writes every field by reflection) would be one call, but took longer than these reads (2.5 against 1.6 us).
+    # Read on every signed call: each field read is a nanobind getter (~0.15 us on a mock N150's host). The grid's x
+    # and y, not the CoreCoord the getter returns: that object is the config's own member, which a later assignment
+    # to the config rewrites in place. Its repr (ttnn writes every field by reflection) would be one call, but took
+    # longer than these reads (2.5 against 1.6 us).
     grid = c.compute_with_storage_grid_size
-    return (
-        "SDPAProgramConfig",
-        grid.x,
-        grid.y,
-        c.q_chunk_size,
-        c.k_chunk_size,
-        c.exp_approx_mode,
-        c.max_cores_per_head_batch,
-        getattr(c, "sub_core_grids", None),
-        getattr(c, "max_k_splits", 1),
-        getattr(c, "matmul_math_fidelity", None),
-        getattr(c, "segmented_accumulation", False),
-    )
+    try:  # plain attribute reads (getattr with a default costs ~0.1 us more a field)
+        return (
+            "SDPAProgramConfig",
+            grid.x,
+            grid.y,
+            c.q_chunk_size,
+            c.k_chunk_size,
+            c.exp_approx_mode,
+            c.max_cores_per_head_batch,
+            c.sub_core_grids,
+            c.max_k_splits,
+            c.matmul_math_fidelity,
+            c.segmented_accumulation,
+        )
+    except AttributeError:  # a config of an older ttnn, without some of the later fields: their defaults
+        return (
+            "SDPAProgramConfig",
+            grid.x,
+            grid.y,
+            c.q_chunk_size,
+            c.k_chunk_size,
+            c.exp_approx_mode,
+            c.max_cores_per_head_batch,
+            getattr(c, "sub_core_grids", None),
+            getattr(c, "max_k_splits", 1),
+            getattr(c, "matmul_math_fidelity", None),
+            getattr(c, "segmented_accumulation", False),
+        )
 
 
 def compute_config_value(compute_kernel_config):
