@@ -364,3 +364,34 @@ def test_a_line_that_changes_the_plan_is_not_kept(emu_device, paths, monkeypatch
     hog.deallocate()
     assert call() == first and paths == {"full": 3, "fast": 2}, paths
     assert call() == first and paths == {"full": 3, "fast": 3}, paths
+
+
+def test_a_ttnn_program_config_changed_in_place_misses(emu_device, paths, monkeypatch):
+    """A ``ttnn.SDPAProgramConfig`` is mutable and passed as the same object every call; the fast path compares it by
+    value (every field), so a field changed in place after a hit sends the next call down the full path,
+    which plans the new chunk size. Host path only (launches are no-ops)."""
+    monkeypatch.setattr(Backend, "run", lambda self, tensors, launchable: None)
+    dev = emu_device
+    _, (tq, tk, tv) = _inputs(dev, "test_host_path.config_in_place")
+    pos = dev.from_torch(torch.tensor([200, 100], dtype=torch.int32), **INT32)
+    out = dev.allocate([1, B, NQ, D], ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    config = ttnn.SDPAProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(2, 2), q_chunk_size=0, k_chunk_size=64, exp_approx_mode=False
+    )
+    clear_program_cache()
+
+    def call():
+        _, result = op_module.scaled_dot_product_attention_decode(
+            tq, tk, tv, cur_pos_tensor=pos, output_tensor=out, program_config=config, return_stats=True
+        )
+        return result.plan
+
+    assert call().k_chunk_size == 64 and call().k_chunk_size == 64
+    assert paths == {"full": 1, "fast": 1}, paths
+    for field, value in (("k_chunk_size", 128), ("exp_approx_mode", None), ("max_cores_per_head_batch", 2)):
+        setattr(config, field, value)
+        plan = call()
+        assert paths["fast"] == 1, f"{field} changed in place: the call took the fast path ({paths})"
+        assert plan.k_chunk_size == 128, plan
+        paths["full"] = 0
+    assert call() is plan and paths["fast"] == 2, paths

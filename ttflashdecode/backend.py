@@ -173,33 +173,36 @@ class Backend:
     def lowest_l1_buffer_address(self) -> int | None:
         """Lowest address of a live L1 buffer on the device (over every chip of a mesh), None if there is none. A
         program's circular buffers must end below it (tt-metal refuses the launch otherwise)."""
-        return self.l1_line_reader()()
-
-    def l1_line_reader(self) -> Callable[[], int | None]:
-        """:meth:`lowest_l1_buffer_address` as a function of no arguments, with what it needs looked up once: the fast
-        path reads the line on every hit (a wrapper makes its reader when it is made)."""
         if self.is_emulator:
-            return self.device.lowest_l1_buffer_address
-        # The L1 allocator's own block table (offsets from its base), not ttnn.reports.get_buffers: that lists every
-        # buffer of the device and took ~670 us with one 8 MiB DRAM buffer on a mock N150, on every cached call; the
-        # memory view costs ~1.7 us (tests/runtime, docs/RUNTIME.md). No L1 buffer at all (a decode loop over DRAM
-        # tensors): the view's total answers without converting its block table to Python (~1 us against ~3 us).
+            return self.device.lowest_l1_buffer_address()
         ttnn = import_ttnn()
-        device, l1, memory_view, base_address = (
-            self.device,
-            ttnn.BufferType.L1,
-            ttnn.get_memory_view,
-            ttnn.get_allocator_base_address,
-        )
+        return _lowest_l1_buffer(self.device, ttnn.get_memory_view(self.device, ttnn.BufferType.L1))
 
-        def lowest_l1_buffer_address() -> int | None:
+    def l1_line_reader(self) -> Callable[..., int | None]:
+        """:meth:`lowest_l1_buffer_address` as a function, with what it needs looked up once: the fast path reads the
+        line on every hit (a wrapper makes its reader when it is made). It takes an optional ``witness``: the address
+        of an L1 buffer the caller knows is live and placed by the device's L1 allocator (a tensor of the call, not
+        per-core allocated), which lets a card answer from the allocator's totals alone (:func:`_l1_line_from_totals`);
+        the answer is the same with or without it."""
+        if self.is_emulator:
+            lowest = self.device.lowest_l1_buffer_address
+            return lambda witness=None: lowest()
+        ttnn = import_ttnn()
+        device, l1, memory_view = self.device, ttnn.BufferType.L1, ttnn.get_memory_view
+        # Where the allocator's region ends (absolute): fixed for the device's life (its worker L1 and L1_SMALL sizes
+        # are set when it opens; a sub-device manager shrinks the region from the bottom only, FreeListOpt::shrink_size)
+        blocks = memory_view(device, l1).block_table
+        base = int(ttnn.get_allocator_base_address(device, l1))
+        top = base + max(int(b["address"]) + int(b["size"]) for b in blocks) if blocks else -1
+
+        def lowest_l1_buffer_address(witness=None) -> int | None:
             view = memory_view(device, l1)
-            if not view.total_bytes_allocated_per_bank:
+            allocated = view.total_bytes_allocated_per_bank
+            if not allocated:  # no L1 buffer at all: the totals answer
                 return None
-            used = [int(b["address"]) for b in view.block_table if b["allocated"] == "yes"]
-            if not used:
-                return None
-            return int(base_address(device, l1)) + min(used)
+            if witness == top - allocated and _l1_line_from_totals(view, allocated):
+                return witness
+            return _lowest_l1_buffer(device, view)
 
         return lowest_l1_buffer_address
 
@@ -269,6 +272,34 @@ class Backend:
             coord = ttnn.MeshCoordinate(i // cols, i % cols)
             ranges[ttnn.MeshCoordinateRange(coord, coord)] = program
         return ttnn.MeshProgramDescriptor(ranges)
+
+
+def _lowest_l1_buffer(device, view) -> int | None:
+    """The lowest live L1 buffer of a card's device from the L1 allocator's memory view: its block table (offsets
+    from the allocator's base), not ttnn.reports.get_buffers, which lists every buffer of the device and took ~670 us
+    with one 8 MiB DRAM buffer on a mock N150 (docs/RUNTIME.md). No L1 buffer at all (a decode loop over DRAM tensors):
+    the view's total answers without converting its block table to Python (~1 us against ~3 us)."""
+    if not view.total_bytes_allocated_per_bank:
+        return None
+    used = [int(b["address"]) for b in view.block_table if b["allocated"] == "yes"]
+    if not used:
+        return None
+    ttnn = import_ttnn()
+    return int(ttnn.get_allocator_base_address(device, ttnn.BufferType.L1)) + min(used)
+
+
+def _l1_line_from_totals(view, allocated: int) -> bool:
+    """Whether a live L1 buffer at ``top - allocated`` (the allocator region's end less its allocated bytes per bank)
+    is the lowest live L1 buffer, read off the memory view's totals without its block table (whose conversion to
+    Python dicts costs ~2-3 us a call on a mock N150, tests/runtime/host_cost.py).
+
+    It is when the free bytes form one block (total free == largest free block, F) and at most half the region is
+    allocated (allocated A <= F). The region is [s, top) (s > 0 once a sub-device manager shrank it), so the free
+    block is [a, a + F) for some a >= s, and it must leave the live buffer at w = top - A allocated: either it ends at
+    or below w, a + F <= top - A = s + F, so a = s and every byte below w is free; or it starts above w, and then
+    F <= top - a < top - w = A, which A <= F rules out."""
+    free = view.total_bytes_free_per_bank
+    return allocated <= free == view.largest_contiguous_bytes_free_per_bank
 
 
 def seal_program_hash(program) -> None:

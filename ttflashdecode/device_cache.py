@@ -81,9 +81,13 @@ class DeviceCache:
         """Store ``value`` under ``key`` (most recent last; the oldest goes when the table is full). For tables whose
         readers look entries up themselves (``calls``: a fast-path lookup must not pay for LRU bookkeeping)."""
         entries: OrderedDict = getattr(self, table)
-        entries.pop(key, None)
+        dropped = [entries.pop(key, None)]
         if len(entries) >= TABLE_SIZE:
-            entries.popitem(last=False)
+            dropped.append(entries.popitem(last=False)[1])
+        if table == "calls":
+            for entry in dropped:
+                if entry is not None:
+                    entry.settle(self)
         entries[key] = value
 
     def count_hits(self, plans: int, programs: int) -> None:
@@ -107,12 +111,20 @@ class DeviceCache:
             plan_id = self._plan_ids[layout] = _next_plan_id()
         return plan_id
 
+    def settle(self) -> None:
+        """Count the fast-path hits the ``calls`` entries hold (:meth:`FastCall.settle
+        <ttflashdecode.ops.decode.fast_path.FastCall.settle>`): before the counters are read or the entries dropped."""
+        for entry in self.calls.values():
+            entry.settle(self)
+
     def stats(self) -> dict[str, int]:
         """This device's counters (``plans`` made and ``plan_hits``, ``programs`` built and ``program_hits``) and its
         entries per table (``<table>_cached``)."""
+        self.settle()
         return dict(self.counts, **{f"{table}_cached": len(getattr(self, table)) for table in TABLES})
 
     def clear(self) -> None:
+        self.settle()
         for table in TABLES:
             getattr(self, table).clear()
         self._plan_ids.clear()
@@ -192,13 +204,18 @@ def _forget_device(device) -> None:
 def program_cache_stats() -> dict[str, int]:
     """Descriptor cache counters since the last :func:`clear_program_cache`, over all devices: ``misses`` = programs
     built, ``hits`` = calls that reused one, ``entries`` = descriptors cached over all live devices."""
-    entries = sum(len(cache.programs) for cache in list(_live))
+    caches = list(_live)
+    for cache in caches:
+        cache.settle()
+    entries = sum(len(cache.programs) for cache in caches)
     return {"hits": _totals["program_hits"], "misses": _totals["programs"], "entries": entries}
 
 
 def cache_stats() -> dict[str, int]:
     """Every counter since the last :func:`clear_program_cache`, over all devices: ``plans`` made and ``plan_hits``,
     ``programs`` built and ``program_hits``."""
+    for cache in list(_live):
+        cache.settle()
     return dict(_totals)
 
 

@@ -88,6 +88,7 @@ def measure(dev, repeats: int = 300) -> dict:
     paged_op = ttflashdecode.paged_scaled_dot_product_attention_decode
     scale = d**-0.5
     q_sharded = None  # made for the paged rows only (an L1 tensor: every L1 line read then converts a block table)
+    l1_reader, witness = backend_for(dev).l1_line_reader(), [None]  # the fast path's reader; q_sharded's address
     # A decode loop whose op allocates an L1 height-sharded output (one user's rows per core) and holds it until the
     # next step's call returns (``out = op(...)``): the two live outputs take turns as the lowest L1 buffer.
     l1_output = ttnn.MemoryConfig(
@@ -256,6 +257,8 @@ def measure(dev, repeats: int = 300) -> dict:
             ),
         ),
         "lowest_l1_alone_l1_tensor": (None, backend_for(dev).lowest_l1_buffer_address),
+        # as the paged call's hits read it: q's shards (the lowest L1 buffer) the witness, its address from the key
+        "lowest_l1_witness_l1_tensor": (None, lambda: l1_reader(witness[0])),
     }
     # Timed last, on its own (q's L1 shards still alive, as in tt_transformers' loop): the held outputs are L1 buffers
     # that every other row's L1 line would otherwise read too.
@@ -374,6 +377,7 @@ def measure(dev, repeats: int = 300) -> dict:
                 ttnn.ShardSpec(user_cores, [32, d], ttnn.ShardOrientation.ROW_MAJOR),
             ),
         )
+        witness[0] = q_sharded.buffer_address()
         time_rows(paged_rows)
         time_rows(l1_output_rows)
         load_after = os.getloadavg()
@@ -437,6 +441,7 @@ ROW_LABELS = {
     "op_paged_upstream_arguments": "op, paged, tt_transformers' call (q height-sharded, DRAM output), output allocated",
     "upstream_paged_op": "  upstream's `ttnn.transformer.paged_scaled_dot_product_attention_decode`, the same call",
     "lowest_l1_alone_l1_tensor": "  the lowest live L1 buffer with q's L1 shards alive (timed with the paged pair)",
+    "lowest_l1_witness_l1_tensor": "  the same, q's shards the witness (the paged call's hit: the allocator's totals)",
     "op_l1_output_held": "op, L1 height-sharded output allocated by the op, held to the next call (q's shards alive)",
     "generic_op_alone": "`ttnn.generic_op` alone on the op's descriptor",
     "generic_op_alone_before": "  the same, descriptor without custom_program_hash (before)",

@@ -188,6 +188,135 @@ def _l1_output_loop(ctx: Ctx) -> None:
     assert hits == [4, 5, 6], f"steps that took the fast path (1-based) {hits}, expected 4-6; L1 lines {lines}"
 
 
+def _l1_line_witness(ctx: Ctx) -> None:
+    """The card's L1 line reader with a witness (Backend.l1_line_reader: a live L1 buffer of the call lets it answer
+    from the allocator's totals) against ttnn's own list of buffers, on ttnn's real allocator: first the layout the
+    totals alone would misread (one free block on top, the witness at top - allocated, a buffer below it), which must
+    be answered from the block table; then random allocations and frees of sharded and interleaved L1 tensors, every
+    live tensor a witness after every step; then a decode loop's call whose witness is q
+    (:func:`_l1_line_witness_miss`). Raises (a rejection in the test) on any wrong line, or when the totals never
+    answered (the check would be vacuous)."""
+    from ttflashdecode import backend as backend_module
+    from ttflashdecode.backend import backend_for
+
+    dev, l1 = ctx.device, ttnn.BufferType.L1
+    reader = backend_for(dev).l1_line_reader()
+    grid = dev.compute_with_storage_grid_size()
+    every_core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(grid.x - 1, grid.y - 1))])
+
+    def rows(per_core: int, cores=every_core, count: int = grid.x * grid.y):
+        """An L1 tensor of ``per_core`` 16-byte rows in every bank (ROW_MAJOR shards of 8 bfloat16)."""
+        spec = ttnn.ShardSpec(cores, [per_core, 8], ttnn.ShardOrientation.ROW_MAJOR)
+        mc = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, l1, spec)
+        shape = ttnn.Shape([1, 1, per_core * count, 8])
+        return ttnn.allocate_tensor_on_device(shape, ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT, dev, mc)
+
+    def check(live: list) -> None:
+        listed = [int(b.address) for b in ttnn._ttnn.reports.get_buffers(dev) if b.buffer_type == l1]
+        want = min(listed) if listed else None
+        got = [reader()] + [reader(t.buffer_address()) for t in live]
+        assert set(got) == {want}, f"L1 line {got} (without a witness, then with each live tensor's), ttnn: {want}"
+
+    answered = []
+    totals = backend_module._l1_line_from_totals
+
+    def counted(view, allocated):
+        answered.append(totals(view, allocated))
+        return answered[-1]
+
+    backend_module._l1_line_from_totals = counted
+    try:
+        # top, then the middle, then the bottom X bytes of every bank; the top one freed: one free block (X bytes) on
+        # top, the middle one's address is top - allocated, and the bottom one lies below it
+        x = 16384
+        top = rows(x // 16)
+        view = ttnn.get_memory_view(dev, l1)
+        middle = rows((view.total_bytes_free_per_bank - x) // 16)
+        bottom = rows(x // 16)
+        top_address = top.buffer_address() + x
+        ttnn.deallocate(top)
+        view = ttnn.get_memory_view(dev, l1)
+        allocated, free = view.total_bytes_allocated_per_bank, view.total_bytes_free_per_bank
+        assert middle.buffer_address() == top_address - allocated > bottom.buffer_address() and free == x, (
+            "the case needs one free block on top and a witness at top - allocated above another buffer"
+        )
+        check([middle, bottom])
+        assert answered == [False], f"the totals answered a layout they cannot tell apart: {answered}"
+        for t in (middle, bottom):
+            ttnn.deallocate(t)
+        rng, live = torch.Generator().manual_seed(27), []
+        for _ in range(200):
+            if live and (len(live) > 12 or torch.rand(1, generator=rng).item() < 0.45):
+                ttnn.deallocate(live.pop(int(torch.randint(len(live), (1,), generator=rng))))
+            else:
+                pick = int(torch.randint(3, (1,), generator=rng))
+                size = int(torch.randint(1, 64, (1,), generator=rng)) * 32
+                if pick == 0:
+                    live.append(rows(size))
+                elif pick == 1:
+                    count = int(torch.randint(1, 9, (1,), generator=rng))
+                    live.append(rows(size, ttnn.num_cores_to_corerangeset(count, grid, row_wise=True), count))
+                else:
+                    shape, mc = ttnn.Shape([1, 1, size, 32]), ttnn.L1_MEMORY_CONFIG  # interleaved
+                    live.append(ttnn.allocate_tensor_on_device(shape, ttnn.bfloat16, ttnn.TILE_LAYOUT, dev, mc))
+            check(live)
+        for t in live:
+            ttnn.deallocate(t)
+        assert any(answered), "the totals never answered: the random layouts tested nothing of them"
+    finally:
+        backend_module._l1_line_from_totals = totals
+    _l1_line_witness_miss(ctx)
+
+
+def _l1_line_witness_miss(ctx: Ctx) -> None:
+    """tt_transformers' paged call (q height-sharded in L1, its shards the lowest L1 buffer: the witness of its
+    fast-path entry): after a hit, an L1 tensor allocated below q must send the next call down the full path, and the
+    call after it hits again (the full path made the same plan there); freeing the tensor brings back a line the entry
+    has seen, which hits at once. Raises (a rejection in the test) otherwise."""
+    from ttflashdecode.ops.decode.pipeline import DecodePipeline
+
+    batch, n_q, n_kv, d, block, per_user = 2, 32, 8, 128, 64, 4
+    blocks = batch * per_user + 2
+    table = torch.randperm(blocks, generator=ctx.gen)[: batch * per_user].reshape(batch, per_user)
+    k, v = ctx.randn(blocks, n_kv, block, d), ctx.randn(blocks, n_kv, block, d)
+    q = ctx.tile(ctx.randn(1, batch, n_q, d), memory_config=H.height_sharded(batch, [32, d]))
+    k, v, table, pos = ctx.tile(k, "bfloat8_b"), ctx.tile(v, "bfloat8_b"), ctx.int32(table), ctx.int32([70, 200])
+    calls, hits = [], []
+    run_hit = DecodePipeline.run_hit
+
+    def counted(self, *args, **kwargs):
+        hits.append(len(calls))
+        return run_hit(self, *args, **kwargs)
+
+    def call():
+        calls.append(1)
+        ttflashdecode.paged_scaled_dot_product_attention_decode(
+            q,
+            k,
+            v,
+            table,
+            cur_pos_tensor=pos,
+            scale=d**-0.5,
+            program_config=H.sdpa_config(64),
+            compute_kernel_config=H.hifi4(),
+            memory_config=ttnn.DRAM_MEMORY_CONFIG,
+        )
+
+    DecodePipeline.run_hit = counted
+    try:
+        call(), call()  # full, then a hit (q's shards the witness)
+        below = ttnn.allocate_tensor_on_device(
+            ttnn.Shape([1, 1, 32, 32]), ttnn.bfloat16, ttnn.TILE_LAYOUT, ctx.device, ttnn.L1_MEMORY_CONFIG
+        )
+        assert below.buffer_address() < q.buffer_address(), "the case needs an L1 tensor below q's shards"
+        call(), call()  # the line moved: full; then a hit at the new line
+        ttnn.deallocate(below)
+        call()  # back at q's line: a hit
+    finally:
+        DecodePipeline.run_hit = run_hit
+    assert hits == [2, 4, 5], f"calls (1-based) that took the fast path {hits}, expected 2, 4, 5"
+
+
 def _mla(ctx: Ctx) -> None:
     """DeepSeek-V3 MLA: Q [1, b, 128, 576] height-sharded, paged latent cache (bfloat8_b), V = first 512 columns,
     height-sharded output."""
@@ -427,6 +556,7 @@ SINGLE = {
     "decode_window": _with(sliding_window_size=64),
     "decode_out_sharded": _with(out_sharded=True),
     "decode_l1_output_loop": _l1_output_loop,
+    "decode_l1_line_witness": _l1_line_witness,
     "decode_out_bfloat8_b": _with(out_dtype="bfloat8_b"),
     "decode_fp32_dest_acc": _with(fp32_dest_acc_en=True, exp_approx_mode=False),
     "decode_share_cache": _with(share_cache=True),

@@ -84,8 +84,20 @@ class FastCall:
     cbs_end: int | None
     plan_hits: int
     new_output: Any = None  # new_output(q): the call's output when the op allocates it (Backend.output_allocator)
+    # The position in the signature's tensors of one whose buffer was the lowest live L1 buffer when the entry was made
+    # (None if none was): a hit hands its address to the L1 line reader as a witness (Backend.l1_line_reader)
+    witness: int | None = None
     launches: dict = field(default_factory=dict)
     programs_per_launch: int = 0  # program lookups the full path makes per call (decode + convert, per chip)
+    # Hits not yet added to the device's counters: a hit adds one here (one store, where the counters' four dict
+    # updates cost ~0.3 us a hit on a mock N150); the device cache settles them before anyone reads or drops them.
+    hits: int = 0
+
+    def settle(self, cache) -> None:
+        """Count this entry's pending hits in ``cache`` (a DeviceCache) as the lookups they skipped."""
+        if self.hits:
+            cache.count_hits(self.hits * self.plan_hits, self.hits * self.programs_per_launch)
+            self.hits = 0
 
     def matches(self, check: tuple, l1_line: int | None) -> bool:
         try:
@@ -133,27 +145,24 @@ def tensors_signature(tensors) -> tuple[tuple, tuple]:
     """(addresses, specs) of the call's tensor arguments (None for an absent one). A tensor that is not a live device
     tensor (a torch tensor, a list, a deallocated tensor) is :class:`NotSignable`: the full path names it.
 
-    This runs on every call: one pass, no per-tensor helper or ``try`` (a ttnn tensor's four reads are ~0.35 us of the
-    ~0.5 us a tensor costs here on a mock N150)."""
+    This runs on every call: one pass, no per-tensor helper or ``try``, three reads a tensor (~0.45 us of the ~0.55 us
+    a tensor costs here on a mock N150). No ``is_allocated()`` first (0.11 us a tensor): ``buffer_address()`` raises
+    on a deallocated tensor (ttnn logs a TT_FATAL line as it does, the emulator raises), and the full path then refuses
+    the call naming the argument."""
     addresses, specs = [], []
     try:
         for tensor in tensors:
             if tensor is None:
                 addresses.append(None)
                 specs.append(None)
-            # is_allocated first: ttnn's buffer_address() on a deallocated tensor logs a TT_FATAL line before raising
-            elif tensor.is_allocated():
+            else:
                 addresses.append(tensor.buffer_address())
                 # A ttnn tensor's TensorSpec holds its shape, dtype, layout (tile shape included) and memory config:
                 # one read and one C++ comparison instead of four reads (memory_config() alone costs ~0.5 us a tensor
                 # on a mock N150). The emulator's tensors have no spec: :func:`_emulated_spec` gives the four.
                 spec = getattr(tensor, "spec", None)
                 specs.append((tensor.device(), _emulated_spec(tensor) if spec is None else spec))
-            else:
-                raise NotSignable("deallocated")
-    except NotSignable:
-        raise
-    except Exception as error:  # not a device tensor, or a mesh tensor whose chips hold it at different addresses
+    except Exception as error:  # not a live device tensor, or a mesh tensor whose chips hold it at different addresses
         raise NotSignable("tensor") from error
     return tuple(addresses), tuple(specs)
 
@@ -166,29 +175,47 @@ def _emulated_spec(tensor) -> tuple:
 def program_config_value(program_config):
     """A program config as a value the check can compare: names, paths and ProgramConfigs as they are; a
     ``ttnn.SDPAProgramConfig`` (mutable) read field by field, every field :meth:`ProgramConfig.from_ttnn` reads."""
-    if type(program_config) is ProgramConfig:  # the common case first: this runs on every call
+    kind = type(program_config)
+    if kind is ProgramConfig or program_config is None:  # the common cases first: this runs on every call
         return program_config
-    if program_config is None or isinstance(program_config, (str, Path, ProgramConfig)):
-        return program_config
-    if type(program_config).__name__ != "SDPAProgramConfig":
+    if kind.__name__ != "SDPAProgramConfig":
+        if isinstance(program_config, (str, Path, ProgramConfig)):
+            return program_config
         raise NotSignable("program_config")
     c = program_config
-    # Read on every signed call: each field read is a nanobind getter (~0.3 us on a mock N150's host), the grid a
-    # CoreCoord copy whose x and y are already Python ints (int() around them cost ~0.3 us each).
+    # Read on every signed call: each field read is a nanobind getter (~0.15 us on a mock N150's host). The grid's x
+    # and y, not the CoreCoord the getter returns: that object is the config's own member, which a later assignment
+    # to the config rewrites in place. Its repr (ttnn writes every field by reflection) would be one call, but took
+    # longer than these reads (2.5 against 1.6 us).
     grid = c.compute_with_storage_grid_size
-    return (
-        "SDPAProgramConfig",
-        grid.x,
-        grid.y,
-        c.q_chunk_size,
-        c.k_chunk_size,
-        c.exp_approx_mode,
-        c.max_cores_per_head_batch,
-        getattr(c, "sub_core_grids", None),
-        getattr(c, "max_k_splits", 1),
-        getattr(c, "matmul_math_fidelity", None),
-        getattr(c, "segmented_accumulation", False),
-    )
+    try:  # plain attribute reads (getattr with a default costs ~0.1 us more a field)
+        return (
+            "SDPAProgramConfig",
+            grid.x,
+            grid.y,
+            c.q_chunk_size,
+            c.k_chunk_size,
+            c.exp_approx_mode,
+            c.max_cores_per_head_batch,
+            c.sub_core_grids,
+            c.max_k_splits,
+            c.matmul_math_fidelity,
+            c.segmented_accumulation,
+        )
+    except AttributeError:  # a config of an older ttnn, without some of the later fields: their defaults
+        return (
+            "SDPAProgramConfig",
+            grid.x,
+            grid.y,
+            c.q_chunk_size,
+            c.k_chunk_size,
+            c.exp_approx_mode,
+            c.max_cores_per_head_batch,
+            getattr(c, "sub_core_grids", None),
+            getattr(c, "max_k_splits", 1),
+            getattr(c, "matmul_math_fidelity", None),
+            getattr(c, "segmented_accumulation", False),
+        )
 
 
 def compute_config_value(compute_kernel_config):

@@ -20,9 +20,10 @@ positions), so a run uploads nothing and can be captured in a trace.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from operator import methodcaller
 from pathlib import Path
 
-from ttflashdecode.backend import Backend, backend_for, import_ttnn
+from ttflashdecode.backend import EMULATOR_MESH, Backend, backend_for, import_ttnn
 from ttflashdecode.checks import (
     check_bool,
     check_device_tensor,
@@ -104,7 +105,9 @@ class DecodePipeline:
         self.num_chips = self.backend.num_chips
         # read on every fast-path hit: the lowest live L1 buffer, and where an output is (the key of its programs)
         self._l1_line = self.backend.l1_line_reader()
-        self._address_key = self.backend.address_key
+        # one chip's (or a card mesh's lock-step) address: the tensor's own, read without a Python frame
+        self._address_key = self.backend.address_key if self.backend.kind == EMULATOR_MESH else _buffer_address
+        self._ttnn = import_ttnn()  # a hit looks up ttnn.generic_op at launch (a test may replace it)
         self.cache: DeviceCache = device_cache(device)
         self.compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self.grid)
@@ -296,15 +299,20 @@ class DecodePipeline:
             ),
             plan_hits=plan_hits,
             new_output=self.output_allocator(call),
+            witness=None if l1_line is None else _witness(tensors, l1_line),
         )
+        entry.programs_per_launch = launch.lookups
         remember_launch(entry, self._address_key(out), launch)
         return out, entry
 
-    def hit(self, entry: FastCall, check: tuple, tensors: tuple) -> bool:
+    def hit(self, entry: FastCall, check: tuple, tensors: tuple, addresses: tuple) -> bool:
         """Whether a signed call may take ``entry``'s fast path: its compared part matches and the lowest live L1
-        buffer is at one of the entry's lines. On a mesh the tensors' layout over the chips is checked as the full
-        path checks it (raising its error): it can change in place."""
-        if not entry.matches(check, self._l1_line()):
+        buffer is at one of the entry's lines (``addresses``: the call's tensors', from its key; the entry's
+        :attr:`~FastCall.witness` among them lets a card read the line from the allocator's totals). On a mesh the
+        tensors' layout over the chips is checked as the full path checks it (raising its error): it can change in
+        place."""
+        witness = entry.witness
+        if not entry.matches(check, self._l1_line(None if witness is None else addresses[witness])):
             return False
         if self.num_chips > 1:
             q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, _ = tensors
@@ -334,7 +342,7 @@ class DecodePipeline:
         launch = entry.launches.get(self._address_key(out))
         if launch is None:  # a new output at an address this call has not used yet
             return self._launch_new_output(entry, tensors, out, positions)
-        self.cache.count_hits(entry.plan_hits, launch.lookups)
+        entry.hits += 1  # counted as the lookups it skipped when the counters are read (FastCall.settle)
         # The io list in DecodeBuffers.io_tensors()'s order, built without the dataclass (this runs every step).
         io = [q, k, k if v is None else v, positions]
         if page_table is not None:
@@ -345,7 +353,7 @@ class DecodePipeline:
             io.append(attention_sink)
         io.append(out if staging is None else staging)
         if launch.card_result is not None:
-            run = import_ttnn().generic_op
+            run = self._ttnn.generic_op
             run(io, launch.decode)
             if launch.convert is not None:
                 run([staging, out], launch.convert)
@@ -637,6 +645,8 @@ def positions_bound(call: DecodeCall, config: ProgramConfig) -> int | None:
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
 
+_buffer_address = methodcaller("buffer_address")
+
 
 def _buffers(tensors: tuple, *, positions, decoded, page_table) -> DecodeBuffers:
     """The program's tensors from a call's (``tensors``, in the fast path's order) and what the run made of them: the
@@ -664,9 +674,28 @@ def _run_signature(wrapper, tensors: tuple, cur_pos, validate_device_tensors, re
         if cur_pos is not None or flag("validate_device_tensors", validate_device_tensors):
             return None
         addresses, specs = tensors_signature(tensors)
-        return ("run", id(wrapper), addresses, flag("return_stats", return_stats)), specs
+        return ("run", addresses, id(wrapper), flag("return_stats", return_stats)), specs
     except NotSignable:
         return None
+
+
+def _witness(tensors: tuple, l1_line: int) -> int | None:
+    """The position among ``tensors`` of a tensor whose buffer is the lowest live L1 buffer ``l1_line`` (None if none
+    is): on later calls of the signature it is live at the same address, so the card's L1 line reader may take it as
+    its witness (:meth:`Backend.l1_line_reader`). A per-core or range-lockstep allocated tensor is left out: it is not
+    placed by the allocator whose totals the reader reads (and its memory config, which says so, is in the
+    signature's check, so no later call of the signature brings one in its place)."""
+    l1 = import_ttnn().BufferType.L1
+    for slot, tensor in enumerate(tensors):
+        if (
+            tensor is not None
+            and tensor.buffer_address() == l1_line
+            and tensor.memory_config().buffer_type == l1
+            and not getattr(tensor, "is_per_core_allocated", bool)()
+            and not getattr(tensor, "is_range_lockstep_allocated", bool)()
+        ):
+            return slot
+    return None
 
 
 def launch_hit(cache: DeviceCache | None, key, check: tuple, tensors: tuple, planned: Planned | None = None):
@@ -680,7 +709,7 @@ def launch_hit(cache: DeviceCache | None, key, check: tuple, tensors: tuple, pla
     if entry is None or (planned is not None and entry.planned is not planned):
         return None
     owner = entry.owner
-    if not owner.hit(entry, check, tensors):
+    if not owner.hit(entry, check, tensors, key[1]):
         return None
     return owner.run_hit(entry, tensors), owner
 
