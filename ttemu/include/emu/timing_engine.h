@@ -1102,7 +1102,9 @@ class Engine {
 
     // The replay's result as the JSON object the runtime's result file carries under "timing" (docs/TIMING.md,
     // section 6); times in ns. Cores are named "x,y" (logical), RISCs "BRISC" / "NCRISC" / "TRISC".
-    std::string result_json(const Result& r) const {
+    std::string result_json(const Result& r) const { return result_json(r, trace_digest()); }
+    // The same with the trace's digest given (computed beside the replay, or shared by replays of the same trace).
+    std::string result_json(const Result& r, uint64_t digest) const {
         std::string o;
         char b[256];
         auto esc = [](const std::string& in) {
@@ -1124,7 +1126,7 @@ class Engine {
                  r.ok ? "true" : "false", ns(r.duration()), ns(r.first_start), ns(r.last_end));
         o += b;
         o += "\"error\": \"" + esc(r.error) + "\", ";
-        snprintf(b, sizeof b, "\"trace_digest\": \"%016llx\", \"cores\": {", (unsigned long long)trace_digest());
+        snprintf(b, sizeof b, "\"trace_digest\": \"%016llx\", \"cores\": {", (unsigned long long)digest);
         o += b;
         std::map<int, std::vector<size_t>> by_core;
         for (size_t i = 0; i < r.riscs.size(); ++i) by_core[r.riscs[i].core].push_back(i);
