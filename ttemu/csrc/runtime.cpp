@@ -1907,8 +1907,12 @@ void setup_timing() {
     if (!timing::variant_params(getenv("TTFD_TIMING_VARIANT"), params, err)) setup_error(err.c_str());
     parse_extra_variants(params.variant);
     M.engine = new_engine(std::move(params));
-    for (auto& t : M.threads)
+    for (auto& t : M.threads) {
         t->tr = &M.engine->add_risc(t->core->idx, timing::Proc(t->k->proc), t->k->cfg.dst_full_sync_en ? 1 : 2);
+        // 512 KiB of address space each, its pages touched as the trace fills them: a Llama-3.1-8B batch-8 8K decode
+        // records ~4K events per RISC, and without the room its traces were copied ~12 times each as they grew.
+        t->tr->reserve(size_t(1) << 14);
+    }
 }
 
 // The replay, after every kernel thread joined: deterministic whatever the host interleaving was. The recorded
