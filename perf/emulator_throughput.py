@@ -1,14 +1,16 @@
 """Host-emulator throughput (how fast the emulator runs, NOT a model of Wormhole speed).
 
-    .venv/bin/python perf/emulator_throughput.py [--mib 256] [--matmuls 10000] [--decode-only]
+    .venv/bin/python perf/emulator_throughput.py [--mib 256] [--matmuls 10000] [--decode-only] [--rows 'b8 8K,tune']
 
 Section 0 (issue 24's goals): one Llama-3.1-8B decode call (32 q / 8 kv heads, d128, bfloat8_b K/V, every user at
 the last position, the op's default program config) on an emulated N150, wall time of the call with the kernel
 cache warm (a first, untimed call compiles), beside the issue's "before" figures and its goals. The timing-only row
 runs the b8 8K call on a timing-only device (K/V undefined, no arithmetic); its modelled duration equals the full
-run's. The "before" figures come from the issue (a fresh clone on a loaded machine, orders of magnitude); the "now"
-column is this host, this run: compare the two only as that. Each row prints the 1-minute load average before and after
-it (the machine may be shared: a wall time is only as good as the load beside it).
+run's. The tune row times program_config="tune" choosing a config for the b8 8K shape with its kernels compiled
+(ttflashdecode/tuning.py: every candidate program runs timing-only). The "before" figures come from the issue (a
+fresh clone on a loaded machine, orders of magnitude); the "now" column is this host, this run: compare the two only
+as that. Each row prints the 1-minute load average before and after it and the CPU seconds of the timed call's
+emulator children (the machine may be shared: a wall time is only as good as the load beside it). --rows picks rows.
 
 Section 1 (data movement): a 64-core program streams a DRAM-interleaved bf16 tensor DRAM -> L1 (CB) -> DRAM, each
 core copying a contiguous range of pages with a reader (RISCV_0) and writer (RISCV_1) kernel; reports MB/s of
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -129,17 +133,20 @@ def matmuls(dev, total: int):
     return n_cores, n_cores * outs * kt, wall, stats
 
 
-# (name, batch, kv_len, timing_only, issue 24's "before" wall s or None, goal wall s or None)
+# (name, batch, kv_len, timing_only, issue 24's "before" wall s or None, goal wall s or None); timing_only "tune":
+# program_config="tune" choosing for the shape (ttflashdecode/tuning.py: its candidates run timing-only).
 DECODE_ROWS = [
     ("Llama-3.1-8B b1 8K, one decode call", 1, 8192, False, 2.0, None),
     ("Llama-3.1-8B b8 8K, one decode call", 8, 8192, False, 16.0, 2.0),
     ("Llama-3.1-8B b1 32K, one decode call", 1, 32768, False, None, 2.0),
     ("Llama-3.1-8B b8 8K, timing-only", 8, 8192, True, None, None),
+    ("Llama-3.1-8B b8 8K, tune (all candidates)", 8, 8192, "tune", None, 5.0),
 ]
 
 
 def llama_decode(dev, batch: int, kv_len: int, timing_only: bool):
-    """Wall seconds of one warm ttflashdecode decode call and its stats (modelled duration)."""
+    """Wall seconds of one warm ttflashdecode decode call, the CPU seconds of its emulator child and its stats
+    (modelled duration)."""
     import torch
 
     import ttflashdecode
@@ -153,37 +160,87 @@ def llama_decode(dev, batch: int, kv_len: int, timing_only: bool):
         k, v = (dev.from_torch(torch.randn(batch, hkv, kv_len, d, generator=g), dtype=ttnn.bfloat8_b) for _ in range(2))
     pos = [kv_len - 1] * batch
     ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos).deallocate()  # compile, plan
-    t0 = time.perf_counter()
+    cpu0, t0 = children_cpu(), time.perf_counter()
     out, run = ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, return_stats=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
     stats = run.stats
     for t in (q, k, v, out):
         t.deallocate()
-    return wall, stats
+    return wall, cpu, stats
 
 
-def decode_section():
+def children_cpu() -> float:
+    """CPU seconds (user + system) this process's finished child processes (the emulator's runs) have used."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def llama_tune(batch: int, kv_len: int):
+    """Wall seconds of the tuner choosing a config for one Llama-3.1-8B decode shape with its kernels compiled (a
+    first, untimed choice compiles every candidate's kernels), the CPU and wall seconds of its emulator child
+    processes, the MODELLED duration of its choice (ns) and how many candidates it ran. The tuner's disk cache is a
+    private directory, emptied before the timed choice, so that the choice runs every candidate."""
+    from ttflashdecode import tuning
+    from ttflashdecode.plan.shapes import DecodeShapes
+
+    shapes = DecodeShapes(
+        batch=batch, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=kv_len, k_dtype="bfloat8_b", v_dtype="bfloat8_b"
+    )
+    saved = os.environ.get(tuning.AUTO_CACHE_ENV_VAR)
+    with tempfile.TemporaryDirectory(prefix="tune-") as cache:
+        os.environ[tuning.AUTO_CACHE_ENV_VAR] = cache
+        try:
+            tuning.clear(memory_only=False)
+            tuning.choose(shapes, (8, 8))  # compile
+            tuning.clear(memory_only=False)
+            cpu0, t0 = children_cpu(), time.perf_counter()
+            choice = tuning.choose(shapes, (8, 8))
+            wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+        finally:
+            if saved is None:
+                os.environ.pop(tuning.AUTO_CACHE_ENV_VAR, None)
+            else:
+                os.environ[tuning.AUTO_CACHE_ENV_VAR] = saved
+    assert choice.source == "model", choice.source
+    return wall, cpu, tuning.stats()["evaluation_s"], choice.durations[0][3], len(choice.durations)
+
+
+def decode_section(only: str = ""):
     print("issue 24: Llama-3.1-8B decode on the emulator (host wall time; durations MODELLED)")
-    print(f"{'run':<40}{'before s':>10}{'now s':>9}{'goal s':>8}{'child s':>9}{'modelled us':>13}{'load':>11}")
+    print(
+        f"{'run':<44}{'before s':>10}{'now s':>9}{'goal s':>8}{'child s':>9}{'child CPU s':>13}{'modelled us':>13}"
+        f"{'load':>11}"
+    )
     full_b8 = None
     for name, batch, kv_len, timing_only, before, goal in DECODE_ROWS:
-        dev = ttemu.open_device("n150", timing_only=timing_only)
+        if only and not any(w.strip() and w.strip() in name for w in only.split(",")):
+            continue
         # The machine may be shared: the 1-minute load average before and after the row says how far to trust it
-        # (a wall time on 2 cores at load 10 is several times the idle figure).
+        # (a wall time on 2 cores at load 10 is several times the idle figure), and the CPU time the emulator's
+        # children received (user + system) what the run cost whatever the load.
         load_before = os.getloadavg()[0]
-        wall, stats = llama_decode(dev, batch, kv_len, timing_only)
+        note = ""
+        if timing_only == "tune":
+            wall, child_cpu, child_s, duration_ns, n = llama_tune(batch, kv_len)
+            note = f"   {n} candidates"
+        else:
+            dev = ttemu.open_device("n150", timing_only=timing_only)
+            wall, child_cpu, stats = llama_decode(dev, batch, kv_len, timing_only)
+            dev.close()
+            child_s, duration_ns = stats.wall_seconds, stats.duration_ns or 0
+            if (batch, kv_len, timing_only) == (8, 8192, False):
+                full_b8 = wall
+            if timing_only and full_b8:
+                note = f"   {full_b8 / wall:.1f}x faster than the full b8 8K run (goal >= 10x)"
         load = f"{load_before:.1f}-{os.getloadavg()[0]:.1f}"
-        dev.close()
-        if (batch, kv_len, timing_only) == (8, 8192, False):
-            full_b8 = wall
-        note = (
-            f"   {full_b8 / wall:.1f}x faster than the full b8 8K run (goal >= 10x)" if timing_only and full_b8 else ""
-        )
         print(
-            f"{name:<40}{before if before is not None else '-':>10}{wall:>9.2f}{goal if goal else '-':>8}"
-            f"{stats.wall_seconds:>9.2f}{(stats.duration_ns or 0) / 1000:>13.1f}{load:>11}{note}"
+            f"{name:<44}{before if before is not None else '-':>10}{wall:>9.2f}{goal if goal else '-':>8}"
+            f"{child_s:>9.2f}{child_cpu:>13.2f}{duration_ns / 1000:>13.1f}{load:>11}{note}"
         )
-    print("child s: the emulator's child process (program file written to its exit); the rest is Python around it")
+    print(
+        "child s: the emulator's child processes (program file written to their exit); the rest is Python around them"
+    )
+    print("child CPU s: CPU time (user + system) the timed call's child processes used")
     print(f"load: 1-minute load average before-after the row on {os.cpu_count()} CPUs")
 
 
@@ -192,8 +249,11 @@ def main():
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--matmuls", type=int, default=10000)
     ap.add_argument("--decode-only", action="store_true", help="only the issue 24 decode rows")
+    ap.add_argument(
+        "--rows", default="", help="comma-separated words: only the decode rows whose name has one (e.g. 'b8 8K,tune')"
+    )
     args = ap.parse_args()
-    decode_section()
+    decode_section(args.rows)
     if args.decode_only:
         return
     dev = ttemu.open_device("n150")

@@ -107,7 +107,6 @@ struct Core {
     std::condition_variable cv;
     std::atomic<int> waiters{0};
     std::vector<KThread*> threads;  // the kernel threads placed on this core
-    std::atomic<uint64_t> counters[size_t(emu::Counter::NumCounters)]{};
 };
 
 struct Kernel {
@@ -193,6 +192,9 @@ struct KThread {
     // statistics (merged at the end)
     uint64_t dram_read[16]{}, dram_write[16]{};
     std::map<std::pair<int, int>, uint64_t> noc_bytes;  // (src node, dst node) -> bytes
+    // emu::count's counters, per thread rather than per core: a core's three threads would otherwise contend for one
+    // cache line on every tile; the core's figures are their sums.
+    uint64_t counters[size_t(emu::Counter::NumCounters)]{};
     pthread_t th{};
 };
 
@@ -894,7 +896,7 @@ const CbTileShapes* cb_tile_shapes() {
 
 void count(Counter c, uint64_t n) {
     if (size_t(c) >= size_t(Counter::NumCounters)) kfault(fmt("count: bad counter %u", unsigned(c)));
-    cur().core->counters[size_t(c)].fetch_add(n, std::memory_order_relaxed);
+    cur().counters[size_t(c)] += n;
 }
 
 void fault(const char* f, ...) {
@@ -1802,7 +1804,11 @@ void write_ok_result() {
         Core& c = *cp;
         if (!c.used) continue;
         o << (first ? "" : ", ") << "\"" << core_name(&c) << "\": {\"counters\": [";
-        for (size_t i = 0; i < size_t(emu::Counter::NumCounters); ++i) o << (i ? ", " : "") << c.counters[i].load();
+        for (size_t i = 0; i < size_t(emu::Counter::NumCounters); ++i) {
+            uint64_t n = 0;
+            for (const KThread* t : c.threads) n += t->counters[i];
+            o << (i ? ", " : "") << n;
+        }
         o << "], \"cb_high_water\": {";
         bool f2 = true;
         for (int i = 0; i < kNumCbs; ++i)
@@ -1901,8 +1907,12 @@ void setup_timing() {
     if (!timing::variant_params(getenv("TTFD_TIMING_VARIANT"), params, err)) setup_error(err.c_str());
     parse_extra_variants(params.variant);
     M.engine = new_engine(std::move(params));
-    for (auto& t : M.threads)
+    for (auto& t : M.threads) {
         t->tr = &M.engine->add_risc(t->core->idx, timing::Proc(t->k->proc), t->k->cfg.dst_full_sync_en ? 1 : 2);
+        // 512 KiB of address space each, its pages touched as the trace fills them: a Llama-3.1-8B batch-8 8K decode
+        // records ~4K events per RISC, and without the room its traces were copied ~12 times each as they grew.
+        t->tr->reserve(size_t(1) << 14);
+    }
 }
 
 // The replay, after every kernel thread joined: deterministic whatever the host interleaving was. The recorded
@@ -1912,8 +1922,13 @@ void setup_timing() {
 // TTFD_TIMING_VARIANT=<that variant> (ttemu/tests/test_timing_variants.py).
 void replay_timing() {
     if (!M.engine) return;
+    // The trace's digest reads the events the replay reads and nothing the replay writes: it is computed beside it
+    // (a serial hash of every event, a tenth of the replay's time), once for every variant.
+    uint64_t digest = 0;
+    std::thread hash([&digest] { digest = M.engine->trace_digest(); });
     timing::Result res = M.engine->run();
-    M.timing_json = M.engine->result_json(res);
+    hash.join();
+    M.timing_json = M.engine->result_json(res, digest);
     if (M.extra_variants.empty()) return;
     std::string o = "{";
     for (size_t v = 0; v < M.extra_variants.size(); ++v) {
@@ -1922,7 +1937,7 @@ void replay_timing() {
             const timing::Risc& r = M.engine->risc(i);
             e->add_risc(r.core(), r.proc(), r.dst_buffers()) = r;
         }
-        o += (v ? ", \"" : "\"") + M.extra_variants[v].first + "\": " + e->result_json(e->run());
+        o += (v ? ", \"" : "\"") + M.extra_variants[v].first + "\": " + e->result_json(e->run(), digest);
     }
     M.timing_variants_json = o + "}";
 }

@@ -43,6 +43,9 @@ struct DstSection {
     bool defined[kDstTilesMax];
     void clear() {
         std::memset(tile, 0, sizeof(tile));
+        clear_defined();
+    }
+    void clear_defined() {
         for (bool& d : defined) d = false;
     }
 };

@@ -6,6 +6,7 @@
 // the engine, its constants and its chips (Wormhole B0, Blackhole) change without recompiling a kernel.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -72,6 +73,9 @@ class Risc {
     Proc proc() const { return proc_; }
     int dst_buffers() const { return dst_buffers_; }
     const std::vector<Event>& events() const { return ev_; }
+    // Room for `n` events before the trace's storage moves (the runtime's traces: a RISC records thousands of events,
+    // and each move copies the trace and touches new memory).
+    void reserve(std::size_t n) { ev_.reserve(n); }
 
     // ---- data movement (one call per API call; transfers above kMaxPacketBytes are split into packets on replay)
     void noc_read(Endpoint src, uint32_t bytes, Noc noc, uint32_t trid = kNoTrid) {

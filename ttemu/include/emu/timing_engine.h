@@ -1041,6 +1041,7 @@ class Engine {
         size_t n = riscs_.size();
         st_.assign(n, State{});
         niu_reads_.clear();
+        cb_index_.clear();
         for (size_t i = 0; i < n; ++i) {
             Xy me = topo_.workers.at(size_t(riscs_[i]->core()));
             Cycle t0 = topo_.hops(topo_.dispatch, me, Noc::Noc0) * fabric_.chip().launch_skew_per_hop;
@@ -1050,9 +1051,18 @@ class Engine {
             s.start = t0;
             push(i);
         }
-        while (!heap_.empty()) {
-            auto [t, i] = heap_.top();
-            heap_.pop();
+        next_ = {0, kNone};
+        for (;;) {
+            // The RISC just stepped runs again without a trip through the heap while it is still first.
+            std::pair<Cycle, size_t> at = next_;
+            next_.second = kNone;
+            if (at.second == kNone || (!heap_.empty() && heap_.top() < at)) {
+                if (at.second != kNone) heap_.push(at);
+                if (heap_.empty()) break;
+                at = heap_.top();
+                heap_.pop();
+            }
+            auto [t, i] = at;
             State& s = st_[i];
             if (s.blocked || s.queued_at != t) continue;  // stale entry
             s.queued_at = -1;
@@ -1102,7 +1112,9 @@ class Engine {
 
     // The replay's result as the JSON object the runtime's result file carries under "timing" (docs/TIMING.md,
     // section 6); times in ns. Cores are named "x,y" (logical), RISCs "BRISC" / "NCRISC" / "TRISC".
-    std::string result_json(const Result& r) const {
+    std::string result_json(const Result& r) const { return result_json(r, trace_digest()); }
+    // The same with the trace's digest given (computed beside the replay, or shared by replays of the same trace).
+    std::string result_json(const Result& r, uint64_t digest) const {
         std::string o;
         char b[256];
         auto esc = [](const std::string& in) {
@@ -1124,7 +1136,7 @@ class Engine {
                  r.ok ? "true" : "false", ns(r.duration()), ns(r.first_start), ns(r.last_end));
         o += b;
         o += "\"error\": \"" + esc(r.error) + "\", ";
-        snprintf(b, sizeof b, "\"trace_digest\": \"%016llx\", \"cores\": {", (unsigned long long)trace_digest());
+        snprintf(b, sizeof b, "\"trace_digest\": \"%016llx\", \"cores\": {", (unsigned long long)digest);
         o += b;
         std::map<int, std::vector<size_t>> by_core;
         for (size_t i = 0; i < r.riscs.size(); ++i) by_core[r.riscs[i].core].push_back(i);
@@ -1221,13 +1233,18 @@ class Engine {
 
     Cycle& clock(size_t i, const Event& e) { return is_compute(i) ? st_[i].lane[lane_of(e)] : st_[i].t; }
 
-    void push(size_t i) {
+    // Queue RISC i at its next event's time. `self`: i was just stepped, and waits in next_ (run() compares it with
+    // the heap's first: the order of steps is the heap's).
+    void push(size_t i, bool self = false) {
         State& s = st_[i];
         const auto& ev = riscs_[i]->events();
         if (s.pc >= ev.size()) return;
         Cycle t = clock(i, ev[s.pc]);
         s.queued_at = t;
-        heap_.push({t, i});
+        if (self)
+            next_ = {t, i};
+        else
+            heap_.push({t, i});
     }
 
     void charge(size_t i, Cycle& clk, Cycle c, int lane) {
@@ -1268,6 +1285,22 @@ class Engine {
     }
 
     Sem& sem(int core, uint32_t off) { return sems_[key(core, off)]; }
+
+    // The state of CB `cb` of `core`: the map's entry, found once per (core, CB index < 64) and then from an index
+    // (map entries never move); every CB event of the replay looks its CB up.
+    CbState& cb_state(int core, uint32_t cb) {
+        if (cb >= kIndexedCbs || core < 0) return cbs_[key(core, cb)];
+        size_t at = size_t(core) * kIndexedCbs + cb;
+        if (at >= cb_index_.size()) cb_index_.resize(at + 1, nullptr);
+        if (!cb_index_[at]) cb_index_[at] = &cbs_[key(core, cb)];
+        return *cb_index_[at];
+    }
+    using ReadsInFlight = std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>;
+    ReadsInFlight& niu_reads(int core, Noc noc) {
+        size_t at = size_t(core) * 2 + size_t(noc);
+        if (at >= niu_reads_.size()) niu_reads_.resize(at + 1);
+        return niu_reads_[at];
+    }
 
     // Earliest time the semaphore met (value, at_least), from the updates applied so far; < 0 if it has not.
     // Increments are applied in arrival order (they may have been issued out of arrival order).
@@ -1315,7 +1348,7 @@ class Engine {
     // (both RISCs of the core share it), a transaction id at most kTridReadThrottle (tt-metal's reader spins).
     void read_slot(size_t i, Cycle& clk, int core, Noc noc, uint32_t trid) {
         if (!p_.flow_control) return;
-        auto& q = niu_reads_[size_t(core) * 2 + size_t(noc)];
+        auto& q = niu_reads(core, noc);
         while (!q.empty() && q.top() <= clk) q.pop();
         while (double(q.size()) >= p_.max_reads_in_flight) {
             wait_until(i, clk, q.top());
@@ -1331,7 +1364,7 @@ class Engine {
     }
     void read_issued(size_t i, int core, Noc noc, uint32_t trid, Cycle done) {
         if (!p_.flow_control) return;
-        niu_reads_[size_t(core) * 2 + size_t(noc)].push(done);
+        niu_reads(core, noc).push(done);
         if (trid != kNoTrid) st_[i].trid_inflight[trid].push(done);
     }
 
@@ -1472,7 +1505,7 @@ class Engine {
                 s.release_time[s.releases++ % 2] = s.lane[2];
                 break;
             case Ev::CbWaitFront: {
-                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                CbState& c = cb_state(core, uint32_t(e.target));
                 uint64_t need = c.acked + e.a;
                 if (need > c.received) return block(i, c.waiters);
                 auto it = std::lower_bound(c.pushes.begin(), c.pushes.end(), std::make_pair(need, Cycle(-1e300)));
@@ -1481,7 +1514,7 @@ class Engine {
                 break;
             }
             case Ev::CbPopFront: {
-                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                CbState& c = cb_state(core, uint32_t(e.target));
                 charge(i, clk, p_.cb_api_cycles, lane);
                 c.acked += e.a;
                 c.pops.push_back({c.acked, clk + p_.cb_handoff_cycles});
@@ -1489,7 +1522,7 @@ class Engine {
                 break;
             }
             case Ev::CbReserveBack: {
-                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                CbState& c = cb_state(core, uint32_t(e.target));
                 int64_t need = int64_t(c.received) + int64_t(e.a) - int64_t(c.num_pages);
                 Cycle ready = 0;
                 if (need > 0) {
@@ -1503,7 +1536,7 @@ class Engine {
                 break;
             }
             case Ev::CbPushBack: {
-                CbState& c = cbs_[key(core, uint32_t(e.target))];
+                CbState& c = cb_state(core, uint32_t(e.target));
                 charge(i, clk, p_.cb_api_cycles, lane);
                 c.received += e.a;
                 c.pushes.push_back({c.received, clk + p_.cb_handoff_cycles});
@@ -1538,7 +1571,7 @@ class Engine {
             }
         }
         s.pc++;
-        push(i);
+        push(i, true);
     }
 
     static std::string describe(const Event& e) {
@@ -1562,8 +1595,12 @@ class Engine {
     std::map<uint64_t, Sem> sems_;
     std::vector<State> st_;
     // Flow control: completion times of the reads each NIU (core * 2 + NoC) has in flight.
-    std::map<size_t, std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> niu_reads_;
+    std::vector<ReadsInFlight> niu_reads_;
+    static constexpr uint32_t kIndexedCbs = 64;
+    std::vector<CbState*> cb_index_;  // cb_state's index into cbs_
     std::priority_queue<std::pair<Cycle, size_t>, std::vector<std::pair<Cycle, size_t>>, std::greater<>> heap_;
+    static constexpr size_t kNone = ~size_t(0);
+    std::pair<Cycle, size_t> next_{0, kNone};  // the RISC step() re-queued (push(i, true)), not in heap_
 };
 
 }  // namespace timing
