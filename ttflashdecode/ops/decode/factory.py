@@ -109,6 +109,31 @@ def _group_span(plan: DecodePlan, core: CoreAssignment) -> tuple[int, int]:
     return first, len(ids)
 
 
+def q_multicast_corners(plan: DecodePlan, noc_coord) -> dict[tuple[int, int], tuple[int, int]]:
+    """Each group root's far corner (NOC coordinates of its group's last core) when every group of more than one core
+    fills the rectangle of cores from its root (its lowest logical x and y) to that core, so one multicast from the
+    root reaches exactly the group's other cores; empty when some group does not (a group spanning part of a row),
+    or no group has more than one core: then every core reads its own Q."""
+    if plan.num_cores_per_head <= 1:
+        return {}
+    groups: dict[int, list[CoreAssignment]] = {}
+    for core in plan.cores:
+        if core.role != "idle":
+            groups.setdefault(_group_span(plan, core)[0], []).append(core)
+    corners = {}
+    for members in groups.values():
+        xs, ys = [c.core[0] for c in members], [c.core[1] for c in members]
+        first, last = (min(xs), min(ys)), (max(xs), max(ys))
+        root = next(c for c in members if c.index_in_group == 0)
+        if len(members) != (last[0] - first[0] + 1) * (last[1] - first[1] + 1) or root.core != first:
+            return {}
+        (x0, y0), (x1, y1) = noc_coord(first), noc_coord(last)
+        if x1 < x0 or y1 < y0:  # NOC 0 multicasts from the lowest corner
+            return {}
+        corners[root.core] = (x1, y1)
+    return corners
+
+
 def build_program(
     plan: DecodePlan,
     buffers: DecodeBuffers,
@@ -142,6 +167,7 @@ def build_program(
         raise ValueError(f"out dtype={s.out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
     # The softmax's exp: the config's exp_approx_mode, which is already resolved (unset -> the approximate exp, as
     # upstream's factory reads it; config.ProgramConfig). No default is taken here.
+    corners = q_multicast_corners(plan, noc_coord)
     args = decode_kernel_args(
         plan,
         buffers,
@@ -151,6 +177,7 @@ def build_program(
         sem_cache_updated=sem_cache_updated,
         emit_partial=emit_partial,
         slot_users=slot_users is not None,
+        q_multicast=bool(corners),
     )
     # Where each shard of a height-sharded Q / output lives (the same table on every core).
     reader_common = [xy for core in args.q_at.shard_cores for xy in noc_coord(core)]
@@ -173,7 +200,8 @@ def build_program(
     work = {}
     for core in busy:
         first_group, num_groups = _group_span(plan, core)
-        parent_x, parent_y = noc_coord(core.send.to_core) if core.send is not None else (0, 0)
+        # A root's parent fields: its group's far corner when it multicasts Q (CoreWork)
+        parent_x, parent_y = noc_coord(core.send.to_core) if core.send is not None else corners.get(core.core, (0, 0))
         work[core.core] = CoreWork(
             first_group=first_group,
             num_groups=num_groups,

@@ -112,6 +112,12 @@ static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update =
 // are never written), so the users of one prefix group need not be consecutive nor the groups equally large; group of
 // slots j reads page-table row get_common_arg_val(batch + j). 0: slot s is user s.
 constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
+// Q read once a group (a group of several cores is a rectangle of cores, its root at the lowest corner): the root reads
+// the group's Q rows and multicasts them into the same Q slot of the group's other cores (the rectangle's far corner
+// is in the root's work entry, in the parent fields a root does not use), then sets their sem_q_arrived; they read
+// no Q. Each core of a group would otherwise read the same rows from DRAM (MLA: 18 KiB a core).
+constexpr bool q_multicast = get_named_compile_time_arg_val("q_multicast") == 1;
+constexpr uint32_t sem_q_arrived = get_named_compile_time_arg_val("sem_q_arrived");
 // Common runtime args before this kernel's own (the shard table or the slot map): its addresses start there.
 constexpr uint32_t work_args_at = get_named_compile_time_arg_val("work_args_at");
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
@@ -557,6 +563,8 @@ void kernel_main() {
     const uint32_t num_groups = work.num_groups;
     const uint32_t core_index = work.core_index;
     const uint32_t num_cores_per_head = work.num_cores_per_head;
+    // Q multicast: this core's Q comes from its group's root (every core of a group of several serves that group only).
+    const bool q_from_root = q_multicast && core_index != 0;
 
     Noc noc;
     CircularBuffer q_buf(cb_q);
@@ -584,6 +592,9 @@ void kernel_main() {
         const uint32_t b = group / num_kv_heads * users_per_group;  // the group's first user
         const uint32_t kv_head = group % num_kv_heads;
         q_buf.reserve_back(PNHt * DHt);
+        if (q_from_root) {
+            return;  // the root multicasts it into this slot
+        }
         const uint32_t q_l1 = q_buf.get_write_ptr();
         if constexpr (q_whole_tiles) {
             // Padding rows come along: compute keeps every row to itself (row-wise softmax, P . V by rows), so
@@ -935,12 +946,36 @@ void kernel_main() {
 
         open_fetch(current);
         fill();
-        // Q is first needed with the first K fetch: its reads land while that fetch's are issued.
-        noc.async_read_barrier<NocOptions::TXN_ID>({.trid = Q_TRID});
-        q_buf.push_back(PNHt * DHt);
+        // Q is first needed with the first K fetch: its reads land while that fetch's are issued. A core whose Q the
+        // root multicasts pushes it once its first K fetch landed, when compute can first use it.
+        bool q_pending = q_from_root;
+        if (!q_from_root) {
+            noc.async_read_barrier<NocOptions::TXN_ID>({.trid = Q_TRID});
+            if (q_multicast) {
+                const uint8_t noc_id = noc.get_noc_id();
+                const uint32_t others = num_cores_per_head - 1;
+                // The reader runs on NOC 0, whose multicast rectangle starts at its lowest corner: this root.
+                noc.async_write_multicast(q_buf, MulticastEndpoint{}, PNHt * DHt * q_tile_bytes, others, {},
+                                          {.noc_x_start = my_x[noc_id],
+                                           .noc_y_start = my_y[noc_id],
+                                           .noc_x_end = work.parent_noc_x,
+                                           .noc_y_end = work.parent_noc_y,
+                                           .addr = q_buf.get_write_ptr()});
+                noc.async_write_barrier();  // Q must land before its receivers are told
+                Semaphore<> q_arrived(sem_q_arrived);
+                q_arrived.set(1);
+                q_arrived.set_multicast(noc, my_x[noc_id], my_y[noc_id], work.parent_noc_x, work.parent_noc_y, others);
+            }
+            q_buf.push_back(PNHt * DHt);
+        }
         while (true) {
             complete_part();
             if (open[current].completed == open[current].fetch.tiles()) {
+                if (q_pending) {
+                    Semaphore<>(sem_q_arrived).wait(1);
+                    q_buf.push_back(PNHt * DHt);
+                    q_pending = false;
+                }
                 if constexpr (v_from_k) {
                     copy_v_from_k(open[current]);
                 }
