@@ -92,9 +92,9 @@ DOCS = {
     "wait_for_cache_update": "fused update + attention: cache rows per group (K, V) written before the cur_pos chunk "
     "is read (0: no update in the program)",
     "sem_cache_updated": "fused update + attention: semaphore id the update's writers count written rows on",
-    "q_multicast": "1: a group's root reads its Q and multicasts it to the group's other cores (every group of more "
-    "than one core fills the rectangle from its root to its last core, whose NOC coordinates the root's work entry "
-    "carries in its parent fields); the others read no Q",
+    "q_multicast": "1: a group's root reads its Q and multicasts it to the group's cores in the rectangle from it "
+    "over the group's whole rows or its cores in the root's row (factory.q_multicast_region; the far corner's NOC "
+    "coordinates in the root's work entry, in its parent fields); those read no Q",
     "sem_q_arrived": "q_multicast: semaphore id the root sets on the group's other cores once their Q landed",
     "emit_partial": "1: the root writes its partial (O unnormalised, m, l) as rows of v_head_dim + 64 instead of the "
     "normalised output (shared-prefix decode's levels, merged later)",
@@ -326,7 +326,7 @@ class CoreWork:
     core_index: int
     num_cores_per_head: int
     # NOC coordinates of the core this one sends its partial to. A root sends none: with q_multicast its fields hold
-    # the NOC coordinates of its group's last core (the far corner of the rectangle it multicasts Q to), else 0, 0.
+    # the far corner of the rectangle it multicasts Q to (factory.q_multicast_region), else 0, 0.
     parent_noc_x: int = 0
     parent_noc_y: int = 0
 

@@ -109,28 +109,44 @@ def _group_span(plan: DecodePlan, core: CoreAssignment) -> tuple[int, int]:
     return first, len(ids)
 
 
+def q_multicast_region(root_box_index: int, num_cores: int, box_width: int) -> tuple[int, int]:
+    """(cores, rows) of the rectangle a group's root multicasts Q to, the root at its lowest corner: the group's cores
+    are consecutive row by row in the work table's box, so whole rows when the group starts a row and fills whole
+    rows, else the group's cores in the root's row. reader_flash_decode.cpp computes the same."""
+    root_x = root_box_index % box_width
+    if root_x == 0 and num_cores % box_width == 0:
+        return num_cores, num_cores // box_width
+    return min(box_width - root_x, num_cores), 1
+
+
 def q_multicast_corners(plan: DecodePlan, noc_coord) -> dict[tuple[int, int], tuple[int, int]]:
-    """Each group root's far corner (NOC coordinates of its group's last core) when every group of more than one core
-    fills the rectangle of cores from its root (its lowest logical x and y) to that core, so one multicast from the
-    root reaches exactly the group's other cores; empty when some group does not (a group spanning part of a row),
-    or no group has more than one core: then every core reads its own Q."""
+    """Each group root's far corner (NOC coordinates of the last core of the rectangle it multicasts its group's Q to:
+    :func:`q_multicast_region`), for the roots whose rectangle holds other cores; empty when no group has more than one
+    core, or when a group's cores are not consecutive row by row in the work table's box or a rectangle's NOC corners
+    do not ascend (NOC 0 multicasts from the lowest corner): then every core reads its own Q."""
     if plan.num_cores_per_head <= 1:
         return {}
+    busy = [c for c in plan.cores if c.role != "idle"]
+    x0, y0 = min(c.core[0] for c in busy), min(c.core[1] for c in busy)
+    width = max(c.core[0] for c in busy) - x0 + 1
     groups: dict[int, list[CoreAssignment]] = {}
-    for core in plan.cores:
-        if core.role != "idle":
-            groups.setdefault(_group_span(plan, core)[0], []).append(core)
+    for core in busy:
+        groups.setdefault(_group_span(plan, core)[0], []).append(core)
     corners = {}
     for members in groups.values():
-        xs, ys = [c.core[0] for c in members], [c.core[1] for c in members]
-        first, last = (min(xs), min(ys)), (max(xs), max(ys))
-        root = next(c for c in members if c.index_in_group == 0)
-        if len(members) != (last[0] - first[0] + 1) * (last[1] - first[1] + 1) or root.core != first:
+        members = sorted(members, key=lambda c: c.index_in_group)
+        root_index = (members[0].core[1] - y0) * width + members[0].core[0] - x0
+        at = [(x0 + (root_index + i) % width, y0 + (root_index + i) // width) for i in range(len(members))]
+        if [c.core for c in members] != at:
             return {}
-        (x0, y0), (x1, y1) = noc_coord(first), noc_coord(last)
-        if x1 < x0 or y1 < y0:  # NOC 0 multicasts from the lowest corner
+        cores, rows = q_multicast_region(root_index, len(members), width)
+        if cores < 2:
+            continue
+        last = at[cores - 1]
+        (nx0, ny0), (nx1, ny1) = noc_coord(members[0].core), noc_coord(last)
+        if nx1 < nx0 or ny1 < ny0:
             return {}
-        corners[root.core] = (x1, y1)
+        corners[members[0].core] = (nx1, ny1)
     return corners
 
 

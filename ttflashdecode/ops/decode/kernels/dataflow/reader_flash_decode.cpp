@@ -112,10 +112,12 @@ static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update =
 // are never written), so the users of one prefix group need not be consecutive nor the groups equally large; group of
 // slots j reads page-table row get_common_arg_val(batch + j). 0: slot s is user s.
 constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
-// Q read once a group (a group of several cores is a rectangle of cores, its root at the lowest corner): the root reads
-// the group's Q rows and multicasts them into the same Q slot of the group's other cores (the rectangle's far corner
-// is in the root's work entry, in the parent fields a root does not use), then sets their sem_q_arrived; they read
-// no Q. Each core of a group would otherwise read the same rows from DRAM (MLA: 18 KiB a core).
+// Q read once a group where it can: a group's cores are consecutive, row by row, in the work table's box, and its root
+// reads the group's Q rows and multicasts them into the same Q slot of the group's cores in the rectangle from the
+// root (its lowest corner) over the group's whole rows, or over its cores in the root's row (q_multicast_region:
+// ops/decode/factory.py; the far corner's NOC coordinates are in the root's work entry, in the parent fields a root
+// does not use), then sets their sem_q_arrived; they read no Q. The group's other cores read their own. Each core of
+// a group would otherwise read the same rows from DRAM (MLA: 18 KiB a core).
 constexpr bool q_multicast = get_named_compile_time_arg_val("q_multicast") == 1;
 constexpr uint32_t sem_q_arrived = get_named_compile_time_arg_val("sem_q_arrived");
 // Common runtime args before this kernel's own (the shard table or the slot map): its addresses start there.
@@ -563,8 +565,21 @@ void kernel_main() {
     const uint32_t num_groups = work.num_groups;
     const uint32_t core_index = work.core_index;
     const uint32_t num_cores_per_head = work.num_cores_per_head;
-    // Q multicast: this core's Q comes from its group's root (every core of a group of several serves that group only).
-    const bool q_from_root = q_multicast && core_index != 0;
+    // Q multicast (every core of a group of several serves that group only): whether this core's Q comes from its
+    // group's root, and the root's count of cores it multicasts Q to.
+    bool q_from_root = false;
+    uint32_t q_receivers = 0;
+    if (q_multicast && num_cores_per_head > 1) {
+        const uint32_t box_width = get_common_arg_val<uint32_t>(arg + 2);
+        const uint32_t box_index = (get_absolute_logical_y() - get_common_arg_val<uint32_t>(arg + 1)) * box_width +
+                                   get_absolute_logical_x() - get_common_arg_val<uint32_t>(arg);
+        const uint32_t root_x = (box_index - core_index) % box_width;
+        const uint32_t region = root_x == 0 && num_cores_per_head % box_width == 0
+                                    ? num_cores_per_head
+                                    : (box_width - root_x < num_cores_per_head ? box_width - root_x : num_cores_per_head);
+        q_from_root = core_index != 0 && core_index < region;
+        q_receivers = core_index == 0 ? region - 1 : 0;
+    }
 
     Noc noc;
     CircularBuffer q_buf(cb_q);
@@ -951,9 +966,9 @@ void kernel_main() {
         bool q_pending = q_from_root;
         if (!q_from_root) {
             noc.async_read_barrier<NocOptions::TXN_ID>({.trid = Q_TRID});
-            if (q_multicast) {
+            if (q_receivers > 0) {
                 const uint8_t noc_id = noc.get_noc_id();
-                const uint32_t others = num_cores_per_head - 1;
+                const uint32_t others = q_receivers;
                 // The reader runs on NOC 0, whose multicast rectangle starts at its lowest corner: this root.
                 noc.async_write_multicast(q_buf, MulticastEndpoint{}, PNHt * DHt * q_tile_bytes, others, {},
                                           {.noc_x_start = my_x[noc_id],
