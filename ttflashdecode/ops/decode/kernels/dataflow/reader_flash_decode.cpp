@@ -970,12 +970,14 @@ void kernel_main() {
                 const uint8_t noc_id = noc.get_noc_id();
                 const uint32_t others = q_receivers;
                 // The reader runs on NOC 0, whose multicast rectangle starts at its lowest corner: this root.
-                noc.async_write_multicast(q_buf, MulticastEndpoint{}, PNHt * DHt * q_tile_bytes, others, {},
+                const uint32_t q_l1 = q_buf.get_write_ptr();  // the reserved slot, not yet pushed
+                noc.async_write_multicast(CoreLocalMem<uint32_t>(q_l1), MulticastEndpoint{}, PNHt * DHt * q_tile_bytes,
+                                          others, {},
                                           {.noc_x_start = my_x[noc_id],
                                            .noc_y_start = my_y[noc_id],
                                            .noc_x_end = work.parent_noc_x,
                                            .noc_y_end = work.parent_noc_y,
-                                           .addr = q_buf.get_write_ptr()});
+                                           .addr = q_l1});
                 noc.async_write_barrier();  // Q must land before its receivers are told
                 Semaphore<> q_arrived(sem_q_arrived);
                 q_arrived.set(1);
