@@ -654,3 +654,26 @@ def test_random_feature_mix(emu_device, data):
         seed=data.draw(st.integers(0, 2**31 - 1)),
     )
     run_on_emulator(emu_device, case)
+
+
+def test_q_multicast_over_rows_and_a_split_group(emu_device):
+    """A group's root reads its Q and multicasts it to the group's cores in its row (ops/decode/factory.py:
+    q_multicast_region); groups of 3 cores on an 8-wide grid put one group over two rows, whose core in the next row
+    reads its own Q. Positions give every core of every group chunks, so each core needs the Q it got."""
+    case = DecodeCase(
+        5,
+        8,
+        1,
+        128,
+        1024,
+        (1000, 999, 1023, 700, 512),
+        "bfloat8_b",
+        k_chunk_size=128,
+        max_cores_per_head_batch=3,
+        block_size=64,
+    )
+    outcome = run_on_emulator(emu_device, case)
+    p = outcome.plan
+    assert p.num_cores_per_head == 3 and p.groups_per_core == 1
+    split = [c.core for c in p.cores if c.groups == ((2, 0),)]
+    assert split == [(6, 0), (7, 0), (0, 1)], split

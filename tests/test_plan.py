@@ -352,7 +352,9 @@ def test_derived_group_size_is_a_maximum(kv_len, max_cores, expected):
     s = shapes(kv_len=kv_len, n_q_heads=4, n_kv_heads=1, k_dtype="bfloat8_b", v_dtype="bfloat8_b")
     derived = plan(s, ProgramConfig((8, 8), k_chunk_size=0, max_cores_per_head_batch=max_cores))
     assert derived.num_cores_per_head == default_num_cores_per_head(s, max_cores) == expected
-    assert derived.rounds == tree_rounds(expected, derived.merge_radix) and len(derived.semaphores) == derived.rounds
+    assert derived.rounds == tree_rounds(expected, derived.merge_radix)
+    # one semaphore per tree round, then the Q multicast's (groups of more than one core)
+    assert len(derived.semaphores) == derived.rounds + (expected > 1)
     assert sum(c.role != "idle" for c in derived.cores) == expected
     explicit = plan(s, ProgramConfig((8, 8), k_chunk_size=32, max_cores_per_head_batch=max_cores))
     assert explicit.num_cores_per_head == max_cores
@@ -464,7 +466,11 @@ def test_plan_invariants(
     assert len(served) == p.num_groups * (p.num_cores_per_head if p.groups_per_core == 1 else 1)
     assert all(not c.groups and c.index_in_group is None for c in p.cores if c.role == "idle")
     assert all(len(c.groups) <= p.groups_per_core for c in busy)
-    assert [sem.id for sem in p.semaphores] == list(range(p.rounds))  # one per tree round
+    # one per tree round, then the one a group's root sets once its Q multicast landed (groups of several cores)
+    assert [sem.name for sem in p.semaphores] == [f"partial_arrived_round_{r}" for r in range(p.rounds)] + (
+        ["q_arrived"] if p.num_cores_per_head > 1 else []
+    )
+    assert [sem.id for sem in p.semaphores] == list(range(len(p.semaphores)))
     has_partials = {cb.name for cb in p.cbs} >= {"partial_in", "partial_out"}
     assert has_partials == (p.rounds > 0)
     if p.rounds:

@@ -150,6 +150,8 @@ def circular_buffers(
     def row_tile(fmt: str) -> int:
         return TILE_BYTES[fmt] * rows // TILE
 
+    # K and V hold exactly two of the reader's fetches each: it opens the next fetch in the half the current one does
+    # not use (reader_flash_decode.cpp, open_fetch).
     specs = [
         ("q", "query rows of the group", row_tile(shapes.q_dtype), PNHt * DHt, shapes.q_dtype),
         (

@@ -78,6 +78,17 @@ def tree_semaphores(rounds: int) -> tuple[SemaphorePlan, ...]:
     )
 
 
+# The semaphore a group's root sets on the group's other cores once the Q rows it multicast landed there (the decode
+# factory multicasts Q when every group of more than one core is a rectangle of cores).
+Q_ARRIVED = "q_arrived"
+
+
+def q_semaphore(id: int) -> SemaphorePlan:
+    return SemaphorePlan(
+        id=id, name=Q_ARRIVED, initial_value=0, purpose="set by the group's root once its Q multicast landed here"
+    )
+
+
 # ---- per-core assignment -----------------------------------------------------------------------
 
 
@@ -411,7 +422,7 @@ def plan(
         cores=_assign_cores(config, shapes, num_cores_per_head, groups_per_core, radix),
         cbs=cbs,
         l1_bytes=total,
-        semaphores=tree_semaphores(rounds),
+        semaphores=tree_semaphores(rounds) + ((q_semaphore(rounds),) if num_cores_per_head > 1 else ()),
         k_chunk_size_derived=derived,
         k_head_block=k_head_block,
         v_head_block=v_head_block,

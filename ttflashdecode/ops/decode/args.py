@@ -42,6 +42,7 @@ from ttflashdecode.ops.descriptors import (
     tensor_placement,
 )
 from ttflashdecode.plan.cbs import CB_INDEX
+from ttflashdecode.plan.search import Q_ARRIVED
 
 CB_ARGS = tuple(f"cb_{name}" for name in CB_INDEX)
 
@@ -95,6 +96,10 @@ DOCS = {
     "wait_for_cache_update": "fused update + attention: cache rows per group (K, V) written before the cur_pos chunk "
     "is read (0: no update in the program)",
     "sem_cache_updated": "fused update + attention: semaphore id the update's writers count written rows on",
+    "q_multicast": "1: a group's root reads its Q and multicasts it to the group's cores in the rectangle from it "
+    "over the group's whole rows or its cores in the root's row (factory.q_multicast_region; the far corner's NOC "
+    "coordinates in the root's work entry, in its parent fields); those read no Q",
+    "sem_q_arrived": "q_multicast: semaphore id the root sets on the group's other cores once their Q landed",
     "emit_partial": "1: the root writes its partial (O unnormalised, m, l) as rows of v_head_dim + 64 instead of the "
     "normalised output (shared-prefix decode's levels, merged later)",
     "slot_users": "1: a group's users are slots; slot s is user common runtime arg s (0xFFFFFFFF: a padding slot) for "
@@ -152,6 +157,8 @@ READER_ARGS = (
     "sink_cta_offset",
     "wait_for_cache_update",
     "sem_cache_updated",
+    "q_multicast",
+    "sem_q_arrived",
     "slot_users",
     "work_args_at",
     "cb_q",
@@ -322,7 +329,9 @@ class CoreWork:
     num_groups: int
     core_index: int
     num_cores_per_head: int
-    parent_noc_x: int = 0  # NOC coordinates of the core this one sends its partial to (0, 0 for a root)
+    # NOC coordinates of the core this one sends its partial to. A root sends none: with q_multicast its fields hold
+    # the far corner of the rectangle it multicasts Q to (factory.q_multicast_region), else 0, 0.
+    parent_noc_x: int = 0
     parent_noc_y: int = 0
 
 
@@ -382,16 +391,22 @@ def decode_kernel_args(
     sem_cache_updated: int = 0,
     emit_partial: bool = False,
     slot_users: bool = False,
+    q_multicast: bool = False,
 ) -> DecodeKernelArgs:
     """The compile-time args of the reader, compute and writer for ``plan`` over ``buffers``
     (:class:`ttflashdecode.ops.decode.factory.DecodeBuffers`): every value computed once, here.
     ``wait_for_cache_update`` and ``sem_cache_updated``: a fused cache update's rows per group and its semaphore
     (:mod:`ttflashdecode.ops.fused`); 0 without one. ``emit_partial`` / ``slot_users``: shared-prefix decode's levels
     (:mod:`ttflashdecode.ops.shared_prefix`): the root writes its partial instead of the output; a group's users are
-    slots mapped to users by the reader's and writer's common runtime args."""
+    slots mapped to users by the reader's and writer's common runtime args. ``q_multicast``: each group's root
+    multicasts the group's Q to its other cores (the factory checks the groups are rectangles)."""
     s = plan.shapes
     q_at, out_at = tensor_placement(buffers.q), tensor_placement(buffers.out)
-    sem_ids = [sem.id for sem in plan.semaphores]  # one per tree round; the writer takes round r's as first + r
+    sem_q_arrived = next((sem.id for sem in plan.semaphores if sem.name == Q_ARRIVED), 0)
+    if q_multicast and not any(sem.name == Q_ARRIVED for sem in plan.semaphores):
+        raise AssertionError("q_multicast needs the plan's q_arrived semaphore (groups of more than one core)")
+    # one per tree round; the writer takes round r's as first + r
+    sem_ids = [sem.id for sem in plan.semaphores if sem.name != Q_ARRIVED]
     first_sem = sem_ids[0] if sem_ids else 0
     if sem_ids != list(range(first_sem, first_sem + len(sem_ids))):
         raise AssertionError(f"the tree's semaphores must have consecutive ids (round r = first + r), got {sem_ids}")
@@ -446,6 +461,8 @@ def decode_kernel_args(
         "merge_select_tiles": next((cb.num_pages for cb in plan.cbs if cb.name == "merge_select"), 0),
         "wait_for_cache_update": wait_for_cache_update,
         "sem_cache_updated": sem_cache_updated,
+        "q_multicast": int(q_multicast),
+        "sem_q_arrived": sem_q_arrived,
         "emit_partial": int(emit_partial),
         "slot_users": int(slot_users),
         **{f"cb_{name}": index for name, index in CB_INDEX.items()},

@@ -78,6 +78,47 @@ def _group_span(plan: DecodePlan, core: CoreAssignment) -> tuple[int, int]:
     return first, len(ids)
 
 
+def q_multicast_region(root_box_index: int, num_cores: int, box_width: int) -> tuple[int, int]:
+    """(cores, rows) of the rectangle a group's root multicasts Q to, the root at its lowest corner: the group's cores
+    are consecutive row by row in the work table's box, so whole rows when the group starts a row and fills whole
+    rows, else the group's cores in the root's row. reader_flash_decode.cpp computes the same."""
+    root_x = root_box_index % box_width
+    if root_x == 0 and num_cores % box_width == 0:
+        return num_cores, num_cores // box_width
+    return min(box_width - root_x, num_cores), 1
+
+
+def q_multicast_corners(plan: DecodePlan, noc_coord) -> dict[tuple[int, int], tuple[int, int]]:
+    """Each group root's far corner (NOC coordinates of the last core of the rectangle it multicasts its group's Q to:
+    :func:`q_multicast_region`), for the roots whose rectangle holds other cores; empty when no group has more than one
+    core, or when a group's cores are not consecutive row by row in the work table's box or a rectangle's NOC corners
+    do not ascend (NOC 0 multicasts from the lowest corner): then every core reads its own Q."""
+    if plan.num_cores_per_head <= 1:
+        return {}
+    busy = [c for c in plan.cores if c.role != "idle"]
+    x0, y0 = min(c.core[0] for c in busy), min(c.core[1] for c in busy)
+    width = max(c.core[0] for c in busy) - x0 + 1
+    groups: dict[int, list[CoreAssignment]] = {}
+    for core in busy:
+        groups.setdefault(_group_span(plan, core)[0], []).append(core)
+    corners = {}
+    for members in groups.values():
+        members = sorted(members, key=lambda c: c.index_in_group)
+        root_index = (members[0].core[1] - y0) * width + members[0].core[0] - x0
+        at = [(x0 + (root_index + i) % width, y0 + (root_index + i) // width) for i in range(len(members))]
+        if [c.core for c in members] != at:
+            return {}
+        cores, rows = q_multicast_region(root_index, len(members), width)
+        if cores < 2:
+            continue
+        last = at[cores - 1]
+        (nx0, ny0), (nx1, ny1) = noc_coord(members[0].core), noc_coord(last)
+        if nx1 < nx0 or ny1 < ny0:
+            return {}
+        corners[members[0].core] = (nx1, ny1)
+    return corners
+
+
 def build_program(
     plan: DecodePlan,
     buffers: DecodeBuffers,
@@ -111,6 +152,7 @@ def build_program(
         raise ValueError(f"out dtype={s.out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
     # The softmax's exp: the config's exp_approx_mode, which is already resolved (unset -> the approximate exp, as
     # upstream's factory reads it; config.ProgramConfig). No default is taken here.
+    corners = q_multicast_corners(plan, noc_coord)
     args = decode_kernel_args(
         plan,
         buffers,
@@ -120,6 +162,7 @@ def build_program(
         sem_cache_updated=sem_cache_updated,
         emit_partial=emit_partial,
         slot_users=slot_users is not None,
+        q_multicast=bool(corners),
     )
     # Where each shard of a height-sharded Q / output lives (the same table on every core).
     reader_common = [xy for core in args.q_at.shard_cores for xy in noc_coord(core)]
@@ -142,7 +185,8 @@ def build_program(
     work = {}
     for core in busy:
         first_group, num_groups = _group_span(plan, core)
-        parent_x, parent_y = noc_coord(core.send.to_core) if core.send is not None else (0, 0)
+        # A root's parent fields: its group's far corner when it multicasts Q (CoreWork)
+        parent_x, parent_y = noc_coord(core.send.to_core) if core.send is not None else corners.get(core.core, (0, 0))
         work[core.core] = CoreWork(
             first_group=first_group,
             num_groups=num_groups,

@@ -112,6 +112,14 @@ static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update =
 // are never written), so the users of one prefix group need not be consecutive nor the groups equally large; group of
 // slots j reads page-table row get_common_arg_val(batch + j). 0: slot s is user s.
 constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
+// Q read once a group where it can: a group's cores are consecutive, row by row, in the work table's box, and its root
+// reads the group's Q rows and multicasts them into the same Q slot of the group's cores in the rectangle from the
+// root (its lowest corner) over the group's whole rows, or over its cores in the root's row (q_multicast_region:
+// ops/decode/factory.py; the far corner's NOC coordinates are in the root's work entry, in the parent fields a root
+// does not use), then sets their sem_q_arrived; they read no Q. The group's other cores read their own. Each core of
+// a group would otherwise read the same rows from DRAM (MLA: 18 KiB a core).
+constexpr bool q_multicast = get_named_compile_time_arg_val("q_multicast") == 1;
+constexpr uint32_t sem_q_arrived = get_named_compile_time_arg_val("sem_q_arrived");
 // Common runtime args before this kernel's own (the shard table or the slot map): its addresses start there.
 constexpr uint32_t work_args_at = get_named_compile_time_arg_val("work_args_at");
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
@@ -231,20 +239,31 @@ void zero_rows(uint32_t tile_l1, uint32_t rows) {
     }
 }
 
-// Transaction ids of the K and V fetches: a barrier on one waits for that buffer's reads only, so the other
-// buffer's next fetch stays in flight (noc_async_read_barrier_with_trid). Any id but 0, which untagged reads use.
-constexpr uint32_t K_TRID = 1;
-// Q's reads, issued with cur_pos's and waited for only once a group's Q is needed.
-constexpr uint32_t Q_TRID = 2;
-// Part p of a V fetch (v_fetch_parts: Sk_t / parts position tiles each) reads with id V_TRID + p. MLA's V, copied from
-// K's rows in L1, is one part.
-constexpr uint32_t V_TRID = 3;
-static_assert(V_TRID + MAX_V_PARTS - 1 <= NOC_MAX_TRANSACTION_ID, "transaction ids 0..15");
-constexpr uint32_t v_parts = v_from_k ? 1 : v_fetch_parts(Sk_t);
-constexpr uint32_t v_part_tiles = Sk_t / v_parts;  // position tiles a V part
+// Transaction ids (noc_async_read_barrier_with_trid waits for one id's reads only; 0 is what untagged reads use).
+// Q's reads, issued with cur_pos's and waited for only once a group's first K reads are issued.
+constexpr uint32_t Q_TRID = 1;
+// cur_pos and page-table reads: the reads the K/V stream's addresses depend on, waited for without waiting for Q's
+// (or, when a later group loads its page-table row, for the K/V reads in flight).
+constexpr uint32_t SETUP_TRID = 2;
+// MLA's V, copied out of K's rows in this core's L1.
+constexpr uint32_t V_COPY_TRID = 3;
+// Parts of the K/V stream (see kernel_main): part n of a group's stream reads with id PART_TRID + n % PART_TRIDS.
+constexpr uint32_t PART_TRID = 4;
+constexpr uint32_t PART_TRIDS = NOC_MAX_TRANSACTION_ID + 1 - PART_TRID;
+
+// The K/V stream is read in parts of at most PART_TILES tiles, each behind its own transaction id and pushed as soon
+// as it lands, with at most READS_IN_FLIGHT tiles requested and not yet landed. That is deep enough to keep a core's
+// share of the DRAM channels busy (a few tile reads cover the round trip when every core of the grid streams, and
+// 16 at 1 KiB cover it for a handful of cores), and shallow enough that issuing never waits for the NIU to free a
+// read slot (its outstanding-read limit is not published; 20 is the low end assumed, docs/TIMING.md section 3b): a
+// part that landed is pushed to compute at once instead of behind a queue of reads of the next fetch.
+constexpr uint32_t READS_IN_FLIGHT = 16;
+constexpr uint32_t PART_TILES = 8;
+static_assert(PART_TILES <= READS_IN_FLIGHT, "a part fits the reads in flight");
 
 // One fetch of the K/V stream: K fetch `block` (Sk_t blocks of k_head_block head-dim tiles) or V column block `block`
-// (v_head_block head-dim tiles of every position tile) of `chunk`, in the order compute consumes them.
+// (v_head_block head-dim tiles of every position tile) of `chunk`, in the order compute consumes them. MLA's stream
+// is its K fetches: each chunk's V is copied out of its K rows once they landed.
 struct KvFetch {
     enum Kind : uint8_t { K, V };
     uint32_t chunk;
@@ -253,29 +272,30 @@ struct KvFetch {
 
     KvFetch next() const {
         if (kind == K) {
-            return block + 1 < k_blocks_per_row ? KvFetch{chunk, K, block + 1} : KvFetch{chunk, V, 0};
+            if (block + 1 < k_blocks_per_row) {
+                return {chunk, K, block + 1};
+            }
+            return v_from_k ? KvFetch{chunk + 1, K, 0} : KvFetch{chunk, V, 0};
         }
         return (block + 1) * v_head_block < vDHt ? KvFetch{chunk, V, block + 1} : KvFetch{chunk + 1, K, 0};
     }
-};
-
-// Reads pages [first_page, first_page + count) into consecutive tiles of `cb` from byte `offset` of its write
-// pointer, tagged with `trid`, or zeroes those tiles when the position tile holds no position this core may see
-// (nothing past cur_pos's tile or before the window is read; compute still multiplies the zeros, which the mask then
-// hides). Returns the offset after the last tile.
-template <typename Accessor>
-uint32_t read_tiles_or_zero(const Noc& noc, const Accessor& src, const CircularBuffer& cb, bool live,
-                            uint32_t first_page, uint32_t count, uint32_t offset, uint32_t tile_bytes, uint32_t trid) {
-    for (uint32_t i = 0; i < count; ++i, offset += tile_bytes) {
-        if (live) {
-            noc.async_read<NocOptions::TXN_ID>(src, cb, tile_bytes, {.page_id = first_page + i},
-                                               {.offset_bytes = offset}, {.trid = trid});
-        } else {
-            zero_bytes(cb.get_write_ptr() + offset, tile_bytes);
+    // Tiles of the fetch (each K and V buffer holds two fetches: plan/cbs.py).
+    uint32_t tiles() const { return Sk_t * (kind == K ? k_head_block : v_head_block); }
+    // Sequence (position) tile of the fetch's tile `i` (K: block-major, head-dim tiles inner; V: position-major).
+    uint32_t seq_tile(uint32_t i) const {
+        if (kind == K) {
+            return chunk * Sk_t + (block * Sk_t + i / k_head_block) / k_blocks_per_row;
         }
+        return chunk * Sk_t + i / v_head_block;
     }
-    return offset;
-}
+    // Head-dim tile of the fetch's tile `i` in its K or V row.
+    uint32_t head_tile(uint32_t i) const {
+        if (kind == K) {
+            return ((block * Sk_t + i / k_head_block) % k_blocks_per_row) * k_head_block + i % k_head_block;
+        }
+        return block * v_head_block + i % v_head_block;
+    }
+};
 
 // Copies one 16-datum bfloat16 face row (row `src_row`, columns col..col+15 of tile page `src_page`) into row
 // `dst_row` of the L1 tile at `dst_tile_l1`.
@@ -545,11 +565,29 @@ void kernel_main() {
     const uint32_t num_groups = work.num_groups;
     const uint32_t core_index = work.core_index;
     const uint32_t num_cores_per_head = work.num_cores_per_head;
+    // Q multicast (every core of a group of several serves that group only): whether this core's Q comes from its
+    // group's root, and the root's count of cores it multicasts Q to.
+    bool q_from_root = false;
+    uint32_t q_receivers = 0;
+    if (q_multicast && num_cores_per_head > 1) {
+        const uint32_t box_width = get_common_arg_val<uint32_t>(arg + 2);
+        const uint32_t box_index = (get_absolute_logical_y() - get_common_arg_val<uint32_t>(arg + 1)) * box_width +
+                                   get_absolute_logical_x() - get_common_arg_val<uint32_t>(arg);
+        const uint32_t root_x = (box_index - core_index) % box_width;
+        const uint32_t region = root_x == 0 && num_cores_per_head % box_width == 0
+                                    ? num_cores_per_head
+                                    : (box_width - root_x < num_cores_per_head ? box_width - root_x : num_cores_per_head);
+        q_from_root = core_index != 0 && core_index < region;
+        q_receivers = core_index == 0 ? region - 1 : 0;
+    }
 
     Noc noc;
     CircularBuffer q_buf(cb_q);
     CircularBuffer k_buf(cb_k);
     CircularBuffer v_buf(cb_v);
+    // The K and V buffers' first halves: a kernel starts with every CB's write pointer at its base.
+    const uint32_t k_base = k_buf.get_write_ptr();
+    const uint32_t v_base = v_buf.get_write_ptr();
     CircularBuffer cur_pos_buf(cb_cur_pos);
     CircularBuffer writer_cur_pos_buf(cb_writer_cur_pos);
     CircularBuffer page_table_buf(cb_page_table);
@@ -569,6 +607,9 @@ void kernel_main() {
         const uint32_t b = group / num_kv_heads * users_per_group;  // the group's first user
         const uint32_t kv_head = group % num_kv_heads;
         q_buf.reserve_back(PNHt * DHt);
+        if (q_from_root) {
+            return;  // the root multicasts it into this slot
+        }
         const uint32_t q_l1 = q_buf.get_write_ptr();
         if constexpr (q_whole_tiles) {
             // Padding rows come along: compute keeps every row to itself (row-wise softmax, P . V by rows), so
@@ -612,14 +653,16 @@ void kernel_main() {
     // K read then waits for one DRAM round trip instead of three in a row (cur_pos, page table, Q). The Q slot is
     // only pushed if the group has chunks for this core; otherwise the next group's Q overwrites it.
     cur_pos_buf.reserve_back(1);
-    noc.async_read(cur_pos_pages, cur_pos_buf, cur_pos_pages.get_aligned_page_size(), {.page_id = 0}, {});
+    noc.async_read<NocOptions::TXN_ID>(cur_pos_pages, cur_pos_buf, cur_pos_pages.get_aligned_page_size(),
+                                       {.page_id = 0}, {}, {.trid = SETUP_TRID});
     uint32_t page_table_l1 = 0;  // paged: the page-table row of the user being read
     uint32_t loaded_page_row = SKIPPED_USER;  // the page-table row in page_table_l1 (none yet)
     auto load_page_row = [&](uint32_t b) {
         if (page_table_row(b) != loaded_page_row) {
-            noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
-                           {.page_id = page_table_row(b)}, {});
-            noc.async_read_barrier();
+            noc.async_read<NocOptions::TXN_ID>(page_table_pages, page_table_buf,
+                                               page_table_pages.get_aligned_page_size(),
+                                               {.page_id = page_table_row(b)}, {}, {.trid = SETUP_TRID});
+            noc.async_read_barrier<NocOptions::TXN_ID>({.trid = SETUP_TRID});
             loaded_page_row = page_table_row(b);
         }
     };
@@ -627,8 +670,8 @@ void kernel_main() {
         page_table_buf.reserve_back(1);  // scratch: reserved, never pushed
         page_table_l1 = page_table_buf.get_write_ptr();
         loaded_page_row = page_table_row(first_group / num_kv_heads * users_per_group);
-        noc.async_read(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
-                       {.page_id = loaded_page_row}, {});
+        noc.async_read<NocOptions::TXN_ID>(page_table_pages, page_table_buf, page_table_pages.get_aligned_page_size(),
+                                           {.page_id = loaded_page_row}, {}, {.trid = SETUP_TRID});
     }
     if (num_groups > 0) {
         read_q(first_group);
@@ -647,7 +690,9 @@ void kernel_main() {
         fill_merge_select();
     }
 
-    noc.async_read_barrier();  // cur_pos and the page-table row (untagged); Q is waited for by its id below
+    // cur_pos and the page-table row only: an untagged barrier would wait for Q's reads too (it counts every read
+    // the NIU issued), and Q is not needed before the first K fetch lands.
+    noc.async_read_barrier<NocOptions::TXN_ID>({.trid = SETUP_TRID});
     CoreLocalMem<volatile uint32_t> cur_pos_of_user(cur_pos_buf.get_write_ptr());
     for (uint32_t b = 0; b < batch; ++b) {
         cur_pos_of_user[b] = checked_cur_pos(cur_pos_of_user[b], kv_len, q_len);
@@ -695,8 +740,6 @@ void kernel_main() {
         if (group != first_group) {
             read_q(group);  // the first group's Q was read with cur_pos
         }
-        noc.async_read_barrier<NocOptions::TXN_ID>({.trid = Q_TRID});
-        q_buf.push_back(PNHt * DHt);
 
         if constexpr (use_sink || use_attn_mask) {
             if (core_index == 0) {  // the root merges the sinks (or the score floor), once, after the tree
@@ -740,62 +783,19 @@ void kernel_main() {
         // ---- the K/V stream. Compute consumes, chunk by chunk, the chunk's mask, its K fetches (k_blocks_per_row
         // of them, Sk_t blocks each: half the K buffer, the whole chunk when blocks are whole rows; position tile
         // outer, head-dim block inner, so compute keeps a position tile's scores in DST while its blocks stream
-        // through) and its V column blocks (v_head_block head-dim tiles of the whole chunk). Each fetch's reads
-        // carry its buffer's transaction id, and the next fetch into the OTHER buffer is issued before this one is
-        // waited for: a core always has a fetch's reads in flight, instead of draining the NoC at every barrier
-        // while the next batch waits to be issued. (Issuing ahead never waits on compute for more than the
-        // double-buffered K and V slots allow, and the mask of a chunk is pushed before its first K fetch.)
-        uint32_t chunk_k_l1 = 0;  // the last K fetch's slot (whole rows when v_from_k): MLA's V is copied from it
+        // through) and its V column blocks (v_head_block head-dim tiles of the whole chunk); MLA's V is copied out of
+        // the chunk's K rows once they landed. Each fetch is read in parts (PART_TILES, READS_IN_FLIGHT), completed
+        // in order: a part's reads are waited for by its transaction id, its hidden rows zeroed and its tiles pushed
+        // (compute waits for a whole K fetch, or a V part of position tiles: a CB wait counts tiles, not pushes).
+        // Two fetches are open at a time, the one being completed and the next one, and every part that completes
+        // makes room for a part of either to be issued, so a core keeps its reads in flight across fetch and chunk
+        // boundaries instead of draining the NoC at every barrier. A fetch's slot is reserved when it opens; each
+        // buffer holds two fetches, so opening the next never waits on compute for a fetch not yet pushed, and the
+        // mask of a chunk is pushed before its first K part.
         // Positions of the chunk being completed that its user mask hides from every row (read_attn_mask_chunk):
-        // set when the chunk's first K fetch completes, used by its K and V fetches, which complete before the next
-        // chunk's first K fetch does. None without a user mask.
+        // set when the chunk's first K part completes, used by its K and V parts, which complete before the next
+        // chunk's first K part does. None without a user mask.
         uint32_t masked_rows[Sk_t] = {};
-
-        auto issue = [&](const KvFetch& f) {
-            if (f.kind == KvFetch::K) {
-                if constexpr (wait_for_cache_update > 0) {
-                    if (f.block == 0 && f.chunk == cur_pos / k_chunk_size) {  // the chunk the update writes
-                        Semaphore<>(sem_cache_updated).wait_min(wait_for_cache_update * num_groups);
-                    }
-                }
-                k_buf.reserve_back(Sk_t * k_head_block);
-                chunk_k_l1 = k_buf.get_write_ptr();
-                uint32_t k_offset = 0;
-                for (uint32_t block = f.block * Sk_t; block < (f.block + 1) * Sk_t; ++block) {
-                    const uint32_t seq_tile = f.chunk * Sk_t + block / k_blocks_per_row;
-                    const uint32_t d0 = (block % k_blocks_per_row) * k_head_block;
-                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;
-                    k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
-                                                  k_tile_bytes, K_TRID);
-                }
-                return;
-            }
-            const uint32_t c0 = f.block * v_head_block;
-            v_buf.reserve_back(Sk_t * v_head_block);
-            uint32_t v_offset = 0;
-            if constexpr (v_from_k) {
-                // The K rows were pushed to compute, but their slot is not rewritten before this reader reserves
-                // it again two K fetches on, and their garbage rows are zeroed already (the K fetch completed
-                // before this V fetch is issued). A local NOC read copies them.
-                const uint8_t noc_id = noc.get_noc_id();
-                for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                    const uint32_t k_row_l1 = chunk_k_l1 + (kt * DHt + c0) * k_tile_bytes;
-                    noc.async_read<NocOptions::TXN_ID>(UnicastEndpoint{}, v_buf, v_head_block * v_tile_bytes,
-                                                       {.noc_x = my_x[noc_id], .noc_y = my_y[noc_id], .addr = k_row_l1},
-                                                       {.offset_bytes = v_offset}, {.trid = V_TRID});
-                    v_offset += v_head_block * v_tile_bytes;
-                }
-                return;
-            }
-            for (uint32_t kt = 0; kt < Sk_t; ++kt) {
-                const uint32_t seq_tile = f.chunk * Sk_t + kt;
-                const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;
-                v_offset = read_tiles_or_zero(noc, v_pages, v_buf, live, row_page + c0, v_head_block, v_offset,
-                                              v_tile_bytes, V_TRID + kt / v_part_tiles);
-            }
-        };
 
         // Rows of a read position tile to zero before compute sees them: outside [first_live_pos, cur_pos] (inside
         // the first and last live tiles), and the positions the chunk's user mask hides from every row of the group.
@@ -807,71 +807,205 @@ void kernel_main() {
             return live_rows(seq_tile, first_live_pos, cur_pos).outside() | masked_rows[seq_tile % Sk_t];
         };
 
-        // Waits for a fetch's reads, zeroes its hidden rows (hidden_rows_of) and pushes it (a chunk's first K fetch
-        // after the chunk's mask, which also finds the rows the mask hides: compute waits for the mask first).
-        auto complete = [&](const KvFetch& f) {
-            if (f.kind == KvFetch::K) {
-                const uint32_t chunk = f.chunk;
-                if (f.block == 0) {
-                    if constexpr (use_attn_mask) {
-                        read_attn_mask_chunk(noc, mask_pages, b, kv_head, chunk, cur_pos, masked_rows);
-                    } else if (chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, bounds.span, sliding_window)) {
-                        push_generated_mask(chunk, row_position);
-                    }
+        struct OpenFetch {
+            KvFetch fetch;
+            uint32_t l1;         // its slot in the K or V buffer
+            uint32_t issued;     // tiles requested (or zero-filled) so far
+            uint32_t completed;  // tiles landed and pushed so far
+        };
+        struct Part {
+            uint32_t open;  // index in `open`
+            uint32_t first, count;
+            uint32_t trid;
+        };
+        OpenFetch open[2];
+        uint32_t current = 0;   // open[current]: the fetch being completed; open[current ^ 1]: the next, if has_next
+        bool has_next = false;
+        Part parts[PART_TRIDS];  // parts in flight, oldest at parts[oldest]
+        uint32_t oldest = 0, parts_in_flight = 0, tiles_in_flight = 0, next_trid = 0;
+        const uint32_t end_chunk = chunks.start + chunks.count;
+        KvFetch upcoming{chunks.start, KvFetch::K, 0};  // the next fetch to open
+
+        // Opens `upcoming` in open[slot], reserving its slot. When the fetch being completed is in the same buffer,
+        // the new one takes the buffer's other half (each holds two fetches: plan/cbs.py) and the reservation counts
+        // the tiles of the open one not yet pushed.
+        auto open_fetch = [&](uint32_t slot) {
+            const KvFetch f = upcoming;
+            upcoming = upcoming.next();
+            const bool is_k = f.kind == KvFetch::K;
+            if constexpr (wait_for_cache_update > 0) {
+                if (is_k && f.block == 0 && f.chunk == cur_pos / k_chunk_size) {  // the chunk the update writes
+                    Semaphore<>(sem_cache_updated).wait_min(wait_for_cache_update * num_groups);
                 }
-                noc.async_read_barrier<NocOptions::TXN_ID>({.trid = K_TRID});
-                const uint32_t fetch = f.block;
-                for (uint32_t block = fetch * Sk_t; block < (fetch + 1) * Sk_t; ++block) {
-                    const uint32_t rows = hidden_rows_of(chunk * Sk_t + block / k_blocks_per_row);
-                    if (rows != 0) {
-                        const uint32_t block_l1 = chunk_k_l1 + (block - fetch * Sk_t) * k_head_block * k_tile_bytes;
-                        for (uint32_t d = 0; d < k_head_block; ++d) {
-                            zero_rows<k_tile_bytes>(block_l1 + d * k_tile_bytes, rows);
-                        }
-                    }
-                }
-                k_buf.push_back(Sk_t * k_head_block);
-                return;
             }
-            // Part by part (v_fetch_parts): compute's P . V starts on a part as soon as it is pushed.
-            for (uint32_t part = 0; part < v_parts; ++part) {
-                noc.async_read_barrier<NocOptions::TXN_ID>({.trid = V_TRID + part});
-                const uint32_t part_l1 = v_buf.get_write_ptr();  // the earlier parts are pushed already
-                if constexpr (!v_from_k) {  // MLA's V rows come from K's, zeroed already
-                    for (uint32_t kt = part * v_part_tiles; kt < (part + 1) * v_part_tiles; ++kt) {
-                        const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);
-                        if (rows != 0) {
-                            const uint32_t tile_l1 = part_l1 + (kt % v_part_tiles) * v_head_block * v_tile_bytes;
-                            for (uint32_t c = 0; c < v_head_block; ++c) {
-                                zero_rows<v_tile_bytes>(tile_l1 + c * v_tile_bytes, rows);
-                            }
+            CircularBuffer& buf = is_k ? k_buf : v_buf;
+            const OpenFetch& other = open[current];
+            uint32_t l1;
+            if (slot != current && other.fetch.kind == f.kind) {
+                buf.reserve_back(other.fetch.tiles() - other.completed + f.tiles());
+                const uint32_t base = is_k ? k_base : v_base;
+                l1 = other.l1 == base ? base + f.tiles() * (is_k ? k_tile_bytes : v_tile_bytes) : base;
+            } else {
+                buf.reserve_back(f.tiles());
+                l1 = buf.get_write_ptr();
+            }
+            open[slot] = {f, l1, 0, 0};
+        };
+
+        // Requests the next `count` tiles of open[slot] as one part, or zero-fills those of position tiles this core
+        // may not see (nothing past cur_pos's tile or before the window is read; compute still multiplies the zeros,
+        // which the mask then hides).
+        auto issue_part = [&](uint32_t slot, uint32_t count) {
+            OpenFetch& o = open[slot];
+            const KvFetch& f = o.fetch;
+            const bool is_k = f.kind == KvFetch::K;
+            const uint32_t tile_bytes = is_k ? k_tile_bytes : v_tile_bytes;
+            const uint32_t trid = PART_TRID + next_trid;
+            next_trid = (next_trid + 1) % PART_TRIDS;
+            for (uint32_t i = o.issued; i < o.issued + count; ++i) {
+                const uint32_t seq_tile = f.seq_tile(i);
+                const CoreLocalMem<uint32_t> dst(o.l1 + i * tile_bytes);
+                if (seq_tile < first_live_tile || seq_tile > last_live_tile) {
+                    zero_bytes(o.l1 + i * tile_bytes, tile_bytes);
+                } else if (is_k) {
+                    noc.async_read<NocOptions::TXN_ID>(k_pages, dst, tile_bytes,
+                                                       {.page_id = kv_tile_row(seq_tile) * DHt + f.head_tile(i)}, {},
+                                                       {.trid = trid});
+                } else {
+                    noc.async_read<NocOptions::TXN_ID>(v_pages, dst, tile_bytes,
+                                                       {.page_id = kv_tile_row(seq_tile) * vDHt + f.head_tile(i)},
+                                                       {}, {.trid = trid});
+                }
+            }
+            parts[(oldest + parts_in_flight) % PART_TRIDS] = {slot, o.issued, count, trid};
+            ++parts_in_flight;
+            tiles_in_flight += count;
+            o.issued += count;
+        };
+
+        // Issues parts of the open fetches, opening the next one once the current one is all issued, while the reads
+        // in flight allow (always at least one part in flight).
+        auto fill = [&]() {
+            while (parts_in_flight < PART_TRIDS) {
+                uint32_t slot = current;
+                if (open[slot].issued == open[slot].fetch.tiles()) {
+                    if (!has_next) {
+                        if (upcoming.chunk >= end_chunk) {
+                            return;
                         }
+                        open_fetch(current ^ 1);
+                        has_next = true;
+                    }
+                    slot = current ^ 1;
+                    if (open[slot].issued == open[slot].fetch.tiles()) {
+                        return;
                     }
                 }
-                v_buf.push_back(v_part_tiles * v_head_block);
+                const uint32_t left = open[slot].fetch.tiles() - open[slot].issued;
+                const uint32_t count = left < PART_TILES ? left : PART_TILES;
+                if (tiles_in_flight > 0 && tiles_in_flight + count > READS_IN_FLIGHT) {
+                    return;
+                }
+                issue_part(slot, count);
             }
         };
 
-        const uint32_t end_chunk = chunks.start + chunks.count;
-        KvFetch fetch{chunks.start, KvFetch::K, 0};
-        issue(fetch);
+        // Waits for the oldest part in flight, zeroes its hidden rows (hidden_rows_of) and pushes it (a chunk's first K
+        // part after the chunk's mask, which also finds the rows the mask hides: compute waits for the mask first).
+        auto complete_part = [&]() {
+            const Part p = parts[oldest];
+            oldest = (oldest + 1) % PART_TRIDS;
+            --parts_in_flight;
+            tiles_in_flight -= p.count;
+            OpenFetch& o = open[p.open];
+            const KvFetch& f = o.fetch;
+            const bool is_k = f.kind == KvFetch::K;
+            if (is_k && f.block == 0 && p.first == 0) {
+                if constexpr (use_attn_mask) {
+                    read_attn_mask_chunk(noc, mask_pages, b, kv_head, f.chunk, cur_pos, masked_rows);
+                } else if (chunk_is_masked(is_causal, f.chunk, k_chunk_size, cur_pos, bounds.span, sliding_window)) {
+                    push_generated_mask(f.chunk, row_position);
+                }
+            }
+            noc.async_read_barrier<NocOptions::TXN_ID>({.trid = p.trid});
+            for (uint32_t i = p.first; i < p.first + p.count; ++i) {
+                const uint32_t rows = hidden_rows_of(f.seq_tile(i));
+                if (rows != 0) {
+                    if (is_k) {
+                        zero_rows<k_tile_bytes>(o.l1 + i * k_tile_bytes, rows);
+                    } else {
+                        zero_rows<v_tile_bytes>(o.l1 + i * v_tile_bytes, rows);
+                    }
+                }
+            }
+            (is_k ? k_buf : v_buf).push_back(p.count);
+            o.completed += p.count;
+        };
+
+        // MLA: the chunk's V column blocks, copied by local NOC reads out of its K rows (landed, their hidden rows
+        // zeroed, pushed to compute). Their slot is not rewritten before the next K fetch but one opens, after this.
+        auto copy_v_from_k = [&](const OpenFetch& k) {
+            const uint8_t noc_id = noc.get_noc_id();
+            for (uint32_t c0 = 0; c0 < vDHt; c0 += v_head_block) {
+                v_buf.reserve_back(Sk_t * v_head_block);
+                for (uint32_t kt = 0; kt < Sk_t; ++kt) {
+                    noc.async_read<NocOptions::TXN_ID>(
+                        UnicastEndpoint{}, v_buf, v_head_block * v_tile_bytes,
+                        {.noc_x = my_x[noc_id], .noc_y = my_y[noc_id], .addr = k.l1 + (kt * DHt + c0) * k_tile_bytes},
+                        {.offset_bytes = kt * v_head_block * v_tile_bytes}, {.trid = V_COPY_TRID});
+                }
+                noc.async_read_barrier<NocOptions::TXN_ID>({.trid = V_COPY_TRID});
+                v_buf.push_back(Sk_t * v_head_block);
+            }
+        };
+
+        open_fetch(current);
+        fill();
+        // Q is first needed with the first K fetch: its reads land while that fetch's are issued. A core whose Q the
+        // root multicasts pushes it once its first K fetch landed, when compute can first use it.
+        bool q_pending = q_from_root;
+        if (!q_from_root) {
+            noc.async_read_barrier<NocOptions::TXN_ID>({.trid = Q_TRID});
+            if (q_receivers > 0) {
+                const uint8_t noc_id = noc.get_noc_id();
+                const uint32_t others = q_receivers;
+                // The reader runs on NOC 0, whose multicast rectangle starts at its lowest corner: this root.
+                const uint32_t q_l1 = q_buf.get_write_ptr();  // the reserved slot, not yet pushed
+                noc.async_write_multicast(CoreLocalMem<uint32_t>(q_l1), MulticastEndpoint{}, PNHt * DHt * q_tile_bytes,
+                                          others, {},
+                                          {.noc_x_start = my_x[noc_id],
+                                           .noc_y_start = my_y[noc_id],
+                                           .noc_x_end = work.parent_noc_x,
+                                           .noc_y_end = work.parent_noc_y,
+                                           .addr = q_l1});
+                noc.async_write_barrier();  // Q must land before its receivers are told
+                Semaphore<> q_arrived(sem_q_arrived);
+                q_arrived.set(1);
+                q_arrived.set_multicast(noc, my_x[noc_id], my_y[noc_id], work.parent_noc_x, work.parent_noc_y, others);
+            }
+            q_buf.push_back(PNHt * DHt);
+        }
         while (true) {
-            const KvFetch next = fetch.next();
-            const bool more = next.chunk < end_chunk;
-            // Ahead only into the other buffer (a second fetch into the same one would wait for this one's push),
-            // and MLA's V only once the K rows it copies have landed.
-            const bool ahead = more && next.kind != fetch.kind && !(v_from_k && next.kind == KvFetch::V);
-            if (ahead) {
-                issue(next);
+            complete_part();
+            if (open[current].completed == open[current].fetch.tiles()) {
+                if (q_pending) {
+                    Semaphore<>(sem_q_arrived).wait(1);
+                    q_buf.push_back(PNHt * DHt);
+                    q_pending = false;
+                }
+                if constexpr (v_from_k) {
+                    copy_v_from_k(open[current]);
+                }
+                if (!has_next) {
+                    if (upcoming.chunk >= end_chunk) {
+                        break;
+                    }
+                    open_fetch(current ^ 1);
+                }
+                current ^= 1;
+                has_next = false;
             }
-            complete(fetch);
-            if (!more) {
-                break;
-            }
-            if (!ahead) {
-                issue(next);
-            }
-            fetch = next;
+            fill();
         }
     }
 }

@@ -239,10 +239,15 @@ void kernel_main() {
             }
         } else {
             const uint32_t round = send_round(core_index, merge_radix);
-            partial_out_buf.wait_front(partial_tiles);
             const uint32_t slot = partial_in_base + send_slot(core_index, merge_radix) * partial_bytes;
-            noc.async_write(partial_out_buf, UnicastEndpoint{}, partial_bytes, {},
+            // O's tiles go as soon as compute pushed them, while it still moves the row statistics (m, l) after them.
+            const uint32_t o_bytes = o_tiles * get_tile_size(cb_partial_out);
+            partial_out_buf.wait_front(o_tiles);
+            noc.async_write(partial_out_buf, UnicastEndpoint{}, o_bytes, {},
                             {.noc_x = parent_noc_x, .noc_y = parent_noc_y, .addr = slot});
+            partial_out_buf.wait_front(partial_tiles);
+            noc.async_write(partial_out_buf, UnicastEndpoint{}, partial_bytes - o_bytes, {.offset_bytes = o_bytes},
+                            {.noc_x = parent_noc_x, .noc_y = parent_noc_y, .addr = slot + o_bytes});
             noc.async_write_barrier();  // the partial must land before the parent is told it is there
             Semaphore<>(sem_partial_arrived + round).up(noc, parent_noc_x, parent_noc_y, 1);
             noc.async_atomic_barrier();
