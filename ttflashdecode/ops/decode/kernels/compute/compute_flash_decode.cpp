@@ -398,13 +398,14 @@ void push_row_max(bool first, uint32_t out) {
     CircularBuffer(out).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
+        // cb_m and cb_scores share the intermediates' format (plan/cbs.py): one SrcA configuration serves the copy of
+        // the running max and the reduce
+        reconfig_data_format(cb_scores, cb_ones);
+        pack_reconfig_data_format(out);
         if (!first) {
-            reconfig_data_format_srca(cb_m_cur);
             copy_init(cb_m_cur, /*transpose=*/0, /*transpose_within_16x16_face=*/1);
             copy_tile(cb_m_cur, r, 0);
         }
-        reconfig_data_format(cb_scores, cb_ones);
-        pack_reconfig_data_format(out);
         reduce_block_max_row_init<Sk_t, false, q_faces>(out);
         reduce_block_max_row<Sk_t, false, q_faces>(cb_scores, cb_ones, r * Sk_t, 0);
         reduce_block_max_row_uninit(cb_scores);
@@ -680,11 +681,11 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     CircularBuffer(cb_merge_rows).reserve_back(2 * PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {  // M
         tile_regs_acquire();
+        // One configuration serves ours and the partials': cb_m and `in` (cb_partial_in, or cb_sink) hold 16-bit
+        // tiles of the same shape whenever the statistics go side by side (plan/cbs.py: merge_select_tiles).
         configure(cb_merge_select, cb_m_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
         matmul_init(cb_m_cur, cb_merge_select);
         matmul_tiles(cb_m_cur, cb_merge_select, r, select_radix - 1 + count, 0);  // T_count: ours, and the tail
-        configure(cb_merge_select, in, cb_merge_rows);
-        matmul_init(in, cb_merge_select);
         for (uint32_t k = 1; k <= count; ++k) {
             matmul_tiles(in, cb_merge_select, (k - 1) * stride + m_in + r, k, 0);
         }
