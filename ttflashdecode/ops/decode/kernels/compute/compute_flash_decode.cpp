@@ -393,7 +393,8 @@ void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
 }
 
 // Pushes PNHt tiles max([m_cur,] rowmax(S)) to `out`: the running max is the reduce's seed unless `first`.
-void push_row_max(bool first, uint32_t out) {
+// `to_partial`: the new max also goes to its place in the partial this core sends (pack_new_max).
+void push_row_max(bool first, uint32_t out, bool to_partial) {
     CircularBuffer(cb_scores).wait_front(s_tiles);
     CircularBuffer(out).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
@@ -409,7 +410,13 @@ void push_row_max(bool first, uint32_t out) {
         reduce_block_max_row_init<Sk_t, false, q_faces>(out);
         reduce_block_max_row<Sk_t, false, q_faces>(cb_scores, cb_ones, r * Sk_t, 0);
         reduce_block_max_row_uninit(cb_scores);
-        pack_result(out);
+        tile_regs_commit();
+        tile_regs_wait();
+        if (to_partial) {
+            pack_tile<true>(0, cb_partial_out, o_tiles + r);  // cb_partial_out has cb_m's format: no reconfiguration
+        }
+        pack_tile(0, out);
+        tile_regs_release();
     }
     CircularBuffer(out).push_back(PNHt);
 }
@@ -440,9 +447,9 @@ void push_rescale(uint32_t in, uint32_t in_first) {
     CircularBuffer(cb_alpha).push_back(PNHt);
 }
 
-// DST tile 0 = l[r] * alpha[alpha_index] (bcast cols): the running sum rescaled in a chunk.
+// DST tile 0 = l[r] * alpha[alpha_index] (bcast cols): the running sum rescaled in a chunk. The unpacker and packer are
+// on the intermediates' format already (push_rescale's configuration; cb_l and cb_alpha share it, plan/cbs.py).
 void rescaled_l_in_dst(uint32_t r, uint32_t alpha_index) {
-    configure(cb_l, cb_alpha, cb_l);
     mul_bcast_cols_init(cb_l, cb_alpha);
     mul_tiles_bcast_cols(cb_l, cb_alpha, r, alpha_index, 0);
 }
@@ -465,6 +472,11 @@ void chunk_probs_and_sum(bool first, bool to_partial) {
     if (!to_partial) {
         CircularBuffer(cb_l).reserve_back(PNHt);
     }
+    // S, m, P and l share the intermediates' format (plan/cbs.py). A later chunk follows push_rescale, which left the
+    // unpacker and packer on it; a first chunk follows the row max, whose SrcB held the reduce scaler.
+    if (first) {
+        configure(cb_scores, cb_m_cur, cb_probs);
+    }
     for (uint32_t r = 0; r < PNHt; ++r) {
         if (!first) {
             tile_regs_acquire();
@@ -474,7 +486,6 @@ void chunk_probs_and_sum(bool first, bool to_partial) {
             pack_tile<true>(0, l_cb, l_first + r);
             tile_regs_release();
         }
-        configure(cb_scores, cb_m_cur, cb_probs);  // cb_l has cb_probs' format (plan/cbs.py): one pack config
         sub_bcast_cols_init(cb_scores, cb_m_cur);
         probs_exp_init();
         if constexpr (exp_approx) {
@@ -592,7 +603,7 @@ void process_chunk(bool first, bool masked, bool to_partial) {
 
     // m_new = max(m, rowmax(S)) (into cb_m_cur on a first chunk), then alpha = exp(m - m_new)
     if constexpr (block_row_max) {
-        push_row_max(first, first ? cb_m_cur : cb_m_next);
+        push_row_max(first, first ? cb_m_cur : cb_m_next, to_partial);
     } else {
         row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
         if (first) {
@@ -607,8 +618,10 @@ void process_chunk(bool first, bool masked, bool to_partial) {
         advance_max();
     }
     CircularBuffer(cb_m_cur).wait_front(PNHt);
-    if (to_partial) {
-        copy_tiles_to(cb_m_cur, PNHt, cb_partial_out, o_tiles);
+    if constexpr (!block_row_max) {
+        if (to_partial) {
+            copy_tiles_to(cb_m_cur, PNHt, cb_partial_out, o_tiles);
+        }
     }
 
     chunk_probs_and_sum(first, to_partial);
@@ -634,7 +647,10 @@ void process_chunk(bool first, bool masked, bool to_partial) {
                 const uint32_t c = block * v_head_block + c0;
                 tile_regs_acquire();
                 if (!first) {
-                    configure(cb_o, cb_alpha, cb_o);
+                    // the first section follows the softmax, which left every operand on the intermediates' format
+                    if (block != 0 || r != 0 || c0 != 0) {
+                        configure(cb_o, cb_alpha, cb_o);
+                    }
                     mul_bcast_cols_init(cb_o, cb_alpha);
                     for (uint32_t cc = 0; cc < o_block; ++cc) {
                         mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c + cc, r, cc);
@@ -677,13 +693,19 @@ void process_chunk(bool first, bool masked, bool to_partial) {
 // the row max of M; F = exp(M - m_next) over the face columns that hold the count + 1 <= 16 of them, one SFPU pass
 // (a per-partial exp costs that pass for each); factor k = F . P_k^T, column k of F moved to column 0, packed where
 // merge_partials' muls read it (tile k * PNHt + r of cb_merge_factors).
-void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stride, bool to_partial) {
+void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stride, bool to_partial, bool after_merge) {
     CircularBuffer(cb_merge_rows).reserve_back(2 * PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {  // M
         tile_regs_acquire();
-        // One configuration serves ours and the partials': cb_m and `in` (cb_partial_in, or cb_sink) hold 16-bit
-        // tiles of the same shape whenever the statistics go side by side (plan/cbs.py: merge_select_tiles).
-        configure(cb_merge_select, cb_m_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
+        // Every operand of a side-by-side merge is bfloat16 (16-bit intermediates, the bfloat16 select and ones
+        // tiles: plan/cbs.py, merge_select_tiles), so past its first configuration a merge reprograms only SrcA, and
+        // only where it moves between the full select tiles and the query-row tiles; after another such merge
+        // (`after_merge`) SrcB and the packer hold already.
+        if (after_merge) {
+            reconfig_data_format_srca(cb_merge_select);
+        } else {
+            configure(cb_merge_select, cb_m_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
+        }
         matmul_init(cb_m_cur, cb_merge_select);
         matmul_tiles(cb_m_cur, cb_merge_select, r, select_radix - 1 + count, 0);  // T_count: ours, and the tail
         for (uint32_t k = 1; k <= count; ++k) {
@@ -697,7 +719,7 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     CircularBuffer(cb_merge_rows).push_back(PNHt);
     CircularBuffer(cb_merge_rows).wait_front(PNHt);
     CircularBuffer(cb_m_next).reserve_back(PNHt);
-    configure(cb_merge_rows, cb_ones, cb_m_next);
+    reconfig_data_format_srca(cb_merge_rows);  // SrcB: cb_ones is a bfloat16 query-row tile as cb_m
     reduce_block_max_row_init<1, false, q_faces>(cb_m_next);
     for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = rowmax(M)
         tile_regs_acquire();
@@ -707,7 +729,6 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     reduce_block_max_row_uninit(cb_merge_rows);
     CircularBuffer(cb_m_next).push_back(PNHt);
     CircularBuffer(cb_m_next).wait_front(PNHt);
-    configure(cb_merge_rows, cb_m_next, cb_merge_rows);
     for (uint32_t r = 0; r < PNHt; ++r) {  // F = exp(M - m_next)
         tile_regs_acquire();
         sub_bcast_cols_init(cb_merge_rows, cb_m_next);
@@ -723,7 +744,7 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     CircularBuffer(cb_merge_rows).wait_front(2 * PNHt);  // F sits past M: the block is popped whole (CB rule 1)
     constexpr uint32_t factor_tiles = merge_radix * PNHt;
     CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
-    configure(cb_merge_select, cb_merge_rows, cb_merge_factors);
+    reconfig_data_format_srca(cb_merge_select);
     matmul_init(cb_merge_rows, cb_merge_select, /*transpose=*/1);
     for (uint32_t r = 0; r < PNHt; ++r) {  // factor k = F . P_k^T
         for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
@@ -759,7 +780,7 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
 // `to_partial`: the round is the last of a core that then sends its partial: the merged O, m and l are packed straight
 // to their places in cb_partial_out ([O, m, l], pushed whole) instead of the running state's CBs, as process_chunk's
 // last chunk on a leaf; cb_m_cur is left for the caller to pop.
-void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial) {
+void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial, bool after_merge) {
     const uint32_t m_in = has_o ? o_tiles : 0;
     const uint32_t l_in = m_in + PNHt;
     const uint32_t stride = l_in + PNHt;  // one partial's tiles
@@ -771,7 +792,7 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial) {
         CircularBuffer(cb_partial_out).reserve_back(partial_tiles);
     }
     if constexpr (merge_side_by_side) {
-        merge_row_factors(in, count, m_in, stride, to_partial);
+        merge_row_factors(in, count, m_in, stride, to_partial, after_merge);
     } else {
         CircularBuffer(cb_m_next).reserve_back(PNHt);
         for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = max(m, m_1, ..., m_count)
@@ -835,7 +856,11 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial) {
     const uint32_t o_out = to_partial ? cb_partial_out : cb_o;
     const uint32_t l_out = to_partial ? cb_partial_out : cb_l;
     const uint32_t l_out_first = to_partial ? o_tiles + PNHt : 0;
-    configure(cb_o, cb_merge_factors, cb_o);  // cb_l has cb_o's format (plan/cbs.py): one unpack and pack config
+    if constexpr (merge_side_by_side) {
+        reconfig_data_format_srca(cb_o);  // from the select tiles; SrcB and the packer hold (merge_row_factors)
+    } else {
+        configure(cb_o, cb_merge_factors, cb_o);  // cb_l has cb_o's format (plan/cbs.py): one unpack and pack config
+    }
     mul_bcast_cols_init(cb_o, cb_merge_factors);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t j0 = 0; j0 < row_tiles; j0 += dst_tiles) {
@@ -905,11 +930,14 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial) {
 }
 
 // out = O / l, consuming the running state.
-void write_normalised_output() {
+// `after_merge`: a merge came last, so with side-by-side statistics every operand is bfloat16 already.
+void write_normalised_output(bool after_merge) {
     CircularBuffer(cb_l).wait_front(PNHt);
     CircularBuffer(cb_o).wait_front(o_tiles);
     // 1/l into cb_row_stat: l's row sum (the one reduction of the unreduced l), then its reciprocal
-    configure(cb_ones, cb_l, cb_row_stat);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
+    if (!(merge_side_by_side && after_merge)) {
+        configure(cb_ones, cb_l, cb_row_stat);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
+    }
     reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_l, cb_ones, cb_row_stat);
     CircularBuffer(cb_row_stat).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
@@ -985,6 +1013,7 @@ void kernel_main() {
         }
         CircularBuffer(cb_q_mm).pop_front(q_tiles);
 
+        bool merged = false;  // whether a merge came last (its configuration holds: see merge_row_factors)
         // The rounds a core receives in are a prefix; from its send round on its partial travels up the tree.
         for (uint32_t round = 0; round < rounds; ++round) {
             const uint32_t children = children_in_round(core_index, round, num_active, merge_radix);
@@ -995,7 +1024,8 @@ void kernel_main() {
             const bool last_round =
                 round + 1 == rounds || children_in_round(core_index, round + 1, num_active, merge_radix) == 0;
             const bool to_partial = core_index != 0 && last_round;
-            merge_partials(cb_partial_in, children, /*has_o=*/true, to_partial);
+            merge_partials(cb_partial_in, children, /*has_o=*/true, to_partial, /*after_merge=*/round > 0);
+            merged = true;
             CircularBuffer(cb_m_cur).wait_front(PNHt);
             if (!to_partial) {
                 CircularBuffer(cb_l).wait_front(PNHt);
@@ -1011,7 +1041,8 @@ void kernel_main() {
 
         // the root
         if constexpr (merge_sink_partial) {
-            merge_partials(cb_sink, 1, /*has_o=*/false, /*to_partial=*/false);
+            merge_partials(cb_sink, 1, /*has_o=*/false, /*to_partial=*/false, merged);
+            merged = true;
             CircularBuffer(cb_m_cur).wait_front(PNHt);
             CircularBuffer(cb_l).wait_front(PNHt);
             CircularBuffer(cb_o).wait_front(o_tiles);
@@ -1022,7 +1053,7 @@ void kernel_main() {
             move_tiles(cb_m_cur, cb_out, PNHt);
             move_tiles(cb_l, cb_out, PNHt);
         } else {
-            write_normalised_output();
+            write_normalised_output(merged);
             CircularBuffer(cb_o).pop_front(o_tiles);
             CircularBuffer(cb_m_cur).pop_front(PNHt);
             CircularBuffer(cb_l).pop_front(PNHt);
