@@ -745,14 +745,15 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     constexpr uint32_t factor_tiles = merge_radix * PNHt;
     CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
     reconfig_data_format_srca(cb_merge_select);
-    matmul_init(cb_merge_rows, cb_merge_select, /*transpose=*/1);
-    for (uint32_t r = 0; r < PNHt; ++r) {  // factor k = F . P_k^T
-        for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
-            const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+    // factor k = F . P_k^T: the P_k are consecutive tiles of cb_merge_select, so one block product per DST section
+    // unpacks F once for all of its factors (one init per block width)
+    for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
+        const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+        matmul_block_init(cb_merge_rows, cb_merge_select, /*transpose=*/1, k_end - k0, /*rt_dim=*/1, /*kt_dim=*/1);
+        for (uint32_t r = 0; r < PNHt; ++r) {
             tile_regs_acquire();
-            for (uint32_t k = k0; k < k_end; ++k) {
-                matmul_tiles(cb_merge_rows, cb_merge_select, PNHt + r, k, k - k0);
-            }
+            matmul_block(cb_merge_rows, cb_merge_select, PNHt + r, k0, 0, /*transpose=*/1, k_end - k0, /*rt_dim=*/1,
+                         /*kt_dim=*/1);
             tile_regs_commit();
             tile_regs_wait();
             for (uint32_t k = k0; k < k_end; ++k) {
