@@ -185,6 +185,28 @@ def test_merge_finish_time_is_the_trees_critical_path():
     assert rules.merge_finish_ns(8, 8, o_cols=16) > rules.merge_finish_ns(8, 8, o_cols=4)
 
 
+def test_merge_finish_time_grows_with_query_row_tiles():
+    """A group of several query-row tiles (PNHt) pays a child's part once a row tile, but only the row-tile parts of a
+    send and a round (MERGE_*_ROW_NS): their fixed parts do not grow. So a one-tile group's model is unchanged, and
+    the spec_multi_pos_tiles 4 row (8 cores, 4 row tiles) takes two rounds of up to 4 children (radix 5, its fastest
+    modelled radix) where a one-tile group of 8 takes the gather."""
+    send, fixed = rules.MERGE_SEND_NS, rules.MERGE_ROUND_NS
+    child = rules.MERGE_PARTIAL_STATS_NS + rules.MERGE_PARTIAL_TILE_NS * 5
+    assert rules.merge_finish_ns(4, 4, row_tiles=1) == rules.merge_finish_ns(4, 4)
+    send4 = send + 3 * rules.MERGE_SEND_ROW_NS
+    fixed4 = fixed + 3 * rules.MERGE_ROUND_ROW_NS
+    assert rules.merge_finish_ns(4, 4, row_tiles=4) == send4 + fixed4 + 3 * 4 * child  # one gather of 3
+    # the fixed parts stay fixed: four row tiles cost less than four one-tile trees
+    assert rules.merge_finish_ns(8, 8, row_tiles=4) < 4 * rules.merge_finish_ns(8, 8)
+    assert rules.default_merge_radix(8) == 8
+    assert rules.default_merge_radix(8, row_tiles=4) == 5
+    s4 = shapes(batch=32, n_q_heads=32, kv_len=4096, users_per_page_row=4)  # the sweep's spec4-b8-4k call
+    assert s4.PNHt == 4
+    assert plan(s4, ProgramConfig((8, 8), k_chunk_size=256, max_cores_per_head_batch=8)).merge_radix == 5
+    with pytest.raises(ValueError, match="row_tiles=0"):
+        rules.merge_finish_ns(8, 4, row_tiles=0)
+
+
 @pytest.mark.parametrize("cores, radix", [(2, 2), (3, 3), (4, 4), (8, 8), (9, 9), (16, 4), (32, 6), (64, 8)])
 def test_default_merge_radix_is_the_models_fastest(cores, radix):
     """The planner's radix: the fastest tree by merge_finish_ns (a gather up to 11 cores, two rounds at 16 to 64), the

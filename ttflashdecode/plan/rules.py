@@ -118,11 +118,21 @@ DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 #     b8 8q/1kv d128 4K, k256 (8)             46.45   44.54   44.76   44.54   44.32   43.62*
 #     b8 8q/1kv d128 1K, k128 (4)             17.64   16.14   15.95*
 #     MLA b8 16q/1kv d576/512 4K, k32 (8)             101.63  102.02  101.31*         100.87
-#     spec_multi_pos_tiles 4, b8 4K, k256 (8)         141.02  141.60  140.20          142.30*
-# (The last two rows were not fitted.) The split of the per-child part (80 ns + 40 ns a tile: 280 ns at d128) is
-# assumed; it only matters for wide heads (MLA's 16 O tiles a row). A group of several query-row tiles is taken to
-# scale every term alike, which leaves the choice as at one tile: the spec_multi_pos_tiles row (4 tiles) shows the
-# gather costs it more than that (2.1 us off its best, the worst miss). With float32 intermediates a merge takes a max
+# (The MLA row was not fitted.) The split of the per-child part (80 ns + 40 ns a tile: 280 ns at d128) is assumed; it
+# only matters for wide heads (MLA's 16 O tiles a row).
+# A group of several query-row tiles (PNHt > 1: q_len x heads a kv head above 32) does not scale every term alike: a
+# child's part is all per row tile (its statistics and multiply-accumulates run row tile by row tile), and so are the
+# bytes of a partial the NoC carries and a round's row max and exp, but not the semaphore and write latency of a send
+# or a round's inits and format reconfigurations. So the send and the round each split into a fixed part and a part a
+# row tile (MERGE_SEND_ROW_NS: a row tile's partial, O's 4 tiles with m and l, 12 KiB at ~28 B a cycle; MERGE_ROUND_
+# ROW_NS: assumed), which sum to the one-tile constants, so a one-tile group's choice is unchanged; a bigger group
+# pays more per child against the fixed parts and prefers fewer children a round. MODELLED (timing-only, HiFi4, exact
+# exp, the sweep's spec4-b8-4k call: spec_multi_pos_tiles 4, b8 8q/1kv d128 4K, k256, 8 cores a group, 4 row tiles),
+# us by radix, this rule's choice *:
+#     F=2     F=3     F=4     F=5     F=6     F=7     F=8 (gather)
+#     146.62  140.00  140.58  139.18* 141.28  145.50  141.26
+# (the model: 5 fastest, then the gather, then 3 and 4; with every term scaled alike it chose the gather.)
+# With float32 intermediates a merge takes a max
 # and an exp per child (MERGE_PARTIAL_STATS_EXP_NS, from the earlier kernel's fit: 500 ns a child at d128), and the
 # side-by-side statistics need a child's column in one face, so F is at most 16 (plan.cbs.merge_select_tiles).
 # TGV's one-round parallel reducers (R cores, each owning a slice of O's tiles and receiving every partial's slice)
@@ -131,7 +141,9 @@ DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 # says (F=16: 16.12 us at 16 cores against 15.37 for two rounds of 3, 51.92 at 32 against 50.09 for two of 5).
 # MERGE_RADIX (None: the model's choice) forces a radix (tests).
 MERGE_SEND_NS = 1200
+MERGE_SEND_ROW_NS = 440
 MERGE_ROUND_NS = 700
+MERGE_ROUND_ROW_NS = 300
 MERGE_PARTIAL_STATS_NS = 80
 MERGE_PARTIAL_STATS_EXP_NS = 300
 MERGE_PARTIAL_TILE_NS = 40
@@ -283,14 +295,22 @@ def expected_partials(core_index: int, num_active: int, radix: int = 2) -> int:
     return sum(children_in_round(core_index, r, num_active, radix) for r in range(tree_rounds(num_active, radix)))
 
 
-def merge_finish_ns(num_cores: int, radix: int, o_cols: int = 4, side_by_side: bool = True) -> float:
+def merge_finish_ns(
+    num_cores: int, radix: int, o_cols: int = 4, side_by_side: bool = True, row_tiles: int = 1
+) -> float:
     """The modelled time from a group's last chunk to the root's merged partial under a radix-F tree, every core's own
-    chunks done at once, per query-row tile (a group of several takes about as many times each term): a receiver's
-    round starts when its slowest child's partial has landed (:data:`MERGE_SEND_NS` after that child's own merges) and
-    takes :data:`MERGE_ROUND_NS` plus, per child, its row statistics (side by side, or one exp each:
-    ``side_by_side`` False) and the multiply-accumulates of ``o_cols`` + 1 tiles (O's row and l)."""
+    chunks done at once: a receiver's round starts when its slowest child's partial has landed (a send:
+    :data:`MERGE_SEND_NS` at one query-row tile, after that child's own merges) and takes :data:`MERGE_ROUND_NS` at
+    one row tile plus, per child and row tile, its row statistics (side by side, or one exp each: ``side_by_side``
+    False) and the multiply-accumulates of ``o_cols`` + 1 tiles (O's row and l). With ``row_tiles`` (PNHt) > 1 a send
+    and a round grow by :data:`MERGE_SEND_ROW_NS` and :data:`MERGE_ROUND_ROW_NS` a further row tile and a child's
+    part by ``row_tiles`` times."""
+    if not is_int(row_tiles) or row_tiles < 1:
+        raise ValueError(f"row_tiles={row_tiles!r}: expected a positive integer (the group's query-row tiles, PNHt)")
     stats = MERGE_PARTIAL_STATS_NS if side_by_side else MERGE_PARTIAL_STATS_EXP_NS
-    partial = stats + MERGE_PARTIAL_TILE_NS * (o_cols + 1)
+    partial = (stats + MERGE_PARTIAL_TILE_NS * (o_cols + 1)) * row_tiles
+    send = MERGE_SEND_NS + MERGE_SEND_ROW_NS * (row_tiles - 1)
+    fixed = MERGE_ROUND_NS + MERGE_ROUND_ROW_NS * (row_tiles - 1)
     rounds = tree_rounds(num_cores, radix)
     done = [0.0] * num_cores
     # Children have larger indices than their parent, so a reverse pass finishes every child before its parent.
@@ -301,27 +321,30 @@ def merge_finish_ns(num_cores: int, radix: int, o_cols: int = 4, side_by_side: b
             if children == 0:
                 break
             slowest = max(done[core + d * radix**r] for d in range(1, children + 1))
-            t = max(t, slowest + MERGE_SEND_NS) + MERGE_ROUND_NS + children * partial
+            t = max(t, slowest + send) + fixed + children * partial
         done[core] = t
     return done[0]
 
 
-def default_merge_radix(num_cores_per_head: int, o_cols: int = 4, fp32_dest_acc: bool = False) -> int:
+def default_merge_radix(
+    num_cores_per_head: int, o_cols: int = 4, fp32_dest_acc: bool = False, row_tiles: int = 1
+) -> int:
     """The reduction tree's radix F the planner starts from (it halves F while the partial slots do not fit L1): the
     F with the shortest :func:`merge_finish_ns` (the smallest on a tie: fewer factor tiles), at most
     :data:`MERGE_SIDE_BY_SIDE_MAX_RADIX` with 16-bit intermediates (their row statistics side by side), or
-    :data:`MERGE_RADIX` when set. ``o_cols``: O's tiles a query row (vDHt)."""
+    :data:`MERGE_RADIX` when set. ``o_cols``: O's tiles a query row (vDHt); ``row_tiles``: the group's query-row
+    tiles (PNHt)."""
     if MERGE_RADIX is not None:
         return MERGE_RADIX
-    return _fastest_radix(num_cores_per_head, o_cols, not fp32_dest_acc)
+    return _fastest_radix(num_cores_per_head, o_cols, not fp32_dest_acc, row_tiles)
 
 
 @functools.lru_cache(maxsize=256)
-def _fastest_radix(num_cores: int, o_cols: int, side_by_side: bool) -> int:
+def _fastest_radix(num_cores: int, o_cols: int, side_by_side: bool, row_tiles: int = 1) -> int:
     if num_cores <= 2:
         return 2
     widest = min(num_cores, MERGE_SIDE_BY_SIDE_MAX_RADIX) if side_by_side else num_cores
-    return min(range(2, widest + 1), key=lambda f: (merge_finish_ns(num_cores, f, o_cols, side_by_side), f))
+    return min(range(2, widest + 1), key=lambda f: (merge_finish_ns(num_cores, f, o_cols, side_by_side, row_tiles), f))
 
 
 def partial_slots(num_cores: int, radix: int = 2) -> int:

@@ -360,7 +360,11 @@ def plan(
         # Chunks must lie inside the cache: the kernels read whole chunks and only mask them.
         if shapes.kv_len % k_chunk_size:
             raise ValueError(f"k_chunk_size={k_chunk_size}: expected a divisor of kv_len={shapes.kv_len}")
-    radix = default_merge_radix(num_cores_per_head, shapes.vDHt, fp32_dest_acc) if merge_radix is None else merge_radix
+    radix = (
+        default_merge_radix(num_cores_per_head, shapes.vDHt, fp32_dest_acc, shapes.PNHt)
+        if merge_radix is None
+        else merge_radix
+    )
     radix = max(2, min(radix, num_cores_per_head))  # a radix above N is N's one-round gather
 
     def cbs_for(k_head_block: int, v_head_block: int) -> tuple[CBPlan, ...]:

@@ -393,22 +393,30 @@ void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
 }
 
 // Pushes PNHt tiles max([m_cur,] rowmax(S)) to `out`: the running max is the reduce's seed unless `first`.
-void push_row_max(bool first, uint32_t out) {
+// `to_partial`: the new max also goes to its place in the partial this core sends (pack_new_max).
+void push_row_max(bool first, uint32_t out, bool to_partial) {
     CircularBuffer(cb_scores).wait_front(s_tiles);
     CircularBuffer(out).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
+        // cb_m and cb_scores share the intermediates' format (plan/cbs.py): one SrcA configuration serves the copy of
+        // the running max and the reduce
+        reconfig_data_format(cb_scores, cb_ones);
+        pack_reconfig_data_format(out);
         if (!first) {
-            reconfig_data_format_srca(cb_m_cur);
             copy_init(cb_m_cur, /*transpose=*/0, /*transpose_within_16x16_face=*/1);
             copy_tile(cb_m_cur, r, 0);
         }
-        reconfig_data_format(cb_scores, cb_ones);
-        pack_reconfig_data_format(out);
         reduce_block_max_row_init<Sk_t, false, q_faces>(out);
         reduce_block_max_row<Sk_t, false, q_faces>(cb_scores, cb_ones, r * Sk_t, 0);
         reduce_block_max_row_uninit(cb_scores);
-        pack_result(out);
+        tile_regs_commit();
+        tile_regs_wait();
+        if (to_partial) {
+            pack_tile<true>(0, cb_partial_out, o_tiles + r);  // cb_partial_out has cb_m's format: no reconfiguration
+        }
+        pack_tile(0, out);
+        tile_regs_release();
     }
     CircularBuffer(out).push_back(PNHt);
 }
@@ -439,9 +447,9 @@ void push_rescale(uint32_t in, uint32_t in_first) {
     CircularBuffer(cb_alpha).push_back(PNHt);
 }
 
-// DST tile 0 = l[r] * alpha[alpha_index] (bcast cols): the running sum rescaled in a chunk.
+// DST tile 0 = l[r] * alpha[alpha_index] (bcast cols): the running sum rescaled in a chunk. The unpacker and packer are
+// on the intermediates' format already (push_rescale's configuration; cb_l and cb_alpha share it, plan/cbs.py).
 void rescaled_l_in_dst(uint32_t r, uint32_t alpha_index) {
-    configure(cb_l, cb_alpha, cb_l);
     mul_bcast_cols_init(cb_l, cb_alpha);
     mul_tiles_bcast_cols(cb_l, cb_alpha, r, alpha_index, 0);
 }
@@ -449,7 +457,11 @@ void rescaled_l_in_dst(uint32_t r, uint32_t alpha_index) {
 // probs = exp((scores - m) [* scale]), m being the running max (already updated with this chunk), and a new l behind
 // the old one: [l * alpha (bcast cols, alpha the front block of cb_alpha) +] sum_j P_j. Each DST block of P is packed
 // twice: to cb_probs, and (packer L1 accumulation) onto row r's l tile, which a first chunk's first P tile starts.
-void chunk_probs_and_sum(bool first) {
+// `to_partial`: the new l goes to its place in the partial this core sends (tiles o_tiles + PNHt.. of cb_partial_out,
+// reserved by the caller) instead of cb_l.
+void chunk_probs_and_sum(bool first, bool to_partial) {
+    const uint32_t l_cb = to_partial ? cb_partial_out : cb_l;
+    const uint32_t l_first = to_partial ? o_tiles + PNHt : 0;
     CircularBuffer(cb_scores).wait_front(s_tiles);
     CircularBuffer(cb_m_cur).wait_front(PNHt);
     if (!first) {
@@ -457,17 +469,23 @@ void chunk_probs_and_sum(bool first) {
         CircularBuffer(cb_alpha).wait_front(PNHt);
     }
     CircularBuffer(cb_probs).reserve_back(s_tiles);
-    CircularBuffer(cb_l).reserve_back(PNHt);
+    if (!to_partial) {
+        CircularBuffer(cb_l).reserve_back(PNHt);
+    }
+    // S, m, P and l share the intermediates' format (plan/cbs.py). A later chunk follows push_rescale, which left the
+    // unpacker and packer on it; a first chunk follows the row max, whose SrcB held the reduce scaler.
+    if (first) {
+        configure(cb_scores, cb_m_cur, cb_probs);
+    }
     for (uint32_t r = 0; r < PNHt; ++r) {
         if (!first) {
             tile_regs_acquire();
             rescaled_l_in_dst(r, r);
             tile_regs_commit();
             tile_regs_wait();
-            pack_tile<true>(0, cb_l, r);
+            pack_tile<true>(0, l_cb, l_first + r);
             tile_regs_release();
         }
-        configure(cb_scores, cb_m_cur, cb_probs);  // cb_l has cb_probs' format (plan/cbs.py): one pack config
         sub_bcast_cols_init(cb_scores, cb_m_cur);
         probs_exp_init();
         if constexpr (exp_approx) {
@@ -486,12 +504,12 @@ void chunk_probs_and_sum(bool first) {
             }
             uint32_t jj = 0;
             if (first && j0 == 0) {
-                pack_tile<true>(0, cb_l, r);  // starts the row's sum
+                pack_tile<true>(0, l_cb, l_first + r);  // starts the row's sum
                 jj = 1;
             }
             pack_reconfig_l1_acc(1);
             for (; jj < probs_block; ++jj) {
-                pack_tile<true>(jj, cb_l, r);
+                pack_tile<true>(jj, l_cb, l_first + r);
             }
             pack_reconfig_l1_acc(0);
             tile_regs_release();
@@ -501,11 +519,15 @@ void chunk_probs_and_sum(bool first) {
         }
     }
     CircularBuffer(cb_probs).push_back(s_tiles);
-    CircularBuffer(cb_l).push_back(PNHt);
+    if (!to_partial) {
+        CircularBuffer(cb_l).push_back(PNHt);
+    }
     if (!first) {
         CircularBuffer(cb_l).pop_front(PNHt);
     }
-    CircularBuffer(cb_l).wait_front(PNHt);
+    if (!to_partial) {
+        CircularBuffer(cb_l).wait_front(PNHt);
+    }
 }
 
 // Pushes the PNHt x tiles_per_row block at in[in_first..] to `out`, row block r scaled by the column vector in
@@ -522,6 +544,34 @@ void push_rows_scaled(uint32_t in, uint32_t in_first, uint32_t tiles_per_row, ui
         }
     }
     CircularBuffer(out).push_back(PNHt * tiles_per_row);
+}
+
+// Packs DST tile 0, the new row max of row tile r, to the back of cb_m_next and, when `to_partial`, to its place in the
+// partial this core sends (cb_partial_out, the same format: no reconfiguration).
+void pack_new_max(uint32_t r, bool to_partial) {
+    tile_regs_commit();
+    tile_regs_wait();
+    if (to_partial) {
+        pack_tile<true>(0, cb_partial_out, o_tiles + r);
+    }
+    pack_tile(0, cb_m_next);
+    tile_regs_release();
+}
+
+// Copies tiles in[0..n) to out[out_first..), `out` reserved by the caller (no push, no pop).
+void copy_tiles_to(uint32_t in, uint32_t n, uint32_t out, uint32_t out_first) {
+    CircularBuffer(in).wait_front(n);
+    reconfig_data_format_srca(in);
+    pack_reconfig_data_format(out);
+    copy_init(in);
+    for (uint32_t i = 0; i < n; ++i) {
+        tile_regs_acquire();
+        copy_tile(in, i, 0);
+        tile_regs_commit();
+        tile_regs_wait();
+        pack_tile<true>(0, out, out_first + i);
+        tile_regs_release();
+    }
 }
 
 // Moves n tiles from the front of `in` to the back of `out`.
@@ -541,12 +591,19 @@ void move_tiles(uint32_t in, uint32_t out, uint32_t n) {
 }
 
 // Flash attention over one chunk. `first` is this core's first chunk of the group: no running state yet.
-void process_chunk(bool first, bool masked) {
+// `to_partial`: the chunk is the last of a core that sends its partial without merging any (a leaf of the tree): the
+// new O, m and l are packed straight to their places in cb_partial_out ([O, m, l], pushed whole), so what follows the
+// last read is the chunk's P . V alone, not P . V and then a copy of the partial through DST. m is copied as soon as it
+// is known, while V is still arriving. The running state is consumed: cb_m_cur is left for the caller to pop.
+void process_chunk(bool first, bool masked, bool to_partial) {
+    if (to_partial) {
+        CircularBuffer(cb_partial_out).reserve_back(partial_tiles);
+    }
     chunk_scores(masked);
 
     // m_new = max(m, rowmax(S)) (into cb_m_cur on a first chunk), then alpha = exp(m - m_new)
     if constexpr (block_row_max) {
-        push_row_max(first, first ? cb_m_cur : cb_m_next);
+        push_row_max(first, first ? cb_m_cur : cb_m_next, to_partial);
     } else {
         row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
         if (first) {
@@ -561,8 +618,13 @@ void process_chunk(bool first, bool masked) {
         advance_max();
     }
     CircularBuffer(cb_m_cur).wait_front(PNHt);
+    if constexpr (!block_row_max) {
+        if (to_partial) {
+            copy_tiles_to(cb_m_cur, PNHt, cb_partial_out, o_tiles);
+        }
+    }
 
-    chunk_probs_and_sum(first);
+    chunk_probs_and_sum(first, to_partial);
     CircularBuffer(cb_scores).pop_front(s_tiles);
     CircularBuffer(cb_probs).wait_front(s_tiles);
 
@@ -572,7 +634,10 @@ void process_chunk(bool first, bool masked) {
     if (!first) {
         CircularBuffer(cb_alpha).wait_front(PNHt);
     }
-    CircularBuffer(cb_o).reserve_back(o_tiles);
+    const uint32_t o_out = to_partial ? cb_partial_out : cb_o;  // O's first tile is the partial's first
+    if (!to_partial) {
+        CircularBuffer(cb_o).reserve_back(o_tiles);
+    }
     // V arrives in v_fetch_parts(Sk_t) pushes (flash_decode_common.hpp): the first DST section waits for each part
     // just before its first position tile, so the matmuls of the parts that landed run while the rest arrive.
     constexpr uint32_t v_part_tiles = Sk_t / v_fetch_parts(Sk_t);
@@ -582,7 +647,10 @@ void process_chunk(bool first, bool masked) {
                 const uint32_t c = block * v_head_block + c0;
                 tile_regs_acquire();
                 if (!first) {
-                    configure(cb_o, cb_alpha, cb_o);
+                    // the first section follows the softmax, which left every operand on the intermediates' format
+                    if (block != 0 || r != 0 || c0 != 0) {
+                        configure(cb_o, cb_alpha, cb_o);
+                    }
                     mul_bcast_cols_init(cb_o, cb_alpha);
                     for (uint32_t cc = 0; cc < o_block; ++cc) {
                         mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c + cc, r, cc);
@@ -600,14 +668,18 @@ void process_chunk(bool first, bool masked) {
                 tile_regs_commit();
                 tile_regs_wait();
                 for (uint32_t cc = 0; cc < o_block; ++cc) {
-                    pack_tile<true>(cc, cb_o, r * vDHt + c + cc);
+                    pack_tile<true>(cc, o_out, r * vDHt + c + cc);
                 }
                 tile_regs_release();
             }
         }
         CircularBuffer(cb_v).pop_front(Sk_t * v_head_block);
     }
-    CircularBuffer(cb_o).push_back(o_tiles);
+    if (to_partial) {
+        CircularBuffer(cb_partial_out).push_back(partial_tiles);
+    } else {
+        CircularBuffer(cb_o).push_back(o_tiles);
+    }
     CircularBuffer(cb_probs).pop_front(s_tiles);
     if (!first) {
         CircularBuffer(cb_o).pop_front(o_tiles);
@@ -621,15 +693,21 @@ void process_chunk(bool first, bool masked) {
 // the row max of M; F = exp(M - m_next) over the face columns that hold the count + 1 <= 16 of them, one SFPU pass
 // (a per-partial exp costs that pass for each); factor k = F . P_k^T, column k of F moved to column 0, packed where
 // merge_partials' muls read it (tile k * PNHt + r of cb_merge_factors).
-void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stride) {
+void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stride, bool to_partial, bool after_merge) {
     CircularBuffer(cb_merge_rows).reserve_back(2 * PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {  // M
         tile_regs_acquire();
-        configure(cb_merge_select, cb_m_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
+        // Every operand of a side-by-side merge is bfloat16 (16-bit intermediates, the bfloat16 select and ones
+        // tiles: plan/cbs.py, merge_select_tiles), so past its first configuration a merge reprograms only SrcA, and
+        // only where it moves between the full select tiles and the query-row tiles; after another such merge
+        // (`after_merge`) SrcB and the packer hold already.
+        if (after_merge) {
+            reconfig_data_format_srca(cb_merge_select);
+        } else {
+            configure(cb_merge_select, cb_m_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
+        }
         matmul_init(cb_m_cur, cb_merge_select);
         matmul_tiles(cb_m_cur, cb_merge_select, r, select_radix - 1 + count, 0);  // T_count: ours, and the tail
-        configure(cb_merge_select, in, cb_merge_rows);
-        matmul_init(in, cb_merge_select);
         for (uint32_t k = 1; k <= count; ++k) {
             matmul_tiles(in, cb_merge_select, (k - 1) * stride + m_in + r, k, 0);
         }
@@ -641,17 +719,16 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     CircularBuffer(cb_merge_rows).push_back(PNHt);
     CircularBuffer(cb_merge_rows).wait_front(PNHt);
     CircularBuffer(cb_m_next).reserve_back(PNHt);
-    configure(cb_merge_rows, cb_ones, cb_m_next);
+    reconfig_data_format_srca(cb_merge_rows);  // SrcB: cb_ones is a bfloat16 query-row tile as cb_m
     reduce_block_max_row_init<1, false, q_faces>(cb_m_next);
     for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = rowmax(M)
         tile_regs_acquire();
         reduce_block_max_row<1, false, q_faces>(cb_merge_rows, cb_ones, r, 0);
-        pack_result(cb_m_next);
+        pack_new_max(r, to_partial);
     }
     reduce_block_max_row_uninit(cb_merge_rows);
     CircularBuffer(cb_m_next).push_back(PNHt);
     CircularBuffer(cb_m_next).wait_front(PNHt);
-    configure(cb_merge_rows, cb_m_next, cb_merge_rows);
     for (uint32_t r = 0; r < PNHt; ++r) {  // F = exp(M - m_next)
         tile_regs_acquire();
         sub_bcast_cols_init(cb_merge_rows, cb_m_next);
@@ -667,15 +744,16 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     CircularBuffer(cb_merge_rows).wait_front(2 * PNHt);  // F sits past M: the block is popped whole (CB rule 1)
     constexpr uint32_t factor_tiles = merge_radix * PNHt;
     CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
-    configure(cb_merge_select, cb_merge_rows, cb_merge_factors);
-    matmul_init(cb_merge_rows, cb_merge_select, /*transpose=*/1);
-    for (uint32_t r = 0; r < PNHt; ++r) {  // factor k = F . P_k^T
-        for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
-            const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+    reconfig_data_format_srca(cb_merge_select);
+    // factor k = F . P_k^T: the P_k are consecutive tiles of cb_merge_select, so one block product per DST section
+    // unpacks F once for all of its factors (one init per block width)
+    for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
+        const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
+        matmul_block_init(cb_merge_rows, cb_merge_select, /*transpose=*/1, k_end - k0, /*rt_dim=*/1, /*kt_dim=*/1);
+        for (uint32_t r = 0; r < PNHt; ++r) {
             tile_regs_acquire();
-            for (uint32_t k = k0; k < k_end; ++k) {
-                matmul_tiles(cb_merge_rows, cb_merge_select, PNHt + r, k, k - k0);
-            }
+            matmul_block(cb_merge_rows, cb_merge_select, PNHt + r, k0, 0, /*transpose=*/1, k_end - k0, /*rt_dim=*/1,
+                         /*kt_dim=*/1);
             tile_regs_commit();
             tile_regs_wait();
             for (uint32_t k = k0; k < k_end; ++k) {
@@ -700,7 +778,10 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
 // ours times a, packed in place, then each partial's times a_i, accumulated onto it by the packer (L1 accumulation,
 // as l's sums in a chunk). Merging a round's partials together (rather than one merge each) takes one exp per
 // partial instead of two and one set of inits and format reconfigurations per round.
-void merge_partials(uint32_t in, uint32_t count, bool has_o) {
+// `to_partial`: the round is the last of a core that then sends its partial: the merged O, m and l are packed straight
+// to their places in cb_partial_out ([O, m, l], pushed whole) instead of the running state's CBs, as process_chunk's
+// last chunk on a leaf; cb_m_cur is left for the caller to pop.
+void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial, bool after_merge) {
     const uint32_t m_in = has_o ? o_tiles : 0;
     const uint32_t l_in = m_in + PNHt;
     const uint32_t stride = l_in + PNHt;  // one partial's tiles
@@ -708,8 +789,11 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
     constexpr uint32_t factor_tiles = merge_radix * PNHt;
     CircularBuffer(in).wait_front(count * stride);
     CircularBuffer(cb_m_cur).wait_front(PNHt);
+    if (to_partial) {
+        CircularBuffer(cb_partial_out).reserve_back(partial_tiles);
+    }
     if constexpr (merge_side_by_side) {
-        merge_row_factors(in, count, m_in, stride);
+        merge_row_factors(in, count, m_in, stride, to_partial, after_merge);
     } else {
         CircularBuffer(cb_m_next).reserve_back(PNHt);
         for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = max(m, m_1, ..., m_count)
@@ -725,7 +809,7 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
                 copy_tile(in, i * stride + m_in + r, 1);
                 binary_max_tile(0, 1, 0, col0_vector_mode);
             }
-            pack_result(cb_m_next);
+            pack_new_max(r, to_partial);
         }
         CircularBuffer(cb_m_next).push_back(PNHt);
         CircularBuffer(cb_m_next).wait_front(PNHt);
@@ -765,9 +849,19 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
     constexpr uint32_t row_tiles = vDHt + 1;
     CircularBuffer(cb_o).wait_front(o_tiles);
     CircularBuffer(cb_l).wait_front(PNHt);
-    CircularBuffer(cb_o).reserve_back(o_tiles);
-    CircularBuffer(cb_l).reserve_back(PNHt);
-    configure(cb_o, cb_merge_factors, cb_o);  // cb_l has cb_o's format (plan/cbs.py): one unpack and pack config
+    if (!to_partial) {
+        CircularBuffer(cb_o).reserve_back(o_tiles);
+        CircularBuffer(cb_l).reserve_back(PNHt);
+    }
+    // where the merged O tile (r, j) and l tile r go
+    const uint32_t o_out = to_partial ? cb_partial_out : cb_o;
+    const uint32_t l_out = to_partial ? cb_partial_out : cb_l;
+    const uint32_t l_out_first = to_partial ? o_tiles + PNHt : 0;
+    if constexpr (merge_side_by_side) {
+        reconfig_data_format_srca(cb_o);  // from the select tiles; SrcB and the packer hold (merge_row_factors)
+    } else {
+        configure(cb_o, cb_merge_factors, cb_o);  // cb_l has cb_o's format (plan/cbs.py): one unpack and pack config
+    }
     mul_bcast_cols_init(cb_o, cb_merge_factors);
     for (uint32_t r = 0; r < PNHt; ++r) {
         for (uint32_t j0 = 0; j0 < row_tiles; j0 += dst_tiles) {
@@ -785,9 +879,9 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
             tile_regs_wait();
             for (uint32_t j = j0; j < j_end; ++j) {
                 if (j < vDHt) {
-                    pack_tile<true>(j - j0, cb_o, r * vDHt + j);
+                    pack_tile<true>(j - j0, o_out, r * vDHt + j);
                 } else {
-                    pack_tile<true>(j - j0, cb_l, r);
+                    pack_tile<true>(j - j0, l_out, l_out_first + r);
                 }
             }
             tile_regs_release();
@@ -812,10 +906,10 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
                 for (uint32_t j = j0; j < j_end; ++j) {
                     if (j < vDHt) {
                         if (has_o) {
-                            pack_tile<true>(j - j0, cb_o, r * vDHt + j);
+                            pack_tile<true>(j - j0, o_out, r * vDHt + j);
                         }
                     } else {
-                        pack_tile<true>(j - j0, cb_l, r);
+                        pack_tile<true>(j - j0, l_out, l_out_first + r);
                     }
                 }
                 tile_regs_release();
@@ -824,8 +918,12 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
             reconfig_data_format_srca(in, cb_o);
         }
     }
-    CircularBuffer(cb_o).push_back(o_tiles);
-    CircularBuffer(cb_l).push_back(PNHt);
+    if (to_partial) {
+        CircularBuffer(cb_partial_out).push_back(partial_tiles);
+    } else {
+        CircularBuffer(cb_o).push_back(o_tiles);
+        CircularBuffer(cb_l).push_back(PNHt);
+    }
     CircularBuffer(cb_o).pop_front(o_tiles);
     CircularBuffer(cb_l).pop_front(PNHt);
     CircularBuffer(in).pop_front(count * stride);
@@ -833,11 +931,14 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o) {
 }
 
 // out = O / l, consuming the running state.
-void write_normalised_output() {
+// `after_merge`: a merge came last, so with side-by-side statistics every operand is bfloat16 already.
+void write_normalised_output(bool after_merge) {
     CircularBuffer(cb_l).wait_front(PNHt);
     CircularBuffer(cb_o).wait_front(o_tiles);
     // 1/l into cb_row_stat: l's row sum (the one reduction of the unreduced l), then its reciprocal
-    configure(cb_ones, cb_l, cb_row_stat);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
+    if (!(merge_side_by_side && after_merge)) {
+        configure(cb_ones, cb_l, cb_row_stat);  // REDUCE_ROW SUM runs as a matmul with the scaler in SrcA
+    }
     reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_l, cb_ones, cb_row_stat);
     CircularBuffer(cb_row_stat).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
@@ -896,52 +997,67 @@ void kernel_main() {
             CircularBuffer(cb_q_scaled).wait_front(q_tiles);
         }
 
+        const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, bounds.span, sliding_window);
+        // A leaf of the tree (not the root, no children in its first round, so none in any) sends its state as it
+        // leaves the last chunk: that chunk packs it straight into cb_partial_out (process_chunk's to_partial).
+        const bool leaf = core_index != 0 && children_in_round(core_index, 0, num_active, merge_radix) == 0;
         for (uint32_t i = 0; i < chunks.count; ++i) {
             const uint32_t chunk = chunks.start + i;
             const bool edge = chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, bounds.span, sliding_window);
-            process_chunk(i == 0, use_attn_mask || edge);
+            const bool to_partial = leaf && i + 1 == chunks.count;
+            process_chunk(i == 0, use_attn_mask || edge, to_partial);
             CircularBuffer(cb_m_cur).wait_front(PNHt);
-            CircularBuffer(cb_l).wait_front(PNHt);
-            CircularBuffer(cb_o).wait_front(o_tiles);
+            if (!to_partial) {
+                CircularBuffer(cb_l).wait_front(PNHt);
+                CircularBuffer(cb_o).wait_front(o_tiles);
+            }
         }
         CircularBuffer(cb_q_mm).pop_front(q_tiles);
 
-        const uint32_t num_active = active_cores(cur_pos, k_chunk_size, num_cores_per_head, bounds.span, sliding_window);
+        bool merged = false;  // whether a merge came last (its configuration holds: see merge_row_factors)
         // The rounds a core receives in are a prefix; from its send round on its partial travels up the tree.
         for (uint32_t round = 0; round < rounds; ++round) {
             const uint32_t children = children_in_round(core_index, round, num_active, merge_radix);
             if (children == 0) {
                 break;
             }
-            merge_partials(cb_partial_in, children, /*has_o=*/true);
+            // A non-root core's last round (none in the next) merges straight into the partial it sends.
+            const bool last_round =
+                round + 1 == rounds || children_in_round(core_index, round + 1, num_active, merge_radix) == 0;
+            const bool to_partial = core_index != 0 && last_round;
+            merge_partials(cb_partial_in, children, /*has_o=*/true, to_partial, /*after_merge=*/round > 0);
+            merged = true;
+            CircularBuffer(cb_m_cur).wait_front(PNHt);
+            if (!to_partial) {
+                CircularBuffer(cb_l).wait_front(PNHt);
+                CircularBuffer(cb_o).wait_front(o_tiles);
+            }
+        }
+        if (core_index != 0) {
+            // Its (O, m, l) went to the writer, in the slot layout of cb_partial_in, with its last chunk (a leaf) or
+            // its last round; m's copy there leaves the running max spent.
+            CircularBuffer(cb_m_cur).pop_front(PNHt);
+            continue;
+        }
+
+        // the root
+        if constexpr (merge_sink_partial) {
+            merge_partials(cb_sink, 1, /*has_o=*/false, /*to_partial=*/false, merged);
+            merged = true;
             CircularBuffer(cb_m_cur).wait_front(PNHt);
             CircularBuffer(cb_l).wait_front(PNHt);
             CircularBuffer(cb_o).wait_front(o_tiles);
         }
-
-        if (core_index == 0) {
-            if constexpr (merge_sink_partial) {
-                merge_partials(cb_sink, 1, /*has_o=*/false);
-                CircularBuffer(cb_m_cur).wait_front(PNHt);
-                CircularBuffer(cb_l).wait_front(PNHt);
-                CircularBuffer(cb_o).wait_front(o_tiles);
-            }
-            if constexpr (emit_partial) {
-                // [O, m, l] in cb_out (partial_tiles pages), in the slot layout of cb_partial_in
-                move_tiles(cb_o, cb_out, o_tiles);
-                move_tiles(cb_m_cur, cb_out, PNHt);
-                move_tiles(cb_l, cb_out, PNHt);
-            } else {
-                write_normalised_output();
-                CircularBuffer(cb_o).pop_front(o_tiles);
-                CircularBuffer(cb_m_cur).pop_front(PNHt);
-                CircularBuffer(cb_l).pop_front(PNHt);
-            }
+        if constexpr (emit_partial) {
+            // [O, m, l] in cb_out (partial_tiles pages), in the slot layout of cb_partial_in
+            move_tiles(cb_o, cb_out, o_tiles);
+            move_tiles(cb_m_cur, cb_out, PNHt);
+            move_tiles(cb_l, cb_out, PNHt);
         } else {
-            // hand (O, m, l) to the writer in the slot layout of cb_partial_in
-            move_tiles(cb_o, cb_partial_out, o_tiles);
-            move_tiles(cb_m_cur, cb_partial_out, PNHt);
-            move_tiles(cb_l, cb_partial_out, PNHt);
+            write_normalised_output(merged);
+            CircularBuffer(cb_o).pop_front(o_tiles);
+            CircularBuffer(cb_m_cur).pop_front(PNHt);
+            CircularBuffer(cb_l).pop_front(PNHt);
         }
     }
 
