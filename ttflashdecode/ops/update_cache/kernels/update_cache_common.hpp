@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Rules shared by the cache update kernels (reader, compute, writer) and mirrored by ttflashdecode/update_cache_op.py.
+// Rules shared by the cache update kernels (reader, compute, writer) and mirrored by ttflashdecode/ops/update_cache.
 //
 // A cache update writes one row (one position) of each (user, kv head) of a KV cache: the user's new K or V for that
 // head. Positions and page tables are device tensors read at run time, so one program serves every decode step.

@@ -125,7 +125,7 @@ constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") =
 constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
 constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else all positions up to cur_pos
 // The root hands its merged partial (O unnormalised, m, l: the tree's partial) to the writer through cb_out instead of
-// normalising it, for a later merge with another level's partial (shared-prefix decode: ttflashdecode/shared_prefix.py).
+// normalising it, for a later merge with another level's partial (shared-prefix decode: ttflashdecode/ops/shared_prefix).
 constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
 // The reduction tree's radix F (plan.merge_radix): a core merges up to F - 1 partials a round, in one pass.
 constexpr uint32_t merge_radix = get_named_compile_time_arg_val("merge_radix");

@@ -98,7 +98,7 @@ constexpr bool sink_rows_are_heads = get_named_compile_time_arg_val("sink_rows_a
 // V column blocks are copied from the chunk's K rows in this core's L1, which needs whole K rows per chunk.
 constexpr bool v_from_k = get_named_compile_time_arg_val("v_from_k") == 1;
 static_assert(!v_from_k || (k_head_block == DHt && vDHt <= DHt), "MLA reads V out of whole K rows");
-// Fused cache update + attention (ttflashdecode/fused_update_decode.py): the cache update's kernels run on other cores
+// Fused cache update + attention (ttflashdecode/ops/fused): the cache update's kernels run on other cores
 // of this program, and after its write barrier an update core adds, on semaphore sem_cache_updated of every core
 // serving a (user, kv head) group, one count per cache row of that group it wrote (or skipped). The update touches
 // only the chunk holding cur_pos, so a core waits for all wait_for_cache_update (rows per group: K and V) x num_groups
@@ -107,7 +107,7 @@ constexpr uint32_t wait_for_cache_update = get_named_compile_time_arg_val("wait_
 constexpr uint32_t sem_cache_updated = get_named_compile_time_arg_val("sem_cache_updated");
 static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update == 0),
               "users sharing a page-table row take no user mask and no fused cache update");
-// Slots of a group mapped to users (shared-prefix decode, ttflashdecode/shared_prefix.py): the group's "users" are
+// Slots of a group mapped to users (shared-prefix decode, ttflashdecode/ops/shared_prefix): the group's "users" are
 // slots, and slot s reads the Q rows of user get_common_arg_val(s) (NO_USER: a padding slot, whose rows stay zero and
 // are never written), so the users of one prefix group need not be consecutive nor the groups equally large; group of
 // slots j reads page-table row get_common_arg_val(batch + j). 0: slot s is user s.

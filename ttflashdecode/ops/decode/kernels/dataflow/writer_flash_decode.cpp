@@ -74,7 +74,7 @@ static_assert(!out_whole_tiles || (out_tiled && q_len == 1 && num_kv_heads == 1)
 static_assert(!out_whole_tiles || users_per_group == 1 || PNHt == users_per_group * NQt,
               "users of one group own whole tiles only when their heads fill them");
 
-// Shared-prefix decode (ttflashdecode/shared_prefix.py). emit_partial: the root writes the group's partial (O
+// Shared-prefix decode (ttflashdecode/ops/shared_prefix). emit_partial: the root writes the group's partial (O
 // unnormalised, m, l: compute pushes them to cb_out one after another, O's PNHt x vDHt tiles, then the PNHt m tiles,
 // then the PNHt l tiles) as rows of vDHt + 2 tiles, O's columns then m's tile then l's, into an output
 // [1, b, n_q_heads, v_head_dim + 64]; a skipped user's rows are zeros (l = 0: no partial). slot_users: the group's

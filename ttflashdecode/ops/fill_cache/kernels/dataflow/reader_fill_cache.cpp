@@ -22,7 +22,7 @@
 // cache's blocks, a position past the user's blocks) still streams through compute (the CBs stay in step); the
 // writer writes nothing for it.
 //
-// Arguments (ttflashdecode/fill_cache_op.py: READER_ARGS): named compile-time args; positional compile-time args are
+// Arguments (ttflashdecode/ops/fill_cache/args.py: READER_ARGS): named compile-time args; positional compile-time args are
 // only TensorAccessorArgs, at the "*_cta_offset" offsets; runtime args in the order of fill_cache_op.ReaderRuntimeArgs.
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 // found (cb_target) and writes the unit's tiles, packed by compute in the cache's format (cb_out), over the cache's
 // tile row there; a unit whose target lies outside the cache writes nothing (its tiles are popped unwritten).
 //
-// Arguments (ttflashdecode/fill_cache_op.py: WRITER_ARGS): named compile-time args; positional compile-time args are
+// Arguments (ttflashdecode/ops/fill_cache/args.py: WRITER_ARGS): named compile-time args; positional compile-time args are
 // the cache's TensorAccessorArgs at "cache_cta_offset"; runtime args in the order of fill_cache_op.WriterRuntimeArgs.
 
 #include <cstdint>

@@ -11,7 +11,7 @@
 // m, the factors and 1/l are column vectors (column 0 of a tile, broadcast by the *_bcast_cols ops), as in the decode.
 // The inputs and every intermediate are float32 (the program runs with fp32 DST); out is the output's dtype.
 //
-// Arguments (ttflashdecode/shared_prefix.py: MERGE_*): named compile-time args (CB indices, vDHt, scale_in_exp,
+// Arguments (ttflashdecode/ops/shared_prefix/args.py: MERGE_*): named compile-time args (CB indices, vDHt, scale_in_exp,
 // factor_scale_bf16); runtime arg num_rows.
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 //
 // Shared-prefix decode, merge of the two levels' partials: reader (RISCV_0 / BRISC).
 //
-// The prefix level and the suffix level (ttflashdecode/shared_prefix.py) each wrote a partial per query row: O
+// The prefix level and the suffix level (ttflashdecode/ops/shared_prefix) each wrote a partial per query row: O
 // unnormalised, the running max m and the running sum l (kept unreduced: row r of the l tile holds 32 partial sums),
 // as rows of vDHt + 2 float32 tiles of a [1, b, n_q_heads, v_head_dim + 64] tensor (O's columns, m's tile, l's tile).
 // A tile row of that tensor is 32 q heads of one user, so the merge runs tile row by tile row: this reader streams
@@ -14,7 +14,7 @@
 // the row, the prefix's l gets 1 in column 0, so the merge gives O = 0 / 1: zeros, as the decode gives a skipped user.
 // It also fills the reduce scaler (ones) compute takes the row sum of l with.
 //
-// Arguments (ttflashdecode/shared_prefix.py: MERGE_*): named compile-time args cb_a, cb_b, cb_ones, vDHt,
+// Arguments (ttflashdecode/ops/shared_prefix/args.py: MERGE_*): named compile-time args cb_a, cb_b, cb_ones, vDHt,
 // a_cta_offset, b_cta_offset; runtime args a_addr, b_addr, first_row, num_rows (tile rows).
 
 #include <cstdint>

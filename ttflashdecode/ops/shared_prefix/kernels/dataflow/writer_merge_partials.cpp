@@ -4,7 +4,7 @@
 // output tiles, tile row by tile row ([1, b, n_q_heads, v_head_dim], TILE, interleaved: tile row r, column c is page
 // r * vDHt + c), whole tiles: a tile row is 32 q heads of one user, which no other row touches.
 //
-// Arguments (ttflashdecode/shared_prefix.py: MERGE_*): named compile-time args cb_out, vDHt, out_cta_offset; runtime
+// Arguments (ttflashdecode/ops/shared_prefix/args.py: MERGE_*): named compile-time args cb_out, vDHt, out_cta_offset; runtime
 // args out_addr, first_row, num_rows (tile rows).
 
 #include <cstdint>

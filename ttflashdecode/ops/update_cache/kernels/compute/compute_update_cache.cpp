@@ -9,7 +9,7 @@
 // patches them in place, pops cb_rows and pushes cb_patched (no copy), and compute tilizes from cb_patched. The two
 // indices advance by Wt pages per unit in lockstep, so their pointers always name the same bytes.
 //
-// Arguments (ttflashdecode/update_cache_op.py: COMPUTE_ARGS): named compile-time args; runtime arg num_units.
+// Arguments (ttflashdecode/ops/update_cache/args.py: COMPUTE_ARGS): named compile-time args; runtime arg num_units.
 
 #include <cstdint>
 

@@ -19,7 +19,7 @@
 // A unit whose position is outside the cache still streams through compute (the CBs stay in step), but its tiles
 // are not read (the writer writes nothing for it).
 //
-// Arguments (ttflashdecode/update_cache_op.py: READER_ARGS): named compile-time args; positional compile-time args are
+// Arguments (ttflashdecode/ops/update_cache/args.py: READER_ARGS): named compile-time args; positional compile-time args are
 // only TensorAccessorArgs, at the "*_cta_offset" offsets; runtime args in the order of update_cache.ReaderRuntimeArgs.
 
 #include <cstdint>

@@ -5,13 +5,13 @@
 // back to compute (cb_patched: the same buffer, see compute_update_cache.cpp), and writes the re-packed tiles
 // (cb_out) over the cache's tile row (of the first or the second cache: the target says which). A unit whose position
 // lies outside the cache writes nothing.
-// In a fused update + attention program (signal_cache_updated, ttflashdecode/fused_update_decode.py) the writer then,
+// In a fused update + attention program (signal_cache_updated, ttflashdecode/ops/fused) the writer then,
 // after its last write barrier, tells every attention core serving the groups of its units that their rows are in
 // DRAM: it adds, on that core's semaphore sem_cache_updated, one count per unit of those groups it handled (written or
 // not, so a skipped user cannot leave a reader waiting). The attention reader waits for the counts of all its groups
 // before it reads the chunk holding cur_pos.
 //
-// Arguments (ttflashdecode/update_cache_op.py: WRITER_ARGS): named compile-time args; positional compile-time args are
+// Arguments (ttflashdecode/ops/update_cache/args.py: WRITER_ARGS): named compile-time args; positional compile-time args are
 // the cache's TensorAccessorArgs at "cache_cta_offset"; runtime args in the order of update_cache.WriterRuntimeArgs.
 
 #include <cstdint>
