@@ -107,7 +107,8 @@ class DecodePipeline:
         self._l1_line = self.backend.l1_line_reader()
         # one chip's (or a card mesh's lock-step) address: the tensor's own, read without a Python frame
         self._address_key = self.backend.address_key if self.backend.kind == EMULATOR_MESH else _buffer_address
-        self._ttnn = import_ttnn()  # a hit looks up ttnn.generic_op at launch (a test may replace it)
+        # a card's hit launches through this (ttnn.generic_op looked up at each launch: a test may replace it)
+        self._card_launch = None if self.backend.is_emulator else self.backend.card_launcher()
         self.cache: DeviceCache = device_cache(device)
         self.compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self.grid)
@@ -353,7 +354,7 @@ class DecodePipeline:
             io.append(attention_sink)
         io.append(out if staging is None else staging)
         if launch.card_result is not None:
-            run = self._ttnn.generic_op
+            run = self._card_launch
             run(io, launch.decode)
             if launch.convert is not None:
                 run([staging, out], launch.convert)
@@ -511,7 +512,8 @@ def run_request(request: DecodeRequest, return_stats: bool):
     ``(output, DecodeResult)`` with ``return_stats``."""
     if type(return_stats) is not bool:  # checked first: the fast path below returns by it
         check_bool("return_stats", return_stats)
-    request.check_entry()
+    if request.page_table is None and request.paged or request.v_from_k:  # a paged call with its table passes
+        request.check_entry()
     tensors = request.tensors
     signature = call_signature(request, tensors)
     if signature is not None:
@@ -572,7 +574,7 @@ def call_signature(request: DecodeRequest, tensors: tuple) -> tuple | None:
         else:
             paged = _paged_args_key(geometry, modulo, multi_pos)
         addresses, specs = tensors_signature(tensors)
-        if specs[0] is None:  # no q tensor: the full path refuses it by name
+        if specs[0] is None:  # no q tensor (no device): the full path refuses it by name
             return None
         # A name (or None) is its own key; any other config is compared by value (a type marks it in the key).
         program_config = request.program_config
@@ -597,7 +599,7 @@ def call_signature(request: DecodeRequest, tensors: tuple) -> tuple | None:
         compute_kernel_config = request.compute_kernel_config
         compute = None if compute_kernel_config is None else compute_config_value(compute_kernel_config)
         # q's device: where the entry lives
-        return key, (specs, request.dtype, request.memory_config, config, compute), specs[0][0]
+        return key, (specs, request.dtype, request.memory_config, config, compute), specs[0]
     except NotSignable:
         return None
 
