@@ -99,12 +99,6 @@ class FastCall:
             cache.count_hits(self.hits * self.plan_hits, self.hits * self.programs_per_launch)
             self.hits = 0
 
-    def matches(self, check: tuple, l1_line: int | None) -> bool:
-        try:
-            return l1_line in self.l1_lines and self.check == check
-        except Exception:  # an argument whose == raises (a numpy array as dtype): the full path names it
-            return False
-
     def launches_like(self, other: FastCall) -> bool:
         """Whether ``other`` (a full-path call's entry under the same key) launches what this entry launches: the
         same call, wrapper and plan, and the same tensors of the op's own (positions, staging output)."""
