@@ -578,7 +578,7 @@ def call_signature(request: DecodeRequest, tensors: tuple) -> tuple | None:
         else:
             paged = _paged_args_key(geometry, modulo, multi_pos)
         addresses, specs = tensors_signature(tensors)
-        if specs[0] is None:  # no q tensor (no device): the full path refuses it by name
+        if specs[0] is None:  # no q tensor: the full path refuses it by name
             return None
         # A name (or None) is its own key; any other config is compared by value (a type marks it in the key).
         program_config = request.program_config
@@ -603,7 +603,7 @@ def call_signature(request: DecodeRequest, tensors: tuple) -> tuple | None:
         compute_kernel_config = request.compute_kernel_config
         compute = None if compute_kernel_config is None else compute_config_value(compute_kernel_config)
         # q's device: where the entry lives
-        return key, (specs, request.dtype, request.memory_config, config, compute), specs[0]
+        return key, (specs, request.dtype, request.memory_config, config, compute), specs[0][0]
     except NotSignable:
         return None
 
