@@ -11,8 +11,9 @@ A run is a sequence of small steps, each its own method: check the call, check d
 host positions and page tables, allocate the output, check L1 room, look up or build the program, launch. What a run
 derives (plans, program descriptors, staging outputs) lives in the device's
 :class:`~ttflashdecode.device_cache.DeviceCache` and dies with the device. A call that repeats one that passed (same
-tensors' addresses and properties, device positions) takes the fast path instead (:func:`launch_hit`, one for every
-face): allocate the output, launch the programs kept for it (:mod:`ttflashdecode.ops.decode.fast_path`).
+tensors' addresses and properties, device positions) takes the fast path instead (:func:`launch_hit`, which
+:func:`run_request` makes inline; one for every face): allocate the output, launch the programs kept for it
+(:mod:`ttflashdecode.ops.decode.fast_path`).
 :meth:`DecodePipeline.prepare` makes what runs reuse (a bfloat8_b output's staging tensor, a non-causal call's
 positions), so a run uploads nothing and can be captured in a trace.
 """
@@ -711,7 +712,8 @@ def _witness(tensors: tuple, l1_line: int) -> int | None:
 
 
 def launch_hit(cache: DeviceCache | None, key, check: tuple, tensors: tuple, planned: Planned | None = None):
-    """The fast path of every decode call (the op's functions and :meth:`FlashDecodeWrapper.run`): (output, the
+    """The fast path of every decode call (:meth:`FlashDecodeWrapper.run`'s; :func:`run_request` makes its steps
+    inline for the op's functions): (output, the
     wrapper that launched it) of the signed call ``(key, check)``, launched again from the entry of the device's
     ``calls`` table that a validated call of the same signature left (the wrapper's ``last_run`` is the run's
     result), or None when there is no such entry or it does not apply (then the caller takes the
