@@ -35,7 +35,8 @@ def test_every_argument_reaches_the_request_under_its_name(name, monkeypatch):
     keywords = {p: values[p] for p, spec in parameters.items() if spec.kind is spec.KEYWORD_ONLY}
     function(*positional, **keywords)
     ((request, return_stats),) = requests
-    assert isinstance(request, DecodeRequest)
+    # a request of every field (the functions build it from its fields in order: api._new_request)
+    assert isinstance(request, DecodeRequest) and len(request) == len(DecodeRequest._fields)
     request.check_entry()
     # return_stats says what the function returns: it travels beside the request, not in it
     assert return_stats is values.pop("return_stats")

@@ -395,3 +395,63 @@ def test_a_ttnn_program_config_changed_in_place_misses(emu_device, paths, monkey
         assert plan.k_chunk_size == 128, plan
         paths["full"] = 0
     assert call() is plan and paths["fast"] == 2, paths
+
+
+class _OpWrapper:
+    """ttnn's Python op wrapper (``FastOperation``) as the card launcher reads it: the C++ op as ``function`` and
+    whether the wrapper would do more than call it (``_requires_slow_runtime``)."""
+
+    def __init__(self, launches: list):
+        self.launches, self.slow = launches, False
+        self.function = lambda io, program: launches.append(("op itself", program))
+
+    def __call__(self, io, program):
+        self.launches.append(("wrapper", program))
+
+    def _requires_slow_runtime(self) -> bool:
+        return self.slow
+
+
+def test_the_card_launcher_calls_the_op_itself_only_where_the_wrapper_would_only_call_it(monkeypatch):
+    """A card's hit launches through ``Backend.card_launcher``: ttnn.generic_op's C++ op itself when ttnn's wrapper
+    would do nothing else, the wrapper when it would log or compare (slow runtime mode) or record the launch (Python
+    I/O recording of a graph), and whatever ``ttnn.generic_op`` is at the call when something replaced it."""
+    from types import SimpleNamespace
+
+    from ttflashdecode import backend as backend_module
+
+    launches, recording = [], [False]
+    wrapper = _OpWrapper(launches)
+    graph = SimpleNamespace(is_python_io_recording_enabled=lambda: recording[0])
+    fake = SimpleNamespace(generic_op=wrapper, graph=graph)
+    monkeypatch.setattr(backend_module, "import_ttnn", lambda: fake)
+    launch = backend_module.Backend(object(), backend_module.CARD).card_launcher()
+
+    launch([], 1)
+    wrapper.slow = True
+    launch([], 2)
+    wrapper.slow, recording[0] = False, True
+    launch([], 3)
+    recording[0] = False
+    fake.generic_op = lambda io, program: launches.append(("replaced", program))
+    launch([], 4)
+    fake.generic_op = wrapper
+    launch([], 5)
+    assert launches == [("op itself", 1), ("wrapper", 2), ("wrapper", 3), ("replaced", 4), ("op itself", 5)]
+
+    # a ttnn whose wrapper lacks what the launcher reads: always the wrapper
+    del fake.graph
+    launch = backend_module.Backend(object(), backend_module.CARD).card_launcher()
+    launches.clear()
+    launch([], 6)
+    assert launches == [("wrapper", 6)]
+
+
+def test_ttnns_generic_op_wrapper_has_what_the_card_launcher_reads():
+    """The installed ttnn's generic_op is the wrapper the card launcher knows (else every hit pays the wrapper)."""
+    real = pytest.importorskip("ttnn")
+    op = real.generic_op
+    if type(op).__name__ != "FastOperation":
+        pytest.skip(f"ttnn.generic_op is a {type(op).__name__}")
+    assert callable(op.function) and callable(op._requires_slow_runtime)
+    assert callable(real.graph.is_python_io_recording_enabled)

@@ -256,6 +256,10 @@ def measure(dev, repeats: int = 300) -> dict:
                 memory_config=ttnn.DRAM_MEMORY_CONFIG,
             ),
         ),
+        # the paged hit's parts, each alone (q's L1 shards alive)
+        "op_paged_launch_no_op": ("sealed", lambda: paged_launch_no_op()),
+        "signature_paged_alone": (None, lambda: pipeline_module.call_signature(*paged_signed)),
+        "allocate_from_spec_alone": (None, lambda: allocate_from_spec(out_spec, dev)),
         "lowest_l1_alone_l1_tensor": (None, backend_for(dev).lowest_l1_buffer_address),
         # as the paged call's hits read it: q's shards (the lowest L1 buffer) the witness, its address from the key
         "lowest_l1_witness_l1_tensor": (None, lambda: l1_reader(witness[0])),
@@ -263,6 +267,20 @@ def measure(dev, repeats: int = 300) -> dict:
     # Timed last, on its own (q's L1 shards still alive, as in tt_transformers' loop): the held outputs are L1 buffers
     # that every other row's L1 line would otherwise read too.
     l1_output_rows = {"op_l1_output_held": ("sealed", lambda: held.__setitem__(0, l1_output_call()))}
+
+    # what a hit calls: the C++ functions under ttnn's Python op wrappers (Backend.output_allocator, card_launcher)
+    allocate_from_spec = ttnn.allocate_tensor_on_device.function
+    launch_itself = ttnn.generic_op.function
+    out_spec = out.spec  # the paged output's spec too ([1, b, n_q_heads, head_dim] bfloat16 tiles in DRAM)
+    paged_signed = []  # (the paged call's request, its tensors), made once q_sharded exists
+
+    def paged_launch_no_op():
+        """The paged call's own work on a hit (its output allocated and dropped), generic_op replaced by a no-op."""
+        ttnn.generic_op = lambda io, program: None
+        try:
+            paged_rows["op_paged_upstream_arguments"][1]()
+        finally:
+            ttnn.generic_op = real
 
     def package_alone():
         """The op's own work on a hit: the output-given call with generic_op replaced by a no-op."""
@@ -282,10 +300,11 @@ def measure(dev, repeats: int = 300) -> dict:
             ttnn.generic_op = real
 
     def parts_in_sequence():
-        """The package's own work (generic_op a no-op) and then generic_op alone on the same descriptor, in one
-        timed call: against the op's own row it shows what the op costs beyond the sum of its two parts."""
+        """The package's own work (generic_op a no-op) and then generic_op's C++ op alone on the same descriptor (as
+        a hit launches it), in one timed call: against the op's own row it shows what the op costs beyond the sum of
+        its two parts."""
         package_alone()
-        real(io, sealed_launchable)
+        launch_itself(io, sealed_launchable)
 
     from ttflashdecode.ops.decode import api as op_module
     from ttflashdecode.ops.decode import pipeline as pipeline_module
@@ -320,6 +339,7 @@ def measure(dev, repeats: int = 300) -> dict:
     rows.update(
         {
             "generic_op_alone": (None, lambda: real(io, sealed_launchable)),
+            "generic_op_function_alone": (None, lambda: launch_itself(io, sealed_launchable)),
             "generic_op_alone_before": (None, lambda: real(io, plain_launchable)),
             "compute_program_descriptor_hash_before": (
                 None,
@@ -378,6 +398,19 @@ def measure(dev, repeats: int = 300) -> dict:
             ),
         )
         witness[0] = q_sharded.buffer_address()
+        paged_request = DecodeRequest(
+            q=q_sharded,
+            k=k_paged,
+            v=v_paged,
+            page_table=page_table,
+            cur_pos_tensor=pos,
+            scale=scale,
+            program_config=paged_config,
+            compute_kernel_config=hifi4,
+            memory_config=ttnn.DRAM_MEMORY_CONFIG,
+            paged=True,
+        )
+        paged_signed[:] = (paged_request, paged_request.tensors)
         time_rows(paged_rows)
         time_rows(l1_output_rows)
         load_after = os.getloadavg()
@@ -390,7 +423,10 @@ def measure(dev, repeats: int = 300) -> dict:
     c = {name: statistics.median(s) / 1000.0 for name, s in cpu.items()}
     p10 = {name: statistics.quantiles(s, n=10)[0] / 1000.0 for name, s in wall.items()}
     for table in (m, c, p10):
-        table["package_share_output_given"] = table["op_device_positions_output_given"] - table["generic_op_alone"]
+        # a hit launches generic_op's C++ op itself (Backend.card_launcher)
+        table["package_share_output_given"] = (
+            table["op_device_positions_output_given"] - table["generic_op_function_alone"]
+        )
 
     # The fast path's L1 line (Backend.lowest_l1_buffer_address, from the allocator's memory view) against every
     # L1 buffer ttnn reports, without an L1 buffer and with an interleaved L1 tensor alive.
@@ -440,18 +476,22 @@ ROW_LABELS = {
     "upstream_op": "  upstream's `ttnn.transformer.scaled_dot_product_attention_decode`, the same arguments",
     "op_paged_upstream_arguments": "op, paged, tt_transformers' call (q height-sharded, DRAM output), output allocated",
     "upstream_paged_op": "  upstream's `ttnn.transformer.paged_scaled_dot_product_attention_decode`, the same call",
+    "op_paged_launch_no_op": "  the paged call with generic_op replaced by a no-op (the package's own work)",
+    "signature_paged_alone": "  of it: the paged call's fast-path signature (pipeline.call_signature)",
+    "allocate_from_spec_alone": "  of it: the output allocated from its TensorSpec, as a hit does (dropped at once)",
     "lowest_l1_alone_l1_tensor": "  the lowest live L1 buffer with q's L1 shards alive (timed with the paged pair)",
     "lowest_l1_witness_l1_tensor": "  the same, q's shards the witness (the paged call's hit: the allocator's totals)",
     "op_l1_output_held": "op, L1 height-sharded output allocated by the op, held to the next call (q's shards alive)",
     "generic_op_alone": "`ttnn.generic_op` alone on the op's descriptor",
+    "generic_op_function_alone": "  the same, the C++ op under ttnn's Python op wrapper (what a hit launches)",
     "generic_op_alone_before": "  the same, descriptor without custom_program_hash (before)",
     "compute_program_descriptor_hash_before": "`ttnn.compute_program_descriptor_hash` walking the descriptor",
     "generic_op_one_core_program": "`ttnn.generic_op` on a one-core, one-kernel program (its floor)",
     "generic_op_no_named_args": "  the op's descriptor without its named compile-time args",
     "generic_op_previous_layout": "  the op's descriptor laid out as before (per-core runtime args, a range a core)",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
-    "package_share_output_given": "op, output given, minus generic_op alone",
-    "package_then_generic_op": "  the package's own work then generic_op alone, in one timed call",
+    "package_share_output_given": "op, output given, minus generic_op's C++ op alone",
+    "package_then_generic_op": "  the package's own work then generic_op's C++ op alone, in one timed call",
     "signature_alone": "  of the package's work: the call's fast-path signature (pipeline.call_signature)",
     "request_alone": "  of the package's work: the public function building its DecodeRequest (run_request a no-op)",
     "lowest_l1_alone": "  of the package's work: the lowest live L1 buffer (Backend.lowest_l1_buffer_address)",

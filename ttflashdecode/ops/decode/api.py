@@ -39,6 +39,12 @@ from ttflashdecode.ops.decode.pipeline import DecodeResult, run_request
 from ttflashdecode.ops.decode.request import DecodeRequest
 from ttflashdecode.ops.decode.wrapper import FlashDecodeWrapper
 
+# A request made from its fields in order, as NamedTuple._make makes one. Every decode step of every layer builds a
+# request, and the generated ``DecodeRequest(...)`` parses 24 keywords one by one: ~3 us against ~0.6 us for the
+# tuple (tests/runtime/host_cost.py's ``request_alone`` row). Each function below lists every field, in field order,
+# its own parameter or the fixed value; tests/test_decode_request.py reads each field back.
+_new_request = tuple.__new__
+
 # ---- the op -------------------------------------------------------------------------------------------------
 
 
@@ -111,25 +117,36 @@ def scaled_dot_product_attention_decode(
     Returns the output ``[q_len, b, n_q_heads, v_head_dim]`` tensor on the same backend (with ``return_stats``, the
     pair above).
     """
+    # The request built positionally, in DecodeRequest's field order (see _new_request)
     return run_request(
-        DecodeRequest(
-            q=q,
-            k=k,
-            v=v,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos=cur_pos,
-            cur_pos_tensor=cur_pos_tensor,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            attention_sink=attention_sink,
-            share_cache=share_cache,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-            memory_config=memory_config,
-            output_tensor=output_tensor,
-            dtype=dtype,
-            validate_device_tensors=validate_device_tensors,
+        _new_request(
+            DecodeRequest,
+            (
+                q,
+                k,
+                v,
+                cur_pos_tensor,
+                None,  # page_table
+                attn_mask,
+                attention_sink,
+                output_tensor,
+                is_causal,
+                cur_pos,
+                scale,
+                sliding_window_size,
+                share_cache,
+                program_config,
+                compute_kernel_config,
+                memory_config,
+                dtype,
+                validate_device_tensors,
+                None,  # head_dim_v
+                None,  # paged_cache_geometry
+                None,  # cache_position_modulo
+                0,  # spec_multi_pos_tiles
+                False,  # paged
+                False,  # v_from_k
+            ),
         ),
         return_stats,
     )
@@ -194,30 +211,36 @@ def paged_scaled_dot_product_attention_decode(
     Every other argument is as in :func:`scaled_dot_product_attention_decode`; kv_len is
     ``max_blocks_per_user * block_size``.
     """
+    # The request built positionally, in DecodeRequest's field order (see _new_request)
     return run_request(
-        DecodeRequest(
-            q=q,
-            k=k,
-            v=v,
-            page_table=page_table_tensor,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos=cur_pos,
-            cur_pos_tensor=cur_pos_tensor,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            attention_sink=attention_sink,
-            share_cache=share_cache,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-            memory_config=memory_config,
-            output_tensor=output_tensor,
-            dtype=dtype,
-            validate_device_tensors=validate_device_tensors,
-            paged_cache_geometry=paged_cache_geometry,
-            cache_position_modulo=cache_position_modulo,
-            spec_multi_pos_tiles=spec_multi_pos_tiles,
-            paged=True,
+        _new_request(
+            DecodeRequest,
+            (
+                q,
+                k,
+                v,
+                cur_pos_tensor,
+                page_table_tensor,  # page_table
+                attn_mask,
+                attention_sink,
+                output_tensor,
+                is_causal,
+                cur_pos,
+                scale,
+                sliding_window_size,
+                share_cache,
+                program_config,
+                compute_kernel_config,
+                memory_config,
+                dtype,
+                validate_device_tensors,
+                None,  # head_dim_v
+                paged_cache_geometry,
+                cache_position_modulo,
+                spec_multi_pos_tiles,
+                True,  # paged
+                False,  # v_from_k
+            ),
         ),
         return_stats,
     )
@@ -252,26 +275,36 @@ def flash_multi_latent_attention_decode(
     head-dim blocks. Every other argument is as in :func:`scaled_dot_product_attention_decode`; the output is
     ``[q_len, b, n_q_heads, head_dim_v]``.
     """
+    # The request built positionally, in DecodeRequest's field order (see _new_request)
     return run_request(
-        DecodeRequest(
-            q=q,
-            k=k,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos=cur_pos,
-            cur_pos_tensor=cur_pos_tensor,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            attention_sink=attention_sink,
-            share_cache=share_cache,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-            memory_config=memory_config,
-            output_tensor=output_tensor,
-            dtype=dtype,
-            validate_device_tensors=validate_device_tensors,
-            head_dim_v=head_dim_v,
-            v_from_k=True,
+        _new_request(
+            DecodeRequest,
+            (
+                q,
+                k,
+                None,  # v
+                cur_pos_tensor,
+                None,  # page_table
+                attn_mask,
+                attention_sink,
+                output_tensor,
+                is_causal,
+                cur_pos,
+                scale,
+                sliding_window_size,
+                share_cache,
+                program_config,
+                compute_kernel_config,
+                memory_config,
+                dtype,
+                validate_device_tensors,
+                head_dim_v,
+                None,  # paged_cache_geometry
+                None,  # cache_position_modulo
+                0,  # spec_multi_pos_tiles
+                False,  # paged
+                True,  # v_from_k
+            ),
         ),
         return_stats,
     )
@@ -301,28 +334,36 @@ def paged_flash_multi_latent_attention_decode(
 ):
     """:func:`flash_multi_latent_attention_decode` over a paged latent cache ``[num_blocks, n_kv_heads, block_size,
     head_dim]`` with ``page_table_tensor`` as in :func:`paged_scaled_dot_product_attention_decode`."""
+    # The request built positionally, in DecodeRequest's field order (see _new_request)
     return run_request(
-        DecodeRequest(
-            q=q,
-            k=k,
-            page_table=page_table_tensor,
-            is_causal=is_causal,
-            attn_mask=attn_mask,
-            cur_pos=cur_pos,
-            cur_pos_tensor=cur_pos_tensor,
-            scale=scale,
-            sliding_window_size=sliding_window_size,
-            attention_sink=attention_sink,
-            share_cache=share_cache,
-            program_config=program_config,
-            compute_kernel_config=compute_kernel_config,
-            memory_config=memory_config,
-            output_tensor=output_tensor,
-            dtype=dtype,
-            validate_device_tensors=validate_device_tensors,
-            head_dim_v=head_dim_v,
-            paged=True,
-            v_from_k=True,
+        _new_request(
+            DecodeRequest,
+            (
+                q,
+                k,
+                None,  # v
+                cur_pos_tensor,
+                page_table_tensor,  # page_table
+                attn_mask,
+                attention_sink,
+                output_tensor,
+                is_causal,
+                cur_pos,
+                scale,
+                sliding_window_size,
+                share_cache,
+                program_config,
+                compute_kernel_config,
+                memory_config,
+                dtype,
+                validate_device_tensors,
+                head_dim_v,
+                None,  # paged_cache_geometry
+                None,  # cache_position_modulo
+                0,  # spec_multi_pos_tiles
+                True,  # paged
+                True,  # v_from_k
+            ),
         ),
         return_stats,
     )

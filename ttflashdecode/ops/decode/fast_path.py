@@ -99,12 +99,6 @@ class FastCall:
             cache.count_hits(self.hits * self.plan_hits, self.hits * self.programs_per_launch)
             self.hits = 0
 
-    def matches(self, check: tuple, l1_line: int | None) -> bool:
-        try:
-            return l1_line in self.l1_lines and self.check == check
-        except Exception:  # an argument whose == raises (a numpy array as dtype): the full path names it
-            return False
-
     def launches_like(self, other: FastCall) -> bool:
         """Whether ``other`` (a full-path call's entry under the same key) launches what this entry launches: the
         same call, wrapper and plan, and the same tensors of the op's own (positions, staging output)."""
@@ -142,29 +136,48 @@ def flag(name: str, value) -> bool:
 
 
 def tensors_signature(tensors) -> tuple[tuple, tuple]:
-    """(addresses, specs) of the call's tensor arguments (None for an absent one). A tensor that is not a live device
-    tensor (a torch tensor, a list, a deallocated tensor) is :class:`NotSignable`: the full path names it.
+    """(addresses, facts) of the call's tensor arguments: each one's buffer address, and its (device, spec) (None for
+    an absent tensor). A tensor that is not a live device tensor (a torch tensor, a list, a deallocated tensor) is
+    :class:`NotSignable`: the full path names it.
 
-    This runs on every call: one pass, no per-tensor helper or ``try``, three reads a tensor (~0.45 us of the ~0.55 us
-    a tensor costs here on a mock N150). No ``is_allocated()`` first (0.11 us a tensor): ``buffer_address()`` raises
+    This runs on every call: one pass, no per-tensor helper or ``getattr``, three reads a tensor (~0.45 us of the ~0.55
+    us a tensor costs here on a mock N150). No ``is_allocated()`` first (0.11 us a tensor): ``buffer_address()`` raises
     on a deallocated tensor (ttnn logs a TT_FATAL line as it does, the emulator raises), and the full path then refuses
     the call naming the argument."""
-    addresses, specs = [], []
+    addresses, facts = [], []
     try:
         for tensor in tensors:
             if tensor is None:
                 addresses.append(None)
-                specs.append(None)
+                facts.append(None)
             else:
                 addresses.append(tensor.buffer_address())
                 # A ttnn tensor's TensorSpec holds its shape, dtype, layout (tile shape included) and memory config:
                 # one read and one C++ comparison instead of four reads (memory_config() alone costs ~0.5 us a tensor
-                # on a mock N150). The emulator's tensors have no spec: :func:`_emulated_spec` gives the four.
-                spec = getattr(tensor, "spec", None)
-                specs.append((tensor.device(), _emulated_spec(tensor) if spec is None else spec))
+                # on a mock N150).
+                facts.append((tensor.device(), tensor.spec))
+    except AttributeError:  # no spec: an emulator tensor (or not a device tensor at all)
+        return _emulated_signature(tensors)
     except Exception as error:  # not a live device tensor, or a mesh tensor whose chips hold it at different addresses
         raise NotSignable("tensor") from error
-    return tuple(addresses), tuple(specs)
+    return tuple(addresses), tuple(facts)
+
+
+def _emulated_signature(tensors) -> tuple[tuple, tuple]:
+    """:func:`tensors_signature` of a call of emulator tensors, which have no ``spec``: :func:`_emulated_spec` gives
+    the four things it holds."""
+    addresses, facts = [], []
+    try:
+        for tensor in tensors:
+            if tensor is None:
+                addresses.append(None)
+                facts.append(None)
+            else:
+                addresses.append(tensor.buffer_address())
+                facts.append((tensor.device(), _emulated_spec(tensor)))
+    except Exception as error:
+        raise NotSignable("tensor") from error
+    return tuple(addresses), tuple(facts)
 
 
 def _emulated_spec(tensor) -> tuple:

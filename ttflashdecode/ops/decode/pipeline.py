@@ -11,8 +11,9 @@ A run is a sequence of small steps, each its own method: check the call, check d
 host positions and page tables, allocate the output, check L1 room, look up or build the program, launch. What a run
 derives (plans, program descriptors, staging outputs) lives in the device's
 :class:`~ttflashdecode.device_cache.DeviceCache` and dies with the device. A call that repeats one that passed (same
-tensors' addresses and properties, device positions) takes the fast path instead (:func:`launch_hit`, one for every
-face): allocate the output, launch the programs kept for it (:mod:`ttflashdecode.ops.decode.fast_path`).
+tensors' addresses and properties, device positions) takes the fast path instead (:func:`launch_hit`, which
+:func:`run_request` makes inline; one for every face): allocate the output, launch the programs kept for it
+(:mod:`ttflashdecode.ops.decode.fast_path`).
 :meth:`DecodePipeline.prepare` makes what runs reuse (a bfloat8_b output's staging tensor, a non-causal call's
 positions), so a run uploads nothing and can be captured in a trace.
 """
@@ -107,7 +108,8 @@ class DecodePipeline:
         self._l1_line = self.backend.l1_line_reader()
         # one chip's (or a card mesh's lock-step) address: the tensor's own, read without a Python frame
         self._address_key = self.backend.address_key if self.backend.kind == EMULATOR_MESH else _buffer_address
-        self._ttnn = import_ttnn()  # a hit looks up ttnn.generic_op at launch (a test may replace it)
+        # a card's hit launches through this (ttnn.generic_op looked up at each launch: a test may replace it)
+        self._card_launch = None if self.backend.is_emulator else self.backend.card_launcher()
         self.cache: DeviceCache = device_cache(device)
         self.compute = ComputeSettings.coerce(compute_kernel_config)
         self._config = ProgramConfig.coerce(AUTO if program_config is None else program_config, default_grid=self.grid)
@@ -312,7 +314,11 @@ class DecodePipeline:
         tensors' layout over the chips is checked as the full path checks it (raising its error): it can change in
         place."""
         witness = entry.witness
-        if not entry.matches(check, self._l1_line(None if witness is None else addresses[witness])):
+        l1_line = self._l1_line(None if witness is None else addresses[witness])
+        try:
+            if l1_line not in entry.l1_lines or entry.check != check:
+                return False
+        except Exception:  # an argument whose == raises (a numpy array as dtype): the full path names it
             return False
         if self.num_chips > 1:
             q, k, v, cur_pos_tensor, page_table, attn_mask, attention_sink, _ = tensors
@@ -353,7 +359,7 @@ class DecodePipeline:
             io.append(attention_sink)
         io.append(out if staging is None else staging)
         if launch.card_result is not None:
-            run = self._ttnn.generic_op
+            run = self._card_launch
             run(io, launch.decode)
             if launch.convert is not None:
                 run([staging, out], launch.convert)
@@ -511,13 +517,20 @@ def run_request(request: DecodeRequest, return_stats: bool):
     ``(output, DecodeResult)`` with ``return_stats``."""
     if type(return_stats) is not bool:  # checked first: the fast path below returns by it
         check_bool("return_stats", return_stats)
-    request.check_entry()
+    if request.page_table is None and request.paged or request.v_from_k:  # a paged call with its table passes
+        request.check_entry()
     tensors = request.tensors
     signature = call_signature(request, tensors)
     if signature is not None:
-        hit = launch_hit(existing_cache(signature[2]), signature[0], signature[1], tensors)
-        if hit is not None:
-            return (hit[0], hit[1].last_run) if return_stats else hit[0]
+        # launch_hit without a plan to match, inline (this runs on every call)
+        key, check, device = signature
+        cache = existing_cache(device)
+        entry = None if cache is None else cache.calls.get(key)
+        if entry is not None:
+            owner = entry.owner
+            if owner.hit(entry, check, tensors, key[1]):
+                out = owner.run_hit(entry, tensors)
+                return (out, owner.last_run) if return_stats else out
 
     # Check and plan first: nothing is uploaded or allocated for a call that cannot run.
     checked = request.check()
@@ -699,7 +712,8 @@ def _witness(tensors: tuple, l1_line: int) -> int | None:
 
 
 def launch_hit(cache: DeviceCache | None, key, check: tuple, tensors: tuple, planned: Planned | None = None):
-    """The fast path of every decode call (the op's functions and :meth:`FlashDecodeWrapper.run`): (output, the
+    """The fast path of every decode call (:meth:`FlashDecodeWrapper.run`'s; :func:`run_request` makes its steps
+    inline for the op's functions): (output, the
     wrapper that launched it) of the signed call ``(key, check)``, launched again from the entry of the device's
     ``calls`` table that a validated call of the same signature left (the wrapper's ``last_run`` is the run's
     result), or None when there is no such entry or it does not apply (then the caller takes the

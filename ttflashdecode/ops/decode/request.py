@@ -1,17 +1,19 @@
 """One call of a public decode function, its arguments as given: :class:`DecodeRequest`, and where it is checked.
 
-Each public function of :mod:`ttflashdecode.ops.decode.api` builds one request by keyword and hands it on; nothing
-downstream takes the arguments one by one, so an argument added to the functions is added here and read by name where it
-is used, and no call site can shift the others. A request is immutable: the fast path signs it
-(:func:`ttflashdecode.ops.decode.api._signature`) and the full path checks it (:meth:`DecodeRequest.check`), and the two
-must see the same values.
+Each public function of :mod:`ttflashdecode.ops.decode.api` builds one request and hands it on; nothing downstream
+takes the arguments one by one, so an argument added to the functions is added here and read by name where it is used.
+The api's functions list every field in field order (a keyword build costs a cache hit ~2.5 us: see
+``api._new_request``); tests/test_decode_request.py reads back every field of each function's request, so a field
+added here and not there, or out of order, fails that test. A request is immutable: the fast path signs it
+(:func:`ttflashdecode.ops.decode.pipeline.call_signature`) and the full path checks it
+(:meth:`DecodeRequest.check`), and the two must see the same values.
 
 A request is checked in two steps, both here:
 
-* :meth:`DecodeRequest.check_entry`, on every call, first: the arguments the entry point itself requires (a paged
-  function's page table, an MLA function's ``head_dim_v``). These must come before the fast path: a paged call
-  without a page table signs exactly like the contiguous call with the same tensors, and would replay that call's
-  programs.
+* :meth:`DecodeRequest.check_entry`, first, on every call that may lack them: the arguments the entry point itself
+  requires (a paged function's page table, an MLA function's ``head_dim_v``). These must come before the fast path: a
+  paged call without a page table signs exactly like the contiguous call with the same tensors, and would replay that
+  call's programs.
 * :meth:`DecodeRequest.check`, on the full path only (a call the fast path launches repeats one that passed it):
   every tensor, scalar and option (:mod:`ttflashdecode.ops.decode.validate` does the work), before anything is uploaded,
   allocated or launched.
@@ -41,8 +43,7 @@ TENSOR_FIELDS = 8  # DecodeRequest's first fields are its tensor arguments
 
 class DecodeRequest(NamedTuple):
     """The arguments of one call of :func:`~ttflashdecode.ops.decode.api.scaled_dot_product_attention_decode` or a
-    sibling, as given (their meaning is in that function's docstring). Build it by keyword and read it by name: it is a
-    tuple only for speed.
+    sibling, as given (their meaning is in that function's docstring). Read it by name: it is a tuple only for speed.
 
     Why a NamedTuple and not a frozen dataclass: every decode step of every layer builds one. A frozen dataclass's
     generated ``__init__`` (one ``object.__setattr__`` a field) added ~4 us to a cache hit whose own Python work is
