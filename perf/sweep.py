@@ -282,6 +282,7 @@ UPSTREAM_SOURCES = (
     "ttemu",
     "ttemu/cluster_descriptors",
     "ttflashdecode/backend.py",
+    "ttflashdecode/ops/descriptors.py",
     "ttemu/ttnn_env.py",
     "ttflashdecode/checks.py",
 )
