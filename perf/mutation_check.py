@@ -72,33 +72,23 @@ MUTATIONS = [
     Mutation(
         "o_rescale_dropped",
         COMPUTE,
-        """                if (!first) {
-                    configure(cb_o, cb_alpha, cb_o);
-                    mul_bcast_cols_init(cb_o, cb_alpha);
+        """                    mul_bcast_cols_init(cb_o, cb_alpha);
                     for (uint32_t cc = 0; cc < o_block; ++cc) {
                         mul_tiles_bcast_cols(cb_o, cb_alpha, r * vDHt + c + cc, r, cc);
-                    }
-                }""",
-        """                if (!first) {
-                    reconfig_data_format_srca(cb_o);
-                    pack_reconfig_data_format(cb_o);
-                    copy_init(cb_o);
+                    }""",
+        """                    copy_init(cb_o);  // mutated: the running O copied into DST, not multiplied by alpha
                     for (uint32_t cc = 0; cc < o_block; ++cc) {
                         copy_tile(cb_o, r * vDHt + c + cc, cc);
-                    }
-                }""",
+                    }""",
         "process_chunk: O = O + P.V, the running O not rescaled by exp(m_old - m_new)",
         (CORES, CHUNK_EDGES),
     ),
     Mutation(
         "l_rescale_dropped",
         COMPUTE,
-        """    configure(cb_l, cb_alpha, cb_l);
-    mul_bcast_cols_init(cb_l, cb_alpha);
+        """    mul_bcast_cols_init(cb_l, cb_alpha);
     mul_tiles_bcast_cols(cb_l, cb_alpha, r, alpha_index, 0);""",
-        """    reconfig_data_format_srca(cb_l);
-    pack_reconfig_data_format(cb_l);
-    copy_init(cb_l);
+        """    copy_init(cb_l);  // mutated: the running l copied into DST, not multiplied by alpha
     copy_tile(cb_l, r, 0);""",
         "rescaled_l_in_dst: l = l + sum(P) in a chunk, the running l not rescaled",
         (CORES, CHUNK_EDGES),
@@ -152,31 +142,35 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "k_chunk_read_short",
         READER,
-        """                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;""",
-        """                    const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile &&
-                                      block / k_blocks_per_row + 1 < Sk_t;
-                    const uint32_t row_page = live ? kv_tile_row(seq_tile) * DHt : 0;""",
+        """                if (seq_tile < first_live_tile || seq_tile > last_live_tile) {
+                    zero_bytes(o.l1 + i * tile_bytes, tile_bytes);""",
+        """                if (seq_tile < first_live_tile || seq_tile > last_live_tile ||
+                    (is_k && seq_tile % Sk_t == Sk_t - 1)) {  // mutated: a chunk's last K position tile
+                    zero_bytes(o.l1 + i * tile_bytes, tile_bytes);""",
         "reader: the last K tile of every chunk is not read (zero-filled)",
         (CHUNK_EDGES,),
     ),
     Mutation(
         "k_tile_dropped",
         READER,
-        """                    k_offset = read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0, k_head_block, k_offset,
-                                                  k_tile_bytes, K_TRID);""",  # noqa: E501 (the kernel's lines verbatim)
-        """                    k_offset = k_tile_bytes + read_tiles_or_zero(noc, k_pages, k_buf, live, row_page + d0,
-                                                                 k_head_block - 1, k_offset, k_tile_bytes, K_TRID);""",
+        """                } else if (is_k) {
+                    noc.async_read<NocOptions::TXN_ID>(k_pages, dst, tile_bytes,""",
+        """                } else if (is_k) {
+                    if (i % k_head_block == k_head_block - 1) {
+                        continue;  // mutated: the block's last head-dim tile is not read
+                    }
+                    noc.async_read<NocOptions::TXN_ID>(k_pages, dst, tile_bytes,""",
         "reader: the last head-dim tile of every K block is never read (its slot keeps a stale tile)",
         (CHUNK_EDGES, "tests/test_features.py::test_head_dim_tiling_in_dst"),
     ),
     Mutation(
         "v_last_live_tile_not_read",
         READER,
-        """                const bool live = seq_tile >= first_live_tile && seq_tile <= last_live_tile;
-                const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;""",
-        """                const bool live = seq_tile >= first_live_tile && seq_tile < last_live_tile;
-                const uint32_t row_page = live ? kv_tile_row(seq_tile) * vDHt : 0;""",
+        """                if (seq_tile < first_live_tile || seq_tile > last_live_tile) {
+                    zero_bytes(o.l1 + i * tile_bytes, tile_bytes);""",
+        """                if (seq_tile < first_live_tile || seq_tile > last_live_tile ||
+                    (!is_k && seq_tile == last_live_tile)) {  // mutated: V's last live tile
+                    zero_bytes(o.l1 + i * tile_bytes, tile_bytes);""",
         "reader: V read short by one tile (the tile holding cur_pos is zero-filled)",
         (CHUNK_EDGES,),
     ),
@@ -231,12 +225,15 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "sinks_not_merged",
         COMPUTE,
-        "                merge_partials(cb_sink, 1, /*has_o=*/false);",
-        """                if constexpr (use_sink) {  // mutated: the sinks are read, then dropped
-                    CircularBuffer(cb_sink).wait_front(2 * PNHt);
-                    CircularBuffer(cb_sink).pop_front(2 * PNHt);
-                } else
-                    merge_partials(cb_sink, 1, /*has_o=*/false);""",
+        """            merge_partials(cb_sink, 1, /*has_o=*/false, /*to_partial=*/false, merged);
+            merged = true;""",
+        """            if constexpr (use_sink) {  // mutated: the sinks are read, then dropped
+                CircularBuffer(cb_sink).wait_front(2 * PNHt);
+                CircularBuffer(cb_sink).pop_front(2 * PNHt);
+            } else {
+                merge_partials(cb_sink, 1, /*has_o=*/false, /*to_partial=*/false, merged);
+                merged = true;
+            }""",
         "compute: the root reads the sink partial but never merges it",
         (SINK, PAGED_WINDOW_SINK),
     ),
@@ -266,8 +263,12 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "round_last_child_not_merged",
         COMPUTE,
-        "            merge_partials(cb_partial_in, children, /*has_o=*/true);",
-        "            merge_partials(cb_partial_in, children > 1 ? children - 1 : children, /*has_o=*/true);",
+        "            merge_partials(cb_partial_in, children, /*has_o=*/true, to_partial, /*after_merge=*/round > 0);",
+        """            merge_partials(cb_partial_in, children > 1 ? children - 1 : children, /*has_o=*/true, to_partial,
+                           /*after_merge=*/round > 0);
+            if (children > 1) {  // mutated: the last child's partial is popped unmerged
+                CircularBuffer(cb_partial_in).pop_front(partial_tiles);
+            }""",
         "compute: the last child of a round with several children is never merged",
         (CORES, CHUNK_EDGES),
     ),
@@ -332,8 +333,8 @@ constexpr uint16_t factor_exp_scale_bf16 = ONE_FP32_BITS >> 16;""",
     Mutation(
         "v_zeroing_skipped",
         READER,
-        "const uint32_t rows = hidden_rows_of(f.chunk * Sk_t + kt);",
-        "const uint32_t rows = 0;",
+        "zero_rows<v_tile_bytes>(o.l1 + i * v_tile_bytes, rows);",
+        "(void)0;  // mutated: V's hidden rows keep what the cache holds",
         "reader: V rows past cur_pos, before the window or behind a -inf mask keep what the cache holds",
         (HIDDEN_MASKS, GARBAGE),
     ),
