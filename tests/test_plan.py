@@ -270,12 +270,12 @@ def test_default_k_chunk_size(kv_len, n_cores, window, max_cur_pos, expected):
 def bucket_k_chunk_size(length: int, n_cores: int, kv_len: int, dram_bound: bool = False) -> int:
     """The docstring's step function: 32 for L <= 32 N, 64 for L <= 64 N, ... 512 beyond 256 N; then at most
     kv_len's largest power-of-two divisor. DRAM-bound (d128: 8 K and V tiles a position tile): at most half a core's
-    positions, at most 256 (64 tiles) up to 512 positions a core and 128 (32 tiles) past it, at least 32."""
+    positions, at most 256 (64 tiles) up to 512 positions a core and 512 (128 tiles) past it, at least 32."""
     sk = next(sk for sk in (32, 64, 128, 256, 512) if length <= sk * n_cores or sk == 512)
     if dram_bound:
         per_core = -(-length // n_cores)
         half = next((c for c in (32, 64, 128, 256, 512) if 2 * c >= per_core), 512)
-        sk = max(32, min(sk, half, 256 if per_core <= 512 else 128))
+        sk = max(32, min(sk, half, 256 if per_core <= 512 else 512))
     while kv_len % sk:
         sk //= 2
     return sk
@@ -284,8 +284,8 @@ def bucket_k_chunk_size(length: int, n_cores: int, kv_len: int, dram_bound: bool
 def check_decode_loop_k_chunk_sizes(kv_len, n_cores, window):
     """A decode loop's positions grow one by one: the derived chunk is the bucket formula at every step, constant
     inside a bucket of L = min(max_cur_pos + 1, W), in [32, 512], a divisor of kv_len, at most 5 values, and the kv_len
-    rule's value once L reaches kv_len. It never decreases as positions grow, but in a DRAM-bound plan (one group of
-    d128 here: n_cores >= 32), where it drops once, to 128, when a core's positions pass 512."""
+    rule's value once L reaches kv_len. It never decreases as positions grow (a DRAM-bound plan, one group of d128
+    here: n_cores >= 32, included)."""
     s = shapes(kv_len=kv_len, sliding_window_size=window)
     dram_bound = n_cores >= 32
     assert is_dram_bound(s, n_cores) == dram_bound
@@ -295,8 +295,7 @@ def check_decode_loop_k_chunk_sizes(kv_len, n_cores, window):
         length = max_cur_pos + 1 if not window else min(max_cur_pos + 1, window)
         assert sk == bucket_k_chunk_size(length, n_cores, kv_len, dram_bound), (kv_len, n_cores, window, max_cur_pos)
         assert 32 <= sk <= 512 and kv_len % sk == 0 and sk & (sk - 1) == 0
-        if seen and sk < seen[-1][1]:
-            assert dram_bound and (sk, seen[-1][1]) == (128, 256) and length > 512 * n_cores, (seen, max_cur_pos, sk)
+        assert not seen or sk >= seen[-1][1], (seen, max_cur_pos, sk)
         if not seen or sk != seen[-1][1]:
             seen.append((max_cur_pos, sk))
     assert len(seen) <= 5

@@ -82,23 +82,30 @@ COMPUTE_BOUND_CHUNKS_PER_CORE = 2
 # chunk arrives when the chip's DRAM bandwidth has delivered the whole cache, so what follows the last read -- that
 # chunk's QK, softmax and PV, then the merge -- is the part a smaller chunk shortens. The derived chunk then gives a
 # core at least two chunks, and a chunk at most DRAM_BOUND_CHUNK_TILES K and V tiles of math
-# (k_chunk_size / 32 x (DHt + vDHt)), halved to DRAM_BOUND_LONG_RUN_CHUNK_TILES once a core reads more than
-# DRAM_BOUND_SHORT_RUN_POSITIONS positions (past that the cores' DRAM finishing times spread apart with big chunks
-# and even out with small ones: the spread of reader end times, max - mean, 20 us at k256 vs 4 us at k128 at 32K).
+# (k_chunk_size / 32 x (DHt + vDHt)), raised to DRAM_BOUND_LONG_RUN_CHUNK_TILES once a core reads more than
+# DRAM_BOUND_SHORT_RUN_POSITIONS positions: with that many chunks a core, the per-chunk costs (a chunk's fixed
+# reader, compute and CB handshakes) outweigh the longer math after the last read, and at the current kernels the
+# cores' DRAM finishing times no longer spread apart with big chunks (the older kernels' reader end times spread
+# 20 us, max - mean, at k256 vs 4 us at k128 at 32K, which halved the chunk to 32 tiles past 512 positions).
 # MODELLED (timing-only, HiFi4, exact exp, paged block 64, bfloat8_b, every user at kv_len - 1, us; the rule's
-# choice marked *):
+# choice marked *; older kernels):
 #     shape (cores reading, positions a core)       k512    k256    k128    k64     k32
 #     b8 8q/1kv d128 4K, N8 (64, 512)               52.3    46.7*   49.8    48.6    49.5
 #     b1 32q/8kv d128 4K, N8 (64, 512)              52.7    47.0*   49.2
-#     b8 8q/1kv d128 4K, N4 8x4 (32, 1024)          56.2    50.3    47.2*   51.9
-#     b8 8q/1kv d128 16K, N8 (64, 2048)             169.5   166.8   158.9*
-#     b1 32q/8kv d128 32K, N8 (64, 4096)            328.9   321.0   304.6*  304.5
 #     b8 16q/1kv MLA d576/512 4K, N8 (64, 512)              118.2   110.6   111.0   104.6*
 #     b1 4q/1kv d128 32K, N16 (16: not DRAM-bound)  73.7*   74.6    82.2
 # Under the no-flow-control variant the first row is 48.8 (k512) vs 48.4 (k256), the MLA row 115.5 vs 104.5.
+# Past 512 positions a core, at the current kernels (same calls; `perf/sweep.py`'s rows, the fair exp), us, nominal
+# and the slowest of the timing model's ~30 variants (the rule's choice *):
+#     shape (cores reading, positions a core)       k512            k256            k128
+#     b8 8q/1kv d128 4K, N4 8x4 (32, 1024)          42.9*           -               43.9
+#     b1 4q/1kv d128 32K, N32 (32, 1024)            45.5* / 48.3    45.8 / 48.9     46.0 / 48.6
+#     b8 8q/1kv d128 16K, N8 (64, 2048)             151.9* / 153.2  153.1 / 155.6   153.1 / 155.1
+#     b1 32q/8kv d128 32K, N8 (64, 4096)            296.7* / 299.5  299.4 / 301.9   299.2 / 301.2
+# (k512 is no slower than k128 under any variant in the last three rows.)
 DRAM_BOUND_CORES = 32
 DRAM_BOUND_CHUNK_TILES = 64
-DRAM_BOUND_LONG_RUN_CHUNK_TILES = 32
+DRAM_BOUND_LONG_RUN_CHUNK_TILES = 128
 DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 
 # The reduction tree's radix F (default_merge_radix): the F whose critical path (merge_finish_ns) is shortest. A round
@@ -383,16 +390,16 @@ def default_k_chunk_size(
     overlaps the reads of its next chunk. A DRAM-bound plan (:func:`is_dram_bound`: one tile of query rows, at least
     :data:`DRAM_BOUND_CORES` cores reading; ``num_cores`` is the grid's cores when the caller knows them) then takes
     the smaller of that and a chunk that gives each core two chunks and at most :data:`DRAM_BOUND_CHUNK_TILES` K and V
-    tiles (:data:`DRAM_BOUND_LONG_RUN_CHUNK_TILES` past :data:`DRAM_BOUND_SHORT_RUN_POSITIONS` positions a core), at
-    least 32, so less math follows the last read (the measurements are at the constants).
+    tiles (:data:`DRAM_BOUND_LONG_RUN_CHUNK_TILES` past :data:`DRAM_BOUND_SHORT_RUN_POSITIONS` positions a core, where
+    fewer per-chunk costs outweigh the longer math after the last read), at least 32, so less math follows the last
+    read (the measurements are at the constants).
 
     As a step function of L (what a decode loop sees as positions grow; k_chunk_size is a compile-time
     kernel argument, so every change is another program): Sk is 32 for L <= 32 N, 64 for L <= 64 N,
     128 for L <= 128 N, 256 for L <= 256 N and 512 beyond. It never decreases as L grows, changes only
     when L crosses 32 N, 64 N, 128 N or 256 N (e.g. N = 16: at max_cur_pos 512, 1024, 2048 and 4096),
     so it takes at most 5 values; with L = kv_len it is the value a device cur_pos tensor gets. In the DRAM-bound
-    branch the chunk also drops once, by half (to :data:`DRAM_BOUND_LONG_RUN_CHUNK_TILES` tiles), when L crosses
-    512 N.
+    branch (two chunks a core) it changes when L crosses 64 N, 128 N, 256 N and 512 N, and never decreases.
     """
     length = _readable_length(shapes, max_cur_pos)
     chunks_per_core = COMPUTE_BOUND_CHUNKS_PER_CORE if shapes.PNHt > 1 else 1
