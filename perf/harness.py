@@ -51,12 +51,13 @@ def tile(dev, x, dtype: str = "bfloat16", **kwargs):
     return dev.from_torch(x, dtype=getattr(t, dtype), layout=t.TILE_LAYOUT, **kwargs)
 
 
-def positions(dev, values):
-    """Per-user positions as the int32 row-major tensor ``cur_pos_tensor`` takes."""
+def int32(dev, values):
+    """``values`` (nested lists) as the int32 row-major tensor that positions (``cur_pos_tensor``) and page tables
+    are."""
     import torch
 
     t = ttnn()
-    return dev.from_torch(torch.tensor(list(values), dtype=torch.int32), dtype=t.int32, layout=t.ROW_MAJOR_LAYOUT)
+    return dev.from_torch(torch.tensor(values, dtype=torch.int32), dtype=t.int32, layout=t.ROW_MAJOR_LAYOUT)
 
 
 def seeded_inputs(
@@ -107,14 +108,15 @@ class Decoded:
         return self.run.stats.duration_ns
 
 
-def decode(q, k, v, *, op=None, **kwargs) -> Decoded:
-    """Run ``op`` (default ttflashdecode's ``scaled_dot_product_attention_decode``) with ``return_stats=True``."""
+def decode(*tensors, op=None, **kwargs) -> Decoded:
+    """Run ``op`` (default ttflashdecode's ``scaled_dot_product_attention_decode``) on ``tensors`` (Q, K, V and, for a
+    paged op, the page table) with ``return_stats=True``."""
     if op is None:
         import ttflashdecode
 
         op = ttflashdecode.scaled_dot_product_attention_decode
     t0 = time.perf_counter()
-    output, run = op(q, k, v, return_stats=True, **kwargs)
+    output, run = op(*tensors, return_stats=True, **kwargs)
     return Decoded(output, run, time.perf_counter() - t0)
 
 
