@@ -30,18 +30,16 @@ configs auto did not evaluate. Every run is timing-only (no math; same durations
 from __future__ import annotations
 
 import argparse
-import csv
 import multiprocessing
 import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-OUT = REPO / "perf" / "out"
+import harness
+
+OUT = harness.OUT
 os.environ.setdefault("TTFLASHDECODE_AUTO_CACHE", str(OUT / "auto_cache"))
 
 from ttflashdecode import tuning  # noqa: E402
@@ -162,28 +160,20 @@ def run_parallel(cases_: list[Case], configs: dict[str, ProgramConfig], force_mo
 
 
 def _provenance(t0: float) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from sweep import source_tag
-
     return (
-        f"Modelled (emulator timing model, timing-only), at {source_tag()}, "
-        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {time.monotonic() - t0:.0f} s wall."
+        f"Modelled (emulator timing model, timing-only), at {harness.source_tag()}, "
+        f"{harness.utc_now()}, {time.monotonic() - t0:.0f} s wall."
     )
 
 
 def write(rows: list[dict], stem: Path, configs, footer: str = "") -> None:
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    columns = list(rows[0])
-    with open(stem.with_suffix(".csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns + ["SOURCE"])
-        w.writeheader()
-        w.writerows({**r, "SOURCE": "modelled"} for r in rows)
     shown = ["shape", "auto plan", "auto [ns]"] + [f"{n} [ns]" for n in configs] + ["auto gain vs rule"]
     lines = ["| " + " | ".join(c.replace(" [ns]", " (us)") for c in shown) + " |", "|" + "---|" * len(shown)]
     for r in rows:
         cells = [f"{float(r[c]) / 1000:.1f}" if c.endswith("[ns]") else str(r[c]) for c in shown]
         lines.append("| " + " | ".join(cells) + " |")
-    stem.with_suffix(".md").write_text("\n".join(lines) + ("\n\n" + footer if footer else "") + "\n")
+    markdown = "\n".join(lines) + ("\n\n" + footer if footer else "")
+    harness.write_table(stem, [{**r, "SOURCE": "modelled"} for r in rows], markdown)
 
     import matplotlib
 

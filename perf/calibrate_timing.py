@@ -49,19 +49,17 @@ import sys
 import time
 from pathlib import Path
 
+import harness
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import ttemu
+import ttflashdecode
+from ttemu import timing_calibration
+from ttflashdecode import upstream
+from ttflashdecode.upstream import calibration
 
-import ttemu  # noqa: E402
-import ttflashdecode  # noqa: E402
-from ttemu import timing_calibration  # noqa: E402
-from ttemu.ttnn_env import import_ttnn  # noqa: E402
-from ttflashdecode import upstream  # noqa: E402
-from ttflashdecode.upstream import calibration  # noqa: E402
-
-ttnn = import_ttnn()
+REPO = harness.REPO
+ttnn = harness.ttnn()
 KERNEL = REPO / "ttemu" / "tests" / "kernels" / "dataflow" / "timing_dram_read.cpp"
 LLAMA70B_PUBLISHED_US = (9.07, 10.20)
 
@@ -116,7 +114,7 @@ def print_table(dev) -> None:
         print(f"| {f.what} | {f.published:g} {f.unit} | {m:.5g} | {f.error(m):+.1%} | {f.tolerance:.0%} |")
     torch.manual_seed(5)
     # bank 0: 4 pages (8 KB) back to back
-    src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    src = harness.tile(dev, torch.randn(32, 32 * 48))
     print("\n## One-core DRAM reads through the wired emulator (real kernel), modelled vs published\n")
     print("| figure | published | emulator (modelled) | error | standalone model |")
     print("|---|---|---|---|---|")
@@ -138,8 +136,8 @@ def llama70b_decode(dev, block_size: int = 32, position: int = 127, grid=(8, 8))
     k = torch.randn(num_blocks, hkv, block_size, d, generator=g)
     v = torch.randn(num_blocks, hkv, block_size, d, generator=g)
     page_table = torch.randperm(num_blocks, generator=g).reshape(b, blocks_per_user).to(torch.int32)
-    tq = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-    tk, tv = (dev.from_torch(x, dtype=ttnn.bfloat8_b) for x in (k, v))
+    tq = harness.tile(dev, q)
+    tk, tv = (harness.tile(dev, x, "bfloat8_b") for x in (k, v))
     config = ttnn.SDPAProgramConfig(
         compute_with_storage_grid_size=ttnn.CoreCoord(*grid),
         q_chunk_size=0,
@@ -147,12 +145,9 @@ def llama70b_decode(dev, block_size: int = 32, position: int = 127, grid=(8, 8))
         max_cores_per_head_batch=16,
     )
     kwargs = dict(cur_pos=[position] * b, program_config=config)
-    _, theirs = upstream.paged_scaled_dot_product_attention_decode(tq, tk, tv, page_table, return_stats=True, **kwargs)
-    _, ours = ttflashdecode.paged_scaled_dot_product_attention_decode(
-        tq, tk, tv, page_table, return_stats=True, **kwargs
-    )
-    theirs, ours = theirs.stats, ours.stats
-    return theirs, ours
+    theirs = harness.decode(tq, tk, tv, page_table, op=upstream.paged_scaled_dot_product_attention_decode, **kwargs)
+    ours = harness.decode(tq, tk, tv, page_table, op=ttflashdecode.paged_scaled_dot_product_attention_decode, **kwargs)
+    return theirs.stats, ours.stats
 
 
 def print_llama70b(dev) -> None:
@@ -255,7 +250,7 @@ def calibration_rows(dev, fast, report: bool, peak_shapes, contexts) -> list[dic
             _row(f.what, f"{f.published:g} {f.unit}", f.source, f"{_num(m)}{spread}", f.error(m), f.tolerance, f.note)
         )
     torch.manual_seed(5)
-    src = dev.from_torch(torch.randn(32, 32 * 48), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    src = harness.tile(dev, torch.randn(32, 32 * 48))
     try:
         for key, nbytes, count in DRAM_ROWS:
             f = figs[key]
@@ -319,7 +314,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 # ---- held-out validation (--heldout) ----------------------------------------------------------------------------
-HELDOUT_CACHE = REPO / "perf" / "out" / "heldout_cache.json"
+HELDOUT_CACHE = harness.OUT / "heldout_cache.json"
 
 
 def _model_key() -> str:
@@ -443,12 +438,12 @@ def decode_cost() -> None:
         dev.default_deadline_s = 3600.0
 
         def ours():
-            q = dev.from_torch(torch.randn(1, 1, 32, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+            q = harness.tile(dev, torch.randn(1, 1, 32, 128))
             k, v = (dev.empty((1, 8, 32768, 128), ttnn.bfloat8_b) for _ in range(2))
-            out, run = ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=[32767], return_stats=True)
-            for t in (q, k, v, out):
+            call = harness.decode(q, k, v, cur_pos=[32767])
+            for t in (q, k, v, call.output):
                 t.deallocate()
-            return run.stats
+            return call.stats
 
         def theirs():
             return calibration.upstream_decode(dev, batch=1, n_q_heads=32, n_kv_heads=8, head_dim=128, kv_len=32768)
@@ -547,7 +542,7 @@ def blackhole_markdown() -> str:
     torch.manual_seed(5)
     with ttemu.open_device("p150") as dev:
         # 64 bf16 tiles over 8 banks: 8 tiles (16 KB) back to back in bank 0, room for the 16 KB reads
-        src = dev.from_torch(torch.randn(32, 32 * 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+        src = harness.tile(dev, torch.randn(32, 32 * 64))
         try:
             for key, nbytes, count in BH_DRAM_ROWS:
                 f = figs[key]
@@ -610,7 +605,7 @@ def main() -> None:
         text = blackhole_markdown()
         text += (
             f"\n\nModelled by `perf/calibrate_timing.py --arch blackhole`, "
-            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {time.monotonic() - t0:.0f} s wall."
+            f"{harness.utc_now()}, {time.monotonic() - t0:.0f} s wall."
         )
         print(text)
         if args.out:
@@ -633,8 +628,8 @@ def main() -> None:
         text = heldout_markdown(values, not args.skip_report, shapes, args.t3k_contexts, not args.no_sdpa)
         flags = " ".join(a for a in sys.argv[1:] if a not in ("--out",) and not a.endswith(".md"))
         text += (
-            f"\n\nModelled by `perf/calibrate_timing.py {flags}`, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
-            f"UTC, {time.monotonic() - t0:.0f} s wall (cached figures excluded)."
+            f"\n\nModelled by `perf/calibrate_timing.py {flags}`, {harness.utc_now()}, "
+            f"{time.monotonic() - t0:.0f} s wall (cached figures excluded)."
         )
         print(text)
         if args.out:
@@ -647,13 +642,7 @@ def main() -> None:
             fast.default_hang_ms = 2000
             shapes = [(32, d, 131072) for d in args.peak_head_dims]
             text = markdown(calibration_rows(dev, fast, not args.skip_report, shapes, args.t3k_contexts))
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from sweep import source_tag  # the same commit tag as the sweep's meta
-
-        text += (
-            f"\n\nRun at {source_tag()}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, "
-            f"{time.monotonic() - t0:.0f} s wall."
-        )
+        text += f"\n\nRun at {harness.source_tag()}, {harness.utc_now()}, {time.monotonic() - t0:.0f} s wall."
         print(text)
         if args.out:
             args.out.write_text(text + "\n")

@@ -23,20 +23,15 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import ttemu  # noqa: E402
-from ttemu.ttnn_env import import_ttnn  # noqa: E402
-
-ttnn = import_ttnn()
+ROOT = harness.REPO
+ttnn = harness.ttnn()
 KDIR = Path(__file__).resolve().parent / "kernels"
 
 
@@ -147,23 +142,15 @@ DECODE_ROWS = [
 def llama_decode(dev, batch: int, kv_len: int, timing_only: bool):
     """Wall seconds of one warm ttflashdecode decode call, the CPU seconds of its emulator child and its stats
     (modelled duration)."""
-    import torch
-
     import ttflashdecode
 
-    g = torch.Generator().manual_seed(24)
-    hq, hkv, d = 32, 8, 128
-    q = dev.from_torch(torch.randn(1, batch, hq, d, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-    if timing_only:
-        k, v = (dev.empty((batch, hkv, kv_len, d), ttnn.bfloat8_b) for _ in range(2))
-    else:
-        k, v = (dev.from_torch(torch.randn(batch, hkv, kv_len, d, generator=g), dtype=ttnn.bfloat8_b) for _ in range(2))
+    q, k, v = harness.seeded_inputs(dev, batch, 32, 8, kv_len, seed=24, timing_only=timing_only)
     pos = [kv_len - 1] * batch
     ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos).deallocate()  # compile, plan
-    cpu0, t0 = children_cpu(), time.perf_counter()
-    out, run = ttflashdecode.scaled_dot_product_attention_decode(q, k, v, cur_pos=pos, return_stats=True)
-    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
-    stats = run.stats
+    cpu0 = children_cpu()
+    call = harness.decode(q, k, v, cur_pos=pos)
+    wall, cpu, out = call.wall_s, children_cpu() - cpu0, call.output
+    stats = call.stats
     for t in (q, k, v, out):
         t.deallocate()
     return wall, cpu, stats
@@ -224,7 +211,7 @@ def decode_section(only: str = ""):
             wall, child_cpu, child_s, duration_ns, n = llama_tune(batch, kv_len)
             note = f"   {n} candidates"
         else:
-            dev = ttemu.open_device("n150", timing_only=timing_only)
+            dev = harness.open_device(timing_only=timing_only)
             wall, child_cpu, stats = llama_decode(dev, batch, kv_len, timing_only)
             dev.close()
             child_s, duration_ns = stats.wall_seconds, stats.duration_ns or 0
@@ -256,7 +243,7 @@ def main():
     decode_section(args.rows)
     if args.decode_only:
         return
-    dev = ttemu.open_device("n150")
+    dev = harness.open_device()
     print("ttflashdecode host emulator throughput (functional emulator speed on this host, not device speed)")
     print(f"{'workload':<44}{'cores':>6}{'amount':>14}{'wall s':>9}{'rate':>16}")
     n, moved, wall, ok, _ = dram_copy(dev, args.mib)

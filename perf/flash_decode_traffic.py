@@ -16,22 +16,13 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
+import harness
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import ttemu  # noqa: E402
-from ttemu.ttnn_env import import_ttnn  # noqa: E402
-from ttflashdecode import golden  # noqa: E402
-from ttflashdecode.config import ProgramConfig  # noqa: E402
-from ttflashdecode.ops.decode import api as op_module  # noqa: E402
-
-ttnn = import_ttnn()
+from ttflashdecode import golden
+from ttflashdecode.config import ProgramConfig
 
 DRAM_BYTES_PER_S = 267e9  # N150 best observed (WORMHOLE.md)
 CORE_NOC_BYTES_PER_S = 32e9  # 32 B/cycle at 1 GHz per NoC port
@@ -68,18 +59,12 @@ def run(dev, case: Case, seed: int):
     k = torch.randn(case.batch, case.n_kv_heads, case.kv_len, case.head_dim, generator=gen)
     v = torch.randn(case.batch, case.n_kv_heads, case.kv_len, case.head_dim, generator=gen)
     cur_pos = [rng.randrange(case.kv_len // 2, case.kv_len) for _ in range(case.batch)]
-    kv_dtype = getattr(ttnn, case.kv_dtype)
-    tt_q = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-    tt_k = dev.from_torch(k, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT)
-    tt_v = dev.from_torch(v, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT)
+    tt_q, tt_k, tt_v = harness.tile(dev, q), harness.tile(dev, k, case.kv_dtype), harness.tile(dev, v, case.kv_dtype)
     config = ProgramConfig(
         compute_with_storage_grid_size=(8, 8), max_cores_per_head_batch=case.max_cores_per_head_batch
     )
-    t0 = time.perf_counter()
-    tt_out, run = op_module.scaled_dot_product_attention_decode(
-        tt_q, tt_k, tt_v, cur_pos=cur_pos, program_config=config, return_stats=True
-    )
-    wall = time.perf_counter() - t0
+    call = harness.decode(tt_q, tt_k, tt_v, cur_pos=cur_pos, program_config=config)
+    tt_out, run, wall = call.output, call.run, call.wall_s
     expected = golden.sdpa_decode(
         golden.quantize_like_device(q, "bfloat16"),
         golden.quantize_like_device(k, case.kv_dtype),
@@ -124,7 +109,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    dev = ttemu.open_device(board="n150")
+    dev = harness.open_device()
     rows = []
     try:
         for case in CASES:

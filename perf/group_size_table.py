@@ -29,19 +29,15 @@ Writes perf/out/group_size_table.md and .csv.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-OUT = REPO / "perf" / "out"
+import harness
 
-from ttflashdecode import tuning  # noqa: E402
-from ttflashdecode.config import ProgramConfig  # noqa: E402
-from ttflashdecode.plan import DecodeShapes, L1OverflowError, plan  # noqa: E402
+from ttflashdecode import tuning
+from ttflashdecode.config import ProgramConfig
+from ttflashdecode.plan import DecodeShapes, L1OverflowError, plan
 
 GRID = (8, 8)  # N150's compute grid (a T3K chip's too)
 
@@ -146,30 +142,26 @@ def main() -> None:
         default=None,
         help="ProgramConfig.exp_approx_mode for every run (default: the config's default)",
     )
-    ap.add_argument("--out", default=str(OUT / "group_size_table"), help="output stem (.md, .csv)")
+    ap.add_argument("--out", default=str(harness.OUT / "group_size_table"), help="output stem (.md, .csv)")
     args = ap.parse_args()
     t0 = time.monotonic()
     rows = []
     for case in (c for c in cases(args.quick) if args.only in c.label):
         rows.append(measure(case, args.exp_approx))
         print(" | ".join(f"{k}: {v}" for k, v in rows[-1].items() if v != ""), flush=True)
-    stem = Path(args.out)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     columns = (
         [c for c in columns if not c.startswith("N=")][:3]
         + sorted((c for c in columns if c.startswith("N=")), key=lambda c: int(c[2:]))
         + ["derived", "best", "derived/best"]
     )
-    with open(stem.with_suffix(".csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns + ["SOURCE"], restval="")
-        w.writeheader()
-        w.writerows({**r, "SOURCE": "modelled"} for r in rows)
     exp = "config default" if args.exp_approx is None else ("approximate" if args.exp_approx else "exact")
     title = f"Modelled duration, us (emulator timing model; exp: {exp}); N=n: best k_chunk_size with n cores per group"
     lines = [title, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    lines += ["", f"{harness.stamp()}; `{' '.join(['perf/group_size_table.py', *sys.argv[1:]])}`"]
+    table = [{**{c: r.get(c, "") for c in columns}, "SOURCE": "modelled"} for r in rows]
+    stem = harness.write_table(args.out, table, "\n".join(lines))
     print(f"wrote {stem}.md/.csv (modelled) in {time.monotonic() - t0:.0f} s")
 
 

@@ -12,12 +12,11 @@ size. No kernels run: these are the planner's circular buffers, the same ones th
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import harness  # noqa: F401  (this tree's ttflashdecode ahead of an installed one)
 
-from ttflashdecode.config import ProgramConfig  # noqa: E402
-from ttflashdecode.plan import L1_BUDGET_BYTES, DecodeShapes, L1OverflowError, circular_buffers, plan  # noqa: E402
+from ttflashdecode.config import ProgramConfig
+from ttflashdecode.plan import L1_BUDGET_BYTES, DecodeShapes, L1OverflowError, circular_buffers, plan
 
 HEAD_DIMS = (128, 256, 512, 1024, 2048, 4096)
 KV_BUFFERS = ("k", "v")

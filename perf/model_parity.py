@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import ttemu
+import harness
+
 from ttflashdecode.integrations import hf_parity
 
 
@@ -35,10 +36,9 @@ def main() -> None:
     args = parser.parse_args()
     block = args.block_size or None
 
-    dev = ttemu.open_device("n150")
     # The emulator calls a program hung when no thread progresses for default_hang_ms of wall time; on a loaded
     # machine a runnable thread can wait longer than the 200 ms default for a CPU.
-    dev.default_hang_ms = max(dev.default_hang_ms, 5000)
+    dev = harness.open_device(hang_ms=5000)
     rows = []
     started = time.time()
     for family in args.families.split(","):

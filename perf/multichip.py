@@ -25,29 +25,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import harness
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import ttemu
+from ttflashdecode import golden
+from ttflashdecode.config import ProgramConfig
 
-import ttemu  # noqa: E402
-from ttemu.ttnn_env import import_ttnn  # noqa: E402
-from ttflashdecode import golden  # noqa: E402
-from ttflashdecode.config import ProgramConfig  # noqa: E402
-from ttflashdecode.ops.decode import api as op_module  # noqa: E402
-
-ttnn = import_ttnn()
+ttnn = harness.ttnn()
 
 N_Q_HEADS, N_KV_HEADS, HEAD_DIM = 32, 8, 128  # Llama-3.1-8B
 KV_DTYPE = "bfloat8_b"
 CHIP_GRID = (8, 7)  # a T3K chip (an N300 card's chip)
 DRAM_BYTES_PER_S = 267e9  # a chip's best observed DRAM bandwidth (WORMHOLE.md)
 CORE_NOC_BYTES_PER_S = 32e9  # one core's NoC port: 32 B/cycle at 1 GHz
-OUT_DIR = Path(__file__).resolve().parent / "out"
+OUT_DIR = harness.OUT
 
 
 @dataclass
@@ -108,11 +103,8 @@ def run_context(kv_len: int, devices: list[int], cores: list[int], seed: int) ->
             tv = mesh.from_torch(v, dtype=kv_dtype, layout=ttnn.TILE_LAYOUT, mesh_mapper=shard(1))
             for max_cores in cores:
                 config = ProgramConfig(compute_with_storage_grid_size=CHIP_GRID, max_cores_per_head_batch=max_cores)
-                t0 = time.perf_counter()
-                tt_out, run = op_module.scaled_dot_product_attention_decode(
-                    tq, tk, tv, cur_pos=cur_pos, program_config=config, return_stats=True
-                )
-                emu_s = time.perf_counter() - t0
+                call = harness.decode(tq, tk, tv, cur_pos=cur_pos, program_config=config)
+                tt_out, run, emu_s = call.output, call.run, call.wall_s
                 out = mesh.to_torch(tt_out, mesh_composer=ttemu.ConcatMeshToTensor(mesh, dim=2)).float()
                 per_chip = [chip_counters(s) for s in run.stats.chips]
                 dram, busiest, partials = max(per_chip)

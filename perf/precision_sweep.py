@@ -27,18 +27,14 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+import harness
+import torch
 
-import torch  # noqa: E402
+sys.path.insert(0, str(harness.REPO / "tests"))  # the tests' decode cases and thresholds
 
-import ttemu  # noqa: E402
 import ttflashdecode  # noqa: E402
 from decode_harness import DecodeCase, assert_matches_golden, run_case  # noqa: E402
-from ttemu.ttnn_env import import_ttnn  # noqa: E402
 from ttflashdecode import golden, upstream  # noqa: E402
 from ttflashdecode.plan import L1OverflowError  # noqa: E402
 
@@ -155,13 +151,12 @@ def _errors(got: torch.Tensor, expected: torch.Tensor) -> tuple[float, float, fl
 def run_exp_row(dev, ttnn, row: ExpRow, seed: int) -> dict[str, tuple[float, float, float]]:
     """{variant: (PCC, max |error|, RMS error)} of every variant against the float64 reference for ``row``."""
     t = exp_row_inputs(row, torch.Generator().manual_seed(seed))
-    kv_dtype = getattr(ttnn, row.kv_dtype)
-    tq = dev.from_torch(t["q"], dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-    tk, tv = (dev.from_torch(t[n], dtype=kv_dtype, layout=ttnn.TILE_LAYOUT) for n in ("k", "v"))
+    tq = harness.tile(dev, t["q"])
+    tk, tv = (harness.tile(dev, t[n], row.kv_dtype) for n in ("k", "v"))
     kw = {}
     if row.mask:
         kw["is_causal"] = False
-        kw["attn_mask"] = dev.from_torch(t["attn_mask"], dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+        kw["attn_mask"] = harness.tile(dev, t["attn_mask"])
     else:
         kw["cur_pos"] = t["positions"]
     # Golden on the values the device stores (bf16 Q and mask, quantised K/V), float64 throughout.
@@ -213,10 +208,10 @@ EXP_VARIANTS = ("ours default", "ours exact", "upstream default", "upstream exac
 
 
 def exp_main(args) -> int:
-    ttnn = import_ttnn()
+    ttnn = harness.ttnn()
     by_name = {r.name: r for r in EXP_ROWS}
     rows = [by_name[n] for n in args.rows.split(",")] if args.rows else EXP_ROWS  # in the order asked
-    dev = ttemu.open_device(board="n150")
+    dev = harness.open_device()
     print(
         "Against float64 on the stored inputs (emulator, full math): PCC / max |error| / RMS error. ours default ="
         " exp_approx_mode unset (approximate exp, HiFi4); upstream default = unset (approximate exp, HiFi2)."
@@ -261,9 +256,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.exp:
         return exp_main(args)
-    ttnn = import_ttnn()
+    ttnn = harness.ttnn()
     rng = random.Random(args.seed)
-    dev = ttemu.open_device(board="n150")
+    dev = harness.open_device()
 
     def to_device(x, dtype, **kw):
         return dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, **kw)

@@ -30,19 +30,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
+import harness
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import ttflashdecode
+from ttflashdecode import upstream
 
-import ttemu  # noqa: E402
-import ttflashdecode  # noqa: E402
-from ttemu.ttnn_env import import_ttnn  # noqa: E402
-from ttflashdecode import upstream  # noqa: E402
-
-ttnn = import_ttnn()
+REPO = harness.REPO
+ttnn = harness.ttnn()
 # Both ops put the reader on RISCV_1 (NCRISC, NoC 0) and the writer on RISCV_0 (BRISC, NoC 1), as tt-metal's
 # Reader/WriterDataMovementConfig do.
 RISC_ROLE = {"NCRISC": "reader", "TRISC": "compute", "BRISC": "writer"}
@@ -71,15 +67,14 @@ def run_both(dev, args):
             fp32_dest_acc_en=False,
             packer_l1_acc=False,
         )
-    tq = dev.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
-    dtype = ttnn.bfloat8_b if args.kv_dtype == "bfloat8_b" else ttnn.bfloat16
+    tq = harness.tile(dev, q)
     if args.block_size:
         blocks_per_user = kv // args.block_size
         num_blocks = b * blocks_per_user
         k = torch.randn(num_blocks, hkv, args.block_size, d, generator=g)
         v = torch.randn(num_blocks, hkv, args.block_size, d, generator=g)
         pt = torch.randperm(num_blocks, generator=g).reshape(b, blocks_per_user).to(torch.int32)
-        tk, tv = (dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
+        tk, tv = (harness.tile(dev, x, args.kv_dtype) for x in (k, v))
         calls = [
             (
                 "upstream sdpa_decode",
@@ -93,7 +88,7 @@ def run_both(dev, args):
     else:
         k = torch.randn(b, hkv, kv, d, generator=g)
         v = torch.randn(b, hkv, kv, d, generator=g)
-        tk, tv = (dev.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT) for x in (k, v))
+        tk, tv = (harness.tile(dev, x, args.kv_dtype) for x in (k, v))
         calls = [
             ("upstream sdpa_decode", lambda: upstream.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs)),
             ("ttflashdecode", lambda: ttflashdecode.scaled_dot_product_attention_decode(tq, tk, tv, **kwargs)),
@@ -193,11 +188,10 @@ def host_profile(args) -> None:
     from collections import Counter
 
     if os.environ.get("TTFD_HOST_PROFILE_INNER"):
-        sys.path.insert(0, str(REPO / "perf"))
         import emulator_throughput
 
-        dev = ttemu.open_device("n150")
-        wall, stats = emulator_throughput.llama_decode(dev, args.batch, args.kv_len, False)
+        dev = harness.open_device()
+        wall, _, stats = emulator_throughput.llama_decode(dev, args.batch, args.kv_len, False)
         dev.close()
         print(f"one decode call: wall {wall:.2f} s, of which the emulator child {stats.wall_seconds:.2f} s")
         return
@@ -274,7 +268,7 @@ def main() -> None:
         + (f" paged block {args.block_size}" if args.block_size else "")
         + f", k_chunk_size {args.k_chunk_size or 'auto'}, max_cores_per_head_batch {args.max_cores} (modelled)"
     )
-    dev = ttemu.open_device("n150")
+    dev = harness.open_device()
     try:
         results = run_both(dev, args)
     finally:

@@ -27,18 +27,12 @@ Writes perf/out/shared_prefix.csv, .md (the table docs/SHARED_PREFIX.md carries)
 from __future__ import annotations
 
 import argparse
-import csv
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-OUT = REPO / "perf" / "out"
-
-import torch  # noqa: E402
+import harness
+import torch
 
 BLOCK = 64
 KV_DTYPE = "bfloat8_b"
@@ -76,9 +70,8 @@ class Row:
 
 def measure(device, model: str, prefix: int, suffix: int, users: int, max_group_rows: int | None = None) -> Row:
     import ttflashdecode
-    from ttemu.ttnn_env import import_ttnn
 
-    ttnn = import_ttnn()
+    ttnn = harness.ttnn()
     n_q, n_kv, d = MODELS[model]
     prefix_blocks = prefix // BLOCK
     suffix_blocks = -(-suffix // BLOCK)
@@ -86,21 +79,18 @@ def measure(device, model: str, prefix: int, suffix: int, users: int, max_group_
     dtype = getattr(ttnn, KV_DTYPE)
     k = device.empty([num_blocks, n_kv, BLOCK, d], dtype, ttnn.TILE_LAYOUT)
     v = device.empty([num_blocks, n_kv, BLOCK, d], dtype, ttnn.TILE_LAYOUT)
-    q = device.from_torch(torch.zeros(1, users, n_q, d), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    q = harness.tile(device, torch.zeros(1, users, n_q, d))
 
     def int32(values):
-        return device.from_torch(
-            torch.tensor(values, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT
-        )
+        return harness.int32(device, values)
 
     own = [[prefix_blocks + u * suffix_blocks + i for i in range(suffix_blocks)] for u in range(users)]
     width = max(suffix_blocks, 1)
     plain_table = int32([list(range(prefix_blocks)) + own[u] + [0] * (width - suffix_blocks) for u in range(users)])
     cur_pos = int32([prefix + suffix - 1] * users)
-    _, plain = ttflashdecode.paged_scaled_dot_product_attention_decode(
-        q, k, v, plain_table, cur_pos_tensor=cur_pos, return_stats=True
-    )
-    plain = plain.stats
+    plain = harness.decode(
+        q, k, v, plain_table, op=ttflashdecode.paged_scaled_dot_product_attention_decode, cur_pos_tensor=cur_pos
+    ).stats
     plain_bytes = plain.bytes_read_from(k) + plain.bytes_read_from(v)
 
     suffix_table = int32([own[u] + [0] * (width - suffix_blocks) for u in range(users)])
@@ -138,12 +128,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--full", action="store_true")
-    parser.add_argument("--out", default=str(OUT / "shared_prefix"))
+    parser.add_argument("--out", default=str(harness.OUT / "shared_prefix"))
     args = parser.parse_args()
     points = QUICK if args.quick else FULL if args.full else DEFAULT
-    import ttemu
-
-    device = ttemu.open_device(board="n150", timing_only=True)
+    device = harness.open_device(timing_only=True)
     rows: list[Row] = []
     t0 = time.monotonic()
     for i, point in enumerate(points):
@@ -161,43 +149,23 @@ def main() -> None:
 
 
 def write(rows: list[Row], out: Path, wall: float, mode: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_suffix(".csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(
-            [
-                "model",
-                "prefix",
-                "suffix",
-                "users",
-                "plain_kv_MiB",
-                "shared_kv_MiB",
-                "plain_us_modelled",
-                "shared_us_modelled",
-                "prefix_level_us",
-                "suffix_level_us",
-                "merge_us",
-                "speedup_modelled",
-            ]
-        )
-        for r in rows:
-            w.writerow(
-                [
-                    r.model,
-                    r.prefix,
-                    r.suffix,
-                    r.users,
-                    f"{r.plain_kv_mib:.2f}",
-                    f"{r.shared_kv_mib:.2f}",
-                    f"{r.plain_us:.1f}",
-                    f"{r.shared_us:.1f}",
-                    f"{r.prefix_us:.1f}",
-                    f"{r.suffix_us:.1f}",
-                    f"{r.merge_us:.1f}",
-                    f"{r.speedup:.3f}",
-                ]
-            )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    table = [
+        {
+            "model": r.model,
+            "prefix": r.prefix,
+            "suffix": r.suffix,
+            "users": r.users,
+            "plain_kv_MiB": f"{r.plain_kv_mib:.2f}",
+            "shared_kv_MiB": f"{r.shared_kv_mib:.2f}",
+            "plain_us_modelled": f"{r.plain_us:.1f}",
+            "shared_us_modelled": f"{r.shared_us:.1f}",
+            "prefix_level_us": f"{r.prefix_us:.1f}",
+            "suffix_level_us": f"{r.suffix_us:.1f}",
+            "merge_us": f"{r.merge_us:.1f}",
+            "speedup_modelled": f"{r.speedup:.3f}",
+        }
+        for r in rows
+    ]
     lines = [
         "| model (per chip) | prefix | suffix | users | K/V read plain / shared (MiB) | plain (us, modelled) | "
         "shared (us, modelled: prefix + suffix + merge) | speedup (modelled) |",
@@ -212,9 +180,9 @@ def write(rows: list[Row], out: Path, wall: float, mode: str) -> None:
     lines.append("")
     lines.append(
         f"bfloat8_b K/V, block 64, one prefix group, emulated N150 chip, timing-only; at "
-        f"{commit.stdout.strip()}, `perf/shared_prefix.py {mode}`, {wall / 60:.1f} min wall."
+        f"{harness.source_tag()}, `perf/shared_prefix.py {mode}`, {wall / 60:.1f} min wall."
     )
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    harness.write_table(out, table, "\n".join(lines))
     plot(rows, out.with_suffix(".png"))
     print(f"wrote {out.with_suffix('.csv')}, .md, .png")
 

@@ -76,7 +76,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf/goals.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf/goals.py, perf/harness.py
+
+from harness import source_tag  # noqa: E402
 
 OUT = REPO / "perf" / "out"
 OURS, UPSTREAM_OP = "ttflashdecode", "ScaledDotProductAttentionDecode"  # OP CODE (upstream's: its ops report name)
@@ -634,38 +636,6 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writeheader()
         w.writerows(rows)
     tmp.replace(path)
-
-
-def _git(*argv: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=True).stdout
-
-
-SOURCE_PATHS = ("ttflashdecode", "program_configs")
-
-
-def source_tag() -> str:
-    """HEAD's short hash, with ``+dirty-<hash>`` when SOURCE_PATHS differ from HEAD (the hash is of the difference,
-    so two different dirty trees never share a tag). $TTFD_SWEEP_COMMIT overrides. (perf/calibrate_timing.py and
-    perf/auto_config_gain.py tag their outputs with it too.)"""
-    if os.environ.get("TTFD_SWEEP_COMMIT"):
-        return os.environ["TTFD_SWEEP_COMMIT"]
-    try:
-        head = _git("rev-parse", "--short", "HEAD").strip()
-        status = _git("status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS)
-        if not status.strip():
-            return head
-        h = hashlib.sha1(
-            subprocess.run(
-                ["git", "-C", str(REPO), "diff", "HEAD", "--", *SOURCE_PATHS], capture_output=True, check=True
-            ).stdout
-        )
-        for line in status.splitlines():
-            if line.startswith("??"):
-                path = REPO / line[3:]
-                h.update(line.encode() + (path.read_bytes() if path.is_file() else b""))
-        return f"{head}+dirty-{h.hexdigest()[:8]}"
-    except Exception:
-        return "unknown"
 
 
 def plot_ratios(shapes: list[Shape], records: list[dict], path: Path) -> None:

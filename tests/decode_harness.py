@@ -47,9 +47,6 @@ PCC_MIN = {"bfloat16": 0.999, "bfloat8_b": 0.999, "bfloat4_b": 0.995}
 # bfloat16 DST up to head_dim 1024, 0.043 at head_dim 2048 once divided by dst_factor, and 0.0065 with an fp32 DST.
 MAX_ABS_REL = {"bfloat16": 0.06, "bfloat8_b": 0.06, "bfloat4_b": 0.08}
 MAX_ABS_FLOOR = {"bfloat16": 0.001, "bfloat8_b": 0.001, "bfloat4_b": 0.002}
-# The former absolute bounds, still imported by perf/k_chunk_default.py (which scales them by max(1, max |expected|));
-# the tests use error_bound.
-MAX_ABS_ERR = {"bfloat16": 0.08, "bfloat8_b": 0.08, "bfloat4_b": 0.15}
 
 
 def case_seed(case: DecodeCase) -> int:

@@ -646,8 +646,8 @@ def for_device(device, program_config, compute: ComputeSettings) -> DecodePipeli
 def positions_bound(call: DecodeCall, config: ProgramConfig) -> int | None:
     """The largest cur_pos the plan must cover when the planner derives k_chunk_size from it: the batch's largest
     host position, rounded up to a power of two (so a decode loop whose positions grow every step meets a handful of
-    plans, not one per step: perf/k_chunk_default.py). None (the cache length rules) for a device cur_pos_tensor,
-    whose values the host does not see, and for an explicit k_chunk_size."""
+    plans, not one per step; what that gains: docs/USER_GUIDE.md's derived chunk rule). None (the cache length rules)
+    for a device cur_pos_tensor, whose values the host does not see, and for an explicit k_chunk_size."""
     if call.positions is None or config.k_chunk_size != 0:
         return None
     span = max(call.positions) + 1

@@ -20,7 +20,7 @@ one count per row on every attention core serving that row's (user, kv head) gro
 all its groups' counts only before it reads the chunk holding ``cur_pos``, the one chunk the update touches. Every
 other chunk streams at once, so the update overlaps the attention instead of preceding it.
 
-Whether that is worth it: ``perf/fused_update_attention.py`` (modelled) and README "Decode in model code".
+Whether that is worth it: docs/USER_GUIDE.md, "Update and attend in one launch" (separate vs fused, modelled).
 
 Parts: ``api`` (the public functions and one call's checks and launch), ``plan`` (where each half runs:
 :class:`~ttflashdecode.ops.fused.plan.FusedPlan`), ``factory`` (the two descriptors joined). The kernels are decode's
