@@ -202,33 +202,24 @@ def program_config_value(program_config):
     # longer than these reads (2.5 against 1.6 us).
     grid = c.compute_with_storage_grid_size
     try:  # plain attribute reads (getattr with a default costs ~0.1 us more a field)
-        return (
-            "SDPAProgramConfig",
-            grid.x,
-            grid.y,
-            c.q_chunk_size,
-            c.k_chunk_size,
-            c.exp_approx_mode,
-            c.max_cores_per_head_batch,
-            c.sub_core_grids,
-            c.max_k_splits,
-            c.matmul_math_fidelity,
-            c.segmented_accumulation,
-        )
+        later = (c.sub_core_grids, c.max_k_splits, c.matmul_math_fidelity, c.segmented_accumulation)
     except AttributeError:  # a config of an older ttnn, without some of the later fields: their defaults
-        return (
-            "SDPAProgramConfig",
-            grid.x,
-            grid.y,
-            c.q_chunk_size,
-            c.k_chunk_size,
-            c.exp_approx_mode,
-            c.max_cores_per_head_batch,
+        later = (
             getattr(c, "sub_core_grids", None),
             getattr(c, "max_k_splits", 1),
             getattr(c, "matmul_math_fidelity", None),
             getattr(c, "segmented_accumulation", False),
         )
+    return (
+        "SDPAProgramConfig",
+        grid.x,
+        grid.y,
+        c.q_chunk_size,
+        c.k_chunk_size,
+        c.exp_approx_mode,
+        c.max_cores_per_head_batch,
+        *later,
+    )
 
 
 def compute_config_value(compute_kernel_config):
