@@ -176,7 +176,9 @@ class Backend:
         if self.is_emulator:
             return self.device.lowest_l1_buffer_address()
         ttnn = import_ttnn()
-        return _lowest_l1_buffer(self.device, ttnn.get_memory_view(self.device, ttnn.BufferType.L1))
+        l1 = ttnn.BufferType.L1
+        base = int(ttnn.get_allocator_base_address(self.device, l1))
+        return _lowest_l1_buffer(ttnn.get_memory_view(self.device, l1), base)
 
     def l1_line_reader(self) -> Callable[..., int | None]:
         """:meth:`lowest_l1_buffer_address` as a function, with what it needs looked up once: the fast path reads the
@@ -206,7 +208,7 @@ class Backend:
                 return None
             if witness == top - allocated and _l1_line_from_totals(view, allocated):
                 return witness
-            return _lowest_l1_buffer(device, view)
+            return _lowest_l1_buffer(view, base)
 
         return lowest_l1_buffer_address
 
@@ -307,18 +309,17 @@ class Backend:
         return ttnn.MeshProgramDescriptor(ranges)
 
 
-def _lowest_l1_buffer(device, view) -> int | None:
+def _lowest_l1_buffer(view, base: int) -> int | None:
     """The lowest live L1 buffer of a card's device from the L1 allocator's memory view: its block table (offsets
-    from the allocator's base), not ttnn.reports.get_buffers, which lists every buffer of the device and took ~670 us
-    with one 8 MiB DRAM buffer on a mock N150 (docs/RUNTIME.md). No L1 buffer at all (a decode loop over DRAM tensors):
-    the view's total answers without converting its block table to Python (~1 us against ~3 us)."""
+    from the allocator's base address ``base``), not ttnn.reports.get_buffers, which lists every buffer of the device
+    and took ~670 us with one 8 MiB DRAM buffer on a mock N150 (docs/RUNTIME.md). No L1 buffer at all (a decode loop
+    over DRAM tensors): the view's total answers without converting its block table to Python (~1 us against ~3 us)."""
     if not view.total_bytes_allocated_per_bank:
         return None
     used = [int(b["address"]) for b in view.block_table if b["allocated"] == "yes"]
     if not used:
         return None
-    ttnn = import_ttnn()
-    return int(ttnn.get_allocator_base_address(device, ttnn.BufferType.L1)) + min(used)
+    return base + min(used)
 
 
 def _l1_line_from_totals(view, allocated: int) -> bool:

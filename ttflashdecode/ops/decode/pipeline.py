@@ -11,8 +11,8 @@ A run is a sequence of small steps, each its own method: check the call, check d
 host positions and page tables, allocate the output, check L1 room, look up or build the program, launch. What a run
 derives (plans, program descriptors, staging outputs) lives in the device's
 :class:`~ttflashdecode.device_cache.DeviceCache` and dies with the device. A call that repeats one that passed (same
-tensors' addresses and properties, device positions) takes the fast path instead (:func:`launch_hit`, which
-:func:`run_request` makes inline; one for every face): allocate the output, launch the programs kept for it
+tensors' addresses and properties, device positions) takes the fast path instead (:func:`launch_hit`, one for every
+face): allocate the output, launch the programs kept for it
 (:mod:`ttflashdecode.ops.decode.fast_path`).
 :meth:`DecodePipeline.prepare` makes what runs reuse (a bfloat8_b output's staging tensor, a non-causal call's
 positions), so a run uploads nothing and can be captured in a trace.
@@ -517,20 +517,14 @@ def run_request(request: DecodeRequest, return_stats: bool):
     ``(output, DecodeResult)`` with ``return_stats``."""
     if type(return_stats) is not bool:  # checked first: the fast path below returns by it
         check_bool("return_stats", return_stats)
-    if request.page_table is None and request.paged or request.v_from_k:  # a paged call with its table passes
-        request.check_entry()
+    request.check_entry()
     tensors = request.tensors
     signature = call_signature(request, tensors)
     if signature is not None:
-        # launch_hit without a plan to match, inline (this runs on every call)
-        key, check, device = signature
-        cache = existing_cache(device)
-        entry = None if cache is None else cache.calls.get(key)
-        if entry is not None:
-            owner = entry.owner
-            if owner.hit(entry, check, tensors, key[1]):
-                out = owner.run_hit(entry, tensors)
-                return (out, owner.last_run) if return_stats else out
+        hit = launch_hit(existing_cache(signature[2]), signature[0], signature[1], tensors)
+        if hit is not None:
+            out, owner = hit
+            return (out, owner.last_run) if return_stats else out
 
     # Check and plan first: nothing is uploaded or allocated for a call that cannot run.
     checked = request.check()
@@ -712,8 +706,7 @@ def _witness(tensors: tuple, l1_line: int) -> int | None:
 
 
 def launch_hit(cache: DeviceCache | None, key, check: tuple, tensors: tuple, planned: Planned | None = None):
-    """The fast path of every decode call (:meth:`FlashDecodeWrapper.run`'s; :func:`run_request` makes its steps
-    inline for the op's functions): (output, the
+    """The fast path of every decode call (:func:`run_request`'s and :meth:`FlashDecodeWrapper.run`'s): (output, the
     wrapper that launched it) of the signed call ``(key, check)``, launched again from the entry of the device's
     ``calls`` table that a validated call of the same signature left (the wrapper's ``last_run`` is the run's
     result), or None when there is no such entry or it does not apply (then the caller takes the

@@ -10,7 +10,7 @@ added here and not there, or out of order, fails that test. A request is immutab
 
 A request is checked in two steps, both here:
 
-* :meth:`DecodeRequest.check_entry`, first, on every call that may lack them: the arguments the entry point itself
+* :meth:`DecodeRequest.check_entry`, first, on every call: the arguments the entry point itself
   requires (a paged function's page table, an MLA function's ``head_dim_v``). These must come before the fast path: a
   paged call without a page table signs exactly like the contiguous call with the same tensors, and would replay that
   call's programs.
