@@ -1,8 +1,9 @@
 """Data-format reconfiguration as silicon does it (emu/compute_reconfig.h, after the wheel's llk_unpack_common_api.h,
 llk_math_common_api.h and llk_pack_common_api.h, Wormhole and Blackhole alike): the one-argument forms always
-reprogram; the (old, new) forms reprogram only when the two operands' descriptors differ, decided from the operands
-passed and not from what is programmed. The timing model charges kReconfigCycles once per call on each lane (unpack,
-math, pack) that reprograms, nothing for a skipped one. Durations here are MODELLED.
+reprogram; the (old, new) forms, of the compute API and of the LLK API alike, reprogram only when the two operands'
+descriptors differ, decided from the operands passed and not from what is programmed. The timing model charges
+kReconfigCycles once per call on each lane (unpack, math, pack) that reprograms, nothing for a skipped one. Durations
+here are MODELLED.
 
 The kernel (kernels/reconfig/compute_copy_chain.cpp) copies a[i] -> mid -> out and b[i] -> out, switching SrcA and
 the packer between the CBs with the reconfig form under test; its output is a[0], b[0], a[1], b[1], ..."""
@@ -24,7 +25,7 @@ from ttemu.ttnn_env import import_ttnn
 ttnn = import_ttnn()
 
 CHAIN = Path(__file__).resolve().parent / "kernels" / "reconfig" / "compute_copy_chain.cpp"
-ONE_ARG, OLD_NEW, WRONG_OLD = 0, 1, 2
+ONE_ARG, OLD_NEW, WRONG_OLD, LLK_OLD_NEW = 0, 1, 2, 3
 CB_A, CB_B, CB_MID, CB_STALE, CB_OUT = 0, 1, 2, 3, 16
 NUM_TILES = 3
 CORE = (0, 0)
@@ -130,6 +131,7 @@ def test_old_new_with_matching_formats_skips_and_charges_nothing(dev):
     out_one, lanes_one = run_chain(dev, ONE_ARG, bf16, bf16, bf16)
     out_two, lanes_two = run_chain(dev, OLD_NEW, bf16, bf16, bf16)
     assert torch.equal(out_one, out_two)
+    assert run_chain(dev, LLK_OLD_NEW, bf16, bf16, bf16)[1] == pytest.approx(lanes_two, abs=1e-3)
     r = reconfig_cycles(dev)
     assert lanes_one["unpack"] - lanes_two["unpack"] == pytest.approx(NUM_TILES * SRCA_SWITCHES * r, abs=1e-3)
     assert lanes_one["math"] - lanes_two["math"] == pytest.approx(NUM_TILES * SRCA_SWITCHES * r, abs=1e-3)
@@ -143,7 +145,9 @@ def test_old_new_with_differing_formats_reprograms(dev):
     bf16, bfp8, f32 = ttnn.bfloat16, ttnn.bfloat8_b, ttnn.float32
     out_one, lanes_one = run_chain(dev, ONE_ARG, bf16, bfp8, f32)
     out_two, lanes_two = run_chain(dev, OLD_NEW, bf16, bfp8, f32)
-    assert torch.equal(out_one, out_two)
+    out_llk, lanes_llk = run_chain(dev, LLK_OLD_NEW, bf16, bfp8, f32)
+    assert torch.equal(out_one, out_two) and torch.equal(out_one, out_llk)
+    assert lanes_llk == pytest.approx(lanes_two, abs=1e-3)
     r = reconfig_cycles(dev)
     assert lanes_two["unpack"] == pytest.approx(lanes_one["unpack"], abs=1e-3)
     assert lanes_two["pack"] == pytest.approx(lanes_one["pack"], abs=1e-3)

@@ -4,8 +4,9 @@
 // so cb_out receives a[0], b[0], a[1], b[1], ... (through whatever formats the CBs hold).
 //
 // Compile-time args: [0] form: 0 one-argument reconfigs (always reprogram), 1 (old, new) reconfigs naming the
-// operand last programmed, 2 (old, new) reconfigs naming cb_stale as the old operand (a kernel's wrong claim);
-// [1] num_tiles.
+// operand last programmed, 2 (old, new) reconfigs naming cb_stale as the old operand (a kernel's wrong claim),
+// 3 as 1 with SrcA switched through the LLK API's (old, new) calls, as the wheel's reduce helpers make them
+// (ttnn/kernel_lib/reduce_helpers_compute.inl reduce_init_short_with_dt); [1] num_tiles.
 
 #include <cstdint>
 
@@ -23,6 +24,9 @@ constexpr uint32_t num_tiles = get_compile_time_arg_val(1);
 void switch_srca(uint32_t old_cb, uint32_t new_cb) {
     if constexpr (form == 0) {
         reconfig_data_format_srca(new_cb);
+    } else if constexpr (form == 3) {
+        UNPACK((llk_unpack_reconfig_data_format_srca<DST_ACCUM_MODE, p_dim_stride_target::IGNORE>(old_cb, new_cb)));
+        MATH((llk_math_reconfig_data_format_srca<DST_ACCUM_MODE>(old_cb, new_cb)));
     } else {
         reconfig_data_format_srca(form == 1 ? old_cb : cb_stale, new_cb);
     }
@@ -32,7 +36,7 @@ void switch_pack(uint32_t old_cb, uint32_t new_cb) {
     if constexpr (form == 0) {
         pack_reconfig_data_format(new_cb);
     } else {
-        pack_reconfig_data_format(form == 1 ? old_cb : cb_stale, new_cb);
+        pack_reconfig_data_format(form == 2 ? cb_stale : old_cb, new_cb);
     }
 }
 
