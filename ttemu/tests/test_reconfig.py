@@ -51,16 +51,19 @@ def model_constants(dev) -> dict[str, float]:
     return k
 
 
-def _chain_program(a, b, out, form: int, mid_dtype, stale_dtype):
+def _chain_program(a, b, out, form: int, mid_dtype, stale_dtype, mid_tile):
     cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*CORE), ttnn.CoreCoord(*CORE))])
 
-    def cb(index, dtype, pages):
-        page = PAGE_BYTES[dtype]
-        return ttnn.CBDescriptor(
-            total_size=page * pages,
-            core_ranges=cores,
-            format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=index, data_format=dtype, page_size=page)],
+    def cb(index, dtype, pages, tile=None):
+        assert tile is None or dtype == ttnn.bfloat16, "a bfloat16 CB only may take another tile shape here"
+        page = PAGE_BYTES[dtype] if tile is None else 2 * tile[0] * tile[1]
+        fmt = ttnn.CBFormatDescriptor(
+            buffer_index=index,
+            data_format=dtype,
+            page_size=page,
+            tile=None if tile is None else ttnn.TileDescriptor(*tile),
         )
+        return ttnn.CBDescriptor(total_size=page * pages, core_ranges=cores, format_descriptors=[fmt])
 
     c = ttnn.CoreCoord(*CORE)
     kernels = [
@@ -92,15 +95,16 @@ def _chain_program(a, b, out, form: int, mid_dtype, stale_dtype):
     cbs = [
         cb(CB_A, a.dtype, 2),
         cb(CB_B, b.dtype, 2),
-        cb(CB_MID, mid_dtype, 1),
+        cb(CB_MID, mid_dtype, 1, mid_tile),
         cb(CB_STALE, stale_dtype, 1),
         cb(CB_OUT, out.dtype, 2),
     ]
     return ttnn.ProgramDescriptor(kernels=kernels, semaphores=[], cbs=cbs)
 
 
-def run_chain(dev, form: int, a_dtype, b_dtype, mid_dtype, out_dtype=None, stale_dtype=None):
-    """Run the chain; returns (output, the compute core's lane busy times in cycles)."""
+def run_chain(dev, form: int, a_dtype, b_dtype, mid_dtype, out_dtype=None, stale_dtype=None, mid_tile=None):
+    """Run the chain (mid_tile: cb_mid's tile shape, default 32x32); returns (output, the compute core's lane busy
+    times in cycles)."""
     out_dtype = out_dtype or ttnn.bfloat16
     g = torch.Generator().manual_seed(7)
     x = torch.randn(1, 1, 32, 32 * NUM_TILES, generator=g)
@@ -109,7 +113,7 @@ def run_chain(dev, form: int, a_dtype, b_dtype, mid_dtype, out_dtype=None, stale
     b = dev.from_torch(y, dtype=b_dtype, layout=ttnn.TILE_LAYOUT)
     out = dev.allocate([1, 1, 32, 32 * 2 * NUM_TILES], out_dtype, ttnn.TILE_LAYOUT)
     try:
-        pd = _chain_program(a, b, out, form, mid_dtype, stale_dtype or mid_dtype)
+        pd = _chain_program(a, b, out, form, mid_dtype, stale_dtype or mid_dtype, mid_tile)
         stats = dev.generic_op([a, b, out], pd)
         assert stats.timing is not None and stats.timing.ok, stats.timing and stats.timing.error
         clock = model_constants(dev)["kClockGHz"]
@@ -160,6 +164,20 @@ def test_old_new_with_differing_formats_reprograms(dev):
     y = ttnn.to_torch(ttnn.from_torch(y, dtype=bfp8, layout=ttnn.TILE_LAYOUT)).float().reshape(32, NUM_TILES, 32)
     assert torch.equal(got[:, 0::2], x.to(torch.bfloat16).float())
     assert torch.equal(got[:, 1::2], y)
+
+
+def test_old_new_with_differing_face_geometry_reprograms_the_unpacker_only(dev):
+    """Every CB bfloat16, mid holding 16x32 tiles (two 16-row faces): the unpacker compares face geometry too, so the
+    a -> mid and mid -> b switches reprogram it and b -> a does not; the math thread compares formats only and the
+    packer's (old, new) form its destination formats only, so neither reprograms."""
+    bf16 = ttnn.bfloat16
+    out_one, lanes_one = run_chain(dev, ONE_ARG, bf16, bf16, bf16, mid_tile=(16, 32))
+    out_two, lanes_two = run_chain(dev, OLD_NEW, bf16, bf16, bf16, mid_tile=(16, 32))
+    assert torch.equal(out_one, out_two)
+    r = reconfig_cycles(dev)
+    assert lanes_one["unpack"] - lanes_two["unpack"] == pytest.approx(NUM_TILES * r, abs=1e-3)
+    assert lanes_one["math"] - lanes_two["math"] == pytest.approx(NUM_TILES * SRCA_SWITCHES * r, abs=1e-3)
+    assert lanes_one["pack"] - lanes_two["pack"] == pytest.approx(NUM_TILES * PACK_SWITCHES * r, abs=1e-3)
 
 
 def test_wrong_old_operand_keeps_the_programmed_srca_format(dev):
