@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -1821,11 +1822,22 @@ void write_ok_result() {
     }
     o << "}, \"buffers\": {";
     first = true;
+    // Per-page counts: a large K/V cache has a hundred thousand pages, so they are formatted with to_chars into one
+    // string rather than through the stream a number at a time.
+    auto counts = [&](uint32_t num_pages, const std::atomic<uint64_t>* v) {
+        std::string text(size_t(num_pages) * 21, '\0');
+        char* at = text.data();
+        for (uint32_t i = 0; i < num_pages; ++i) {
+            if (i) *at++ = ',';
+            at = std::to_chars(at, text.data() + text.size(), v[i].load()).ptr;
+        }
+        o.write(text.data(), at - text.data());
+    };
     auto emit = [&](int id, uint32_t num_pages, const std::atomic<uint64_t>* rd, const std::atomic<uint64_t>* wr) {
         o << (first ? "" : ", ") << "\"" << id << "\": {\"read\": [";
-        for (uint32_t i = 0; i < num_pages; ++i) o << (i ? "," : "") << rd[i].load();
+        counts(num_pages, rd);
         o << "], \"written\": [";
-        for (uint32_t i = 0; i < num_pages; ++i) o << (i ? "," : "") << wr[i].load();
+        counts(num_pages, wr);
         o << "]}";
         first = false;
     };
