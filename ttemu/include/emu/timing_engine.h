@@ -1169,11 +1169,11 @@ class Engine {
             s.start = t0;
             push(i);
         }
-        next_ = {0, kNone};
+        next_i_ = kNone;
         for (;;) {
             // The RISC just stepped runs again without a trip through the heap while it is still first.
-            std::pair<Cycle, size_t> at = next_;
-            next_.second = kNone;
+            std::pair<Cycle, size_t> at{next_t_, next_i_};
+            next_i_ = kNone;
             if (at.second == kNone || (!heap_.empty() && heap_.top() < at)) {
                 if (at.second != kNone) heap_.push(at);
                 if (heap_.empty()) break;
@@ -1361,7 +1361,7 @@ class Engine {
 
     Cycle& clock(size_t i, const Event& e) { return is_compute(i) ? st_[i].lane[lane_of(e)] : st_[i].t; }
 
-    // Queue RISC i at its next event's time. `self`: i was just stepped, and waits in next_ (run() compares it with
+    // Queue RISC i at its next event's time. `self`: i was just stepped, and waits in next_i_ (run() compares it with
     // the heap's first: the order of steps is the heap's).
     void push(size_t i, bool self = false) {
         State& s = st_[i];
@@ -1369,9 +1369,10 @@ class Engine {
         if (s.pc >= ev.size()) return;
         Cycle t = clock(i, ev[s.pc]);
         s.queued_at = t;
-        if (self)
-            next_ = {t, i};
-        else
+        if (self) {
+            next_t_ = t;
+            next_i_ = i;
+        } else
             heap_.push({t, i});
     }
 
@@ -1728,7 +1729,10 @@ class Engine {
     std::vector<CbState*> cb_index_;  // cb_state's index into cbs_
     std::priority_queue<std::pair<Cycle, size_t>, std::vector<std::pair<Cycle, size_t>>, std::greater<>> heap_;
     static constexpr size_t kNone = ~size_t(0);
-    std::pair<Cycle, size_t> next_{0, kNone};  // the RISC step() re-queued (push(i, true)), not in heap_
+    // The RISC step() re-queued (push(i, true)), not in heap_, and its time: two fields, not a pair, because run()
+    // reads them right after step() wrote them, and a 16-byte load of two 8-byte stores cannot be forwarded.
+    Cycle next_t_ = 0;
+    size_t next_i_ = kNone;
 };
 
 }  // namespace timing
