@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 from . import arch, fault_location
 from .build import runtime_executable, sanitizer
 from .errors import EmulatorError, EmulatorHang, KernelFault, SanitizerReport
@@ -183,6 +185,8 @@ def run_program(
                 res = json.loads(result.read_text())
             except json.JSONDecodeError as e:
                 raise EmulatorError(f"unreadable emulator result ({e}); exit code {code}") from None
+            if res.get("status") == "ok":
+                _read_page_counts(res["stats"], result.with_name(result.name + ".pages"))
     if report:  # the report explains what the run did, whether or not it failed
         try:
             _outcome(res, code, page_sizes, wall)
@@ -190,6 +194,17 @@ def run_program(
             raise SanitizerReport(sanitize, report) from e
         raise SanitizerReport(sanitize, report)
     return _outcome(res, code, page_sizes, wall)
+
+
+def _read_page_counts(stats: dict, path: Path) -> None:
+    """Each buffer's per-page byte counts, which the child writes beside its JSON result (``<result>.pages``: for each
+    buffer its read counts then its written counts, native uint64, from word ``at``): into ``stats["buffers"]`` as the
+    lists EmulatorStats takes."""
+    words = np.fromfile(path, dtype=np.uint64)
+    for entry in stats.get("buffers", {}).values():
+        at, n = entry.pop("at"), entry.pop("pages")
+        entry["read"] = words[at : at + n].tolist()
+        entry["written"] = words[at + n : at + 2 * n].tolist()
 
 
 def _wait(proc: subprocess.Popen, backstop_s: float) -> tuple[int, bool]:
