@@ -19,8 +19,11 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import numpy as np
 
 from . import arch, fault_location
 from .build import runtime_executable, sanitizer
@@ -167,20 +170,13 @@ def run_program(
         # The child's own deadline counts the CPU time it received; this wall-clock backstop only ends a child the host
         # never schedules (or one wedged outside its watchdog), so it leaves room for a heavily loaded machine.
         backstop_s = WALL_BACKSTOP_FACTOR * deadline_s + 30
-        try:
-            fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)
-            proc = subprocess.run(
-                [str(exe), str(prog)],
-                pass_fds=fds,
-                timeout=backstop_s,
-                stdout=subprocess.DEVNULL,
-                env=_sanitizer_env(sanitize, tmp),
-            )
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            raise EmulatorHang(
-                f"emulator child did not finish within {backstop_s:.0f} s of wall time (killed)"
-            ) from None
+        fds = (dram_fd,) if l1_fd < 0 else (dram_fd, l1_fd)
+        proc = subprocess.Popen(
+            [str(exe), str(prog)], pass_fds=fds, stdout=subprocess.DEVNULL, env=_sanitizer_env(sanitize, tmp)
+        )
+        code, killed = _wait(proc, backstop_s)
+        if killed:
+            raise EmulatorHang(f"emulator child did not finish within {backstop_s:.0f} s of wall time (killed)")
         wall = time.monotonic() - t0
         report = _sanitizer_report(tmp, plan) if sanitize else ""
         res = None
@@ -189,6 +185,8 @@ def run_program(
                 res = json.loads(result.read_text())
             except json.JSONDecodeError as e:
                 raise EmulatorError(f"unreadable emulator result ({e}); exit code {code}") from None
+            if res.get("status") == "ok":
+                _read_page_counts(res["stats"], result.with_name(result.name + ".pages"))
     if report:  # the report explains what the run did, whether or not it failed
         try:
             _outcome(res, code, page_sizes, wall)
@@ -196,6 +194,42 @@ def run_program(
             raise SanitizerReport(sanitize, report) from e
         raise SanitizerReport(sanitize, report)
     return _outcome(res, code, page_sizes, wall)
+
+
+def _read_page_counts(stats: dict, path: Path) -> None:
+    """Each buffer's per-page byte counts, which the child writes beside its JSON result (``<result>.pages``: for each
+    buffer its read counts then its written counts, native uint64, from word ``at``): into ``stats["buffers"]`` as the
+    lists EmulatorStats takes."""
+    words = np.fromfile(path, dtype=np.uint64)
+    for entry in stats.get("buffers", {}).values():
+        at, n = entry.pop("at"), entry.pop("pages")
+        entry["read"] = words[at : at + n].tolist()
+        entry["written"] = words[at + n : at + 2 * n].tolist()
+
+
+def _wait(proc: subprocess.Popen, backstop_s: float) -> tuple[int, bool]:
+    """The child's exit code once it exits, and whether the backstop killed it first. A blocking wait with a timer
+    for the backstop, not ``Popen.wait(timeout)``: that one polls with sleeps growing to 50 ms, so every run's wall time
+    would include up to 50 ms after the child exited."""
+    killed = threading.Event()
+
+    def backstop():
+        if proc.poll() is None:
+            killed.set()
+            proc.kill()
+
+    timer = threading.Timer(backstop_s, backstop)
+    timer.daemon = True
+    timer.start()
+    try:
+        code = proc.wait()
+    except BaseException:  # interrupted (Ctrl-C): no child outlives its caller
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        timer.cancel()
+    return code, killed.is_set()
 
 
 def _outcome(res: dict | None, code: int, page_sizes, wall: float) -> EmulatorStats:

@@ -177,3 +177,18 @@ def test_validation_errors(dev):
                 cbs=[cb(4, ttnn.bfloat16, 2048, 300, crs((0, 0))), cb(5, ttnn.bfloat16, 2048, 400, crs((0, 0)))],
             ),
         )
+
+
+def test_wall_backstop_kills_only_a_child_that_outlives_it():
+    """The parent's wall-clock backstop (runtime._wait): a child still running when it expires is killed and reported
+    as such; a child that exits first keeps its own exit code."""
+    import subprocess
+
+    from ttemu.runtime import _wait
+
+    t0 = time.monotonic()
+    assert _wait(subprocess.Popen(["sleep", "30"]), 0.2) == (-9, True)
+    assert time.monotonic() - t0 < 5
+    t0 = time.monotonic()
+    assert _wait(subprocess.Popen(["sh", "-c", "exit 3"]), 30) == (3, False)
+    assert time.monotonic() - t0 < 5

@@ -52,6 +52,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "emu/timing.h"
 
 namespace timing {
@@ -577,6 +579,10 @@ struct Topology {
     Xy xy(Endpoint e) const { return e.is_dram() ? dram_banks.at(size_t(e.bank())) : workers.at(size_t(e.id)); }
 
     static int wrap(int v, int n) { return ((v % n) + n) % n; }
+    // One router along the ring of n from a coordinate in [0, n): wrap(v + 1, n) and wrap(v - 1, n) without the
+    // divisions (a route takes one per hop, a replay millions).
+    static int up(int v, int n) { return v + 1 == n ? 0 : v + 1; }
+    static int down(int v, int n) { return v == 0 ? n - 1 : v - 1; }
     // Router hops from a to b: NoC 0 goes +x then +y, NoC 1 goes -y then -x, both wrapping ([npe] unicastRoute).
     int hops(Xy a, Xy b, Noc noc) const {
         if (noc == Noc::Noc0) return wrap(b.x - a.x, chip.noc_cols) + wrap(b.y - a.y, chip.noc_rows);
@@ -587,13 +593,70 @@ struct Topology {
 // =====================================================================================================================
 // Fabric: the chip's shared resources. Call it in nondecreasing issue time (the Engine does).
 // =====================================================================================================================
+// floor(x) as an integer, for |x| < 2^63: std::floor is a libm call on a plain x86-64 build (no SSE4.1 rounding
+// instruction), and the replay takes it twice per booking.
+inline int64_t floor_int(double x) {
+    int64_t i = int64_t(x);
+    return i - int64_t(x < double(i));
+}
+
+// Memory for the resources' bins: zeroed 4 KiB chunks carved from 2 MiB blocks that the kernel may back with huge
+// pages (transparent huge pages on request). A replay's bins are tens of MiB touched a chunk at a time and read
+// at random: in 4 KiB pages that is a page fault per chunk and a TLB miss on most bookings. Chunks a resource drops
+// are zeroed and reused. One pool per Fabric; not thread-safe (one replay runs on one thread).
+class ChunkPool {
+   public:
+    static constexpr size_t kChunkBins = 512, kChunkBytes = kChunkBins * sizeof(double), kBlockBytes = size_t(2) << 20;
+    ChunkPool() = default;
+    ChunkPool(const ChunkPool&) = delete;
+    ChunkPool& operator=(const ChunkPool&) = delete;
+    ~ChunkPool() {
+        for (auto& b : blocks_) munmap(b.first, b.second);
+    }
+    double* get() {
+        if (!free_.empty()) {
+            double* c = free_.back();
+            free_.pop_back();
+            std::memset(c, 0, kChunkBytes);
+            return c;
+        }
+        if (next_ == end_) new_block();
+        double* c = next_;
+        next_ += kChunkBins;
+        return c;
+    }
+    void put(double* chunk) { free_.push_back(chunk); }
+
+   private:
+    // A block at a 2 MiB boundary (what a huge page needs): map one more block's worth and unmap the ends.
+    void new_block() {
+        size_t len = 2 * kBlockBytes;
+        void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        uintptr_t at = (reinterpret_cast<uintptr_t>(p) + kBlockBytes - 1) & ~(uintptr_t(kBlockBytes) - 1);
+        size_t head = at - reinterpret_cast<uintptr_t>(p), tail = len - head - kBlockBytes;
+        if (head) munmap(p, head);
+        if (tail) munmap(reinterpret_cast<void*>(at + kBlockBytes), tail);
+        madvise(reinterpret_cast<void*>(at), kBlockBytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+        blocks_.push_back({reinterpret_cast<void*>(at), kBlockBytes});
+        next_ = reinterpret_cast<double*>(at);
+        end_ = next_ + kBlockBytes / sizeof(double);
+    }
+    std::vector<std::pair<void*, size_t>> blocks_;
+    std::vector<double*> free_;
+    double *next_ = nullptr, *end_ = nullptr;
+};
+
 // A shared resource (NoC link, NIU port, DRAM channel) as a timeline of capacity in bins of kBinCycles: a packet
 // arriving at t takes `occ` cycles of capacity from the bins at and after t that still have some. Taking capacity
 // where the packet IS in virtual time (rather than after the last reservation made) keeps the model fair when
 // packets are booked out of time order: the replay books a whole transfer when it is issued, and a 1 MiB read
 // books its responses far ahead of a request issued a cycle later that crosses the same link. Within a bin the
 // order is first come, first served. Bins far behind the replay's current time are dropped.
-class Resource {
+//
+// The hot part of a booking's state sits in the object's first cache line (alignas): a replay books millions of
+// times across ~1,000 resources, and what a booking costs is mostly the loads of a resource not touched lately.
+class alignas(64) Resource {
    public:
     static constexpr double kBinCycles = 64;
     static constexpr double kEps = 1e-6;  // capacity below this is none (rounding of fractional occupancies)
@@ -602,11 +665,12 @@ class Resource {
     struct Span {
         Cycle start, end;
     };
-    Span take(Cycle t, Cycle occ, Cycle floor_time) {
-        trim(floor_time);
+    // `keep`: the first bin any booking may still reach (Fabric::set_floor's time in bins); older ones are dropped.
+    Span take(Cycle t, Cycle occ, int64_t keep) {
+        if (keep > base_) trim(keep);
         busy += occ;
-        if (t >= block_from_ && t < block_end_) t += block_share_ * (block_end_ - t);
-        int64_t b = int64_t(std::floor(t / kBinCycles));
+        if (t < block_end_ && t >= block_from_) t += block_share_ * (block_end_ - t);
+        int64_t b = floor_int(t / kBinCycles);
         if (b < base_) {
             b = base_;
             t = Cycle(base_) * kBinCycles;
@@ -626,9 +690,23 @@ class Resource {
             if (start < 0) start = from;
             u += x;
             rem -= x;
-            while (full_ < used_.size() && used_[full_] >= kBinCycles - kEps) ++full_;
+            // full_ is a lower bound on the first bin with capacity (the scan above skips full bins anyway): it moves
+            // only when its own bin fills, so a booking elsewhere does not load that bin again.
+            if (idx == full_)
+                while (full_ < used_.size() && used_[full_] >= kBinCycles - kEps) ++full_;
             if (rem <= kEps) return {start, from + x};
         }
+    }
+
+    Resource() = default;
+    Resource(const Resource&) = delete;
+    Resource& operator=(const Resource&) = delete;
+    void attach(ChunkPool* pool) { used_.attach(pool); }  // where its bins' memory comes from (before any booking)
+
+    // A hint: the bin a booking at t would start from, towards the cache (when its chunk is the one last reached).
+    void prefetch(Cycle t) const {
+        int64_t b = floor_int(t / kBinCycles) - base_;
+        if (b >= 0) used_.prefetch(size_t(b));
     }
 
     // A packet stalled in this resource's buffer from t0 to t1 (flow control): a packet that arrives meanwhile waits
@@ -642,64 +720,71 @@ class Resource {
     }
 
    private:
-    void trim(Cycle floor_time) {
-        int64_t keep = int64_t(std::floor(floor_time / kBinCycles));
-        if (keep <= base_) return;
+    void trim(int64_t keep) {
         size_t drop = size_t(std::min<int64_t>(keep - base_, int64_t(used_.size())));
         used_.drop_front(drop);
         full_ = full_ > drop ? full_ - drop : 0;
         base_ = keep;
     }
-    int64_t base_ = 0;
-    Cycle block_from_ = 0, block_end_ = 0;  // the latest stall (hold)
-    double block_share_ = 0;
-    size_t full_ = 0;  // index of the first bin with capacity left
-    // The bins from base_ on, as fixed-size chunks allocated (zeroed) when a booking first touches one: a replay keeps
-    // 2^20 cycles of history, so a resource first used late in a run would otherwise zero-fill every bin before it,
-    // and hundreds of resources' bins would not stay in cache. Bins never touched read as empty (0).
+    // The bins from base_ on, as fixed-size chunks taken from the Fabric's pool (zeroed) when a booking first touches
+    // one: a replay keeps 2^20 cycles of history, so a resource first used late in a run would otherwise zero-fill
+    // every bin before it, and hundreds of resources' bins would not stay in cache. Bins never touched read as empty
+    // (0). The chunk last reached is remembered (consecutive bookings of a resource are mostly in one chunk of 32K
+    // cycles).
     class Bins {
        public:
         Bins() = default;
-        Bins(const Bins& o) : chunks_(o.chunks_.size()), head_(o.head_), size_(o.size_) {
-            for (size_t c = 0; c < chunks_.size(); ++c)
-                if (o.chunks_[c]) {
-                    chunks_[c].reset(new double[kChunk]);
-                    std::copy_n(o.chunks_[c].get(), kChunk, chunks_[c].get());
-                }
-        }
-        Bins& operator=(const Bins& o) {
-            if (this != &o) *this = Bins(o);
-            return *this;
-        }
-        Bins(Bins&&) = default;
-        Bins& operator=(Bins&&) = default;
+        Bins(const Bins&) = delete;
+        Bins& operator=(const Bins&) = delete;
+        void attach(ChunkPool* pool) { pool_ = pool; }
         size_t size() const { return size_; }
         double& operator[](size_t i) {
             size_t p = head_ + i;
-            std::unique_ptr<double[]>& c = chunks_[p >> kChunkBits];
-            if (!c) c.reset(new double[kChunk]());
-            return c[p & (kChunk - 1)];
+            if ((p >> kChunkBits) != last_chunk_) reach(p >> kChunkBits);
+            return last_[p & (kChunk - 1)];
+        }
+        void prefetch(size_t i) const {
+            size_t p = head_ + i;
+            if ((p >> kChunkBits) == last_chunk_) __builtin_prefetch(last_ + (p & (kChunk - 1)), 1);
         }
         void grow(size_t n) {  // bins [size(), n) are empty
             size_ = n;
             size_t need = ((head_ + n - 1) >> kChunkBits) + 1;
-            if (chunks_.size() < need) chunks_.resize(need);
+            if (chunks_.size() < need) chunks_.resize(need, nullptr);
         }
         void drop_front(size_t n) {
             head_ += n;
             size_ -= n;
-            size_t dead = head_ >> kChunkBits;  // chunks wholly before the first live bin
+            size_t dead = std::min(head_ >> kChunkBits, chunks_.size());  // chunks wholly before the first live bin
             if (dead == 0) return;
-            chunks_.erase(chunks_.begin(), chunks_.begin() + std::ptrdiff_t(std::min(dead, chunks_.size())));
+            for (size_t c = 0; c < dead; ++c)
+                if (chunks_[c]) pool_->put(chunks_[c]);
+            chunks_.erase(chunks_.begin(), chunks_.begin() + std::ptrdiff_t(dead));
             head_ -= dead << kChunkBits;
+            last_chunk_ = kNoChunk;  // chunk numbers moved
         }
 
        private:
-        static constexpr size_t kChunkBits = 9, kChunk = size_t(1) << kChunkBits;
-        std::vector<std::unique_ptr<double[]>> chunks_;
+        static constexpr size_t kChunkBits = 9, kChunk = size_t(1) << kChunkBits, kNoChunk = ~size_t(0);
+        static_assert(kChunk == ChunkPool::kChunkBins, "a chunk of bins is a pool's chunk");
+        void reach(size_t c) {
+            double*& chunk = chunks_[c];
+            if (!chunk) chunk = pool_->get();
+            last_chunk_ = c;
+            last_ = chunk;
+        }
+        size_t last_chunk_ = kNoChunk;  // the chunk last reached
+        double* last_ = nullptr;
         size_t head_ = 0, size_ = 0;
+        std::vector<double*> chunks_;  // nullptr: not touched yet (every bin 0)
+        ChunkPool* pool_ = nullptr;    // the Fabric's, which owns the chunks' memory
     };
+    // With `busy`, what every booking reads: the first cache line; the stall's start and share only when t is in it.
+    int64_t base_ = 0;
+    size_t full_ = 0;  // index of the first bin with capacity left, or a bin before it
+    Cycle block_end_ = 0;
     Bins used_;
+    Cycle block_from_ = 0, block_share_ = 0;  // the latest stall (hold)
 };
 
 // A packet in flight: when its head and tail passed the last stage, and (flow control on) the resources it has
@@ -716,10 +801,12 @@ class Fabric {
    public:
     Fabric(const Topology& topo, const Params& p) : topo_(topo), p_(p), c_(chip_under(topo.chip, p)) {
         size_t nodes = size_t(c_.noc_cols) * size_t(c_.noc_rows);
-        for (auto& v : link_) v.assign(nodes * 2, Resource{});
-        for (auto& v : niu_out_) v.assign(nodes, Resource{});
-        for (auto& v : niu_in_) v.assign(nodes, Resource{});
-        dram_.assign(topo.dram_banks.size(), Resource{});
+        for (auto& v : link_) v = std::vector<Resource>(nodes * 2);
+        for (auto& v : niu_out_) v = std::vector<Resource>(nodes);
+        for (auto& v : niu_in_) v = std::vector<Resource>(nodes);
+        dram_ = std::vector<Resource>(topo.dram_banks.size());
+        for (auto* v : {&link_[0], &link_[1], &niu_out_[0], &niu_out_[1], &niu_in_[0], &niu_in_[1], &dram_})
+            for (Resource& r : *v) r.attach(&pool_);
     }
 
     // Pipelined cut-through: the head reaches `r` `lat` after it left the previous stage, waits for `r` to be free,
@@ -729,7 +816,7 @@ class Fabric {
     // sharing: a packet slowed there still moves, and moving flits deny nothing beyond the capacity they take.
     void stage(Flow& f, Resource& r, Cycle occ, Cycle lat, Cycle slack = 0, bool sink = false) {
         Cycle arrive = f.head + lat, free_end = std::max(arrive + occ, f.tail + lat);
-        auto span = r.take(arrive, occ, floor_time_);
+        auto span = r.take(arrive, occ, keep_bin_);
         f.head = span.start;
         f.tail = std::max(span.end, f.tail + lat);
         if (sink) backpressure(f, f.tail - free_end - slack, arrive);
@@ -739,7 +826,7 @@ class Fabric {
     // time after the packet has gone (a small DRAM write: accepted at once, its channel busy for longer).
     void stage_pass(Flow& f, Resource& r, Cycle occ, Cycle pass, Cycle lat, Cycle slack = 0) {
         Cycle arrive = f.head + lat, free_end = std::max(arrive + pass, f.tail + lat);
-        auto span = r.take(arrive, occ, floor_time_);
+        auto span = r.take(arrive, occ, keep_bin_);
         f.head = span.start;
         f.tail = std::max(span.start + pass, f.tail + lat);
         backpressure(f, f.tail - free_end - slack, arrive);  // a DRAM channel: always a sink
@@ -766,7 +853,11 @@ class Fabric {
     }
 
     // Bookings never start before this (the replay's current time minus a margin): older bins can be dropped.
-    void set_floor(Cycle t) { floor_time_ = std::max(floor_time_, t); }
+    void set_floor(Cycle t) {
+        if (t <= floor_time_) return;
+        floor_time_ = t;
+        keep_bin_ = floor_int(t / Resource::kBinCycles);
+    }
 
     Cycle flits(uint32_t bytes) const { return std::ceil(double(bytes) / c_.flit_bytes) + 1; }
     // Cycles a packet of `bytes` holds a link: a header flit, then its data flits at the link's bandwidth (Wormhole:
@@ -777,12 +868,28 @@ class Fabric {
     void route(Flow& f, Xy a, Xy b, Noc noc, Cycle occ) {
         int n = int(noc);
         Xy c = a;
+        prefetch_route(f.head, a, b, noc);
         if (noc == Noc::Noc0) {
-            for (; c.x != b.x; c.x = Topology::wrap(c.x + 1, c_.noc_cols)) stage(f, link(n, c, 0), occ, c_.hop_cycles);
-            for (; c.y != b.y; c.y = Topology::wrap(c.y + 1, c_.noc_rows)) stage(f, link(n, c, 1), occ, c_.hop_cycles);
+            for (; c.x != b.x; c.x = Topology::up(c.x, c_.noc_cols)) stage(f, link(n, c, 0), occ, c_.hop_cycles);
+            for (; c.y != b.y; c.y = Topology::up(c.y, c_.noc_rows)) stage(f, link(n, c, 1), occ, c_.hop_cycles);
         } else {
-            for (; c.y != b.y; c.y = Topology::wrap(c.y - 1, c_.noc_rows)) stage(f, link(n, c, 1), occ, c_.hop_cycles);
-            for (; c.x != b.x; c.x = Topology::wrap(c.x - 1, c_.noc_cols)) stage(f, link(n, c, 0), occ, c_.hop_cycles);
+            for (; c.y != b.y; c.y = Topology::down(c.y, c_.noc_rows)) stage(f, link(n, c, 1), occ, c_.hop_cycles);
+            for (; c.x != b.x; c.x = Topology::down(c.x, c_.noc_cols)) stage(f, link(n, c, 0), occ, c_.hop_cycles);
+        }
+    }
+
+    // Each link of the route's bin at the time the packet would reach it uncontended: a booking's cost is mostly
+    // the load of its bin, and each hop's time depends on the hop before, so without this the loads come one at a
+    // time. A hint only (nothing is read or written).
+    void prefetch_route(Cycle t, Xy a, Xy b, Noc noc) {
+        int n = int(noc);
+        Xy c = a;
+        if (noc == Noc::Noc0) {
+            for (; c.x != b.x; c.x = Topology::up(c.x, c_.noc_cols)) link(n, c, 0).prefetch(t += c_.hop_cycles);
+            for (; c.y != b.y; c.y = Topology::up(c.y, c_.noc_rows)) link(n, c, 1).prefetch(t += c_.hop_cycles);
+        } else {
+            for (; c.y != b.y; c.y = Topology::down(c.y, c_.noc_rows)) link(n, c, 1).prefetch(t += c_.hop_cycles);
+            for (; c.x != b.x; c.x = Topology::down(c.x, c_.noc_cols)) link(n, c, 0).prefetch(t += c_.hop_cycles);
         }
     }
 
@@ -800,6 +907,15 @@ class Fabric {
             stage(f, niu_out(n, a), bytes / c_.worker_read_inject_bpc, c_.niu_cycles);
             return {f.head, f.tail + c_.niu_cycles + c_.read_service_cycles};
         }
+        // The bins the packet's stages would start from uncontended (see prefetch_route), the request's as it goes.
+        Cycle there = t + topo_.hops(a, b, noc) * c_.hop_cycles + 2 * c_.niu_cycles;
+        Cycle back = there + (src.is_dram() ? c_.dram_access_cycles : 0);
+        niu_out(n, a).prefetch(t);
+        niu_in(n, b).prefetch(there);
+        if (src.is_dram()) dram_[size_t(src.bank())].prefetch(back);
+        niu_out(n, b).prefetch(back);
+        prefetch_route(back, b, a, noc);
+        niu_in(n, a).prefetch(back + topo_.hops(b, a, noc) * c_.hop_cycles + 2 * c_.niu_cycles);
         // Request: a header flit from req to src.
         stage(f, niu_out(n, a), 1, 0);
         Cycle accepted = f.head;
@@ -892,11 +1008,11 @@ class Fabric {
                 }
             };
             if (noc == Noc::Noc0) {
-                for (; c.x != b.x; c.x = Topology::wrap(c.x + 1, c_.noc_cols)) hop(link(n, c, 0));
-                for (; c.y != b.y; c.y = Topology::wrap(c.y + 1, c_.noc_rows)) hop(link(n, c, 1));
+                for (; c.x != b.x; c.x = Topology::up(c.x, c_.noc_cols)) hop(link(n, c, 0));
+                for (; c.y != b.y; c.y = Topology::up(c.y, c_.noc_rows)) hop(link(n, c, 1));
             } else {
-                for (; c.y != b.y; c.y = Topology::wrap(c.y - 1, c_.noc_rows)) hop(link(n, c, 1));
-                for (; c.x != b.x; c.x = Topology::wrap(c.x - 1, c_.noc_cols)) hop(link(n, c, 0));
+                for (; c.y != b.y; c.y = Topology::down(c.y, c_.noc_rows)) hop(link(n, c, 1));
+                for (; c.x != b.x; c.x = Topology::down(c.x, c_.noc_cols)) hop(link(n, c, 0));
             }
             stage(f, niu_in(n, b), occ_flits, 2 * c_.niu_cycles, 0, true);
             Cycle arrived = f.tail + (inline_data ? k::kAtomicCycles : 0);
@@ -921,7 +1037,9 @@ class Fabric {
     Topology topo_;
     Params p_;
     Chip c_;
+    ChunkPool pool_;  // before the resources: their bins' memory outlives them
     Cycle floor_time_ = 0;
+    int64_t keep_bin_ = 0;  // floor_time_ in bins (Resource::take drops the bins before it)
     std::vector<Resource> link_[2], niu_out_[2], niu_in_[2];
     std::vector<Resource> dram_;
 };
@@ -1051,11 +1169,11 @@ class Engine {
             s.start = t0;
             push(i);
         }
-        next_ = {0, kNone};
+        next_i_ = kNone;
         for (;;) {
             // The RISC just stepped runs again without a trip through the heap while it is still first.
-            std::pair<Cycle, size_t> at = next_;
-            next_.second = kNone;
+            std::pair<Cycle, size_t> at{next_t_, next_i_};
+            next_i_ = kNone;
             if (at.second == kNone || (!heap_.empty() && heap_.top() < at)) {
                 if (at.second != kNone) heap_.push(at);
                 if (heap_.empty()) break;
@@ -1195,17 +1313,27 @@ class Engine {
         std::vector<std::pair<Cycle, uint32_t>> incs;  // (arrival, increment) since the last set
         std::vector<size_t> waiters;
     };
+    // A value per NoC transaction id, as a std::map's operator[] gives it (default-constructed on first use): the
+    // ids kernels use (0..kMaxNocTrid, checked by the runtime) in an array, looked up on every read packet; any
+    // other id (the timing C API's callers) in a map.
+    template <class T>
+    struct ByTrid {
+        static constexpr uint32_t kDirect = 16;
+        T direct[kDirect]{};
+        std::map<uint32_t, T> rest;
+        T& operator[](uint32_t trid) { return trid < kDirect ? direct[trid] : rest[trid]; }
+    };
     struct State {
         size_t pc = 0;
         Cycle t = 0;                // data-movement RISC clock
         Cycle lane[3] = {0, 0, 0};  // compute lanes: unpack, math, pack
         Cycle start = 0, busy = 0, wait = 0, lane_busy[3] = {0, 0, 0};
         Cycle read_done = 0, write_acked = 0, write_flushed = 0, atomic_acked = 0;
-        std::map<uint32_t, Cycle> trid_read, trid_write;
+        ByTrid<Cycle> trid_read, trid_write;
         // Flow control: when each command buffer (per NoC: read, write, atomic / inline) is free again, and the
         // completion times of this RISC's reads in flight per transaction id (the software throttle, [noc-api]).
         Cycle cmd_free[2][3] = {{0, 0, 0}, {0, 0, 0}};
-        std::map<uint32_t, std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> trid_inflight;
+        ByTrid<std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> trid_inflight;
         uint64_t acquires = 0, commits = 0, waits = 0, releases = 0;
         Cycle commit_time[2] = {0, 0}, release_time[2] = {0, 0};
         Cycle math_started = 0;
@@ -1233,7 +1361,7 @@ class Engine {
 
     Cycle& clock(size_t i, const Event& e) { return is_compute(i) ? st_[i].lane[lane_of(e)] : st_[i].t; }
 
-    // Queue RISC i at its next event's time. `self`: i was just stepped, and waits in next_ (run() compares it with
+    // Queue RISC i at its next event's time. `self`: i was just stepped, and waits in next_i_ (run() compares it with
     // the heap's first: the order of steps is the heap's).
     void push(size_t i, bool self = false) {
         State& s = st_[i];
@@ -1241,9 +1369,10 @@ class Engine {
         if (s.pc >= ev.size()) return;
         Cycle t = clock(i, ev[s.pc]);
         s.queued_at = t;
-        if (self)
-            next_ = {t, i};
-        else
+        if (self) {
+            next_t_ = t;
+            next_i_ = i;
+        } else
             heap_.push({t, i});
     }
 
@@ -1600,7 +1729,10 @@ class Engine {
     std::vector<CbState*> cb_index_;  // cb_state's index into cbs_
     std::priority_queue<std::pair<Cycle, size_t>, std::vector<std::pair<Cycle, size_t>>, std::greater<>> heap_;
     static constexpr size_t kNone = ~size_t(0);
-    std::pair<Cycle, size_t> next_{0, kNone};  // the RISC step() re-queued (push(i, true)), not in heap_
+    // The RISC step() re-queued (push(i, true)), not in heap_, and its time: two fields, not a pair, because run()
+    // reads them right after step() wrote them, and a 16-byte load of two 8-byte stores cannot be forwarded.
+    Cycle next_t_ = 0;
+    size_t next_i_ = kNone;
 };
 
 }  // namespace timing
