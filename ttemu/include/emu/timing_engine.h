@@ -12,7 +12,7 @@
 // NIU is a shared resource with contention (capacity in time bins taken per packet, pipelined cut-through). Compute
 // API calls cost cycles by op, math fidelity, SFPU function / approximation mode and tile format. CB pushes/pops and
 // semaphore updates carry a timestamp: a consumer that waits starts no earlier than the producer's push (plus the
-// transfer). Barriers wait for the last outstanding transfer of their RISC.
+// transfer). Barriers wait for the last outstanding transfer of their RISC on their NoC (each NIU counts its own).
 //
 // HOW IT STAYS DETERMINISTIC. The emulator runs one host thread per RISC, scheduled by the host OS; charging shared
 // resources in host order would make durations depend on scheduling. So the model is split in two:

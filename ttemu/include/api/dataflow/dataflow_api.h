@@ -12,6 +12,9 @@
 // CB formats and tile shapes: the kernel build generates chlkc_descriptors.h (as tt-metal's JIT build does), so
 // get_tile_size / get_tile_hw / get_tile_num_faces / get_dataformat are constexpr table lookups (wheel
 // api/dataflow/dataflow_api.h:8-11, 278-305); without that header they ask the runtime (32x32 tiles).
+// NoC choice: every call issues on the NoC its `noc` argument names (noc_index, the kernel's NOC_INDEX, by default):
+// its route and NIU in the timing model, its transaction counters; a barrier completes that NoC's transfers only, and
+// the *_set_state registers are per NoC. DRAM bank addresses are per NoC (dram_bank_to_noc_xy[noc], emu/runtime.h).
 // NOC transaction ids: reads / writes tagged by the *_with_trid calls below; a trid barrier completes only those.
 // Not implemented: sharded address generators (sharded L1 buffers are reached with get_noc_addr(x, y, addr)), PCIe,
 // the sticky transaction-id register (noc_async_read_set_trid tags nothing here), get_l1_noc_addr (the wheel's version adds bank_to_dram_offset to an L1 address), stateful
