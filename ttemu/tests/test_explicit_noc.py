@@ -7,8 +7,8 @@ on that NoC's NIU, in the emulator's functional model and its timing model alike
   the other NoC does not wait for it;
 - on Wormhole a DRAM address is a NoC's own (``dram_bank_to_noc_xy[noc]``: NoC 1's raw coordinates are NoC 0's
   mirrored): one built for NoC 1 but issued on NoC 0 is a fault naming both NoCs;
-- the timing model routes a read on the NoC it was issued on: its links are that NoC's, and the modelled duration
-  follows that NoC's route (NoC 0 +x then +y, NoC 1 -y then -x).
+- the timing model routes a transfer on the NoC it was issued on: its links are that NoC's, along that NoC's route
+  (NoC 0 +x then +y, NoC 1 -y then -x).
 Durations are MODELLED, not measured on silicon.
 """
 
@@ -88,18 +88,18 @@ def test_an_address_built_for_the_other_noc_faults(emu_device, ttnn, tensors):
 
 def test_the_timing_model_routes_each_read_on_its_noc(emu_device, ttnn, tensors):
     _, src, dst = tensors
-    links, reader = {}, {}
+    links = {}
     for noc in (0, 1):
         stats = _run(emu_device, ttnn, src, dst, count=64, read_noc=noc)
         assert stats.timing is not None and stats.timing.ok, stats.timing and stats.timing.error
         links[noc] = stats.timing.busiest_links
-        brisc = stats.timing.cores["0,0"]["BRISC"]
-        reader[noc] = brisc.end - brisc.start
     # every link the transfers used is on the NoC the kernel named, whatever its default
     assert links[0] and all(lk.noc == Noc.NOC0 for lk in links[0]), links[0]
     assert links[1] and all(lk.noc == Noc.NOC1 for lk in links[1]), links[1]
-    # core (0,0) at NoC 0 (1,1) and DRAM bank 0: the two NoCs' round trips differ, and so does the modelled time
-    assert reader[0] != pytest.approx(reader[1], rel=1e-3), reader
+    # and the routes differ: NoC 0 leaves core (0,0) at (1,1) along +x then +y, NoC 1 along -y then -x. (A read's
+    # request and response on one NoC go round both rings, so its latency alone does not tell the NoCs apart.)
+    hops = {noc: {(lk.origin, lk.axis) for lk in links[noc]} for noc in (0, 1)}
+    assert hops[0] != hops[1], hops
 
 
 def test_a_barrier_waits_for_its_own_nocs_transfers_only():
