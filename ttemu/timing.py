@@ -283,7 +283,7 @@ def library() -> ctypes.CDLL:
         "ttfd_tm_sem_write_remote": ([vp, i, i, u, u, i], None),
         "ttfd_tm_sem_wait": ([vp, i, u, u, i], None),
         "ttfd_tm_sem_set": ([vp, i, u, u], None),
-        "ttfd_tm_barrier": ([vp, i, i, u], None),
+        "ttfd_tm_barrier": ([vp, i, i, u, i], None),
         "ttfd_tm_compute": ([vp, i, i, u, u, u, i, i, d], None),
         "ttfd_tm_pack": ([vp, i, u, u], None),
         "ttfd_tm_tile_regs": ([vp, i, i], None),
@@ -540,8 +540,10 @@ class TimingModel:
     def sem_set(self, risc: int, l1_off: int, value: int) -> None:
         self._lib.ttfd_tm_sem_set(self._h, risc, l1_off, value)
 
-    def barrier(self, risc: int, kind: Barrier = Barrier.READ, trid: int = NO_TRID) -> None:
-        self._lib.ttfd_tm_barrier(self._h, risc, int(kind), trid)
+    def barrier(self, risc: int, kind: Barrier = Barrier.READ, trid: int = NO_TRID, noc: Noc = Noc.NOC0) -> None:
+        """Wait for this RISC's transfers of `kind` issued on `noc` (tt-metal's barriers take a NoC and wait on that
+        NIU's counters only)."""
+        self._lib.ttfd_tm_barrier(self._h, risc, int(kind), trid, int(noc))
 
     def compute(
         self,

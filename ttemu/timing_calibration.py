@@ -100,7 +100,7 @@ def single_core_transfers(kind: str, count: int, nbytes: int, noc: Noc = Noc.NOC
             m.write(r, dram(0), nbytes, noc)
         else:
             raise ValueError(f"kind={kind!r}: expected 'dram_read', 'dram_write', 'l1_read' or 'l1_write'")
-    m.barrier(r, Barrier.WRITE if kind.endswith("write") else Barrier.READ)
+    m.barrier(r, Barrier.WRITE if kind.endswith("write") else Barrier.READ, noc=noc)
     m.run()
     return m.risc_result(r).cycles
 
@@ -180,7 +180,7 @@ def chip_dram_read_bandwidth(pairs: list[tuple[int, int]], noc: Noc, nbytes: int
         r = m.add_risc(core, Proc.NCRISC)
         for _ in range(nbytes // 8192):
             m.read(r, dram(bank), 8192, noc)
-        m.barrier(r, Barrier.READ)
+        m.barrier(r, Barrier.READ, noc=noc)
     m.run()
     return len(pairs) * nbytes / m.duration_cycles
 
@@ -192,7 +192,7 @@ def chip_dram_write_bandwidth(pairs: list[tuple[int, int]], noc: Noc, nbytes: in
         r = m.add_risc(core, Proc.BRISC)
         for _ in range(nbytes // 8192):
             m.write(r, dram(bank), 8192, noc)
-        m.barrier(r, Barrier.WRITE)
+        m.barrier(r, Barrier.WRITE, noc=noc)
     m.run()
     return len(pairs) * nbytes / m.duration_cycles
 

@@ -150,16 +150,19 @@ uint32_t l1_core_bytes(const L1Buffer& b, size_t k) {
 
 constexpr uint32_t kNoTrid = 0xFFFFFFFFu;  // a transfer issued without a NOC transaction id
 
+// Transfers in flight, each on the NoC it was issued on: a barrier completes its own NoC's only.
 struct PendingRead {
     uint8_t* dst;
     const uint8_t* src;
     uint32_t size;
     uint32_t dst_off;
     uint32_t trid = kNoTrid;
+    uint8_t noc = 0;
 };
 struct PendingWrite {
     uint32_t src_off, size;
     uint32_t trid = kNoTrid;
+    uint8_t noc = 0;
 };
 
 enum class WaitKind : int { None = 0, CbFront, CbBack, Sem };
@@ -503,7 +506,11 @@ int node_of(const Target& t) { return t.dram ? -1 - t.bank : t.core->idx; }
 timing::Endpoint endpoint_of(const Target& t) {
     return t.dram ? timing::Endpoint::dram(t.bank) : timing::Endpoint::core(t.core->idx);
 }
-timing::Noc noc_of(const KThread& t) { return timing::Noc(t.k->noc & 1); }
+// The NoC a call issues on: its `noc` argument (noc_index, the kernel's default NoC, unless the call names another).
+timing::Noc noc_of(uint8_t noc) {
+    if (noc > 1) kfault(fmt("NoC index %u is out of range (a Tensix core has NoC 0 and NoC 1)", noc));
+    return timing::Noc(noc);
+}
 // A 4-byte write into a semaphore slot is a semaphore set (noc_semaphore_set_remote / _multicast): the replay
 // resolves semaphore waits against it.
 bool is_sem_slot(uint32_t l1_off) {
@@ -512,8 +519,22 @@ bool is_sem_slot(uint32_t l1_off) {
 
 void account_dram(const Target& t, uint32_t size, bool write);
 
-Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
-    uint32_t x = uint32_t(a >> kLocalBits) & kNodeMask, y = uint32_t(a >> (kLocalBits + kNodeBits)) & kNodeMask;
+// NoC coordinates as the NIU of NoC `noc` resolves them, in the NoC 0 coordinates of the runtime's tables (emu/runtime.h):
+// Wormhole's translation tables map worker coordinates (x, y >= 16) the same on both NoCs and pass raw coordinates
+// (below 16: DRAM, PCIe, ARC) through, where NoC 1's are NoC 0's mirrored (tt-metal's hal noc_coordinate; its
+// dram_bank_to_noc_xy[1] holds them). Blackhole translates every coordinate, the same on both NoCs.
+constexpr uint32_t kFirstTranslatedCoord = 16;
+bool noc1_mirrors_raw() { return M.chip.name == "wormhole_b0"; }
+uint32_t mirror_raw(uint8_t noc, uint32_t c, int size) {
+    if (noc == 0 || !noc1_mirrors_raw() || c >= kFirstTranslatedCoord || c >= uint32_t(size)) return c;
+    return uint32_t(size) - 1 - c;
+}
+uint32_t noc0_x(uint8_t noc, uint32_t x) { return mirror_raw(noc, x, M.chip.noc_cols); }
+uint32_t noc0_y(uint8_t noc, uint32_t y) { return mirror_raw(noc, y, M.chip.noc_rows); }
+
+Target decode(uint64_t a, uint32_t size, const char* op, bool write, uint8_t noc) {
+    uint32_t ax = uint32_t(a >> kLocalBits) & kNodeMask, ay = uint32_t(a >> (kLocalBits + kNodeBits)) & kNodeMask;
+    uint32_t x = noc0_x(noc, ax), y = noc0_y(noc, ay);
     uint64_t local = a & kLocalMask;
     Target t;
     if (is_worker(x, y)) {
@@ -567,10 +588,25 @@ Target decode(uint64_t a, uint32_t size, const char* op, bool write) {
             return t;
         }
     }
-    kfault(fmt("%s: NOC address 0x%llx targets NOC node (%u,%u), which is neither a worker core of the %dx%d grid "
-               "(translated x %u..%u, y %u..%u) nor a DRAM bank",
-               op, (unsigned long long)a, x, y, M.grid_w, M.grid_h, x_of(0), x_of(M.grid_w - 1), M.ty0,
-               M.ty0 + M.grid_h - 1));
+    // An address built for the other NoC (its raw coordinates mirrored): on silicon it reaches the mirrored node, a
+    // Tensix core by its raw coordinates, which the emulator does not address; it faults and says so.
+    uint8_t other = uint8_t(noc ^ 1);
+    uint32_t ox = noc0_x(other, ax), oy = noc0_y(other, ay);
+    bool other_ok = (ox != x || oy != y) && (is_worker(ox, oy) || [&] {
+                        for (auto& cores : M.channel_cores)
+                            for (auto& xy : cores)
+                                if (xy.first == ox && xy.second == oy) return true;
+                        return false;
+                    }());
+    kfault(fmt("%s: NOC address 0x%llx issued on NoC %u targets node (%u,%u) (NoC 0 coordinates (%u,%u)), which is "
+               "neither a worker core of the %dx%d grid (translated x %u..%u, y %u..%u) nor a DRAM bank%s",
+               op, (unsigned long long)a, noc, ax, ay, x, y, M.grid_w, M.grid_h, x_of(0), x_of(M.grid_w - 1), M.ty0,
+               M.ty0 + M.grid_h - 1,
+               other_ok ? fmt("; it is NoC %u's address of a node: an address built for NoC %u but issued on NoC %u "
+                              "(on silicon it reaches the mirrored node, here a fault)",
+                              other, other, noc)
+                              .c_str()
+                        : ""));
 }
 
 void account_dram(const Target& t, uint32_t size, bool write) {
@@ -641,14 +677,26 @@ void check_align(uint32_t l1_off, const Target& t, bool read, const char* op) {
                    read ? "READ" : "WRITE"));
 }
 
-// Multicast rectangle -> destination cores. Coordinates are inclusive; start <= end per axis.
-std::vector<Core*> mcast_dests(uint64_t a, uint32_t size, const char* op, uint32_t* off_out) {
+// Multicast rectangle -> destination cores. Coordinates are inclusive. The rectangle starts at the corner its NoC
+// reaches first: on NoC 0 (+x, +y) start <= end per axis; on NoC 1 (-x, -y) start >= end (tt-metal's NoC 1 kernels
+// swap start and end: "NOC_1 uses an inverted coordinate system"). A rectangle in the other NoC's order would wrap
+// round the torus on silicon; here it is a fault.
+std::vector<Core*> mcast_dests(uint64_t a, uint32_t size, const char* op, uint32_t* off_out, uint8_t noc) {
     uint32_t xe = uint32_t(a >> kLocalBits) & kNodeMask, ye = uint32_t(a >> (kLocalBits + kNodeBits)) & kNodeMask;
     uint32_t xs = uint32_t(a >> (kLocalBits + 2 * kNodeBits)) & kNodeMask,
              ys = uint32_t(a >> (kLocalBits + 3 * kNodeBits)) & kNodeMask;
     uint64_t local = a & kLocalMask;
     uint64_t off = local >= emu::kL1HostBase ? (local - emu::kL1HostBase) % emu::kL1SlotBytes : local;
-    if (xs > xe || ys > ye || !is_worker(xs, ys) || !is_worker(xe, ye))
+    if (noc == 1 ? (xs < xe || ys < ye) : (xs > xe || ys > ye))
+        kfault(fmt("%s: multicast rectangle noc (%u,%u)-(%u,%u) on NoC %u must start at its %s corner (start %s end "
+                   "per axis%s)",
+                   op, xs, ys, xe, ye, noc, noc == 1 ? "largest" : "smallest", noc == 1 ? ">=" : "<=",
+                   noc == 1 ? "; tt-metal kernels swap start and end for NoC 1" : ""));
+    if (noc == 1) {
+        std::swap(xs, xe);
+        std::swap(ys, ye);
+    }
+    if (!is_worker(xs, ys) || !is_worker(xe, ye))
         kfault(fmt("%s: multicast rectangle noc (%u,%u)-(%u,%u) is not inside the worker grid (translated x %u..%u, "
                    "y %u..%u)",
                    op, xs, ys, xe, ye, x_of(0), x_of(M.grid_w - 1), M.ty0, M.ty0 + M.grid_h - 1));
@@ -737,6 +785,22 @@ CB& cb_checked(uint32_t cb, const char* op) {
 }
 
 void flush_reads(KThread& t);
+// Complete the reads in flight that `which` selects (a barrier's NoC / transaction id), in issue order.
+template <typename Which>
+void flush_reads(KThread& t, Which&& which) {
+    bool any = false;
+    std::vector<PendingRead> keep;
+    for (auto& r : t.reads) {
+        if (which(r)) {
+            std::memmove(r.dst, r.src, r.size);
+            any = true;
+        } else {
+            keep.push_back(r);
+        }
+    }
+    t.reads.swap(keep);
+    if (any) M.progress.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace rt
 
@@ -768,9 +832,10 @@ void cb_pop_front(uint32_t cb, uint32_t n) {
                    cb, n, c.num_pages));
     for (auto& w : t.writes)
         if (w.src_off < next && w.src_off + w.size > start)
-            kfault(fmt("cb_pop_front(cb=%u, %u): a NOC write from these pages (L1 offset 0x%x, %u bytes) has not been "
-                       "flushed (missing noc_async_write_barrier / noc_async_writes_flushed)",
-                       cb, n, w.src_off, w.size));
+            kfault(fmt("cb_pop_front(cb=%u, %u): a NOC write from these pages (L1 offset 0x%x, %u bytes) issued on "
+                       "NoC %u has not been flushed (missing noc_async_write_barrier / noc_async_writes_flushed on "
+                       "NoC %u)",
+                       cb, n, w.src_off, w.size, w.noc, w.noc));
     {
         std::lock_guard<std::mutex> g(t.core->mu);
         if (c.received - c.acked < n)
@@ -809,9 +874,9 @@ void cb_push_back(uint32_t cb, uint32_t n) {
                    cb, n, c.num_pages));
     for (auto& r : t.reads)
         if (r.dst_off < next && r.dst_off + r.size > start)
-            kfault(fmt("cb_push_back(cb=%u, %u): a NOC read into these pages (L1 offset 0x%x, %u bytes) has not "
-                       "completed (missing noc_async_read_barrier)",
-                       cb, n, r.dst_off, r.size));
+            kfault(fmt("cb_push_back(cb=%u, %u): a NOC read into these pages (L1 offset 0x%x, %u bytes) issued on NoC "
+                       "%u has not completed (missing noc_async_read_barrier on NoC %u)",
+                       cb, n, r.dst_off, r.size, r.noc, r.noc));
     {
         std::lock_guard<std::mutex> g(t.core->mu);
         if (c.received - c.acked + n > c.num_pages)
@@ -937,13 +1002,14 @@ uint32_t semaphore_addr(uint32_t id) {
 }
 
 uint32_t num_dram_banks() { return uint32_t(M.banks.size()); }
-uint32_t dram_bank_noc_x(uint32_t b) {
+// dram_bank_to_noc_xy[noc][b]: NoC 1's raw coordinates are NoC 0's mirrored (the mirror is its own inverse).
+uint32_t dram_bank_noc_x(uint32_t b, uint8_t noc) {
     if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
-    return M.banks[b].x;
+    return noc0_x(uint8_t(noc_of(noc)), M.banks[b].x);
 }
-uint32_t dram_bank_noc_y(uint32_t b) {
+uint32_t dram_bank_noc_y(uint32_t b, uint8_t noc) {
     if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
-    return M.banks[b].y;
+    return noc0_y(uint8_t(noc_of(noc)), M.banks[b].y);
 }
 uint32_t dram_bank_offset(uint32_t b) {
     if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
@@ -977,11 +1043,12 @@ uint64_t noc_multicast_addr(uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, 
            (uint64_t(x1) << kLocalBits) | (uint64_t(y1) << (kLocalBits + kNodeBits)) | local;
 }
 
-static void noc_read_impl(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t trid) {
+static void noc_read_impl(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t trid, uint8_t noc) {
     KThread& t = cur();
+    timing::Noc nc = noc_of(noc);
     if (size == 0) return;
     uint32_t off = local_off(dst_l1, size, "noc_async_read destination");
-    Target s = decode(src, size, "noc_async_read", false);
+    Target s = decode(src, size, "noc_async_read", false, noc);
     check_align(off, s, true, "noc_async_read");
     if (s.dram)
         account_dram(s, size, false);
@@ -991,16 +1058,19 @@ static void noc_read_impl(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t
     t.noc_bytes[{node_of(s), t.core->idx}] += size;
     // Timing-only: bytes of a buffer with undefined contents cannot steer a kernel, so they are not copied (the
     // transfer is still checked, counted and timed like any other).
-    if (!(M.timing_only && s.nodata)) t.reads.push_back({t.core->base + off, s.ptr, size, off, trid});
-    if (t.tr) t.tr->noc_read(endpoint_of(s), size, noc_of(t), trid);
+    if (!(M.timing_only && s.nodata)) t.reads.push_back({t.core->base + off, s.ptr, size, off, trid, noc});
+    if (t.tr) t.tr->noc_read(endpoint_of(s), size, nc, trid);
 }
-void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size) { noc_read_impl(src, dst_l1, size, kNoTrid); }
+void noc_read(uint64_t src, uint32_t dst_l1, uint32_t size, uint8_t noc) {
+    noc_read_impl(src, dst_l1, size, kNoTrid, noc);
+}
 
-static void noc_write_impl(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t trid) {
+static void noc_write_impl(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t trid, uint8_t noc) {
     KThread& t = cur();
+    timing::Noc nc = noc_of(noc);
     if (size == 0) return;
     uint32_t off = local_off(src_l1, size, "noc_async_write source");
-    Target d = decode(dst, size, "noc_async_write", true);
+    Target d = decode(dst, size, "noc_async_write", true, noc);
     check_align(off, d, false, "noc_async_write");
     if (d.dram)
         account_dram(d, size, true);
@@ -1011,22 +1081,26 @@ static void noc_write_impl(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_
     uint32_t value = 0;
     if (size == 4) std::memcpy(&value, t.core->base + off, 4);
     if (!(M.timing_only && d.nodata)) std::memmove(d.ptr, t.core->base + off, size);
-    t.writes.push_back({off, size, trid});
+    t.writes.push_back({off, size, trid, noc});
     if (!d.dram) notify_core(*d.core);
     if (t.tr) {
         if (size == 4 && !d.dram && is_sem_slot(d.l1_off))
-            t.tr->sem_write_remote(d.core->idx, d.l1_off, value, noc_of(t));
+            t.tr->sem_write_remote(d.core->idx, d.l1_off, value, nc);
         else
-            t.tr->noc_write(endpoint_of(d), size, noc_of(t), trid);
+            t.tr->noc_write(endpoint_of(d), size, nc, trid);
     }
 }
-void noc_write(uint32_t src_l1, uint64_t dst, uint32_t size) { noc_write_impl(src_l1, dst, size, kNoTrid); }
+void noc_write(uint32_t src_l1, uint64_t dst, uint32_t size, uint8_t noc) {
+    noc_write_impl(src_l1, dst, size, kNoTrid, noc);
+}
 
-void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t num_dests, bool include_self) {
+void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t num_dests, bool include_self,
+                         uint8_t noc) {
     KThread& t = cur();
+    timing::Noc nc = noc_of(noc);
     uint32_t off = local_off(src_l1, size, "noc_async_write_multicast source");
     uint32_t doff;
-    auto dests = mcast_dests(dst, size, "noc_async_write_multicast", &doff);
+    auto dests = mcast_dests(dst, size, "noc_async_write_multicast", &doff, noc);
     if ((off & 15) != (doff & 15))
         kfault(fmt("noc_async_write_multicast: local L1 offset 0x%x and destination offset 0x%x differ modulo 16", off,
                    doff));
@@ -1046,21 +1120,22 @@ void noc_write_multicast(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t 
         t.noc_bytes[{t.core->idx, c->idx}] += size;
         notify_core(*c);
     }
-    t.writes.push_back({off, size});
+    t.writes.push_back({off, size, kNoTrid, noc});
     if (t.tr) {
         if (size == 4 && is_sem_slot(doff) && !include_self) {
             uint32_t value;
             std::memcpy(&value, t.core->base + off, 4);
-            t.tr->sem_write_multicast(dests.front()->idx, dests.back()->idx, doff, value, noc_of(t));
+            t.tr->sem_write_multicast(dests.front()->idx, dests.back()->idx, doff, value, nc);
         } else {
-            t.tr->noc_write_multicast(dests.front()->idx, dests.back()->idx, size, noc_of(t), include_self);
+            t.tr->noc_write_multicast(dests.front()->idx, dests.back()->idx, size, nc, include_self);
         }
     }
 }
 
-void noc_inline_write(uint64_t dst, uint32_t value, uint8_t be) {
+void noc_inline_write(uint64_t dst, uint32_t value, uint8_t be, uint8_t noc) {
     KThread& t = cur();
-    Target d = decode(dst & ~uint64_t(3), 4, "noc_inline_dw_write", true);
+    timing::Noc nc = noc_of(noc);
+    Target d = decode(dst & ~uint64_t(3), 4, "noc_inline_dw_write", true, noc);
     if (d.dram)
         account_dram(d, 4, true);
     else
@@ -1072,16 +1147,17 @@ void noc_inline_write(uint64_t dst, uint32_t value, uint8_t be) {
     if (!d.dram) notify_core(*d.core);
     if (t.tr) {
         if (!d.dram && be == 0xF && is_sem_slot(d.l1_off))
-            t.tr->sem_write_remote(d.core->idx, d.l1_off, value, noc_of(t));
+            t.tr->sem_write_remote(d.core->idx, d.l1_off, value, nc);
         else
-            t.tr->noc_write(endpoint_of(d), 4, noc_of(t));
+            t.tr->noc_write(endpoint_of(d), 4, nc);
     }
 }
 
-void noc_inline_write_multicast(uint64_t dst, uint32_t value, uint32_t num_dests) {
+void noc_inline_write_multicast(uint64_t dst, uint32_t value, uint32_t num_dests, uint8_t noc) {
     KThread& t = cur();
+    timing::Noc nc = noc_of(noc);
     uint32_t doff;
-    auto dests = mcast_dests(dst, 4, "noc_inline_mcast_dw_write", &doff);
+    auto dests = mcast_dests(dst, 4, "noc_inline_mcast_dw_write", &doff, noc);
     uint32_t n = 0;
     for (Core* c : dests)
         if (c != t.core) ++n;
@@ -1095,24 +1171,26 @@ void noc_inline_write_multicast(uint64_t dst, uint32_t value, uint32_t num_dests
         t.noc_bytes[{t.core->idx, c->idx}] += 4;
         notify_core(*c);
     }
-    if (t.tr) t.tr->sem_write_multicast(dests.front()->idx, dests.back()->idx, doff, value, noc_of(t));
+    if (t.tr) t.tr->sem_write_multicast(dests.front()->idx, dests.back()->idx, doff, value, nc);
 }
 
-void noc_atomic_inc(uint64_t dst, uint32_t incr) {
+void noc_atomic_inc(uint64_t dst, uint32_t incr, uint8_t noc) {
     KThread& t = cur();
-    Target d = decode(dst, 4, "noc_semaphore_inc", true);
+    timing::Noc nc = noc_of(noc);
+    Target d = decode(dst, 4, "noc_semaphore_inc", true, noc);
     if (d.dram) kfault("noc_semaphore_inc: atomic increment targets DRAM (only L1 supports NOC atomics here)");
     if (d.l1_off & 3) kfault(fmt("noc_semaphore_inc: L1 offset 0x%x is not 4-byte aligned", d.l1_off));
     __atomic_fetch_add(reinterpret_cast<uint32_t*>(d.ptr), incr, __ATOMIC_SEQ_CST);
     t.noc_bytes[{t.core->idx, node_of(d)}] += 4;
     notify_core(*d.core);
-    if (t.tr) t.tr->sem_inc(d.core->idx, d.l1_off, incr, noc_of(t));
+    if (t.tr) t.tr->sem_inc(d.core->idx, d.l1_off, incr, nc);
 }
 
-void noc_atomic_inc_multicast(uint64_t dst, uint32_t incr, uint32_t num_dests) {
+void noc_atomic_inc_multicast(uint64_t dst, uint32_t incr, uint32_t num_dests, uint8_t noc) {
     KThread& t = cur();
+    timing::Noc nc = noc_of(noc);
     uint32_t doff;
-    auto dests = mcast_dests(dst, 4, "noc_semaphore_inc_multicast", &doff);
+    auto dests = mcast_dests(dst, 4, "noc_semaphore_inc_multicast", &doff, noc);
     uint32_t n = 0;
     for (Core* c : dests)
         if (c != t.core) ++n;
@@ -1125,23 +1203,33 @@ void noc_atomic_inc_multicast(uint64_t dst, uint32_t incr, uint32_t num_dests) {
         t.noc_bytes[{t.core->idx, c->idx}] += 4;
         notify_core(*c);
     }
-    if (t.tr) t.tr->sem_inc_multicast(dests.front()->idx, dests.back()->idx, doff, incr, noc_of(t));
+    if (t.tr) t.tr->sem_inc_multicast(dests.front()->idx, dests.back()->idx, doff, incr, nc);
 }
 
-void noc_read_barrier() {
+// Barriers complete what was issued on their NoC only (its NIU's counters); the other NoC's transfers stay in flight.
+void noc_read_barrier(uint8_t noc) {
     KThread& t = cur();
-    flush_reads(t);
-    if (t.tr) t.tr->read_barrier();
+    timing::Noc nc = noc_of(noc);
+    flush_reads(t, [&](const PendingRead& r) { return r.noc == noc; });
+    if (t.tr) t.tr->read_barrier(nc);
 }
-void noc_write_barrier() {
-    KThread& t = cur();
-    t.writes.clear();
-    if (t.tr) t.tr->write_barrier();
+static void retire_writes(KThread& t, uint8_t noc, uint32_t trid) {
+    auto& w = t.writes;
+    w.erase(std::remove_if(w.begin(), w.end(),
+                           [&](const PendingWrite& x) { return x.noc == noc && (trid == kNoTrid || x.trid == trid); }),
+            w.end());
 }
-void noc_writes_flushed() {
+void noc_write_barrier(uint8_t noc) {
     KThread& t = cur();
-    t.writes.clear();
-    if (t.tr) t.tr->writes_flushed();
+    timing::Noc nc = noc_of(noc);
+    retire_writes(t, noc, kNoTrid);
+    if (t.tr) t.tr->write_barrier(nc);
+}
+void noc_writes_flushed(uint8_t noc) {
+    KThread& t = cur();
+    timing::Noc nc = noc_of(noc);
+    retire_writes(t, noc, kNoTrid);
+    if (t.tr) t.tr->writes_flushed(nc);
 }
 
 static void check_trid(uint32_t trid, const char* op) {
@@ -1149,46 +1237,37 @@ static void check_trid(uint32_t trid, const char* op) {
         kfault(fmt("%s: transaction id %u is out of range 0..%u (Wormhole NOC_MAX_TRANSACTION_ID)", op, trid,
                    kMaxNocTrid));
 }
-void noc_read_trid(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t trid) {
+void noc_read_trid(uint64_t src, uint32_t dst_l1, uint32_t size, uint32_t trid, uint8_t noc) {
     check_trid(trid, "noc read with transaction id");
-    noc_read_impl(src, dst_l1, size, trid);
+    noc_read_impl(src, dst_l1, size, trid, noc);
 }
-// Reads complete at the barrier (or when polled), those tagged `trid` only.
-void noc_read_barrier_trid(uint32_t trid) {
+// Reads complete at the barrier (or when polled), those tagged `trid` on NoC `noc` only.
+void noc_read_barrier_trid(uint32_t trid, uint8_t noc) {
     check_trid(trid, "noc_async_read_barrier_with_trid");
     KThread& t = cur();
-    bool any = false;
-    std::vector<PendingRead> keep;
-    for (auto& r : t.reads) {
-        if (r.trid == trid) {
-            std::memmove(r.dst, r.src, r.size);
-            any = true;
-        } else {
-            keep.push_back(r);
-        }
-    }
-    t.reads.swap(keep);
-    if (any) M.progress.fetch_add(1, std::memory_order_relaxed);
-    if (t.tr) t.tr->read_barrier(trid);
+    timing::Noc nc = noc_of(noc);
+    flush_reads(t, [&](const PendingRead& r) { return r.noc == noc && r.trid == trid; });
+    if (t.tr) t.tr->read_barrier(nc, trid);
 }
-bool noc_read_trid_flushed(uint32_t trid) {
-    noc_read_barrier_trid(trid);
+bool noc_read_trid_flushed(uint32_t trid, uint8_t noc) {
+    noc_read_barrier_trid(trid, noc);
     return true;
 }
-void noc_write_trid(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t trid) {
+void noc_write_trid(uint32_t src_l1, uint64_t dst, uint32_t size, uint32_t trid, uint8_t noc) {
     check_trid(trid, "noc write with transaction id");
-    noc_write_impl(src_l1, dst, size, trid);
+    noc_write_impl(src_l1, dst, size, trid, noc);
 }
-void noc_write_barrier_trid(uint32_t trid) {
+void noc_write_barrier_trid(uint32_t trid, uint8_t noc) {
     check_trid(trid, "noc_async_write_barrier_with_trid");
     KThread& t = cur();
-    auto& w = t.writes;
-    w.erase(std::remove_if(w.begin(), w.end(), [&](const PendingWrite& x) { return x.trid == trid; }), w.end());
-    if (t.tr) t.tr->write_barrier(trid);
+    timing::Noc nc = noc_of(noc);
+    retire_writes(t, noc, trid);
+    if (t.tr) t.tr->write_barrier(nc, trid);
 }
-void noc_atomic_barrier() {
+void noc_atomic_barrier(uint8_t noc) {
     KThread& t = cur();
-    if (t.tr) t.tr->atomic_barrier();
+    timing::Noc nc = noc_of(noc);
+    if (t.tr) t.tr->atomic_barrier(nc);
 }
 
 void sem_wait(volatile uint32_t* p, uint32_t val, bool at_least) {

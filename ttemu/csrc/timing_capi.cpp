@@ -106,14 +106,14 @@ void ttfd_tm_sem_wait(void* h, int risc, unsigned off, unsigned value, int at_le
 void ttfd_tm_sem_set(void* h, int risc, unsigned off, unsigned value) {
     R(static_cast<Handle*>(h), risc).sem_set(off, value);
 }
-// kind: 0 read, 1 write (acked), 2 writes flushed, 3 atomic
-void ttfd_tm_barrier(void* h, int risc, int kind, unsigned trid) {
+// kind: 0 read, 1 write (acked), 2 writes flushed, 3 atomic; on NoC `noc`'s counters only
+void ttfd_tm_barrier(void* h, int risc, int kind, unsigned trid, int noc) {
     auto& r = R(static_cast<Handle*>(h), risc);
     switch (kind) {
-        case 0: r.read_barrier(trid); break;
-        case 1: r.write_barrier(trid); break;
-        case 2: r.writes_flushed(); break;
-        default: r.atomic_barrier();
+        case 0: r.read_barrier(Noc(noc), trid); break;
+        case 1: r.write_barrier(Noc(noc), trid); break;
+        case 2: r.writes_flushed(Noc(noc)); break;
+        default: r.atomic_barrier(Noc(noc));
     }
 }
 void ttfd_tm_compute(void* h, int risc, int op, unsigned math_tiles, unsigned unpack_tiles, unsigned tile_bytes,

@@ -66,7 +66,7 @@ def test_random_noc1_reads_congest_the_dram_columns():
         r = m.add_risc(core, Proc.NCRISC)
         for _ in range(32):
             m.read(r, dram(bank), 8192, Noc.NOC1)
-        m.barrier(r, Barrier.READ)
+        m.barrier(r, Barrier.READ, noc=Noc.NOC1)
     m.run()
     top = m.busiest_links()[:4]
     assert all(lk.noc == Noc.NOC1 and lk.axis == 1 and lk.origin[0] in (0, 5) for lk in top), top
@@ -224,9 +224,9 @@ def _exp_pipeline(approx: bool, tiles: int = 32) -> tuple[TimingModel, dict[str,
 
         m.cb(wr, Cb.WAIT_FRONT, 16, 1)
         m.write(wr, dram(t % 12), 2048, Noc.NOC1)
-        m.barrier(wr, Barrier.WRITES_FLUSHED)
+        m.barrier(wr, Barrier.WRITES_FLUSHED, noc=Noc.NOC1)
         m.cb(wr, Cb.POP_FRONT, 16, 1)
-    m.barrier(wr, Barrier.WRITE)
+    m.barrier(wr, Barrier.WRITE, noc=Noc.NOC1)
     m.run()
     return m, {"reader": rd, "compute": cmp, "writer": wr}
 

@@ -123,14 +123,27 @@ uint32_t arg_addr(uint32_t idx);
 uint32_t common_arg_addr(uint32_t idx);
 uint32_t semaphore_addr(uint32_t id);  // L1 address (host form) of semaphore `id` on the calling core
 
+// Every NOC call names the NoC it issues on (0 or 1; the kernel API's `noc` argument, noc_index by default): its route,
+// its NIU, its transaction counters. A barrier on NoC n completes only what was issued on NoC n, as on silicon
+// (noc_reads_num_issued[noc], noc_nonposted_writes_acked[noc], ... are per NoC).
+//
+// Node coordinates are the issuing NoC's (tt-metal's dram_bank_to_noc_xy[noc] / l1_bank_to_noc_xy[noc]): on Wormhole
+// the NIUs translate worker coordinates (x, y >= 16, the same on both NoCs) but not the raw ones below 16 (DRAM
+// banks): NoC 1's raw coordinates are NoC 0's mirrored, (noc_cols - 1 - x, noc_rows - 1 - y). A DRAM address built
+// for one NoC and issued on the other reaches, on silicon, the mirrored node: a Tensix core by its raw coordinates
+// (Wormhole's DRAM columns x = 0 and 5 mirror onto Tensix columns 9 and 4). The emulator addresses workers by their
+// translated coordinates only, so such a transfer is a fault that names both NoCs. Blackhole translates every
+// coordinate (the same on both NoCs).
+
 // DRAM banks (tt-metal numbering: 12 banks on Wormhole, page i of an interleaved buffer lives in bank i % 12).
 uint32_t num_dram_banks();
-uint32_t dram_bank_noc_x(uint32_t bank);
-uint32_t dram_bank_noc_y(uint32_t bank);
+uint32_t dram_bank_noc_x(uint32_t bank, uint8_t noc);  // dram_bank_to_noc_xy[noc][bank]
+uint32_t dram_bank_noc_y(uint32_t bank, uint8_t noc);
 uint32_t dram_bank_offset(uint32_t bank);  // bank_to_dram_offset: added to the buffer address in that bank
 
 // L1 banks (tt-metal numbering, one per compute core: page i of an L1-interleaved buffer lives in bank
-// i % num_l1_banks()); NOC coordinates are the bank core's translated coordinates. Fault for bank >= num_l1_banks().
+// i % num_l1_banks()); NOC coordinates are the bank core's translated coordinates (the same on both NoCs). Fault for
+// bank >= num_l1_banks().
 uint32_t num_l1_banks();
 uint32_t l1_bank_noc_x(uint32_t bank);
 uint32_t l1_bank_noc_y(uint32_t bank);
@@ -139,26 +152,27 @@ uint32_t l1_bank_offset(uint32_t bank);  // bank_to_l1_offset (0)
 // NOC. Addresses use Wormhole's encoding (NOC_ADDR_LOCAL_BITS 36, NOC_ADDR_NODE_ID_BITS 6).
 uint64_t noc_xy_addr(uint32_t x, uint32_t y, uint32_t addr);  // get_noc_addr(x, y, addr): L1 host form -> offset
 uint64_t noc_multicast_addr(uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, uint32_t addr);
-void noc_read(uint64_t src_noc_addr, uint32_t dst_l1_addr, uint32_t size);  // completes by noc_read_barrier
-void noc_write(uint32_t src_l1_addr, uint64_t dst_noc_addr, uint32_t size);
+void noc_read(uint64_t src_noc_addr, uint32_t dst_l1_addr, uint32_t size, uint8_t noc);  // completes by the barrier
+void noc_write(uint32_t src_l1_addr, uint64_t dst_noc_addr, uint32_t size, uint8_t noc);
 // include_self: loopback_src variants (the sender in the rectangle receives too; num_dests counts it).
 void noc_write_multicast(uint32_t src_l1_addr, uint64_t dst_mcast_addr, uint32_t size, uint32_t num_dests,
-                         bool include_self);
-void noc_inline_write(uint64_t dst_noc_addr, uint32_t value, uint8_t byte_enable);
-void noc_inline_write_multicast(uint64_t dst_mcast_addr, uint32_t value, uint32_t num_dests);
-void noc_atomic_inc(uint64_t dst_noc_addr, uint32_t incr);
-void noc_atomic_inc_multicast(uint64_t dst_mcast_addr, uint32_t incr, uint32_t num_dests);
-void noc_read_barrier();
-void noc_write_barrier();     // writes done (and acked)
-void noc_writes_flushed();    // writes' sources read out of L1
-void noc_atomic_barrier();
-// Transfers tagged with a NOC transaction id (0..kMaxNocTrid); the trid barriers complete / flush only those.
+                         bool include_self, uint8_t noc);
+void noc_inline_write(uint64_t dst_noc_addr, uint32_t value, uint8_t byte_enable, uint8_t noc);
+void noc_inline_write_multicast(uint64_t dst_mcast_addr, uint32_t value, uint32_t num_dests, uint8_t noc);
+void noc_atomic_inc(uint64_t dst_noc_addr, uint32_t incr, uint8_t noc);
+void noc_atomic_inc_multicast(uint64_t dst_mcast_addr, uint32_t incr, uint32_t num_dests, uint8_t noc);
+void noc_read_barrier(uint8_t noc);
+void noc_write_barrier(uint8_t noc);   // writes done (and acked)
+void noc_writes_flushed(uint8_t noc);  // writes' sources read out of L1
+void noc_atomic_barrier(uint8_t noc);
+// Transfers tagged with a NOC transaction id (0..kMaxNocTrid); the trid barriers complete / flush only those (of
+// their NoC: each NIU counts its own transaction ids).
 constexpr uint32_t kMaxNocTrid = 0xF;  // Wormhole NOC_MAX_TRANSACTION_ID (noc/noc_parameters.h)
-void noc_read_trid(uint64_t src_noc_addr, uint32_t dst_l1_addr, uint32_t size, uint32_t trid);
-void noc_read_barrier_trid(uint32_t trid);
-bool noc_read_trid_flushed(uint32_t trid);  // completes the trid's reads (they complete when polled) -> true
-void noc_write_trid(uint32_t src_l1_addr, uint64_t dst_noc_addr, uint32_t size, uint32_t trid);
-void noc_write_barrier_trid(uint32_t trid);
+void noc_read_trid(uint64_t src_noc_addr, uint32_t dst_l1_addr, uint32_t size, uint32_t trid, uint8_t noc);
+void noc_read_barrier_trid(uint32_t trid, uint8_t noc);
+bool noc_read_trid_flushed(uint32_t trid, uint8_t noc);  // completes the trid's reads (they complete when polled)
+void noc_write_trid(uint32_t src_l1_addr, uint64_t dst_noc_addr, uint32_t size, uint32_t trid, uint8_t noc);
+void noc_write_barrier_trid(uint32_t trid, uint8_t noc);
 
 // Firmware's zero-filled L1 block on every core (wheel wormhole/dev_mem_map.h: MEM_ZEROS_BASE =
 // (MEM_MAILBOX_END + 31) & ~31 with MEM_MAILBOX_END = 16 + 13312; MEM_ZEROS_SIZE = 512), readable over the NOC.

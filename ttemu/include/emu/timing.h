@@ -101,14 +101,16 @@ class Risc {
     void sem_write_multicast(int first_core, int last_core, uint32_t l1_off, uint32_t value, Noc noc) {
         add({Ev::SemWriteMcast, uint8_t(noc), 0, 0, first_core, l1_off, value, uint32_t(last_core)});
     }
-    void read_barrier(uint32_t trid = kNoTrid) {
-        add({trid == kNoTrid ? Ev::ReadBarrier : Ev::ReadBarrierTrid, 0, 0, 0, 0, trid});
+    // Barriers wait on one NoC's NIU counters (noc_async_read_barrier(noc) ...): transfers issued on the other NoC
+    // are not waited for.
+    void read_barrier(Noc noc, uint32_t trid = kNoTrid) {
+        add({trid == kNoTrid ? Ev::ReadBarrier : Ev::ReadBarrierTrid, uint8_t(noc), 0, 0, 0, trid});
     }
-    void write_barrier(uint32_t trid = kNoTrid) {
-        add({trid == kNoTrid ? Ev::WriteBarrier : Ev::WriteBarrierTrid, 0, 0, 0, 0, trid});
+    void write_barrier(Noc noc, uint32_t trid = kNoTrid) {
+        add({trid == kNoTrid ? Ev::WriteBarrier : Ev::WriteBarrierTrid, uint8_t(noc), 0, 0, 0, trid});
     }
-    void writes_flushed() { add({Ev::WritesFlushed}); }
-    void atomic_barrier() { add({Ev::AtomicBarrier}); }
+    void writes_flushed(Noc noc) { add({Ev::WritesFlushed, uint8_t(noc)}); }
+    void atomic_barrier(Noc noc) { add({Ev::AtomicBarrier, uint8_t(noc)}); }
 
     // ---- compute (the compute stream's three lanes)
     // `math_tiles` tiles of `op`; before them the unpacker reads `unpack_tiles` tiles of `unpack_tile_bytes` (0 for

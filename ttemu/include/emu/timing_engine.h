@@ -12,7 +12,7 @@
 // NIU is a shared resource with contention (capacity in time bins taken per packet, pipelined cut-through). Compute
 // API calls cost cycles by op, math fidelity, SFPU function / approximation mode and tile format. CB pushes/pops and
 // semaphore updates carry a timestamp: a consumer that waits starts no earlier than the producer's push (plus the
-// transfer). Barriers wait for the last outstanding transfer of their RISC.
+// transfer). Barriers wait for the last outstanding transfer of their RISC on their NoC (each NIU counts its own).
 //
 // HOW IT STAYS DETERMINISTIC. The emulator runs one host thread per RISC, scheduled by the host OS; charging shared
 // resources in host order would make durations depend on scheduling. So the model is split in two:
@@ -1199,7 +1199,8 @@ class Engine {
             o.proc = r.proc();
             o.start = s.start;
             // A kernel ends when its last instruction ran and its last transfer completed.
-            o.end = std::max({s.t, s.lane[0], s.lane[1], s.lane[2], s.read_done, s.write_acked, s.atomic_acked});
+            o.end = std::max({s.t, s.lane[0], s.lane[1], s.lane[2]});
+            for (const auto& n : s.niu) o.end = std::max({o.end, n.read_done, n.write_acked, n.atomic_acked});
             o.busy = s.busy;
             o.wait = s.wait;
             for (int l = 0; l < 3; ++l) o.lane_busy[l] = s.lane_busy[l];
@@ -1328,12 +1329,17 @@ class Engine {
         Cycle t = 0;                // data-movement RISC clock
         Cycle lane[3] = {0, 0, 0};  // compute lanes: unpack, math, pack
         Cycle start = 0, busy = 0, wait = 0, lane_busy[3] = {0, 0, 0};
-        Cycle read_done = 0, write_acked = 0, write_flushed = 0, atomic_acked = 0;
-        ByTrid<Cycle> trid_read, trid_write;
-        // Flow control: when each command buffer (per NoC: read, write, atomic / inline) is free again, and the
-        // completion times of this RISC's reads in flight per transaction id (the software throttle, [noc-api]).
+        // What this RISC's barriers wait for, per NoC: each NoC's NIU counts its own transactions
+        // (noc_reads_num_issued[noc], ..., NIU_MST_REQS_OUTSTANDING_ID(trid) per NIU), and noc_async_*_barrier(noc)
+        // polls that NoC's only.
+        struct NiuDone {
+            Cycle read_done = 0, write_acked = 0, write_flushed = 0, atomic_acked = 0;
+            ByTrid<Cycle> trid_read, trid_write;
+            // Completion times of this RISC's reads in flight per transaction id (the software throttle, [noc-api]).
+            ByTrid<std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> trid_inflight;
+        } niu[2];
+        // Flow control: when each command buffer (per NoC: read, write, atomic / inline) is free again.
         Cycle cmd_free[2][3] = {{0, 0, 0}, {0, 0, 0}};
-        ByTrid<std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> trid_inflight;
         uint64_t acquires = 0, commits = 0, waits = 0, releases = 0;
         Cycle commit_time[2] = {0, 0}, release_time[2] = {0, 0};
         Cycle math_started = 0;
@@ -1484,7 +1490,7 @@ class Engine {
             q.pop();
         }
         if (trid == kNoTrid) return;
-        auto& t = st_[i].trid_inflight[trid];
+        auto& t = st_[i].niu[int(noc)].trid_inflight[trid];
         while (!t.empty() && t.top() <= clk) t.pop();
         while (double(t.size()) >= k::kTridReadThrottle) {
             wait_until(i, clk, t.top());
@@ -1494,7 +1500,7 @@ class Engine {
     void read_issued(size_t i, int core, Noc noc, uint32_t trid, Cycle done) {
         if (!p_.flow_control) return;
         niu_reads(core, noc).push(done);
-        if (trid != kNoTrid) st_[i].trid_inflight[trid].push(done);
+        if (trid != kNoTrid) st_[i].niu[int(noc)].trid_inflight[trid].push(done);
     }
 
     void step(size_t i) {
@@ -1505,23 +1511,24 @@ class Engine {
         int lane = is_compute(i) ? lane_of(e) : -1;
         int core = r.core();
         Noc noc = Noc(e.noc);
+        auto& d = s.niu[int(noc)];  // the counters of the NoC this event issues on / waits for
         switch (e.kind) {
             case Ev::Read:
                 packets(i, clk, lane, e.a, noc, 0, [&](uint32_t pkt) {
                     read_slot(i, clk, core, noc, e.b);
                     auto r = fabric_.read_packet(clk, core, Endpoint{e.target}, pkt, noc);
                     read_issued(i, core, noc, e.b, r.done);
-                    s.read_done = std::max(s.read_done, r.done);
-                    if (e.b != kNoTrid) s.trid_read[e.b] = std::max(s.trid_read[e.b], r.done);
+                    d.read_done = std::max(d.read_done, r.done);
+                    if (e.b != kNoTrid) d.trid_read[e.b] = std::max(d.trid_read[e.b], r.done);
                     return r.accepted;
                 });
                 break;
             case Ev::Write:
                 packets(i, clk, lane, e.a, noc, 1, [&](uint32_t pkt) {
                     auto w = fabric_.write_packet(clk, core, Endpoint{e.target}, pkt, noc);
-                    s.write_acked = std::max(s.write_acked, w.acked);
-                    s.write_flushed = std::max(s.write_flushed, w.flushed);
-                    if (e.b != kNoTrid) s.trid_write[e.b] = std::max(s.trid_write[e.b], w.acked);
+                    d.write_acked = std::max(d.write_acked, w.acked);
+                    d.write_flushed = std::max(d.write_flushed, w.flushed);
+                    if (e.b != kNoTrid) d.trid_write[e.b] = std::max(d.trid_write[e.b], w.acked);
                     return w.accepted;
                 });
                 break;
@@ -1530,8 +1537,8 @@ class Engine {
                 packets(i, clk, lane, e.a, noc, 1, [&](uint32_t pkt) {
                     Cycle left = clk, accepted = clk;
                     for (auto& w : fabric_.multicast_packet(clk, core, dsts, pkt, noc)) {
-                        s.write_acked = std::max(s.write_acked, w.acked);
-                        s.write_flushed = std::max(s.write_flushed, w.flushed);
+                        d.write_acked = std::max(d.write_acked, w.acked);
+                        d.write_flushed = std::max(d.write_flushed, w.flushed);
                         left = std::max(left, w.flushed);
                         accepted = std::max(accepted, w.accepted);
                     }
@@ -1546,7 +1553,7 @@ class Engine {
                 charge(i, clk, fabric_.chip().write_issue_cycles, lane);
                 auto w = fabric_.write_packet(clk, core, Endpoint::core(e.target), 4, noc, true);
                 if (p_.flow_control) s.cmd_free[int(noc)][2] = std::max(s.cmd_free[int(noc)][2], w.accepted);
-                s.atomic_acked = std::max(s.atomic_acked, w.acked);
+                d.atomic_acked = std::max(d.atomic_acked, w.acked);
                 Sem& m = sem(e.target, e.a);
                 m.incs.push_back({w.arrived, e.b});
                 wake(m.waiters);
@@ -1558,15 +1565,15 @@ class Engine {
                 auto dsts = rect(e.target, int(e.c), core, false);
                 auto ws = fabric_.multicast_packet(clk, core, dsts, 4, noc, true);
                 if (!ws.empty()) wait_until(i, clk, ws[0].flushed);
-                for (size_t d = 0; d < dsts.size(); ++d) {
-                    Sem& m = sem(dsts[d], e.a);
+                for (size_t k = 0; k < dsts.size(); ++k) {
+                    Sem& m = sem(dsts[k], e.a);
                     if (e.kind == Ev::AtomicIncMcast) {
-                        s.atomic_acked = std::max(s.atomic_acked, ws[d].acked);
-                        m.incs.push_back({ws[d].arrived, e.b});
+                        d.atomic_acked = std::max(d.atomic_acked, ws[k].acked);
+                        m.incs.push_back({ws[k].arrived, e.b});
                         wake(m.waiters);
                     } else {
-                        s.write_acked = std::max(s.write_acked, ws[d].acked);
-                        set_sem(m, e.b, ws[d].arrived);
+                        d.write_acked = std::max(d.write_acked, ws[k].acked);
+                        set_sem(m, e.b, ws[k].arrived);
                     }
                 }
                 break;
@@ -1576,7 +1583,7 @@ class Engine {
                 charge(i, clk, fabric_.chip().write_issue_cycles, lane);
                 auto w = fabric_.write_packet(clk, core, Endpoint::core(e.target), 4, noc, true);
                 if (p_.flow_control) s.cmd_free[int(noc)][2] = std::max(s.cmd_free[int(noc)][2], w.accepted);
-                s.write_acked = std::max(s.write_acked, w.acked);
+                d.write_acked = std::max(d.write_acked, w.acked);
                 set_sem(sem(e.target, e.a), e.b, w.arrived);
                 break;
             }
@@ -1586,12 +1593,12 @@ class Engine {
             case Ev::WriteBarrierTrid:
             case Ev::WritesFlushed:
             case Ev::AtomicBarrier: {
-                Cycle until = e.kind == Ev::ReadBarrier        ? s.read_done
-                              : e.kind == Ev::ReadBarrierTrid  ? s.trid_read[e.a]
-                              : e.kind == Ev::WriteBarrier     ? s.write_acked
-                              : e.kind == Ev::WriteBarrierTrid ? s.trid_write[e.a]
-                              : e.kind == Ev::WritesFlushed    ? s.write_flushed
-                                                               : s.atomic_acked;
+                Cycle until = e.kind == Ev::ReadBarrier        ? d.read_done
+                              : e.kind == Ev::ReadBarrierTrid  ? d.trid_read[e.a]
+                              : e.kind == Ev::WriteBarrier     ? d.write_acked
+                              : e.kind == Ev::WriteBarrierTrid ? d.trid_write[e.a]
+                              : e.kind == Ev::WritesFlushed    ? d.write_flushed
+                                                               : d.atomic_acked;
                 charge(i, clk, p_.local_poll_cycles, lane);
                 wait_until(i, clk, until);
                 break;

@@ -12,6 +12,9 @@
 // CB formats and tile shapes: the kernel build generates chlkc_descriptors.h (as tt-metal's JIT build does), so
 // get_tile_size / get_tile_hw / get_tile_num_faces / get_dataformat are constexpr table lookups (wheel
 // api/dataflow/dataflow_api.h:8-11, 278-305); without that header they ask the runtime (32x32 tiles).
+// NoC choice: every call issues on the NoC its `noc` argument names (noc_index, the kernel's NOC_INDEX, by default):
+// its route and NIU in the timing model, its transaction counters; a barrier completes that NoC's transfers only, and
+// the *_set_state registers are per NoC. DRAM bank addresses are per NoC (dram_bank_to_noc_xy[noc], emu/runtime.h).
 // NOC transaction ids: reads / writes tagged by the *_with_trid calls below; a trid barrier completes only those.
 // Not implemented: sharded address generators (sharded L1 buffers are reached with get_noc_addr(x, y, addr)), PCIe,
 // the sticky transaction-id register (noc_async_read_set_trid tags nothing here), get_l1_noc_addr (the wheel's version adds bank_to_dram_offset to an L1 address), stateful
@@ -156,17 +159,21 @@ inline DataFormat get_dataformat(const int32_t operand) { return emu::cb_data_fo
 #endif
 
 // ---------------------------------------------------------------------------------------------- addresses
+// The `noc` argument: the NoC the address is for. Coordinates a kernel passes are already that NoC's (the wheel's
+// DYNAMIC_NOC_X / DYNAMIC_NOC_Y are the identity, risc_common.h); worker cores' translated coordinates are the same on
+// both NoCs, and my_x[noc] / my_y[noc] too. The DRAM bank tables differ per NoC (dram_bank_to_noc_xy[noc], below):
+// Wormhole's DRAM coordinates are raw, and NoC 1's raw coordinates are NoC 0's mirrored (emu/runtime.h).
 FORCE_INLINE uint64_t get_noc_addr(uint32_t noc_x, uint32_t noc_y, uint32_t addr, uint8_t noc = noc_index) {
-    (void)noc;
+    (void)noc;  // DYNAMIC_NOC_X(noc, x) == x
     return emu::noc_xy_addr(noc_x, noc_y, addr);
 }
 FORCE_INLINE uint64_t get_noc_addr(uint32_t addr, uint8_t noc = noc_index) {
-    (void)noc;
+    (void)noc;  // my_x[noc] / my_y[noc]: translated, the same on both NoCs
     return emu::noc_xy_addr(emu::my_noc_x(), emu::my_noc_y(), addr);
 }
 FORCE_INLINE uint64_t get_noc_multicast_addr(uint32_t noc_x_start, uint32_t noc_y_start, uint32_t noc_x_end,
                                               uint32_t noc_y_end, uint32_t addr, uint8_t noc = noc_index) {
-    (void)noc;
+    (void)noc;  // the caller orders the corners for its NoC (NoC 1: start >= end; the runtime checks at the transfer)
     return emu::noc_multicast_addr(noc_x_start, noc_y_start, noc_x_end, noc_y_end, addr);
 }
 // noc_xy = NOC_XY_ENCODING(x, y): the node bits as they sit in the upper 32-bit word of a NOC address.
@@ -197,9 +204,8 @@ FORCE_INLINE uint32_t get_bank_index(uint32_t id, uint32_t bank_offset_index) {
 }
 template <bool DRAM>
 FORCE_INLINE uint32_t get_noc_xy(uint32_t bank_index, uint8_t noc = noc_index) {
-    (void)noc;
     if constexpr (DRAM) {
-        return NOC_XY_ENCODING(emu::dram_bank_noc_x(bank_index), emu::dram_bank_noc_y(bank_index));
+        return NOC_XY_ENCODING(emu::dram_bank_noc_x(bank_index, noc), emu::dram_bank_noc_y(bank_index, noc));
     } else {
         return NOC_XY_ENCODING(emu::l1_bank_noc_x(bank_index), emu::l1_bank_noc_y(bank_index));
     }
@@ -221,9 +227,9 @@ FORCE_INLINE constexpr uint32_t get_log_base2_of_allocator_alignment() {
     return DRAM ? LOG_BASE_2_OF_DRAM_ALIGNMENT : LOG_BASE_2_OF_L1_ALIGNMENT;
 }
 template <bool DRAM>
-FORCE_INLINE uint64_t bank_noc_addr(uint32_t bank_index, uint32_t addr) {
+FORCE_INLINE uint64_t bank_noc_addr(uint32_t bank_index, uint32_t addr, uint8_t noc) {
     if constexpr (DRAM) {
-        return NOC_XY_ADDR(emu::dram_bank_noc_x(bank_index), emu::dram_bank_noc_y(bank_index), addr);
+        return NOC_XY_ADDR(emu::dram_bank_noc_x(bank_index, noc), emu::dram_bank_noc_y(bank_index, noc), addr);
     } else {
         return NOC_XY_ADDR(emu::l1_bank_noc_x(bank_index), emu::l1_bank_noc_y(bank_index), addr);
     }
@@ -234,21 +240,20 @@ constexpr uint32_t emu_align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~
 
 // Firmware's bank tables (extern arrays on silicon: dram_bank_to_noc_xy[NUM_NOCS][NUM_DRAM_BANKS],
 // l1_bank_to_noc_xy[NUM_NOCS][NUM_L1_BANKS] holding NOC_XY_ENCODING(x, y), bank_to_dram_offset[NUM_DRAM_BANKS],
-// bank_to_l1_offset[NUM_L1_BANKS]), read-only views of the runtime's bank table here.
+// bank_to_l1_offset[NUM_L1_BANKS]), read-only views of the runtime's bank table here. L1 banks are at translated
+// coordinates (the same on both NoCs); DRAM banks at the NoC's own (emu::dram_bank_noc_x(bank, noc)).
 namespace emu_banks {
 template <bool DRAM>
 struct XYRow {
+    uint8_t noc;
     uint16_t operator[](uint32_t bank) const {
-        return DRAM ? uint16_t(NOC_XY_ENCODING(emu::dram_bank_noc_x(bank), emu::dram_bank_noc_y(bank)))
+        return DRAM ? uint16_t(NOC_XY_ENCODING(emu::dram_bank_noc_x(bank, noc), emu::dram_bank_noc_y(bank, noc)))
                     : uint16_t(NOC_XY_ENCODING(emu::l1_bank_noc_x(bank), emu::l1_bank_noc_y(bank)));
     }
 };
 template <bool DRAM>
 struct XYTable {
-    XYRow<DRAM> operator[](uint32_t noc) const {
-        (void)noc;  // translated coordinates: the same on both NOCs
-        return {};
-    }
+    XYRow<DRAM> operator[](uint32_t noc) const { return {uint8_t(noc)}; }
 };
 template <bool DRAM>
 struct OffsetTable {
@@ -282,9 +287,9 @@ FORCE_INLINE uint64_t multicast_descriptor(uint32_t start_x, uint32_t start_y, u
 }
 template <bool DRAM>
 FORCE_INLINE uint64_t bank_address(uint32_t bank_index, uint32_t local_address, uint8_t noc) {
-    (void)noc;
     if constexpr (DRAM) {
-        return NOC_XY_ADDR(emu::dram_bank_noc_x(bank_index), emu::dram_bank_noc_y(bank_index), local_address);
+        return NOC_XY_ADDR(emu::dram_bank_noc_x(bank_index, noc), emu::dram_bank_noc_y(bank_index, noc),
+                           local_address);
     } else {
         return NOC_XY_ADDR(emu::l1_bank_noc_x(bank_index), emu::l1_bank_noc_y(bank_index), local_address);
     }
@@ -325,17 +330,15 @@ inline constexpr bool
 template <bool DRAM>
 FORCE_INLINE uint64_t get_noc_addr_from_bank_id(uint32_t bank_id, uint32_t bank_address_offset,
                                                  uint8_t noc = noc_index) {
-    (void)noc;
     return interleaved_addr_gen::bank_noc_addr<DRAM>(
-        bank_id, bank_address_offset + interleaved_addr_gen::get_bank_offset<DRAM>(bank_id));
+        bank_id, bank_address_offset + interleaved_addr_gen::get_bank_offset<DRAM>(bank_id), noc);
 }
 
 inline uint64_t get_dram_noc_addr(const uint32_t id, const uint32_t page_size, const uint32_t bank_base_address,
                                   const uint32_t offset = 0, uint8_t noc = noc_index) {
-    (void)noc;
     uint32_t row = id / NUM_DRAM_BANKS, bank = id % NUM_DRAM_BANKS;
     uint32_t addr = row * emu_align_up(page_size, DRAM_ALIGNMENT) + bank_base_address + offset + emu::dram_bank_offset(bank);
-    return interleaved_addr_gen::bank_noc_addr<true>(bank, addr);
+    return interleaved_addr_gen::bank_noc_addr<true>(bank, addr, noc);
 }
 
 // Bytes of `index` tiles of `format` for tiles of `tile_hw` datums, exactly as the wheel computes them
@@ -390,10 +393,9 @@ struct InterleavedAddrGen {
                interleaved_addr_gen::get_bank_offset<DRAM>(bank_index);
     }
     FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uintptr_t offset = 0, uint8_t noc = noc_index) const {
-        (void)noc;
         uint32_t row = interleaved_addr_gen::get_bank_offset_index<DRAM>(id);
         uint32_t bank = interleaved_addr_gen::get_bank_index<DRAM>(id, row);
-        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, uint32_t(offset)));
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, uint32_t(offset)), noc);
     }
 };
 
@@ -415,10 +417,9 @@ struct InterleavedPow2AddrGen {
                interleaved_addr_gen::get_bank_offset<DRAM>(bank_index);
     }
     FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uint32_t offset = 0, uint8_t noc = noc_index) const {
-        (void)noc;
         uint32_t row = interleaved_addr_gen::get_bank_offset_index<DRAM>(id);
         uint32_t bank = interleaved_addr_gen::get_bank_index<DRAM>(id, row);
-        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, offset));
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, offset), noc);
     }
 };
 
@@ -436,10 +437,9 @@ struct InterleavedAddrGenFast {
                interleaved_addr_gen::get_bank_offset<DRAM>(bank_index);
     }
     FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uint32_t offset = 0, uint8_t noc = noc_index) const {
-        (void)noc;
         uint32_t row = interleaved_addr_gen::get_bank_offset_index<DRAM>(id);
         uint32_t bank = interleaved_addr_gen::get_bank_index<DRAM>(id, row);
-        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, offset));
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, get_addr(id, row, bank, offset), noc);
     }
 };
 
@@ -455,12 +455,11 @@ struct InterleavedPow2AddrGenFast {
                                                          : log_base_2_of_allocator_alignment;
 
     FORCE_INLINE uint64_t get_noc_addr(const uint32_t id, const uint32_t offset = 0, uint8_t noc = noc_index) const {
-        (void)noc;
         uint32_t row = interleaved_addr_gen::get_bank_offset_index<DRAM>(id);
         uint32_t bank = interleaved_addr_gen::get_bank_index<DRAM>(id, row);
         uint32_t addr = (row << aligned_log_base_2_of_page_size) + bank_base_address + offset +
                         interleaved_addr_gen::get_bank_offset<DRAM>(bank);
-        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, addr);
+        return interleaved_addr_gen::bank_noc_addr<DRAM>(bank, addr, noc);
     }
 };
 
@@ -529,39 +528,41 @@ struct TensorAccessor;  // api/tensor/tensor_accessor.h (included at the end of 
 template <bool enable_noc_tracing = true>
 FORCE_INLINE void noc_async_read_one_packet(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size,
                                             uint8_t noc = noc_index, uint32_t read_req_vc = NOC_UNICAST_WRITE_VC) {
-    (void)noc;
     (void)read_req_vc;
     if (size > NOC_MAX_BURST_SIZE)
         emu::fault("noc_async_read_one_packet: size %u exceeds NOC_MAX_BURST_SIZE (%u)", size, NOC_MAX_BURST_SIZE);
-    emu::noc_read(src_noc_addr, dst_local_l1_addr, size);
+    emu::noc_read(src_noc_addr, dst_local_l1_addr, size, noc);
 }
 
 template <uint32_t max_page_size = NOC_MAX_BURST_SIZE + 1, bool enable_noc_tracing = true>
 inline void noc_async_read(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size, uint8_t noc = noc_index,
                            uint32_t read_req_vc = NOC_UNICAST_WRITE_VC) {
-    (void)noc;
     (void)read_req_vc;
     if (max_page_size <= NOC_MAX_BURST_SIZE && size > max_page_size)
         emu::fault("noc_async_read<max_page_size=%u>: size %u exceeds the template bound", max_page_size, size);
-    emu::noc_read(src_noc_addr, dst_local_l1_addr, size);
+    emu::noc_read(src_noc_addr, dst_local_l1_addr, size, noc);
 }
 
+// The *_set_state / *_with_state pairs: the state lives in a command buffer of the NoC's NIU, so each NoC has its own
+// (a set_state on NoC 1 does not change what a with_state on NoC 0 issues).
 namespace emu_state {
 struct ReadState {
     uint64_t src_hi = 0;  // NOC node bits of the source
     uint32_t size = 0;
 };
-inline ReadState& read_state() {
-    static thread_local ReadState s;
-    return s;
+inline ReadState& read_state(uint8_t noc) {
+    static thread_local ReadState s[2];
+    if (noc > 1) emu::fault("NoC index %u is out of range (a Tensix core has NoC 0 and NoC 1)", noc);
+    return s[noc];
 }
 struct WriteState {
     uint64_t dst_hi = 0;
     uint32_t size = 0;
 };
-inline WriteState& write_state() {
-    static thread_local WriteState s;
-    return s;
+inline WriteState& write_state(uint8_t noc) {
+    static thread_local WriteState s[2];
+    if (noc > 1) emu::fault("NoC index %u is out of range (a Tensix core has NoC 0 and NoC 1)", noc);
+    return s[noc];
 }
 }  // namespace emu_state
 
@@ -569,31 +570,27 @@ template <bool use_vc = false>
 FORCE_INLINE void noc_async_read_one_packet_set_state(uint64_t src_noc_addr, uint32_t size, const uint32_t vc = 0,
                                                       uint8_t noc = noc_index) {
     (void)vc;
-    (void)noc;
     if (size > NOC_MAX_BURST_SIZE)
         emu::fault("noc_async_read_one_packet_set_state: size %u exceeds NOC_MAX_BURST_SIZE", size);
-    emu_state::read_state() = {src_noc_addr & ~NOC_LOCAL_ADDR_MASK, size};
+    emu_state::read_state(noc) = {src_noc_addr & ~NOC_LOCAL_ADDR_MASK, size};
 }
 
 template <bool inc_num_issued = true, bool use_vc = false>
 FORCE_INLINE void noc_async_read_one_packet_with_state(uint32_t src_local_l1_addr, uint32_t dst_local_l1_addr,
                                                        const uint32_t vc = 0, uint8_t noc = noc_index) {
     (void)vc;
-    (void)noc;
-    auto& s = emu_state::read_state();
-    emu::noc_read(s.src_hi | src_local_l1_addr, dst_local_l1_addr, s.size);
+    auto& s = emu_state::read_state(noc);
+    emu::noc_read(s.src_hi | src_local_l1_addr, dst_local_l1_addr, s.size, noc);
 }
 
 FORCE_INLINE void noc_async_read_set_state(uint64_t src_noc_addr, uint8_t noc = noc_index) {
-    (void)noc;
-    emu_state::read_state().src_hi = src_noc_addr & ~NOC_LOCAL_ADDR_MASK;
+    emu_state::read_state(noc).src_hi = src_noc_addr & ~NOC_LOCAL_ADDR_MASK;
 }
 
 template <bool inc_num_issued = true, bool skip_cmdbuf_chk = false>
 FORCE_INLINE void noc_async_read_with_state(uint32_t src_local_l1_addr, uint32_t dst_local_l1_addr, uint32_t size,
                                             uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_read(emu_state::read_state().src_hi | src_local_l1_addr, dst_local_l1_addr, size);
+    emu::noc_read(emu_state::read_state(noc).src_hi | src_local_l1_addr, dst_local_l1_addr, size, noc);
 }
 
 FORCE_INLINE void noc_async_read_inc_num_issued(uint32_t num_issued_reads_inc, uint8_t noc = noc_index) {
@@ -604,7 +601,7 @@ FORCE_INLINE void noc_async_read_inc_num_issued(uint32_t num_issued_reads_inc, u
 template <typename AddrGen, bool enable_noc_tracing = true>
 FORCE_INLINE void noc_async_read_page(const uint32_t id, const AddrGen& addrgen, uint32_t dst_local_l1_addr,
                                       uint32_t offset = 0, uint8_t noc = noc_index) {
-    emu::noc_read(addrgen.get_noc_addr(id, offset, noc), dst_local_l1_addr, emu_addrgen::page_size_of(addrgen));
+    emu::noc_read(addrgen.get_noc_addr(id, offset, noc), dst_local_l1_addr, emu_addrgen::page_size_of(addrgen), noc);
 }
 
 // THIS API IS DEPRECATED AND WILL BE REMOVED SOON (wheel dataflow_api.h:1266-1389): noc_async_read_tile exists only
@@ -641,46 +638,40 @@ FORCE_INLINE void noc_async_read_page(const uint32_t id, const InterleavedPow2Ad
     noc_async_read_page<InterleavedPow2AddrGenFast<DRAM>, false>(id, addrgen, dst_local_l1_addr, offset, noc);
 }
 
-FORCE_INLINE void noc_async_read_barrier(uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_read_barrier();
-}
+// Waits for the reads issued on `noc` only (noc_reads_num_issued[noc]): reads on the other NoC stay in flight.
+FORCE_INLINE void noc_async_read_barrier(uint8_t noc = noc_index) { emu::noc_read_barrier(noc); }
 
 // ---------------------------------------------------------------------------------------------- NOC writes
 template <bool enable_noc_tracing = true, bool posted = false>
 FORCE_INLINE void noc_async_write_one_packet(uint32_t src_local_l1_addr, uint64_t dst_noc_addr, uint32_t size,
                                              uint8_t noc = noc_index, uint32_t vc = NOC_UNICAST_WRITE_VC) {
-    (void)noc;
     (void)vc;
     if (size > NOC_MAX_BURST_SIZE)
         emu::fault("noc_async_write_one_packet: size %u exceeds NOC_MAX_BURST_SIZE (%u)", size, NOC_MAX_BURST_SIZE);
-    emu::noc_write(src_local_l1_addr, dst_noc_addr, size);
+    emu::noc_write(src_local_l1_addr, dst_noc_addr, size, noc);
 }
 
 template <uint32_t max_page_size = NOC_MAX_BURST_SIZE + 1, bool enable_noc_tracing = true, bool posted = false>
 inline void noc_async_write(uint32_t src_local_l1_addr, uint64_t dst_noc_addr, uint32_t size, uint8_t noc = noc_index,
                             uint32_t vc = NOC_UNICAST_WRITE_VC) {
-    (void)noc;
     (void)vc;
     if (max_page_size <= NOC_MAX_BURST_SIZE && size > max_page_size)
         emu::fault("noc_async_write<max_page_size=%u>: size %u exceeds the template bound", max_page_size, size);
-    emu::noc_write(src_local_l1_addr, dst_noc_addr, size);
+    emu::noc_write(src_local_l1_addr, dst_noc_addr, size, noc);
 }
 
 template <bool posted = false>
 FORCE_INLINE void noc_async_write_one_packet_set_state(uint64_t dst_noc_addr, uint32_t size, uint8_t noc = noc_index,
                                                        uint8_t vc = NOC_UNICAST_WRITE_VC) {
-    (void)noc;
     (void)vc;
-    emu_state::write_state() = {dst_noc_addr & ~NOC_LOCAL_ADDR_MASK, size};
+    emu_state::write_state(noc) = {dst_noc_addr & ~NOC_LOCAL_ADDR_MASK, size};
 }
 
 template <bool posted = false>
 FORCE_INLINE void noc_async_write_one_packet_with_state(uint32_t src_local_l1_addr, uint32_t dst_local_l1_addr,
                                                         uint8_t noc = noc_index) {
-    (void)noc;
-    auto& s = emu_state::write_state();
-    emu::noc_write(src_local_l1_addr, s.dst_hi | dst_local_l1_addr, s.size);
+    auto& s = emu_state::write_state(noc);
+    emu::noc_write(src_local_l1_addr, s.dst_hi | dst_local_l1_addr, s.size, noc);
 }
 
 template <bool enable_noc_tracing = true>
@@ -688,8 +679,7 @@ FORCE_INLINE void noc_async_write_multicast_one_packet(uint32_t src_local_l1_add
                                                        uint32_t size, uint32_t num_dests, bool linked = false,
                                                        uint8_t noc = noc_index) {
     (void)linked;
-    (void)noc;
-    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, false);
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, false, noc);
 }
 
 template <uint32_t max_page_size = NOC_MAX_BURST_SIZE + 1>
@@ -697,24 +687,22 @@ inline void noc_async_write_multicast(uint32_t src_local_l1_addr, uint64_t dst_n
                                       uint32_t num_dests, bool linked = false, uint8_t noc = noc_index,
                                       uint8_t vc = NOC_MULTICAST_WRITE_VC) {
     (void)linked;
-    (void)noc;
     (void)vc;
-    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, false);
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, false, noc);
 }
 
 inline void noc_async_write_multicast_loopback_src(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast,
                                                    uint32_t size, uint32_t num_dests, bool linked = false,
                                                    uint8_t noc = noc_index) {
     (void)linked;
-    (void)noc;
-    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, true);
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, size, num_dests, true, noc);
 }
 
 template <typename AddrGen, bool enable_noc_tracing = true, bool posted = false>
 FORCE_INLINE void noc_async_write_page(const uint32_t id, const AddrGen& addrgen, uint32_t src_local_l1_addr,
                                        uint32_t size = 0, uint32_t offset = 0, uint8_t noc = noc_index) {
     uint32_t n = size ? size : emu_addrgen::page_size_of(addrgen);
-    emu::noc_write(src_local_l1_addr, addrgen.get_noc_addr(id, offset, noc), n);
+    emu::noc_write(src_local_l1_addr, addrgen.get_noc_addr(id, offset, noc), n, noc);
 }
 
 // THIS API IS DEPRECATED AND WILL BE REMOVED SOON (wheel dataflow_api.h:1455-1600): noc_async_write_tile exists only
@@ -753,22 +741,12 @@ FORCE_INLINE void noc_async_write_page(const uint32_t id, const InterleavedPow2A
     noc_async_write_page<InterleavedPow2AddrGenFast<DRAM>, false>(id, addrgen, src_local_l1_addr, size, offset, noc);
 }
 
-FORCE_INLINE void noc_async_write_barrier(uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_write_barrier();
-}
-FORCE_INLINE void noc_async_writes_flushed(uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_writes_flushed();
-}
-FORCE_INLINE void noc_async_posted_writes_flushed(uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_writes_flushed();
-}
-FORCE_INLINE void noc_async_atomic_barrier(uint8_t noc_idx = noc_index) {
-    (void)noc_idx;
-    emu::noc_atomic_barrier();
-}
+// Each waits on NoC `noc`'s counters only (noc_nonposted_writes_acked[noc], noc_nonposted_writes_num_issued[noc],
+// noc_nonposted_atomics_acked[noc]): writes and atomics issued on the other NoC are not waited for.
+FORCE_INLINE void noc_async_write_barrier(uint8_t noc = noc_index) { emu::noc_write_barrier(noc); }
+FORCE_INLINE void noc_async_writes_flushed(uint8_t noc = noc_index) { emu::noc_writes_flushed(noc); }
+FORCE_INLINE void noc_async_posted_writes_flushed(uint8_t noc = noc_index) { emu::noc_writes_flushed(noc); }
+FORCE_INLINE void noc_async_atomic_barrier(uint8_t noc_idx = noc_index) { emu::noc_atomic_barrier(noc_idx); }
 // ---- transaction ids (wheel api/dataflow/dataflow_api.h:2470-2745)
 FORCE_INLINE void noc_async_read_set_trid(uint32_t trid = 0, uint8_t noc = noc_index) {
     (void)trid;
@@ -782,40 +760,35 @@ template <bool skip_ptr_update = false, bool skip_cmdbuf_chk = false>
 FORCE_INLINE void noc_async_read_one_packet_with_state_with_trid(uint32_t src_base_addr, uint32_t src_addr,
                                                                  uint32_t dest_addr, uint32_t trid = 0,
                                                                  uint8_t noc = noc_index) {
-    (void)noc;
-    auto& s = emu_state::read_state();
-    emu::noc_read_trid(s.src_hi | uint64_t(src_base_addr + src_addr), dest_addr, s.size, trid);
+    auto& s = emu_state::read_state(noc);
+    emu::noc_read_trid(s.src_hi | uint64_t(src_base_addr + src_addr), dest_addr, s.size, trid, noc);
 }
 template <bool update_counter = true, bool posted = false>
 FORCE_INLINE void noc_async_write_one_packet_with_trid(uint32_t src_local_l1_addr, uint64_t dst_noc_addr,
                                                        uint32_t size, uint32_t trid, uint8_t cmd_buf = 0,
                                                        uint8_t noc = noc_index, uint8_t vc = NOC_UNICAST_WRITE_VC) {
     (void)cmd_buf;
-    (void)noc;
     (void)vc;
     if (size > NOC_MAX_BURST_SIZE)
         emu::fault("noc_async_write_one_packet_with_trid: size %u exceeds NOC_MAX_BURST_SIZE (%u)", size,
                    NOC_MAX_BURST_SIZE);
-    emu::noc_write_trid(src_local_l1_addr, dst_noc_addr, size, trid);
+    emu::noc_write_trid(src_local_l1_addr, dst_noc_addr, size, trid, noc);
 }
+// Transaction ids are counted per NIU (NIU_MST_REQS_OUTSTANDING_ID(trid) of NoC `noc`).
 FORCE_INLINE void noc_async_read_barrier_with_trid(uint32_t trid, uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_read_barrier_trid(trid);
+    emu::noc_read_barrier_trid(trid, noc);
 }
 FORCE_INLINE void noc_async_write_barrier_with_trid(uint32_t trid, uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_write_barrier_trid(trid);
+    emu::noc_write_barrier_trid(trid, noc);
 }
 FORCE_INLINE void noc_async_write_flushed_with_trid(uint32_t trid, uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_write_barrier_trid(trid);
+    emu::noc_write_barrier_trid(trid, noc);
 }
 
 FORCE_INLINE void noc_async_full_barrier(uint8_t noc_idx = noc_index) {
-    (void)noc_idx;
-    emu::noc_read_barrier();
-    emu::noc_write_barrier();
-    emu::noc_atomic_barrier();
+    emu::noc_read_barrier(noc_idx);
+    emu::noc_write_barrier(noc_idx);
+    emu::noc_atomic_barrier(noc_idx);
 }
 
 // ---------------------------------------------------------------------------------------------- semaphores
@@ -834,57 +807,50 @@ FORCE_INLINE void noc_semaphore_wait_min(volatile tt_l1_ptr uint32_t* sem_addr, 
 FORCE_INLINE void noc_semaphore_set(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val) { emu::sem_set(sem_addr, val); }
 
 inline void noc_semaphore_set_remote(uint32_t src_local_l1_addr, uint64_t dst_noc_addr, uint8_t noc = noc_index) {
-    (void)noc;
-    emu::noc_write(src_local_l1_addr, dst_noc_addr, 4);
+    emu::noc_write(src_local_l1_addr, dst_noc_addr, 4, noc);
 }
 
 inline void noc_semaphore_set_multicast(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast,
                                         uint32_t num_dests, bool linked = false, uint8_t noc = noc_index) {
     (void)linked;
-    (void)noc;
-    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, 4, num_dests, false);
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, 4, num_dests, false, noc);
 }
 
 inline void noc_semaphore_set_multicast_loopback_src(uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast,
                                                      uint32_t num_dests, bool linked = false, uint8_t noc = noc_index) {
     (void)linked;
-    (void)noc;
-    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, 4, num_dests, true);
+    emu::noc_write_multicast(src_local_l1_addr, dst_noc_addr_multicast, 4, num_dests, true, noc);
 }
 
 template <bool posted = false>
 FORCE_INLINE void noc_semaphore_inc(uint64_t addr, uint32_t incr, uint8_t noc_id = noc_index,
                                     uint8_t vc = NOC_UNICAST_WRITE_VC) {
-    (void)noc_id;
     (void)vc;
-    emu::noc_atomic_inc(addr, incr);
+    emu::noc_atomic_inc(addr, incr, noc_id);
 }
 
 template <bool posted = false>
 FORCE_INLINE void noc_semaphore_inc_multicast(uint64_t addr, uint32_t incr, uint32_t num_dests,
                                               uint8_t noc_id = noc_index, uint8_t vc = NOC_MULTICAST_WRITE_VC) {
-    (void)noc_id;
     (void)vc;
-    emu::noc_atomic_inc_multicast(addr, incr, num_dests);
+    emu::noc_atomic_inc_multicast(addr, incr, num_dests, noc_id);
 }
 
 template <InlineWriteDst dst_type = InlineWriteDst::DEFAULT, bool posted = false, bool flush = true>
 FORCE_INLINE void noc_inline_dw_write(uint64_t addr, uint32_t val, uint8_t be = 0xF, uint8_t noc = noc_index,
                                       uint8_t vc = NOC_UNICAST_WRITE_VC, uint32_t customized_src_addr = 0) {
-    (void)noc;
     (void)vc;
     (void)customized_src_addr;
     static_assert(dst_type != InlineWriteDst::REG, "the emulator does not model stream registers");
-    emu::noc_inline_write(addr, val, be);
+    emu::noc_inline_write(addr, val, be, noc);
 }
 
 template <InlineWriteDst dst_type = InlineWriteDst::DEFAULT, bool posted = false, bool flush = true>
 FORCE_INLINE void noc_inline_mcast_dw_write(uint64_t addr, uint32_t val, uint32_t num_dests, uint8_t be = 0xF,
                                             uint8_t noc = noc_index, uint8_t vc = NOC_MULTICAST_WRITE_VC) {
-    (void)noc;
     (void)vc;
     if (be != 0xF) emu::fault("noc_inline_mcast_dw_write: partial byte enables are not supported by the emulator");
-    emu::noc_inline_write_multicast(addr, val, num_dests);
+    emu::noc_inline_write_multicast(addr, val, num_dests, noc);
 }
 
 #include "api/tensor/tensor_accessor.h"

@@ -172,7 +172,7 @@ public:
             if (max_page_size <= NOC_MAX_BURST_SIZE && size_bytes > max_page_size)
                 emu::fault("noc.async_read<max_page_size=%u>: size %u exceeds the template bound", max_page_size,
                            size_bytes);
-            emu::noc_read_trid(src_noc_addr, dst_addr, size_bytes, noc_opts.trid);
+            emu::noc_read_trid(src_noc_addr, dst_addr, size_bytes, noc_opts.trid, noc_id_);
         } else {
             noc_async_read<max_page_size, enable_noc_tracing>(src_noc_addr, dst_addr, size_bytes, noc_id_,
                                                               noc_opts.vc);
@@ -235,7 +235,7 @@ public:
             if (max_page_size <= NOC_MAX_BURST_SIZE && size_bytes > max_page_size)
                 emu::fault("noc.async_write<max_page_size=%u>: size %u exceeds the template bound", max_page_size,
                            size_bytes);
-            emu::noc_write_trid(src_addr, dst_noc_addr, size_bytes, noc_opts.trid);
+            emu::noc_write_trid(src_addr, dst_noc_addr, size_bytes, noc_opts.trid, noc_id_);
         } else {
             noc_async_write<max_page_size, enable_noc_tracing, posted>(src_addr, dst_noc_addr, size_bytes, noc_id_,
                                                                        vc);
@@ -269,7 +269,7 @@ public:
         auto dst_noc_addr = get_dst_ptr<AddressType::NOC>(dst, dst_args);
         if (max_page_size <= NOC_MAX_BURST_SIZE && size_bytes > NOC_MAX_BURST_SIZE)
             emu::fault("noc.set_async_write_state: one-packet size %u exceeds NOC_MAX_BURST_SIZE", size_bytes);
-        emu_state::write_state() = {dst_noc_addr & ~NOC_LOCAL_ADDR_MASK, size_bytes};
+        emu_state::write_state(noc_id_) = {dst_noc_addr & ~NOC_LOCAL_ADDR_MASK, size_bytes};
         (void)noc_opts;
     }
 
@@ -284,8 +284,9 @@ public:
         (void)noc_opts;
         const uint32_t src_addr = get_src_ptr<AddressType::LOCAL_L1>(src, src_args);
         const uint32_t dst_local = (uint32_t)get_dst_ptr<AddressType::NOC>(dst, dst_args);
-        auto& s = emu_state::write_state();
-        emu::noc_write(src_addr, s.dst_hi | dst_local, max_page_size <= NOC_MAX_BURST_SIZE ? s.size : size_bytes);
+        auto& s = emu_state::write_state(noc_id_);
+        emu::noc_write(src_addr, s.dst_hi | dst_local, max_page_size <= NOC_MAX_BURST_SIZE ? s.size : size_bytes,
+                       noc_id_);
     }
 
     // noc.h:656-689
@@ -308,7 +309,7 @@ public:
     // noc.h:700-703: reads complete when polled here (there is no timing model).
     bool is_read_trid_flushed(uint32_t trid) const {
         check_trid(trid);
-        return emu::noc_read_trid_flushed(trid);
+        return emu::noc_read_trid_flushed(trid, noc_id_);
     }
 
     template <NocOptions opts = NocOptions::DEFAULT>

@@ -14,6 +14,10 @@
 #include "api/tensor/tensor_binding_token.h"
 #include "emu/runtime.h"
 
+#ifndef NOC_INDEX  // the kernel's default NoC, a JIT define (noc_index = NOC_INDEX in api/dataflow/dataflow_api.h)
+#define NOC_INDEX 0
+#endif
+
 template <typename T>
 T get_common_arg_val(int arg_idx);
 template <typename T>
@@ -52,14 +56,15 @@ struct TensorAccessor {
     uint32_t get_aligned_page_size() const { return aligned_page_size; }
     uint32_t get_bank_base_address() const { return bank_base_address; }
 
-    uint64_t get_noc_addr(const uint32_t page_id, const uint32_t offset = 0, uint8_t noc = 0) const {
-        (void)noc;
+    // `noc` defaults to noc_index (NOC_INDEX), as the wheel's: a DRAM page's address differs per NoC on Wormhole.
+    uint64_t get_noc_addr(const uint32_t page_id, const uint32_t offset = 0, uint8_t noc = NOC_INDEX) const {
         if constexpr (is_dram) {
             const uint32_t nb = emu::num_dram_banks();
             const uint32_t row = page_id / nb, bank = page_id - row * nb;
             const uint32_t stride = (aligned_page_size + 31u) & ~31u;
             const uint32_t addr = row * stride + bank_base_address + offset + emu::dram_bank_offset(bank);
-            return (uint64_t(emu::dram_bank_noc_y(bank)) << 42) | (uint64_t(emu::dram_bank_noc_x(bank)) << 36) | addr;
+            return (uint64_t(emu::dram_bank_noc_y(bank, noc)) << 42) | (uint64_t(emu::dram_bank_noc_x(bank, noc)) << 36) |
+                   addr;
         } else {
             const uint32_t nb = emu::num_l1_banks();
             const uint32_t row = page_id / nb, bank = page_id - row * nb;
@@ -121,7 +126,7 @@ public:
             return static_cast<const Accessor*>(a)->get_noc_addr(page_idx, offset, noc);
         }) {}
 
-    uint64_t get_noc_addr(uint32_t page_idx, uint32_t offset = 0, uint8_t noc = 0) const {
+    uint64_t get_noc_addr(uint32_t page_idx, uint32_t offset = 0, uint8_t noc = NOC_INDEX) const {
         if (get_noc_addr_fn == nullptr) emu::fault("AbstractTensorAccessorWrapper: default-constructed (no accessor)");
         return get_noc_addr_fn(accessor_ptr, page_idx, offset, noc);
     }

@@ -4,8 +4,10 @@
 // set_multicast (its own value, 1, written remotely).
 // compile-time args: [0] CB index, [1] ready semaphore id, [2] data semaphore id, [3] signal (0 = never), [4..]
 // TensorAccessorArgs of the source.
-// runtime args: source address, page count, rectangle NOC x0, y0, x1, y1, number of receivers.
+// runtime args: source address, page count, rectangle NOC x0, y0 (top left), x1, y1 (bottom right), number of
+// receivers.
 #include <cstdint>
+#include <utility>
 
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
@@ -16,8 +18,8 @@
 void kernel_main() {
     const uint32_t src_addr = get_arg_val<uint32_t>(0);
     const uint32_t count = get_arg_val<uint32_t>(1);
-    const uint32_t x0 = get_arg_val<uint32_t>(2), y0 = get_arg_val<uint32_t>(3);
-    const uint32_t x1 = get_arg_val<uint32_t>(4), y1 = get_arg_val<uint32_t>(5);
+    uint32_t x0 = get_arg_val<uint32_t>(2), y0 = get_arg_val<uint32_t>(3);
+    uint32_t x1 = get_arg_val<uint32_t>(4), y1 = get_arg_val<uint32_t>(5);
     const uint32_t n_dests = get_arg_val<uint32_t>(6);
     constexpr uint32_t cb_id = get_compile_time_arg_val(0);
     constexpr bool signal = get_compile_time_arg_val(3) != 0;
@@ -27,6 +29,11 @@ void kernel_main() {
     const uint32_t page = cb.get_tile_size();
     const auto src = TensorAccessor(src_args, src_addr, page);
     Noc noc;
+    // The rectangle comes top-left first; NoC 1 reaches it from the other corner (as tt-metal's NoC 1 kernels swap).
+    if (noc.get_noc_id() == 1) {
+        std::swap(x0, x1);
+        std::swap(y0, y1);
+    }
     Semaphore<> ready(get_compile_time_arg_val(1));
     Semaphore<> data(get_compile_time_arg_val(2));
 
