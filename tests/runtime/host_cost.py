@@ -197,7 +197,18 @@ def measure(dev, repeats: int = 300) -> dict:
             semaphore.core_ranges = singles
         program.semaphores = semaphores
 
-    variants = {"no_named_args": variant(no_named_args), "previous_layout": variant(previous_layout)}
+    def no_common_runtime_args(program):
+        edit_kernels(program, lambda kernel: setattr(kernel, "common_runtime_args", []))
+
+    def no_cbs(program):
+        program.cbs = []
+
+    variants = {
+        "no_named_args": variant(no_named_args),
+        "previous_layout": variant(previous_layout),
+        "no_common_runtime_args": variant(no_common_runtime_args),
+        "no_cbs": variant(no_cbs),
+    }
     for launchable in variants.values():
         real(io, launchable)  # built and JIT-compiled once, outside the timed calls
 
@@ -263,6 +274,7 @@ def measure(dev, repeats: int = 300) -> dict:
         "lowest_l1_alone_l1_tensor": (None, backend_for(dev).lowest_l1_buffer_address),
         # as the paged call's hits read it: q's shards (the lowest L1 buffer) the witness, its address from the key
         "lowest_l1_witness_l1_tensor": (None, lambda: l1_reader(witness[0])),
+        "paged_ttnn_calls_alone": (None, lambda: paged_ttnn_calls()),
     }
     # Timed last, on its own (q's L1 shards still alive, as in tt_transformers' loop): the held outputs are L1 buffers
     # that every other row's L1 line would otherwise read too.
@@ -273,6 +285,25 @@ def measure(dev, repeats: int = 300) -> dict:
     launch_itself = ttnn.generic_op.function
     out_spec = out.spec  # the paged output's spec too ([1, b, n_q_heads, head_dim] bfloat16 tiles in DRAM)
     paged_signed = []  # (the paged call's request, its tensors), made once q_sharded exists
+
+    memory_view, l1_buffers = ttnn._ttnn.device.GetMemoryView, ttnn.BufferType.L1
+
+    def paged_ttnn_calls():
+        """The ttnn calls the paged call's hit makes, in one flat function without the package's Python around them
+        (its frames, the key and check it builds, the lookups, the comparisons): each tensor's address, device and
+        spec; the SDPAProgramConfig's and the compute config's fields; the L1 allocator's memory view and the three
+        totals the witness reads; the output allocated from its spec (dropped) and its address. What the paged call
+        with generic_op a no-op takes beyond it is the package's own Python."""
+        facts = [(t.buffer_address(), t.device(), t.spec) for t in (q_sharded, k_paged, v_paged, pos, page_table)]
+        c, h = paged_config, hifi4
+        grid = c.compute_with_storage_grid_size
+        config = (grid.x, grid.y, c.q_chunk_size, c.k_chunk_size, c.exp_approx_mode, c.max_cores_per_head_batch)
+        later = (c.sub_core_grids, c.max_k_splits, c.matmul_math_fidelity, c.segmented_accumulation)
+        compute = (h.math_fidelity, h.math_approx_mode, h.fp32_dest_acc_en)
+        view = memory_view(dev, l1_buffers)
+        allocated, free = view.total_bytes_allocated_per_bank, view.total_bytes_free_per_bank
+        totals = (allocated, free, view.largest_contiguous_bytes_free_per_bank)
+        return facts, config, later, compute, totals, allocate_from_spec(out_spec, dev).buffer_address()
 
     def paged_launch_no_op():
         """The paged call's own work on a hit (its output allocated and dropped), generic_op replaced by a no-op."""
@@ -348,6 +379,8 @@ def measure(dev, repeats: int = 300) -> dict:
             "generic_op_one_core_program": (None, lambda: real(tiny_io, tiny_launchable)),
             "generic_op_no_named_args": (None, lambda: real(io, variants["no_named_args"])),
             "generic_op_previous_layout": (None, lambda: real(io, variants["previous_layout"])),
+            "generic_op_no_common_runtime_args": (None, lambda: real(io, variants["no_common_runtime_args"])),
+            "generic_op_no_cbs": (None, lambda: real(io, variants["no_cbs"])),
         }
     )
     seal, mode = backend_module.seal_program_hash, {"now": None}
@@ -481,6 +514,7 @@ ROW_LABELS = {
     "allocate_from_spec_alone": "  of it: the output allocated from its TensorSpec, as a hit does (dropped at once)",
     "lowest_l1_alone_l1_tensor": "  the lowest live L1 buffer with q's L1 shards alive (timed with the paged pair)",
     "lowest_l1_witness_l1_tensor": "  the same, q's shards the witness (the paged call's hit: the allocator's totals)",
+    "paged_ttnn_calls_alone": "  the paged hit's ttnn calls alone (reads, memory view, allocation), no package Python",
     "op_l1_output_held": "op, L1 height-sharded output allocated by the op, held to the next call (q's shards alive)",
     "generic_op_alone": "`ttnn.generic_op` alone on the op's descriptor",
     "generic_op_function_alone": "  the same, the C++ op under ttnn's Python op wrapper (what a hit launches)",
@@ -489,6 +523,8 @@ ROW_LABELS = {
     "generic_op_one_core_program": "`ttnn.generic_op` on a one-core, one-kernel program (its floor)",
     "generic_op_no_named_args": "  the op's descriptor without its named compile-time args",
     "generic_op_previous_layout": "  the op's descriptor laid out as before (per-core runtime args, a range a core)",
+    "generic_op_no_common_runtime_args": "  the op's descriptor without its common runtime args (the work table)",
+    "generic_op_no_cbs": "  the op's descriptor without its circular buffers",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op's C++ op alone",
     "package_then_generic_op": "  the package's own work then generic_op's C++ op alone, in one timed call",
