@@ -35,19 +35,26 @@ def _is_package_module(name: str) -> bool:
     return name == PACKAGE or name.startswith(PACKAGE + ".")
 
 
-def load_tree(root: str | None):
-    """The package imported from ``root`` (None: from sys.path as it stands), its modules then taken out of
-    ``sys.modules`` so that another tree can be imported next to it."""
+def load_tree(root: str | None) -> dict:
+    """The package imported from ``root`` (None: from sys.path as it stands): its modules by name, taken out of
+    ``sys.modules`` so that another tree can be imported next to it (:func:`activate` puts them back)."""
     if root is not None:
         sys.path.insert(0, root)
-    for name in [m for m in sys.modules if _is_package_module(m)]:
-        del sys.modules[name]
-    package = importlib.import_module(PACKAGE)
-    for name in [m for m in sys.modules if _is_package_module(m)]:
-        del sys.modules[name]
+    activate({})
+    importlib.import_module(PACKAGE)
+    modules = {name: module for name, module in sys.modules.items() if _is_package_module(name)}
+    activate({})
     if root is not None:
         sys.path.remove(root)
-    return package
+    return modules
+
+
+def activate(modules: dict) -> None:
+    """Make ``modules`` (a tree's, from :func:`load_tree`) the package's modules in ``sys.modules``: a module's deferred
+    import (the full path's planning imports some) then finds its own tree's."""
+    for name in [m for m in sys.modules if _is_package_module(m)]:
+        del sys.modules[name]
+    sys.modules.update(modules)
 
 
 def paged_call(dev, ttnn):
@@ -140,12 +147,19 @@ def child(base: str, calls: int, package_only: bool) -> int:
     from ttemu.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
-    trees = {"base": load_tree(base), "this": load_tree(None)}
+    modules = {"base": load_tree(base), "this": load_tree(None)}
+    trees = {name: tree[PACKAGE] for name, tree in modules.items()}
     print("\n".join(f"{name}: {Path(p.__file__).parent.parent}" for name, p in trees.items()))
     dev = ttnn.open_device(device_id=0)
     try:
         call, upstream = paged_call(dev, ttnn)
         real = ttnn.generic_op
+        # Each tree's first calls (the full path: validation, planning, the build) with its own modules in sys.modules;
+        # the timed calls are fast-path hits, which import nothing.
+        for name, tree in modules.items():
+            activate(tree)
+            call(trees[name].paged_scaled_dot_product_attention_decode)
+            call(trees[name].paged_scaled_dot_product_attention_decode)
 
         def no_launch(op):
             def run():
@@ -172,6 +186,8 @@ def child(base: str, calls: int, package_only: bool) -> int:
         for name, (p10, median, cpu) in result.items():
             print(f"| {name} | {p10:.2f} | {median:.2f} | {cpu:.2f} |")
         after = os.getloadavg()[0]
+        slow = [name for name, (p10, _, _) in result.items() if p10 > 1000]  # a full-path call takes milliseconds
+        assert not slow, f"rows whose calls were not fast-path hits: {slow}"
         print(f"{calls} calls a row in blocks of 30; load average (1 min) before, after: {load:.1f}, {after:.1f}")
     finally:
         ttnn.close_device(dev)
