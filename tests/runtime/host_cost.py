@@ -41,6 +41,8 @@ def measure(dev, repeats: int = 300) -> dict:
     from ttflashdecode import backend as backend_module
     from ttflashdecode.backend import backend_for
     from ttflashdecode.config import ProgramConfig
+    from ttflashdecode.ops.decode.args import ComputeCommonArgs
+    from ttflashdecode.ops.descriptors import runtime_arg_names
 
     ttnn = import_ttnn()
     gen = torch.Generator().manual_seed(27)
@@ -203,11 +205,30 @@ def measure(dev, repeats: int = 300) -> dict:
     def no_cbs(program):
         program.cbs = []
 
+    def no_cb_named_args(program):
+        """The named args without the CB indices (cb_<name>): what the kernels taking their CB indices from elsewhere
+        would save."""
+
+        def drop(kernel):
+            kernel.named_compile_time_args = [a for a in kernel.named_compile_time_args if not a[0].startswith("cb_")]
+
+        edit_kernels(program, drop)
+
+    def no_work_table(program):
+        """The common runtime args without the work table (the words after the compute kernel's own fields, at the
+        end of every kernel's): what the table costs."""
+        table = len(program.kernels[1].common_runtime_args) - len(runtime_arg_names(ComputeCommonArgs))
+        edit_kernels(
+            program, lambda kernel: setattr(kernel, "common_runtime_args", list(kernel.common_runtime_args)[:-table])
+        )
+
     variants = {
         "no_named_args": variant(no_named_args),
         "previous_layout": variant(previous_layout),
         "no_common_runtime_args": variant(no_common_runtime_args),
         "no_cbs": variant(no_cbs),
+        "no_cb_named_args": variant(no_cb_named_args),
+        "no_work_table": variant(no_work_table),
     }
     for launchable in variants.values():
         real(io, launchable)  # built and JIT-compiled once, outside the timed calls
@@ -381,6 +402,8 @@ def measure(dev, repeats: int = 300) -> dict:
             "generic_op_previous_layout": (None, lambda: real(io, variants["previous_layout"])),
             "generic_op_no_common_runtime_args": (None, lambda: real(io, variants["no_common_runtime_args"])),
             "generic_op_no_cbs": (None, lambda: real(io, variants["no_cbs"])),
+            "generic_op_no_cb_named_args": (None, lambda: real(io, variants["no_cb_named_args"])),
+            "generic_op_no_work_table": (None, lambda: real(io, variants["no_work_table"])),
         }
     )
     seal, mode = backend_module.seal_program_hash, {"now": None}
@@ -525,6 +548,8 @@ ROW_LABELS = {
     "generic_op_previous_layout": "  the op's descriptor laid out as before (per-core runtime args, a range a core)",
     "generic_op_no_common_runtime_args": "  the op's descriptor without its common runtime args (the work table)",
     "generic_op_no_cbs": "  the op's descriptor without its circular buffers",
+    "generic_op_no_cb_named_args": "  the op's descriptor without the CB indices among its named args (cb_<name>)",
+    "generic_op_no_work_table": "  the op's descriptor without the work table at the end of its common runtime args",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op's C++ op alone",
     "package_then_generic_op": "  the package's own work then generic_op's C++ op alone, in one timed call",

@@ -7,10 +7,13 @@ tensors) and take turns block by block on the same call, so a change is compared
 its own device cache and programs (its kernels' paths differ, so do their program hashes).
 
 Rows: each tree's paged call with ``ttnn.generic_op`` replaced by a no-op (the package's own work: what a change of
-the package moves), then, unless ``--package-only``, each tree's real call and upstream's paged op. Per row the 10th
-percentile and median of the wall times and the median CPU time per call, as host_cost.py reports them.
+the package moves), then, unless ``--package-only``, each tree's real call, upstream's paged op, and ``generic_op``'s
+C++ op alone on the descriptor each tree launches (what a change of the descriptor moves). ``--exp-approx``: the call
+with the approximate exp (upstream's default) instead of tt_transformers' exact one. Per row the 10th percentile and
+median of the wall times and the median CPU time per call, as host_cost.py reports them.
 
     PYTHONPATH=<tree> .venv/bin/python tests/runtime/host_cost_ab.py <base tree> [--calls 3000] [--package-only]
+        [--exp-approx]
 
 ``<base tree>`` is a directory holding a ``ttflashdecode`` package, e.g. ``git archive HEAD ttflashdecode | tar -x -C
 /tmp/base``; the tree under test is the one Python imports (PYTHONPATH).
@@ -57,10 +60,11 @@ def activate(modules: dict) -> None:
     sys.modules.update(modules)
 
 
-def paged_call(dev, ttnn):
+def paged_call(dev, ttnn, exp_approx: bool = False):
     """tt_transformers' paged decode call of host_cost.py (Llama-3.1-8B on one chip: batch 8, 32 q / 8 kv heads,
     head_dim 128, bfloat8_b blocks of 64 positions, 1024 a user; q height-sharded one user a core; device page table
-    and positions; a DRAM output the op allocates): ``call(op)`` calls ``op`` (a paged decode function) with it."""
+    and positions; a DRAM output the op allocates): ``call(op)`` calls ``op`` (a paged decode function) with it.
+    ``exp_approx``: the approximate exp (upstream's default) instead of tt_transformers' exact one."""
     import torch
 
     gen = torch.Generator().manual_seed(27)
@@ -84,7 +88,7 @@ def paged_call(dev, ttnn):
     page_table = up(table, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
     pos = up(torch.arange(b, dtype=torch.int32) * 100, ttnn.int32, ttnn.ROW_MAJOR_LAYOUT)
     config = ttnn.SDPAProgramConfig(
-        compute_with_storage_grid_size=grid, q_chunk_size=256, k_chunk_size=256, exp_approx_mode=False
+        compute_with_storage_grid_size=grid, q_chunk_size=256, k_chunk_size=256, exp_approx_mode=exp_approx
     )
     hifi4 = ttnn.WormholeComputeKernelConfig(
         math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=False, packer_l1_acc=False
@@ -143,7 +147,7 @@ def time_rows(rows: dict, calls: int, block: int = 30) -> dict:
     }
 
 
-def child(base: str, calls: int, package_only: bool) -> int:
+def child(base: str, calls: int, package_only: bool, exp_approx: bool) -> int:
     from ttemu.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
@@ -152,7 +156,7 @@ def child(base: str, calls: int, package_only: bool) -> int:
     print("\n".join(f"{name}: {Path(p.__file__).parent.parent}" for name, p in trees.items()))
     dev = ttnn.open_device(device_id=0)
     try:
-        call, upstream = paged_call(dev, ttnn)
+        call, upstream = paged_call(dev, ttnn, exp_approx)
         real = ttnn.generic_op
         # Each tree's first calls (the full path: validation, planning, the build) with its own modules in sys.modules;
         # the timed calls are fast-path hits, which import nothing.
@@ -180,6 +184,17 @@ def child(base: str, calls: int, package_only: bool) -> int:
                 op = p.paged_scaled_dot_product_attention_decode
                 rows[f"{name}, the call"] = lambda op=op: call(op)
             rows["upstream's paged op"] = upstream
+            # generic_op's C++ op alone on the descriptor each tree launches (a program-cache hit): what a change of
+            # the descriptor moves, without the package's work around it
+            launch = real.function
+            for name, p in trees.items():
+                launched = {}
+                ttnn.generic_op = lambda io, program, launched=launched: launched.setdefault("args", (io, program))
+                try:
+                    call(p.paged_scaled_dot_product_attention_decode)
+                finally:
+                    ttnn.generic_op = real
+                rows[f"{name}, generic_op's C++ op alone on its descriptor"] = lambda a=launched["args"]: launch(*a)
         load = os.getloadavg()[0]
         result = time_rows(rows, calls)
         print("| row | wall 10th percentile (us) | wall median (us) | CPU median (us) |\n|---|---|---|---|")
@@ -199,10 +214,11 @@ def main(argv=None) -> int:
     p.add_argument("base", help="a directory holding the base tree's ttflashdecode package")
     p.add_argument("--calls", type=int, default=3000, help="timed calls per row")
     p.add_argument("--package-only", action="store_true", help="only the rows with generic_op a no-op")
+    p.add_argument("--exp-approx", action="store_true", help="the call with the approximate exp (upstream's default)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        return child(args.base, args.calls, args.package_only)
+        return child(args.base, args.calls, args.package_only, args.exp_approx)
     import tempfile
 
     from ttemu import ttnn_env  # noqa: PLC0415
@@ -218,7 +234,9 @@ def main(argv=None) -> int:
     env = dict(mock_env.prepare(work), **{ttnn_env.BOARD_ENV_VAR: "n150"})
     command = [sys.executable, __file__, str(Path(args.base).resolve()), "--child", "--calls", str(args.calls)]
     # cwd: tt-metal writes generated/ into the working directory
-    return subprocess.call(command + (["--package-only"] if args.package_only else []), env=env, cwd=work)
+    command += ["--package-only"] if args.package_only else []
+    command += ["--exp-approx"] if args.exp_approx else []
+    return subprocess.call(command, env=env, cwd=work)
 
 
 if __name__ == "__main__":
