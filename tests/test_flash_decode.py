@@ -15,6 +15,8 @@ import torch
 
 from decode_harness import DecodeCase, assert_matches_golden, generator, run_case, seed_for, tag
 from ttflashdecode import golden
+from ttflashdecode.ops.decode.factory import noc1_reader_cores
+from ttflashdecode.plan.rules import NOC1_READER_STRIDE
 
 MATRIX = [
     # Llama-3.1-8B per chip on T3K (1 kv head): all cores of a group in one tree.
@@ -109,6 +111,35 @@ def test_cores_per_head(emu_device, max_cores):
     case = DecodeCase(1, 8, 1, 64, 2048, (1999,), "bfloat16", k_chunk_size=64, max_cores_per_head_batch=max_cores)
     outcome = run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch)
     assert outcome.plan.num_cores_per_head == max_cores
+    assert_matches_golden(outcome, case)
+
+
+@pytest.mark.parametrize(
+    "batch, cur_pos",
+    [(1, (2047,)), (2, (2047, 700))],
+    ids=["b1-8-groups", "b2-16-groups-uneven"],
+)
+def test_noc1_readers(emu_device, batch, cur_pos):
+    """Llama-3.1-8B's N150 call (32 q / 8 kv heads, d128, paged bfloat8_b, 8x8 grid, the planner's config): a
+    DRAM-bound plan whose every eighth reading core reads over NoC 1 (its reader and writer kernels on swapped NoCs;
+    never a group's root, which multicasts Q) matches the golden."""
+    case = DecodeCase(
+        batch,
+        32,
+        8,
+        128,
+        2048,
+        cur_pos,
+        "bfloat8_b",
+        block_size=64,
+        max_cores_per_head_batch=16,
+        exp_approx_mode=False,
+    )
+    outcome = run_case(emu_device, case, to_device=_to_device(emu_device), to_torch=emu_device.to_torch)
+    swapped = noc1_reader_cores(outcome.plan, NOC1_READER_STRIDE["wormhole_b0"])
+    reading = [c for c in outcome.plan.cores if c.role != "idle"]
+    assert len(reading) == 64 and len(swapped) == 8
+    assert all(c.index_in_group != 0 for c in reading if c.core in swapped)
     assert_matches_golden(outcome, case)
 
 

@@ -34,6 +34,16 @@ from ttemu.ttnn_env import import_ttnn
 CARD, EMULATOR, EMULATOR_MESH = "card", "emulator", "emulator_mesh"
 
 
+def noc1_reader_stride(device) -> int:
+    """:data:`~ttflashdecode.plan.rules.NOC1_READER_STRIDE` of ``device``'s chip (a ttnn or emulated device or
+    mesh: its ``arch()``)."""
+    from ttflashdecode.plan.rules import NOC1_READER_STRIDE  # noqa: PLC0415
+
+    ttnn = import_ttnn()
+    arch = "blackhole" if device.arch() == ttnn.Arch.BLACKHOLE else "wormhole_b0"
+    return NOC1_READER_STRIDE[arch]
+
+
 @dataclass(frozen=True)
 class Backend:
     device: Any
@@ -58,6 +68,11 @@ class Backend:
         """A chip's compute grid (every chip of a mesh has the same)."""
         g = self.device.compute_with_storage_grid_size()
         return (g.x, g.y)
+
+    def noc1_reader_stride(self) -> int:
+        """The chip's :data:`~ttflashdecode.plan.rules.NOC1_READER_STRIDE`: a DRAM-bound decode program reads
+        over NoC 1 on every this-many-th reading core."""
+        return noc1_reader_stride(self.device)
 
     def noc_coord(self, core: tuple[int, int]) -> tuple[int, int]:
         """NOC (virtual) coordinates of logical worker core ``core``, as kernels address it (the same on every chip of

@@ -255,7 +255,7 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: i
     given)."""
     import torch
 
-    from ttflashdecode.backend import import_ttnn
+    from ttflashdecode.backend import import_ttnn, noc1_reader_stride
     from ttflashdecode.ops.decode.factory import DecodeBuffers, build_program
     from ttflashdecode.ops.descriptors import ComputeSettings
 
@@ -298,7 +298,13 @@ def evaluate(decode_plan: DecodePlan, *, fp32_dest_acc: bool = False, cur_pos: i
         **tensors,
     )
     noc = lambda core: (lambda c: (c.x, c.y))(dev.worker_core_from_logical_core(ttnn.CoreCoord(*core)))  # noqa: E731
-    program = build_program(decode_plan, buffers, noc, ComputeSettings(fp32_dest_acc_en=fp32_dest_acc))
+    program = build_program(
+        decode_plan,
+        buffers,
+        noc,
+        ComputeSettings(fp32_dest_acc_en=fp32_dest_acc),
+        noc1_stride=noc1_reader_stride(dev),
+    )
     t0 = time.monotonic()
     try:
         stats = dev.generic_op(buffers.io_tensors(), program)

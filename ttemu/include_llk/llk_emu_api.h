@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "api/compute/common_globals.h"
+#include "emu/compute_reconfig.h"
 #include "emu/compute_state.h"
 #include "emu/formats.h"
 #include "llk_defs.h"
@@ -62,34 +63,34 @@ namespace ckernel {
 // tt-llk llk_unpack_common.h: what a data-format reconfig does to the unpacker's dim / stride registers.
 enum class p_dim_stride_target { IGNORE, FACE_ROW_MAJOR };
 
-// Data-format reconfiguration of SrcA / SrcB (llk_unpack_common.h, llk_math_common.h), as reduce and eltwise helpers
-// call it around an init: the unpacker converts from the new CB's format from here on. The math-thread half
-// programs the ALU's source format, which the emulator's FPU model takes from the unpacked operands.
+// Data-format reconfiguration of SrcA / SrcB by the LLK API's (old, new) forms (llk_unpack_common_api.h,
+// llk_math_common_api.h), as the reduce helpers call them around an init: each thread's half reprograms only when its
+// comparison of the two operands asks for it (emu/compute_reconfig.h), and charges kReconfigCycles on its lane when
+// it does. The math half programs the ALU's source format, which the emulator's FPU model takes from the unpacked
+// operands: it changes only the timing.
 template <bool is_fp32_dest_acc_en, p_dim_stride_target dim_stride_target = p_dim_stride_target::IGNORE,
           bool skip_int8 = false>
 inline void llk_unpack_reconfig_data_format_srca(const std::uint32_t srca_old_operand,
                                                  const std::uint32_t srca_new_operand) {
-    (void)srca_old_operand;
-    emu::configure_srca(srca_new_operand);
+    if (emu::reconfig_srca(srca_old_operand, srca_new_operand, dim_stride_target != p_dim_stride_target::IGNORE))
+        emu::timing_config(emu::kLaneUnpack, true);
 }
 template <bool is_fp32_dest_acc_en, p_dim_stride_target dim_stride_target = p_dim_stride_target::IGNORE,
           bool skip_int8 = false>
 inline void llk_unpack_reconfig_data_format_srcb(const std::uint32_t srcb_old_operand,
                                                  const std::uint32_t srcb_new_operand) {
-    (void)srcb_old_operand;
-    emu::configure_srcb(srcb_new_operand);
+    if (emu::reconfig_srcb(srcb_old_operand, srcb_new_operand, dim_stride_target != p_dim_stride_target::IGNORE))
+        emu::timing_config(emu::kLaneUnpack, true);
 }
 template <bool is_fp32_dest_acc_en, bool to_from_int8 = false>
 inline void llk_math_reconfig_data_format_srca(const std::uint32_t srca_old_operand,
                                                const std::uint32_t srca_new_operand) {
-    (void)srca_old_operand;
-    (void)srca_new_operand;
+    if (emu::math_reconfig_needed(srca_old_operand, srca_new_operand)) emu::timing_config(emu::kLaneMath, true);
 }
 template <bool is_fp32_dest_acc_en, bool to_from_int8 = false>
 inline void llk_math_reconfig_data_format_srcb(const std::uint32_t srcb_old_operand,
                                                const std::uint32_t srcb_new_operand) {
-    (void)srcb_old_operand;
-    (void)srcb_new_operand;
+    if (emu::math_reconfig_needed(srcb_old_operand, srcb_new_operand)) emu::timing_config(emu::kLaneMath, true);
 }
 
 // Reduce inits of the unpack and math threads (llk_unpack_AB_reduce_api.h, llk_math_reduce_api.h): they program

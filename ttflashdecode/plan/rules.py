@@ -158,6 +158,35 @@ MERGE_SIDE_BY_SIDE_MAX_RADIX = 16
 MERGE_RADIX: int | None = None
 
 
+# Readers over NoC 1 (reads_over_noc1): in a DRAM-bound plan every reading core streams from all DRAM banks (pages are
+# interleaved), and on NoC 0, whose packets leave a DRAM router along +x first, the links leaving the DRAM routers
+# saturate before the banks do: Llama-3.1-8B's N150 call (b1 32q/8kv d128 32K, 8 groups of 8 cores) keeps the eight
+# +x links out of the DRAM columns 97-98% busy and its banks 90%. NoC 1 routes -y first, so its reads from a DRAM
+# column share that column's links: every reader on NoC 1 is worse (the same call: 437 us with half the groups on
+# NoC 1, four of the column's links 98% busy). A few readers on NoC 1 relieve NoC 0's DRAM links without filling NoC
+# 1's: every NOC1_READER_STRIDE[chip]-th reading core, in core order, reads over NoC 1 (its reader and writer kernels
+# swap NoCs; never a group's root, which multicasts Q over a NoC 0 rectangle). MODELLED (timing-only, the fair
+# sweep's calls: HiFi4, exact exp, paged block 64, bfloat8_b, every user at kv_len - 1), us, nominal /
+# tile_op_overhead_high (the slowest variant of the first row), by stride (- : every reader on NoC 0):
+#     shape (chip, plan)                        -                8                4
+#     b1 32q/8kv d128 32K (N150, k512 N8)       296.7 / 299.5    279.3 / 282.6    (281.5 / 284.8: a group in 4)
+#     b1 4q/1kv d128 32K (N150, k512 N32)       45.5 / 48.3      43.6 / 46.9
+#     b8 8q/1kv d128 1K (N150, k128 N4)         14.5 / 16.0      14.1 / 15.6
+#     b8 8q/1kv d128 4K (Galaxy 8x9, k256 N9)   42.8 / 44.1      40.3 / 41.7
+#     b1 32q/8kv d128 32K (P150, k512 N13)      197.4 / 198.7    176.4 / 177.7    153.9 / 155.2
+#     b1 32q/8kv d128 4K (P150, k256 N13)       33.3 / 35.5      31.0 / 33.2      28.6 / 30.8
+# (Blackhole's NoC 1 takes more of the reads than Wormhole's; on the N150 a stride of 4, as whole groups, is slower than
+# 8.) Swapping whole groups instead (every eighth group's cores, roots included, their Q read by every core) measured
+# the same within 1 us on the N150 rows (278.3 us at 32K) and cannot split a plan of one group.
+NOC1_READER_STRIDE = {"wormhole_b0": 8, "blackhole": 4}
+
+
+def reads_over_noc1(reading_core: int, stride: int) -> bool:
+    """Whether the ``reading_core``-th core (0-based, in core order) of a DRAM-bound plan may read over NoC 1: every
+    ``stride``-th (:data:`NOC1_READER_STRIDE`), the last of each run of ``stride``; none when ``stride`` is 0."""
+    return stride > 0 and reading_core % stride == stride - 1
+
+
 # ---- the chunk rule ----------------------------------------------------------------------------
 
 

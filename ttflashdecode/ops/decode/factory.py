@@ -36,6 +36,7 @@ from ttflashdecode.ops.descriptors import (
     wire,
 )
 from ttflashdecode.plan import CoreAssignment, DecodePlan
+from ttflashdecode.plan.rules import is_dram_bound, reads_over_noc1
 
 KERNEL_DIR = DECODE_KERNELS  # on the include path: the kernels share flash_decode_common.hpp
 READER = KERNEL_DIR / "dataflow" / "reader_flash_decode.cpp"
@@ -119,6 +120,21 @@ def q_multicast_corners(plan: DecodePlan, noc_coord) -> dict[tuple[int, int], tu
     return corners
 
 
+def noc1_reader_cores(plan: DecodePlan, stride: int) -> set[tuple[int, int]]:
+    """Cores whose reader runs on NoC 1 (and writer on NoC 0) in a DRAM-bound plan
+    (:func:`~ttflashdecode.plan.rules.is_dram_bound`): every ``stride``-th reading core
+    (:func:`~ttflashdecode.plan.rules.reads_over_noc1`), in core order, but never the root of a group of several cores,
+    which multicasts its group's Q over a NoC 0 rectangle; none otherwise."""
+    busy = [c for c in plan.cores if c.role != "idle"]
+    if not is_dram_bound(plan.shapes, plan.num_cores_per_head, len(busy)):
+        return set()
+    return {
+        c.core
+        for n, c in enumerate(busy)
+        if reads_over_noc1(n, stride) and (c.index_in_group != 0 or c.num_cores_per_head == 1)
+    }
+
+
 def build_program(
     plan: DecodePlan,
     buffers: DecodeBuffers,
@@ -131,6 +147,7 @@ def build_program(
     emit_partial: bool = False,
     slot_users: tuple[int, ...] | None = None,
     slot_page_rows: tuple[int, ...] = (),
+    noc1_stride: int = 0,
 ):
     """The FlashDecode ProgramDescriptor for ``plan`` over ``buffers``.
 
@@ -141,7 +158,9 @@ def build_program(
     rows of ``v_head_dim + 64`` (O unnormalised, m's tile, l's tile); ``slot_users``: the user of each slot
     (``plan.shapes.batch`` of them; -1 a padding slot) and ``slot_page_rows`` the page-table row of each group of
     ``users_per_page_row`` slots, handed to the reader (map and rows) and writer (map) as common runtime args
-    (shared-prefix decode's levels, :mod:`ttflashdecode.ops.shared_prefix`).
+    (shared-prefix decode's levels, :mod:`ttflashdecode.ops.shared_prefix`). ``noc1_stride``: the chip's
+    :data:`~ttflashdecode.plan.rules.NOC1_READER_STRIDE` (``Backend.noc1_reader_stride``; 0: every reader
+    on NoC 0), every this-many-th reading core of a DRAM-bound plan reads over NoC 1 (:func:`noc1_reader_cores`).
     """
     ttnn = import_ttnn()
     s = plan.shapes
@@ -223,14 +242,27 @@ def build_program(
                 f"a work table of {len(table)} words for {len(busy)} cores) exceed tt-metal's {MAX_COMMON_RUNTIME_ARGS}"
             )
 
-    def kernel(source: Path, kernel_args: KernelArgs, config, common_runtime_args):
-        return kernel_descriptor(source, cores, kernel_args, [], config, [KERNEL_DIR], common_runtime_args)
+    def kernel(source: Path, kernel_args: KernelArgs, config, common_runtime_args, on=cores):
+        return kernel_descriptor(source, on, kernel_args, [], config, [KERNEL_DIR], common_runtime_args)
 
-    kernels = [
-        kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common),
-        kernel(COMPUTE, args.compute, compute.descriptor(), compute_common),
-        kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common),
-    ]
+    swapped = noc1_reader_cores(plan, noc1_stride)
+    if not swapped:
+        kernels = [
+            kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common),
+            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common),
+            kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common),
+        ]
+    else:  # the same reader and writer, on swapped NoCs on those cores
+        on_noc0 = core_range_set([c.core for c in busy if c.core not in swapped])
+        on_noc1 = core_range_set(sorted(swapped))
+        dm, risc, noc = ttnn.DataMovementConfigDescriptor, ttnn.DataMovementProcessor, ttnn.NOC
+        kernels = [
+            kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common, on_noc0),
+            kernel(READER, args.reader, dm(processor=risc.RISCV_1, noc=noc.NOC_1), reader_common, on_noc1),
+            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common),
+            kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common, on_noc0),
+            kernel(WRITER, args.writer, dm(processor=risc.RISCV_0, noc=noc.NOC_0), writer_common, on_noc1),
+        ]
 
     cbs = [
         cb_descriptor(

@@ -486,7 +486,12 @@ class DecodePipeline:
                     "programs",
                     key,
                     lambda b=chip_buffers: build_program(
-                        planned.plan, b, self.backend.noc_coord, self.compute, scale=scale
+                        planned.plan,
+                        b,
+                        self.backend.noc_coord,
+                        self.compute,
+                        scale=scale,
+                        noc1_stride=self.backend.noc1_reader_stride(),
                     ),
                 )
             )

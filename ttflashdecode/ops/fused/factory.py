@@ -36,6 +36,7 @@ def build_fused_program(
         scale=scale,
         wait_for_cache_update=ROWS_PER_GROUP,
         sem_cache_updated=fused.sem_cache_updated,
+        noc1_stride=backend.noc1_reader_stride(),
     )
     n_kv = decode.shapes.n_kv_heads
     group_cores: list[list[tuple[int, int]]] = [[] for _ in range(decode.shapes.batch * n_kv)]

@@ -246,6 +246,7 @@ class SharedPrefixDecodeWrapper:
         launch = self._programs.get(key)
         if launch is None:
             noc = self._backend.noc_coord
+            stride = self._backend.noc1_reader_stride()
             prefix_program = build_program(
                 p.prefix,
                 prefix_buffers,
@@ -255,9 +256,10 @@ class SharedPrefixDecodeWrapper:
                 emit_partial=True,
                 slot_users=p.groups.slot_users(),
                 slot_page_rows=p.groups.page_rows(),
+                noc1_stride=stride,
             )
             suffix_program = build_program(
-                p.suffix, suffix_buffers, noc, self._compute, scale=p.scale, emit_partial=True
+                p.suffix, suffix_buffers, noc, self._compute, scale=p.scale, emit_partial=True, noc1_stride=stride
             )
             merge_program = build_merge_program(prefix_out, suffix_out, out, p, self._grid)
             launch = tuple(self._backend.launchable([prog]) for prog in (prefix_program, suffix_program, merge_program))

@@ -15,10 +15,13 @@ ALWI void tilize_init(uint32_t icb, uint32_t block, uint32_t ocb, uint32_t call_
     (void)icb, (void)block, (void)ocb, (void)call_line;
 }
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
+// As the wheel's: the math datacopy, unpack tilize and pack inits always run; between them the (old, new) SrcA
+// reconfig of the LLK API reprograms only what the operands' comparison asks for (emu/compute_reconfig.h).
 ALWI void tilize_init_short_with_dt(uint32_t old_icb, uint32_t new_icb, uint32_t block, uint32_t ocb) {
-    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath, true);
-    (void)old_icb, (void)block, (void)ocb;
-    emu::configure_srca(new_icb);
+    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath | emu::kLanePack);
+    (void)block, (void)ocb;
+    llk_unpack_reconfig_data_format_srca<is_fp32_dest_acc_en>(old_icb, new_icb);
+    llk_math_reconfig_data_format_srca<is_fp32_dest_acc_en>(old_icb, new_icb);
 }
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void tilize_block(uint32_t icb, uint32_t block, uint32_t ocb, uint32_t input_tile_index = 0,
@@ -26,10 +29,11 @@ ALWI void tilize_block(uint32_t icb, uint32_t block, uint32_t ocb, uint32_t inpu
     emu::tilize_block(icb, block, ocb, input_tile_index, output_tile_index, "tilize_block");
 }
 ALWI void tilize_uninit(uint32_t icb, uint32_t ocb) { (void)icb, (void)ocb; }
+// An older wheel's: the LLK API's (old, new) SrcA reconfig, as tilize_init_short_with_dt's.
 ALWI void tilize_uninit_with_dt(uint32_t old_icb, uint32_t new_icb, uint32_t ocb) {
-    emu::timing_config(emu::kLaneUnpack | emu::kLaneMath, true);
-    (void)old_icb, (void)ocb;
-    emu::configure_srca(new_icb);
+    (void)ocb;
+    llk_unpack_reconfig_data_format_srca<DST_ACCUM_MODE>(old_icb, new_icb);
+    llk_math_reconfig_data_format_srca<DST_ACCUM_MODE>(old_icb, new_icb);
 }
 
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
