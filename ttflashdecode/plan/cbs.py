@@ -132,7 +132,7 @@ def circular_buffers(
 
     Only the CBs the kernels touch for this configuration are returned: ``ttnn.generic_op`` copies every CB of the
     descriptor on each launch, a program-cache hit too (~0.1 us each on a mock N150, tests/runtime/host_cost.py),
-    and a kernel touching a CB the program does not create faults in the emulator (tests/test_kernel_api.py).
+    and a kernel touching a CB the program does not create faults in the emulator (tests/test_descriptor_contents.py).
     """
     Sk_t = k_chunk_size // TILE
     PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
