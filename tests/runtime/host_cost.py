@@ -41,7 +41,7 @@ def measure(dev, repeats: int = 300) -> dict:
     from ttflashdecode import backend as backend_module
     from ttflashdecode.backend import backend_for
     from ttflashdecode.config import ProgramConfig
-    from ttflashdecode.ops.decode.args import ComputeCommonArgs
+    from ttflashdecode.ops.decode.args import ComputeCommonArgs, ReaderCommonArgs, WriterCommonArgs
     from ttflashdecode.ops.descriptors import runtime_arg_names
 
     ttnn = import_ttnn()
@@ -178,17 +178,27 @@ def measure(dev, repeats: int = 300) -> dict:
         runtime args: one CoreRange per core in every core range set, and per-core runtime args on every core (the
         reader's 7 addresses and 4 work values, the compute kernel's 4, the writer's address, 4 work values and its
         tree parent). A mock device runs nothing, so the values are placeholders of the right count."""
-        cores = [
-            ttnn.CoreCoord(x, y)
-            for r in program.kernels[0].core_ranges.ranges()
-            for y in range(r.start.y, r.end.y + 1)
-            for x in range(r.start.x, r.end.x + 1)
-        ]
-        singles = ttnn.CoreRangeSet([ttnn.CoreRange(c, c) for c in cores])
+
+        def cores_of(ranges):
+            return [
+                ttnn.CoreCoord(x, y)
+                for r in ranges.ranges()
+                for y in range(r.start.y, r.end.y + 1)
+                for x in range(r.start.x, r.end.x + 1)
+            ]
+
+        def singles_of(cores):
+            return ttnn.CoreRangeSet([ttnn.CoreRange(c, c) for c in cores])
+
         kernels = list(program.kernels)
-        for kernel, count in zip(kernels, (11, 4, 7)):
-            kernel.core_ranges = singles
+        # each kernel on its own cores (a DRAM-bound plan's NoC 1 reader and writer are kernels of their own)
+        per_core_args = {"reader": 11, "compute": 4, "writer": 7}
+        for kernel in kernels:
+            cores = cores_of(kernel.core_ranges)
+            count = next(n for role, n in per_core_args.items() if role in str(kernel.kernel_source))
+            kernel.core_ranges = singles_of(cores)
             kernel.runtime_args = [(core, list(range(count))) for core in cores]
+        singles = singles_of(cores_of(program.cbs[0].core_ranges))
         program.kernels = kernels
         cbs = list(program.cbs)
         for cb in cbs:
@@ -215,12 +225,15 @@ def measure(dev, repeats: int = 300) -> dict:
         edit_kernels(program, drop)
 
     def no_work_table(program):
-        """The common runtime args without the work table (the words after the compute kernel's own fields, at the
-        end of every kernel's): what the table costs."""
-        table = len(program.kernels[1].common_runtime_args) - len(runtime_arg_names(ComputeCommonArgs))
-        edit_kernels(
-            program, lambda kernel: setattr(kernel, "common_runtime_args", list(kernel.common_runtime_args)[:-table])
-        )
+        """The common runtime args without the work tables (each kernel's, after its own fields): what they cost."""
+        own = {"reader": ReaderCommonArgs, "compute": ComputeCommonArgs, "writer": WriterCommonArgs}
+
+        def drop(kernel):
+            kind = next(k for role, k in own.items() if role in str(kernel.kernel_source))
+            at = dict(kernel.named_compile_time_args).get("work_args_at", 0) + len(runtime_arg_names(kind))
+            kernel.common_runtime_args = list(kernel.common_runtime_args)[:at]
+
+        edit_kernels(program, drop)
 
     variants = {
         "no_named_args": variant(no_named_args),
