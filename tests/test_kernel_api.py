@@ -218,6 +218,20 @@ def test_named_compile_time_args_match_kernel_args(name):
     assert not undocumented, f"kernel_args.DOCS has no meaning for {undocumented}"
 
 
+@pytest.mark.parametrize("path", KERNEL_SOURCES, ids=lambda p: str(p.relative_to(KERNEL_ROOT)))
+def test_named_args_are_read_in_constant_expressions(path):
+    """Every named compile-time arg is read into a constexpr, so a name the descriptor lacks fails a card's build: the
+    wheel's lookup (api/compile_time_args.h, get_named_ct_arg) ends in __builtin_unreachable(), an error only where a
+    constant expression is required; a plain variable's initialiser would compile and read garbage."""
+    statements = re.split(r"[;{}]", _code(path))
+    loose = [
+        " ".join(st.split())
+        for st in statements
+        if "get_named_compile_time_arg_val(" in st and not re.match(r"\s*(?:static\s+)?constexpr\b", st)
+    ]
+    assert not loose, f"{path.name} reads named args outside a constexpr: {loose}"
+
+
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_runtime_args_read_in_kernel_args_order(name):
     """A kernel takes no per-core runtime args; it reads its own common args (addresses, run-time shape) in

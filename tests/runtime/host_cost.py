@@ -41,6 +41,8 @@ def measure(dev, repeats: int = 300) -> dict:
     from ttflashdecode import backend as backend_module
     from ttflashdecode.backend import backend_for
     from ttflashdecode.config import ProgramConfig
+    from ttflashdecode.ops.decode.args import ComputeCommonArgs, ReaderCommonArgs, WriterCommonArgs
+    from ttflashdecode.ops.descriptors import runtime_arg_names
 
     ttnn = import_ttnn()
     gen = torch.Generator().manual_seed(27)
@@ -176,17 +178,27 @@ def measure(dev, repeats: int = 300) -> dict:
         runtime args: one CoreRange per core in every core range set, and per-core runtime args on every core (the
         reader's 7 addresses and 4 work values, the compute kernel's 4, the writer's address, 4 work values and its
         tree parent). A mock device runs nothing, so the values are placeholders of the right count."""
-        cores = [
-            ttnn.CoreCoord(x, y)
-            for r in program.kernels[0].core_ranges.ranges()
-            for y in range(r.start.y, r.end.y + 1)
-            for x in range(r.start.x, r.end.x + 1)
-        ]
-        singles = ttnn.CoreRangeSet([ttnn.CoreRange(c, c) for c in cores])
+
+        def cores_of(ranges):
+            return [
+                ttnn.CoreCoord(x, y)
+                for r in ranges.ranges()
+                for y in range(r.start.y, r.end.y + 1)
+                for x in range(r.start.x, r.end.x + 1)
+            ]
+
+        def singles_of(cores):
+            return ttnn.CoreRangeSet([ttnn.CoreRange(c, c) for c in cores])
+
         kernels = list(program.kernels)
-        for kernel, count in zip(kernels, (11, 4, 7)):
-            kernel.core_ranges = singles
+        # each kernel on its own cores (a DRAM-bound plan's NoC 1 reader and writer are kernels of their own)
+        per_core_args = {"reader": 11, "compute": 4, "writer": 7}
+        for kernel in kernels:
+            cores = cores_of(kernel.core_ranges)
+            count = next(n for role, n in per_core_args.items() if role in str(kernel.kernel_source))
+            kernel.core_ranges = singles_of(cores)
             kernel.runtime_args = [(core, list(range(count))) for core in cores]
+        singles = singles_of(cores_of(program.cbs[0].core_ranges))
         program.kernels = kernels
         cbs = list(program.cbs)
         for cb in cbs:
@@ -197,7 +209,40 @@ def measure(dev, repeats: int = 300) -> dict:
             semaphore.core_ranges = singles
         program.semaphores = semaphores
 
-    variants = {"no_named_args": variant(no_named_args), "previous_layout": variant(previous_layout)}
+    def no_common_runtime_args(program):
+        edit_kernels(program, lambda kernel: setattr(kernel, "common_runtime_args", []))
+
+    def no_cbs(program):
+        program.cbs = []
+
+    def no_cb_named_args(program):
+        """The named args without the CB indices (cb_<name>): what the kernels taking their CB indices from elsewhere
+        would save."""
+
+        def drop(kernel):
+            kernel.named_compile_time_args = [a for a in kernel.named_compile_time_args if not a[0].startswith("cb_")]
+
+        edit_kernels(program, drop)
+
+    def no_work_table(program):
+        """The common runtime args without the work tables (each kernel's, after its own fields): what they cost."""
+        own = {"reader": ReaderCommonArgs, "compute": ComputeCommonArgs, "writer": WriterCommonArgs}
+
+        def drop(kernel):
+            kind = next(k for role, k in own.items() if role in str(kernel.kernel_source))
+            at = dict(kernel.named_compile_time_args).get("work_args_at", 0) + len(runtime_arg_names(kind))
+            kernel.common_runtime_args = list(kernel.common_runtime_args)[:at]
+
+        edit_kernels(program, drop)
+
+    variants = {
+        "no_named_args": variant(no_named_args),
+        "previous_layout": variant(previous_layout),
+        "no_common_runtime_args": variant(no_common_runtime_args),
+        "no_cbs": variant(no_cbs),
+        "no_cb_named_args": variant(no_cb_named_args),
+        "no_work_table": variant(no_work_table),
+    }
     for launchable in variants.values():
         real(io, launchable)  # built and JIT-compiled once, outside the timed calls
 
@@ -263,6 +308,7 @@ def measure(dev, repeats: int = 300) -> dict:
         "lowest_l1_alone_l1_tensor": (None, backend_for(dev).lowest_l1_buffer_address),
         # as the paged call's hits read it: q's shards (the lowest L1 buffer) the witness, its address from the key
         "lowest_l1_witness_l1_tensor": (None, lambda: l1_reader(witness[0])),
+        "paged_ttnn_calls_alone": (None, lambda: paged_ttnn_calls()),
     }
     # Timed last, on its own (q's L1 shards still alive, as in tt_transformers' loop): the held outputs are L1 buffers
     # that every other row's L1 line would otherwise read too.
@@ -273,6 +319,25 @@ def measure(dev, repeats: int = 300) -> dict:
     launch_itself = ttnn.generic_op.function
     out_spec = out.spec  # the paged output's spec too ([1, b, n_q_heads, head_dim] bfloat16 tiles in DRAM)
     paged_signed = []  # (the paged call's request, its tensors), made once q_sharded exists
+
+    memory_view, l1_buffers = ttnn._ttnn.device.GetMemoryView, ttnn.BufferType.L1
+
+    def paged_ttnn_calls():
+        """The ttnn calls the paged call's hit makes, in one flat function without the package's Python around them
+        (its frames, the key and check it builds, the lookups, the comparisons): each tensor's address, device and
+        spec; the SDPAProgramConfig's and the compute config's fields; the L1 allocator's memory view and the three
+        totals the witness reads; the output allocated from its spec (dropped) and its address. What the paged call
+        with generic_op a no-op takes beyond it is the package's own Python."""
+        facts = [(t.buffer_address(), t.device(), t.spec) for t in (q_sharded, k_paged, v_paged, pos, page_table)]
+        c, h = paged_config, hifi4
+        grid = c.compute_with_storage_grid_size
+        config = (grid.x, grid.y, c.q_chunk_size, c.k_chunk_size, c.exp_approx_mode, c.max_cores_per_head_batch)
+        later = (c.sub_core_grids, c.max_k_splits, c.matmul_math_fidelity, c.segmented_accumulation)
+        compute = (h.math_fidelity, h.math_approx_mode, h.fp32_dest_acc_en)
+        view = memory_view(dev, l1_buffers)
+        allocated, free = view.total_bytes_allocated_per_bank, view.total_bytes_free_per_bank
+        totals = (allocated, free, view.largest_contiguous_bytes_free_per_bank)
+        return facts, config, later, compute, totals, allocate_from_spec(out_spec, dev).buffer_address()
 
     def paged_launch_no_op():
         """The paged call's own work on a hit (its output allocated and dropped), generic_op replaced by a no-op."""
@@ -348,6 +413,10 @@ def measure(dev, repeats: int = 300) -> dict:
             "generic_op_one_core_program": (None, lambda: real(tiny_io, tiny_launchable)),
             "generic_op_no_named_args": (None, lambda: real(io, variants["no_named_args"])),
             "generic_op_previous_layout": (None, lambda: real(io, variants["previous_layout"])),
+            "generic_op_no_common_runtime_args": (None, lambda: real(io, variants["no_common_runtime_args"])),
+            "generic_op_no_cbs": (None, lambda: real(io, variants["no_cbs"])),
+            "generic_op_no_cb_named_args": (None, lambda: real(io, variants["no_cb_named_args"])),
+            "generic_op_no_work_table": (None, lambda: real(io, variants["no_work_table"])),
         }
     )
     seal, mode = backend_module.seal_program_hash, {"now": None}
@@ -481,6 +550,7 @@ ROW_LABELS = {
     "allocate_from_spec_alone": "  of it: the output allocated from its TensorSpec, as a hit does (dropped at once)",
     "lowest_l1_alone_l1_tensor": "  the lowest live L1 buffer with q's L1 shards alive (timed with the paged pair)",
     "lowest_l1_witness_l1_tensor": "  the same, q's shards the witness (the paged call's hit: the allocator's totals)",
+    "paged_ttnn_calls_alone": "  the paged hit's ttnn calls alone (reads, memory view, allocation), no package Python",
     "op_l1_output_held": "op, L1 height-sharded output allocated by the op, held to the next call (q's shards alive)",
     "generic_op_alone": "`ttnn.generic_op` alone on the op's descriptor",
     "generic_op_function_alone": "  the same, the C++ op under ttnn's Python op wrapper (what a hit launches)",
@@ -489,6 +559,10 @@ ROW_LABELS = {
     "generic_op_one_core_program": "`ttnn.generic_op` on a one-core, one-kernel program (its floor)",
     "generic_op_no_named_args": "  the op's descriptor without its named compile-time args",
     "generic_op_previous_layout": "  the op's descriptor laid out as before (per-core runtime args, a range a core)",
+    "generic_op_no_common_runtime_args": "  the op's descriptor without its common runtime args (the work table)",
+    "generic_op_no_cbs": "  the op's descriptor without its circular buffers",
+    "generic_op_no_cb_named_args": "  the op's descriptor without the CB indices among its named args (cb_<name>)",
+    "generic_op_no_work_table": "  the op's descriptor without the work table at the end of its common runtime args",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op's C++ op alone",
     "package_then_generic_op": "  the package's own work then generic_op's C++ op alone, in one timed call",

@@ -101,6 +101,7 @@ def circular_buffers(
     v_head_block: int | None = None,
     merge_radix: int = 2,
     partial_slots: int | None = None,
+    exp_approx: bool = False,
 ) -> tuple[CBPlan, ...]:
     """The CBs of the FlashDecode kernels (``ops/decode/kernels/``), one entry per CB index they use.
 
@@ -125,6 +126,13 @@ def circular_buffers(
     partials in one pass, so it keeps F row factors per query-row tile. With 16-bit intermediates it takes a merge's
     row statistics for all of them at once (``merge_select_tiles``: the constant tiles that place each partial's max
     in a column of one tile and take each factor back out).
+
+    ``exp_approx``: the softmax's approximate exp (the config's resolved ``exp_approx_mode``); where it takes the
+    scale itself (:func:`scale_in_exp`) compute multiplies Q by nothing and q_scaled is left out.
+
+    Only the CBs the kernels touch for this configuration are returned: ``ttnn.generic_op`` copies every CB of the
+    descriptor on each launch, a program-cache hit too (~0.1 us each on a mock N150, tests/runtime/host_cost.py),
+    and a kernel touching a CB the program does not create faults in the emulator (tests/test_descriptor_contents.py).
     """
     Sk_t = k_chunk_size // TILE
     PNHt, DHt, vDHt = shapes.PNHt, shapes.DHt, shapes.vDHt
@@ -212,7 +220,7 @@ def circular_buffers(
             "bfloat8_b",
         ),
         ("out", "normalised output rows", row_tile(shapes.out_dtype), o_tiles, shapes.out_dtype),
-        ("q_scaled", "scale * Q", row_tile(im), PNHt * DHt, im),
+        ("q_scaled", "scale * Q", row_tile(im), 0 if scale_in_exp(shapes, exp_approx) else PNHt * DHt, im),
         ("scores", "scores S of one chunk", row_tile(im), PNHt * Sk_t, im),
         ("probs", "exp(S - m) of one chunk", row_tile(im), PNHt * Sk_t, im),
         ("o", "output accumulator, old and new block", row_tile(im), 2 * o_tiles, im),
@@ -246,6 +254,13 @@ def circular_buffers(
         for name, purpose, page_size, pages, fmt in specs
         if pages > 0
     )
+
+
+def scale_in_exp(shapes: DecodeShapes, exp_approx: bool) -> bool:
+    """Whether the approximate exp takes the softmax scale as its multiplier (compute_flash_decode.cpp:
+    scale_in_exp), so Q is not scaled first: not with a user mask or attention sinks, whose values are in softmax
+    units."""
+    return exp_approx and shapes.attn_mask_heads == 0 and not shapes.has_attention_sink
 
 
 def merge_select_tiles(merge_radix: int, fp32_dest_acc: bool = False) -> int:

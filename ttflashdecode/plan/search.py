@@ -378,6 +378,7 @@ def plan(
             v_head_block=v_head_block,
             merge_radix=radix,
             partial_slots=partial_slots(num_cores_per_head, radix),
+            exp_approx=config.exp_approx_mode,
         )
 
     # K blocks narrower than the head keep the scores of all PNHt row blocks in DST while they arrive. MLA copies V

@@ -41,7 +41,7 @@ from ttflashdecode.ops.descriptors import (
     select,
     tensor_placement,
 )
-from ttflashdecode.plan.cbs import CB_INDEX
+from ttflashdecode.plan.cbs import CB_INDEX, scale_in_exp
 from ttflashdecode.plan.search import Q_ARRIVED
 
 CB_ARGS = tuple(f"cb_{name}" for name in CB_INDEX)
@@ -416,9 +416,6 @@ def decode_kernel_args(
     # A partial's rows are wider than compute's O block, and mapped slots are gathered row by row.
     whole_q_tiles = one_group_a_user and not slot_users
     whole_out_tiles = one_group_a_user and not (slot_users or emit_partial)
-    # compute_flash_decode.cpp's scale_in_exp: the approximate exp takes the scale, unless a user mask or sinks (in
-    # softmax units) need Q scaled first
-    scale_in_exp = exp_approx and s.attn_mask_heads == 0 and not s.has_attention_sink
     values = {
         "DHt": s.DHt,
         "vDHt": s.vDHt,
@@ -431,7 +428,7 @@ def decode_kernel_args(
         "num_kv_heads": s.n_kv_heads,
         "n_q_heads": s.n_q_heads,
         "is_causal": int(s.is_causal),
-        "scale_bits": float_bits(scale) if scale_in_exp else 0,
+        "scale_bits": float_bits(scale) if scale_in_exp(s, exp_approx) else 0,
         "exp_approx": int(exp_approx),
         "k_head_block": plan.k_head_block,
         "v_head_block": plan.v_head_block,

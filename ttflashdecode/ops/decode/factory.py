@@ -214,52 +214,54 @@ def build_program(
             parent_noc_x=parent_x,
             parent_noc_y=parent_y,
         )
-    table = core_work_table(work)
-    reader_common += (
-        wire(
-            ReaderCommonArgs(
-                q_addr=buffers.q.buffer_address(),
-                k_addr=buffers.k.buffer_address(),
-                v_addr=buffers.v.buffer_address(),
-                cur_pos_addr=buffers.cur_pos.buffer_address(),
-                page_table_addr=_address(buffers.page_table),
-                mask_addr=_address(buffers.attn_mask),
-                sink_addr=_address(buffers.attention_sink),
-                **shape_fields(args.shape, ReaderCommonArgs),
-            )
+    reader_common += wire(
+        ReaderCommonArgs(
+            q_addr=buffers.q.buffer_address(),
+            k_addr=buffers.k.buffer_address(),
+            v_addr=buffers.v.buffer_address(),
+            cur_pos_addr=buffers.cur_pos.buffer_address(),
+            page_table_addr=_address(buffers.page_table),
+            mask_addr=_address(buffers.attn_mask),
+            sink_addr=_address(buffers.attention_sink),
+            **shape_fields(args.shape, ReaderCommonArgs),
         )
-        + table
     )
-    writer_common += (
-        wire(WriterCommonArgs(out_addr=buffers.out.buffer_address(), **shape_fields(args.shape, WriterCommonArgs)))
-        + table
+    writer_common += wire(
+        WriterCommonArgs(out_addr=buffers.out.buffer_address(), **shape_fields(args.shape, WriterCommonArgs))
     )
-    compute_common = wire(ComputeCommonArgs(**shape_fields(args.shape, ComputeCommonArgs))) + table
-    for name, common in (("reader", reader_common), ("compute", compute_common), ("writer", writer_common)):
+    compute_common = wire(ComputeCommonArgs(**shape_fields(args.shape, ComputeCommonArgs)))
+
+    def kernel(source: Path, kernel_args: KernelArgs, config, own_args, on: list[tuple[int, int]]):
+        """A kernel on the cores ``on``: its common args are its own, then the work table of those cores (generic_op
+        copies every kernel's common args on each launch, so a kernel on a few cores carries a table of a few), except
+        the reader's when a group's root multicasts Q: its cores find their root by their index in the box of every
+        busy core (q_multicast_region)."""
+        table = core_work_table({core: work[core] for core in (work if source == READER and corners else on)})
+        common = own_args + table
         if len(common) > MAX_COMMON_RUNTIME_ARGS:
             raise ValueError(
-                f"the {name}'s common runtime args: {len(common)} (its shard table or slot map, addresses, shape and "
-                f"a work table of {len(table)} words for {len(busy)} cores) exceed tt-metal's {MAX_COMMON_RUNTIME_ARGS}"
+                f"the {source.stem}'s common runtime args: {len(common)} (its shard table or slot map, addresses, "
+                f"shape and a work table of {len(table)} words for {len(on)} cores) exceed tt-metal's "
+                f"{MAX_COMMON_RUNTIME_ARGS}"
             )
+        return kernel_descriptor(source, core_range_set(on), kernel_args, [], config, [KERNEL_DIR], common)
 
-    def kernel(source: Path, kernel_args: KernelArgs, config, common_runtime_args, on=cores):
-        return kernel_descriptor(source, on, kernel_args, [], config, [KERNEL_DIR], common_runtime_args)
-
+    every = [c.core for c in busy]
     swapped = noc1_reader_cores(plan, noc1_stride)
     if not swapped:
         kernels = [
-            kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common),
-            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common),
-            kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common),
+            kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common, every),
+            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common, every),
+            kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common, every),
         ]
     else:  # the same reader and writer, on swapped NoCs on those cores
-        on_noc0 = core_range_set([c.core for c in busy if c.core not in swapped])
-        on_noc1 = core_range_set(sorted(swapped))
+        on_noc0 = [core for core in every if core not in swapped]
+        on_noc1 = sorted(swapped)
         dm, risc, noc = ttnn.DataMovementConfigDescriptor, ttnn.DataMovementProcessor, ttnn.NOC
         kernels = [
             kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common, on_noc0),
             kernel(READER, args.reader, dm(processor=risc.RISCV_1, noc=noc.NOC_1), reader_common, on_noc1),
-            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common),
+            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common, every),
             kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common, on_noc0),
             kernel(WRITER, args.writer, dm(processor=risc.RISCV_0, noc=noc.NOC_0), writer_common, on_noc1),
         ]

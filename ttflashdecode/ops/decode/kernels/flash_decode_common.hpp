@@ -275,7 +275,8 @@ namespace flash_decode {
 
 // A core's work (kernel_args.CoreWork). The kernels take no per-core runtime args: every core finds its entry of the
 // work table (kernel_args.core_work_table) in its common runtime args at `at` by its logical coordinates. The table:
-// the box of the program's cores (x0, y0, width), then two words per core of the box, row by row:
+// the box of the kernel's cores (x0, y0, width; the reader's under Q multicast: every busy core's, factory.py), then
+// two words per core of the box, row by row:
 // first_group | num_groups << 16 and core_index | num_cores_per_head << 8 | parent_noc_x << 16 | parent_noc_y << 24.
 struct CoreWork {
     uint32_t first_group, num_groups, core_index, num_cores_per_head, parent_noc_x, parent_noc_y;

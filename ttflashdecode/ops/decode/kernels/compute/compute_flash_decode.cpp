@@ -84,9 +84,12 @@ constexpr uint32_t cb_q_scaled = get_named_compile_time_arg_val("cb_q_scaled");
 constexpr uint32_t cb_scores = get_named_compile_time_arg_val("cb_scores");  // S of one chunk
 constexpr uint32_t cb_probs = get_named_compile_time_arg_val("cb_probs");  // P of one chunk
 constexpr uint32_t cb_o = get_named_compile_time_arg_val("cb_o");  // running O: old block at the front, new one behind
-// running max: m_cur holds it, a new max goes to m_next, then the two swap (see rule 1 above)
-uint32_t cb_m_cur = get_named_compile_time_arg_val("cb_m");
-uint32_t cb_m_next = get_named_compile_time_arg_val("cb_m_next");
+// running max: m_cur holds it, a new max goes to m_next, then the two swap (see rule 1 above). Their indices are read
+// into constants first: a card's build fails on a missing named arg only where its read is a constant expression.
+constexpr uint32_t cb_m = get_named_compile_time_arg_val("cb_m");
+constexpr uint32_t cb_m_second = get_named_compile_time_arg_val("cb_m_next");
+uint32_t cb_m_cur = cb_m;
+uint32_t cb_m_next = cb_m_second;
 constexpr uint32_t cb_l = get_named_compile_time_arg_val("cb_l");  // running sum, same old/new discipline
 constexpr uint32_t cb_row_stat = get_named_compile_time_arg_val("cb_row_stat");  // rowmax / rowsum of one chunk
 // rescale factors exp(m - m_new), one block at a time
