@@ -345,7 +345,8 @@ def compare_kernel(jit: dict, emu: dict, program_kernel) -> dict:
 def compare_launches(launches: list[list], builds: list[dict], grid: tuple[int, int]) -> list[dict]:
     """For every kernel the JIT built during ``launches`` (the kernels built earlier in the process were identical
     builds: tt-metal keys its build folders by everything that enters the build), the comparison with the emulator's
-    view of the descriptor kernel of the same source whose named compile-time args match (else the first)."""
+    view of the descriptor kernel of the same source whose named compile-time args and NoC match (else the first whose
+    named compile-time args match, else the first)."""
     jit = jit_view(builds)
     candidates, seen = [], set()
     for progs in launches:
@@ -364,8 +365,11 @@ def compare_launches(launches: list[list], builds: list[dict], grid: tuple[int, 
             out.append({"kernel": j["build"], "not_ours": True})
             continue
         jmap = _named_map(j["files"].get("named_ct_arg_map_generated.h", ""))
-        match = next(
-            ((k, e) for k, e in same if _named_map(e["files"].get("named_ct_arg_map_generated.h", "")) == jmap), same[0]
-        )
+        same_args = [(k, e) for k, e in same if _named_map(e["files"].get("named_ct_arg_map_generated.h", "")) == jmap]
+        # one source can be two kernels of a program that differ only in their NoC (a DRAM-bound decode's NoC 1
+        # readers): the JIT build pairs with the emulator's kernel on the same NoC, if there is one
+        jnoc = {r["defines"].get("NOC_INDEX") for r in j["riscs"].values()}
+        same_noc = [(k, e) for k, e in same_args if e["defines"].get("NOC_INDEX") in jnoc]
+        match = (same_noc or same_args or same)[0]
         out.append({"kernel": j["build"], **compare_kernel(j, match[1], match[0])})
     return out
