@@ -392,60 +392,114 @@ template <int W>
 #endif
 }
 
-// One output tile of a matmul step: out = prev (zeros when null) + A x B, phase by phase, with A's and B's fidelity
-// parts split beforehand (a[h]: A's SrcB part h, b[h]: B's SrcA part h, row-major). Each output datum sums its 16
-// products of each half of k from 0 in k order, and is rounded into DST after each half of each phase (dst_round), as
-// the phase-by-phase definition of the matmul does: the lanes are 32 outputs of a row side by side and
-// R rows at a time, never a reordering of one output's sum, and every operation is a separate IEEE single-precision
-// multiply or add (no fused multiply-add, which would round once where the model rounds twice), so every result is
-// the scalar loop's bit for bit.
+// R rows of one output tile of a matmul step: out = prev (zeros when null) + A x B, phase by phase, with A's and
+// B's fidelity parts split beforehand (a[h]: A's SrcB part h, b[h]: B's SrcA part h, row-major); rows[r] names the
+// tile row of lane row r. Each output datum sums its 16 products of each half of k from 0 in k order, and is rounded
+// into DST after each half of each phase (dst_round), as the phase-by-phase definition of the matmul does: the lanes
+// are 32 outputs of a row side by side and R rows at a time, never a reordering of one output's sum, and every
+// operation is a separate IEEE single-precision multiply or add (no fused multiply-add, which would round once where
+// the model rounds twice), so every result is the scalar loop's bit for bit.
 template <int W, int R>
-[[gnu::always_inline]] inline void matmul_tile_rows(const float* const a[2], const float* const b[2], const float* prev,
-                                                    float* out, uint32_t phases, bool fp32) {
+[[gnu::always_inline]] inline void matmul_rows(const float* const a[2], const float* const b[2], const float* prev,
+                                               float* out, uint32_t phases, bool fp32, const uint8_t* rows) {
     typedef typename Lanes<W>::F F;
     constexpr int N = 32 / W;  // vectors per row
-    for (uint32_t i = 0; i < 32; i += R) {
-        F acc[R][N];
+    F acc[R][N];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-            for (int n = 0; n < N; ++n) {
-                acc[r][n] = F{};
-                if (prev) load_lanes(acc[r][n], prev + (i + r) * 32 + n * W);
-            }
-        for (uint32_t p = 0; p < phases; ++p) {
-            const float* ap = a[(p >> 1) & 1] + i * 32;
-            const float* bp = b[p & 1];
-            for (uint32_t half = 0; half < 2; ++half) {
-                F s[R][N] = {};
-                for (uint32_t k = half * 16; k < half * 16 + 16; ++k) {
+        for (int n = 0; n < N; ++n) {
+            acc[r][n] = F{};
+            if (prev) load_lanes(acc[r][n], prev + rows[r] * 32 + n * W);
+        }
+    for (uint32_t p = 0; p < phases; ++p) {
+        const float* ap[R];
 #pragma GCC unroll 8
-                    for (int n = 0; n < N; ++n) {
-                        F bk;
-                        load_lanes(bk, bp + k * 32 + n * W);
+        for (int r = 0; r < R; ++r) ap[r] = a[(p >> 1) & 1] + rows[r] * 32;
+        const float* bp = b[p & 1];
+        for (uint32_t half = 0; half < 2; ++half) {
+            F s[R][N] = {};
+            for (uint32_t k = half * 16; k < half * 16 + 16; ++k) {
 #pragma GCC unroll 8
-                        for (int r = 0; r < R; ++r) {
-                            F prod, av;
-                            for (int l = 0; l < W; ++l) av[l] = ap[r * 32 + k];
-                            mul_lanes<W>(prod, bk, av);
-                            add_lanes<W>(s[r][n], prod);
-                        }
+                for (int n = 0; n < N; ++n) {
+                    F bk;
+                    load_lanes(bk, bp + k * 32 + n * W);
+#pragma GCC unroll 8
+                    for (int r = 0; r < R; ++r) {
+                        F prod, av;
+                        for (int l = 0; l < W; ++l) av[l] = ap[r][k];
+                        mul_lanes<W>(prod, bk, av);
+                        add_lanes<W>(s[r][n], prod);
                     }
                 }
-#pragma GCC unroll 8
-                for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-                    for (int n = 0; n < N; ++n) {
-                        add_lanes<W>(s[r][n], acc[r][n]);
-                        acc[r][n] = s[r][n];
-                        if (!fp32) round_to_bf16_lanes<W>(acc[r][n]);
-                    }
             }
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+                for (int n = 0; n < N; ++n) {
+                    add_lanes<W>(s[r][n], acc[r][n]);
+                    acc[r][n] = s[r][n];
+                    if (!fp32) round_to_bf16_lanes<W>(acc[r][n]);
+                }
         }
+    }
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-            for (int n = 0; n < N; ++n) store_lanes(out + (i + r) * 32 + n * W, acc[r][n]);
+        for (int n = 0; n < N; ++n) store_lanes(out + rows[r] * 32 + n * W, acc[r][n]);
+}
+
+// matmul_rows of a row whose A parts are all zeros (either sign) against a B with no Inf or NaN: every product is a
+// signed zero and every 16-product sum, begun at +0, is +0 (round to nearest: +0 + -0 = +0), so each half of each
+// phase adds +0 to the running value and rounds it, without the 512 products. One such step suffices: its result
+// (never -0, a NaN already quiet, a value DST's format holds) comes through another step unchanged. The add puts +0
+// first as matmul_rows does (it turns a -0 into +0 and quiets a NaN).
+template <int W>
+[[gnu::always_inline]] inline void matmul_zero_row(const float* prev, float* out, bool fp32, uint32_t row) {
+    typedef typename Lanes<W>::F F;
+    constexpr int N = 32 / W;
+    for (int n = 0; n < N; ++n) {
+        F acc = F{};
+        if (prev) load_lanes(acc, prev + row * 32 + n * W);
+        F s = F{};
+        add_lanes<W>(s, acc);
+        if (!fp32) round_to_bf16_lanes<W>(s);
+        store_lanes(out + row * 32 + n * W, s);
+    }
+}
+
+// One output tile of a matmul step (matmul_rows of every row). zero_rows: a bit per tile row whose A parts are all
+// zeros while B has no Inf or NaN (fpu_matmul finds them: a decode's query tile is mostly padding rows), computed as
+// matmul_zero_row; the other rows R at a time, then fewer for the rest. Rows are independent, so which rows share a
+// pass never changes a result.
+template <int W, int R>
+[[gnu::always_inline]] inline void matmul_tile_rows(const float* const a[2], const float* const b[2], const float* prev,
+                                                    float* out, uint32_t phases, bool fp32, uint32_t zero_rows) {
+    uint8_t rows[32];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < 32; ++i) {
+        if (zero_rows >> i & 1) matmul_zero_row<W>(prev, out, fp32, i);
+        else rows[m++] = static_cast<uint8_t>(i);
+    }
+    uint32_t i = 0;
+    for (; i + R <= m; i += R) matmul_rows<W, R>(a, b, prev, out, phases, fp32, rows + i);
+    if constexpr (R >= 8) {
+        if (m - i >= 4) {
+            matmul_rows<W, 4>(a, b, prev, out, phases, fp32, rows + i);
+            i += 4;
+        }
+    }
+    if constexpr (R >= 4) {
+        if (m - i >= 2) {
+            matmul_rows<W, 2>(a, b, prev, out, phases, fp32, rows + i);
+            i += 2;
+        }
+    }
+    if constexpr (R >= 2) {
+        if (m - i >= 1) {
+            matmul_rows<W, 1>(a, b, prev, out, phases, fp32, rows + i);
+            i += 1;
+        }
     }
 }
 
@@ -481,7 +535,8 @@ template <int W>
     }
 }
 
-using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool);
+using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool,
+                              uint32_t);
 using MulTileFn = void (*)(const float*, const float*, float*, uint32_t, bool);
 struct FpuKernels {
     MatmulTileFn matmul_tile;
@@ -493,8 +548,8 @@ struct FpuKernels {
 // for the non-x86 build, where the operations are plain C++).
 #define EMU_FPU_KERNELS(NAME, W, R, ...)                                                                         \
     __VA_ARGS__ void matmul_tile_##NAME(const float* const a[2], const float* const b[2], const float* prev, float* out, \
-                                  uint32_t phases, bool fp32) {                                                   \
-        matmul_tile_rows<W, R>(a, b, prev, out, phases, fp32);                                                    \
+                                  uint32_t phases, bool fp32, uint32_t zero_rows) {                               \
+        matmul_tile_rows<W, R>(a, b, prev, out, phases, fp32, zero_rows);                                         \
     }                                                                                                             \
     __VA_ARGS__ void mul_tile_##NAME(const float* a, const float* b, float* out, uint32_t phases, bool fp32) {          \
         mul_tile_lanes<W>(a, b, out, phases, fp32);                                                               \
@@ -593,6 +648,24 @@ static void split_fidelity_parts(const float* __restrict x, uint32_t n, float* _
     }
 }
 
+// A bit per row of the tile whose 32 values are all zeros (either sign).
+static uint32_t zero_rows_of(const float* x) {
+    uint32_t mask = 0;
+    for (uint32_t r = 0; r < 32; ++r) {
+        uint32_t any = 0;
+        for (uint32_t c = 0; c < 32; ++c) any |= f32_bits(x[r * 32 + c]) & 0x7fffffffu;
+        mask |= static_cast<uint32_t>(any == 0) << r;
+    }
+    return mask;
+}
+
+// Whether no value of the tile is an Inf or a NaN.
+static bool all_finite(const float* x) {
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < kTileHW; ++i) bad |= (f32_bits(x[i]) & 0x7f800000u) == 0x7f800000u;
+    return bad == 0;
+}
+
 void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
                 uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
     if (ct == 0 || rt == 0) fault("%s: ct_dim=%u rt_dim=%u must be >= 1", who, ct, rt);
@@ -623,12 +696,17 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
     split_fidelity_parts(B.get(), ct * kTileHW, Bp.get(), Bp.get() + ct * kTileHW, Src::A);
     const bool fp32 = dst_fp32();
     const MatmulTileFn matmul_tile = fpu_kernels().matmul_tile;
-    for (uint32_t r = 0; r < rt; ++r) {
-        for (uint32_t c = 0; c < ct; ++c) {
+    // A row of A that is all zeros has fidelity parts of zeros, and a B without Inf or NaN has finite parts
+    // (split_fidelity_parts): matmul_zero_row's conditions, checked on the operands.
+    std::unique_ptr<uint32_t[]> zero_rows(new uint32_t[rt]);
+    for (uint32_t r = 0; r < rt; ++r) zero_rows[r] = zero_rows_of(&A[r * kTileHW]);
+    for (uint32_t c = 0; c < ct; ++c) {
+        bool finite = all_finite(&B[c * kTileHW]);
+        for (uint32_t r = 0; r < rt; ++r) {
             uint32_t t = idst + r * ct + c;
             const float* a[2] = {&Ap[r * kTileHW], &Ap[(rt + r) * kTileHW]};
             const float* b[2] = {&Bp[c * kTileHW], &Bp[(ct + c) * kTileHW]};
-            matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32);
+            matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32, finite ? zero_rows[r] : 0);
             d.defined[t] = true;
             count(Counter::MatmulTiles);
         }
