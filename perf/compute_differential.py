@@ -12,7 +12,8 @@ values.
     .venv/bin/python perf/compute_differential.py --base /work/main [--tree .] [--quick]
 
 Each tree is imported in its own subprocess (PYTHONPATH=<tree>) and builds its kernels and compute model from its own
-sources (ttemu/tests/cxx.py caches the builds by content). Exit status 1 if any case differs.
+sources, the compute model with the runtime executable's flags (-O2; ttemu/tests/cxx.py caches the builds by
+content). Exit status 1 if any case differs.
 """
 
 from __future__ import annotations
@@ -110,9 +111,18 @@ def run_tree(out_path: str, quick: bool) -> None:
     import ctypes
 
     from ttemu import jit_env
-    from ttemu.tests.cxx import HERE, LLK_INCLUDE, build_shared, kernel_api_objects
+    from ttemu.build import INCLUDE, KERNEL_API_FLAGS, KERNEL_API_SOURCES
+    from ttemu.tests import cxx
+    from ttemu.tests.cxx import HERE, LLK_INCLUDE, build_shared
     from ttemu.tests.test_compute_fake import FMT
 
+    # The compute model compiled as the runtime executable compiles it (ttemu/build.py: -O2), not as the unit tests'
+    # objects (-O1): which NaN an operation on two NaNs returns can depend on the compiler's operand order.
+    flags = ["-std=c++17", "-O2", "-g", "-pthread", f"-I{INCLUDE}", *KERNEL_API_FLAGS, "-fPIC", "-c"]
+    objects = [
+        cxx._compile(cxx.CACHE / f"{src.stem}-O2-{cxx._digest([src], flags)}.o", ["g++", *flags, str(src)])
+        for src in KERNEL_API_SOURCES
+    ]
     peek = Path(tempfile.gettempdir()) / "ttfd_compute_differential_peek.cpp"
     peek.write_text(PEEK_SOURCE)
     libs = {}
@@ -120,7 +130,7 @@ def run_tree(out_path: str, quick: bool) -> None:
     def kernel(name, ct_args, fp32, fidelity):
         key = (name, tuple(ct_args), fp32, fidelity)
         if key not in libs:
-            flags = [
+            kflags = [
                 f"-I{LLK_INCLUDE}",
                 f"-I{HERE / 'fake_include'}",
                 *[f"-I{p}" for p in jit_env.compute_llk_include_paths(None)],
@@ -140,7 +150,7 @@ def run_tree(out_path: str, quick: bool) -> None:
                 "-DEMU_DST_FULL_SYNC_EN=0",
             ]
             sources = [HERE / "kernels" / "compute" / f"{name}.cpp", HERE / "fake_runtime.cpp", peek]
-            so = build_shared(f"kdiff_{name}", [*sources, *kernel_api_objects()], flags)
+            so = build_shared(f"kdiff_{name}", [*sources, *objects], kflags)
             lib = ctypes.CDLL(str(so))
             lib.fr_last_error.restype = ctypes.c_char_p
             lib.diff_page_size.restype = ctypes.c_uint32

@@ -535,12 +535,51 @@ template <int W>
     }
 }
 
+// A matmul operand tile's two fidelity parts (srca_fidelity_part / srcb_fidelity_part of phase bits 0 and 1, as
+// split_fidelity_parts), W data at a time, with what fpu_matmul's zero-row shortcut asks of the operand: in0 (SrcB)
+// the bit mask of its all-zero rows, in1 (SrcA) whether it holds no Inf or NaN (1) or does (0). The part 1 is x - the
+// masked x, x first as the scalar code has it (the difference is exact; a NaN x gives x's payload, quieted).
+template <int W>
+[[gnu::always_inline]] inline uint32_t split_operand_lanes(const float* x, float* part0, float* part1, bool srca) {
+    typedef typename Lanes<W>::F F;
+    typedef typename Lanes<W>::U U;
+    const uint32_t keep0 = srca ? 0xfff80000u : 0xfffe0000u, cut1 = srca ? 0xfff83fffu : 0xfffe1fffu;
+    uint32_t zero_rows = 0;
+    U nonfinite = U{};
+    for (uint32_t r = 0; r < 32; ++r) {
+        U any = U{};
+        for (uint32_t c = 0; c < 32; c += W) {
+            F v, p0, masked;
+            U u;
+            load_lanes(v, x + r * 32 + c);
+            std::memcpy(&u, &v, sizeof u);
+            U m0 = u & keep0, m1 = u & cut1;
+            std::memcpy(&p0, &m0, sizeof p0);
+            std::memcpy(&masked, &m1, sizeof masked);
+            F p1 = v - masked;
+            store_lanes(part0 + r * 32 + c, p0);
+            store_lanes(part1 + r * 32 + c, p1);
+            any |= u & 0x7fffffffu;
+            nonfinite |= (U)((u & 0x7f800000u) == 0x7f800000u);
+        }
+        uint32_t row_any = 0;
+        for (int l = 0; l < W; ++l) row_any |= any[l];
+        zero_rows |= static_cast<uint32_t>(row_any == 0) << r;
+    }
+    if (!srca) return zero_rows;
+    uint32_t bad = 0;
+    for (int l = 0; l < W; ++l) bad |= nonfinite[l];
+    return bad == 0;
+}
+
 using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool,
                               uint32_t);
 using MulTileFn = void (*)(const float*, const float*, float*, uint32_t, bool);
+using SplitOperandFn = uint32_t (*)(const float*, float*, float*, bool);
 struct FpuKernels {
     MatmulTileFn matmul_tile;
     MulTileFn mul_tile;
+    SplitOperandFn split_operand;
 };
 
 // The widest variant the host runs (rows at a time as its registers hold). Every variant computes the same IEEE
@@ -553,6 +592,9 @@ struct FpuKernels {
     }                                                                                                             \
     __VA_ARGS__ void mul_tile_##NAME(const float* a, const float* b, float* out, uint32_t phases, bool fp32) {          \
         mul_tile_lanes<W>(a, b, out, phases, fp32);                                                               \
+    }                                                                                                             \
+    __VA_ARGS__ uint32_t split_operand_##NAME(const float* x, float* part0, float* part1, bool srca) {            \
+        return split_operand_lanes<W>(x, part0, part1, srca);                                                     \
     }
 EMU_FPU_KERNELS(sse, 4, 1, [[gnu::optimize("fp-contract=off")]])
 #if defined(__x86_64__)
@@ -563,11 +605,12 @@ EMU_FPU_KERNELS(avx512, 16, 8, [[gnu::target("avx512f"), gnu::optimize("fp-contr
 
 const FpuKernels& fpu_kernels() {
 #if defined(__x86_64__)
-    static const FpuKernels k = __builtin_cpu_supports("avx512f") ? FpuKernels{matmul_tile_avx512, mul_tile_avx512}
-                                : __builtin_cpu_supports("avx2")  ? FpuKernels{matmul_tile_avx2, mul_tile_avx2}
-                                                                  : FpuKernels{matmul_tile_sse, mul_tile_sse};
+    static const FpuKernels k =
+        __builtin_cpu_supports("avx512f") ? FpuKernels{matmul_tile_avx512, mul_tile_avx512, split_operand_avx512}
+        : __builtin_cpu_supports("avx2")  ? FpuKernels{matmul_tile_avx2, mul_tile_avx2, split_operand_avx2}
+                                          : FpuKernels{matmul_tile_sse, mul_tile_sse, split_operand_sse};
 #else
-    static const FpuKernels k{matmul_tile_sse, mul_tile_sse};
+    static const FpuKernels k{matmul_tile_sse, mul_tile_sse, split_operand_sse};
 #endif
     return k;
 }
@@ -635,37 +678,6 @@ void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp 
     timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
 }
 
-// A source register's two fidelity parts of n data (srca_fidelity_part / srcb_fidelity_part, phase bit 0 and 1),
-// in separate arrays (restrict: the loops vectorise).
-static void split_fidelity_parts(const float* __restrict x, uint32_t n, float* __restrict part0,
-                                 float* __restrict part1, Src s) {
-    if (s == Src::A) {
-        for (uint32_t i = 0; i < n; ++i) part0[i] = srca_fidelity_part(x[i], 0);
-        for (uint32_t i = 0; i < n; ++i) part1[i] = srca_fidelity_part(x[i], 1);
-    } else {
-        for (uint32_t i = 0; i < n; ++i) part0[i] = srcb_fidelity_part(x[i], 0);
-        for (uint32_t i = 0; i < n; ++i) part1[i] = srcb_fidelity_part(x[i], 2);
-    }
-}
-
-// A bit per row of the tile whose 32 values are all zeros (either sign).
-static uint32_t zero_rows_of(const float* x) {
-    uint32_t mask = 0;
-    for (uint32_t r = 0; r < 32; ++r) {
-        uint32_t any = 0;
-        for (uint32_t c = 0; c < 32; ++c) any |= f32_bits(x[r * 32 + c]) & 0x7fffffffu;
-        mask |= static_cast<uint32_t>(any == 0) << r;
-    }
-    return mask;
-}
-
-// Whether no value of the tile is an Inf or a NaN.
-static bool all_finite(const float* x) {
-    uint32_t bad = 0;
-    for (uint32_t i = 0; i < kTileHW; ++i) bad |= (f32_bits(x[i]) & 0x7f800000u) == 0x7f800000u;
-    return bad == 0;
-}
-
 void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
                 uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
     if (ct == 0 || rt == 0) fault("%s: ct_dim=%u rt_dim=%u must be >= 1", who, ct, rt);
@@ -690,23 +702,23 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
     }
     timing_matmul(cb0, cb1, rt, ct);
     // Each operand's fidelity parts depend only on the phase's bit (SrcA: bit 0, SrcB: bit 1), so both parts of
-    // every datum are split once here rather than once per output datum.
+    // every datum are split once here rather than once per output datum; the split also finds the zero-row
+    // shortcut's conditions (matmul_zero_row): in0's all-zero rows (their parts are zeros too) and whether in1 holds
+    // an Inf or NaN (its parts are finite if it does not).
+    const FpuKernels& k = fpu_kernels();
     std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bp(new float[2 * ct * kTileHW]);
-    split_fidelity_parts(A.get(), rt * kTileHW, Ap.get(), Ap.get() + rt * kTileHW, Src::B);
-    split_fidelity_parts(B.get(), ct * kTileHW, Bp.get(), Bp.get() + ct * kTileHW, Src::A);
+    std::unique_ptr<uint32_t[]> zero_rows(new uint32_t[rt]), finite(new uint32_t[ct]);
+    for (uint32_t r = 0; r < rt; ++r)
+        zero_rows[r] = k.split_operand(&A[r * kTileHW], &Ap[r * kTileHW], &Ap[(rt + r) * kTileHW], false);
+    for (uint32_t c = 0; c < ct; ++c)
+        finite[c] = k.split_operand(&B[c * kTileHW], &Bp[c * kTileHW], &Bp[(ct + c) * kTileHW], true);
     const bool fp32 = dst_fp32();
-    const MatmulTileFn matmul_tile = fpu_kernels().matmul_tile;
-    // A row of A that is all zeros has fidelity parts of zeros, and a B without Inf or NaN has finite parts
-    // (split_fidelity_parts): matmul_zero_row's conditions, checked on the operands.
-    std::unique_ptr<uint32_t[]> zero_rows(new uint32_t[rt]);
-    for (uint32_t r = 0; r < rt; ++r) zero_rows[r] = zero_rows_of(&A[r * kTileHW]);
-    for (uint32_t c = 0; c < ct; ++c) {
-        bool finite = all_finite(&B[c * kTileHW]);
-        for (uint32_t r = 0; r < rt; ++r) {
+    for (uint32_t r = 0; r < rt; ++r) {
+        for (uint32_t c = 0; c < ct; ++c) {
             uint32_t t = idst + r * ct + c;
             const float* a[2] = {&Ap[r * kTileHW], &Ap[(rt + r) * kTileHW]};
             const float* b[2] = {&Bp[c * kTileHW], &Bp[(ct + c) * kTileHW]};
-            matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32, finite ? zero_rows[r] : 0);
+            k.matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32, finite[c] ? zero_rows[r] : 0);
             d.defined[t] = true;
             count(Counter::MatmulTiles);
         }
