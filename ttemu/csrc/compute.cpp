@@ -392,60 +392,114 @@ template <int W>
 #endif
 }
 
-// One output tile of a matmul step: out = prev (zeros when null) + A x B, phase by phase, with A's and B's fidelity
-// parts split beforehand (a[h]: A's SrcB part h, b[h]: B's SrcA part h, row-major). Each output datum sums its 16
-// products of each half of k from 0 in k order, and is rounded into DST after each half of each phase (dst_round), as
-// the phase-by-phase definition of the matmul does: the lanes are 32 outputs of a row side by side and
-// R rows at a time, never a reordering of one output's sum, and every operation is a separate IEEE single-precision
-// multiply or add (no fused multiply-add, which would round once where the model rounds twice), so every result is
-// the scalar loop's bit for bit.
+// R rows of one output tile of a matmul step: out = prev (zeros when null) + A x B, phase by phase, with A's and
+// B's fidelity parts split beforehand (a[h]: A's SrcB part h, b[h]: B's SrcA part h, row-major); rows[r] names the
+// tile row of lane row r. Each output datum sums its 16 products of each half of k from 0 in k order, and is rounded
+// into DST after each half of each phase (dst_round), as the phase-by-phase definition of the matmul does: the lanes
+// are 32 outputs of a row side by side and R rows at a time, never a reordering of one output's sum, and every
+// operation is a separate IEEE single-precision multiply or add (no fused multiply-add, which would round once where
+// the model rounds twice), so every result is the scalar loop's bit for bit.
 template <int W, int R>
-[[gnu::always_inline]] inline void matmul_tile_rows(const float* const a[2], const float* const b[2], const float* prev,
-                                                    float* out, uint32_t phases, bool fp32) {
+[[gnu::always_inline]] inline void matmul_rows(const float* const a[2], const float* const b[2], const float* prev,
+                                               float* out, uint32_t phases, bool fp32, const uint8_t* rows) {
     typedef typename Lanes<W>::F F;
     constexpr int N = 32 / W;  // vectors per row
-    for (uint32_t i = 0; i < 32; i += R) {
-        F acc[R][N];
+    F acc[R][N];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-            for (int n = 0; n < N; ++n) {
-                acc[r][n] = F{};
-                if (prev) load_lanes(acc[r][n], prev + (i + r) * 32 + n * W);
-            }
-        for (uint32_t p = 0; p < phases; ++p) {
-            const float* ap = a[(p >> 1) & 1] + i * 32;
-            const float* bp = b[p & 1];
-            for (uint32_t half = 0; half < 2; ++half) {
-                F s[R][N] = {};
-                for (uint32_t k = half * 16; k < half * 16 + 16; ++k) {
+        for (int n = 0; n < N; ++n) {
+            acc[r][n] = F{};
+            if (prev) load_lanes(acc[r][n], prev + rows[r] * 32 + n * W);
+        }
+    for (uint32_t p = 0; p < phases; ++p) {
+        const float* ap[R];
 #pragma GCC unroll 8
-                    for (int n = 0; n < N; ++n) {
-                        F bk;
-                        load_lanes(bk, bp + k * 32 + n * W);
+        for (int r = 0; r < R; ++r) ap[r] = a[(p >> 1) & 1] + rows[r] * 32;
+        const float* bp = b[p & 1];
+        for (uint32_t half = 0; half < 2; ++half) {
+            F s[R][N] = {};
+            for (uint32_t k = half * 16; k < half * 16 + 16; ++k) {
 #pragma GCC unroll 8
-                        for (int r = 0; r < R; ++r) {
-                            F prod, av;
-                            for (int l = 0; l < W; ++l) av[l] = ap[r * 32 + k];
-                            mul_lanes<W>(prod, bk, av);
-                            add_lanes<W>(s[r][n], prod);
-                        }
+                for (int n = 0; n < N; ++n) {
+                    F bk;
+                    load_lanes(bk, bp + k * 32 + n * W);
+#pragma GCC unroll 8
+                    for (int r = 0; r < R; ++r) {
+                        F prod, av;
+                        for (int l = 0; l < W; ++l) av[l] = ap[r][k];
+                        mul_lanes<W>(prod, bk, av);
+                        add_lanes<W>(s[r][n], prod);
                     }
                 }
-#pragma GCC unroll 8
-                for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-                    for (int n = 0; n < N; ++n) {
-                        add_lanes<W>(s[r][n], acc[r][n]);
-                        acc[r][n] = s[r][n];
-                        if (!fp32) round_to_bf16_lanes<W>(acc[r][n]);
-                    }
             }
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+                for (int n = 0; n < N; ++n) {
+                    add_lanes<W>(s[r][n], acc[r][n]);
+                    acc[r][n] = s[r][n];
+                    if (!fp32) round_to_bf16_lanes<W>(acc[r][n]);
+                }
         }
+    }
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-            for (int n = 0; n < N; ++n) store_lanes(out + (i + r) * 32 + n * W, acc[r][n]);
+        for (int n = 0; n < N; ++n) store_lanes(out + rows[r] * 32 + n * W, acc[r][n]);
+}
+
+// matmul_rows of a row whose A parts are all zeros (either sign) against a B with no Inf or NaN: every product is a
+// signed zero and every 16-product sum, begun at +0, is +0 (round to nearest: +0 + -0 = +0), so each half of each
+// phase adds +0 to the running value and rounds it, without the 512 products. One such step suffices: its result
+// (never -0, a NaN already quiet, a value DST's format holds) comes through another step unchanged. The add puts +0
+// first as matmul_rows does (it turns a -0 into +0 and quiets a NaN).
+template <int W>
+[[gnu::always_inline]] inline void matmul_zero_row(const float* prev, float* out, bool fp32, uint32_t row) {
+    typedef typename Lanes<W>::F F;
+    constexpr int N = 32 / W;
+    for (int n = 0; n < N; ++n) {
+        F acc = F{};
+        if (prev) load_lanes(acc, prev + row * 32 + n * W);
+        F s = F{};
+        add_lanes<W>(s, acc);
+        if (!fp32) round_to_bf16_lanes<W>(s);
+        store_lanes(out + row * 32 + n * W, s);
+    }
+}
+
+// One output tile of a matmul step (matmul_rows of every row). zero_rows: a bit per tile row whose A parts are all
+// zeros while B has no Inf or NaN (fpu_matmul finds them: a decode's query tile is mostly padding rows), computed as
+// matmul_zero_row; the other rows R at a time, then fewer for the rest. Rows are independent, so which rows share a
+// pass never changes a result.
+template <int W, int R>
+[[gnu::always_inline]] inline void matmul_tile_rows(const float* const a[2], const float* const b[2], const float* prev,
+                                                    float* out, uint32_t phases, bool fp32, uint32_t zero_rows) {
+    uint8_t rows[32];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < 32; ++i) {
+        if (zero_rows >> i & 1) matmul_zero_row<W>(prev, out, fp32, i);
+        else rows[m++] = static_cast<uint8_t>(i);
+    }
+    uint32_t i = 0;
+    for (; i + R <= m; i += R) matmul_rows<W, R>(a, b, prev, out, phases, fp32, rows + i);
+    if constexpr (R >= 8) {
+        if (m - i >= 4) {
+            matmul_rows<W, 4>(a, b, prev, out, phases, fp32, rows + i);
+            i += 4;
+        }
+    }
+    if constexpr (R >= 4) {
+        if (m - i >= 2) {
+            matmul_rows<W, 2>(a, b, prev, out, phases, fp32, rows + i);
+            i += 2;
+        }
+    }
+    if constexpr (R >= 2) {
+        if (m - i >= 1) {
+            matmul_rows<W, 1>(a, b, prev, out, phases, fp32, rows + i);
+            i += 1;
+        }
     }
 }
 
@@ -481,11 +535,51 @@ template <int W>
     }
 }
 
-using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool);
+// A matmul operand tile's two fidelity parts (srca_fidelity_part / srcb_fidelity_part of phase bits 0 and 1, as
+// split_fidelity_parts), W data at a time, with what fpu_matmul's zero-row shortcut asks of the operand: in0 (SrcB)
+// the bit mask of its all-zero rows, in1 (SrcA) whether it holds no Inf or NaN (1) or does (0). The part 1 is x - the
+// masked x, x first as the scalar code has it (the difference is exact; a NaN x gives x's payload, quieted).
+template <int W>
+[[gnu::always_inline]] inline uint32_t split_operand_lanes(const float* x, float* part0, float* part1, bool srca) {
+    typedef typename Lanes<W>::F F;
+    typedef typename Lanes<W>::U U;
+    const uint32_t keep0 = srca ? 0xfff80000u : 0xfffe0000u, cut1 = srca ? 0xfff83fffu : 0xfffe1fffu;
+    uint32_t zero_rows = 0;
+    U nonfinite = U{};
+    for (uint32_t r = 0; r < 32; ++r) {
+        U any = U{};
+        for (uint32_t c = 0; c < 32; c += W) {
+            F v, p0, masked;
+            U u;
+            load_lanes(v, x + r * 32 + c);
+            std::memcpy(&u, &v, sizeof u);
+            U m0 = u & keep0, m1 = u & cut1;
+            std::memcpy(&p0, &m0, sizeof p0);
+            std::memcpy(&masked, &m1, sizeof masked);
+            F p1 = v - masked;
+            store_lanes(part0 + r * 32 + c, p0);
+            store_lanes(part1 + r * 32 + c, p1);
+            any |= u & 0x7fffffffu;
+            nonfinite |= (U)((u & 0x7f800000u) == 0x7f800000u);
+        }
+        uint32_t row_any = 0;
+        for (int l = 0; l < W; ++l) row_any |= any[l];
+        zero_rows |= static_cast<uint32_t>(row_any == 0) << r;
+    }
+    if (!srca) return zero_rows;
+    uint32_t bad = 0;
+    for (int l = 0; l < W; ++l) bad |= nonfinite[l];
+    return bad == 0;
+}
+
+using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool,
+                              uint32_t);
 using MulTileFn = void (*)(const float*, const float*, float*, uint32_t, bool);
+using SplitOperandFn = uint32_t (*)(const float*, float*, float*, bool);
 struct FpuKernels {
     MatmulTileFn matmul_tile;
     MulTileFn mul_tile;
+    SplitOperandFn split_operand;
 };
 
 // The widest variant the host runs (rows at a time as its registers hold). Every variant computes the same IEEE
@@ -493,11 +587,14 @@ struct FpuKernels {
 // for the non-x86 build, where the operations are plain C++).
 #define EMU_FPU_KERNELS(NAME, W, R, ...)                                                                         \
     __VA_ARGS__ void matmul_tile_##NAME(const float* const a[2], const float* const b[2], const float* prev, float* out, \
-                                  uint32_t phases, bool fp32) {                                                   \
-        matmul_tile_rows<W, R>(a, b, prev, out, phases, fp32);                                                    \
+                                  uint32_t phases, bool fp32, uint32_t zero_rows) {                               \
+        matmul_tile_rows<W, R>(a, b, prev, out, phases, fp32, zero_rows);                                         \
     }                                                                                                             \
     __VA_ARGS__ void mul_tile_##NAME(const float* a, const float* b, float* out, uint32_t phases, bool fp32) {          \
         mul_tile_lanes<W>(a, b, out, phases, fp32);                                                               \
+    }                                                                                                             \
+    __VA_ARGS__ uint32_t split_operand_##NAME(const float* x, float* part0, float* part1, bool srca) {            \
+        return split_operand_lanes<W>(x, part0, part1, srca);                                                     \
     }
 EMU_FPU_KERNELS(sse, 4, 1, [[gnu::optimize("fp-contract=off")]])
 #if defined(__x86_64__)
@@ -508,11 +605,12 @@ EMU_FPU_KERNELS(avx512, 16, 8, [[gnu::target("avx512f"), gnu::optimize("fp-contr
 
 const FpuKernels& fpu_kernels() {
 #if defined(__x86_64__)
-    static const FpuKernels k = __builtin_cpu_supports("avx512f") ? FpuKernels{matmul_tile_avx512, mul_tile_avx512}
-                                : __builtin_cpu_supports("avx2")  ? FpuKernels{matmul_tile_avx2, mul_tile_avx2}
-                                                                  : FpuKernels{matmul_tile_sse, mul_tile_sse};
+    static const FpuKernels k =
+        __builtin_cpu_supports("avx512f") ? FpuKernels{matmul_tile_avx512, mul_tile_avx512, split_operand_avx512}
+        : __builtin_cpu_supports("avx2")  ? FpuKernels{matmul_tile_avx2, mul_tile_avx2, split_operand_avx2}
+                                          : FpuKernels{matmul_tile_sse, mul_tile_sse, split_operand_sse};
 #else
-    static const FpuKernels k{matmul_tile_sse, mul_tile_sse};
+    static const FpuKernels k{matmul_tile_sse, mul_tile_sse, split_operand_sse};
 #endif
     return k;
 }
@@ -580,19 +678,6 @@ void fpu_binary_reuse_dest(uint32_t cb, uint32_t index, uint32_t idst, BinaryOp 
     timing_fpu(op == BinaryOp::Mul ? timing::Op::EltwiseMul : timing::Op::EltwiseAdd, 1, 1, cb);
 }
 
-// A source register's two fidelity parts of n data (srca_fidelity_part / srcb_fidelity_part, phase bit 0 and 1),
-// in separate arrays (restrict: the loops vectorise).
-static void split_fidelity_parts(const float* __restrict x, uint32_t n, float* __restrict part0,
-                                 float* __restrict part1, Src s) {
-    if (s == Src::A) {
-        for (uint32_t i = 0; i < n; ++i) part0[i] = srca_fidelity_part(x[i], 0);
-        for (uint32_t i = 0; i < n; ++i) part1[i] = srca_fidelity_part(x[i], 1);
-    } else {
-        for (uint32_t i = 0; i < n; ++i) part0[i] = srcb_fidelity_part(x[i], 0);
-        for (uint32_t i = 0; i < n; ++i) part1[i] = srcb_fidelity_part(x[i], 2);
-    }
-}
-
 void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t idst, bool transpose,
                 uint32_t ct, uint32_t rt, uint32_t kt, const char* who) {
     if (ct == 0 || rt == 0) fault("%s: ct_dim=%u rt_dim=%u must be >= 1", who, ct, rt);
@@ -617,18 +702,23 @@ void fpu_matmul(uint32_t cb0, uint32_t cb1, uint32_t in0, uint32_t in1, uint32_t
     }
     timing_matmul(cb0, cb1, rt, ct);
     // Each operand's fidelity parts depend only on the phase's bit (SrcA: bit 0, SrcB: bit 1), so both parts of
-    // every datum are split once here rather than once per output datum.
+    // every datum are split once here rather than once per output datum; the split also finds the zero-row
+    // shortcut's conditions (matmul_zero_row): in0's all-zero rows (their parts are zeros too) and whether in1 holds
+    // an Inf or NaN (its parts are finite if it does not).
+    const FpuKernels& k = fpu_kernels();
     std::unique_ptr<float[]> Ap(new float[2 * rt * kTileHW]), Bp(new float[2 * ct * kTileHW]);
-    split_fidelity_parts(A.get(), rt * kTileHW, Ap.get(), Ap.get() + rt * kTileHW, Src::B);
-    split_fidelity_parts(B.get(), ct * kTileHW, Bp.get(), Bp.get() + ct * kTileHW, Src::A);
+    std::unique_ptr<uint32_t[]> zero_rows(new uint32_t[rt]), finite(new uint32_t[ct]);
+    for (uint32_t r = 0; r < rt; ++r)
+        zero_rows[r] = k.split_operand(&A[r * kTileHW], &Ap[r * kTileHW], &Ap[(rt + r) * kTileHW], false);
+    for (uint32_t c = 0; c < ct; ++c)
+        finite[c] = k.split_operand(&B[c * kTileHW], &Bp[c * kTileHW], &Bp[(ct + c) * kTileHW], true);
     const bool fp32 = dst_fp32();
-    const MatmulTileFn matmul_tile = fpu_kernels().matmul_tile;
     for (uint32_t r = 0; r < rt; ++r) {
         for (uint32_t c = 0; c < ct; ++c) {
             uint32_t t = idst + r * ct + c;
             const float* a[2] = {&Ap[r * kTileHW], &Ap[(rt + r) * kTileHW]};
             const float* b[2] = {&Bp[c * kTileHW], &Bp[(ct + c) * kTileHW]};
-            matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32);
+            k.matmul_tile(a, b, d.defined[t] ? d.tile[t] : nullptr, d.tile[t], phases, fp32, finite[c] ? zero_rows[r] : 0);
             d.defined[t] = true;
             count(Counter::MatmulTiles);
         }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "emu/compute_state.h"
@@ -57,23 +58,47 @@ inline float bcast_pick(const float* b, Bcast bc, uint32_t r, uint32_t c, uint32
 // bits (the source registers' 19-bit width), rounded to nearest even there, added exactly, and the sum is rounded
 // to BF16 with ties away from zero. It reproduces the five #34664 points exactly and 0.767% same-sign / 0.63%
 // opposite-sign 1-ULP rates (4M random pairs each; ttemu/tests/test_fpu_rounding.py checks the points).
+//
+// Both steps in bit operations on the doubles (frexp, ldexp, nearbyint and floor are library calls in this build; the
+// element-wise add is a decode's most frequent FPU op): every value below is exact, so the results are the formulas'
+// in the comments bit for bit, under the default round-to-nearest mode as the rest of the model.
+inline double f64_of_bits(uint64_t u) {
+    double d;
+    std::memcpy(&d, &u, sizeof d);
+    return d;
+}
+inline uint64_t f64_bits(double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, sizeof u);
+    return u;
+}
 inline double fpu_aligned_sum(float a, float b) {
     float big = std::fabs(a) >= std::fabs(b) ? a : b;
     float small = std::fabs(a) >= std::fabs(b) ? b : a;
-    if (big == 0.0f || !std::isfinite(big) || !std::isfinite(small)) return static_cast<double>(a) + b;
-    int e = 0;
-    std::frexp(big, &e);                                   // big = m * 2^e, m in [0.5, 1)
-    double grid = std::ldexp(1.0, e - 1 - 10);             // 10 fraction bits at big's exponent
-    double q = std::nearbyint(static_cast<double>(small) / grid);  // round to nearest even
+    if (big == 0.0f || !std::isfinite(big) || !std::isfinite(small)) {
+        // a + b; of two NaNs a's, as x86 returns its first operand's, whichever order the compiler puts them in
+        if (std::isnan(a)) return static_cast<double>(a);
+        if (std::isnan(b)) return static_cast<double>(b);
+        return static_cast<double>(a) + b;
+    }
+    // e of frexp(big) (big = m * 2^e, m in [0.5, 1)); a denormal's from its highest set bit
+    uint32_t u = f32_bits(big) & 0x7fffffffu;
+    int e = u >= 0x00800000u ? static_cast<int>(u >> 23) - 126 : (32 - __builtin_clz(u)) - 149;
+    double grid = f64_of_bits(static_cast<uint64_t>(e - 11 + 1023) << 52);  // ldexp(1.0, e - 1 - 10)
+    double inv = f64_of_bits(static_cast<uint64_t>(11 - e + 1023) << 52);   // 1 / grid
+    // nearbyint(small / grid): the quotient is exact and below 2^11 in magnitude, so adding and subtracting 1.5 * 2^52
+    // rounds it to an integer, ties to even (a -0 result comes out +0: added to a nonzero big, the same sum).
+    constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
+    double q = (static_cast<double>(small) * inv + kRound) - kRound;
     return static_cast<double>(big) + q * grid;
 }
 inline float round_bf16_ties_away(double v) {
     if (!std::isfinite(v) || v == 0.0) return round_to_bf16(static_cast<float>(v));
-    int e = 0;
-    double m = std::frexp(v, &e);                          // |m| in [0.5, 1): 8 significant bits = m * 2^8
-    double r = std::copysign(std::floor(std::fabs(m) * 256.0 + 0.5), m);
-    float out = static_cast<float>(std::ldexp(r / 256.0, e));
-    return flush_denormal(out);
+    // copysign(floor(|m| * 256 + 0.5), m) * 2^(e - 8) for v = m * 2^e: v (a normal double, as any sum of two floats
+    // and a DST value is) rounded to 8 significant bits, ties away from zero: add half a unit of the eighth bit to the
+    // magnitude and cut the bits below it (a carry into the exponent is the rounding up to the next power of two).
+    double r = f64_of_bits((f64_bits(v) + (uint64_t{1} << 44)) & ~((uint64_t{1} << 45) - 1));
+    return flush_denormal(static_cast<float>(r));
 }
 // fp32: dst_fp32(), passed in (a tile's loop reads the compute config once).
 inline float fpu_add_into_dst(float base, float a, float b, bool acc, bool fp32) {
