@@ -39,6 +39,8 @@ import ttemu
 import ttflashdecode
 from ttemu.tests.conformance import factories
 from ttflashdecode import upstream
+from ttflashdecode.ops.decode.factory import noc1_reader_cores
+from ttflashdecode.plan.rules import NOC1_READER_STRIDE
 
 PINS = Path(__file__).with_name("identical_results.json")
 WRITE = os.environ.get("TTFD_WRITE_PINS", "") not in ("", "0")
@@ -257,6 +259,31 @@ def ours_decode_scale_in_exp(dev, ttnn, g):
     return out, run.stats
 
 
+def ours_decode_noc1_readers(dev, ttnn, g):
+    """Llama-3.1-8B's N150 call at 2K (b1, 32 q / 8 kv heads, d128, paged bfloat8_b in 64-row blocks, 8x8 grid, 8
+    cores a group): a DRAM-bound plan whose every eighth reading core reads over NoC 1, so the pins cover both NoCs'
+    routes, barriers and DRAM bank tables."""
+    b, hq, hkv, d, block, blocks = 1, 32, 8, 128, 64, 32
+    q = dev.from_torch(_randn(g, 1, b, hq, d), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    k, v = (
+        dev.from_torch(_randn(g, blocks, hkv, block, d), dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT)
+        for _ in range(2)
+    )
+    table = torch.randperm(blocks, generator=g).reshape(b, blocks).to(torch.int32)
+    table = dev.from_torch(table, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR_LAYOUT)
+    out, run = ttflashdecode.paged_scaled_dot_product_attention_decode(
+        q,
+        k,
+        v,
+        table,
+        cur_pos_tensor=_positions(dev, ttnn, [2000]),
+        program_config=_ours_config(ttnn, 256, 8),
+        return_stats=True,
+    )
+    assert noc1_reader_cores(run.plan, NOC1_READER_STRIDE["wormhole_b0"]), "the plan has no NoC 1 readers to pin"
+    return out, run.stats
+
+
 PROGRAMS = {
     "eltwise_add_bf16": (eltwise_add_bf16, False),
     "eltwise_mul_bfp8_hifi2": (eltwise_mul_bfp8_hifi2, False),
@@ -270,6 +297,7 @@ PROGRAMS = {
     "ours_decode_window_sinks": (ours_decode_window_sinks, False),
     "ours_decode_user_mask": (ours_decode_user_mask, False),
     "ours_decode_scale_in_exp": (ours_decode_scale_in_exp, False),
+    "ours_decode_noc1_readers": (ours_decode_noc1_readers, False),
 }
 
 
