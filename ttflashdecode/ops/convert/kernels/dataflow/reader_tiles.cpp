@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tile format conversion, reader (RISCV_0 / BRISC): streams tiles [first_tile, first_tile + num_tiles) of an
+// Tile format conversion, reader (RISCV_1 / NCRISC, NoC 0): streams tiles [first_tile, first_tile + num_tiles) of an
 // interleaved tensor into cb_in, one tile per page, so compute can unpack them in their stored format.
 //
 // Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_in" and "src_cta_offset" (the source's

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tile format conversion, writer (RISCV_1 / NCRISC): writes the converted tiles from cb_out to tiles
+// Tile format conversion, writer (RISCV_0 / BRISC, NoC 1): writes the converted tiles from cb_out to tiles
 // [first_tile, first_tile + num_tiles) of an interleaved tensor.
 //
 // Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_out" and "dst_cta_offset" (the

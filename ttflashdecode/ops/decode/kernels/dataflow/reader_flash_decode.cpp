@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// FlashDecode reader (RISCV_0 / BRISC). For every group (batch b, kv head h) this core serves:
+// FlashDecode reader, on RISCV_1 (NCRISC) over NoC 0: ttnn.ReaderConfigDescriptor, tt-metal's DRAM-read NoC.
+// In a DRAM-bound plan every eighth reading core (fourth on Blackhole; plan/rules.py: reads_over_noc1) runs it over
+// NoC 1 instead, because NoC 0's links out of the DRAM columns saturate before the banks do.
+// For every group (batch b, kv head h) this core serves:
 //   1. reads the group's query rows into one block of Q tiles (zero rows pad the tile),
 //   2. streams the K chunks (and V chunks) of this core's share of [window_start, cur_pos] from interleaved
 //      DRAM, reading no tile past cur_pos's tile or before the window's first tile; K in blocks of one position

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// FlashDecode writer (RISCV_1 / NCRISC). For every group (batch b, kv head h) this core serves:
+// FlashDecode writer, on RISCV_0 (BRISC) over NoC 1: ttnn.WriterConfigDescriptor, tt-metal's DRAM-write NoC. On a
+// core whose reader reads over NoC 1 (plan/rules.py: reads_over_noc1) it runs over NoC 0, so each of the core's two
+// data-movement kernels keeps a NoC of its own (dedicated-NoC mode).
+// For every group (batch b, kv head h) this core serves:
 //   - as a tree receiver, in each round it receives in (a prefix of the rounds), makes room for the round's active
 //     children's partials in cb_partial_in, waits for the round's semaphore to count them all (one semaphore per
 //     round, so an early arrival of a later round cannot be mistaken for an earlier one) and hands the slots to

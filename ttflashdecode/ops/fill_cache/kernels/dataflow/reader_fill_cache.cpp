@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Cache fill, reader (RISCV_0 / BRISC). A fill copies a prefill's K or V, [input_batch, n_kv_heads, seq_len,
+// Cache fill, reader (RISCV_1 / NCRISC, NoC 0). A fill copies a prefill's K or V, [input_batch, n_kv_heads, seq_len,
 // head_dim] in TILE layout, into users' caches from position 0: tile row (b, h, t) of the input (Wt tiles, one
 // 32-position slice of one head) becomes tile row t of head h of cache user user(b). The work units are the input's
 // tile rows; for each unit of this core, in order, the reader

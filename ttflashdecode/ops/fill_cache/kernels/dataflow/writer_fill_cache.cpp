@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Cache fill, writer (RISCV_1 / NCRISC). For each unit (one input tile row: Wt tiles) takes the target the reader
+// Cache fill, writer (RISCV_0 / BRISC, NoC 1). For each unit (one input tile row: Wt tiles) takes the target the reader
 // found (cb_target) and writes the unit's tiles, packed by compute in the cache's format (cb_out), over the cache's
 // tile row there; a unit whose target lies outside the cache writes nothing (its tiles are popped unwritten).
 //

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Shared-prefix decode, merge of the two levels' partials: reader (RISCV_0 / BRISC).
+// Shared-prefix decode, merge of the two levels' partials: reader (RISCV_1 / NCRISC, NoC 0).
 //
 // The prefix level and the suffix level (ttflashdecode/ops/shared_prefix) each wrote a partial per query row: O
 // unnormalised, the running max m and the running sum l (kept unreduced: row r of the l tile holds 32 partial sums),

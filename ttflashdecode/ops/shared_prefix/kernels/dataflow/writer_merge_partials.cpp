@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Shared-prefix decode, merge of the two levels' partials: writer (RISCV_1 / NCRISC). Writes compute's normalised
+// Shared-prefix decode, merge of the two levels' partials: writer (RISCV_0 / BRISC, NoC 1). Writes compute's normalised
 // output tiles, tile row by tile row ([1, b, n_q_heads, v_head_dim], TILE, interleaved: tile row r, column c is page
 // r * vDHt + c), whole tiles: a tile row is 32 q heads of one user, which no other row touches.
 //

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Cache update, reader (RISCV_0 / BRISC). For each (cache, user, kv head) unit of this core, in order (one cache, or
-// two updated by one launch: K and V, upstream's paged_fused_update_cache; the second cache and input have the first
-// ones' shape, dtype and placement, so they share the TensorAccessorArgs and differ only in their addresses):
+// Cache update, reader (RISCV_1 / NCRISC, NoC 0). For each (cache, user, kv head) unit of this core, in order (one
+// cache, or two updated by one launch: K and V, upstream's paged_fused_update_cache; the second cache and input have
+// the first ones' shape, dtype and placement, so they share the TensorAccessorArgs and differ only in their addresses):
 //   1. finds where the row goes (update_cache_common.hpp: locate_row) from the user's position in the index tensor and,
 //      for a paged cache, the user's page-table row, and hands that target to the writer (cb_target);
 //   2. reads the cache's tile row holding that position (Wt tiles, the cache's format) for compute to unpack;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Cache update, writer (RISCV_1 / NCRISC). For each unit: takes the target the reader found (cb_target), replaces
+// Cache update, writer (RISCV_0 / BRISC, NoC 1). For each unit: takes the target the reader found (cb_target), replaces
 // row `row` of the unpacked tile row compute produced (cb_rows) with the new row (cb_new_row), hands the patched rows
 // back to compute (cb_patched: the same buffer, see compute_update_cache.cpp), and writes the re-packed tiles
 // (cb_out) over the cache's tile row (of the first or the second cache: the target says which). A unit whose position
