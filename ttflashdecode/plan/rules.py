@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 # a maximum, and more cores are not always faster. Measured, MODELLED, default (approximate) exp:
 # `perf/group_size_table.py`, table in perf/out/group_size_table.md. Llama-3.1-8B's T3K per-chip shape (b1, 4 q / 1 kv
 # head, d128, bfloat8_b, cur_pos kv_len - 1; the only kind of call with up to 64 cores in one group), best time per
-# group size N at its best k_chunk_size, us:
+# group size N at its best k_chunk_size, us (the rule's first kernels: before the radix merge tree, K/V read in
+# parts, Q multicast and NoC 1 readers; not re-measured since, so not today's durations):
 #     kv_len   N=4     N=8     N=16    N=32    N=64
 #     1K       12.03   12.35   13.98   16.37   16.37
 #     4K       22.33   17.14   16.40   17.45   20.02
@@ -46,11 +47,12 @@ if TYPE_CHECKING:
 #     128K     468.66  240.64  169.80  161.00  161.41
 # * MIN_POSITIONS_PER_CORE: below 256 positions a core, another core's share of the reads saves less than the extra
 #   tree round and the shorter chunks cost (1K-4K: fastest at 256 a core); the Llama-70B per-chip point (b8, 8 q /
-#   1 kv, paged, position 127) takes 5.99 us on one core per user against 8.83 us on 8.
+#   1 kv, paged, position 127) takes 5.99 us on one core per user against 8.83 us on 8 (the same first kernels).
 # * DRAM_SATURATING_CORES, MAX_POSITIONS_PER_CORE: past 32 cores another tree round pays only once each of the 32
-#   would read more than 4096 positions (128K: 32 cores 161.00 us vs 64 161.41). The table above is of an older kernel
-#   with the approximate exp; with the exact exp (HiFi4, math_approx_mode off) and the current kernels, MODELLED,
-#   timing-only, same shape, 8x8 grid, us (N16 at the chunk the rule gives it, N32 at the DRAM-bound chunk):
+#   would read more than 4096 positions (128K: 32 cores 161.00 us vs 64 161.41). The table above is of the first
+#   kernels with the approximate exp; with the exact exp (HiFi4, math_approx_mode off) and the kernels of that time
+#   (still before the radix merge tree, K/V in parts, Q multicast and NoC 1 readers), MODELLED, timing-only, same
+#   shape, 8x8 grid, us (N16 at the chunk the rule gives it, N32 at the DRAM-bound chunk):
 #       kv_len   N16          N32
 #       4K       21.1 (k256)  20.9 (k64), 22.5 (k128)
 #       8K       31.5 (k512)  27.5 (k128)
@@ -58,6 +60,11 @@ if TYPE_CHECKING:
 #       32K      71.4 (k512)  56.1 (k128), 57.3 (k256)
 #   so a group at its 64-core maximum halves to 32, not 16, from 8K on (4K still halves to 16 by
 #   MIN_POSITIONS_PER_CORE).
+#   Re-checked with K/V in parts, Q multicast and NoC 1 readers, MODELLED, timing-only, the same shape paged (block
+#   64), at the rule's chunk for each N, us: exact exp 4K N16 k256 15.61, N32 k64 14.60 (N32 1.069x faster; 1.048x
+#   with a contiguous cache), 8K N16 k512 23.73, N32 k128 18.04; the default approximate exp 4K N16 13.29, N32 13.82
+#   (N16 1.040x faster), 8K N16 19.17, N32 16.94. So at 4K with the exact exp N32 would now be the faster group;
+#   the constants are kept (changing them changes plans), not re-tuned.
 #   Groups whose maximum is 32 (two groups on 64 cores) now keep 32 cores from 8K on instead of 16: not measured.
 # The table's other shapes (the rule's range below auto's line) are all as fast or faster than with the group at its
 # maximum (e.g. b1 32q/8kv 1K: 20.03 us on 4 cores a group vs 22.55 on 8).
@@ -74,8 +81,9 @@ MAX_DEFAULT_K_CHUNK_SIZE = 512
 # heads per kv head above 32, or spec_multi_pos_tiles candidates). Such a group is compute bound (its matmuls and exp
 # grow with PNHt while its reads do not), and with one chunk a core compute waits for the whole chunk's K before its
 # first matmul and the reader then sits idle; with two, compute starts on the first while the second arrives.
-# MODELLED (timing-only, HiFi4, exact exp), spec_multi_pos_tiles 4, b8 8q/1kv d128 paged bfloat8_b 4K, 8 cores a
-# group: k_chunk_size 512 (one chunk a core) 171.8 us, 256 (two) 156.7 us, 128 (four) 161.8 us, 64 174.0 us.
+# MODELLED (timing-only, HiFi4, exact exp; kernels before the radix merge tree, K/V in parts, Q multicast and NoC 1
+# readers), spec_multi_pos_tiles 4, b8 8q/1kv d128 paged bfloat8_b 4K, 8 cores a group: k_chunk_size 512 (one chunk
+# a core) 171.8 us, 256 (two) 156.7 us, 128 (four) 161.8 us, 64 174.0 us.
 COMPUTE_BOUND_CHUNKS_PER_CORE = 2
 
 # DRAM-bound plans (a group's query rows in one tile, at least DRAM_BOUND_CORES cores reading): every core's last
@@ -84,19 +92,20 @@ COMPUTE_BOUND_CHUNKS_PER_CORE = 2
 # core at least two chunks, and a chunk at most DRAM_BOUND_CHUNK_TILES K and V tiles of math
 # (k_chunk_size / 32 x (DHt + vDHt)), raised to DRAM_BOUND_LONG_RUN_CHUNK_TILES once a core reads more than
 # DRAM_BOUND_SHORT_RUN_POSITIONS positions: with that many chunks a core, the per-chunk costs (a chunk's fixed
-# reader, compute and CB handshakes) outweigh the longer math after the last read, and at the current kernels the
+# reader, compute and CB handshakes) outweigh the longer math after the last read, and with K/V read in parts the
 # cores' DRAM finishing times no longer spread apart with big chunks (the older kernels' reader end times spread
 # 20 us, max - mean, at k256 vs 4 us at k128 at 32K, which halved the chunk to 32 tiles past 512 positions).
 # MODELLED (timing-only, HiFi4, exact exp, paged block 64, bfloat8_b, every user at kv_len - 1, us; the rule's
-# choice marked *; older kernels):
+# choice marked *; older kernels: before the radix merge tree, K/V in parts, Q multicast and NoC 1 readers):
 #     shape (cores reading, positions a core)       k512    k256    k128    k64     k32
 #     b8 8q/1kv d128 4K, N8 (64, 512)               52.3    46.7*   49.8    48.6    49.5
 #     b1 32q/8kv d128 4K, N8 (64, 512)              52.7    47.0*   49.2
 #     b8 16q/1kv MLA d576/512 4K, N8 (64, 512)              118.2   110.6   111.0   104.6*
 #     b1 4q/1kv d128 32K, N16 (16: not DRAM-bound)  73.7*   74.6    82.2
 # Under the no-flow-control variant the first row is 48.8 (k512) vs 48.4 (k256), the MLA row 115.5 vs 104.5.
-# Past 512 positions a core, at the current kernels (same calls; `perf/sweep.py`'s rows, the fair exp), us, nominal
-# and the slowest of the timing model's ~30 variants (the rule's choice *):
+# Past 512 positions a core, at the kernels with K/V in parts and Q multicast but before the NoC 1 readers (same
+# calls; `perf/sweep.py`'s rows, the fair exp), us, nominal and the slowest of the timing model's ~30 variants (the
+# rule's choice *):
 #     shape (cores reading, positions a core)       k512            k256            k128
 #     b8 8q/1kv d128 4K, N4 8x4 (32, 1024)          42.9*           -               43.9
 #     b1 4q/1kv d128 32K, N32 (32, 1024)            45.5* / 48.3    45.8 / 48.9     46.0 / 48.6
@@ -117,7 +126,7 @@ DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 # (every partial merged on one core, in series). The constants are the least-squares fit (RMS 0.17 us) of that
 # critical path, every core's own chunks done at once, to these MODELLED durations (timing-only, the fair sweep's
 # calls: HiFi4, bfloat8_b, paged block 64, every user at kv_len - 1, `perf/sweep.py`'s rows with the radix forced
-# through MERGE_RADIX; us, the rule's choice *):
+# through MERGE_RADIX; us, the rule's choice *; kernels before K/V in parts, Q multicast and NoC 1 readers):
 #     shape (cores a group)                   F=2     F=3     F=4     F=5     F=6     F=8     F=16 or N (gather)
 #     b1 4q/1kv d128 32K, k128 (32)           54.64   52.21   51.53   50.79   50.09*  50.18   51.92 (F=16)
 #     b1 4q/1kv d128 4K, k256 (16)            18.55   16.81   15.37*  15.44   15.35   15.66   16.12
@@ -134,8 +143,8 @@ DRAM_BOUND_SHORT_RUN_POSITIONS = 512
 # row tile (MERGE_SEND_ROW_NS: a row tile's partial, O's 4 tiles with m and l, 12 KiB at ~28 B a cycle; MERGE_ROUND_
 # ROW_NS: assumed), which sum to the one-tile constants, so a one-tile group's choice is unchanged; a bigger group
 # pays more per child against the fixed parts and prefers fewer children a round. MODELLED (timing-only, HiFi4, exact
-# exp, the sweep's spec4-b8-4k call: spec_multi_pos_tiles 4, b8 8q/1kv d128 4K, k256, 8 cores a group, 4 row tiles),
-# us by radix, this rule's choice *:
+# exp, the sweep's spec4-b8-4k call: spec_multi_pos_tiles 4, b8 8q/1kv d128 4K, k256, 8 cores a group, 4 row tiles;
+# kernels before K/V in parts, Q multicast and NoC 1 readers), us by radix, this rule's choice *:
 #     F=2     F=3     F=4     F=5     F=6     F=7     F=8 (gather)
 #     146.62  140.00  140.58  139.18* 141.28  145.50  141.26
 # (the model: 5 fastest, then the gather, then 3 and 4; with every term scaled alike it chose the gather.)
@@ -165,8 +174,9 @@ MERGE_RADIX: int | None = None
 # column share that column's links: every reader on NoC 1 is worse (the same call: 437 us with half the groups on
 # NoC 1, four of the column's links 98% busy). A few readers on NoC 1 relieve NoC 0's DRAM links without filling NoC
 # 1's: every NOC1_READER_STRIDE[chip]-th reading core, in core order, reads over NoC 1 (its reader and writer kernels
-# swap NoCs; never a group's root, which multicasts Q over a NoC 0 rectangle). MODELLED (timing-only, the fair
-# sweep's calls: HiFi4, exact exp, paged block 64, bfloat8_b, every user at kv_len - 1), us, nominal /
+# swap NoCs; never a group's root, which multicasts Q over a NoC 0 rectangle). MODELLED at the kernels that brought
+# the NoC 1 readers (timing-only, the fair sweep's calls: HiFi4, exact exp, paged block 64, bfloat8_b, every user at
+# kv_len - 1), us, nominal /
 # tile_op_overhead_high (the slowest variant of the first row), by stride (- : every reader on NoC 0):
 #     shape (chip, plan)                        -                8                4
 #     b1 32q/8kv d128 32K (N150, k512 N8)       296.7 / 299.5    279.3 / 282.6    (281.5 / 284.8: a group in 4)
