@@ -106,15 +106,44 @@ def cases(quick: bool):
         yield name, fid, fp32, fin, fout, data
 
 
+def tree_compute_flags():
+    """The tree's g++ flags for a compute kernel on the fake runtime, as ``f(ct_args, fp32, fidelity)``: its
+    ttemu.tests.cxx.fake_compute_flags, or, in a tree from before that function, the flags its test_compute_fake.kernel
+    hands to build_shared (caught there: nothing is built)."""
+    from ttemu.tests import cxx, test_compute_fake
+
+    if hasattr(cxx, "fake_compute_flags"):
+        return cxx.fake_compute_flags
+
+    class Caught(Exception):
+        pass
+
+    def caught_flags(ct_args, fp32, fidelity):
+        def catch(name, sources, flags):
+            raise Caught(flags)
+
+        real, test_compute_fake.build_shared = test_compute_fake.build_shared, catch
+        try:
+            test_compute_fake.kernel("binary", ct_args, fp32=bool(fp32), fidelity=fidelity)
+        except Caught as flags:
+            return flags.args[0]
+        finally:
+            test_compute_fake.build_shared = real
+        raise RuntimeError("test_compute_fake.kernel built nothing: no flags to catch")
+
+    return caught_flags
+
+
 def run_tree(out_path: str, quick: bool) -> None:
     """In the tree's own subprocess: every case through the tree's fake runtime; output bytes saved to out_path."""
     import ctypes
 
-    from ttemu import jit_env
     from ttemu.build import INCLUDE, KERNEL_API_FLAGS, KERNEL_API_SOURCES
     from ttemu.tests import cxx
-    from ttemu.tests.cxx import HERE, LLK_INCLUDE, build_shared
+    from ttemu.tests.cxx import HERE, build_shared
     from ttemu.tests.test_compute_fake import FMT
+
+    compute_flags = tree_compute_flags()
 
     # The compute model compiled as the runtime executable compiles it (ttemu/build.py: -O2), not as the unit tests'
     # objects (-O1): which NaN an operation on two NaNs returns can depend on the compiler's operand order.
@@ -130,25 +159,7 @@ def run_tree(out_path: str, quick: bool) -> None:
     def kernel(name, ct_args, fp32, fidelity):
         key = (name, tuple(ct_args), fp32, fidelity)
         if key not in libs:
-            kflags = [
-                f"-I{LLK_INCLUDE}",
-                f"-I{HERE / 'fake_include'}",
-                *[f"-I{p}" for p in jit_env.compute_llk_include_paths(None)],
-                "-DARCH_WORMHOLE",
-                "-DTRISC_UNPACK",
-                "-DTRISC_MATH",
-                "-DTRISC_PACK",
-                "-DUCK_CHLKC_UNPACK",
-                "-DUCK_CHLKC_MATH",
-                "-DUCK_CHLKC_PACK",
-                *jit_env.COMPUTE_DEFINES,
-                "-Wno-deprecated-declarations",
-                f"-DKERNEL_COMPILE_TIME_ARGS={','.join(map(str, ct_args))}",
-                f"-DEMU_DST_ACCUM_MODE={fp32}",
-                f"-DEMU_MATH_FIDELITY={fidelity}",
-                "-DEMU_MATH_APPROX_MODE=0",
-                "-DEMU_DST_FULL_SYNC_EN=0",
-            ]
+            kflags = compute_flags(ct_args, fp32, fidelity)
             sources = [HERE / "kernels" / "compute" / f"{name}.cpp", HERE / "fake_runtime.cpp", peek]
             so = build_shared(f"kdiff_{name}", [*sources, *objects], kflags)
             lib = ctypes.CDLL(str(so))

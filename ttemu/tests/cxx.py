@@ -87,5 +87,35 @@ def kernel_api_objects(*names: str) -> list[Path]:
     return [_compile(CACHE / f"{s.stem}-{_digest([s], flags)}.o", ["g++", *flags, str(s)]) for s in sources]
 
 
+def fake_compute_flags(
+    ct_args: list[int], fp32=False, fidelity: int = 4, approx=False, full_sync=False, spec=None
+) -> list[str]:
+    """The g++ flags of a compute kernel built against the fake single-threaded runtime (fake_runtime.cpp): the
+    compute build environment of ttemu.compiler -- the emulator's LLK layer, then the wheel's LLK trees and compute
+    API (the SFPU ops run the wheel's kernels on the host SFPI), the fused-TRISC defines -- with the fake include dir
+    first, so its arg headers stand in for the missing runtime. ``spec``: the chip (a ttemu.arch.ArchSpec; None:
+    Wormhole B0), its LLK trees and ARCH_* define. test_compute_fake.py and perf/compute_differential.py build with
+    these."""
+    return [
+        f"-I{LLK_INCLUDE}",
+        f"-I{HERE / 'fake_include'}",
+        *[f"-I{p}" for p in jit_env.compute_llk_include_paths(spec)],
+        f"-D{'ARCH_WORMHOLE' if spec is None else spec.define}",
+        "-DTRISC_UNPACK",
+        "-DTRISC_MATH",
+        "-DTRISC_PACK",
+        "-DUCK_CHLKC_UNPACK",
+        "-DUCK_CHLKC_MATH",
+        "-DUCK_CHLKC_PACK",
+        *jit_env.COMPUTE_DEFINES,
+        "-Wno-deprecated-declarations",
+        f"-DKERNEL_COMPILE_TIME_ARGS={','.join(map(str, ct_args))}",
+        f"-DEMU_DST_ACCUM_MODE={int(fp32)}",
+        f"-DEMU_MATH_FIDELITY={fidelity}",
+        f"-DEMU_MATH_APPROX_MODE={int(approx)}",
+        f"-DEMU_DST_FULL_SYNC_EN={int(full_sync)}",
+    ]
+
+
 def load(name: str, sources: list[Path], extra_flags: list[str] | None = None) -> ctypes.CDLL:
     return ctypes.CDLL(str(build_shared(name, sources, extra_flags)))

@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from ttemu import jit_env
-
-from .cxx import HERE, LLK_INCLUDE, build_shared, kernel_api_objects
+from .cxx import HERE, build_shared, fake_compute_flags, kernel_api_objects
 
 FMT = {"float32": 0, "bfloat16": 5, "bfloat8_b": 6, "bfloat4_b": 7}
 CB_IN0, CB_IN1, CB_SCALER, CB_OUT, CB_OUT2 = 0, 1, 2, 16, 17
@@ -20,29 +18,9 @@ _libs: dict = {}
 
 
 def kernel(name: str, ct_args: list[int], fp32=False, fidelity=4, approx=False, full_sync=False, spec=None):
-    # the compute build environment of ttemu.compiler: the emulator's LLK layer, then the wheel's
-    # LLK trees and compute API (the SFPU ops run the wheel's kernels on the host SFPI), the fused-TRISC defines;
-    # spec: the chip (a ttemu.arch.ArchSpec; None: Wormhole B0), its LLK trees and ARCH_* define
-    flags = [
-        f"-I{LLK_INCLUDE}",
-        f"-I{HERE / 'fake_include'}",
-        *[f"-I{p}" for p in jit_env.compute_llk_include_paths(spec)],
-        f"-D{'ARCH_WORMHOLE' if spec is None else spec.define}",
-        "-DTRISC_UNPACK",
-        "-DTRISC_MATH",
-        "-DTRISC_PACK",
-        "-DUCK_CHLKC_UNPACK",
-        "-DUCK_CHLKC_MATH",
-        "-DUCK_CHLKC_PACK",
-        *jit_env.COMPUTE_DEFINES,
-        "-Wno-deprecated-declarations",
-        f"-DKERNEL_COMPILE_TIME_ARGS={','.join(map(str, ct_args))}",
-        f"-DEMU_DST_ACCUM_MODE={int(fp32)}",
-        f"-DEMU_MATH_FIDELITY={fidelity}",
-        f"-DEMU_MATH_APPROX_MODE={int(approx)}",
-        f"-DEMU_DST_FULL_SYNC_EN={int(full_sync)}",
-    ]
-    # fake include dir must come before the real one so its arg headers shadow a missing runtime
+    # spec: the chip (a ttemu.arch.ArchSpec; None: Wormhole B0); the flags are ttemu.compiler's compute build
+    # environment (cxx.fake_compute_flags)
+    flags = fake_compute_flags(ct_args, fp32, fidelity, approx, full_sync, spec)
     sources = [HERE / "kernels" / "compute" / f"{name}.cpp", HERE / "fake_runtime.cpp", *kernel_api_objects()]
     so = build_shared(f"k_{name}" if spec is None else f"k_{name}_{spec.name}", sources, flags)
     if so not in _libs:
