@@ -5,7 +5,8 @@
   firmware region (``MEM_MAP_END`` = 35168 B in dev_mem_map.h) and sizes it 69 KiB by default; the emulator uses
   35168 + 69 * 1024 = 105824 (0x19D60). Approximate on purpose: CB addresses are not meant to match silicon's.
 - DRAM: 6 channels x 2 GiB; tt-metal's 12 banks are the soc descriptor's ``dram_views`` (bank i = view i: a channel,
-  the NOC0 endpoint core a worker uses, and an address offset of 0 or 1 GiB inside the channel).
+  the endpoint core a worker uses on each NoC, the same tile for both on Wormhole, and an address offset of 0 or 1 GiB
+  inside the channel).
 - NOC coordinates: workers at translated coordinates (logical x + 18, logical y + 18), as UMD's Wormhole coordinate
   manager with NOC translation enabled; DRAM banks at their NOC0 coordinates from the soc descriptor.
 - L1 banks (L1-interleaved buffers): one bank per core of the compute grid, numbered as tt-metal's allocator does
@@ -48,11 +49,22 @@ COL_DISPATCH_GRIDS = {"galaxy": (7, 10)}
 
 @dataclass(frozen=True)
 class DramBank:
+    """Bank `bank` of channel `channel`: the DRAM tile NoC 0 reaches it at (noc_x, noc_y) and the one NoC 1 reaches it
+    at (noc1_x, noc1_y), both as NoC 0 coordinates. A dram_view's worker_endpoint is [NoC 0's, NoC 1's] subchannel of
+    its channel (the soc descriptors' comment above dram_views), and tt-metal fills dram_bank_to_noc_xy[noc][bank] with
+    get_preferred_worker_core_for_dram_view(channel, noc). Wormhole's views name one tile for both NoCs; Blackhole's
+    name two (channel 0: 0-11 on NoC 0, 0-1 on NoC 1)."""
+
     bank: int
     channel: int
     noc_x: int
     noc_y: int
     offset: int
+    noc1_x: int
+    noc1_y: int
+
+    def xy(self, noc: int) -> tuple[int, int]:
+        return (self.noc1_x, self.noc1_y) if noc == 1 else (self.noc_x, self.noc_y)
 
 
 def _soc_descriptor_path(name: str = "wormhole_b0_80_arch.yaml") -> Path | None:
@@ -78,19 +90,20 @@ _FALLBACK_DRAM = [
     [(5, 3), (5, 4), (5, 8)],
     [(5, 5), (5, 6), (5, 7)],
 ]
+# (channel, (NoC 0's, NoC 1's worker endpoint), address offset): Wormhole's views name one endpoint for both NoCs.
 _FALLBACK_VIEWS = [
-    (0, 2, 0),
-    (0, 1, 1 << 30),
-    (1, 0, 0),
-    (1, 2, 1 << 30),
-    (2, 1, 0),
-    (2, 2, 1 << 30),
-    (3, 0, 0),
-    (3, 1, 1 << 30),
-    (4, 2, 0),
-    (4, 0, 1 << 30),
-    (5, 0, 0),
-    (5, 2, 1 << 30),
+    (0, (2, 2), 0),
+    (0, (1, 1), 1 << 30),
+    (1, (0, 0), 0),
+    (1, (2, 2), 1 << 30),
+    (2, (1, 1), 0),
+    (2, (2, 2), 1 << 30),
+    (3, (0, 0), 0),
+    (3, (1, 1), 1 << 30),
+    (4, (2, 2), 0),
+    (4, (0, 0), 1 << 30),
+    (5, (0, 0), 0),
+    (5, (2, 2), 1 << 30),
 ]
 
 
@@ -154,7 +167,9 @@ WORMHOLE_B0 = ArchSpec(
 #   start after tt-metal's kernel-config buffer as on Wormhole (69 KiB, the same default): 41088 + 69 * 1024.
 # - DRAM: 8 GDDR6 channels, one bank each (soc_descriptors/blackhole_140_arch.yaml: 8 dram_views, address_offset 0,
 #   dram_bank_size 4278190080 = 4 GiB - 16 MiB); a channel is 4 GiB (32 GB per P150 card). DRAM alignment 64 B
-#   (blackhole/noc/noc_parameters.h: NOC_DRAM_READ_ALIGNMENT_BYTES 64), L1 alignment 16 B as on Wormhole.
+#   (blackhole/noc/noc_parameters.h: NOC_DRAM_READ_ALIGNMENT_BYTES 64), L1 alignment 16 B as on Wormhole. Each view
+#   names two of its channel's three tiles, one per NoC (worker_endpoint [2, 1]: channel 0 is 0-11 on NoC 0, 0-1 on
+#   NoC 1), and a core reaches the bank over NoC n through NoC n's tile (DramBank).
 # - Tensix columns at NOC0 x 1..7 and 10..16, rows y 2..11 (the soc descriptor's functional_workers). UMD's
 #   BlackholeCoordinateManager (fill_tensix_physical_translated_mapping) gives a worker the translated coordinates of
 #   the "virtual" core: logical column x -> the x-th Tensix column of the die, harvested columns moved to the end,
@@ -210,12 +225,25 @@ def dram_layout_for(spec: ArchSpec, channels: int | None = None) -> tuple[list[l
 
     soc = yaml.safe_load(path.read_text())
     chans = [[tuple(int(v) for v in c.split("-")) for c in ch] for ch in soc["dram"]]
-    views = [(v["channel"], v["worker_endpoint"][0], int(v["address_offset"])) for v in soc["dram_views"]]
+    views = _views(soc)
     if channels is not None:
         chans = chans[:channels]
         views = [v for v in views if v[0] < channels]
-    banks = [DramBank(i, ch, *chans[ch][ep], off) for i, (ch, ep, off) in enumerate(views)]
-    return chans, banks
+    return chans, _banks(chans, views)
+
+
+def _views(soc: dict) -> list[tuple[int, tuple[int, int], int]]:
+    """(channel, (NoC 0's, NoC 1's worker endpoint), address offset) of each of the soc descriptor's dram_views."""
+    return [
+        (v["channel"], (int(v["worker_endpoint"][0]), int(v["worker_endpoint"][1])), int(v["address_offset"]))
+        for v in soc["dram_views"]
+    ]
+
+
+def _banks(channels, views) -> list[DramBank]:
+    return [
+        DramBank(i, ch, *channels[ch][ep0], off, *channels[ch][ep1]) for i, (ch, (ep0, ep1), off) in enumerate(views)
+    ]
 
 
 @lru_cache(maxsize=1)
@@ -228,12 +256,8 @@ def dram_layout() -> tuple[list[list[tuple[int, int]]], list[DramBank]]:
 
         soc = yaml.safe_load(path.read_text())
         channels = [[tuple(int(v) for v in c.split("-")) for c in ch] for ch in soc["dram"]]
-        views = [(v["channel"], v["worker_endpoint"][0], int(v["address_offset"])) for v in soc["dram_views"]]
-    banks = []
-    for i, (ch, ep, off) in enumerate(views):
-        x, y = channels[ch][ep]
-        banks.append(DramBank(i, ch, x, y, off))
-    return channels, banks
+        views = _views(soc)
+    return channels, _banks(channels, views)
 
 
 def _libstdcxx_shuffle_minstd0(n: int) -> list[int]:

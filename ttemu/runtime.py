@@ -73,7 +73,7 @@ def write_program(
         for x, y in cores:
             w(f"dram_core {ch} {x} {y}\n")
     for b in banks:
-        w(f"bank {b.channel} {b.noc_x} {b.noc_y} {b.offset}\n")
+        w(f"bank {b.channel} {b.noc_x} {b.noc_y} {b.offset} {b.noc1_x} {b.noc1_y}\n")
     for x, y in arch.l1_bank_cores(tuple(grid)):  # L1 bank b -> logical core, in bank order
         w(f"l1bank {x} {y}\n")
     w(f"limits {int(deadline_ms)} {int(hang_ms)}\ndprint {int(dprint)}\n")

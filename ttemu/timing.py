@@ -255,7 +255,7 @@ def library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(out))
     vp, i, u, d, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_double, ctypes.c_char_p
     sigs = {
-        "ttfd_tm_new": ([s, i, i, ctypes.POINTER(i), i, s], vp),
+        "ttfd_tm_new": ([s, i, i, ctypes.POINTER(i), ctypes.POINTER(i), i, s], vp),
         "ttfd_tm_num_variants": ([s], i),
         "ttfd_tm_variant_name": ([s, i], s),
         "ttfd_tm_assumed": (
@@ -471,6 +471,14 @@ class TimingReplayError(EmulatorError):
     pass
 
 
+def _xy_array(xys: list[tuple[int, int]] | None):
+    """(x, y) pairs as the flat C int array the library takes, or None (a null pointer)."""
+    if not xys:
+        return None
+    flat = [v for xy in xys for v in xy]
+    return (ctypes.c_int * len(flat))(*flat)
+
+
 class TimingModel:
     """One timing::Engine: add RISCs, record their events in program order, then run() the replay once."""
 
@@ -480,18 +488,23 @@ class TimingModel:
         dram_banks: list[tuple[int, int]] | None = None,
         variant: str | None = None,
         arch: str | None = None,
+        dram_banks_noc1: list[tuple[int, int]] | None = None,
     ):
         """variant: one of variant_names(); None: the one TTFD_TIMING_VARIANT selects (nominal when unset).
-        arch: "wormhole_b0" (default) or "blackhole"; dram_banks default to the chip's soc descriptor table."""
+        arch: "wormhole_b0" (default) or "blackhole"; dram_banks default to the chip's soc descriptor table.
+        dram_banks_noc1: each bank's NoC 1 endpoint (dram_bank_to_noc_xy[1]; Blackhole's differ from NoC 0's), with
+        dram_banks; None: NoC 0's."""
         self._lib = library()
         self.arch = _arch(arch)
         self.variant = current_variant() if variant is None else check_variant(variant)
-        arr = None
-        if dram_banks:
-            flat = [v for xy in dram_banks for v in xy]
-            arr = (ctypes.c_int * len(flat))(*flat)
+        if dram_banks_noc1 is not None and (not dram_banks or len(dram_banks_noc1) != len(dram_banks)):
+            raise ValueError(
+                f"dram_banks_noc1 has {len(dram_banks_noc1)} banks; expected one per dram_banks entry "
+                f"({len(dram_banks or [])})"
+            )
+        arr, arr1 = _xy_array(dram_banks), _xy_array(dram_banks_noc1)
         self._h = self._lib.ttfd_tm_new(
-            self.arch.encode(), grid[0], grid[1], arr, len(dram_banks or []), self.variant.encode()
+            self.arch.encode(), grid[0], grid[1], arr, arr1, len(dram_banks or []), self.variant.encode()
         )
         self.grid = grid
 

@@ -549,14 +549,14 @@ BH_GRID = (11, 10)  # P150 compute grid (ttemu/arch.py)
 BH_PER_CORE_BYTES = 2 * MIB  # each reader's share of the tensor in the [bh-read] figures
 
 
-def _bh_bank_xy() -> list[tuple[int, int]]:
+def _bh_bank_xy(noc: int = 0) -> list[tuple[int, int]]:
     from .arch import BLACKHOLE, dram_layout_for
 
-    return [(b.noc_x, b.noc_y) for b in dram_layout_for(BLACKHOLE)[1]]
+    return [b.xy(noc) for b in dram_layout_for(BLACKHOLE)[1]]
 
 
 def _bh_model() -> TimingModel:
-    return TimingModel(BH_GRID, _bh_bank_xy(), arch=BH_ARCH)
+    return TimingModel(BH_GRID, _bh_bank_xy(), arch=BH_ARCH, dram_banks_noc1=_bh_bank_xy(1))
 
 
 def bh_single_core_transfers(kind: str, count: int, nbytes: int) -> float:

@@ -201,10 +201,15 @@ struct KThread {
     pthread_t th{};
 };
 
+// A DRAM bank: its channel, the tile NoC 0 reaches it at (x, y), the tile NoC 1 reaches it at (x1, y1), both in NoC 0
+// coordinates (ttemu/arch.py DramBank: the same tile on Wormhole, two of the channel's tiles on Blackhole).
 struct DramBank {
     int channel;
     uint32_t x, y;
     uint32_t offset;
+    uint32_t x1, y1;
+    uint32_t x_on(uint8_t noc) const { return noc == 1 ? x1 : x; }
+    uint32_t y_on(uint8_t noc) const { return noc == 1 ? y1 : y; }
 };
 
 struct Machine {
@@ -1002,14 +1007,16 @@ uint32_t semaphore_addr(uint32_t id) {
 }
 
 uint32_t num_dram_banks() { return uint32_t(M.banks.size()); }
-// dram_bank_to_noc_xy[noc][b]: NoC 1's raw coordinates are NoC 0's mirrored (the mirror is its own inverse).
+// dram_bank_to_noc_xy[noc][b]: the bank's tile for NoC `noc` (tt-metal: get_preferred_worker_core_for_dram_view(
+// channel, noc)), in that NoC's coordinates: on Wormhole NoC 1's raw coordinates are NoC 0's mirrored (the mirror is
+// its own inverse); on Blackhole NoC 1 has its own tile of the channel.
 uint32_t dram_bank_noc_x(uint32_t b, uint8_t noc) {
     if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
-    return noc0_x(uint8_t(noc_of(noc)), M.banks[b].x);
+    return noc0_x(uint8_t(noc_of(noc)), M.banks[b].x_on(noc));
 }
 uint32_t dram_bank_noc_y(uint32_t b, uint8_t noc) {
     if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
-    return noc0_y(uint8_t(noc_of(noc)), M.banks[b].y);
+    return noc0_y(uint8_t(noc_of(noc)), M.banks[b].y_on(noc));
 }
 uint32_t dram_bank_offset(uint32_t b) {
     if (b >= M.banks.size()) kfault(fmt("DRAM bank %u out of range (0..%zu)", b, M.banks.size() - 1));
@@ -1567,7 +1574,7 @@ void load_program(const char* path) {
             M.channel_cores.at(size_t(ch)).push_back({x, y});
         } else if (tok == "bank") {
             DramBank b;
-            in >> b.channel >> b.x >> b.y >> b.offset;
+            in >> b.channel >> b.x >> b.y >> b.offset >> b.x1 >> b.y1;
             M.banks.push_back(b);
         } else if (tok == "limits") {
             in >> M.deadline_ms >> M.hang_ms;
@@ -1938,9 +1945,12 @@ void write_ok_result() {
 
 // A timing engine for the program's grid and DRAM banks under `params`, its CBs and semaphores configured (no RISCs).
 std::unique_ptr<timing::Engine> new_engine(timing::Params params) {
-    std::vector<timing::Xy> banks;
-    for (auto& b : M.banks) banks.push_back({int(b.x), int(b.y)});
-    auto e = std::make_unique<timing::Engine>(timing::Topology::of(M.chip, M.grid_w, M.grid_h, banks),
+    std::vector<timing::Xy> banks, banks_noc1;
+    for (auto& b : M.banks) {
+        banks.push_back({int(b.x), int(b.y)});
+        banks_noc1.push_back({int(b.x1), int(b.y1)});
+    }
+    auto e = std::make_unique<timing::Engine>(timing::Topology::of(M.chip, M.grid_w, M.grid_h, banks, banks_noc1),
                                               std::move(params));
     for (auto& cp : M.cores) {
         for (int i = 0; i < kNumCbs; ++i)

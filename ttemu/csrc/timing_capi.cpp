@@ -25,17 +25,21 @@ timing::Risc& R(Handle* h, int risc) { return h->engine.risc(size_t(risc)); }
 extern "C" {
 
 // chip: "wormhole_b0" / "blackhole" (timing::Chip::by_name; null or "": Wormhole B0). banks_xy: 2 * num_banks ints
-// (x, y of each bank's NoC 0 endpoint), or null for the chip's built-in table. variant: a name from
-// ttfd_tm_variant_name (null or "": nominal). An unknown chip or variant returns null (the Python side checks first).
-void* ttfd_tm_new(const char* chip, int grid_w, int grid_h, const int* banks_xy, int num_banks, const char* variant) {
-    std::vector<timing::Xy> banks;
+// (x, y of each bank's NoC 0 endpoint), or null for the chip's built-in table; banks_noc1_xy: the same for NoC 1's
+// endpoints (dram_bank_to_noc_xy[1]), or null for NoC 0's. variant: a name from ttfd_tm_variant_name (null or "":
+// nominal). An unknown chip or variant returns null (the Python side checks first).
+void* ttfd_tm_new(const char* chip, int grid_w, int grid_h, const int* banks_xy, const int* banks_noc1_xy,
+                  int num_banks, const char* variant) {
+    std::vector<timing::Xy> banks, banks_noc1;
     for (int b = 0; banks_xy && b < num_banks; ++b) banks.push_back({banks_xy[2 * b], banks_xy[2 * b + 1]});
+    for (int b = 0; banks_xy && banks_noc1_xy && b < num_banks; ++b)
+        banks_noc1.push_back({banks_noc1_xy[2 * b], banks_noc1_xy[2 * b + 1]});
     timing::Chip c;
     if (!timing::Chip::by_name(chip ? chip : "", c)) return nullptr;
     timing::Params p;
     std::string err;
     if (!timing::variant_params(variant, p, err)) return nullptr;
-    return new Handle(timing::Topology::of(c, grid_w, grid_h, banks), std::move(p));
+    return new Handle(timing::Topology::of(c, grid_w, grid_h, banks, banks_noc1), std::move(p));
 }
 
 // The variants of chip `chip` (timing::variant_names(chip); "all": every chip's): how many, and the i-th name.

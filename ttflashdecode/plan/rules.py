@@ -178,17 +178,20 @@ MERGE_RADIX: int | None = None
 # the NoC 1 readers (timing-only, the fair sweep's calls: HiFi4, exact exp, paged block 64, bfloat8_b, every user at
 # kv_len - 1), us, nominal /
 # tile_op_overhead_high (the slowest variant of the first row), by stride (- : every reader on NoC 0):
-#     shape (chip, plan)                        -                8                4
+#     shape (chip, plan)                        -                8                4                2
 #     b1 32q/8kv d128 32K (N150, k512 N8)       296.7 / 299.5    279.3 / 282.6    (281.5 / 284.8: a group in 4)
 #     b1 4q/1kv d128 32K (N150, k512 N32)       45.5 / 48.3      43.6 / 46.9
 #     b8 8q/1kv d128 1K (N150, k128 N4)         14.5 / 16.0      14.1 / 15.6
 #     b8 8q/1kv d128 4K (Galaxy 8x9, k256 N9)   42.8 / 44.1      40.3 / 41.7
-#     b1 32q/8kv d128 32K (P150, k512 N13)      197.4 / 198.7    176.4 / 177.7    153.9 / 155.2
-#     b1 32q/8kv d128 4K (P150, k256 N13)       33.3 / 35.5      31.0 / 33.2      28.6 / 30.8
-# (Blackhole's NoC 1 takes more of the reads than Wormhole's; on the N150 a stride of 4, as whole groups, is slower than
-# 8.) Swapping whole groups instead (every eighth group's cores, roots included, their Q read by every core) measured
+#     b1 32q/8kv d128 32K (P150, k512 N13)      197.4 / 198.7    176.3 / 177.6    153.9 / 155.2    149.1 / 150.4
+#     b1 32q/8kv d128 4K (P150, k256 N13)       33.3 / 35.5      31.0 / 33.2      28.7 / 30.8      27.4 / 29.6
+# (Blackhole's NoC 1 takes more of the reads than Wormhole's: each Blackhole DRAM bank has a tile of its own for NoC 1,
+# the soc descriptor's worker_endpoint per NoC. Of the strides tried there (-, 8, 4, 3, 2, 1), 2 and 3 are the fastest,
+# within 0.1 us of each other; 2 beats 4 under every one of Blackhole's 36 variants, by 3.1-3.2% at 32K and 4.1-4.9% at
+# 4K; every reader on NoC 1 takes 270.9 us at 32K. On the N150 a stride of 4, as whole groups, is slower than 8.)
+# Swapping whole groups instead (every eighth group's cores, roots included, their Q read by every core) measured
 # the same within 1 us on the N150 rows (278.3 us at 32K) and cannot split a plan of one group.
-NOC1_READER_STRIDE = {"wormhole_b0": 8, "blackhole": 4}
+NOC1_READER_STRIDE = {"wormhole_b0": 8, "blackhole": 2}
 
 
 def reads_over_noc1(reading_core: int, stride: int) -> bool:

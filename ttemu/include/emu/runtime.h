@@ -133,7 +133,10 @@ uint32_t semaphore_addr(uint32_t id);  // L1 address (host form) of semaphore `i
 // for one NoC and issued on the other reaches, on silicon, the mirrored node: a Tensix core by its raw coordinates
 // (Wormhole's DRAM columns x = 0 and 5 mirror onto Tensix columns 9 and 4). The emulator addresses workers by their
 // translated coordinates only, so such a transfer is a fault that names both NoCs. Blackhole translates every
-// coordinate (the same on both NoCs).
+// coordinate (the same on both NoCs), and its bank tables name a different tile of the bank's channel per NoC (the soc
+// descriptor's dram_view worker_endpoint [NoC 0's, NoC 1's]): both reach the bank. The timing model routes a DRAM
+// transfer on NoC n to the bank's NoC n tile, whichever tile of the channel the address names (kernels take DRAM
+// addresses from the bank tables).
 
 // DRAM banks (tt-metal numbering: 12 banks on Wormhole, page i of an interleaved buffer lives in bank i % 12).
 uint32_t num_dram_banks();

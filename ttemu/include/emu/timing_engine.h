@@ -524,7 +524,10 @@ struct Xy {
 struct Topology {
     int grid_w = 8, grid_h = 8;
     std::vector<Xy> workers;     // core index (ly * grid_w + lx) -> physical NoC 0 xy
-    std::vector<Xy> dram_banks;  // bank -> physical NoC 0 xy of the endpoint tt-metal's bank table names
+    std::vector<Xy> dram_banks;  // bank -> physical NoC 0 xy of the endpoint tt-metal's bank table names for NoC 0
+    // bank -> physical NoC 0 xy of NoC 1's endpoint (dram_bank_to_noc_xy[1]): a dram_view's worker_endpoint is one
+    // subchannel per NoC; Wormhole's name the same tile, Blackhole's two tiles of the channel. Empty: NoC 0's.
+    std::vector<Xy> dram_banks_noc1;
     Xy dispatch{1, 10};          // where the go signal comes from (launch skew)
     Chip chip;                   // the chip's clock, NoC and DRAM constants
 
@@ -533,7 +536,7 @@ struct Topology {
     // the first grid_h worker rows and the dispatch cores sit in the next row (N150: the 9th row). DRAM banks are the
     // soc descriptor's dram_views (bank b = view b); the emulator passes them from arch.dram_layout(), and without
     // them the fallback below is the same table.
-    static Topology wormhole_b0(int grid_w, int grid_h, std::vector<Xy> banks = {}) {
+    static Topology wormhole_b0(int grid_w, int grid_h, std::vector<Xy> banks = {}, std::vector<Xy> banks_noc1 = {}) {
         static const int px[8] = {1, 2, 3, 4, 6, 7, 8, 9};
         static const int py[10] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11};
         Topology t;
@@ -545,6 +548,7 @@ struct Topology {
         if (banks.empty())  // [soc] dram_views: (channel, worker_endpoint) -> dram[channel][endpoint]
             banks = {{0, 11}, {0, 1}, {0, 5}, {0, 7}, {5, 1}, {5, 11}, {5, 2}, {5, 9}, {5, 8}, {5, 3}, {5, 5}, {5, 7}};
         t.dram_banks = std::move(banks);
+        t.dram_banks_noc1 = std::move(banks_noc1);
         return t;
     }
 
@@ -552,8 +556,8 @@ struct Topology {
     // coordinates are those UMD gives it (ttemu/arch.py): logical column x -> the x-th Tensix column, harvested
     // columns moved to the end (so which columns a card harvested never shows), logical row y -> y + 2. ttnn's
     // default dispatch on Blackhole is a column: the one after the compute grid. DRAM banks: the soc descriptor's
-    // dram_views' worker endpoints (the emulator passes them; the fallback is the P150's 8).
-    static Topology blackhole(int grid_w, int grid_h, std::vector<Xy> banks = {}) {
+    // dram_views' worker endpoints, one per NoC (the emulator passes them; the fallback is the P150's 8).
+    static Topology blackhole(int grid_w, int grid_h, std::vector<Xy> banks = {}, std::vector<Xy> banks_noc1 = {}) {
         static const int px[14] = {1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16};
         Topology t;
         t.chip = Chip::blackhole();
@@ -562,21 +566,31 @@ struct Topology {
         for (int y = 0; y < t.grid_h; ++y)
             for (int x = 0; x < t.grid_w; ++x) t.workers.push_back({px[x], 2 + y});
         t.dispatch = {px[std::min(t.grid_w, 13)], 2};
-        if (banks.empty())  // [bh-soc] dram_views: (channel, worker_endpoint) -> dram[channel][endpoint]
+        if (banks.empty()) {  // [bh-soc] dram_views: (channel, worker_endpoint[noc]) -> dram[channel][endpoint]
             banks = {{0, 11}, {0, 2}, {0, 9}, {0, 5}, {9, 11}, {9, 3}, {9, 8}, {9, 6}};
+            if (banks_noc1.empty()) banks_noc1 = {{0, 1}, {0, 10}, {0, 4}, {0, 7}, {9, 1}, {9, 10}, {9, 4}, {9, 7}};
+        }
         t.dram_banks = std::move(banks);
+        t.dram_banks_noc1 = std::move(banks_noc1);
         return t;
     }
 
     // The topology of chip `chip` (Chip::by_name) for a grid_w x grid_h compute grid.
-    static Topology of(const Chip& chip, int grid_w, int grid_h, std::vector<Xy> banks = {}) {
-        Topology t = chip.name == "blackhole" ? blackhole(grid_w, grid_h, std::move(banks))
-                                               : wormhole_b0(grid_w, grid_h, std::move(banks));
+    // banks / banks_noc1: each bank's NoC 0 / NoC 1 endpoint (empty: the chip's table; banks_noc1 empty: NoC 0's).
+    static Topology of(const Chip& chip, int grid_w, int grid_h, std::vector<Xy> banks = {},
+                       std::vector<Xy> banks_noc1 = {}) {
+        Topology t = chip.name == "blackhole" ? blackhole(grid_w, grid_h, std::move(banks), std::move(banks_noc1))
+                                               : wormhole_b0(grid_w, grid_h, std::move(banks), std::move(banks_noc1));
         t.chip = chip;
         return t;
     }
 
-    Xy xy(Endpoint e) const { return e.is_dram() ? dram_banks.at(size_t(e.bank())) : workers.at(size_t(e.id)); }
+    // Where endpoint `e` sits for a transfer on NoC `noc`: a DRAM bank is reached through that NoC's tile.
+    Xy xy(Endpoint e, Noc noc) const {
+        if (!e.is_dram()) return workers.at(size_t(e.id));
+        const auto& tiles = noc == Noc::Noc1 && !dram_banks_noc1.empty() ? dram_banks_noc1 : dram_banks;
+        return tiles.at(size_t(e.bank()));
+    }
 
     static int wrap(int v, int n) { return ((v % n) + n) % n; }
     // One router along the ring of n from a coordinate in [0, n): wrap(v + 1, n) and wrap(v - 1, n) without the
@@ -901,7 +915,7 @@ class Fabric {
     // One read packet (<= kMaxPacketBytes) issued at `t` by core `req` from `src`.
     ReadTimes read_packet(Cycle t, int req, Endpoint src, uint32_t bytes, Noc noc) {
         int n = int(noc);
-        Xy a = topo_.workers.at(size_t(req)), b = topo_.xy(src);
+        Xy a = topo_.workers.at(size_t(req)), b = topo_.xy(src, noc);
         Flow f = start(t, 1);
         if (!src.is_dram() && src.id == req) {  // loopback: through the NIU only
             stage(f, niu_out(n, a), bytes / c_.worker_read_inject_bpc, c_.niu_cycles);
@@ -951,7 +965,7 @@ class Fabric {
     // One write packet from core `src` to `dst`. `inline_data`: an inline/atomic op (one flit, no L1 read).
     WriteTimes write_packet(Cycle t, int src, Endpoint dst, uint32_t bytes, Noc noc, bool inline_data = false) {
         int n = int(noc);
-        Xy a = topo_.workers.at(size_t(src)), b = topo_.xy(dst);
+        Xy a = topo_.workers.at(size_t(src)), b = topo_.xy(dst, noc);
         bool loopback = !dst.is_dram() && dst.id == src;
         Cycle occ_inj = inline_data ? 1 : bytes / c_.worker_write_inject_bpc;
         Cycle occ_flits = inline_data ? 1 : flits(bytes);

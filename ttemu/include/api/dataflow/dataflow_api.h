@@ -162,7 +162,8 @@ inline DataFormat get_dataformat(const int32_t operand) { return emu::cb_data_fo
 // The `noc` argument: the NoC the address is for. Coordinates a kernel passes are already that NoC's (the wheel's
 // DYNAMIC_NOC_X / DYNAMIC_NOC_Y are the identity, risc_common.h); worker cores' translated coordinates are the same on
 // both NoCs, and my_x[noc] / my_y[noc] too. The DRAM bank tables differ per NoC (dram_bank_to_noc_xy[noc], below):
-// Wormhole's DRAM coordinates are raw, and NoC 1's raw coordinates are NoC 0's mirrored (emu/runtime.h).
+// Wormhole's DRAM coordinates are raw, and NoC 1's raw coordinates are NoC 0's mirrored (emu/runtime.h); Blackhole's
+// name another tile of the bank's channel for NoC 1 (the soc descriptor's worker_endpoint per NoC).
 FORCE_INLINE uint64_t get_noc_addr(uint32_t noc_x, uint32_t noc_y, uint32_t addr, uint8_t noc = noc_index) {
     (void)noc;  // DYNAMIC_NOC_X(noc, x) == x
     return emu::noc_xy_addr(noc_x, noc_y, addr);
