@@ -437,8 +437,8 @@ def test_mla_and_paged_entry_points_need_their_arguments(emu_device, tensors, mo
 
 
 def test_l1_overflow_advice_names_what_would_fit():
-    """DeepSeek's MLA (576 / 512) with 128 q heads and q_len 2 overflows even at k_chunk_size 32 with the head dims
-    tiled and one core per group: the advice names the query rows (q_len 1 or 64 heads per call fit), not the chunk."""
+    """DeepSeek's MLA (576 / 512) with 128 q heads and q_len 3 overflows even at k_chunk_size 32 with the head dims
+    tiled and one core per group: the advice names the query rows (q_len 2 or 64 heads per call fit), not the chunk."""
     from ttflashdecode.plan import DecodeShapes, plan
 
     def mla(q_len, heads):
@@ -454,13 +454,13 @@ def test_l1_overflow_advice_names_what_would_fit():
         )
 
     with pytest.raises(L1OverflowError) as raised:
-        plan(mla(2, 128), None)
+        plan(mla(3, 128), None)
     message = str(raised.value)
     assert "k_chunk_size" not in message, message
-    assert "fewer query rows per kv head (q_len x n_q_heads / n_kv_heads = 256 rows" in message, message
+    assert "fewer query rows per kv head (q_len x n_q_heads / n_kv_heads = 384 rows" in message, message
     assert "decode fewer tokens per call (q_len)" in message, message
-    plan(mla(1, 128), None)  # what the advice says fits
-    plan(mla(2, 64), None)
+    plan(mla(2, 128), None)  # what the advice says fits
+    plan(mla(3, 64), None)
     with pytest.raises(L1OverflowError, match=r"try a smaller k_chunk_size \(now 1024\); or fewer query rows"):
         plan(mla(2, 128), ProgramConfig((8, 8), k_chunk_size=1024))
 
