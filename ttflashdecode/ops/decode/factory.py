@@ -165,7 +165,8 @@ def build_program(
     ttnn = import_ttnn()
     s = plan.shapes
     busy = [c for c in plan.cores if c.role != "idle"]
-    cores = core_range_set([c.core for c in busy])
+    every = [c.core for c in busy]
+    cores = core_range_set(every)
     scale = s.head_dim**-0.5 if scale is None else scale
     if s.out_dtype not in DATUM_BYTES:
         raise ValueError(f"out dtype={s.out_dtype!r}: expected bfloat16 or float32 (rows are written per face row)")
@@ -246,25 +247,20 @@ def build_program(
             )
         return kernel_descriptor(source, core_range_set(on), kernel_args, [], config, [KERNEL_DIR], common)
 
-    every = [c.core for c in busy]
+    # The cores of noc1_reader_cores run the same reader and writer as second kernels on swapped NoCs.
     swapped = noc1_reader_cores(plan, noc1_stride)
-    if not swapped:
-        kernels = [
-            kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common, every),
-            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common, every),
-            kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common, every),
-        ]
-    else:  # the same reader and writer, on swapped NoCs on those cores
-        on_noc0 = [core for core in every if core not in swapped]
-        on_noc1 = sorted(swapped)
-        dm, risc, noc = ttnn.DataMovementConfigDescriptor, ttnn.DataMovementProcessor, ttnn.NOC
-        kernels = [
-            kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common, on_noc0),
-            kernel(READER, args.reader, dm(processor=risc.RISCV_1, noc=noc.NOC_1), reader_common, on_noc1),
-            kernel(COMPUTE, args.compute, compute.descriptor(), compute_common, every),
-            kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common, on_noc0),
-            kernel(WRITER, args.writer, dm(processor=risc.RISCV_0, noc=noc.NOC_0), writer_common, on_noc1),
-        ]
+    on_noc0 = [core for core in every if core not in swapped]
+    on_noc1 = sorted(swapped)
+    dm, risc, noc = ttnn.DataMovementConfigDescriptor, ttnn.DataMovementProcessor, ttnn.NOC
+    reader_on_noc1 = dm(processor=risc.RISCV_1, noc=noc.NOC_1)
+    writer_on_noc0 = dm(processor=risc.RISCV_0, noc=noc.NOC_0)
+    kernels = [
+        kernel(READER, args.reader, ttnn.ReaderConfigDescriptor(), reader_common, on_noc0),
+        *([kernel(READER, args.reader, reader_on_noc1, reader_common, on_noc1)] if on_noc1 else []),
+        kernel(COMPUTE, args.compute, compute.descriptor(), compute_common, every),
+        kernel(WRITER, args.writer, ttnn.WriterConfigDescriptor(), writer_common, on_noc0),
+        *([kernel(WRITER, args.writer, writer_on_noc0, writer_common, on_noc1)] if on_noc1 else []),
+    ]
 
     cbs = [
         cb_descriptor(
