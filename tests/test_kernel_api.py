@@ -7,9 +7,9 @@ against the wheel's own headers (``ttnn/tt_metal/hw/inc``). They look at names (
 classes), not signatures.
 
 Style: data movement goes through ``Noc`` / ``CircularBuffer`` / ``CoreLocalMem`` / ``Semaphore`` / ``TensorAccessor``
-(the legacy free functions are not used), every compile-time argument of the FlashDecode kernels is positional, declared
-at the index ops/decode/args.py's ordered list gives its name, CB indices come from the planner's table, and runtime
-args are read in the field order of ops/decode/args.py's dataclasses.
+(the legacy free functions are not used), every compile-time argument of every kernel of ours is positional, declared
+at the index its op's ordered list (ops/decode/args.py for FlashDecode) gives its name, CB indices come from the
+planner's table, and runtime args are read in the field order of ops/decode/args.py's dataclasses.
 """
 
 from __future__ import annotations
@@ -219,6 +219,44 @@ def test_compile_time_args_match_kernel_args(name):
     assert "get_named_compile_time_arg_val" not in _code(path), f"{name} reads a named arg"
     undocumented = [n for n in names if n not in kernel_args.DOCS]
     assert not undocumented, f"kernel_args.DOCS has no meaning for {undocumented}"
+
+
+def _other_ops_kernels() -> dict[Path, tuple[str, ...]]:
+    """The other ops' kernels (launched with every decode step: the cache update, the bfloat8_b output's conversion;
+    the fill, shared-prefix decode's merge) and their ordered lists."""
+    from ttflashdecode.ops.convert import factory as convert
+    from ttflashdecode.ops.fill_cache import args as fill
+    from ttflashdecode.ops.shared_prefix import args as merge
+    from ttflashdecode.ops.update_cache import args as update
+
+    assert fill.COMPUTE_ARGS == convert.COMPUTE_ARGS, "the fill runs the conversion's compute kernel"
+    lists = {
+        "update_cache/kernels/dataflow/reader_update_cache.cpp": update.READER_ARGS,
+        "update_cache/kernels/compute/compute_update_cache.cpp": update.COMPUTE_ARGS,
+        "update_cache/kernels/dataflow/writer_update_cache.cpp": update.WRITER_ARGS,
+        "fill_cache/kernels/dataflow/reader_fill_cache.cpp": fill.READER_ARGS,
+        "fill_cache/kernels/dataflow/writer_fill_cache.cpp": fill.WRITER_ARGS,
+        "convert/kernels/dataflow/reader_tiles.cpp": convert.READER_ARGS,
+        "convert/kernels/compute/compute_copy.cpp": convert.COMPUTE_ARGS,
+        "convert/kernels/dataflow/writer_tiles.cpp": convert.WRITER_ARGS,
+        "shared_prefix/kernels/dataflow/reader_merge_partials.cpp": merge.MERGE_READER_ARGS,
+        "shared_prefix/kernels/compute/compute_merge_partials.cpp": merge.MERGE_COMPUTE_ARGS,
+        "shared_prefix/kernels/dataflow/writer_merge_partials.cpp": merge.MERGE_WRITER_ARGS,
+    }
+    return {KERNEL_ROOT / path: names for path, names in lists.items()}
+
+
+def test_every_kernel_of_ours_takes_positional_args_in_its_lists_order():
+    """The other ops' kernels as the FlashDecode ones: each declares exactly its op's ordered list, name i at index i;
+    no kernel of ours reads a named arg."""
+    others = _other_ops_kernels()
+    flash_decode = {_kernel(name) for name in KERNELS}
+    assert set(others) | flash_decode == {p for p in KERNEL_SOURCES if p.suffix == ".cpp"}, "a kernel without a list"
+    for path, names in others.items():
+        wrong = order_mismatches(declared_args(path), names)
+        assert not wrong, f"{path.relative_to(KERNEL_ROOT)} against its list:\n" + "\n".join(wrong)
+    named = [p.name for p in KERNEL_SOURCES if "get_named_compile_time_arg_val" in _code(p)]
+    assert not named, f"kernels reading named args: {named}"
 
 
 def test_a_swapped_pair_of_args_is_caught():

@@ -103,7 +103,7 @@ def test_the_key_changes_with_every_compile_time_input_and_only_with_them(device
     sems = list(fresh().semaphores)
     variants = {
         "compile-time arg": _edit_kernel(fresh(), 1, compile_time_args=bumped),
-        # the decode kernels take none, the cache update's do
+        # no kernel of ours takes any, but a descriptor may carry them
         "named compile-time arg": _edit_kernel(fresh(), 1, named_compile_time_args=[("TTFD_HASH_TEST", 1)]),
         "define": _edit_kernel(fresh(), 0, defines=[("TTFD_HASH_TEST", "1")]),
         "CB data format": _edit_cb(fresh(), 0, data_format=other_format),

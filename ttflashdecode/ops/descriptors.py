@@ -7,9 +7,8 @@ op:
 
 - :func:`kernel_descriptor`, :func:`cb_descriptor`, :func:`core_range_set`: the descriptor parts;
 - :class:`ComputeSettings`: the compute kernel configuration (``ttnn.WormholeComputeKernelConfig``'s fields);
-- :class:`KernelArgs`, :class:`AccessorArgs`, :func:`ordered`, :func:`select`: a kernel's compile-time args, its own
-  (positional, in its list's order: :func:`ordered`; or named: :func:`select`) and the ``TensorAccessorArgs`` of the
-  tensors it addresses;
+- :class:`KernelArgs`, :class:`AccessorArgs`, :func:`ordered`: a kernel's compile-time args, positional: its own in
+  its list's order, then the ``TensorAccessorArgs`` of the tensors it addresses;
 - :func:`wire`, :func:`runtime_arg_names`: a runtime-args dataclass as the positional list a descriptor carries;
 - :func:`tensor_placement`: where a tensor's pages live, as the kernels' ``TensorPages`` (flash_decode_common.hpp) finds
   them (decode's Q and output, the cache update's input).
@@ -72,18 +71,16 @@ class ComputeSettings:
 
 @dataclass(frozen=True)
 class KernelArgs:
-    """What a KernelDescriptor of one of our kernels takes at compile time: positional args (the kernel's own, arg i
-    being ``names[i]``, then the TensorAccessorArgs of its tensors) and named args (kernels reading theirs by name)."""
+    """What a KernelDescriptor of one of our kernels takes at compile time: positional args, the kernel's own (arg i
+    is ``names[i]``) then the TensorAccessorArgs of its tensors. None is named: on a card's program-cache hit
+    ``ttnn.generic_op`` copies a named arg's name with its value on every launch (ops/decode/args.py)."""
 
-    named: tuple[tuple[str, int], ...]
+    names: tuple[str, ...]  # what the leading positional args are, in order
     positional: tuple[int, ...]
-    names: tuple[str, ...] = ()  # what the leading positional args are, in order
 
     def value(self, name: str) -> int:
-        """The value of the kernel's arg ``name``, positional or named."""
-        if name in self.names:
-            return self.positional[self.names.index(name)]
-        return dict(self.named)[name]
+        """The value of the kernel's own arg ``name``."""
+        return self.positional[self.names.index(name)]
 
 
 def tensor_accessor_args(tensor) -> list[int]:
@@ -112,31 +109,20 @@ class AccessorArgs:
         self.args += tensor_accessor_args(tensor)
 
 
-def _table(values: dict[str, int], names: tuple[str, ...], offsets: dict[str, int]) -> dict[str, int]:
-    table = {**values, **offsets}
-    missing = [n for n in names if n not in table]
-    if missing:
-        raise AssertionError(f"kernel args without a value: {missing}")
-    if len(set(names)) != len(names):
-        raise AssertionError(f"a kernel arg listed twice: {sorted(n for n in set(names) if names.count(n) > 1)}")
-    return table
-
-
 def ordered(values: dict[str, int], names: tuple[str, ...], accessors: AccessorArgs | None = None) -> KernelArgs:
     """Positional args: the values of ``names`` in that order (the kernel reads ``names[i]`` as
     ``get_compile_time_arg_val(i)``), then the accessors' TensorAccessorArgs, whose offsets (``<tensor>_cta_offset``,
     among ``names``) count from the first arg. The accessors come last because their lengths vary with the tensor's
     layout: every fixed arg keeps its index."""
     offsets = {n: len(names) + at for n, at in accessors.offsets.items()} if accessors is not None else {}
-    table = _table(values, names, offsets)
+    table = {**values, **offsets}
+    missing = [n for n in names if n not in table]
+    if missing:
+        raise AssertionError(f"kernel args without a value: {missing}")
+    if len(set(names)) != len(names):
+        raise AssertionError(f"a kernel arg listed twice: {sorted(n for n in set(names) if names.count(n) > 1)}")
     own = tuple(int(table[n]) for n in names)
-    return KernelArgs((), own + tuple(accessors.args if accessors else ()), names)
-
-
-def select(values: dict[str, int], names: tuple[str, ...], accessors: AccessorArgs | None = None) -> KernelArgs:
-    """The named args ``names`` (from ``values`` and the accessor offsets) and the accessors' positional args."""
-    table = _table(values, names, accessors.offsets if accessors is not None else {})
-    return KernelArgs(tuple((n, int(table[n])) for n in names), tuple(accessors.args if accessors else ()))
+    return KernelArgs(names, own + tuple(accessors.args if accessors else ()))
 
 
 def float_bits(value: float) -> int:
@@ -169,7 +155,6 @@ def kernel_descriptor(
         kernel_source=str(source),
         core_ranges=cores,
         compile_time_args=list(kernel_args.positional),
-        named_compile_time_args=list(kernel_args.named),
         runtime_args=runtime_args,
         common_runtime_args=list(common_runtime_args),
         config=config,
