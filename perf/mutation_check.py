@@ -106,7 +106,7 @@ MUTATIONS = [
         "merge_partner_uses_own_max",
         COMPUTE,
         "            matmul_tiles(in, cb_merge_select, (k - 1) * stride + m_in + r, k, 0);",
-        "            matmul_tiles(cb_m_cur, cb_merge_select, r, k, 0);  // mutated: m in every partner's column",
+        "            matmul_tiles(cb_max_cur, cb_merge_select, r, k, 0);  // mutated: m in every partner's column",
         "merge_row_factors: each partner's factor computed from this core's max instead of the partner's",
         (CORES, CHUNK_EDGES),
     ),

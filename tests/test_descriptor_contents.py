@@ -1,12 +1,12 @@
 """The decode descriptor carries what its kernels read and nothing more.
 
-``ttnn.generic_op`` copies the whole descriptor on every launch, a program-cache hit too: its named compile-time
-args, circular buffers and common runtime args each cost host time a call (tests/runtime/host_cost.py, rows
+``ttnn.generic_op`` copies the whole descriptor on every launch, a program-cache hit too: its compile-time args,
+circular buffers and common runtime args each cost host time a call (tests/runtime/host_cost.py, rows
 ``generic_op_no_*``; docs/RUNTIME.md). So:
 
-* each kernel is passed exactly the named args its source (and the headers of ours it includes) reads -- a name too
-  many is paid for on every call, a name too few must fail the build, which it does on a card only where the read is
-  a constant expression (tests/test_kernel_api.py checks every read is one) and does in the emulator (checked here);
+* each kernel is passed exactly the positional args its source declares, arg i the value of the name it declares at
+  i, then the TensorAccessorArgs of its tensors, and no named args (a name is copied with its value on every call);
+  an arg too few fails the build (checked here), as it does on a card;
 * the program creates only the circular buffers its kernels touch for the configuration (plan/cbs.py), and a kernel
   touching one it does not create faults in the emulator (checked here); the golden decode tests run every feature
   under that check.
@@ -16,12 +16,12 @@ The descriptors are built by the op's own factory over emulator tensors.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 import torch
 
+from kernel_source_args import declared_args
 from ttemu.errors import EmulatorError
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.backend import backend_for
@@ -39,23 +39,14 @@ SHAPE = dict(batch=2, n_q_heads=4, n_kv_heads=2, head_dim=64, kv_len=256)
 CUR_POS = [100, 200]
 
 
-def _code(path: Path) -> str:
-    """Source without comments."""
-    text = re.sub(r"/\*.*?\*/", "", path.read_text(errors="ignore"), flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+def declared(kernel) -> list[str]:
+    """The names of a kernel descriptor's positional args, as its source declares them (arg i at index i)."""
+    return declared_args(_source(kernel))
 
 
-def names_read(source: Path) -> set[str]:
-    """The named compile-time args ``source`` reads, with those of the headers of ours it includes (found next to it
-    or at the kernels' root, the factory's include path)."""
-    code = _code(source)
-    read = set(re.findall(r'get_named_compile_time_arg_val\("(\w+)"\)', code))
-    for header in re.findall(r'#include "([^"]+)"', code):
-        for place in (source.parent / header, factory.KERNEL_DIR / header):
-            if place.is_file():
-                read |= names_read(place)
-                break
-    return read
+def arg(kernel, name: str) -> int:
+    """The value a kernel descriptor passes for its source's arg ``name``."""
+    return int(kernel.compile_time_args[declared(kernel).index(name)])
 
 
 def _buffers(dev):
@@ -80,30 +71,53 @@ def _source(kernel) -> Path:
     return Path(str(kernel.kernel_source))
 
 
-def test_each_kernel_is_passed_exactly_the_names_it_reads(emu_device):
-    _, program = _program(emu_device, _buffers(emu_device))
+def test_each_kernel_is_passed_exactly_the_args_it_declares(emu_device):
+    """Arg i of each kernel is the value of the name its source declares at i (checked on values this shape fixes
+    independently of args.py: head dims, heads, chunk, the CB table), then the TensorAccessorArgs of its tensors from
+    the index its *_cta_offset args give, and nothing else: no named args, no arg past them."""
+    buffers = _buffers(emu_device)
+    plan, program = _program(emu_device, buffers)
     sources = [_source(k) for k in program.kernels]
     assert set(sources) == {factory.READER, factory.COMPUTE, factory.WRITER}, sources
+    d_tiles, kv_heads, q_heads = SHAPE["head_dim"] // 32, SHAPE["n_kv_heads"], SHAPE["n_q_heads"]
+    expected = {"DHt": d_tiles, "vDHt": d_tiles, "Sk_t": 2, "num_kv_heads": kv_heads, "n_q_heads": q_heads}
+    expected |= {"heads_per_group": q_heads // kv_heads, "q_len": 1, "is_causal": 1, "work_args_at": 0}
+    expected |= {f"cb_{name}": index for name, index in CB_INDEX.items()}
+    accessors = {  # each kernel's tensors, in the order their args follow the kernel's own
+        factory.READER: {"k": buffers.k, "v": buffers.v, "q": buffers.q, "cur_pos": buffers.cur_pos},
+        factory.COMPUTE: {},
+        factory.WRITER: {"out": buffers.out},
+    }
     for kernel, source in zip(program.kernels, sources, strict=True):
-        passed = [name for name, _ in kernel.named_compile_time_args]
-        read = names_read(source)
-        assert len(passed) == len(set(passed)), f"{source.name}: a name passed twice"
-        assert set(passed) == read, (
-            f"{source.name}: read but not passed {sorted(read - set(passed))}; "
-            f"passed but never read {sorted(set(passed) - read)}"
-        )
+        names = declared(kernel)
+        assert list(kernel.named_compile_time_args) == [], f"{source.name}: named args"
+        passed = {name: arg(kernel, name) for name in names}
+        checked = {name: passed[name] for name in expected if name in passed}
+        assert checked == {name: expected[name] for name in checked}, source.name
+        assert len(checked) >= 10, f"{source.name}: only {sorted(checked)} checked"
+        tail, at = [], len(names)
+        for tensor_name, tensor in accessors[source].items():
+            assert passed[f"{tensor_name}_cta_offset"] == at, f"{source.name}: {tensor_name}'s args"
+            own = tensor.tensor_accessor_args()
+            tail += own
+            at += len(own)
+        assert [int(v) for v in kernel.compile_time_args[len(names) :]] == tail, f"{source.name}: the accessor args"
+    assert plan.k_chunk_size == 64
 
 
-def test_a_missing_named_arg_fails_the_build(emu_device):
-    """The emulator's build of a kernel refuses a descriptor without a name the kernel reads (as a card's JIT build
-    does: the wheel's lookup ends in __builtin_unreachable, not a constant expression), naming it."""
+def test_a_missing_arg_fails_the_build(emu_device):
+    """The emulator's build of a kernel refuses a descriptor passing fewer args than the kernel reads (as a card's JIT
+    build does: get_compile_time_arg_val's index is checked by a static_assert), naming the read."""
     buffers = _buffers(emu_device)
     _, program = _program(emu_device, buffers)
     kernels = list(program.kernels)
     writer = kernels[2]
-    writer.named_compile_time_args = [(n, v) for n, v in writer.named_compile_time_args if n != "out_page_bytes"]
+    names = declared(writer)
+    cut = names.index("out_page_bytes")
+    writer.compile_time_args = list(writer.compile_time_args)[:cut]
     program.kernels = kernels
-    with pytest.raises(EmulatorError, match="out_page_bytes"):
+    read = rf"out_page_bytes = get_compile_time_arg_val\({cut}\)"
+    with pytest.raises(EmulatorError, match=rf"(?s)index out of range.*{read}"):
         emu_device.generic_op(DecodeBuffers.io_tensors(buffers), program)
 
 
@@ -160,9 +174,8 @@ def work_table(kernel) -> tuple[tuple[int, int, int], dict[tuple[int, int], tupl
     """A kernel's work table read back from its common args (after its shard table or slot map and its own fields):
     its box (x0, y0, width) and each core's two words (kernel_args.core_work_table's layout)."""
     source, common = _source(kernel), [int(v) for v in kernel.common_runtime_args]
-    at = dict(kernel.named_compile_time_args).get("work_args_at", 0) + len(
-        kernel_args.runtime_arg_names(OWN_ARGS[source])
-    )
+    own_at = arg(kernel, "work_args_at") if "work_args_at" in declared(kernel) else 0
+    at = own_at + len(kernel_args.runtime_arg_names(OWN_ARGS[source]))
     x0, y0, width = common[at : at + 3]
     words = common[at + 3 :]
     entries = {(x0 + i % width, y0 + i // width): (words[2 * i], words[2 * i + 1]) for i in range(len(words) // 2)}

@@ -7,8 +7,9 @@ against the wheel's own headers (``ttnn/tt_metal/hw/inc``). They look at names (
 classes), not signatures.
 
 Style: data movement goes through ``Noc`` / ``CircularBuffer`` / ``CoreLocalMem`` / ``Semaphore`` / ``TensorAccessor``
-(the legacy free functions are not used), every compile-time argument is named and comes from ops/decode/args.py, CB
-indices come from the planner's table, and runtime args are read in the field order of ops/decode/args.py's dataclasses.
+(the legacy free functions are not used), every compile-time argument of every kernel of ours is positional, declared
+at the index its op's ordered list (ops/decode/args.py for FlashDecode) gives its name, CB indices come from the
+planner's table, and runtime args are read in the field order of ops/decode/args.py's dataclasses.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_source_args import declared_args, order_mismatches, reads
 from tests_support_paths import KERNEL_ROOT, REPO
 from ttflashdecode.ops.decode import args as kernel_args
 
@@ -169,7 +171,6 @@ LEGACY = (
     "InterleavedAddrGenFast",
     "InterleavedPow2AddrGen",
     "InterleavedPow2AddrGenFast",
-    "get_compile_time_arg_val",
 )
 KERNELS = {
     "reader_flash_decode.cpp": (kernel_args.READER_ARGS, kernel_args.ReaderCommonArgs),
@@ -206,30 +207,78 @@ def test_no_kernel_declares_a_cb_index(path):
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_named_compile_time_args_match_kernel_args(name):
-    """A kernel reads exactly the named args kernel_args.py gives it, and every name has a documented meaning."""
+def test_compile_time_args_match_kernel_args(name):
+    """A kernel declares exactly the args kernel_args.py lists for it, in its order: arg i is read into a constant named
+    after the list's name i (no gaps, none extra, none missing), it reads no named arg, and every name has a documented
+    meaning."""
     names, _ = KERNELS[name]
-    read = set(re.findall(r'get_named_compile_time_arg_val\("(\w+)"\)', _code(_kernel(name))))
-    assert read == set(names), (
-        f"{name}: read but not given {sorted(read - set(names))}; given but not read {sorted(set(names) - read)}"
-    )
+    path = _kernel(name)
     assert len(names) == len(set(names)), f"{name}: a name listed twice"
+    wrong = order_mismatches(declared_args(path), names)
+    assert not wrong, f"{name} against kernel_args:\n" + "\n".join(wrong)
+    assert "get_named_compile_time_arg_val" not in _code(path), f"{name} reads a named arg"
     undocumented = [n for n in names if n not in kernel_args.DOCS]
     assert not undocumented, f"kernel_args.DOCS has no meaning for {undocumented}"
 
 
+def _other_ops_kernels() -> dict[Path, tuple[str, ...]]:
+    """The other ops' kernels (launched with every decode step: the cache update, the bfloat8_b output's conversion;
+    the fill, shared-prefix decode's merge) and their ordered lists."""
+    from ttflashdecode.ops.convert import factory as convert
+    from ttflashdecode.ops.fill_cache import args as fill
+    from ttflashdecode.ops.shared_prefix import args as merge
+    from ttflashdecode.ops.update_cache import args as update
+
+    assert fill.COMPUTE_ARGS == convert.COMPUTE_ARGS, "the fill runs the conversion's compute kernel"
+    lists = {
+        "update_cache/kernels/dataflow/reader_update_cache.cpp": update.READER_ARGS,
+        "update_cache/kernels/compute/compute_update_cache.cpp": update.COMPUTE_ARGS,
+        "update_cache/kernels/dataflow/writer_update_cache.cpp": update.WRITER_ARGS,
+        "fill_cache/kernels/dataflow/reader_fill_cache.cpp": fill.READER_ARGS,
+        "fill_cache/kernels/dataflow/writer_fill_cache.cpp": fill.WRITER_ARGS,
+        "convert/kernels/dataflow/reader_tiles.cpp": convert.READER_ARGS,
+        "convert/kernels/compute/compute_copy.cpp": convert.COMPUTE_ARGS,
+        "convert/kernels/dataflow/writer_tiles.cpp": convert.WRITER_ARGS,
+        "shared_prefix/kernels/dataflow/reader_merge_partials.cpp": merge.MERGE_READER_ARGS,
+        "shared_prefix/kernels/compute/compute_merge_partials.cpp": merge.MERGE_COMPUTE_ARGS,
+        "shared_prefix/kernels/dataflow/writer_merge_partials.cpp": merge.MERGE_WRITER_ARGS,
+    }
+    return {KERNEL_ROOT / path: names for path, names in lists.items()}
+
+
+def test_every_kernel_of_ours_takes_positional_args_in_its_lists_order():
+    """The other ops' kernels as the FlashDecode ones: each declares exactly its op's ordered list, name i at index i;
+    no kernel of ours reads a named arg."""
+    others = _other_ops_kernels()
+    flash_decode = {_kernel(name) for name in KERNELS}
+    assert set(others) | flash_decode == {p for p in KERNEL_SOURCES if p.suffix == ".cpp"}, "a kernel without a list"
+    for path, names in others.items():
+        wrong = order_mismatches(declared_args(path), names)
+        assert not wrong, f"{path.relative_to(KERNEL_ROOT)} against its list:\n" + "\n".join(wrong)
+    named = [p.name for p in KERNEL_SOURCES if "get_named_compile_time_arg_val" in _code(p)]
+    assert not named, f"kernels reading named args: {named}"
+
+
+def test_a_swapped_pair_of_args_is_caught():
+    """Two names swapped in an ordered list (or two declarations in a kernel) are two mismatches naming both."""
+    declared = declared_args(_kernel("reader_flash_decode.cpp"))
+    i, j = declared.index("DHt"), declared.index("vDHt")
+    swapped = list(kernel_args.READER_ARGS)
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    wrong = order_mismatches(declared, tuple(swapped))
+    assert len(wrong) == 2 and "'DHt'" in wrong[0] and "'vDHt'" in wrong[1], wrong
+
+
 @pytest.mark.parametrize("path", KERNEL_SOURCES, ids=lambda p: str(p.relative_to(KERNEL_ROOT)))
-def test_named_args_are_read_in_constant_expressions(path):
-    """Every named compile-time arg is read into a constexpr, so a name the descriptor lacks fails a card's build: the
-    wheel's lookup (api/compile_time_args.h, get_named_ct_arg) ends in __builtin_unreachable(), an error only where a
-    constant expression is required; a plain variable's initialiser would compile and read garbage."""
-    statements = re.split(r"[;{}]", _code(path))
-    loose = [
-        " ".join(st.split())
-        for st in statements
-        if "get_named_compile_time_arg_val(" in st and not re.match(r"\s*(?:static\s+)?constexpr\b", st)
-    ]
-    assert not loose, f"{path.name} reads named args outside a constexpr: {loose}"
+def test_compile_time_args_are_read_in_constant_expressions(path):
+    """Every compile-time arg is read into a constexpr: what shapes code (``if constexpr``, array sizes, template
+    arguments) must be a constant, and a named arg the descriptor lacks fails a card's build only there (the wheel's
+    lookup, api/compile_time_args.h get_named_ct_arg, ends in __builtin_unreachable(), an error only where a constant
+    expression is required; a plain variable's initialiser would compile and read garbage). A positional index past
+    the descriptor's args fails the build anywhere (get_ct_arg's static_assert)."""
+    statements = [*reads(path), *(" ".join(st.split()) for st in re.split(r"[;{}]", _code(path)) if "get_named_" in st)]
+    loose = [st for st in statements if not re.match(r"(?:static\s+)?constexpr\b", st)]
+    assert not loose, f"{path.name} reads compile-time args outside a constexpr: {loose}"
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -252,7 +301,7 @@ def test_runtime_args_read_in_kernel_args_order(name):
 
 def test_run_time_shape_is_not_compile_time():
     """The cache's shape quantities (kernel_args.RunShape: batch, cache length, window, scale, block pool) are common
-    runtime args, never named compile-time args, so one build of a kernel serves them all; compute's scale_bits is the
+    runtime args, never compile-time args, so one build of a kernel serves them all; compute's scale_bits is the
     one exception, and only where the approximate exp takes the scale as a template argument."""
     shape = set(kernel_args.runtime_arg_names(kernel_args.RunShape))
     for name, (names, _) in KERNELS.items():

@@ -93,8 +93,8 @@ def test_the_key_changes_with_every_compile_time_input_and_only_with_them(device
     def fresh():
         return _descriptor(device, buffers)
 
-    named = list(fresh().kernels[1].named_compile_time_args)
-    bumped = [(named[0][0], int(named[0][1]) + 1), *named[1:]]
+    positional = [int(v) for v in fresh().kernels[1].compile_time_args]
+    bumped = [positional[0] + 1, *positional[1:]]
     cb0 = fresh().cbs[0]
     float32_code = 0  # tt::DataFormat::Float32 (the getter of data_format does not convert to Python in ttnn 0.81.1)
     is_float32 = int(cb0.format_descriptors[0].data_format_as_uint8) == float32_code
@@ -102,7 +102,9 @@ def test_the_key_changes_with_every_compile_time_input_and_only_with_them(device
     one_core = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))])
     sems = list(fresh().semaphores)
     variants = {
-        "named compile-time arg": _edit_kernel(fresh(), 1, named_compile_time_args=bumped),
+        "compile-time arg": _edit_kernel(fresh(), 1, compile_time_args=bumped),
+        # no kernel of ours takes any, but a descriptor may carry them
+        "named compile-time arg": _edit_kernel(fresh(), 1, named_compile_time_args=[("TTFD_HASH_TEST", 1)]),
         "define": _edit_kernel(fresh(), 0, defines=[("TTFD_HASH_TEST", "1")]),
         "CB data format": _edit_cb(fresh(), 0, data_format=other_format),
         "CB total size": _edit_cb(fresh(), 0, total_size=int(cb0.total_size) * 2),

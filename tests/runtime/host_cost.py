@@ -41,6 +41,7 @@ def measure(dev, repeats: int = 300) -> dict:
     from ttflashdecode import backend as backend_module
     from ttflashdecode.backend import backend_for
     from ttflashdecode.config import ProgramConfig
+    from ttflashdecode.ops.decode import args as kernel_args
     from ttflashdecode.ops.decode.args import ComputeCommonArgs, ReaderCommonArgs, WriterCommonArgs
     from ttflashdecode.ops.descriptors import runtime_arg_names
 
@@ -170,8 +171,33 @@ def measure(dev, repeats: int = 300) -> dict:
             edit(kernel)
         program.kernels = kernels
 
-    def no_named_args(program):
-        edit_kernels(program, lambda kernel: setattr(kernel, "named_compile_time_args", []))
+    # each kernel's own compile-time args, in order (its TensorAccessorArgs follow them)
+    own_ct_args = {
+        "reader": kernel_args.READER_ARGS,
+        "compute": kernel_args.COMPUTE_ARGS,
+        "writer": kernel_args.WRITER_ARGS,
+    }
+
+    def own_names(kernel) -> tuple[str, ...]:
+        return next(names for role, names in own_ct_args.items() if role in str(kernel.kernel_source))
+
+    def no_compile_time_args(program):
+        def drop(kernel):
+            kernel.compile_time_args = []
+            kernel.named_compile_time_args = []
+
+        edit_kernels(program, drop)
+
+    def named_args(program):
+        """Each kernel's own compile-time args passed by name, as the package passed them before they were positional
+        (the TensorAccessorArgs stay positional)."""
+
+        def name(kernel):
+            names, values = own_names(kernel), [int(v) for v in kernel.compile_time_args]
+            kernel.named_compile_time_args = list(zip(names, values[: len(names)], strict=True))
+            kernel.compile_time_args = values[len(names) :]
+
+        edit_kernels(program, name)
 
     def previous_layout(program):
         """The descriptor as the package built it before its kernels took their work from a table in their common
@@ -215,32 +241,25 @@ def measure(dev, repeats: int = 300) -> dict:
     def no_cbs(program):
         program.cbs = []
 
-    def no_cb_named_args(program):
-        """The named args without the CB indices (cb_<name>): what the kernels taking their CB indices from elsewhere
-        would save."""
-
-        def drop(kernel):
-            kernel.named_compile_time_args = [a for a in kernel.named_compile_time_args if not a[0].startswith("cb_")]
-
-        edit_kernels(program, drop)
-
     def no_work_table(program):
         """The common runtime args without the work tables (each kernel's, after its own fields): what they cost."""
         own = {"reader": ReaderCommonArgs, "compute": ComputeCommonArgs, "writer": WriterCommonArgs}
 
         def drop(kernel):
             kind = next(k for role, k in own.items() if role in str(kernel.kernel_source))
-            at = dict(kernel.named_compile_time_args).get("work_args_at", 0) + len(runtime_arg_names(kind))
+            names = own_names(kernel)
+            shards = int(kernel.compile_time_args[names.index("work_args_at")]) if "work_args_at" in names else 0
+            at = shards + len(runtime_arg_names(kind))
             kernel.common_runtime_args = list(kernel.common_runtime_args)[:at]
 
         edit_kernels(program, drop)
 
     variants = {
-        "no_named_args": variant(no_named_args),
+        "no_compile_time_args": variant(no_compile_time_args),
+        "named_args": variant(named_args),
         "previous_layout": variant(previous_layout),
         "no_common_runtime_args": variant(no_common_runtime_args),
         "no_cbs": variant(no_cbs),
-        "no_cb_named_args": variant(no_cb_named_args),
         "no_work_table": variant(no_work_table),
     }
     for launchable in variants.values():
@@ -411,11 +430,11 @@ def measure(dev, repeats: int = 300) -> dict:
                 lambda: ttnn.compute_program_descriptor_hash(plain_program),
             ),
             "generic_op_one_core_program": (None, lambda: real(tiny_io, tiny_launchable)),
-            "generic_op_no_named_args": (None, lambda: real(io, variants["no_named_args"])),
+            "generic_op_no_compile_time_args": (None, lambda: real(io, variants["no_compile_time_args"])),
+            "generic_op_named_args": (None, lambda: real(io, variants["named_args"])),
             "generic_op_previous_layout": (None, lambda: real(io, variants["previous_layout"])),
             "generic_op_no_common_runtime_args": (None, lambda: real(io, variants["no_common_runtime_args"])),
             "generic_op_no_cbs": (None, lambda: real(io, variants["no_cbs"])),
-            "generic_op_no_cb_named_args": (None, lambda: real(io, variants["no_cb_named_args"])),
             "generic_op_no_work_table": (None, lambda: real(io, variants["no_work_table"])),
         }
     )
@@ -557,11 +576,11 @@ ROW_LABELS = {
     "generic_op_alone_before": "  the same, descriptor without custom_program_hash (before)",
     "compute_program_descriptor_hash_before": "`ttnn.compute_program_descriptor_hash` walking the descriptor",
     "generic_op_one_core_program": "`ttnn.generic_op` on a one-core, one-kernel program (its floor)",
-    "generic_op_no_named_args": "  the op's descriptor without its named compile-time args",
+    "generic_op_no_compile_time_args": "  the op's descriptor without its compile-time args",
+    "generic_op_named_args": "  the op's descriptor with each kernel's own compile-time args named (as before)",
     "generic_op_previous_layout": "  the op's descriptor laid out as before (per-core runtime args, a range a core)",
     "generic_op_no_common_runtime_args": "  the op's descriptor without its common runtime args (the work table)",
     "generic_op_no_cbs": "  the op's descriptor without its circular buffers",
-    "generic_op_no_cb_named_args": "  the op's descriptor without the CB indices among its named args (cb_<name>)",
     "generic_op_no_work_table": "  the op's descriptor without the work table at the end of its common runtime args",
     "op_output_given_launch_no_op": "op, output given, generic_op replaced by a no-op (the package's own work)",
     "package_share_output_given": "op, output given, minus generic_op's C++ op alone",

@@ -7,8 +7,8 @@ op:
 
 - :func:`kernel_descriptor`, :func:`cb_descriptor`, :func:`core_range_set`: the descriptor parts;
 - :class:`ComputeSettings`: the compute kernel configuration (``ttnn.WormholeComputeKernelConfig``'s fields);
-- :class:`KernelArgs`, :class:`AccessorArgs`, :func:`select`: a kernel's named compile-time args and the
-  ``TensorAccessorArgs`` (the only positional ones) of the tensors it addresses;
+- :class:`KernelArgs`, :class:`AccessorArgs`, :func:`ordered`: a kernel's compile-time args, positional: its own in
+  its list's order, then the ``TensorAccessorArgs`` of the tensors it addresses;
 - :func:`wire`, :func:`runtime_arg_names`: a runtime-args dataclass as the positional list a descriptor carries;
 - :func:`tensor_placement`: where a tensor's pages live, as the kernels' ``TensorPages`` (flash_decode_common.hpp) finds
   them (decode's Q and output, the cache update's input).
@@ -71,10 +71,16 @@ class ComputeSettings:
 
 @dataclass(frozen=True)
 class KernelArgs:
-    """What a KernelDescriptor of one of our kernels takes at compile time."""
+    """What a KernelDescriptor of one of our kernels takes at compile time: positional args, the kernel's own (arg i
+    is ``names[i]``) then the TensorAccessorArgs of its tensors. None is named: on a card's program-cache hit
+    ``ttnn.generic_op`` copies a named arg's name with its value on every launch (ops/decode/args.py)."""
 
-    named: tuple[tuple[str, int], ...]
-    positional: tuple[int, ...]  # TensorAccessorArgs only
+    names: tuple[str, ...]  # what the leading positional args are, in order
+    positional: tuple[int, ...]
+
+    def value(self, name: str) -> int:
+        """The value of the kernel's own arg ``name``."""
+        return self.positional[self.names.index(name)]
 
 
 def tensor_accessor_args(tensor) -> list[int]:
@@ -87,14 +93,15 @@ def tensor_accessor_args(tensor) -> list[int]:
 
 
 class AccessorArgs:
-    """The positional compile-time args of one kernel: the TensorAccessorArgs of its tensors, one after another."""
+    """The TensorAccessorArgs of one kernel's tensors, one after another, and where each tensor's start."""
 
     def __init__(self) -> None:
         self.args: list[int] = []
         self.offsets: dict[str, int] = {}
 
     def add(self, name: str, tensor, *, absent_like: str | None = None) -> None:
-        """Appends ``tensor``'s args as ``<name>_cta_offset``; with ``tensor`` None, names ``absent_like``'s."""
+        """Appends ``tensor``'s args, starting at ``<name>_cta_offset``; with ``tensor`` None, that offset is
+        ``absent_like``'s."""
         if tensor is None:
             self.offsets[f"{name}_cta_offset"] = self.offsets[f"{absent_like}_cta_offset"]
             return
@@ -102,14 +109,20 @@ class AccessorArgs:
         self.args += tensor_accessor_args(tensor)
 
 
-def select(values: dict[str, int], names: tuple[str, ...], accessors: AccessorArgs | None = None) -> KernelArgs:
-    """The named args ``names`` (from ``values`` and the accessor offsets) and the accessors' positional args."""
-    offsets = accessors.offsets if accessors is not None else {}
+def ordered(values: dict[str, int], names: tuple[str, ...], accessors: AccessorArgs | None = None) -> KernelArgs:
+    """Positional args: the values of ``names`` in that order (the kernel reads ``names[i]`` as
+    ``get_compile_time_arg_val(i)``), then the accessors' TensorAccessorArgs, whose offsets (``<tensor>_cta_offset``,
+    among ``names``) count from the first arg. The accessors come last because their lengths vary with the tensor's
+    layout: every fixed arg keeps its index."""
+    offsets = {n: len(names) + at for n, at in accessors.offsets.items()} if accessors is not None else {}
     table = {**values, **offsets}
     missing = [n for n in names if n not in table]
     if missing:
         raise AssertionError(f"kernel args without a value: {missing}")
-    return KernelArgs(tuple((n, int(table[n])) for n in names), tuple(accessors.args if accessors else ()))
+    if len(set(names)) != len(names):
+        raise AssertionError(f"a kernel arg listed twice: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    own = tuple(int(table[n]) for n in names)
+    return KernelArgs(names, own + tuple(accessors.args if accessors else ()))
 
 
 def float_bits(value: float) -> int:
@@ -142,7 +155,6 @@ def kernel_descriptor(
         kernel_source=str(source),
         core_ranges=cores,
         compile_time_args=list(kernel_args.positional),
-        named_compile_time_args=list(kernel_args.named),
         runtime_args=runtime_args,
         common_runtime_args=list(common_runtime_args),
         config=config,

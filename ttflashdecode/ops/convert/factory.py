@@ -7,9 +7,9 @@ bfloat16 (or float32) staging tensor and this program packs whole tiles into the
 the grid: a read and a write of the (small) output, never of the KV cache.
 
 Kernels: ``ops/convert/kernels/`` (reader -> compute copy_tile/pack_tile -> writer); the packer converts. Their
-arguments: named compile-time args ``cb_in`` / ``cb_out`` (this module's CB table) and ``src_cta_offset`` /
-``dst_cta_offset`` (the offset of the tensor's TensorAccessorArgs, the only positional compile-time args); runtime
-args ``[address, first_tile, num_tiles]`` (reader and writer) and ``[num_tiles]`` (compute).
+compile-time args, in order (:data:`READER_ARGS`, :data:`COMPUTE_ARGS`, :data:`WRITER_ARGS`): ``cb_in`` / ``cb_out``
+(this module's CB table) and ``src_cta_offset`` / ``dst_cta_offset`` (where the tensor's TensorAccessorArgs, which
+follow, start); runtime args ``[address, first_tile, num_tiles]`` (reader and writer) and ``[num_tiles]`` (compute).
 """
 
 from __future__ import annotations
@@ -24,12 +24,16 @@ from ttflashdecode.ops.descriptors import (
     cb_descriptor,
     core_range_set,
     kernel_descriptor,
-    select,
+    ordered,
 )
 from ttflashdecode.ops.work_split import split_units
 from ttflashdecode.plan import TILE
 
 CB_IN, CB_OUT = 0, 16
+# Each kernel's compile-time args in order: arg i is name i (get_compile_time_arg_val(i)).
+READER_ARGS = ("cb_in", "src_cta_offset")
+COMPUTE_ARGS = ("cb_in", "cb_out")
+WRITER_ARGS = ("cb_out", "dst_cta_offset")
 PAGES_PER_CB = 2  # double-buffered: the reader fetches tile i+1 while compute packs tile i
 
 
@@ -69,7 +73,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         kernel_descriptor(
             CONVERT_KERNELS / "dataflow" / "reader_tiles.cpp",
             cores,
-            select(values, ("cb_in", "src_cta_offset"), reader),
+            ordered(values, READER_ARGS, reader),
             tile_range_args(src.buffer_address()),
             ttnn.ReaderConfigDescriptor(),
             [],
@@ -77,7 +81,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         kernel_descriptor(
             CONVERT_KERNELS / "compute" / "compute_copy.cpp",
             cores,
-            select(values, ("cb_in", "cb_out")),
+            ordered(values, COMPUTE_ARGS),
             compute_args,
             compute_config,
             [],
@@ -85,7 +89,7 @@ def build_convert_program(src, dst, grid: tuple[int, int]):
         kernel_descriptor(
             CONVERT_KERNELS / "dataflow" / "writer_tiles.cpp",
             cores,
-            select(values, ("cb_out", "dst_cta_offset"), writer),
+            ordered(values, WRITER_ARGS, writer),
             tile_range_args(dst.buffer_address()),
             ttnn.WriterConfigDescriptor(),
             [],

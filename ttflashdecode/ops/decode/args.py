@@ -1,17 +1,24 @@
 """The arguments of the FlashDecode kernels (``ops/decode/kernels/``): the one Python definition that produces them.
 
-Compile-time arguments are named (``ttnn.KernelDescriptor(named_compile_time_args=...)``; a kernel reads one with
-``get_named_compile_time_arg_val("name")``). :func:`compile_time_values` computes every name's value once, so a name
-means the same value in every kernel that reads it; ``READER_ARGS`` / ``COMPUTE_ARGS`` / ``WRITER_ARGS`` list which
-names each kernel takes (``tests/test_kernel_api.py`` checks each kernel reads exactly its list). CB indices come from
-the planner's CB table (:data:`ttflashdecode.plan.cbs.CB_INDEX`) as ``cb_<name>``; the tree's semaphore of round r is
+Compile-time arguments are positional, as upstream's kernels take theirs: ``READER_ARGS`` / ``COMPUTE_ARGS`` /
+``WRITER_ARGS`` are each kernel's own args in order, and the kernel reads arg i into a constant named
+``READER_ARGS[i]`` (``constexpr uint32_t Sk_t = get_compile_time_arg_val(15);``). ``tests/test_kernel_api.py`` checks
+each kernel declares exactly its list, every name at its index; ``tests/test_descriptor_contents.py`` that the
+descriptor passes the list's values and then the accessor args. :func:`decode_kernel_args` computes every name's value
+once, so a name means the same value in every kernel that reads it. CB indices come from the planner's CB table
+(:data:`ttflashdecode.plan.cbs.CB_INDEX`) as ``cb_<name>``; the tree's semaphore of round r is
 ``sem_partial_arrived + r`` (the planner's semaphore table).
 
-The only positional compile-time arguments are the TensorAccessorArgs of the tensors a kernel addresses through a
-``TensorAccessor``, because the wheel's ``TensorAccessorArgs<offset>`` reads them by position: their offsets are the
-named args ``<tensor>_cta_offset``. An absent optional tensor (no page table, mask or sinks; a height-sharded Q or
-output, which the kernels address per shard core instead) gets K's args: its accessor is declared over valid args and
-never used.
+Why positional: on a card's program-cache hit ``ttnn.generic_op`` copies the whole descriptor into the cached program,
+and a named arg is a (string, value) pair. On tt_transformers' paged decode descriptor (203 named args over its five
+kernels) the names were ~3.9 us of the 17 us generic_op's C++ op took a call on a mock N150 (docs/RUNTIME.md, "The
+card path's host cost per decode call").
+
+After a kernel's own args come the TensorAccessorArgs of the tensors it addresses through a ``TensorAccessor`` (the
+wheel's ``TensorAccessorArgs<offset>`` reads them by position); their lengths vary with the tensor's layout, so they
+come last and every own arg keeps its index. A tensor's own arg ``<tensor>_cta_offset`` is where its args start. An
+absent optional tensor (no page table, mask or sinks; a height-sharded Q or output, which the kernels address per
+shard core instead) gets K's offset: its accessor is declared over valid args and never used.
 
 Runtime arguments are all common runtime args (``KernelDescriptor.common_runtime_args``, the same list on every core;
 no per-core runtime args): on a card's program-cache hit ``ttnn.generic_op`` copies every per-core argument list of
@@ -19,7 +26,7 @@ the descriptor into the cached program, ~5 us per kernel on 64 cores on a mock N
 common args (tests/runtime/host_cost.py, docs/RUNTIME.md). A kernel's common args are, in order:
 
 1. the NOC coordinates (x, y) of the core of each shard of a height-sharded Q / output, shard by shard (reader /
-   writer), or shared-prefix decode's slot map; their count is the kernel's named arg ``work_args_at``;
+   writer), or shared-prefix decode's slot map; their count is the kernel's arg ``work_args_at``;
 2. the fields of :class:`ReaderCommonArgs` / :class:`ComputeCommonArgs` / :class:`WriterCommonArgs` (buffer
    addresses, then the run-time shape: :class:`RunShape`) in field order, which the kernels read in that order
    (checked by ``tests/test_kernel_api.py``);
@@ -37,8 +44,8 @@ from ttflashdecode.ops.descriptors import (
     KernelArgs,
     TensorPlacement,
     float_bits,
+    ordered,
     runtime_arg_names,
-    select,
     tensor_placement,
 )
 from ttflashdecode.plan.cbs import CB_INDEX, scale_in_exp
@@ -46,8 +53,8 @@ from ttflashdecode.plan.search import Q_ARRIVED
 
 CB_ARGS = tuple(f"cb_{name}" for name in CB_INDEX)
 
-# ---- named compile-time args of each kernel ------------------------------------------------------------------------
-# What each name means (the values: compile_time_values).
+# ---- compile-time args of each kernel, in order ---------------------------------------------------------------------
+# What each name means (the values: decode_kernel_args).
 DOCS = {
     "DHt": "K head dim in tiles",
     "vDHt": "V head dim in tiles",
@@ -107,7 +114,7 @@ DOCS = {
     "decode's prefix level)",
     "work_args_at": "common runtime args before the kernel's own (its shard table or slot map): where its "
     "ReaderCommonArgs / WriterCommonArgs start",
-    "q_cta_offset": "offset of Q's TensorAccessorArgs in the positional compile-time args",
+    "q_cta_offset": "index of the first of Q's TensorAccessorArgs among the kernel's compile-time args",
     "k_cta_offset": "... of K's",
     "v_cta_offset": "... of V's",
     "cur_pos_cta_offset": "... of cur_pos's",
@@ -118,7 +125,22 @@ DOCS = {
     **{f"cb_{name}": f"index of CB {name} (plan/cbs.py)" for name in CB_INDEX},
 }
 
+# Arg i of a kernel is name i of its list: the kernel declares `constexpr ... <name> = get_compile_time_arg_val(i);`.
+# A name added at the end is declared at the next index; one put between two others moves every later index.
 READER_ARGS = (
+    "cb_q",
+    "cb_k",
+    "cb_v",
+    "cb_mask",
+    "cb_scale",
+    "cb_ones",
+    "cb_merge_select",
+    "merge_select_tiles",
+    "cb_cur_pos",
+    "cb_writer_cur_pos",
+    "cb_page_table",
+    "cb_sink",
+    "cb_mask_stage",
     "DHt",
     "vDHt",
     "Sk_t",
@@ -143,6 +165,12 @@ READER_ARGS = (
     "use_sink",
     "sink_rows_are_heads",
     "v_from_k",
+    "wait_for_cache_update",
+    "sem_cache_updated",
+    "slot_users",
+    "q_multicast",
+    "sem_q_arrived",
+    "work_args_at",
     "q_tiled",
     "q_placement",
     "q_shard_pages",
@@ -155,43 +183,8 @@ READER_ARGS = (
     "page_table_cta_offset",
     "mask_cta_offset",
     "sink_cta_offset",
-    "wait_for_cache_update",
-    "sem_cache_updated",
-    "q_multicast",
-    "sem_q_arrived",
-    "slot_users",
-    "work_args_at",
-    "cb_q",
-    "cb_k",
-    "cb_v",
-    "cb_mask",
-    "cb_scale",
-    "cb_ones",
-    "cb_cur_pos",
-    "cb_writer_cur_pos",
-    "cb_page_table",
-    "cb_sink",
-    "cb_mask_stage",
-    "merge_select_tiles",
-    "cb_merge_select",
 )
 COMPUTE_ARGS = (
-    "DHt",
-    "vDHt",
-    "Sk_t",
-    "PNHt",
-    "q_tile_rows",
-    "q_len",
-    "num_kv_heads",
-    "users_per_page_row",
-    "exp_approx",
-    "scale_bits",
-    "use_attn_mask",
-    "use_sink",
-    "is_causal",
-    "k_head_block",
-    "v_head_block",
-    "merge_radix",
     "cb_q",
     "cb_k",
     "cb_v",
@@ -213,12 +206,33 @@ COMPUTE_ARGS = (
     "cb_alpha",
     "cb_merge_factors",
     "cb_sink",
+    "DHt",
+    "vDHt",
+    "Sk_t",
+    "PNHt",
+    "q_tile_rows",
+    "q_len",
+    "num_kv_heads",
+    "users_per_page_row",
+    "exp_approx",
+    "scale_bits",
+    "use_attn_mask",
+    "use_sink",
+    "is_causal",
     "emit_partial",
-    "merge_select_tiles",
+    "merge_radix",
     "cb_merge_select",
     "cb_merge_rows",
+    "merge_select_tiles",
+    "k_head_block",
+    "v_head_block",
 )
 WRITER_ARGS = (
+    "cb_partial_in",
+    "cb_partial_out",
+    "cb_writer_cur_pos",
+    "cb_zeros",
+    "cb_out",
     "vDHt",
     "PNHt",
     "q_tile_rows",
@@ -235,16 +249,11 @@ WRITER_ARGS = (
     "out_shard_pages",
     "out_tiled",
     "out_page_bytes",
-    "out_whole_tiles",
     "out_cta_offset",
+    "out_whole_tiles",
     "emit_partial",
     "slot_users",
     "work_args_at",
-    "cb_partial_in",
-    "cb_partial_out",
-    "cb_writer_cur_pos",
-    "cb_zeros",
-    "cb_out",
 )
 
 
@@ -489,9 +498,9 @@ def decode_kernel_args(
     else:
         writer_accessors.add("out", buffers.out)
     return DecodeKernelArgs(
-        reader=select(reader_values, READER_ARGS, reader_accessors),
-        compute=select(values, COMPUTE_ARGS),
-        writer=select(writer_values, WRITER_ARGS, writer_accessors),
+        reader=ordered(reader_values, READER_ARGS, reader_accessors),
+        compute=ordered(values, COMPUTE_ARGS),
+        writer=ordered(writer_values, WRITER_ARGS, writer_accessors),
         q_at=q_at,
         out_at=out_at,
         shape=RunShape(

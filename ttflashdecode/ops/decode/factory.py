@@ -5,8 +5,8 @@ emulator runs the very same object. Everything that depends on the call's positi
 kernels at run time from the cur_pos tensor, so one descriptor (and one compiled kernel set) serves every
 decode step of a shape.
 
-The kernels' arguments (named compile-time args, TensorAccessorArgs, runtime args and their order) are defined once,
-in :mod:`ttflashdecode.ops.decode.args`; this module only assembles the descriptor from them and the plan's CB and
+The kernels' arguments (compile-time args in order, TensorAccessorArgs, runtime args and their order) are defined
+once, in :mod:`ttflashdecode.ops.decode.args`; this module only assembles the descriptor from them and the plan's CB and
 semaphore tables, with the descriptor parts every op shares (:mod:`ttflashdecode.ops.descriptors`).
 """
 
@@ -198,8 +198,8 @@ def build_program(
         reader_common = writer_common + list(slot_page_rows)
 
     for kernel_args, common in ((args.reader, reader_common), (args.writer, writer_common)):
-        if dict(kernel_args.named)["work_args_at"] != len(common):
-            raise AssertionError(f"work_args_at {dict(kernel_args.named)['work_args_at']} != {len(common)} common args")
+        if kernel_args.value("work_args_at") != len(common):
+            raise AssertionError(f"work_args_at {kernel_args.value('work_args_at')} != {len(common)} common args")
 
     # No per-core runtime args (kernel_args' module docstring): each core's work is an entry of the work table.
     work = {}

@@ -1,11 +1,12 @@
-"""The fill kernels' arguments, defined once (named compile-time args, accessor offsets, circular buffers, runtime
-args in wire order), and a fill call's shapes as the program sees it."""
+"""The fill kernels' arguments, defined once (compile-time args in order: arg i of a kernel is its list's name i, then
+the TensorAccessorArgs at their ``*_cta_offset``; circular buffers, runtime args in wire order), and a fill call's
+shapes as the program sees it. The compute kernel is the tile conversion's copy (ops/convert)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttflashdecode.ops.descriptors import AccessorArgs, select
+from ttflashdecode.ops.descriptors import AccessorArgs, ordered
 from ttflashdecode.ops.update_cache.args import HeadTiles
 
 CB_INDEX = {"in": 0, "index": 2, "page_table": 3, "target": 4, "valid_len": 5, "out": 16}
@@ -13,6 +14,10 @@ TARGET_RECORD_BYTES = 16  # write flag, first tile (two words padded to the L1 a
 PAGES_PER_CB = 2  # double-buffered tiles: the reader fetches tile i+1 while compute packs tile i
 
 READER_ARGS = (
+    "cb_in",
+    "cb_index",
+    "cb_page_table",
+    "cb_target",
     "Wt",
     "n_kv_heads",
     "seq_tiles",
@@ -28,18 +33,14 @@ READER_ARGS = (
     "index_page_bytes",
     "page_table_page_bytes",
     "valid_page_bytes",
+    "cb_valid_len",
     "input_cta_offset",
     "index_cta_offset",
     "page_table_cta_offset",
     "valid_cta_offset",
-    "cb_in",
-    "cb_index",
-    "cb_page_table",
-    "cb_valid_len",
-    "cb_target",
 )
 COMPUTE_ARGS = ("cb_in", "cb_out")
-WRITER_ARGS = ("Wt", "cache_cta_offset", "cb_out", "cb_target")
+WRITER_ARGS = ("cb_out", "cb_target", "Wt", "cache_cta_offset")
 
 
 @dataclass(frozen=True)
@@ -111,4 +112,4 @@ def fill_kernel_args(shapes: FillShapes, cache, new, index, page_table, valid_le
     reader.add("valid", valid_len, absent_like="input")
     writer = AccessorArgs()
     writer.add("cache", cache)
-    return select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS), select(values, WRITER_ARGS, writer)
+    return ordered(values, READER_ARGS, reader), ordered(values, COMPUTE_ARGS), ordered(values, WRITER_ARGS, writer)

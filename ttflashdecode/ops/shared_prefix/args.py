@@ -1,9 +1,10 @@
-"""The merge kernels' arguments (``ops/shared_prefix/kernels/``), defined once: their CB table, the named
-compile-time args each kernel takes, and their values (:func:`merge_kernel_args`)."""
+"""The merge kernels' arguments (``ops/shared_prefix/kernels/``), defined once: their CB table, the compile-time args
+each kernel takes, in order (arg i is its list's name i, read as ``get_compile_time_arg_val(i)``; the
+TensorAccessorArgs follow, at their ``*_cta_offset``), and their values (:func:`merge_kernel_args`)."""
 
 from __future__ import annotations
 
-from ttflashdecode.ops.descriptors import AccessorArgs, float_bits, select
+from ttflashdecode.ops.descriptors import AccessorArgs, float_bits, ordered
 
 # The merge program's CBs (its own table: index, pages).
 MERGE_CB = {"a": 0, "b": 1, "ones": 2, "m": 3, "f": 4, "t": 5, "l": 6, "out": 16}
@@ -35,7 +36,7 @@ def merge_kernel_args(prefix_partial, suffix_partial, out, v_head_tiles: int, sc
     reader.add("b", suffix_partial)
     writer.add("out", out)
     return (
-        select(values, MERGE_READER_ARGS, reader),
-        select(values, MERGE_COMPUTE_ARGS),
-        select(values, MERGE_WRITER_ARGS, writer),
+        ordered(values, MERGE_READER_ARGS, reader),
+        ordered(values, MERGE_COMPUTE_ARGS),
+        ordered(values, MERGE_WRITER_ARGS, writer),
     )

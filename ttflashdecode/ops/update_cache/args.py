@@ -1,12 +1,14 @@
-"""The update kernels' arguments, defined once: named compile-time args, TensorAccessorArgs offsets, circular
-buffers and runtime args in wire order (as :mod:`ttflashdecode.ops.decode.args` is for the decode kernels), and the
-shapes an update call has as the program sees it."""
+"""The update kernels' arguments, defined once: compile-time args in order (READER_ARGS / COMPUTE_ARGS /
+WRITER_ARGS: arg i of a kernel is its list's name i, read as ``get_compile_time_arg_val(i)``; the TensorAccessorArgs
+follow, at their ``*_cta_offset``), circular buffers and runtime args in wire order (as
+:mod:`ttflashdecode.ops.decode.args` is for the decode kernels), and the shapes an update call has as the program sees
+it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttflashdecode.ops.descriptors import PLACEMENTS, AccessorArgs, select, tensor_placement
+from ttflashdecode.ops.descriptors import PLACEMENTS, AccessorArgs, ordered, tensor_placement
 
 TILE = 32
 # cb_rows and cb_patched are two indices over one buffer (compute_update_cache.cpp says why).
@@ -37,7 +39,7 @@ DOCS = {
     "index_page_bytes": "bytes of the index tensor's one page (b int32)",
     "page_table_page_bytes": "bytes of one page-table row",
     "untilize_block": "tiles per pack_untilize call (a divisor of Wt that fits DST)",
-    "cache_cta_offset": "offset of the cache's TensorAccessorArgs in the positional compile-time args",
+    "cache_cta_offset": "index of the first of the cache's TensorAccessorArgs among the kernel's compile-time args",
     "input_cta_offset": "... of the input's",
     "index_cta_offset": "... of the index tensor's",
     "page_table_cta_offset": "... of the page table's (the index tensor's when unpaged: never used)",
@@ -46,6 +48,11 @@ DOCS = {
     **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
 }
 READER_ARGS = (
+    "cb_cache",
+    "cb_new_row",
+    "cb_index",
+    "cb_page_table",
+    "cb_target",
     "Wt",
     "batch",
     "n_kv_heads",
@@ -68,23 +75,25 @@ READER_ARGS = (
     "input_cta_offset",
     "index_cta_offset",
     "page_table_cta_offset",
-    "cb_cache",
-    "cb_new_row",
-    "cb_index",
-    "cb_page_table",
-    "cb_target",
 )
-COMPUTE_ARGS = ("Wt", "untilize_block", "cb_cache", "cb_rows", "cb_patched", "cb_out")
-WRITER_ARGS = (
+COMPUTE_ARGS = (
+    "cb_cache",
+    "cb_rows",
+    "cb_patched",
+    "cb_out",
     "Wt",
-    "cache_cta_offset",
-    "signal_cache_updated",
-    "sem_cache_updated",
+    "untilize_block",
+)
+WRITER_ARGS = (
     "cb_new_row",
     "cb_target",
     "cb_rows",
     "cb_patched",
     "cb_out",
+    "Wt",
+    "cache_cta_offset",
+    "signal_cache_updated",
+    "sem_cache_updated",
 )
 
 
@@ -210,4 +219,4 @@ def update_kernel_args(
     reader.add("page_table", page_table, absent_like="index")
     writer = AccessorArgs()
     writer.add("cache", cache)
-    return select(values, READER_ARGS, reader), select(values, COMPUTE_ARGS), select(values, WRITER_ARGS, writer)
+    return ordered(values, READER_ARGS, reader), ordered(values, COMPUTE_ARGS), ordered(values, WRITER_ARGS, writer)

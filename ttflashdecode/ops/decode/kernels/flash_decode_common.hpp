@@ -8,10 +8,12 @@
 // tile layout arithmetic. The second part, built only for the data-movement RISCs, is where a Q or output row lives
 // (TensorPages: TILE or ROW_MAJOR pages, DRAM or L1 interleaved through a TensorAccessor, or L1 height-sharded).
 //
-// Kernel arguments: every compile-time argument is named (get_named_compile_time_arg_val) and produced by ONE Python
-// definition, ttflashdecode/ops/decode/args.py, which also fixes the order of the (common) runtime args and the work
-// table's layout (core_work below); CB indices come from the planner's CB table (ttflashdecode/plan/cbs.py) as the
-// named args "cb_<name>".
+// Kernel arguments: every compile-time argument is positional (get_compile_time_arg_val(i), as upstream's kernels read
+// theirs: on a card's program-cache hit ttnn.generic_op copies a named arg's name too, on every launch) and produced by
+// ONE Python definition, ttflashdecode/ops/decode/args.py, whose ordered lists READER_ARGS / COMPUTE_ARGS /
+// WRITER_ARGS name arg i of each kernel; it also fixes the order of the (common) runtime args and the work table's
+// layout (core_work below). CB indices come from the planner's CB table (ttflashdecode/plan/cbs.py) as the args
+// "cb_<name>".
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,8 @@
 // format. The packer does the conversion (e.g. bfloat16 or float32 -> bfloat8_b with shared exponents per
 // 16-datum row), exactly as any op producing that dtype would.
 //
-// Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_in", "cb_out"; runtime arg num_tiles.
+// Arguments (ttflashdecode/ops/convert/factory.py: COMPUTE_ARGS, also fill_cache's): compile-time args cb_in, cb_out;
+// runtime arg num_tiles.
 
 #include <cstdint>
 
@@ -16,9 +17,12 @@
 #include "api/compute/tile_move_copy.h"
 #include "api/dataflow/circular_buffer.h"
 
+namespace {
+constexpr uint32_t cb_in = get_compile_time_arg_val(0);
+constexpr uint32_t cb_out = get_compile_time_arg_val(1);
+}  // namespace
+
 void kernel_main() {
-    constexpr uint32_t cb_in = get_named_compile_time_arg_val("cb_in");
-    constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
     const uint32_t num_tiles = get_arg_val<uint32_t>(0);
 
     CircularBuffer in_buf(cb_in);

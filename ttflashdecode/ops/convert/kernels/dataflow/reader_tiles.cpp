@@ -3,8 +3,8 @@
 // Tile format conversion, reader (RISCV_1 / NCRISC, NoC 0): streams tiles [first_tile, first_tile + num_tiles) of an
 // interleaved tensor into cb_in, one tile per page, so compute can unpack them in their stored format.
 //
-// Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_in" and "src_cta_offset" (the source's
-// TensorAccessorArgs are the positional compile-time args); runtime args src_addr, first_tile, num_tiles.
+// Arguments (ttflashdecode/ops/convert/factory.py: READER_ARGS): compile-time args cb_in and src_cta_offset, then the
+// source's TensorAccessorArgs; runtime args src_addr, first_tile, num_tiles.
 
 #include <cstdint>
 
@@ -14,9 +14,13 @@
 #include "api/tensor/tensor_accessor.h"
 #include "api/tensor/noc_traits.h"
 
+namespace {
+constexpr uint32_t cb_in = get_compile_time_arg_val(0);
+constexpr uint32_t src_cta_offset = get_compile_time_arg_val(1);
+}  // namespace
+
 void kernel_main() {
-    constexpr uint32_t cb_in = get_named_compile_time_arg_val("cb_in");
-    constexpr auto src_args = TensorAccessorArgs<get_named_compile_time_arg_val("src_cta_offset")>();
+    constexpr auto src_args = TensorAccessorArgs<src_cta_offset>();
     constexpr uint32_t tile_bytes = get_tile_size(cb_in);
 
     uint32_t arg = 0;

@@ -3,9 +3,8 @@
 // Tile format conversion, writer (RISCV_0 / BRISC, NoC 1): writes the converted tiles from cb_out to tiles
 // [first_tile, first_tile + num_tiles) of an interleaved tensor.
 //
-// Arguments (ttflashdecode/convert_factory.py): named compile-time args "cb_out" and "dst_cta_offset" (the
-// destination's TensorAccessorArgs are the positional compile-time args); runtime args dst_addr, first_tile,
-// num_tiles.
+// Arguments (ttflashdecode/ops/convert/factory.py: WRITER_ARGS): compile-time args cb_out and dst_cta_offset, then
+// the destination's TensorAccessorArgs; runtime args dst_addr, first_tile, num_tiles.
 
 #include <cstdint>
 
@@ -15,9 +14,13 @@
 #include "api/tensor/tensor_accessor.h"
 #include "api/tensor/noc_traits.h"
 
+namespace {
+constexpr uint32_t cb_out = get_compile_time_arg_val(0);
+constexpr uint32_t dst_cta_offset = get_compile_time_arg_val(1);
+}  // namespace
+
 void kernel_main() {
-    constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
-    constexpr auto dst_args = TensorAccessorArgs<get_named_compile_time_arg_val("dst_cta_offset")>();
+    constexpr auto dst_args = TensorAccessorArgs<dst_cta_offset>();
     constexpr uint32_t tile_bytes = get_tile_size(cb_out);
 
     uint32_t arg = 0;

@@ -38,8 +38,10 @@
 // (2) Unpack (TRISC0) and pack (TRISC2) run on different RISCs, so a tile packed here is unpacked only after
 // wait_front on it, exactly as if another core had produced it.
 //
-// Arguments (ttflashdecode/ops/decode/args.py: COMPUTE_ARGS): named compile-time args for what shapes the code; common
-// runtime args (the run-time shape: nothing that changes the code) in the order of kernel_args.ComputeCommonArgs. CBs are synchronised through CircularBuffer; the compute API takes their indices.
+// Arguments (ttflashdecode/ops/decode/args.py): positional compile-time args for what shapes the code, arg i being
+// COMPUTE_ARGS[i] (each read below as `constexpr ... <name> = get_compile_time_arg_val(i)`); common runtime args (the
+// run-time shape: nothing that changes the code) in the order of kernel_args.ComputeCommonArgs. CBs are synchronised
+// through CircularBuffer; the compute API takes their indices.
 
 #include <cstdint>
 
@@ -68,83 +70,84 @@ using namespace flash_decode;
 namespace {
 
 // ---- circular buffers (the planner's CB table, ttflashdecode/plan/cbs.py)
-constexpr uint32_t cb_q = get_named_compile_time_arg_val("cb_q");
-constexpr uint32_t cb_k = get_named_compile_time_arg_val("cb_k");
-constexpr uint32_t cb_v = get_named_compile_time_arg_val("cb_v");
-constexpr uint32_t cb_mask = get_named_compile_time_arg_val("cb_mask");
-constexpr uint32_t cb_scale = get_named_compile_time_arg_val("cb_scale");
-constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");
-constexpr uint32_t cb_cur_pos = get_named_compile_time_arg_val("cb_cur_pos");
+constexpr uint32_t cb_q = get_compile_time_arg_val(0);
+constexpr uint32_t cb_k = get_compile_time_arg_val(1);
+constexpr uint32_t cb_v = get_compile_time_arg_val(2);
+constexpr uint32_t cb_mask = get_compile_time_arg_val(3);
+constexpr uint32_t cb_scale = get_compile_time_arg_val(4);
+constexpr uint32_t cb_ones = get_compile_time_arg_val(5);
+constexpr uint32_t cb_cur_pos = get_compile_time_arg_val(6);
 // partials sent by tree partners, one slot per round
-constexpr uint32_t cb_partial_in = get_named_compile_time_arg_val("cb_partial_in");
+constexpr uint32_t cb_partial_in = get_compile_time_arg_val(7);
 // this core's (O, m, l) for the writer to send
-constexpr uint32_t cb_partial_out = get_named_compile_time_arg_val("cb_partial_out");
-constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");  // normalised output (root only)
-constexpr uint32_t cb_q_scaled = get_named_compile_time_arg_val("cb_q_scaled");
-constexpr uint32_t cb_scores = get_named_compile_time_arg_val("cb_scores");  // S of one chunk
-constexpr uint32_t cb_probs = get_named_compile_time_arg_val("cb_probs");  // P of one chunk
-constexpr uint32_t cb_o = get_named_compile_time_arg_val("cb_o");  // running O: old block at the front, new one behind
-// running max: m_cur holds it, a new max goes to m_next, then the two swap (see rule 1 above). Their indices are read
-// into constants first: a card's build fails on a missing named arg only where its read is a constant expression.
-constexpr uint32_t cb_m = get_named_compile_time_arg_val("cb_m");
-constexpr uint32_t cb_m_second = get_named_compile_time_arg_val("cb_m_next");
-uint32_t cb_m_cur = cb_m;
-uint32_t cb_m_next = cb_m_second;
-constexpr uint32_t cb_l = get_named_compile_time_arg_val("cb_l");  // running sum, same old/new discipline
-constexpr uint32_t cb_row_stat = get_named_compile_time_arg_val("cb_row_stat");  // rowmax / rowsum of one chunk
+constexpr uint32_t cb_partial_out = get_compile_time_arg_val(8);
+constexpr uint32_t cb_out = get_compile_time_arg_val(9);  // normalised output (root only)
+constexpr uint32_t cb_q_scaled = get_compile_time_arg_val(10);
+constexpr uint32_t cb_scores = get_compile_time_arg_val(11);  // S of one chunk
+constexpr uint32_t cb_probs = get_compile_time_arg_val(12);  // P of one chunk
+constexpr uint32_t cb_o = get_compile_time_arg_val(13);  // running O: old block at the front, new one behind
+// running max: CB cb_max_cur holds it, a new max goes to cb_max_next, then the two swap (see rule 1 above); they start
+// as cb_m and cb_m_next.
+constexpr uint32_t cb_m = get_compile_time_arg_val(14);
+constexpr uint32_t cb_m_next = get_compile_time_arg_val(15);
+uint32_t cb_max_cur = cb_m;
+uint32_t cb_max_next = cb_m_next;
+constexpr uint32_t cb_l = get_compile_time_arg_val(16);  // running sum, same old/new discipline
+constexpr uint32_t cb_row_stat = get_compile_time_arg_val(17);  // rowmax / rowsum of one chunk
 // rescale factors exp(m - m_new), one block at a time
-constexpr uint32_t cb_alpha = get_named_compile_time_arg_val("cb_alpha");
+constexpr uint32_t cb_alpha = get_compile_time_arg_val(18);
 // a merge's two row factors [a_i = exp(m_i - m_new), a = exp(m - m_new)], pushed and popped as one block
-constexpr uint32_t cb_merge_factors = get_named_compile_time_arg_val("cb_merge_factors");
+constexpr uint32_t cb_merge_factors = get_compile_time_arg_val(19);
 // attention sinks as a partial: m tiles, then l tiles
-constexpr uint32_t cb_sink = get_named_compile_time_arg_val("cb_sink");
+constexpr uint32_t cb_sink = get_compile_time_arg_val(20);
 
 // ---- compile-time shape
-constexpr uint32_t DHt = get_named_compile_time_arg_val("DHt");
-constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
-constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");
-constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");
+constexpr uint32_t DHt = get_compile_time_arg_val(21);
+constexpr uint32_t vDHt = get_compile_time_arg_val(22);
+constexpr uint32_t Sk_t = get_compile_time_arg_val(23);
+constexpr uint32_t PNHt = get_compile_time_arg_val(24);
 // Rows of the tiles holding the group's rows (Q, S, P, m, l, O, partials; plan/shapes.py: q_tile_rows). With 16, every
 // such tile is 16 x 32 (upstream's half tiles): the matmuls take half the math, and the SFPU ops below run on the two
 // faces that hold rows 0-15 only (VectorMode::R); K and V stay 32 x 32.
-constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
+constexpr uint32_t q_tile_rows = get_compile_time_arg_val(25);
 constexpr VectorMode row_vector_mode = q_tile_rows == FACE_HW ? VectorMode::R : VectorMode::RC;
 // The faces holding column 0, where the row statistics live (m, alpha, merge factors, 1/l): face 0 of a 16-row tile
 // (VectorMode::None: one 8-iteration pass over face 0), faces 0 and 2 of a 32-row one (VectorMode::C). SFPU ops on them
 // touch only those faces, as upstream's first-column exp / recip do.
 constexpr VectorMode col0_vector_mode = q_tile_rows == FACE_HW ? VectorMode::None : VectorMode::C;
 static_assert(q_tile_rows == TILE_HW || (q_tile_rows == FACE_HW && PNHt == 1), "16-row tiles hold a whole group");
-constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
-constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
+constexpr uint32_t q_len = get_compile_time_arg_val(26);
+constexpr uint32_t num_kv_heads = get_compile_time_arg_val(27);
 // Consecutive users sharing a page-table row (spec_multi_pos_tiles candidates) are one group: its rows are theirs, user
 // by user, each at its own causal bound, and its chunks run up to the newest bound (group_bounds).
-constexpr uint32_t users_per_group = get_named_compile_time_arg_val("users_per_page_row");
-constexpr bool exp_approx = get_named_compile_time_arg_val("exp_approx") == 1;
+constexpr uint32_t users_per_page_row = get_compile_time_arg_val(28);
+constexpr uint32_t users_per_group = users_per_page_row;
+constexpr bool exp_approx = get_compile_time_arg_val(29) == 1;
 // float32 bits of the softmax scale where the approximate exp takes it (scale_in_exp below: exp_tile_init's template
 // argument, as upstream's); elsewhere the reader's cb_scale tile carries the scale and this is 0, so the scale alone
 // never makes another build.
-constexpr uint32_t scale_bits = get_named_compile_time_arg_val("scale_bits");
-constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;  // a user mask with every chunk
-constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
-constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else all positions up to cur_pos
+constexpr uint32_t scale_bits = get_compile_time_arg_val(30);
+constexpr bool use_attn_mask = get_compile_time_arg_val(31) == 1;  // a user mask with every chunk
+constexpr bool use_sink = get_compile_time_arg_val(32) == 1;
+constexpr bool is_causal = get_compile_time_arg_val(33) == 1;  // else all positions up to cur_pos
 // The root hands its merged partial (O unnormalised, m, l: the tree's partial) to the writer through cb_out instead of
 // normalising it, for a later merge with another level's partial (shared-prefix decode: ttflashdecode/ops/shared_prefix).
-constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
+constexpr bool emit_partial = get_compile_time_arg_val(34) == 1;
 // The reduction tree's radix F (plan.merge_radix): a core merges up to F - 1 partials a round, in one pass.
-constexpr uint32_t merge_radix = get_named_compile_time_arg_val("merge_radix");
+constexpr uint32_t merge_radix = get_compile_time_arg_val(35);
 // A merge's row statistics side by side (merge_row_factors) when the planner gave the one-hot tiles (plan/cbs.py
 // merge_select_tiles: 2 R - 1 of them for merges of up to R partials with ours; 0: one max and one exp a partial).
-constexpr uint32_t cb_merge_select = get_named_compile_time_arg_val("cb_merge_select");
-constexpr uint32_t cb_merge_rows = get_named_compile_time_arg_val("cb_merge_rows");
-constexpr uint32_t merge_select_tiles = get_named_compile_time_arg_val("merge_select_tiles");
+constexpr uint32_t cb_merge_select = get_compile_time_arg_val(36);
+constexpr uint32_t cb_merge_rows = get_compile_time_arg_val(37);
+constexpr uint32_t merge_select_tiles = get_compile_time_arg_val(38);
 constexpr uint32_t select_radix = (merge_select_tiles + 1) / 2;
 // The placing and extracting matmuls carry a max or a factor on SrcB times 1.0 on SrcA, exact only when the fidelity
 // phases take SrcB's low mantissa bits too (HiFi3, HiFi4); LoFi and HiFi2 keep one exp a partial.
 constexpr bool merge_side_by_side = merge_select_tiles > 0 && static_cast<uint32_t>(MATH_FIDELITY) >= 3;
 // Head-dim tiling (FFPA's split-D): K arrives one position tile at a time in blocks of k_head_block head-dim
 // tiles, V one column block of v_head_block tiles of the whole chunk at a time (see the reader).
-constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");
-constexpr uint32_t v_head_block = get_named_compile_time_arg_val("v_head_block");
+constexpr uint32_t k_head_block = get_compile_time_arg_val(39);
+constexpr uint32_t v_head_block = get_compile_time_arg_val(40);
 constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
 constexpr uint32_t v_blocks = vDHt / v_head_block;
 static_assert(DHt % k_head_block == 0 && vDHt % v_head_block == 0, "head blocks must tile the head dims");
@@ -374,15 +377,15 @@ void row_reduce(uint32_t in, uint32_t out) {
     reduce_uninit();
 }
 
-// Pushes PNHt tiles max(a[a_first + r], b[b_first + r]) to cb_m_next.
+// Pushes PNHt tiles max(a[a_first + r], b[b_first + r]) to cb_max_next.
 void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
     CircularBuffer(a).wait_front(a_first + PNHt);
     CircularBuffer(b).wait_front(b_first + PNHt);
-    CircularBuffer(cb_m_next).reserve_back(PNHt);
+    CircularBuffer(cb_max_next).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
         reconfig_data_format_srca(a);
-        pack_reconfig_data_format(cb_m_next);
+        pack_reconfig_data_format(cb_max_next);
         copy_init(a);
         copy_tile(a, a_first + r, 0);
         reconfig_data_format_srca(b);
@@ -390,9 +393,9 @@ void push_max(uint32_t a, uint32_t a_first, uint32_t b, uint32_t b_first) {
         copy_tile(b, b_first + r, 1);
         binary_max_tile_init();
         binary_max_tile(0, 1, 0, col0_vector_mode);
-        pack_result(cb_m_next);
+        pack_result(cb_max_next);
     }
-    CircularBuffer(cb_m_next).push_back(PNHt);
+    CircularBuffer(cb_max_next).push_back(PNHt);
 }
 
 // Pushes PNHt tiles max([m_cur,] rowmax(S)) to `out`: the running max is the reduce's seed unless `first`.
@@ -407,8 +410,8 @@ void push_row_max(bool first, uint32_t out, bool to_partial) {
         reconfig_data_format(cb_scores, cb_ones);
         pack_reconfig_data_format(out);
         if (!first) {
-            copy_init(cb_m_cur, /*transpose=*/0, /*transpose_within_16x16_face=*/1);
-            copy_tile(cb_m_cur, r, 0);
+            copy_init(cb_max_cur, /*transpose=*/0, /*transpose_within_16x16_face=*/1);
+            copy_tile(cb_max_cur, r, 0);
         }
         reduce_block_max_row_init<Sk_t, false, q_faces>(out);
         reduce_block_max_row<Sk_t, false, q_faces>(cb_scores, cb_ones, r * Sk_t, 0);
@@ -426,23 +429,23 @@ void push_row_max(bool first, uint32_t out, bool to_partial) {
 
 // The new max becomes the running max: drops the old one and swaps the roles of the two CBs.
 void advance_max() {
-    CircularBuffer(cb_m_cur).pop_front(PNHt);
-    const uint32_t old = cb_m_cur;
-    cb_m_cur = cb_m_next;
-    cb_m_next = old;
-    CircularBuffer(cb_m_cur).wait_front(PNHt);
+    CircularBuffer(cb_max_cur).pop_front(PNHt);
+    const uint32_t old = cb_max_cur;
+    cb_max_cur = cb_max_next;
+    cb_max_next = old;
+    CircularBuffer(cb_max_cur).wait_front(PNHt);
 }
 
-// Pushes PNHt tiles exp(in[in_first + r] - m_new[r]) to cb_alpha, m_new being the block in cb_m_next.
+// Pushes PNHt tiles exp(in[in_first + r] - m_new[r]) to cb_alpha, m_new being the block in cb_max_next.
 void push_rescale(uint32_t in, uint32_t in_first) {
     CircularBuffer(in).wait_front(in_first + PNHt);
-    CircularBuffer(cb_m_next).wait_front(PNHt);
-    configure(in, cb_m_next, cb_alpha);
+    CircularBuffer(cb_max_next).wait_front(PNHt);
+    configure(in, cb_max_next, cb_alpha);
     CircularBuffer(cb_alpha).reserve_back(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {
         tile_regs_acquire();
-        sub_init(in, cb_m_next);
-        sub_tiles(in, cb_m_next, in_first + r, r, 0);
+        sub_init(in, cb_max_next);
+        sub_tiles(in, cb_max_next, in_first + r, r, 0);
         factor_exp_init();
         factor_exp(0);
         pack_result(cb_alpha);
@@ -466,7 +469,7 @@ void chunk_probs_and_sum(bool first, bool to_partial) {
     const uint32_t l_cb = to_partial ? cb_partial_out : cb_l;
     const uint32_t l_first = to_partial ? o_tiles + PNHt : 0;
     CircularBuffer(cb_scores).wait_front(s_tiles);
-    CircularBuffer(cb_m_cur).wait_front(PNHt);
+    CircularBuffer(cb_max_cur).wait_front(PNHt);
     if (!first) {
         CircularBuffer(cb_l).wait_front(PNHt);
         CircularBuffer(cb_alpha).wait_front(PNHt);
@@ -478,7 +481,7 @@ void chunk_probs_and_sum(bool first, bool to_partial) {
     // S, m, P and l share the intermediates' format (plan/cbs.py). A later chunk follows push_rescale, which left the
     // unpacker and packer on it; a first chunk follows the row max, whose SrcB held the reduce scaler.
     if (first) {
-        configure(cb_scores, cb_m_cur, cb_probs);
+        configure(cb_scores, cb_max_cur, cb_probs);
     }
     for (uint32_t r = 0; r < PNHt; ++r) {
         if (!first) {
@@ -489,7 +492,7 @@ void chunk_probs_and_sum(bool first, bool to_partial) {
             pack_tile<true>(0, l_cb, l_first + r);
             tile_regs_release();
         }
-        sub_bcast_cols_init(cb_scores, cb_m_cur);
+        sub_bcast_cols_init(cb_scores, cb_max_cur);
         probs_exp_init();
         if constexpr (exp_approx) {
             pack_relu_config(ReluConfig::zero());  // the unclamped approximate exp's negative outputs are exp(-inf) = 0
@@ -497,7 +500,7 @@ void chunk_probs_and_sum(bool first, bool to_partial) {
         for (uint32_t j0 = 0; j0 < Sk_t; j0 += probs_block) {
             tile_regs_acquire();
             for (uint32_t jj = 0; jj < probs_block; ++jj) {
-                sub_tiles_bcast_cols(cb_scores, cb_m_cur, r * Sk_t + j0 + jj, r, jj);
+                sub_tiles_bcast_cols(cb_scores, cb_max_cur, r * Sk_t + j0 + jj, r, jj);
                 probs_exp(jj);
             }
             tile_regs_commit();
@@ -549,7 +552,7 @@ void push_rows_scaled(uint32_t in, uint32_t in_first, uint32_t tiles_per_row, ui
     CircularBuffer(out).push_back(PNHt * tiles_per_row);
 }
 
-// Packs DST tile 0, the new row max of row tile r, to the back of cb_m_next and, when `to_partial`, to its place in the
+// Packs DST tile 0, the new row max of row tile r, to the back of cb_max_next and, when `to_partial`, to its place in the
 // partial this core sends (cb_partial_out, the same format: no reconfiguration).
 void pack_new_max(uint32_t r, bool to_partial) {
     tile_regs_commit();
@@ -557,7 +560,7 @@ void pack_new_max(uint32_t r, bool to_partial) {
     if (to_partial) {
         pack_tile<true>(0, cb_partial_out, o_tiles + r);
     }
-    pack_tile(0, cb_m_next);
+    pack_tile(0, cb_max_next);
     tile_regs_release();
 }
 
@@ -597,33 +600,33 @@ void move_tiles(uint32_t in, uint32_t out, uint32_t n) {
 // `to_partial`: the chunk is the last of a core that sends its partial without merging any (a leaf of the tree): the
 // new O, m and l are packed straight to their places in cb_partial_out ([O, m, l], pushed whole), so what follows the
 // last read is the chunk's P . V alone, not P . V and then a copy of the partial through DST. m is copied as soon as it
-// is known, while V is still arriving. The running state is consumed: cb_m_cur is left for the caller to pop.
+// is known, while V is still arriving. The running state is consumed: cb_max_cur is left for the caller to pop.
 void process_chunk(bool first, bool masked, bool to_partial) {
     if (to_partial) {
         CircularBuffer(cb_partial_out).reserve_back(partial_tiles);
     }
     chunk_scores(masked);
 
-    // m_new = max(m, rowmax(S)) (into cb_m_cur on a first chunk), then alpha = exp(m - m_new)
+    // m_new = max(m, rowmax(S)) (into cb_max_cur on a first chunk), then alpha = exp(m - m_new)
     if constexpr (block_row_max) {
-        push_row_max(first, first ? cb_m_cur : cb_m_next, to_partial);
+        push_row_max(first, first ? cb_max_cur : cb_max_next, to_partial);
     } else {
         row_reduce<PoolType::MAX>(cb_scores, cb_row_stat);
         if (first) {
-            move_tiles(cb_row_stat, cb_m_cur, PNHt);
+            move_tiles(cb_row_stat, cb_max_cur, PNHt);
         } else {
-            push_max(cb_m_cur, 0, cb_row_stat, 0);
+            push_max(cb_max_cur, 0, cb_row_stat, 0);
             CircularBuffer(cb_row_stat).pop_front(PNHt);
         }
     }
     if (!first) {
-        push_rescale(cb_m_cur, 0);
+        push_rescale(cb_max_cur, 0);
         advance_max();
     }
-    CircularBuffer(cb_m_cur).wait_front(PNHt);
+    CircularBuffer(cb_max_cur).wait_front(PNHt);
     if constexpr (!block_row_max) {
         if (to_partial) {
-            copy_tiles_to(cb_m_cur, PNHt, cb_partial_out, o_tiles);
+            copy_tiles_to(cb_max_cur, PNHt, cb_partial_out, o_tiles);
         }
     }
 
@@ -707,10 +710,10 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
         if (after_merge) {
             reconfig_data_format_srca(cb_merge_select);
         } else {
-            configure(cb_merge_select, cb_m_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
+            configure(cb_merge_select, cb_max_cur, cb_merge_rows);  // matmul unpacks in1 to SrcA, in0 to SrcB
         }
-        matmul_init(cb_m_cur, cb_merge_select);
-        matmul_tiles(cb_m_cur, cb_merge_select, r, select_radix - 1 + count, 0);  // T_count: ours, and the tail
+        matmul_init(cb_max_cur, cb_merge_select);
+        matmul_tiles(cb_max_cur, cb_merge_select, r, select_radix - 1 + count, 0);  // T_count: ours, and the tail
         for (uint32_t k = 1; k <= count; ++k) {
             matmul_tiles(in, cb_merge_select, (k - 1) * stride + m_in + r, k, 0);
         }
@@ -721,21 +724,21 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
     }
     CircularBuffer(cb_merge_rows).push_back(PNHt);
     CircularBuffer(cb_merge_rows).wait_front(PNHt);
-    CircularBuffer(cb_m_next).reserve_back(PNHt);
+    CircularBuffer(cb_max_next).reserve_back(PNHt);
     reconfig_data_format_srca(cb_merge_rows);  // SrcB: cb_ones is a bfloat16 query-row tile as cb_m
-    reduce_block_max_row_init<1, false, q_faces>(cb_m_next);
+    reduce_block_max_row_init<1, false, q_faces>(cb_max_next);
     for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = rowmax(M)
         tile_regs_acquire();
         reduce_block_max_row<1, false, q_faces>(cb_merge_rows, cb_ones, r, 0);
         pack_new_max(r, to_partial);
     }
     reduce_block_max_row_uninit(cb_merge_rows);
-    CircularBuffer(cb_m_next).push_back(PNHt);
-    CircularBuffer(cb_m_next).wait_front(PNHt);
+    CircularBuffer(cb_max_next).push_back(PNHt);
+    CircularBuffer(cb_max_next).wait_front(PNHt);
     for (uint32_t r = 0; r < PNHt; ++r) {  // F = exp(M - m_next)
         tile_regs_acquire();
-        sub_bcast_cols_init(cb_merge_rows, cb_m_next);
-        sub_tiles_bcast_cols(cb_merge_rows, cb_m_next, r, r, 0);
+        sub_bcast_cols_init(cb_merge_rows, cb_max_next);
+        sub_tiles_bcast_cols(cb_merge_rows, cb_max_next, r, r, 0);
         factor_exp_init();
         factor_exp(0);
         tile_regs_commit();
@@ -783,7 +786,7 @@ void merge_row_factors(uint32_t in, uint32_t count, uint32_t m_in, uint32_t stri
 // partial instead of two and one set of inits and format reconfigurations per round.
 // `to_partial`: the round is the last of a core that then sends its partial: the merged O, m and l are packed straight
 // to their places in cb_partial_out ([O, m, l], pushed whole) instead of the running state's CBs, as process_chunk's
-// last chunk on a leaf; cb_m_cur is left for the caller to pop.
+// last chunk on a leaf; cb_max_cur is left for the caller to pop.
 void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial, bool after_merge) {
     const uint32_t m_in = has_o ? o_tiles : 0;
     const uint32_t l_in = m_in + PNHt;
@@ -791,20 +794,20 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial, bo
     // The factors CB is read past its front block, so it is always pushed and popped whole (CB rule 1).
     constexpr uint32_t factor_tiles = merge_radix * PNHt;
     CircularBuffer(in).wait_front(count * stride);
-    CircularBuffer(cb_m_cur).wait_front(PNHt);
+    CircularBuffer(cb_max_cur).wait_front(PNHt);
     if (to_partial) {
         CircularBuffer(cb_partial_out).reserve_back(partial_tiles);
     }
     if constexpr (merge_side_by_side) {
         merge_row_factors(in, count, m_in, stride, to_partial, after_merge);
     } else {
-        CircularBuffer(cb_m_next).reserve_back(PNHt);
+        CircularBuffer(cb_max_next).reserve_back(PNHt);
         for (uint32_t r = 0; r < PNHt; ++r) {  // m_next = max(m, m_1, ..., m_count)
             tile_regs_acquire();
-            reconfig_data_format_srca(cb_m_cur);
-            pack_reconfig_data_format(cb_m_next);
-            copy_init(cb_m_cur);
-            copy_tile(cb_m_cur, r, 0);
+            reconfig_data_format_srca(cb_max_cur);
+            pack_reconfig_data_format(cb_max_next);
+            copy_init(cb_max_cur);
+            copy_tile(cb_max_cur, r, 0);
             reconfig_data_format_srca(in);
             copy_init(in);
             binary_max_tile_init();  // programs the SFPU only: the copies' unpack and math stay as copy_init set them
@@ -814,22 +817,22 @@ void merge_partials(uint32_t in, uint32_t count, bool has_o, bool to_partial, bo
             }
             pack_new_max(r, to_partial);
         }
-        CircularBuffer(cb_m_next).push_back(PNHt);
-        CircularBuffer(cb_m_next).wait_front(PNHt);
+        CircularBuffer(cb_max_next).push_back(PNHt);
+        CircularBuffer(cb_max_next).wait_front(PNHt);
         CircularBuffer(cb_merge_factors).reserve_back(factor_tiles);
         for (uint32_t r = 0; r < PNHt; ++r) {
             // factor k of row r (k = 0: ours) in DST slot k % dst_tiles, packed to factor tile k * PNHt + r
             for (uint32_t k0 = 0; k0 <= count; k0 += dst_tiles) {
                 const uint32_t k_end = k0 + dst_tiles < count + 1 ? k0 + dst_tiles : count + 1;
                 tile_regs_acquire();
-                // m_k - m_new: ours from cb_m_cur, the partials' from `in` (one init per source)
+                // m_k - m_new: ours from cb_max_cur, the partials' from `in` (one init per source)
                 for (uint32_t k = k0; k < k_end; ++k) {
-                    const uint32_t src = k == 0 ? cb_m_cur : in;
+                    const uint32_t src = k == 0 ? cb_max_cur : in;
                     if (k == k0 || k == 1) {
-                        configure(src, cb_m_next, cb_merge_factors);
-                        sub_init(src, cb_m_next);
+                        configure(src, cb_max_next, cb_merge_factors);
+                        sub_init(src, cb_max_next);
                     }
-                    sub_tiles(src, cb_m_next, k == 0 ? r : (k - 1) * stride + m_in + r, r, k - k0);
+                    sub_tiles(src, cb_max_next, k == 0 ? r : (k - 1) * stride + m_in + r, r, k - k0);
                 }
                 factor_exp_init();
                 for (uint32_t k = k0; k < k_end; ++k) {
@@ -1009,7 +1012,7 @@ void kernel_main() {
             const bool edge = chunk_is_masked(is_causal, chunk, k_chunk_size, cur_pos, bounds.span, sliding_window);
             const bool to_partial = leaf && i + 1 == chunks.count;
             process_chunk(i == 0, use_attn_mask || edge, to_partial);
-            CircularBuffer(cb_m_cur).wait_front(PNHt);
+            CircularBuffer(cb_max_cur).wait_front(PNHt);
             if (!to_partial) {
                 CircularBuffer(cb_l).wait_front(PNHt);
                 CircularBuffer(cb_o).wait_front(o_tiles);
@@ -1030,7 +1033,7 @@ void kernel_main() {
             const bool to_partial = core_index != 0 && last_round;
             merge_partials(cb_partial_in, children, /*has_o=*/true, to_partial, /*after_merge=*/round > 0);
             merged = true;
-            CircularBuffer(cb_m_cur).wait_front(PNHt);
+            CircularBuffer(cb_max_cur).wait_front(PNHt);
             if (!to_partial) {
                 CircularBuffer(cb_l).wait_front(PNHt);
                 CircularBuffer(cb_o).wait_front(o_tiles);
@@ -1039,7 +1042,7 @@ void kernel_main() {
         if (core_index != 0) {
             // Its (O, m, l) went to the writer, in the slot layout of cb_partial_in, with its last chunk (a leaf) or
             // its last round; m's copy there leaves the running max spent.
-            CircularBuffer(cb_m_cur).pop_front(PNHt);
+            CircularBuffer(cb_max_cur).pop_front(PNHt);
             continue;
         }
 
@@ -1047,19 +1050,19 @@ void kernel_main() {
         if constexpr (merge_sink_partial) {
             merge_partials(cb_sink, 1, /*has_o=*/false, /*to_partial=*/false, merged);
             merged = true;
-            CircularBuffer(cb_m_cur).wait_front(PNHt);
+            CircularBuffer(cb_max_cur).wait_front(PNHt);
             CircularBuffer(cb_l).wait_front(PNHt);
             CircularBuffer(cb_o).wait_front(o_tiles);
         }
         if constexpr (emit_partial) {
             // [O, m, l] in cb_out (partial_tiles pages), in the slot layout of cb_partial_in
             move_tiles(cb_o, cb_out, o_tiles);
-            move_tiles(cb_m_cur, cb_out, PNHt);
+            move_tiles(cb_max_cur, cb_out, PNHt);
             move_tiles(cb_l, cb_out, PNHt);
         } else {
             write_normalised_output(merged);
             CircularBuffer(cb_o).pop_front(o_tiles);
-            CircularBuffer(cb_m_cur).pop_front(PNHt);
+            CircularBuffer(cb_max_cur).pop_front(PNHt);
             CircularBuffer(cb_l).pop_front(PNHt);
         }
     }

@@ -25,10 +25,10 @@
 // mask, attention sinks (one logit per q head, handed to compute as an extra (m, l) partial), and MLA's V taken
 // from K's rows already in L1 (no second DRAM read of the latent cache).
 //
-// Arguments (ttflashdecode/ops/decode/args.py: READER_ARGS): named compile-time args for what shapes the code; the
-// positional compile-time args are only the TensorAccessorArgs of the tensors read, at the offsets the named
-// "*_cta_offset" args give; common runtime args (buffer addresses and the run-time shape) in the order of
-// kernel_args.ReaderCommonArgs.
+// Arguments (ttflashdecode/ops/decode/args.py): positional compile-time args for what shapes the code, arg i being
+// READER_ARGS[i] (each read below as `constexpr ... <name> = get_compile_time_arg_val(i)`), then the TensorAccessorArgs
+// of the tensors read, at the offsets the "*_cta_offset" args give; common runtime args (buffer addresses and the
+// run-time shape) in the order of kernel_args.ReaderCommonArgs.
 
 #include <cstdint>
 
@@ -47,93 +47,93 @@ using namespace flash_decode;
 namespace {
 
 // ---- circular buffers (the planner's CB table, ttflashdecode/plan/cbs.py)
-constexpr uint32_t cb_q = get_named_compile_time_arg_val("cb_q");
-constexpr uint32_t cb_k = get_named_compile_time_arg_val("cb_k");
-constexpr uint32_t cb_v = get_named_compile_time_arg_val("cb_v");
-constexpr uint32_t cb_mask = get_named_compile_time_arg_val("cb_mask");
-constexpr uint32_t cb_scale = get_named_compile_time_arg_val("cb_scale");
-constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");
+constexpr uint32_t cb_q = get_compile_time_arg_val(0);
+constexpr uint32_t cb_k = get_compile_time_arg_val(1);
+constexpr uint32_t cb_v = get_compile_time_arg_val(2);
+constexpr uint32_t cb_mask = get_compile_time_arg_val(3);
+constexpr uint32_t cb_scale = get_compile_time_arg_val(4);
+constexpr uint32_t cb_ones = get_compile_time_arg_val(5);
 // A merge's constant one-hot tiles (plan/cbs.py merge_select_tiles; 0: none): P_k at (0, k) for k < F, then T_c at
 // (0, 0) and (0, c+1..31) for c = 1..F-1, full 32 x 32 bfloat16 tiles (compute's merge_row_factors).
-constexpr uint32_t cb_merge_select = get_named_compile_time_arg_val("cb_merge_select");
-constexpr uint32_t merge_select_tiles = get_named_compile_time_arg_val("merge_select_tiles");
-constexpr uint32_t cb_cur_pos = get_named_compile_time_arg_val("cb_cur_pos");
-constexpr uint32_t cb_writer_cur_pos = get_named_compile_time_arg_val("cb_writer_cur_pos");
-constexpr uint32_t cb_page_table = get_named_compile_time_arg_val("cb_page_table");
-constexpr uint32_t cb_sink = get_named_compile_time_arg_val("cb_sink");
-constexpr uint32_t cb_mask_stage = get_named_compile_time_arg_val("cb_mask_stage");
+constexpr uint32_t cb_merge_select = get_compile_time_arg_val(6);
+constexpr uint32_t merge_select_tiles = get_compile_time_arg_val(7);
+constexpr uint32_t cb_cur_pos = get_compile_time_arg_val(8);
+constexpr uint32_t cb_writer_cur_pos = get_compile_time_arg_val(9);
+constexpr uint32_t cb_page_table = get_compile_time_arg_val(10);
+constexpr uint32_t cb_sink = get_compile_time_arg_val(11);
+constexpr uint32_t cb_mask_stage = get_compile_time_arg_val(12);
 
 // ---- compile-time shape of the problem
-constexpr uint32_t DHt = get_named_compile_time_arg_val("DHt");      // K head dim in tiles
-constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");    // V head dim in tiles
-constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");    // k_chunk_size in tiles
-constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");    // Q row tiles per group
+constexpr uint32_t DHt = get_compile_time_arg_val(13);   // K head dim in tiles
+constexpr uint32_t vDHt = get_compile_time_arg_val(14);  // V head dim in tiles
+constexpr uint32_t Sk_t = get_compile_time_arg_val(15);  // k_chunk_size in tiles
+constexpr uint32_t PNHt = get_compile_time_arg_val(16);  // Q row tiles per group
 // Rows of the tiles holding a group's rows (Q, the masks and sinks handed to compute): 16 (upstream's half tiles, at
 // most 16 query rows a group) or 32. A 16 x 32 tile is the first two faces of a 32 x 32 one, so a row's bytes sit at
 // the same tile_datum_offset in either.
-constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
-constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");  // query tokens per user
-constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_group");  // q heads per kv head
-constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");  // tile rows of q heads per user in DRAM
-constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
-constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
-constexpr bool is_causal = get_named_compile_time_arg_val("is_causal") == 1;  // else every query sees all kv_len
-constexpr uint32_t k_head_block = get_named_compile_time_arg_val("k_head_block");  // head-dim tiles per K block
-constexpr uint32_t v_head_block = get_named_compile_time_arg_val("v_head_block");  // head-dim tiles per V block
+constexpr uint32_t q_tile_rows = get_compile_time_arg_val(17);
+constexpr uint32_t q_len = get_compile_time_arg_val(18);  // query tokens per user
+constexpr uint32_t heads_per_group = get_compile_time_arg_val(19);  // q heads per kv head
+constexpr uint32_t NQt = get_compile_time_arg_val(20);  // tile rows of q heads per user in DRAM
+constexpr uint32_t num_kv_heads = get_compile_time_arg_val(21);
+constexpr uint32_t n_q_heads = get_compile_time_arg_val(22);
+constexpr bool is_causal = get_compile_time_arg_val(23) == 1;  // else every query sees all kv_len
+constexpr uint32_t k_head_block = get_compile_time_arg_val(24);  // head-dim tiles per K block
+constexpr uint32_t v_head_block = get_compile_time_arg_val(25);  // head-dim tiles per V block
 // Paged cache: K/V tile rows found through the user's page-table row; blocks of tiles_per_block position tiles.
-constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
-constexpr uint32_t tiles_per_block = get_named_compile_time_arg_val("tiles_per_block");
-constexpr bool share_cache = get_named_compile_time_arg_val("share_cache") == 1;
+constexpr bool is_paged = get_compile_time_arg_val(26) == 1;
+constexpr uint32_t tiles_per_block = get_compile_time_arg_val(27);
+constexpr bool share_cache = get_compile_time_arg_val(28) == 1;
 // Consecutive users reading one page-table row (upstream's spec_multi_pos_tiles: a batch row's candidates), one group.
-constexpr uint32_t users_per_page_row = get_named_compile_time_arg_val("users_per_page_row");
+constexpr uint32_t users_per_page_row = get_compile_time_arg_val(29);
 constexpr uint32_t users_per_group = users_per_page_row;
 // A user mask [b, 1 or n_q_heads, q_len, kv_len] (bfloat16 or bfloat8_b), or upstream's decode mask
 // [b, 1, n_q_heads, kv_len] (q_len 1) whose rows are the heads.
-constexpr bool use_attn_mask = get_named_compile_time_arg_val("use_attn_mask") == 1;
-constexpr uint32_t mask_heads = get_named_compile_time_arg_val("mask_heads");  // attn_mask dim 1: 1 or n_q_heads
-constexpr bool mask_is_bfp8 = get_named_compile_time_arg_val("mask_is_bfp8") == 1;
-constexpr bool mask_rows_are_heads = get_named_compile_time_arg_val("mask_rows_are_heads") == 1;
+constexpr bool use_attn_mask = get_compile_time_arg_val(30) == 1;
+constexpr uint32_t mask_heads = get_compile_time_arg_val(31);  // attn_mask dim 1: 1 or n_q_heads
+constexpr bool mask_is_bfp8 = get_compile_time_arg_val(32) == 1;
+constexpr bool mask_rows_are_heads = get_compile_time_arg_val(33) == 1;
 // Attention sinks: ours [1, n_q_heads] (head h's logit at (0, h)), or upstream's [32 k, 32] with head h's value at
 // (h, 0) in unscaled score space (its logit is scale * value).
-constexpr bool use_sink = get_named_compile_time_arg_val("use_sink") == 1;
-constexpr bool sink_rows_are_heads = get_named_compile_time_arg_val("sink_rows_are_heads") == 1;
+constexpr bool use_sink = get_compile_time_arg_val(34) == 1;
+constexpr bool sink_rows_are_heads = get_compile_time_arg_val(35) == 1;
 // Multi-latent attention (DeepSeek MLA): V is the first vDHt head-dim tiles of K's rows, so the cache is read once.
 // V column blocks are copied from the chunk's K rows in this core's L1, which needs whole K rows per chunk.
-constexpr bool v_from_k = get_named_compile_time_arg_val("v_from_k") == 1;
+constexpr bool v_from_k = get_compile_time_arg_val(36) == 1;
 static_assert(!v_from_k || (k_head_block == DHt && vDHt <= DHt), "MLA reads V out of whole K rows");
 // Fused cache update + attention (ttflashdecode/ops/fused): the cache update's kernels run on other cores
 // of this program, and after its write barrier an update core adds, on semaphore sem_cache_updated of every core
 // serving a (user, kv head) group, one count per cache row of that group it wrote (or skipped). The update touches
 // only the chunk holding cur_pos, so a core waits for all wait_for_cache_update (rows per group: K and V) x num_groups
 // counts before it reads that chunk, and reads every other chunk at once. 0: no update in the program.
-constexpr uint32_t wait_for_cache_update = get_named_compile_time_arg_val("wait_for_cache_update");
-constexpr uint32_t sem_cache_updated = get_named_compile_time_arg_val("sem_cache_updated");
+constexpr uint32_t wait_for_cache_update = get_compile_time_arg_val(37);
+constexpr uint32_t sem_cache_updated = get_compile_time_arg_val(38);
 static_assert(users_per_group == 1 || (!use_attn_mask && wait_for_cache_update == 0),
               "users sharing a page-table row take no user mask and no fused cache update");
 // Slots of a group mapped to users (shared-prefix decode, ttflashdecode/ops/shared_prefix): the group's "users" are
 // slots, and slot s reads the Q rows of user get_common_arg_val(s) (NO_USER: a padding slot, whose rows stay zero and
 // are never written), so the users of one prefix group need not be consecutive nor the groups equally large; group of
 // slots j reads page-table row get_common_arg_val(batch + j). 0: slot s is user s.
-constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
+constexpr bool slot_users = get_compile_time_arg_val(39) == 1;
 // Q read once a group where it can: a group's cores are consecutive, row by row, in the work table's box, and its root
 // reads the group's Q rows and multicasts them into the same Q slot of the group's cores in the rectangle from the
 // root (its lowest corner) over the group's whole rows, or over its cores in the root's row (q_multicast_region:
 // ops/decode/factory.py; the far corner's NOC coordinates are in the root's work entry, in the parent fields a root
 // does not use), then sets their sem_q_arrived; they read no Q. The group's other cores read their own. Each core of
 // a group would otherwise read the same rows from DRAM (MLA: 18 KiB a core).
-constexpr bool q_multicast = get_named_compile_time_arg_val("q_multicast") == 1;
-constexpr uint32_t sem_q_arrived = get_named_compile_time_arg_val("sem_q_arrived");
+constexpr bool q_multicast = get_compile_time_arg_val(40) == 1;
+constexpr uint32_t sem_q_arrived = get_compile_time_arg_val(41);
 // Common runtime args before this kernel's own (the shard table or the slot map): its addresses start there.
-constexpr uint32_t work_args_at = get_named_compile_time_arg_val("work_args_at");
+constexpr uint32_t work_args_at = get_compile_time_arg_val(42);
 // Where Q lives: TILE or ROW_MAJOR pages, DRAM or L1 interleaved, or L1 height-sharded (shard s on the core whose NOC
 // coordinates are common runtime args 2s, 2s + 1; what nlp_create_qkv_heads_decode hands over: a user per core).
-constexpr bool q_tiled = get_named_compile_time_arg_val("q_tiled") == 1;
-constexpr auto q_placement = static_cast<Placement>(get_named_compile_time_arg_val("q_placement"));
-constexpr uint32_t q_shard_pages = get_named_compile_time_arg_val("q_shard_pages");  // height-sharded: pages/shard
-constexpr uint32_t q_page_bytes = get_named_compile_time_arg_val("q_page_bytes");  // a tile, or a row of head_dim
+constexpr bool q_tiled = get_compile_time_arg_val(43) == 1;
+constexpr auto q_placement = static_cast<Placement>(get_compile_time_arg_val(44));
+constexpr uint32_t q_shard_pages = get_compile_time_arg_val(45);  // height-sharded: pages/shard
+constexpr uint32_t q_page_bytes = get_compile_time_arg_val(46);  // a tile, or a row of head_dim
 // The group's query rows are whole tile rows of Q (q_len 1, one kv head, TILE layout: a user's heads and their padding
 // rows belong to this group alone), so Q arrives as whole tiles: one read per tile instead of two per row and tile.
-constexpr bool q_whole_tiles = get_named_compile_time_arg_val("q_whole_tiles") == 1;
+constexpr bool q_whole_tiles = get_compile_time_arg_val(47) == 1;
 static_assert(!q_whole_tiles || (q_tiled && q_len == 1 && num_kv_heads == 1), "whole Q tiles need one group a user");
 static_assert(!q_whole_tiles || users_per_group == 1 || PNHt == users_per_group * NQt,
               "users of one group own whole Q tiles only when their heads fill them");
@@ -154,14 +154,23 @@ uint32_t num_blocks;      // paged: blocks in the K/V tensors
 // positions. 0: no ring.
 uint32_t ring_blocks;
 
-// ---- tensors read through TensorAccessors (an absent optional tensor's offset names K's args: never used)
-constexpr auto q_args = TensorAccessorArgs<get_named_compile_time_arg_val("q_cta_offset")>();
-constexpr auto k_args = TensorAccessorArgs<get_named_compile_time_arg_val("k_cta_offset")>();
-constexpr auto v_args = TensorAccessorArgs<get_named_compile_time_arg_val("v_cta_offset")>();
-constexpr auto cur_pos_args = TensorAccessorArgs<get_named_compile_time_arg_val("cur_pos_cta_offset")>();
-constexpr auto page_table_args = TensorAccessorArgs<get_named_compile_time_arg_val("page_table_cta_offset")>();
-constexpr auto mask_args = TensorAccessorArgs<get_named_compile_time_arg_val("mask_cta_offset")>();
-constexpr auto sink_args = TensorAccessorArgs<get_named_compile_time_arg_val("sink_cta_offset")>();
+// ---- tensors read through TensorAccessors: where each one's TensorAccessorArgs start among the compile-time args
+// (after the fixed ones above: their lengths vary with the tensor's layout). An absent optional tensor's offset is
+// K's: its accessor is declared over valid args and never used.
+constexpr uint32_t q_cta_offset = get_compile_time_arg_val(48);
+constexpr uint32_t k_cta_offset = get_compile_time_arg_val(49);
+constexpr uint32_t v_cta_offset = get_compile_time_arg_val(50);
+constexpr uint32_t cur_pos_cta_offset = get_compile_time_arg_val(51);
+constexpr uint32_t page_table_cta_offset = get_compile_time_arg_val(52);
+constexpr uint32_t mask_cta_offset = get_compile_time_arg_val(53);
+constexpr uint32_t sink_cta_offset = get_compile_time_arg_val(54);
+constexpr auto q_args = TensorAccessorArgs<q_cta_offset>();
+constexpr auto k_args = TensorAccessorArgs<k_cta_offset>();
+constexpr auto v_args = TensorAccessorArgs<v_cta_offset>();
+constexpr auto cur_pos_args = TensorAccessorArgs<cur_pos_cta_offset>();
+constexpr auto page_table_args = TensorAccessorArgs<page_table_cta_offset>();
+constexpr auto mask_args = TensorAccessorArgs<mask_cta_offset>();
+constexpr auto sink_args = TensorAccessorArgs<sink_cta_offset>();
 
 constexpr uint32_t k_blocks_per_row = DHt / k_head_block;
 constexpr uint32_t k_chunk_size = Sk_t * TILE_HW;

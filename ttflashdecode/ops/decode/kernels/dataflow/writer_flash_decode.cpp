@@ -20,9 +20,10 @@
 // touches rows it does not own. The output is TILE or ROW_MAJOR, DRAM or L1 interleaved, or height-sharded in L1:
 // then shard s lives at the output's L1 address on the core whose NOC coordinates are common runtime args 2s, 2s + 1.
 //
-// Arguments (ttflashdecode/ops/decode/args.py: WRITER_ARGS): named compile-time args for what shapes the code; the
-// positional compile-time args are only the output's TensorAccessorArgs (at "out_cta_offset"); common runtime args
-// (the output's address and the run-time shape) in the order of kernel_args.WriterCommonArgs.
+// Arguments (ttflashdecode/ops/decode/args.py): positional compile-time args for what shapes the code, arg i being
+// WRITER_ARGS[i] (each read below as `constexpr ... <name> = get_compile_time_arg_val(i)`), then the output's
+// TensorAccessorArgs (at out_cta_offset); common runtime args (the output's address and the run-time shape) in the
+// order of kernel_args.WriterCommonArgs.
 
 #include <cstdint>
 
@@ -41,38 +42,40 @@ using namespace flash_decode;
 namespace {
 
 // ---- circular buffers (the planner's CB table, ttflashdecode/plan/cbs.py)
-constexpr uint32_t cb_partial_in = get_named_compile_time_arg_val("cb_partial_in");
-constexpr uint32_t cb_partial_out = get_named_compile_time_arg_val("cb_partial_out");
-constexpr uint32_t cb_writer_cur_pos = get_named_compile_time_arg_val("cb_writer_cur_pos");
-constexpr uint32_t cb_zeros = get_named_compile_time_arg_val("cb_zeros");
-constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
+constexpr uint32_t cb_partial_in = get_compile_time_arg_val(0);
+constexpr uint32_t cb_partial_out = get_compile_time_arg_val(1);
+constexpr uint32_t cb_writer_cur_pos = get_compile_time_arg_val(2);
+constexpr uint32_t cb_zeros = get_compile_time_arg_val(3);
+constexpr uint32_t cb_out = get_compile_time_arg_val(4);
 
 // ---- compile-time shape
-constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
-constexpr uint32_t PNHt = get_named_compile_time_arg_val("PNHt");
+constexpr uint32_t vDHt = get_compile_time_arg_val(5);
+constexpr uint32_t PNHt = get_compile_time_arg_val(6);
 // Rows of compute's output and partial tiles: 16 (a 16 x 32 tile: the first two faces of a 32 x 32 one) or 32.
-constexpr uint32_t q_tile_rows = get_named_compile_time_arg_val("q_tile_rows");
-constexpr uint32_t Sk_t = get_named_compile_time_arg_val("Sk_t");
-constexpr uint32_t q_len = get_named_compile_time_arg_val("q_len");
-constexpr uint32_t heads_per_group = get_named_compile_time_arg_val("heads_per_group");
-constexpr uint32_t NQt = get_named_compile_time_arg_val("NQt");
-constexpr uint32_t num_kv_heads = get_named_compile_time_arg_val("num_kv_heads");
-constexpr uint32_t n_q_heads = get_named_compile_time_arg_val("n_q_heads");
-constexpr uint32_t users_per_group = get_named_compile_time_arg_val("users_per_page_row");
+constexpr uint32_t q_tile_rows = get_compile_time_arg_val(7);
+constexpr uint32_t Sk_t = get_compile_time_arg_val(8);
+constexpr uint32_t q_len = get_compile_time_arg_val(9);
+constexpr uint32_t heads_per_group = get_compile_time_arg_val(10);
+constexpr uint32_t NQt = get_compile_time_arg_val(11);
+constexpr uint32_t num_kv_heads = get_compile_time_arg_val(12);
+constexpr uint32_t n_q_heads = get_compile_time_arg_val(13);
+constexpr uint32_t users_per_page_row = get_compile_time_arg_val(14);
+constexpr uint32_t users_per_group = users_per_page_row;
 // Semaphore of tree round r: sem_partial_arrived + r (the planner's per-round semaphores, plan/search.py).
-constexpr uint32_t sem_partial_arrived = get_named_compile_time_arg_val("sem_partial_arrived");
-constexpr uint32_t merge_radix = get_named_compile_time_arg_val("merge_radix");  // the tree's radix F
+constexpr uint32_t sem_partial_arrived = get_compile_time_arg_val(15);
+constexpr uint32_t merge_radix = get_compile_time_arg_val(16);  // the tree's radix F
 // Where the output lives (flash_decode_common.hpp: TensorPages): its placement, pages per shard when height-sharded,
 // TILE or ROW_MAJOR pages (row-major follows a row-major Q, as upstream), and one page's bytes.
-constexpr auto out_placement = static_cast<Placement>(get_named_compile_time_arg_val("out_placement"));
-constexpr uint32_t out_shard_pages = get_named_compile_time_arg_val("out_shard_pages");
-constexpr bool out_tiled = get_named_compile_time_arg_val("out_tiled") == 1;
-constexpr uint32_t out_page_bytes = get_named_compile_time_arg_val("out_page_bytes");
-constexpr auto out_args = TensorAccessorArgs<get_named_compile_time_arg_val("out_cta_offset")>();
+constexpr auto out_placement = static_cast<Placement>(get_compile_time_arg_val(17));
+constexpr uint32_t out_shard_pages = get_compile_time_arg_val(18);
+constexpr bool out_tiled = get_compile_time_arg_val(19) == 1;
+constexpr uint32_t out_page_bytes = get_compile_time_arg_val(20);
+constexpr uint32_t out_cta_offset = get_compile_time_arg_val(21);
+constexpr auto out_args = TensorAccessorArgs<out_cta_offset>();
 // The group's rows are whole tile rows of the output (q_len 1, one kv head, TILE layout: a user's heads and their
 // padding rows belong to this group alone), so the output is written as whole tiles, one write per tile instead of
 // two per row and tile (small DRAM writes keep a channel busy as long as a 128 B one).
-constexpr bool out_whole_tiles = get_named_compile_time_arg_val("out_whole_tiles") == 1;
+constexpr bool out_whole_tiles = get_compile_time_arg_val(22) == 1;
 static_assert(!out_whole_tiles || (out_tiled && q_len == 1 && num_kv_heads == 1), "whole tiles need one group a user");
 static_assert(!out_whole_tiles || users_per_group == 1 || PNHt == users_per_group * NQt,
               "users of one group own whole tiles only when their heads fill them");
@@ -82,10 +85,10 @@ static_assert(!out_whole_tiles || users_per_group == 1 || PNHt == users_per_grou
 // then the PNHt l tiles) as rows of vDHt + 2 tiles, O's columns then m's tile then l's, into an output
 // [1, b, n_q_heads, v_head_dim + 64]; a skipped user's rows are zeros (l = 0: no partial). slot_users: the group's
 // users are slots and slot s writes the rows of user get_common_arg_val(s) (NO_USER: a padding slot, nothing written).
-constexpr bool emit_partial = get_named_compile_time_arg_val("emit_partial") == 1;
-constexpr bool slot_users = get_named_compile_time_arg_val("slot_users") == 1;
+constexpr bool emit_partial = get_compile_time_arg_val(23) == 1;
+constexpr bool slot_users = get_compile_time_arg_val(24) == 1;
 // Common runtime args before this kernel's own (the shard table or the slot map): its addresses start there.
-constexpr uint32_t work_args_at = get_named_compile_time_arg_val("work_args_at");
+constexpr uint32_t work_args_at = get_compile_time_arg_val(25);
 static_assert(!emit_partial || !out_whole_tiles, "a partial is written row by row");
 static_assert(!slot_users || (q_len == 1 && !out_whole_tiles && out_placement != Placement::L1_HEIGHT_SHARDED),
               "slots mapped to users: one token, rows written one by one, the map in the common runtime args");

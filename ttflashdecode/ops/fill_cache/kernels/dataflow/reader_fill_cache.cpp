@@ -22,8 +22,8 @@
 // cache's blocks, a position past the user's blocks) still streams through compute (the CBs stay in step); the
 // writer writes nothing for it.
 //
-// Arguments (ttflashdecode/ops/fill_cache/args.py: READER_ARGS): named compile-time args; positional compile-time args are
-// only TensorAccessorArgs, at the "*_cta_offset" offsets; runtime args in the order of fill_cache_op.ReaderRuntimeArgs.
+// Arguments (ttflashdecode/ops/fill_cache/args.py): compile-time args in the order of READER_ARGS, then the
+// TensorAccessorArgs at the "*_cta_offset" offsets; runtime args in the order of fill_cache.args.ReaderRuntimeArgs.
 
 #include <cstdint>
 
@@ -39,32 +39,37 @@ using namespace update_cache;
 
 namespace {
 
-constexpr uint32_t cb_in = get_named_compile_time_arg_val("cb_in");
-constexpr uint32_t cb_index = get_named_compile_time_arg_val("cb_index");
-constexpr uint32_t cb_page_table = get_named_compile_time_arg_val("cb_page_table");
-constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
+constexpr uint32_t cb_in = get_compile_time_arg_val(0);
+constexpr uint32_t cb_index = get_compile_time_arg_val(1);
+constexpr uint32_t cb_page_table = get_compile_time_arg_val(2);
+constexpr uint32_t cb_target = get_compile_time_arg_val(3);
 
-constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");                      // head_dim in tiles
-constexpr uint32_t n_kv_heads = get_named_compile_time_arg_val("n_kv_heads");
-constexpr uint32_t seq_tiles = get_named_compile_time_arg_val("seq_tiles");        // input tile rows per head
-constexpr uint32_t cache_users = get_named_compile_time_arg_val("cache_users");    // unpaged: cache users; paged: table rows
-constexpr uint32_t first_seq_tile = get_named_compile_time_arg_val("first_seq_tile");  // unpaged: update_idx / 32
-constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
-constexpr uint32_t block_size = get_named_compile_time_arg_val("block_size");
-constexpr uint32_t max_blocks_per_user = get_named_compile_time_arg_val("max_blocks_per_user");
-constexpr uint32_t num_blocks = get_named_compile_time_arg_val("num_blocks");
-constexpr bool batch_from_tensor = get_named_compile_time_arg_val("batch_from_tensor") == 1;
-constexpr uint32_t ring_tiles = get_named_compile_time_arg_val("ring_tiles");  // 0: no ring
-constexpr bool valid_from_tensor = get_named_compile_time_arg_val("valid_from_tensor") == 1;
-constexpr uint32_t index_page_bytes = get_named_compile_time_arg_val("index_page_bytes");
-constexpr uint32_t page_table_page_bytes = get_named_compile_time_arg_val("page_table_page_bytes");
-constexpr uint32_t valid_page_bytes = get_named_compile_time_arg_val("valid_page_bytes");
-constexpr uint32_t cb_valid_len = get_named_compile_time_arg_val("cb_valid_len");
+constexpr uint32_t Wt = get_compile_time_arg_val(4);  // head_dim in tiles
+constexpr uint32_t n_kv_heads = get_compile_time_arg_val(5);
+constexpr uint32_t seq_tiles = get_compile_time_arg_val(6);  // input tile rows per head
+constexpr uint32_t cache_users = get_compile_time_arg_val(7);  // unpaged: cache users; paged: table rows
+constexpr uint32_t first_seq_tile = get_compile_time_arg_val(8);  // unpaged: update_idx / 32
+constexpr bool is_paged = get_compile_time_arg_val(9) == 1;
+constexpr uint32_t block_size = get_compile_time_arg_val(10);
+constexpr uint32_t max_blocks_per_user = get_compile_time_arg_val(11);
+constexpr uint32_t num_blocks = get_compile_time_arg_val(12);
+constexpr bool batch_from_tensor = get_compile_time_arg_val(13) == 1;
+constexpr uint32_t ring_tiles = get_compile_time_arg_val(14);  // 0: no ring
+constexpr bool valid_from_tensor = get_compile_time_arg_val(15) == 1;
+constexpr uint32_t index_page_bytes = get_compile_time_arg_val(16);
+constexpr uint32_t page_table_page_bytes = get_compile_time_arg_val(17);
+constexpr uint32_t valid_page_bytes = get_compile_time_arg_val(18);
+constexpr uint32_t cb_valid_len = get_compile_time_arg_val(19);
 
-constexpr auto input_args = TensorAccessorArgs<get_named_compile_time_arg_val("input_cta_offset")>();
-constexpr auto index_args = TensorAccessorArgs<get_named_compile_time_arg_val("index_cta_offset")>();
-constexpr auto page_table_args = TensorAccessorArgs<get_named_compile_time_arg_val("page_table_cta_offset")>();
-constexpr auto valid_args = TensorAccessorArgs<get_named_compile_time_arg_val("valid_cta_offset")>();
+constexpr uint32_t input_cta_offset = get_compile_time_arg_val(20);
+
+constexpr auto input_args = TensorAccessorArgs<input_cta_offset>();
+constexpr uint32_t index_cta_offset = get_compile_time_arg_val(21);
+constexpr auto index_args = TensorAccessorArgs<index_cta_offset>();
+constexpr uint32_t page_table_cta_offset = get_compile_time_arg_val(22);
+constexpr auto page_table_args = TensorAccessorArgs<page_table_cta_offset>();
+constexpr uint32_t valid_cta_offset = get_compile_time_arg_val(23);
+constexpr auto valid_args = TensorAccessorArgs<valid_cta_offset>();
 
 constexpr uint32_t input_tile_bytes = get_tile_size(cb_in);
 

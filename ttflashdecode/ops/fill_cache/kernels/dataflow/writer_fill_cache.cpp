@@ -4,8 +4,8 @@
 // found (cb_target) and writes the unit's tiles, packed by compute in the cache's format (cb_out), over the cache's
 // tile row there; a unit whose target lies outside the cache writes nothing (its tiles are popped unwritten).
 //
-// Arguments (ttflashdecode/ops/fill_cache/args.py: WRITER_ARGS): named compile-time args; positional compile-time args are
-// the cache's TensorAccessorArgs at "cache_cta_offset"; runtime args in the order of fill_cache_op.WriterRuntimeArgs.
+// Arguments (ttflashdecode/ops/fill_cache/args.py): compile-time args in the order of WRITER_ARGS, then the cache's
+// TensorAccessorArgs at cache_cta_offset; runtime args in the order of fill_cache.args.WriterRuntimeArgs.
 
 #include <cstdint>
 
@@ -17,10 +17,11 @@
 #include "api/tensor/noc_traits.h"
 
 namespace {
-constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
-constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
-constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");
-constexpr auto cache_args = TensorAccessorArgs<get_named_compile_time_arg_val("cache_cta_offset")>();
+constexpr uint32_t cb_out = get_compile_time_arg_val(0);
+constexpr uint32_t cb_target = get_compile_time_arg_val(1);
+constexpr uint32_t Wt = get_compile_time_arg_val(2);
+constexpr uint32_t cache_cta_offset = get_compile_time_arg_val(3);
+constexpr auto cache_args = TensorAccessorArgs<cache_cta_offset>();
 constexpr uint32_t cache_tile_bytes = get_tile_size(cb_out);
 }  // namespace
 

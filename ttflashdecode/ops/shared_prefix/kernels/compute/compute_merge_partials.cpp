@@ -11,8 +11,8 @@
 // m, the factors and 1/l are column vectors (column 0 of a tile, broadcast by the *_bcast_cols ops), as in the decode.
 // The inputs and every intermediate are float32 (the program runs with fp32 DST); out is the output's dtype.
 //
-// Arguments (ttflashdecode/ops/shared_prefix/args.py: MERGE_*): named compile-time args (CB indices, vDHt, scale_in_exp,
-// factor_scale_bf16); runtime arg num_rows.
+// Arguments (ttflashdecode/ops/shared_prefix/args.py): compile-time args in the order of MERGE_COMPUTE_ARGS (CB
+// indices, vDHt, scale_in_exp, factor_scale_bf16); runtime arg num_rows.
 
 #include <cstdint>
 
@@ -35,19 +35,19 @@ using namespace ckernel;
 
 namespace {
 
-constexpr uint32_t cb_a = get_named_compile_time_arg_val("cb_a");        // prefix partial: O, m, l
-constexpr uint32_t cb_b = get_named_compile_time_arg_val("cb_b");        // suffix partial: O, m, l
-constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");  // reduce scaler
-constexpr uint32_t cb_m = get_named_compile_time_arg_val("cb_m");        // max(m_a, m_b)
-constexpr uint32_t cb_f = get_named_compile_time_arg_val("cb_f");        // [a, b] factors, then [a / l, b / l]
-constexpr uint32_t cb_t = get_named_compile_time_arg_val("cb_t");        // two products to add
-constexpr uint32_t cb_l = get_named_compile_time_arg_val("cb_l");        // l_a * a + l_b * b, then 1/rowsum
-constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
-constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
+constexpr uint32_t cb_a = get_compile_time_arg_val(0);  // prefix partial: O, m, l
+constexpr uint32_t cb_b = get_compile_time_arg_val(1);  // suffix partial: O, m, l
+constexpr uint32_t cb_ones = get_compile_time_arg_val(2);  // reduce scaler
+constexpr uint32_t cb_m = get_compile_time_arg_val(3);  // max(m_a, m_b)
+constexpr uint32_t cb_f = get_compile_time_arg_val(4);  // [a, b] factors, then [a / l, b / l]
+constexpr uint32_t cb_t = get_compile_time_arg_val(5);  // two products to add
+constexpr uint32_t cb_l = get_compile_time_arg_val(6);  // l_a * a + l_b * b, then 1/rowsum
+constexpr uint32_t cb_out = get_compile_time_arg_val(7);
+constexpr uint32_t vDHt = get_compile_time_arg_val(8);
 // m in q.k units (the levels ran the approximate exp with the scale fused into it): the factors' exp takes the
 // softmax scale as its multiplier, as the decode's own merge does; else m is in softmax units.
-constexpr bool scale_in_exp = get_named_compile_time_arg_val("scale_in_exp") == 1;
-constexpr uint16_t factor_scale_bf16 = get_named_compile_time_arg_val("factor_scale_bf16");
+constexpr bool scale_in_exp = get_compile_time_arg_val(9) == 1;
+constexpr uint16_t factor_scale_bf16 = get_compile_time_arg_val(10);
 constexpr uint32_t M = vDHt;      // m's tile in a partial row
 constexpr uint32_t L = vDHt + 1;  // l's tile
 constexpr uint32_t row_tiles = vDHt + 2;

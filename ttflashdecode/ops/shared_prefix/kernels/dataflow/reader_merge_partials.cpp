@@ -14,8 +14,9 @@
 // the row, the prefix's l gets 1 in column 0, so the merge gives O = 0 / 1: zeros, as the decode gives a skipped user.
 // It also fills the reduce scaler (ones) compute takes the row sum of l with.
 //
-// Arguments (ttflashdecode/ops/shared_prefix/args.py: MERGE_*): named compile-time args cb_a, cb_b, cb_ones, vDHt,
-// a_cta_offset, b_cta_offset; runtime args a_addr, b_addr, first_row, num_rows (tile rows).
+// Arguments (ttflashdecode/ops/shared_prefix/args.py): compile-time args in the order of MERGE_READER_ARGS (cb_a,
+// cb_b, cb_ones, vDHt, a_cta_offset, b_cta_offset), then the partials' TensorAccessorArgs; runtime args a_addr,
+// b_addr, first_row, num_rows (tile rows).
 
 #include <cstdint>
 
@@ -31,13 +32,15 @@ using namespace flash_decode;
 
 namespace {
 
-constexpr uint32_t cb_a = get_named_compile_time_arg_val("cb_a");
-constexpr uint32_t cb_b = get_named_compile_time_arg_val("cb_b");
-constexpr uint32_t cb_ones = get_named_compile_time_arg_val("cb_ones");
-constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
+constexpr uint32_t cb_a = get_compile_time_arg_val(0);
+constexpr uint32_t cb_b = get_compile_time_arg_val(1);
+constexpr uint32_t cb_ones = get_compile_time_arg_val(2);
+constexpr uint32_t vDHt = get_compile_time_arg_val(3);
 constexpr uint32_t row_tiles = vDHt + 2;  // O's columns, m, l
-constexpr auto a_args = TensorAccessorArgs<get_named_compile_time_arg_val("a_cta_offset")>();
-constexpr auto b_args = TensorAccessorArgs<get_named_compile_time_arg_val("b_cta_offset")>();
+constexpr uint32_t a_cta_offset = get_compile_time_arg_val(4);
+constexpr auto a_args = TensorAccessorArgs<a_cta_offset>();
+constexpr uint32_t b_cta_offset = get_compile_time_arg_val(5);
+constexpr auto b_args = TensorAccessorArgs<b_cta_offset>();
 constexpr uint32_t tile_bytes = get_tile_size(cb_a);  // float32
 static_assert(tile_bytes == TILE_HW * TILE_HW * 4, "the partials are float32 tiles");
 constexpr uint32_t FP32_BYTES = 4;

@@ -4,8 +4,9 @@
 // output tiles, tile row by tile row ([1, b, n_q_heads, v_head_dim], TILE, interleaved: tile row r, column c is page
 // r * vDHt + c), whole tiles: a tile row is 32 q heads of one user, which no other row touches.
 //
-// Arguments (ttflashdecode/ops/shared_prefix/args.py: MERGE_*): named compile-time args cb_out, vDHt, out_cta_offset; runtime
-// args out_addr, first_row, num_rows (tile rows).
+// Arguments (ttflashdecode/ops/shared_prefix/args.py): compile-time args in the order of MERGE_WRITER_ARGS (cb_out,
+// vDHt, out_cta_offset), then the output's TensorAccessorArgs; runtime args out_addr, first_row, num_rows (tile
+// rows).
 
 #include <cstdint>
 
@@ -15,10 +16,14 @@
 #include "api/tensor/tensor_accessor.h"
 #include "api/tensor/noc_traits.h"
 
+namespace {
+constexpr uint32_t cb_out = get_compile_time_arg_val(0);
+constexpr uint32_t vDHt = get_compile_time_arg_val(1);
+constexpr uint32_t out_cta_offset = get_compile_time_arg_val(2);
+}  // namespace
+
 void kernel_main() {
-    constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
-    constexpr uint32_t vDHt = get_named_compile_time_arg_val("vDHt");
-    constexpr auto out_args = TensorAccessorArgs<get_named_compile_time_arg_val("out_cta_offset")>();
+    constexpr auto out_args = TensorAccessorArgs<out_cta_offset>();
     constexpr uint32_t tile_bytes = get_tile_size(cb_out);
 
     uint32_t arg = 0;

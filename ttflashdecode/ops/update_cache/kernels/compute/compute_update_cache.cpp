@@ -9,7 +9,8 @@
 // patches them in place, pops cb_rows and pushes cb_patched (no copy), and compute tilizes from cb_patched. The two
 // indices advance by Wt pages per unit in lockstep, so their pointers always name the same bytes.
 //
-// Arguments (ttflashdecode/ops/update_cache/args.py: COMPUTE_ARGS): named compile-time args; runtime arg num_units.
+// Arguments (ttflashdecode/ops/update_cache/args.py): compile-time args in the order of COMPUTE_ARGS; runtime arg
+// num_units.
 
 #include <cstdint>
 
@@ -22,13 +23,13 @@
 #include "api/dataflow/circular_buffer.h"
 
 namespace {
-constexpr uint32_t cb_cache = get_named_compile_time_arg_val("cb_cache");
-constexpr uint32_t cb_rows = get_named_compile_time_arg_val("cb_rows");
-constexpr uint32_t cb_patched = get_named_compile_time_arg_val("cb_patched");
-constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
-constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");
+constexpr uint32_t cb_cache = get_compile_time_arg_val(0);
+constexpr uint32_t cb_rows = get_compile_time_arg_val(1);
+constexpr uint32_t cb_patched = get_compile_time_arg_val(2);
+constexpr uint32_t cb_out = get_compile_time_arg_val(3);
+constexpr uint32_t Wt = get_compile_time_arg_val(4);
 // Tiles per pack_untilize call: a divisor of Wt that fits DST (8 tiles, 4 with an fp32 DST).
-constexpr uint32_t untilize_block = get_named_compile_time_arg_val("untilize_block");
+constexpr uint32_t untilize_block = get_compile_time_arg_val(5);
 static_assert(Wt % untilize_block == 0, "untilize_block must divide Wt");
 }  // namespace
 

@@ -19,8 +19,8 @@
 // A unit whose position is outside the cache still streams through compute (the CBs stay in step), but its tiles
 // are not read (the writer writes nothing for it).
 //
-// Arguments (ttflashdecode/ops/update_cache/args.py: READER_ARGS): named compile-time args; positional compile-time args are
-// only TensorAccessorArgs, at the "*_cta_offset" offsets; runtime args in the order of update_cache.ReaderRuntimeArgs.
+// Arguments (ttflashdecode/ops/update_cache/args.py): compile-time args in the order of READER_ARGS, then the
+// TensorAccessorArgs at the "*_cta_offset" offsets; runtime args in the order of update_cache.ReaderRuntimeArgs.
 
 #include <cstdint>
 
@@ -37,35 +37,40 @@ using namespace update_cache;
 
 namespace {
 
-constexpr uint32_t cb_cache = get_named_compile_time_arg_val("cb_cache");
-constexpr uint32_t cb_new_row = get_named_compile_time_arg_val("cb_new_row");
-constexpr uint32_t cb_index = get_named_compile_time_arg_val("cb_index");
-constexpr uint32_t cb_page_table = get_named_compile_time_arg_val("cb_page_table");
-constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
+constexpr uint32_t cb_cache = get_compile_time_arg_val(0);
+constexpr uint32_t cb_new_row = get_compile_time_arg_val(1);
+constexpr uint32_t cb_index = get_compile_time_arg_val(2);
+constexpr uint32_t cb_page_table = get_compile_time_arg_val(3);
+constexpr uint32_t cb_target = get_compile_time_arg_val(4);
 
-constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");                    // head_dim in tiles
-constexpr uint32_t batch = get_named_compile_time_arg_val("batch");              // users of the input
-constexpr uint32_t n_kv_heads = get_named_compile_time_arg_val("n_kv_heads");
-constexpr uint32_t input_row_tiles = get_named_compile_time_arg_val("input_row_tiles");  // tile rows per dim-1 entry
-constexpr bool input_heads_major = get_named_compile_time_arg_val("input_heads_major") == 1;
-constexpr uint32_t input_row_offset = get_named_compile_time_arg_val("input_row_offset");
-constexpr auto input_placement = static_cast<flash_decode::Placement>(get_named_compile_time_arg_val("input_placement"));
-constexpr uint32_t input_shard_pages = get_named_compile_time_arg_val("input_shard_pages");
-constexpr uint32_t input_num_shards = get_named_compile_time_arg_val("input_num_shards");
-constexpr uint32_t input_page_bytes = get_named_compile_time_arg_val("input_page_bytes");
-constexpr uint32_t kv_len = get_named_compile_time_arg_val("kv_len");            // positions a user may write
-constexpr uint32_t cache_position_modulo = get_named_compile_time_arg_val("cache_position_modulo");  // 0: no ring
-constexpr bool is_paged = get_named_compile_time_arg_val("is_paged") == 1;
-constexpr uint32_t block_size = get_named_compile_time_arg_val("block_size");
-constexpr uint32_t max_blocks_per_user = get_named_compile_time_arg_val("max_blocks_per_user");
-constexpr uint32_t num_blocks = get_named_compile_time_arg_val("num_blocks");
-constexpr uint32_t index_page_bytes = get_named_compile_time_arg_val("index_page_bytes");
-constexpr uint32_t page_table_page_bytes = get_named_compile_time_arg_val("page_table_page_bytes");
+constexpr uint32_t Wt = get_compile_time_arg_val(5);  // head_dim in tiles
+constexpr uint32_t batch = get_compile_time_arg_val(6);  // users of the input
+constexpr uint32_t n_kv_heads = get_compile_time_arg_val(7);
+constexpr uint32_t input_row_tiles = get_compile_time_arg_val(8);  // tile rows per dim-1 entry
+constexpr bool input_heads_major = get_compile_time_arg_val(9) == 1;
+constexpr uint32_t input_row_offset = get_compile_time_arg_val(10);
+constexpr auto input_placement = static_cast<flash_decode::Placement>(get_compile_time_arg_val(11));
+constexpr uint32_t input_shard_pages = get_compile_time_arg_val(12);
+constexpr uint32_t input_num_shards = get_compile_time_arg_val(13);
+constexpr uint32_t input_page_bytes = get_compile_time_arg_val(14);
+constexpr uint32_t kv_len = get_compile_time_arg_val(15);  // positions a user may write
+constexpr uint32_t cache_position_modulo = get_compile_time_arg_val(16);  // 0: no ring
+constexpr bool is_paged = get_compile_time_arg_val(17) == 1;
+constexpr uint32_t block_size = get_compile_time_arg_val(18);
+constexpr uint32_t max_blocks_per_user = get_compile_time_arg_val(19);
+constexpr uint32_t num_blocks = get_compile_time_arg_val(20);
+constexpr uint32_t index_page_bytes = get_compile_time_arg_val(21);
+constexpr uint32_t page_table_page_bytes = get_compile_time_arg_val(22);
 
-constexpr auto cache_args = TensorAccessorArgs<get_named_compile_time_arg_val("cache_cta_offset")>();
-constexpr auto input_args = TensorAccessorArgs<get_named_compile_time_arg_val("input_cta_offset")>();
-constexpr auto index_args = TensorAccessorArgs<get_named_compile_time_arg_val("index_cta_offset")>();
-constexpr auto page_table_args = TensorAccessorArgs<get_named_compile_time_arg_val("page_table_cta_offset")>();
+constexpr uint32_t cache_cta_offset = get_compile_time_arg_val(23);
+
+constexpr auto cache_args = TensorAccessorArgs<cache_cta_offset>();
+constexpr uint32_t input_cta_offset = get_compile_time_arg_val(24);
+constexpr auto input_args = TensorAccessorArgs<input_cta_offset>();
+constexpr uint32_t index_cta_offset = get_compile_time_arg_val(25);
+constexpr auto index_args = TensorAccessorArgs<index_cta_offset>();
+constexpr uint32_t page_table_cta_offset = get_compile_time_arg_val(26);
+constexpr auto page_table_args = TensorAccessorArgs<page_table_cta_offset>();
 
 constexpr uint32_t cache_tile_bytes = get_tile_size(cb_cache);
 constexpr uint32_t FACE_ROW_BYTES = FACE_HW * 2;  // 16 bfloat16 datums

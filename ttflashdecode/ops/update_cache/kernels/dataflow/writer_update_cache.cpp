@@ -11,8 +11,8 @@
 // not, so a skipped user cannot leave a reader waiting). The attention reader waits for the counts of all its groups
 // before it reads the chunk holding cur_pos.
 //
-// Arguments (ttflashdecode/ops/update_cache/args.py: WRITER_ARGS): named compile-time args; positional compile-time args are
-// the cache's TensorAccessorArgs at "cache_cta_offset"; runtime args in the order of update_cache.WriterRuntimeArgs.
+// Arguments (ttflashdecode/ops/update_cache/args.py): compile-time args in the order of WRITER_ARGS, then the cache's
+// TensorAccessorArgs at cache_cta_offset; runtime args in the order of update_cache.WriterRuntimeArgs.
 
 #include <cstdint>
 
@@ -28,15 +28,16 @@
 using namespace update_cache;
 
 namespace {
-constexpr uint32_t cb_new_row = get_named_compile_time_arg_val("cb_new_row");
-constexpr uint32_t cb_target = get_named_compile_time_arg_val("cb_target");
-constexpr uint32_t cb_rows = get_named_compile_time_arg_val("cb_rows");
-constexpr uint32_t cb_patched = get_named_compile_time_arg_val("cb_patched");
-constexpr uint32_t cb_out = get_named_compile_time_arg_val("cb_out");
-constexpr uint32_t Wt = get_named_compile_time_arg_val("Wt");
-constexpr auto cache_args = TensorAccessorArgs<get_named_compile_time_arg_val("cache_cta_offset")>();
-constexpr bool signal_cache_updated = get_named_compile_time_arg_val("signal_cache_updated") == 1;
-constexpr uint32_t sem_cache_updated = get_named_compile_time_arg_val("sem_cache_updated");
+constexpr uint32_t cb_new_row = get_compile_time_arg_val(0);
+constexpr uint32_t cb_target = get_compile_time_arg_val(1);
+constexpr uint32_t cb_rows = get_compile_time_arg_val(2);
+constexpr uint32_t cb_patched = get_compile_time_arg_val(3);
+constexpr uint32_t cb_out = get_compile_time_arg_val(4);
+constexpr uint32_t Wt = get_compile_time_arg_val(5);
+constexpr uint32_t cache_cta_offset = get_compile_time_arg_val(6);
+constexpr auto cache_args = TensorAccessorArgs<cache_cta_offset>();
+constexpr bool signal_cache_updated = get_compile_time_arg_val(7) == 1;
+constexpr uint32_t sem_cache_updated = get_compile_time_arg_val(8);
 
 constexpr uint32_t cache_tile_bytes = get_tile_size(cb_out);
 constexpr uint32_t row_words = Wt * TILE_HW * 2 / sizeof(uint32_t);  // one bfloat16 row of head_dim datums
