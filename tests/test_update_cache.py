@@ -428,3 +428,35 @@ def test_one_build_serves_every_cache_size(dev):
         assert all(not kernel.runtime_args for kernel in program.kernels), "per-core runtime args"
     for first, second in zip(*kernels, strict=True):
         assert list(first.compile_time_args) == list(second.compile_time_args), first.kernel_source
+
+
+def test_fused_update_of_rows_sharded_on_cores_of_their_own(dev):
+    """upstream's form of paged_fused_update_cache: K's and V's new rows height-sharded one user a core on two
+    disjoint sets of cores (upstream refuses overlapping ones). Both caches get exactly their own rows."""
+    seed = seed_for("test_fused_update_of_rows_sharded_on_cores_of_their_own")
+    gen = generator(seed)
+    b, n_kv, block, d = 3, 2, 32, 64
+    table = torch.tensor([[3, 0], [1, 2], [5, 4]], dtype=torch.int32)
+    caches = [tiles(dev, torch.randn(6, n_kv, block, d, generator=gen), "bfloat8_b") for _ in range(2)]
+    news = [torch.randn(1, b, n_kv, d, generator=gen) for _ in range(2)]
+    befores = [dev.to_torch(c).float() for c in caches]
+
+    def one_user_a_core(row: int):
+        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, row), ttnn.CoreCoord(b - 1, row))])
+        spec = ttnn.ShardSpec(cores, [32, d], ttnn.ShardOrientation.ROW_MAJOR)
+        return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
+
+    positions = [45, 6, 63]
+    pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
+    ttflashdecode.paged_fused_update_cache(
+        caches[0],
+        tiles(dev, news[0], "bfloat16", memory_config=one_user_a_core(0)),
+        caches[1],
+        tiles(dev, news[1], "bfloat16", memory_config=one_user_a_core(2)),
+        update_idxs_tensor=pos,
+        page_table=dev.from_torch(table, **RM),
+    )
+    rows = [(u, int(table[u, p // block]), p % block) for u, p in enumerate(positions)]
+    for which in range(2):
+        expected = expected_after(dev, befores[which], news[which], rows, "bfloat8_b")
+        assert torch.equal(dev.to_torch(caches[which]).float(), expected), f"{tag(seed)} cache {which + 1}"

@@ -57,8 +57,9 @@ def update_calls(dev, ttnn):
     k_new = up(torch.randn(1, b, nkv, d, generator=gen), ttnn.bfloat16, memory_config=one_user_a_core(0))
     v_rows = torch.randn(1, b, nkv, d, generator=gen)
     v_new = up(v_rows, ttnn.bfloat16, memory_config=one_user_a_core(0))
-    # Upstream's fused op refuses inputs whose shard grids overlap (its TT_FATAL "must not overlap"), ours refuses
-    # inputs of two placements: each op gets the form it takes, V's rows for upstream's on the next b cores.
+    # Upstream's fused op refuses inputs whose shard grids overlap (its TT_FATAL "must not overlap"): V's rows for it
+    # on the next b cores. Ours gets them on K's cores, the one form a package before 2026-11-27 takes (a base tree);
+    # the descriptor of either form has the same size.
     v_new_apart = up(v_rows, ttnn.bfloat16, memory_config=one_user_a_core(b))
     k = up(torch.randn(blocks, nkv, block, d, generator=gen), ttnn.bfloat8_b)
     v = up(torch.randn(blocks, nkv, block, d, generator=gen), ttnn.bfloat8_b)

@@ -136,7 +136,8 @@ def paged_fused_update_cache(
 ):
     """``ttnn.experimental.paged_fused_update_cache``: :func:`paged_update_cache` of two caches (K and V) with the
     same positions (and page table), in one launch. The second cache and input must match the first ones' shape, dtype
-    and placement. Returns ``(cache_tensor1, cache_tensor2)`` (with
+    and placement, but a height-sharded input's shards may lie on other cores (upstream's fused op requires K's and
+    V's rows on cores of their own). Returns ``(cache_tensor1, cache_tensor2)`` (with
     ``return_stats=True``, ``((cache_tensor1, cache_tensor2), CacheOpRun)``)."""
     tensors = (cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs_tensor, page_table)
     signed = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ttflashdecode.backend import backend_for, import_ttnn
 from ttflashdecode.kernel_sources import DECODE_KERNELS, UPDATE_CACHE_KERNELS
+from ttflashdecode.ops.decode.factory import MAX_COMMON_RUNTIME_ARGS
 from ttflashdecode.ops.descriptors import (
     ComputeSettings,
     cb_descriptor,
@@ -63,6 +64,12 @@ def build_update_program(
     )
     work = unit_work_table(split)
     reader_common = shard_table + wire(reader_common_args(shapes, pairs, index, page_table)) + work
+    if len(reader_common) > MAX_COMMON_RUNTIME_ARGS:
+        raise ValueError(
+            f"the update reader's common runtime args: {len(reader_common)} (the NOC coordinates of "
+            f"{len(input_cores)} input shard cores, addresses, shape and a work table of {len(work)} words for "
+            f"{len(split.cores)} cores) exceed tt-metal's {MAX_COMMON_RUNTIME_ARGS}: shard the input over fewer cores"
+        )
     writer_common = wire(WriterCommonArgs(cache.buffer_address(), cache2.buffer_address() if cache2 else 0)) + work
     # Fused with attention: each core's signal targets, (noc_x, noc_y, count) triples after their number.
     writer_rt = []
