@@ -401,6 +401,8 @@ def test_a_repeated_call_launches_its_checked_program_without_checks(dev, monkey
     )
     assert len(checks) == 4, tag(seed)
     # an argument the checks refuse, at the signed call's addresses: the full path's error
+    with pytest.raises(TypeError, match=r"cache: expected a ttnn or emulator device tensor, got NoneType"):
+        ttflashdecode.paged_update_cache(None, new_k, update_idxs_tensor=pos, page_table=page_table)
     with pytest.raises(ValueError, match=r"batch_offset=1: not supported"):
         ttflashdecode.paged_update_cache(
             caches[0], new_k, update_idxs_tensor=pos, page_table=page_table, batch_offset=1

@@ -76,8 +76,10 @@ def launch_hit(signed: tuple | None, tensors: tuple):
     if signed is None:
         return None
     key, check = signed
-    device = check[0][0][0]  # the first cache's device
-    cache = existing_cache(device)
+    first = check[0][0]  # the first cache's (device, spec); None: no cache given, which the full path names
+    if first is None:
+        return None
+    cache = existing_cache(first[0])
     entry = None if cache is None else cache.calls.get(key)
     if entry is None or entry.check != check:
         return None
