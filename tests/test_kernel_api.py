@@ -299,6 +299,54 @@ def test_runtime_args_read_in_kernel_args_order(name):
         assert f"uint32_t arg = {first};" in code, f"{name}: its own common args do not start at {first}"
 
 
+def test_update_kernels_read_their_common_args_in_order():
+    """The cache update's kernels (update_cache/args.py) as the decode kernels: no per-core runtime arg (but the
+    signals of a writer fused with attention), their own common args read in ReaderCommonArgs' / WriterCommonArgs'
+    field order (the reader's from ``work_args_at`` on, after the shard table), then their units from the work table
+    right after them (update_cache_common.hpp's unit_range, the layout unit_work_table writes). The cache's size is
+    not among the compile-time args: one build serves every cache size."""
+    from ttflashdecode.ops.update_cache import args as update
+
+    kernels = {
+        "dataflow/reader_update_cache.cpp": (update.ReaderCommonArgs, "work_args_at"),
+        "compute/compute_update_cache.cpp": (None, None),
+        "dataflow/writer_update_cache.cpp": (update.WriterCommonArgs, "0"),
+    }
+    for path, (common, first) in kernels.items():
+        code = _code(KERNEL_ROOT / "update_cache" / "kernels" / path)
+        read = re.findall(r"(?:const uint32_t )?(\w+) = get_common_arg_val<uint32_t>\(arg\+\+\);", code)
+        want = kernel_args.runtime_arg_names(common) if common else ()
+        assert tuple(read) == want, f"{path} reads its common args as {read}"
+        if common:
+            assert f"uint32_t arg = {first};" in code, f"{path}: its own common args do not start at {first}"
+        assert len(re.findall(rf"unit_range\({'arg' if common else '0'}\)", code)) == 1, f"{path}: its units"
+        per_core = [m.start() for m in re.finditer(r"\bget_arg_val<", code)]
+        signals = code.find("if constexpr (signal_cache_updated)")
+        assert all(0 <= signals < at for at in per_core), f"{path} reads a per-core arg outside the signals"
+    size = {"batch", "kv_len", "max_blocks_per_user", "num_blocks", "index_page_bytes", "page_table_page_bytes"}
+    assert size <= set(kernel_args.runtime_arg_names(update.ReaderCommonArgs))
+    assert not size & set(update.READER_ARGS), sorted(size & set(update.READER_ARGS))
+
+
+def test_update_work_table_finds_each_cores_units():
+    """unit_work_table's layout read as unit_range reads it (box x0, y0, width, then a word per core of the box, row
+    by row: first_unit | num_units << 16) gives every core of a split its own range, on scattered cores too (a fused
+    program's update cores), and zero units to a core of the box outside the split."""
+    from ttflashdecode.ops.update_cache.args import unit_work_table
+    from ttflashdecode.ops.work_split import split_units
+
+    def unit_range(table, x, y):
+        x0, y0, width = table[:3]
+        word = table[3 + (y - y0) * width + x - x0]
+        return word & 0xFFFF, word >> 16
+
+    for split in (split_units(128, (8, 8)), split_units(37, (8, 8), [(7, 2), (1, 3), (4, 5), (2, 2), (6, 7)])):
+        table = unit_work_table(split)
+        for core, first, count in zip(split.cores, split.first_unit, split.num_units, strict=True):
+            assert unit_range(table, *core) == (first, count), core
+    assert unit_range(table, 3, 4) == (0, 0)
+
+
 def test_run_time_shape_is_not_compile_time():
     """The cache's shape quantities (kernel_args.RunShape: batch, cache length, window, scale, block pool) are common
     runtime args, never compile-time args, so one build of a kernel serves them all; compute's scale_bits is the

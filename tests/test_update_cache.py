@@ -18,6 +18,7 @@ from decode_harness import tile as tiles
 from packer_model import packed_by_the_packer
 from ttemu.ttnn_env import import_ttnn
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.ops.descriptors import ComputeSettings
 
 ttnn = import_ttnn()
 DTYPES = ("bfloat16", "bfloat8_b", "bfloat4_b")
@@ -352,3 +353,112 @@ def test_fused_k_and_v_update(dev, paged):
             tiles(dev, news[1], "bfloat16"),
             update_idxs=positions,
         )
+
+
+def test_a_repeated_call_launches_its_checked_program_without_checks(dev, monkeypatch):
+    """The fast path (ops/update_cache/fast_path.py): a call repeating a checked one (same tensors' addresses and
+    forms, same arguments) launches the program the first built, without the host checks, and writes exactly the
+    rows the full path writes; a call not plain enough to sign (host positions) or differing in an argument takes the
+    full path; a bad call after an entry exists raises the full path's error; hits count as program hits."""
+    from ttflashdecode.ops.update_cache import api
+
+    seed = seed_for("test_a_repeated_call_launches_its_checked_program_without_checks")
+    gen = generator(seed)
+    b, n_kv, block, d, num_blocks = 2, 2, 32, 64, 6
+    table = torch.tensor([[4, 1, 0], [2, 5, 3]], dtype=torch.int32)
+    caches = [tiles(dev, torch.randn(num_blocks, n_kv, block, d, generator=gen), "bfloat8_b") for _ in range(2)]
+    page_table = dev.from_torch(table, **RM)
+    pos = dev.from_torch(torch.tensor([3, 70], dtype=torch.int32), **RM)
+    checks = []
+    check_update = api.check_update
+    monkeypatch.setattr(api, "check_update", lambda *a, **k: checks.append(1) or check_update(*a, **k))
+    stats = device_cache(dev).stats()
+    new_k = new_v = None
+    for step, positions in enumerate(([3, 70], [4, 95], [-1, 40])):
+        dev.write(pos, torch.tensor(positions, dtype=torch.int32))
+        news = [torch.randn(1, b, n_kv, d, generator=gen) for _ in range(2)]
+        befores = [dev.to_torch(c).float() for c in caches]
+        new_k = new_v = None  # last step's rows dropped first, as a model drops them: the new ones take their place
+        new_k, new_v = (tiles(dev, new, "bfloat16") for new in news)
+        ttflashdecode.paged_fused_update_cache(
+            caches[0], new_k, caches[1], new_v, update_idxs_tensor=pos, page_table=page_table
+        )
+        rows = [(u, int(table[u, p // block]), p % block) for u, p in enumerate(positions) if p >= 0]
+        for which in range(2):
+            expected = expected_after(dev, befores[which], news[which], rows, "bfloat8_b")
+            assert torch.equal(dev.to_torch(caches[which]).float(), expected), f"{tag(seed)} step {step} {which}"
+        assert len(checks) == 1, f"{tag(seed)} step {step}: {len(checks)} checked calls, expected the first only"
+    after = device_cache(dev).stats()
+    assert after["programs"] - stats["programs"] == 1, tag(seed)
+    assert after["program_hits"] - stats["program_hits"] == 2, f"{tag(seed)}: the hits count as program hits"
+    # another argument (host positions: not signed) and another compute config: the full path
+    ttflashdecode.paged_fused_update_cache(
+        caches[0], new_k, caches[1], new_v, update_idxs=[1, 2], page_table=page_table
+    )
+    ttflashdecode.paged_update_cache(caches[0], new_k, update_idxs_tensor=pos, page_table=page_table)
+    ttflashdecode.paged_update_cache(
+        caches[0], new_k, update_idxs_tensor=pos, page_table=page_table, compute_kernel_config=ComputeSettings()
+    )
+    assert len(checks) == 4, tag(seed)
+    # an argument the checks refuse, at the signed call's addresses: the full path's error
+    with pytest.raises(TypeError, match=r"cache: expected a ttnn or emulator device tensor, got NoneType"):
+        ttflashdecode.paged_update_cache(None, new_k, update_idxs_tensor=pos, page_table=page_table)
+    with pytest.raises(ValueError, match=r"batch_offset=1: not supported"):
+        ttflashdecode.paged_update_cache(
+            caches[0], new_k, update_idxs_tensor=pos, page_table=page_table, batch_offset=1
+        )
+
+
+def test_one_build_serves_every_cache_size(dev):
+    """The cache's size (users, positions, page-table columns, blocks) is in the reader's common args: two paged
+    caches of other sizes give every update kernel the same compile-time args (one JIT build on a card), and no
+    kernel has per-core runtime args."""
+    from ttflashdecode.ops.update_cache.factory import build_update_program
+    from ttflashdecode.ops.update_cache.validate import check_update
+
+    gen = generator(seed_for("test_one_build_serves_every_cache_size"))
+    n_kv, block, d = 2, 32, 64
+    kernels = []
+    for b, num_blocks, max_blocks in ((2, 6, 3), (3, 20, 5)):
+        cache = tiles(dev, torch.randn(num_blocks, n_kv, block, d, generator=gen), "bfloat8_b")
+        new = tiles(dev, torch.randn(1, b, n_kv, d, generator=gen), "bfloat16")
+        table = dev.from_torch(torch.randperm(num_blocks)[: b * max_blocks].reshape(b, max_blocks).int(), **RM)
+        pos = dev.from_torch(torch.zeros(b, dtype=torch.int32), **RM)
+        call = check_update([(cache, new)], pos, table, None, index_name="update_idxs_tensor")
+        program = build_update_program(call.shapes, call.pairs, pos, table, (8, 8), ComputeSettings())
+        kernels.append(program.kernels)
+        assert all(not kernel.runtime_args for kernel in program.kernels), "per-core runtime args"
+    for first, second in zip(*kernels, strict=True):
+        assert list(first.compile_time_args) == list(second.compile_time_args), first.kernel_source
+
+
+def test_fused_update_of_rows_sharded_on_cores_of_their_own(dev):
+    """upstream's form of paged_fused_update_cache: K's and V's new rows height-sharded one user a core on two
+    disjoint sets of cores (upstream refuses overlapping ones). Both caches get exactly their own rows."""
+    seed = seed_for("test_fused_update_of_rows_sharded_on_cores_of_their_own")
+    gen = generator(seed)
+    b, n_kv, block, d = 3, 2, 32, 64
+    table = torch.tensor([[3, 0], [1, 2], [5, 4]], dtype=torch.int32)
+    caches = [tiles(dev, torch.randn(6, n_kv, block, d, generator=gen), "bfloat8_b") for _ in range(2)]
+    news = [torch.randn(1, b, n_kv, d, generator=gen) for _ in range(2)]
+    befores = [dev.to_torch(c).float() for c in caches]
+
+    def one_user_a_core(row: int):
+        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, row), ttnn.CoreCoord(b - 1, row))])
+        spec = ttnn.ShardSpec(cores, [32, d], ttnn.ShardOrientation.ROW_MAJOR)
+        return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
+
+    positions = [45, 6, 63]
+    pos = dev.from_torch(torch.tensor(positions, dtype=torch.int32), **RM)
+    ttflashdecode.paged_fused_update_cache(
+        caches[0],
+        tiles(dev, news[0], "bfloat16", memory_config=one_user_a_core(0)),
+        caches[1],
+        tiles(dev, news[1], "bfloat16", memory_config=one_user_a_core(2)),
+        update_idxs_tensor=pos,
+        page_table=dev.from_torch(table, **RM),
+    )
+    rows = [(u, int(table[u, p // block]), p % block) for u, p in enumerate(positions)]
+    for which in range(2):
+        expected = expected_after(dev, befores[which], news[which], rows, "bfloat8_b")
+        assert torch.equal(dev.to_torch(caches[which]).float(), expected), f"{tag(seed)} cache {which + 1}"

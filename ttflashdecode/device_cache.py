@@ -14,7 +14,8 @@ device, in five bounded tables (least recently used goes first):
 * ``calls`` -- the cache-hit fast path of every decode call, the module-level functions' and
   :meth:`~ttflashdecode.ops.decode.wrapper.FlashDecodeWrapper.run`'s (:mod:`ttflashdecode.ops.decode.fast_path`,
   :func:`~ttflashdecode.ops.decode.pipeline.launch_hit`): what a validated, planned call needs to launch again, keyed by
-  its tensors' addresses and its arguments (a wrapper's run also by the wrapper).
+  its tensors' addresses and its arguments (a wrapper's run also by the wrapper); and of the paged cache updates
+  (:mod:`ttflashdecode.ops.update_cache.fast_path`: the launch a checked call made, under the op's name).
 
 The cache is owned by the device object itself (see :func:`device_cache`), so it lives exactly as long as that
 device and can never be found through another device that happens to reuse a closed one's ``id()``.

@@ -25,7 +25,6 @@ import argparse
 import importlib
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -150,82 +149,111 @@ def time_rows(rows: dict, calls: int, setups: dict, block: int = 30) -> dict:
     }
 
 
+class Trees:
+    """The base tree and the tree under test in one process, on one device: each tree its own modules and its own
+    device cache.
+
+    The package keeps its cache of a device (programs, the fast path's table of calls) on the device object under one
+    attribute name (device_cache._ATTR), the same in both trees: each tree gets its own, swapped in with its modules
+    (:meth:`use`), or one tree's calls would hit the other's entries and launch its descriptor."""
+
+    def __init__(self, base: str, dev):
+        self.modules = {"base": load_tree(base), "this": load_tree(None)}
+        self.packages = {name: tree[PACKAGE] for name, tree in self.modules.items()}
+        self.dev, self._caches = dev, {}
+        print("\n".join(f"{name}: {Path(p.__file__).parent.parent}" for name, p in self.packages.items()))
+
+    def prime(self, name: str, first_calls):
+        """``first_calls(package)``: the tree's first calls (the full path: validation, planning, the build), made
+        with its own modules in sys.modules and a new device cache of its own, which is returned. The timed calls
+        after them are cache hits."""
+        tree = self.modules[name]
+        activate(tree)
+        self._attribute = importlib.import_module(f"{PACKAGE}.device_cache")._ATTR
+        vars(self.dev).pop(self._attribute, None)
+        first_calls(self.packages[name])
+        self._caches[name] = vars(self.dev)[self._attribute]
+        tree.update({m: module for m, module in sys.modules.items() if _is_package_module(m)})  # its late imports
+        return self._caches[name]
+
+    def use(self, name: str) -> None:
+        """Make ``name``'s modules and device cache the current ones (a row's setup, before its blocks)."""
+        activate(self.modules[name])
+        vars(self.dev)[self._attribute] = self._caches[name]
+
+
+def launch_of(ttnn, call):
+    """The (io tensors, launchable) ``call()`` hands ``ttnn.generic_op`` (which does not run)."""
+    real, launched = ttnn.generic_op, {}
+    ttnn.generic_op = lambda io, program: launched.setdefault("args", (io, program))
+    try:
+        call()
+    finally:
+        ttnn.generic_op = real
+    return launched["args"]
+
+
+def without_launch(ttnn, call):
+    """``call`` with ``ttnn.generic_op`` a no-op while it runs: the package's own work."""
+    real = ttnn.generic_op
+
+    def run():
+        ttnn.generic_op = lambda io, program: None
+        try:
+            call()
+        finally:
+            ttnn.generic_op = real
+
+    return run
+
+
+def print_rows(rows: dict, calls: int, setups: dict) -> None:
+    """Times ``rows`` (:func:`time_rows`) and prints the table; every row must be a cache hit."""
+    load = os.getloadavg()[0]
+    result = time_rows(rows, calls, setups)
+    print("| row | wall 10th percentile (us) | wall median (us) | CPU median (us) |\n|---|---|---|---|")
+    for name, (p10, median, cpu) in result.items():
+        print(f"| {name} | {p10:.2f} | {median:.2f} | {cpu:.2f} |")
+    after = os.getloadavg()[0]
+    slow = [name for name, (p10, _, _) in result.items() if p10 > 1000]  # a full-path call takes milliseconds
+    assert not slow, f"rows whose calls were not cache hits: {slow}"
+    print(f"{calls} calls a row in blocks of 30; load average (1 min) before, after: {load:.1f}, {after:.1f}")
+
+
 def child(base: str, calls: int, package_only: bool, exp_approx: bool) -> int:
     from ttemu.ttnn_env import import_ttnn
 
     ttnn = import_ttnn()
-    modules = {"base": load_tree(base), "this": load_tree(None)}
-    trees = {name: tree[PACKAGE] for name, tree in modules.items()}
-    print("\n".join(f"{name}: {Path(p.__file__).parent.parent}" for name, p in trees.items()))
     dev = ttnn.open_device(device_id=0)
     try:
+        trees = Trees(base, dev)
         call, upstream = paged_call(dev, ttnn, exp_approx)
-        real = ttnn.generic_op
-        # The package keeps its cache of a device (programs, the fast path's table of calls) on the device object
-        # under one attribute name (device_cache._ATTR), the same in both trees: each tree gets its own, swapped in
-        # with its modules before each of its blocks (use), or one tree's calls would hit the other's entries and
-        # launch its descriptor.
-        own_cache = {}
-
-        def use(name):
-            activate(modules[name])
-            vars(dev)[attribute] = own_cache[name]
-
-        # Each tree's first calls (the full path: validation, planning, the build) with its own modules in sys.modules
-        # and a cache of its own; the timed calls are fast-path hits, which import nothing.
-        for name, tree in modules.items():
-            activate(tree)
-            attribute = importlib.import_module(f"{PACKAGE}.device_cache")._ATTR
-            vars(dev).pop(attribute, None)
-            call(trees[name].paged_scaled_dot_product_attention_decode)
-            call(trees[name].paged_scaled_dot_product_attention_decode)
-            own_cache[name] = vars(dev)[attribute]
-            tree.update({m: module for m, module in sys.modules.items() if _is_package_module(m)})  # its late imports
-            root = Path(trees[name].__file__).parent
-            files = {type(entry.owner).run_hit.__code__.co_filename for entry in own_cache[name].calls.values()}
+        for name in trees.packages:
+            # the op read off the package with its tree active: the package imports its functions on first use
+            cache = trees.prime(name, lambda p: [call(p.paged_scaled_dot_product_attention_decode) for _ in range(2)])
+            root = Path(trees.packages[name].__file__).parent
+            files = {type(entry.owner).run_hit.__code__.co_filename for entry in cache.calls.values()}
             assert files and all(Path(f).is_relative_to(root) for f in files), f"{name}'s entries run {files}"
 
-        def no_launch(op):
-            def run():
-                ttnn.generic_op = lambda io, program: None
-                try:
-                    call(op)
-                finally:
-                    ttnn.generic_op = real
-
-            return run
-
         rows, setups = {}, {}
-        for name, p in trees.items():
-            rows[f"{name}, generic_op a no-op"] = no_launch(p.paged_scaled_dot_product_attention_decode)
-            setups[f"{name}, generic_op a no-op"] = lambda name=name: use(name)
+        ops = {name: p.paged_scaled_dot_product_attention_decode for name, p in trees.packages.items()}
+        for name, op in ops.items():
+            rows[f"{name}, generic_op a no-op"] = without_launch(ttnn, lambda op=op: call(op))
+            setups[f"{name}, generic_op a no-op"] = lambda name=name: trees.use(name)
         if not package_only:
-            for name, p in trees.items():
-                op = p.paged_scaled_dot_product_attention_decode
+            for name, op in ops.items():
                 rows[f"{name}, the call"] = lambda op=op: call(op)
-                setups[f"{name}, the call"] = lambda name=name: use(name)
+                setups[f"{name}, the call"] = lambda name=name: trees.use(name)
             rows["upstream's paged op"] = upstream
             # generic_op's C++ op alone on the descriptor each tree launches (a program-cache hit): what a change of
             # the descriptor moves, without the package's work around it
-            launch = real.function
-            for name, p in trees.items():
-                launched = {}
-                use(name)
-                ttnn.generic_op = lambda io, program, launched=launched: launched.setdefault("args", (io, program))
-                try:
-                    call(p.paged_scaled_dot_product_attention_decode)
-                finally:
-                    ttnn.generic_op = real
-                rows[f"{name}, generic_op's C++ op alone on its descriptor"] = lambda a=launched["args"]: launch(*a)
-        load = os.getloadavg()[0]
-        result = time_rows(rows, calls, setups)
-        print("| row | wall 10th percentile (us) | wall median (us) | CPU median (us) |\n|---|---|---|---|")
-        for name, (p10, median, cpu) in result.items():
-            print(f"| {name} | {p10:.2f} | {median:.2f} | {cpu:.2f} |")
-        after = os.getloadavg()[0]
-        slow = [name for name, (p10, _, _) in result.items() if p10 > 1000]  # a full-path call takes milliseconds
-        assert not slow, f"rows whose calls were not fast-path hits: {slow}"
-        print(f"{calls} calls a row in blocks of 30; load average (1 min) before, after: {load:.1f}, {after:.1f}")
+            for name, op in ops.items():
+                trees.use(name)
+                launched = launch_of(ttnn, lambda op=op: call(op))
+                rows[f"{name}, generic_op's C++ op alone on its descriptor"] = (
+                    lambda a=launched, launch=ttnn.generic_op.function: launch(*a)
+                )
+        print_rows(rows, calls, setups)
     finally:
         ttnn.close_device(dev)
     return 0
@@ -241,24 +269,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.child:
         return child(args.base, args.calls, args.package_only, args.exp_approx)
-    import tempfile
-
-    from ttemu import ttnn_env  # noqa: PLC0415
-
     sys.path.insert(0, str(HERE))
     import mock_env  # noqa: PLC0415
 
-    reason = mock_env.unavailable()
-    if reason:
-        print(f"cannot run the mock runtime: {reason}")
-        return 1
-    work = Path(tempfile.mkdtemp(prefix="ttfd_host_cost_ab_"))
-    env = dict(mock_env.prepare(work), **{ttnn_env.BOARD_ENV_VAR: "n150"})
     command = [sys.executable, __file__, str(Path(args.base).resolve()), "--child", "--calls", str(args.calls)]
-    # cwd: tt-metal writes generated/ into the working directory
     command += ["--package-only"] if args.package_only else []
     command += ["--exp-approx"] if args.exp_approx else []
-    return subprocess.call(command, env=env, cwd=work)
+    return mock_env.run_on_n150(command, "ttfd_host_cost_ab_")
 
 
 if __name__ == "__main__":

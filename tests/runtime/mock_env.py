@@ -2,7 +2,8 @@
 
 ``prepare(work)`` makes, under ``work``: a TT_METAL_RUNTIME_ROOT whose sfpi is the stand-in compiler (test double,
 standin_compiler.py), a private TT_METAL_CACHE (every kernel is JIT-built afresh, so every build is recorded) and the
-stand-in's log. ``run_worker`` runs mock_worker.py for one board in a child process with it.
+stand-in's log. ``run_worker`` runs mock_worker.py for one board in a child process with it; ``run_on_n150`` runs a
+timing script's child (host_cost_ab.py, update_host_cost.py) on a mock N150.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import standin_compiler
@@ -94,3 +96,16 @@ class Worker:
 def run_worker(env: dict[str, str], board: str, out: Path, names=(), *, host_cost: bool = False) -> dict:
     """Runs the worker for ``board`` to the end and returns its JSON result."""
     return Worker(env, board, out, names, host_cost=host_cost).result()
+
+
+def run_on_n150(command: list[str], prefix: str) -> int:
+    """Runs ``command`` (a script's child process) on a mock N150, the environment of :func:`prepare` under a new
+    temporary directory named ``prefix...``, which is its working directory too (tt-metal writes generated/ there).
+    Its exit code, or 1 (saying why) when the mock runtime cannot run here."""
+    reason = unavailable()
+    if reason:
+        print(f"cannot run the mock runtime: {reason}")
+        return 1
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    env = dict(prepare(work), **{ttnn_env.BOARD_ENV_VAR: "n150"})
+    return subprocess.call(command, env=env, cwd=work)

@@ -10,6 +10,7 @@ import torch
 from ttflashdecode.backend import Backend, import_ttnn
 from ttflashdecode.checks import check_bool
 from ttflashdecode.device_cache import device_cache
+from ttflashdecode.ops.update_cache import fast_path
 from ttflashdecode.ops.update_cache.factory import build_update_program
 from ttflashdecode.ops.update_cache.validate import UpdateCall, as_int, check_defaults, check_update, positions_argument
 
@@ -84,6 +85,19 @@ def paged_update_cache(
     num_blocks)``, writes nothing for that user. Not supported (ValueError naming the argument unless left at
     upstream's default): ``share_cache``, ``batch_offset``, ``mesh_coords``, ``block_size``, ``num_kv_heads``. Returns
     ``cache_tensor``."""
+    tensors = (cache_tensor, input_tensor, update_idxs_tensor, page_table)
+    signed = None
+    if (
+        type(return_stats) is bool
+        and (cache_position_modulo is None or type(cache_position_modulo) is int)
+        and fast_path.untouched(update_idxs, share_cache, batch_offset, mesh_coords, block_size, num_kv_heads)
+    ):
+        signed = fast_path.signature(
+            "paged_update_cache", tensors, compute_kernel_config, cache_position_modulo, return_stats
+        )
+        hit = fast_path.launch_hit(signed, tensors)
+        if hit is not None:
+            return _returned(([cache_tensor], CacheOpRun(hit[1], hit[0])), return_stats)
     return_stats = check_bool("return_stats", return_stats)
     check_defaults(
         "paged_update_cache",
@@ -102,7 +116,7 @@ def paged_update_cache(
         index_name=name,
         cache_position_modulo=cache_position_modulo,
     )
-    return _returned(_run_update(call), return_stats)
+    return _returned(_run_update(call, signed), return_stats)
 
 
 def paged_fused_update_cache(
@@ -122,8 +136,16 @@ def paged_fused_update_cache(
 ):
     """``ttnn.experimental.paged_fused_update_cache``: :func:`paged_update_cache` of two caches (K and V) with the
     same positions (and page table), in one launch. The second cache and input must match the first ones' shape, dtype
-    and placement. Returns ``(cache_tensor1, cache_tensor2)`` (with
+    and placement, but a height-sharded input's shards may lie on other cores (upstream's fused op requires K's and
+    V's rows on cores of their own). Returns ``(cache_tensor1, cache_tensor2)`` (with
     ``return_stats=True``, ``((cache_tensor1, cache_tensor2), CacheOpRun)``)."""
+    tensors = (cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs_tensor, page_table)
+    signed = None
+    if type(return_stats) is bool and fast_path.untouched(update_idxs, share_cache, batch_offset, mesh_coords):
+        signed = fast_path.signature("paged_fused_update_cache", tensors, compute_kernel_config, return_stats)
+        hit = fast_path.launch_hit(signed, tensors)
+        if hit is not None:
+            return _returned(([cache_tensor1, cache_tensor2], CacheOpRun(hit[1], hit[0])), return_stats)
     return_stats = check_bool("return_stats", return_stats)
     check_defaults(
         "paged_fused_update_cache", share_cache=share_cache, mesh_coords=mesh_coords, batch_offset=batch_offset
@@ -131,7 +153,7 @@ def paged_fused_update_cache(
     name, positions = positions_argument(update_idxs, update_idxs_tensor)
     pairs = [(cache_tensor1, input_tensor1), (cache_tensor2, input_tensor2)]
     call = check_update(pairs, positions, page_table, compute_kernel_config, index_name=name)
-    return _returned(_run_update(call), return_stats)
+    return _returned(_run_update(call, signed), return_stats)
 
 
 def update_tensors(call: UpdateCall):
@@ -155,18 +177,22 @@ def _returned(run: tuple[list, CacheOpRun], return_stats: bool):
     return (value, result) if return_stats else value
 
 
-def _run_update(call: UpdateCall) -> tuple[list, CacheOpRun]:
+def _run_update(call: UpdateCall, signed: tuple | None = None) -> tuple[list, CacheOpRun]:
     """Uploads what the call's host values need, then builds (or looks up) and launches the program: (the caches,
-    what ran)."""
+    what ran). ``signed``: the call's fast-path signature (None: not signed), under which its launch is kept."""
     pairs = call.pairs
     index, page_table = update_tensors(call)
     backend, shapes, compute = call.backend, call.shapes, call.compute
     io = [t for pair in pairs for t in pair] + [index] + ([page_table] if page_table is not None else [])
     key = ("update_cache", shapes, compute, tuple((t.buffer_address(), str(t.memory_config())) for t in io))
-    program = device_cache(backend.device).lookup(
-        "programs", key, lambda: build_update_program(shapes, pairs, index, page_table, backend.grid(), compute)
+    launchable = device_cache(backend.device).lookup(
+        "programs",
+        key,
+        lambda: backend.launchable([build_update_program(shapes, pairs, index, page_table, backend.grid(), compute)]),
     )
-    stats = backend.launch(io, program)
+    stats = backend.run(io, launchable)
+    run = backend.run if backend.is_emulator else backend.card_launcher()
+    fast_path.remember(signed, backend.device, launchable, run, shapes)
     return [c for c, _ in pairs], CacheOpRun(shapes, stats)
 
 

@@ -1,14 +1,32 @@
 """The update kernels' arguments, defined once: compile-time args in order (READER_ARGS / COMPUTE_ARGS /
 WRITER_ARGS: arg i of a kernel is its list's name i, read as ``get_compile_time_arg_val(i)``; the TensorAccessorArgs
-follow, at their ``*_cta_offset``), circular buffers and runtime args in wire order (as
+follow, at their ``*_cta_offset``), circular buffers, common runtime args in wire order and the work table (as
 :mod:`ttflashdecode.ops.decode.args` is for the decode kernels), and the shapes an update call has as the program sees
-it."""
+it.
+
+Runtime args are common runtime args (the same list on every core), as the decode kernels' are: on a card's
+program-cache hit ``ttnn.generic_op`` copies every per-core argument list of the descriptor, ~5 us per kernel on 64
+cores on a mock N150, against one list per kernel (tests/runtime/update_host_cost.py, docs/RUNTIME.md). A kernel's
+common args are, in order:
+
+1. the reader's: the NOC coordinates (x, y) of the core of each shard of a height-sharded input, both inputs' of a
+   fused K/V update (their count is its compile-time arg ``work_args_at``; none otherwise);
+2. the fields of :class:`ReaderCommonArgs` / :class:`WriterCommonArgs` (buffer addresses, then the reader's run-time
+   shape) in field order, which the kernels read in that order (checked by ``tests/test_kernel_api.py``); compute has
+   none;
+3. the work table (:func:`unit_work_table`): every core finds its range of units in it by its logical coordinates.
+
+The cache's size (users, positions, blocks: what differs between two models' or two runs' caches) is in the reader's
+common args, not its compile-time args, so one build of the kernels serves every cache size. A writer fused with
+attention (:class:`CacheUpdateSignal`) takes its signals as per-core runtime args: their number differs per core, and
+over many cores they would not fit the 341 common args a kernel may have."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ttflashdecode.ops.descriptors import PLACEMENTS, AccessorArgs, ordered, tensor_placement
+from ttflashdecode.ops.work_split import UnitSplit
 
 TILE = 32
 # cb_rows and cb_patched are two indices over one buffer (compute_update_cache.cpp says why).
@@ -18,7 +36,6 @@ L1_ALIGNMENT = 32
 
 DOCS = {
     "Wt": "head_dim in tiles",
-    "batch": "users of the input (a fused K/V update's units of the second cache start at batch * n_kv_heads)",
     "n_kv_heads": "kv heads of the cache",
     "input_row_tiles": "tile rows of one entry of the input's dim 1 (its dim 2 padded to 32, in tiles)",
     "input_heads_major": "0: input [1, b, n_kv_heads, d] (row (u, h) at [0, u, h]); 1: upstream update_cache's "
@@ -28,16 +45,10 @@ DOCS = {
     "input_shard_pages": "height-sharded input: pages per shard (0 otherwise)",
     "input_num_shards": "height-sharded input: shards of one input (a fused update's second input's follow them)",
     "input_page_bytes": "an input page (a bfloat16 tile)",
-    "kv_len": "positions a user may write (unpaged: the cache's logical length; paged: max_blocks_per_user * "
-    "block_size)",
     "cache_position_modulo": "paged ring cache: a read position p >= 0 is written at p % cache_position_modulo "
     "(upstream's, before the page-table lookup; 0: no ring)",
     "is_paged": "1: the position's block is found through the user's page-table row",
     "block_size": "paged: positions per block; unpaged: the cache's tile-padded positions per user",
-    "max_blocks_per_user": "paged: page-table columns",
-    "num_blocks": "paged: blocks in the cache (entries past it write nothing)",
-    "index_page_bytes": "bytes of the index tensor's one page (b int32)",
-    "page_table_page_bytes": "bytes of one page-table row",
     "untilize_block": "tiles per pack_untilize call (a divisor of Wt that fits DST)",
     "cache_cta_offset": "index of the first of the cache's TensorAccessorArgs among the kernel's compile-time args",
     "input_cta_offset": "... of the input's",
@@ -45,6 +56,7 @@ DOCS = {
     "page_table_cta_offset": "... of the page table's (the index tensor's when unpaged: never used)",
     "signal_cache_updated": "1: fused with attention: count the units on the attention cores' semaphore when done",
     "sem_cache_updated": "fused with attention: that semaphore's id (0 otherwise: never used)",
+    "work_args_at": "common args before the reader's own (ReaderCommonArgs): two per shard of the input(s)",
     **{f"cb_{name}": f"index of CB {name}" for name in CB_INDEX},
 }
 READER_ARGS = (
@@ -54,7 +66,6 @@ READER_ARGS = (
     "cb_page_table",
     "cb_target",
     "Wt",
-    "batch",
     "n_kv_heads",
     "input_row_tiles",
     "input_heads_major",
@@ -63,18 +74,14 @@ READER_ARGS = (
     "input_shard_pages",
     "input_num_shards",
     "input_page_bytes",
-    "kv_len",
     "cache_position_modulo",
     "is_paged",
     "block_size",
-    "max_blocks_per_user",
-    "num_blocks",
-    "index_page_bytes",
-    "page_table_page_bytes",
     "cache_cta_offset",
     "input_cta_offset",
     "index_cta_offset",
     "page_table_cta_offset",
+    "work_args_at",
 )
 COMPUTE_ARGS = (
     "cb_cache",
@@ -98,28 +105,50 @@ WRITER_ARGS = (
 
 
 @dataclass(frozen=True)
-class ReaderRuntimeArgs:
+class ReaderCommonArgs:
+    """The reader's buffer addresses and the cache's run-time shape, after the shard table (``work_args_at`` args) and
+    before the work table."""
+
     cache_addr: int
     input_addr: int
     cache2_addr: int  # the second cache and input of a fused K/V update (0: one cache)
     input2_addr: int
     index_addr: int
     page_table_addr: int  # 0 unless paged
-    first_unit: int  # units are (cache, user, kv head): unit = (which * batch + user) * n_kv_heads + head
-    num_units: int
+    batch: int  # users of the input: unit (cache, user, kv head) = (which * batch + user) * n_kv_heads + head
+    kv_len: int  # positions a user may write
+    max_blocks_per_user: int  # paged: page-table columns
+    num_blocks: int  # paged: blocks in the cache (entries past it write nothing)
+    index_page_bytes: int  # the index tensor's one page (b int32)
+    page_table_page_bytes: int  # one page-table row (0 unpaged)
 
 
 @dataclass(frozen=True)
-class ComputeRuntimeArgs:
-    num_units: int
+class WriterCommonArgs:
+    """The writer's cache addresses, before the work table."""
 
-
-@dataclass(frozen=True)
-class WriterRuntimeArgs:
     cache_addr: int
     cache2_addr: int  # fused K/V update only
-    num_units: int
-    num_signals: int  # fused with attention: (noc_x, noc_y, count) triples follow (CacheUpdateSignal)
+
+
+# Words of the work table before its entries (the box: x0, y0, width) and per entry; update_cache_common.hpp's
+# unit_range reads them so.
+WORK_TABLE_HEADER, WORK_ENTRY_WORDS = 3, 1
+
+
+def unit_work_table(split: UnitSplit) -> list[int]:
+    """The work table of ``split``'s cores: the bounding box of those cores (x0, y0, width) and one word per core of
+    the box, row by row: ``first_unit | num_units << 16`` (a core of the box outside the split runs none of these
+    kernels: zero)."""
+    xs, ys = [c[0] for c in split.cores], [c[1] for c in split.cores]
+    x0, y0 = min(xs), min(ys)
+    width, height = max(xs) - x0 + 1, max(ys) - y0 + 1
+    table = [x0, y0, width] + [0] * (WORK_ENTRY_WORDS * width * height)
+    for (x, y), first, count in zip(split.cores, split.first_unit, split.num_units, strict=True):
+        if not (0 <= first < 1 << 16 and 0 <= count < 1 << 16):
+            raise AssertionError(f"core ({x}, {y}): units {first}, {count} do not fit the work table's 16-bit fields")
+        table[WORK_TABLE_HEADER + WORK_ENTRY_WORDS * ((y - y0) * width + (x - x0))] = first | count << 16
+    return table
 
 
 @dataclass(frozen=True)
@@ -184,13 +213,20 @@ def l1_aligned(n: int) -> int:
 
 
 def update_kernel_args(
-    shapes: UpdateShapes, cache, new, index, page_table, fp32_dest_acc_en: bool, signal: CacheUpdateSignal | None = None
+    shapes: UpdateShapes,
+    cache,
+    new,
+    index,
+    page_table,
+    fp32_dest_acc_en: bool,
+    num_input_shards: int,
+    signal: CacheUpdateSignal | None = None,
 ):
-    """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here."""
+    """(reader, compute, writer) :class:`KernelArgs`: every value computed once, here. ``num_input_shards``: shards
+    of the input(s) whose cores the reader's common args list (0 unless height-sharded)."""
     input_at = tensor_placement(new)
     values = {
         "Wt": shapes.Wt,
-        "batch": shapes.batch,
         "n_kv_heads": shapes.n_kv_heads,
         "input_row_tiles": shapes.input_row_tiles,
         "input_heads_major": int(shapes.input_heads_major),
@@ -199,17 +235,13 @@ def update_kernel_args(
         "input_shard_pages": input_at.shard_pages,
         "input_num_shards": len(input_at.shard_cores),
         "input_page_bytes": input_at.page_bytes,
-        "kv_len": shapes.kv_len,
         "cache_position_modulo": shapes.cache_position_modulo,
         "is_paged": int(shapes.is_paged),
         "block_size": shapes.block_size,
-        "max_blocks_per_user": shapes.max_blocks_per_user,
-        "num_blocks": shapes.num_blocks,
-        "index_page_bytes": index.buffer_page_size(),
-        "page_table_page_bytes": page_table.buffer_page_size() if page_table is not None else 0,
         "untilize_block": untilize_block_tiles(shapes.Wt, fp32_dest_acc_en),
         "signal_cache_updated": int(signal is not None),
         "sem_cache_updated": signal.sem_id if signal is not None else 0,
+        "work_args_at": 2 * num_input_shards,
         **{f"cb_{name}": i for name, i in CB_INDEX.items()},
     }
     reader = AccessorArgs()
@@ -220,3 +252,21 @@ def update_kernel_args(
     writer = AccessorArgs()
     writer.add("cache", cache)
     return ordered(values, READER_ARGS, reader), ordered(values, COMPUTE_ARGS), ordered(values, WRITER_ARGS, writer)
+
+
+def reader_common_args(shapes: UpdateShapes, pairs, index, page_table) -> ReaderCommonArgs:
+    """The reader's own common args of an update of ``pairs`` ((cache, input), one or two)."""
+    (cache, new), second = pairs[0], pairs[1] if len(pairs) > 1 else (None, None)
+    return ReaderCommonArgs(
+        cache.buffer_address(),
+        new.buffer_address(),
+        *(t.buffer_address() if t is not None else 0 for t in second),
+        index.buffer_address(),
+        page_table.buffer_address() if page_table is not None else 0,
+        shapes.batch,
+        shapes.kv_len,
+        shapes.max_blocks_per_user,
+        shapes.num_blocks,
+        index.buffer_page_size(),
+        page_table.buffer_page_size() if page_table is not None else 0,
+    )

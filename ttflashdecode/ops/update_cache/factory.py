@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ttflashdecode.backend import backend_for, import_ttnn
 from ttflashdecode.kernel_sources import DECODE_KERNELS, UPDATE_CACHE_KERNELS
+from ttflashdecode.ops.decode.factory import MAX_COMMON_RUNTIME_ARGS
 from ttflashdecode.ops.descriptors import (
     ComputeSettings,
     cb_descriptor,
@@ -18,11 +19,11 @@ from ttflashdecode.ops.update_cache.args import (
     TARGET_RECORD_BYTES,
     TILE,
     CacheUpdateSignal,
-    ComputeRuntimeArgs,
-    ReaderRuntimeArgs,
     UpdateShapes,
-    WriterRuntimeArgs,
+    WriterCommonArgs,
     l1_aligned,
+    reader_common_args,
+    unit_work_table,
     update_kernel_args,
 )
 from ttflashdecode.ops.work_split import split_units
@@ -49,53 +50,39 @@ def build_update_program(
     first ones); ``signal``: the update shares a program with attention (:mod:`ttflashdecode.ops.fused`),
     whose semaphore table holds ``signal.sem_id``."""
     cache, new = pairs[0]
-    cache2, new2 = pairs[1] if len(pairs) > 1 else (None, None)
-    cache2_addr = cache2.buffer_address() if cache2 is not None else 0
-    new2_addr = new2.buffer_address() if new2 is not None else 0
+    cache2 = pairs[1][0] if len(pairs) > 1 else None
     ttnn = import_ttnn()
     split = split_units(shapes.num_units, grid, cores)
     cores = core_range_set(split.cores)
-    reader_args, compute_args, writer_args = update_kernel_args(
-        shapes, cache, new, index, page_table, compute.fp32_dest_acc_en, signal
-    )
-    table_addr = page_table.buffer_address() if page_table is not None else 0
-    per_core = list(zip(split.cores, split.first_unit, split.num_units))
-    reader_rt = [
-        (
-            ttnn.CoreCoord(*c),
-            wire(
-                ReaderRuntimeArgs(
-                    cache.buffer_address(),
-                    new.buffer_address(),
-                    cache2_addr,
-                    new2_addr,
-                    index.buffer_address(),
-                    table_addr,
-                    first,
-                    count,
-                )
-            ),
-        )
-        for c, first, count in per_core
-    ]
-    compute_rt = [(ttnn.CoreCoord(*c), wire(ComputeRuntimeArgs(count))) for c, _, count in per_core]
-    writer_rt = []
-    for c, first, count in per_core:
-        targets = signal.targets(shapes, first, count) if signal is not None else []
-        args = WriterRuntimeArgs(cache.buffer_address(), cache2_addr, count, len(targets) // 3)
-        writer_rt.append((ttnn.CoreCoord(*c), wire(args) + targets))
-
-    # A height-sharded input's shards: NOC coordinates of shard s's core at common args 2s, 2s + 1 (both inputs of a
-    # fused update have the same placement; the reader offsets the second's cores by its shard count).
+    # A height-sharded input's shards: NOC coordinates of shard s's core at the reader's common args 2s, 2s + 1 (a
+    # fused update's second input's shards follow the first one's).
     input_cores = [core for _, n in pairs for core in tensor_placement(n).shard_cores]
     noc_coord = backend_for(cache.device()).noc_coord
-    reader_common = [v for core in input_cores for v in noc_coord(core)]
+    shard_table = [v for core in input_cores for v in noc_coord(core)]
+    reader_args, compute_args, writer_args = update_kernel_args(
+        shapes, cache, new, index, page_table, compute.fp32_dest_acc_en, len(input_cores), signal
+    )
+    work = unit_work_table(split)
+    reader_common = shard_table + wire(reader_common_args(shapes, pairs, index, page_table)) + work
+    if len(reader_common) > MAX_COMMON_RUNTIME_ARGS:
+        raise ValueError(
+            f"the update reader's common runtime args: {len(reader_common)} (the NOC coordinates of "
+            f"{len(input_cores)} input shard cores, addresses, shape and a work table of {len(work)} words for "
+            f"{len(split.cores)} cores) exceed tt-metal's {MAX_COMMON_RUNTIME_ARGS}: shard the input over fewer cores"
+        )
+    writer_common = wire(WriterCommonArgs(cache.buffer_address(), cache2.buffer_address() if cache2 else 0)) + work
+    # Fused with attention: each core's signal targets, (noc_x, noc_y, count) triples after their number.
+    writer_rt = []
+    if signal is not None:
+        for c, first, count in zip(split.cores, split.first_unit, split.num_units, strict=True):
+            targets = signal.targets(shapes, first, count)
+            writer_rt.append((ttnn.CoreCoord(*c), [len(targets) // 3, *targets]))
 
     include = [KERNEL_DIR, DECODE_KERNELS]
     kernels = [
-        kernel_descriptor(READER, cores, reader_args, reader_rt, ttnn.ReaderConfigDescriptor(), include, reader_common),
-        kernel_descriptor(COMPUTE, cores, compute_args, compute_rt, compute.descriptor(), include),
-        kernel_descriptor(WRITER, cores, writer_args, writer_rt, ttnn.WriterConfigDescriptor(), include),
+        kernel_descriptor(READER, cores, reader_args, [], ttnn.ReaderConfigDescriptor(), include, reader_common),
+        kernel_descriptor(COMPUTE, cores, compute_args, [], compute.descriptor(), include, work),
+        kernel_descriptor(WRITER, cores, writer_args, writer_rt, ttnn.WriterConfigDescriptor(), include, writer_common),
     ]
     Wt = shapes.Wt
     cache_dtype = getattr(ttnn, shapes.cache_dtype)

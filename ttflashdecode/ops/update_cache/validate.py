@@ -99,8 +99,8 @@ def check_update(
     for (other_cache, other_new), (cache_name, input_name) in zip(pairs[1:], names[1:]):
         _check_pair(other_cache, other_new, cache_name, input_name, heads_major)
         for name, tensor, first in ((cache_name, other_cache, cache), (input_name, other_new, new)):
-            got = (shape_of(tensor), dtype_name(tensor), str(tensor.memory_config()))
-            want = (shape_of(first), dtype_name(first), str(first.memory_config()))
+            got = (shape_of(tensor), dtype_name(tensor), _placement(tensor, tensor is other_new))
+            want = (shape_of(first), dtype_name(first), _placement(first, tensor is other_new))
             if got != want or tensor.device() is not cache.device():
                 raise ValueError(
                     f"{name}: shape, dtype and placement {got} must be the first one's {want}, on its device"
@@ -179,6 +179,18 @@ def check_update(
         compute,
         backend,
     )
+
+
+def _placement(tensor, input_: bool) -> str:
+    """A tensor's memory config as the second pair of a fused update must repeat it: all of it, but a height-sharded
+    input's shard grid (each input's shard cores are the reader's common args; upstream's fused op wants K's and V's
+    rows on cores of their own, its "must not overlap")."""
+    mem = tensor.memory_config()
+    if not (input_ and mem.is_sharded()):
+        return str(mem)
+    spec = mem.shard_spec
+    shard = [int(d) for d in spec.shape]
+    return f"{mem.memory_layout} in {mem.buffer_type}, shards of {shard}, {spec.orientation} (on any cores)"
 
 
 INPUT_FORMS = "DRAM or L1 interleaved, or L1 height-sharded (full-width shards of whole tiles, ROW_MAJOR orientation)"

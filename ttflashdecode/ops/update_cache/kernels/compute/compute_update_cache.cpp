@@ -9,8 +9,8 @@
 // patches them in place, pops cb_rows and pushes cb_patched (no copy), and compute tilizes from cb_patched. The two
 // indices advance by Wt pages per unit in lockstep, so their pointers always name the same bytes.
 //
-// Arguments (ttflashdecode/ops/update_cache/args.py): compile-time args in the order of COMPUTE_ARGS; runtime arg
-// num_units.
+// Arguments (ttflashdecode/ops/update_cache/args.py): compile-time args in the order of COMPUTE_ARGS; common runtime
+// args: the work table (unit_range), nothing else.
 
 #include <cstdint>
 
@@ -21,6 +21,7 @@
 #include "api/compute/tilize.h"
 #include "api/compute/reconfig_data_format.h"
 #include "api/dataflow/circular_buffer.h"
+#include "update_cache_common.hpp"
 
 namespace {
 constexpr uint32_t cb_cache = get_compile_time_arg_val(0);
@@ -34,7 +35,7 @@ static_assert(Wt % untilize_block == 0, "untilize_block must divide Wt");
 }  // namespace
 
 void kernel_main() {
-    const uint32_t num_units = get_arg_val<uint32_t>(0);
+    const uint32_t num_units = update_cache::unit_range(0).count;
 
     CircularBuffer cache_buf(cb_cache);
     CircularBuffer rows_buf(cb_rows);

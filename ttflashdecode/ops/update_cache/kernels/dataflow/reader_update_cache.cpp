@@ -12,6 +12,8 @@
 //      input_row_offset); DRAM or L1 interleaved, or L1 height-sharded (nlp_create_qkv_heads_decode's one user per
 //      core: shard s on the core whose NOC coordinates are common runtime args 2s, 2s + 1; the second input of a
 //      fused update follows the first one's input_num_shards shards).
+// The cache's size (users, positions, page-table columns, blocks) comes in the common runtime args, so one build of
+// the kernel serves every cache size.
 // The index tensor and page table are read at run time (one page each), so the same program serves every step.
 // A ring cache (cache_position_modulo > 0, upstream's: a sliding-window layer's cache smaller than the sequence)
 // wraps every non-negative position it reads, p % cache_position_modulo, before the page-table lookup, as upstream's
@@ -20,7 +22,8 @@
 // are not read (the writer writes nothing for it).
 //
 // Arguments (ttflashdecode/ops/update_cache/args.py): compile-time args in the order of READER_ARGS, then the
-// TensorAccessorArgs at the "*_cta_offset" offsets; runtime args in the order of update_cache.ReaderRuntimeArgs.
+// TensorAccessorArgs at the "*_cta_offset" offsets; common runtime args: the shard table (work_args_at args), the
+// fields of ReaderCommonArgs in order, then the work table (unit_range). No per-core runtime args.
 
 #include <cstdint>
 
@@ -44,33 +47,27 @@ constexpr uint32_t cb_page_table = get_compile_time_arg_val(3);
 constexpr uint32_t cb_target = get_compile_time_arg_val(4);
 
 constexpr uint32_t Wt = get_compile_time_arg_val(5);  // head_dim in tiles
-constexpr uint32_t batch = get_compile_time_arg_val(6);  // users of the input
-constexpr uint32_t n_kv_heads = get_compile_time_arg_val(7);
-constexpr uint32_t input_row_tiles = get_compile_time_arg_val(8);  // tile rows per dim-1 entry
-constexpr bool input_heads_major = get_compile_time_arg_val(9) == 1;
-constexpr uint32_t input_row_offset = get_compile_time_arg_val(10);
-constexpr auto input_placement = static_cast<flash_decode::Placement>(get_compile_time_arg_val(11));
-constexpr uint32_t input_shard_pages = get_compile_time_arg_val(12);
-constexpr uint32_t input_num_shards = get_compile_time_arg_val(13);
-constexpr uint32_t input_page_bytes = get_compile_time_arg_val(14);
-constexpr uint32_t kv_len = get_compile_time_arg_val(15);  // positions a user may write
-constexpr uint32_t cache_position_modulo = get_compile_time_arg_val(16);  // 0: no ring
-constexpr bool is_paged = get_compile_time_arg_val(17) == 1;
-constexpr uint32_t block_size = get_compile_time_arg_val(18);
-constexpr uint32_t max_blocks_per_user = get_compile_time_arg_val(19);
-constexpr uint32_t num_blocks = get_compile_time_arg_val(20);
-constexpr uint32_t index_page_bytes = get_compile_time_arg_val(21);
-constexpr uint32_t page_table_page_bytes = get_compile_time_arg_val(22);
+constexpr uint32_t n_kv_heads = get_compile_time_arg_val(6);
+constexpr uint32_t input_row_tiles = get_compile_time_arg_val(7);  // tile rows per dim-1 entry
+constexpr bool input_heads_major = get_compile_time_arg_val(8) == 1;
+constexpr uint32_t input_row_offset = get_compile_time_arg_val(9);
+constexpr auto input_placement = static_cast<flash_decode::Placement>(get_compile_time_arg_val(10));
+constexpr uint32_t input_shard_pages = get_compile_time_arg_val(11);
+constexpr uint32_t input_num_shards = get_compile_time_arg_val(12);
+constexpr uint32_t input_page_bytes = get_compile_time_arg_val(13);
+constexpr uint32_t cache_position_modulo = get_compile_time_arg_val(14);  // 0: no ring
+constexpr bool is_paged = get_compile_time_arg_val(15) == 1;
+constexpr uint32_t block_size = get_compile_time_arg_val(16);
 
-constexpr uint32_t cache_cta_offset = get_compile_time_arg_val(23);
-
+constexpr uint32_t cache_cta_offset = get_compile_time_arg_val(17);
 constexpr auto cache_args = TensorAccessorArgs<cache_cta_offset>();
-constexpr uint32_t input_cta_offset = get_compile_time_arg_val(24);
+constexpr uint32_t input_cta_offset = get_compile_time_arg_val(18);
 constexpr auto input_args = TensorAccessorArgs<input_cta_offset>();
-constexpr uint32_t index_cta_offset = get_compile_time_arg_val(25);
+constexpr uint32_t index_cta_offset = get_compile_time_arg_val(19);
 constexpr auto index_args = TensorAccessorArgs<index_cta_offset>();
-constexpr uint32_t page_table_cta_offset = get_compile_time_arg_val(26);
+constexpr uint32_t page_table_cta_offset = get_compile_time_arg_val(20);
 constexpr auto page_table_args = TensorAccessorArgs<page_table_cta_offset>();
+constexpr uint32_t work_args_at = get_compile_time_arg_val(21);  // the shard table's length
 
 constexpr uint32_t cache_tile_bytes = get_tile_size(cb_cache);
 constexpr uint32_t FACE_ROW_BYTES = FACE_HW * 2;  // 16 bfloat16 datums
@@ -87,15 +84,23 @@ inline uint32_t ring_position(uint32_t raw) {
 }  // namespace
 
 void kernel_main() {
-    uint32_t arg = 0;
-    const uint32_t cache_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t input_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t cache2_addr = get_arg_val<uint32_t>(arg++);  // fused K/V update only
-    const uint32_t input2_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t index_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t page_table_addr = get_arg_val<uint32_t>(arg++);  // paged only
-    const uint32_t first_unit = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_units = get_arg_val<uint32_t>(arg++);
+    // ---- common runtime args (update_cache.ReaderCommonArgs) after the shard table, then the work table
+    uint32_t arg = work_args_at;
+    const uint32_t cache_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t input_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t cache2_addr = get_common_arg_val<uint32_t>(arg++);  // fused K/V update only
+    const uint32_t input2_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t index_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t page_table_addr = get_common_arg_val<uint32_t>(arg++);  // paged only
+    const uint32_t batch = get_common_arg_val<uint32_t>(arg++);               // users of the input
+    const uint32_t kv_len = get_common_arg_val<uint32_t>(arg++);              // positions a user may write
+    const uint32_t max_blocks_per_user = get_common_arg_val<uint32_t>(arg++);  // paged: page-table columns
+    const uint32_t num_blocks = get_common_arg_val<uint32_t>(arg++);          // paged: blocks of the cache
+    const uint32_t index_page_bytes = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t page_table_page_bytes = get_common_arg_val<uint32_t>(arg++);  // paged only
+    const UnitRange units = unit_range(arg);
+    const uint32_t first_unit = units.first;
+    const uint32_t num_units = units.count;
 
     Noc noc;
     CircularBuffer cache_buf(cb_cache);

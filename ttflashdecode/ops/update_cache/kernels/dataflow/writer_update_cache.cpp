@@ -44,11 +44,11 @@ constexpr uint32_t row_words = Wt * TILE_HW * 2 / sizeof(uint32_t);  // one bflo
 }  // namespace
 
 void kernel_main() {
+    // ---- common runtime args (update_cache.WriterCommonArgs), then the work table
     uint32_t arg = 0;
-    const uint32_t cache_addr = get_arg_val<uint32_t>(arg++);
-    const uint32_t cache2_addr = get_arg_val<uint32_t>(arg++);  // fused K/V update only
-    const uint32_t num_units = get_arg_val<uint32_t>(arg++);
-    const uint32_t num_signals = get_arg_val<uint32_t>(arg++);  // then (noc_x, noc_y, count) per attention core
+    const uint32_t cache_addr = get_common_arg_val<uint32_t>(arg++);
+    const uint32_t cache2_addr = get_common_arg_val<uint32_t>(arg++);  // fused K/V update only
+    const uint32_t num_units = unit_range(arg).count;
 
     Noc noc;
     CircularBuffer new_row_buf(cb_new_row);
@@ -94,10 +94,11 @@ void kernel_main() {
 
     if constexpr (signal_cache_updated) {
         // Every write above completed (each unit's barrier): the rows are in DRAM before any reader is told.
+        const uint32_t num_signals = get_arg_val<uint32_t>(0);  // per-core runtime args: (noc_x, noc_y, count) follow
         for (uint32_t i = 0; i < num_signals; ++i) {
-            const uint32_t noc_x = get_arg_val<uint32_t>(arg + 3 * i);
-            const uint32_t noc_y = get_arg_val<uint32_t>(arg + 3 * i + 1);
-            Semaphore<>(sem_cache_updated).up(noc, noc_x, noc_y, get_arg_val<uint32_t>(arg + 3 * i + 2));
+            const uint32_t noc_x = get_arg_val<uint32_t>(1 + 3 * i);
+            const uint32_t noc_y = get_arg_val<uint32_t>(1 + 3 * i + 1);
+            Semaphore<>(sem_cache_updated).up(noc, noc_x, noc_y, get_arg_val<uint32_t>(1 + 3 * i + 2));
         }
         noc.async_atomic_barrier();
     }
