@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import ttemu
+import ttflashdecode
 from decode_harness import check_close, generator, seed_for, tag
 from ttemu import EmulatorError
 from ttemu.ttnn_env import import_ttnn
@@ -211,3 +212,32 @@ def test_decode_loop_trace_on_card(ttnn):
         ttnn.release_trace(device, trace_id)
     finally:
         ttnn.close_device(device)
+
+
+def test_captured_cache_updates_make_no_host_transfer(emu_device):
+    """The paged cache update inside a capture (a decode step updates the cache, then attends): with a device index
+    tensor and page table it records its launch and transfers nothing; host positions or a host page table are
+    refused before any transfer, naming the argument, as the decode op refuses host positions."""
+    seed = seed_for("test_trace.update_no_host_transfer")
+    gen = generator(seed)
+    dev = emu_device
+    cache = dev.from_torch(torch.randn(NUM_BLOCKS, NKV, BLOCK, D, generator=gen), dtype=ttnn.bfloat16, **TILE)
+    rows = dev.from_torch(torch.randn(1, B, NKV, D, generator=gen), dtype=ttnn.bfloat16, **TILE)
+    positions, table = _step_inputs(gen, 0)
+    index = dev.from_torch(_int32(positions), **INT32)
+    page_table = dev.from_torch(table, **INT32)
+    op = ttflashdecode.paged_update_cache
+    op(cache, rows, update_idxs_tensor=index, page_table=page_table)  # warm-up (compiles, makes the program)
+
+    trace_id = ttemu.begin_trace_capture(dev)
+    try:
+        op(cache, rows, update_idxs_tensor=index, page_table=page_table)
+        with pytest.raises(ValueError, match=r"^update_idxs: host values would be uploaded inside a trace capture"):
+            op(cache, rows, update_idxs=positions, page_table=page_table)
+        with pytest.raises(ValueError, match=r"^page_table: host values would be uploaded inside a trace capture"):
+            op(cache, rows, update_idxs_tensor=index, page_table=table)
+        trace = ttemu.get_trace(dev, trace_id)
+        assert trace.host_transfers == [], "a captured update moved data to or from the host"
+        assert trace.num_launches == 1, trace.num_launches
+    finally:
+        ttemu.end_trace_capture(dev, trace_id)

@@ -169,6 +169,13 @@ def check_update(
     # A ring takes any int32 position (wrapped by the kernels); else a position must lie in the cache.
     position_end = RING_POSITION_END if shapes.cache_position_modulo else shapes.kv_len
     host_positions = _check_positions(index_name, positions, batch, position_end, device)
+    uploads = ([index_name] if host_positions is not None else []) + (["page_table"] if table_rows is not None else [])
+    if uploads and backend.is_capturing():
+        # tt-metal refuses host writes while a trace is captured ("Writes are not supported during trace capture")
+        raise ValueError(
+            f"{uploads[0]}: host values would be uploaded inside a trace capture, which cannot hold a host write; pass "
+            "a device tensor written before the capture or between replays"
+        )
     return UpdateCall(
         shapes,
         tuple(pairs),
