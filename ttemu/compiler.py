@@ -313,12 +313,55 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.rename(path)
 
 
+# Per process: each build's (source and header list, their stat signatures, cache key) when its key was last computed.
+_key_memo: dict[tuple, tuple[list[str], tuple, str]] = {}
+
+
+def _stat_signature(paths) -> tuple:
+    """Size, modification time and inode of each of ``paths`` (None for a missing one): what an edit changes."""
+    signature = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            signature.append((st.st_size, st.st_mtime_ns, st.st_ino))
+        except OSError:
+            signature.append(None)
+    return tuple(signature)
+
+
 def _library_path(build: KernelBuild, roots: list[tuple[str, str]]) -> Path:
-    """Where the cache keeps (or will keep) the library of `build`."""
-    # Memo key of the header list: this process, this source file at this path with these flags.
-    key0 = hashlib.sha256(
+    """Where the cache keeps (or will keep) the library of `build`.
+
+    The key hashes the source and every header it includes (~40 files a kernel), and a program is launched many times
+    per process (a decode loop, the test suite): when neither the source nor any header changed on disk since this
+    process last computed the key (same size, modification time and inode), the key is the one computed then. The
+    signature is taken before the files are read, so an edit made while they are read is seen at the next launch."""
+    memo = (build.name, str(build.source), tuple(build.flags), tuple(roots))
+    files, signature = [str(build.source)], None
+    known = _key_memo.get(memo)
+    if known is not None:
+        files, signature, key = known
+        if signature is not None and _stat_signature(files) == signature:
+            return KERNEL_CACHE / f"{build.name}-{key}.so"
+    signature = _stat_signature(files)  # before the key reads them
+    out = _library_path_from_content(build, roots)
+    read = [str(build.source), *_deps_memo[_content_memo_key(build)]]
+    # A first launch (or a changed header list) had not stat-ed every file it read: the next one does, then keeps it.
+    _key_memo[memo] = (read, signature if read == files else None, out.name[len(build.name) + 1 : -len(".so")])
+    return out
+
+
+def _content_memo_key(build: KernelBuild) -> str:
+    """Memo key of the header list: this process, this source file at this path with these flags."""
+    return hashlib.sha256(
         build.source.read_bytes() + "\0".join(build.flags).encode() + str(build.source).encode()
     ).hexdigest()
+
+
+def _library_path_from_content(build: KernelBuild, roots: list[tuple[str, str]]) -> Path:
+    """Where the cache keeps the library of `build`, its key computed from the files' contents."""
+    # Memo key of the header list: this process, this source file at this path with these flags.
+    key0 = _content_memo_key(build)
     # The header list of a known source is memoised, so a warm cache costs no preprocessor run; the headers'
     # contents are always re-hashed, so an edited header still rebuilds.
     if key0 in _deps_memo:

@@ -100,3 +100,22 @@ def test_key_names_checkout_paths_by_stable_roots(tmp_path):
     # A kernel of a package installed beside the emulator is keyed by its place there (no separate kernel-dir root).
     inside = compiler.location_roots(INSTALL_ROOT / "mypackage" / "kernels" / "x.cpp")
     assert "<kernel-dir>" not in dict(inside).values()
+
+
+def test_a_header_edited_after_repeated_launches_recompiles(tmp_path):
+    """A process launching one program many times keeps each build's key while its source and headers are unchanged
+    on disk (compiler._library_path): an edit of the header after several launches, even one that keeps its size, is
+    still a new entry at the next launch, and restoring the header finds the first entry again."""
+    build = _checkout(tmp_path / "loop", uuid.uuid4().hex)
+    header = build.source.parent / "page_size.h"
+    lib = compiler.compile_kernel(build)
+    for _ in range(3):  # the later launches take the key this process kept
+        assert compiler.compile_kernel(build) == lib
+    original = header.read_text()
+    header.write_text(HEADER.format(page=4096))  # as many bytes as page=2048
+    assert len(header.read_text()) == len(original)
+    edited = compiler.compile_kernel(build)
+    assert edited != lib and edited.exists()
+    assert compiler.compile_kernel(build) == edited
+    header.write_text(original)
+    assert compiler.compile_kernel(build) == lib
