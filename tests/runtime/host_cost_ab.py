@@ -193,6 +193,14 @@ def launch_of(ttnn, call):
     return launched["args"]
 
 
+def generic_op_alone(ttnn, trees: Trees, name: str, call):
+    """A row: ``generic_op``'s C++ op alone on the descriptor tree ``name`` launches for ``call()`` (a program-cache
+    hit): what a change of the descriptor moves, without the package's work around it."""
+    trees.use(name)
+    launched, launch = launch_of(ttnn, call), ttnn.generic_op.function
+    return lambda: launch(*launched)
+
+
 def without_launch(ttnn, call):
     """``call`` with ``ttnn.generic_op`` a no-op while it runs: the package's own work."""
     real = ttnn.generic_op
@@ -245,13 +253,9 @@ def child(base: str, calls: int, package_only: bool, exp_approx: bool) -> int:
                 rows[f"{name}, the call"] = lambda op=op: call(op)
                 setups[f"{name}, the call"] = lambda name=name: trees.use(name)
             rows["upstream's paged op"] = upstream
-            # generic_op's C++ op alone on the descriptor each tree launches (a program-cache hit): what a change of
-            # the descriptor moves, without the package's work around it
             for name, op in ops.items():
-                trees.use(name)
-                launched = launch_of(ttnn, lambda op=op: call(op))
-                rows[f"{name}, generic_op's C++ op alone on its descriptor"] = (
-                    lambda a=launched, launch=ttnn.generic_op.function: launch(*a)
+                rows[f"{name}, generic_op's C++ op alone on its descriptor"] = generic_op_alone(
+                    ttnn, trees, name, lambda op=op: call(op)
                 )
         print_rows(rows, calls, setups)
     finally:

@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from host_cost_ab import Trees, launch_of, print_rows, without_launch  # noqa: E402
+from host_cost_ab import Trees, generic_op_alone, print_rows, without_launch  # noqa: E402
 
 
 def update_calls(dev, ttnn):
@@ -107,10 +107,8 @@ def child(base: str, calls: int) -> int:
                 row(f"{name}, {op}", name, lambda c=call, p=p: c(p))
             rows[f"upstream's {op}"] = theirs[op]
             for name, p in trees.packages.items():
-                trees.use(name)
-                launched = launch_of(ttnn, lambda c=call, p=p: c(p))
-                rows[f"{name}, {op}: generic_op's C++ op alone on its descriptor"] = (
-                    lambda a=launched, launch=ttnn.generic_op.function: launch(*a)
+                rows[f"{name}, {op}: generic_op's C++ op alone on its descriptor"] = generic_op_alone(
+                    ttnn, trees, name, lambda c=call, p=p: c(p)
                 )
         print_rows(rows, calls, setups)
     finally:
