@@ -10,6 +10,7 @@ op:
 - :class:`KernelArgs`, :class:`AccessorArgs`, :func:`ordered`: a kernel's compile-time args, positional: its own in
   its list's order, then the ``TensorAccessorArgs`` of the tensors it addresses;
 - :func:`wire`, :func:`runtime_arg_names`: a runtime-args dataclass as the positional list a descriptor carries;
+- :func:`work_table`: the per-core entries a kernel's cores find in its common runtime args;
 - :func:`tensor_placement`: where a tensor's pages live, as the kernels' ``TensorPages`` (flash_decode_common.hpp) finds
   them (decode's Q and output, the cache update's input).
 
@@ -123,6 +124,27 @@ def ordered(values: dict[str, int], names: tuple[str, ...], accessors: AccessorA
         raise AssertionError(f"a kernel arg listed twice: {sorted(n for n in set(names) if names.count(n) > 1)}")
     own = tuple(int(table[n]) for n in names)
     return KernelArgs(names, own + tuple(accessors.args if accessors else ()))
+
+
+# A work table: a kernel takes no per-core runtime args, and each of its cores finds its own entry in the kernel's
+# common runtime args by its logical coordinates (flash_decode_common.hpp: work_table_entry). The table: the bounding
+# box of the cores (x0, y0, width), then the same number of words per core of the box, row by row; a core of the box
+# without work (one running none of these kernels) has zeros.
+WORK_TABLE_HEADER = 3
+
+
+def work_table(entries: dict[tuple[int, int], tuple[int, ...]], words_per_core: int) -> list[int]:
+    """The work table of the cores ``entries`` maps (logical (x, y) -> their ``words_per_core`` packed words)."""
+    xs, ys = [c[0] for c in entries], [c[1] for c in entries]
+    x0, y0 = min(xs), min(ys)
+    width, height = max(xs) - x0 + 1, max(ys) - y0 + 1
+    table = [x0, y0, width] + [0] * (words_per_core * width * height)
+    for (x, y), words in entries.items():
+        if len(words) != words_per_core:
+            raise AssertionError(f"core ({x}, {y}): {len(words)} words in a table of {words_per_core} a core")
+        at = WORK_TABLE_HEADER + words_per_core * ((y - y0) * width + (x - x0))
+        table[at : at + words_per_core] = words
+    return table
 
 
 def float_bits(value: float) -> int:

@@ -47,6 +47,7 @@ from ttflashdecode.ops.descriptors import (
     ordered,
     runtime_arg_names,
     tensor_placement,
+    work_table,
 )
 from ttflashdecode.plan.cbs import CB_INDEX, scale_in_exp
 from ttflashdecode.plan.search import Q_ARRIVED
@@ -344,29 +345,25 @@ class CoreWork:
     parent_noc_y: int = 0
 
 
-# Words of the table before its entries (the box: x0, y0, width) and per entry; flash_decode_common.hpp's core_work
-# reads them so.
-WORK_TABLE_HEADER, WORK_ENTRY_WORDS = 3, 2
+# Words per core of the work table; flash_decode_common.hpp's core_work reads them so.
+WORK_ENTRY_WORDS = 2
 
 
 def core_work_table(work: dict[tuple[int, int], CoreWork]) -> list[int]:
-    """The work table of the cores ``work`` maps (logical (x, y) -> their work): the bounding box of those cores
-    (x0, y0, width) and two words per core of the box, row by row: ``first_group | num_groups << 16`` and
-    ``core_index | num_cores_per_head << 8 | parent_noc_x << 16 | parent_noc_y << 24`` (a core of the box outside
-    ``work`` runs none of these kernels: zeros)."""
-    xs, ys = [c[0] for c in work], [c[1] for c in work]
-    x0, y0 = min(xs), min(ys)
-    width, height = max(xs) - x0 + 1, max(ys) - y0 + 1
-    table = [x0, y0, width] + [0] * (WORK_ENTRY_WORDS * width * height)
+    """The work table (:func:`~ttflashdecode.ops.descriptors.work_table`) of the cores ``work`` maps (logical (x, y)
+    -> their work): two words a core, ``first_group | num_groups << 16`` and
+    ``core_index | num_cores_per_head << 8 | parent_noc_x << 16 | parent_noc_y << 24``."""
+    entries = {}
     for (x, y), w in work.items():
         fields16 = (w.first_group, w.num_groups)
         fields8 = (w.core_index, w.num_cores_per_head, w.parent_noc_x, w.parent_noc_y)
         if any(not 0 <= v < 1 << 16 for v in fields16) or any(not 0 <= v < 1 << 8 for v in fields8):
             raise AssertionError(f"core ({x}, {y}): work {w} does not fit the work table's fields (16, 16, 8 x 4 bits)")
-        at = WORK_TABLE_HEADER + WORK_ENTRY_WORDS * ((y - y0) * width + (x - x0))
-        table[at] = w.first_group | w.num_groups << 16
-        table[at + 1] = w.core_index | w.num_cores_per_head << 8 | w.parent_noc_x << 16 | w.parent_noc_y << 24
-    return table
+        entries[(x, y)] = (
+            w.first_group | w.num_groups << 16,
+            w.core_index | w.num_cores_per_head << 8 | w.parent_noc_x << 16 | w.parent_noc_y << 24,
+        )
+    return work_table(entries, WORK_ENTRY_WORDS)
 
 
 def is_upstream_mask(mask, shapes) -> bool:

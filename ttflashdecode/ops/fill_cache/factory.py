@@ -4,7 +4,7 @@ place in the cache, the tile conversion's compute kernel, a writer."""
 from __future__ import annotations
 
 from ttflashdecode.backend import import_ttnn
-from ttflashdecode.kernel_sources import CONVERT_KERNELS, FILL_CACHE_KERNELS, UPDATE_CACHE_KERNELS
+from ttflashdecode.kernel_sources import CONVERT_KERNELS, DECODE_KERNELS, FILL_CACHE_KERNELS, UPDATE_CACHE_KERNELS
 from ttflashdecode.ops.descriptors import ComputeSettings, cb_descriptor, core_range_set, kernel_descriptor, wire
 from ttflashdecode.ops.fill_cache.args import (
     CB_INDEX,
@@ -21,7 +21,8 @@ from ttflashdecode.ops.work_split import split_units
 READER = FILL_CACHE_KERNELS / "dataflow" / "reader_fill_cache.cpp"
 COMPUTE = CONVERT_KERNELS / "compute" / "compute_copy.cpp"
 WRITER = FILL_CACHE_KERNELS / "dataflow" / "writer_fill_cache.cpp"
-INCLUDE = [FILL_CACHE_KERNELS, UPDATE_CACHE_KERNELS]  # update_cache_common.hpp: locate_fill_row
+# update_cache_common.hpp: locate_fill_row (and the flash_decode_common.hpp it includes: the work table's lookup)
+INCLUDE = [FILL_CACHE_KERNELS, UPDATE_CACHE_KERNELS, DECODE_KERNELS]
 
 
 def build_fill_program(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttflashdecode.ops.descriptors import PLACEMENTS, AccessorArgs, ordered, tensor_placement
+from ttflashdecode.ops.descriptors import PLACEMENTS, AccessorArgs, ordered, tensor_placement, work_table
 from ttflashdecode.ops.work_split import UnitSplit
 
 TILE = 32
@@ -131,24 +131,15 @@ class WriterCommonArgs:
     cache2_addr: int  # fused K/V update only
 
 
-# Words of the work table before its entries (the box: x0, y0, width) and per entry; update_cache_common.hpp's
-# unit_range reads them so.
-WORK_TABLE_HEADER, WORK_ENTRY_WORDS = 3, 1
-
-
 def unit_work_table(split: UnitSplit) -> list[int]:
-    """The work table of ``split``'s cores: the bounding box of those cores (x0, y0, width) and one word per core of
-    the box, row by row: ``first_unit | num_units << 16`` (a core of the box outside the split runs none of these
-    kernels: zero)."""
-    xs, ys = [c[0] for c in split.cores], [c[1] for c in split.cores]
-    x0, y0 = min(xs), min(ys)
-    width, height = max(xs) - x0 + 1, max(ys) - y0 + 1
-    table = [x0, y0, width] + [0] * (WORK_ENTRY_WORDS * width * height)
+    """The work table (:func:`~ttflashdecode.ops.descriptors.work_table`) of ``split``'s cores: one word a core,
+    ``first_unit | num_units << 16`` (update_cache_common.hpp's unit_range reads it so)."""
+    entries = {}
     for (x, y), first, count in zip(split.cores, split.first_unit, split.num_units, strict=True):
         if not (0 <= first < 1 << 16 and 0 <= count < 1 << 16):
             raise AssertionError(f"core ({x}, {y}): units {first}, {count} do not fit the work table's 16-bit fields")
-        table[WORK_TABLE_HEADER + WORK_ENTRY_WORDS * ((y - y0) * width + (x - x0))] = first | count << 16
-    return table
+        entries[(x, y)] = (first | count << 16,)
+    return work_table(entries, 1)
 
 
 @dataclass(frozen=True)

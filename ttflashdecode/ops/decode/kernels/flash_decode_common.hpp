@@ -275,20 +275,33 @@ inline float bfloat16_to_float(uint16_t bits) {
 
 namespace flash_decode {
 
-// A core's work (kernel_args.CoreWork). The kernels take no per-core runtime args: every core finds its entry of the
-// work table (kernel_args.core_work_table) in its common runtime args at `at` by its logical coordinates. The table:
-// the box of the kernel's cores (x0, y0, width; the reader's under Q multicast: every busy core's, factory.py), then
-// two words per core of the box, row by row:
+// A work table (ttflashdecode/ops/descriptors.py: work_table; the decode and the cache update kernels take no per-core
+// runtime args): at common runtime arg `at`, the box of the kernel's cores (x0, y0, width), then the same number of
+// words per core of the box, row by row. Each core finds its entry by its logical coordinates.
+struct WorkTableBox {
+    uint32_t index;  // this core's place in the box, row by row
+    uint32_t width;
+};
+
+inline WorkTableBox work_table_box(uint32_t at) {
+    const uint32_t x0 = get_common_arg_val<uint32_t>(at);
+    const uint32_t y0 = get_common_arg_val<uint32_t>(at + 1);
+    const uint32_t width = get_common_arg_val<uint32_t>(at + 2);
+    return {(get_absolute_logical_y() - y0) * width + (get_absolute_logical_x() - x0), width};
+}
+
+// The common runtime arg of this core's first word in the work table at `at` (`words` a core).
+inline uint32_t work_table_entry(uint32_t at, uint32_t words) { return at + 3 + words * work_table_box(at).index; }
+
+// A core's work (kernel_args.CoreWork), its entry of the decode kernels' work table (kernel_args.core_work_table; the
+// reader's box under Q multicast: every busy core's, factory.py): two words,
 // first_group | num_groups << 16 and core_index | num_cores_per_head << 8 | parent_noc_x << 16 | parent_noc_y << 24.
 struct CoreWork {
     uint32_t first_group, num_groups, core_index, num_cores_per_head, parent_noc_x, parent_noc_y;
 };
 
 inline CoreWork core_work(uint32_t at) {
-    const uint32_t x0 = get_common_arg_val<uint32_t>(at);
-    const uint32_t y0 = get_common_arg_val<uint32_t>(at + 1);
-    const uint32_t width = get_common_arg_val<uint32_t>(at + 2);
-    const uint32_t entry = at + 3 + 2 * ((get_absolute_logical_y() - y0) * width + (get_absolute_logical_x() - x0));
+    const uint32_t entry = work_table_entry(at, 2);
     const uint32_t groups = get_common_arg_val<uint32_t>(entry);
     const uint32_t tree = get_common_arg_val<uint32_t>(entry + 1);
     return {groups & 0xFFFF, groups >> 16, tree & 0xFF, (tree >> 8) & 0xFF, (tree >> 16) & 0xFF, tree >> 24};

@@ -128,22 +128,20 @@ inline uint32_t bf16_tile_offset(uint32_t row, uint32_t col) {
 // ---- every kernel build (data movement and compute; not the host) ---------------------------------------------------
 #if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC) || defined(COMPILE_FOR_TRISC)
 
+#include "flash_decode_common.hpp"  // work_table_entry
+
 namespace update_cache {
 
 // A core's units: [first, first + count). The kernels take no per-core runtime args (but a writer fused with
-// attention, for its signals): every core finds its entry of the work table (update_cache/args.py: unit_work_table)
-// in its common runtime args at `at` by its logical coordinates. The table: the box of the cores (x0, y0, width),
-// then one word per core of the box, row by row: first_unit | num_units << 16.
+// attention, for its signals): every core finds its entry of the work table (update_cache/args.py: unit_work_table;
+// flash_decode_common.hpp: work_table_entry) at common runtime arg `at`: one word a core,
+// first_unit | num_units << 16.
 struct UnitRange {
     uint32_t first, count;
 };
 
 inline UnitRange unit_range(uint32_t at) {
-    const uint32_t x0 = get_common_arg_val<uint32_t>(at);
-    const uint32_t y0 = get_common_arg_val<uint32_t>(at + 1);
-    const uint32_t width = get_common_arg_val<uint32_t>(at + 2);
-    const uint32_t units =
-        get_common_arg_val<uint32_t>(at + 3 + (get_absolute_logical_y() - y0) * width + get_absolute_logical_x() - x0);
+    const uint32_t units = get_common_arg_val<uint32_t>(flash_decode::work_table_entry(at, 1));
     return {units & 0xFFFF, units >> 16};
 }
 

@@ -582,13 +582,11 @@ void kernel_main() {
     bool q_from_root = false;
     uint32_t q_receivers = 0;
     if (q_multicast && num_cores_per_head > 1) {
-        const uint32_t box_width = get_common_arg_val<uint32_t>(arg + 2);
-        const uint32_t box_index = (get_absolute_logical_y() - get_common_arg_val<uint32_t>(arg + 1)) * box_width +
-                                   get_absolute_logical_x() - get_common_arg_val<uint32_t>(arg);
-        const uint32_t root_x = (box_index - core_index) % box_width;
-        const uint32_t region = root_x == 0 && num_cores_per_head % box_width == 0
+        const WorkTableBox box = work_table_box(arg);
+        const uint32_t root_x = (box.index - core_index) % box.width;
+        const uint32_t region = root_x == 0 && num_cores_per_head % box.width == 0
                                     ? num_cores_per_head
-                                    : (box_width - root_x < num_cores_per_head ? box_width - root_x : num_cores_per_head);
+                                    : (box.width - root_x < num_cores_per_head ? box.width - root_x : num_cores_per_head);
         q_from_root = core_index != 0 && core_index < region;
         q_receivers = core_index == 0 ? region - 1 : 0;
     }
