@@ -307,6 +307,16 @@ class Backend:
             return trace.is_trace_capture_active(self.device)
         return bool(import_ttnn().is_trace_capture_active(self.device))
 
+    def refuse_upload_in_capture(self, argument: str, device_argument: str) -> None:
+        """Raises, naming ``argument``, when its host values would be uploaded while a trace is captured: tt-metal
+        refuses host writes then ("Writes are not supported during trace capture"). ``device_argument``: what to pass
+        instead."""
+        if self.is_capturing():
+            raise ValueError(
+                f"{argument}: host values would be uploaded inside a trace capture, which cannot hold a host write; "
+                f"pass a device tensor ({device_argument}) written before the capture or between replays"
+            )
+
     def mesh_program(self, programs: list):
         """The ``ttnn.MeshProgramDescriptor`` of a launch: one program over the whole mesh when every chip has the
         same (the same descriptor object: the chips' tensors share their addresses), else each chip's program on its

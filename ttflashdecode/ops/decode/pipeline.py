@@ -442,13 +442,7 @@ class DecodePipeline:
         return self._upload_int32("page_table_tensor", rows, [len(rows), len(rows[0])])
 
     def _upload_int32(self, name: str, values, shape: list[int]):
-        if self.backend.is_capturing():
-            # tt-metal refuses host writes while a trace is captured ("Writes are not supported during trace capture")
-            raise ValueError(
-                f"{name}: host values would be uploaded inside a trace capture, which cannot hold a host write; pass "
-                f"a device tensor ({'cur_pos_tensor' if name == 'cur_pos' else name}) written before the capture or "
-                "between replays"
-            )
+        self.backend.refuse_upload_in_capture(name, "cur_pos_tensor" if name == "cur_pos" else name)
         return self.backend.int32_tensor(values, shape)
 
     def output(self, call: DecodeCall, output_tensor, q):

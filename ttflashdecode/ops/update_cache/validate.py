@@ -41,6 +41,14 @@ def check_defaults(op: str, **arguments) -> None:
             raise ValueError(f"{name}={value!r}: not supported by ttflashdecode.{op} (leave it at its default)")
 
 
+# The device-tensor argument that replaces each host-positions argument (for a call inside a trace capture).
+DEVICE_POSITIONS = {
+    "update_idxs": "update_idxs_tensor",
+    "update_idx": "paged_update_cache's update_idxs_tensor",
+    "cur_pos": "cur_pos_tensor",
+}
+
+
 def positions_argument(update_idxs, update_idxs_tensor):
     given = [n for n, v in (("update_idxs", update_idxs), ("update_idxs_tensor", update_idxs_tensor)) if _given(v)]
     if len(given) != 1:
@@ -169,13 +177,10 @@ def check_update(
     # A ring takes any int32 position (wrapped by the kernels); else a position must lie in the cache.
     position_end = RING_POSITION_END if shapes.cache_position_modulo else shapes.kv_len
     host_positions = _check_positions(index_name, positions, batch, position_end, device)
-    uploads = ([index_name] if host_positions is not None else []) + (["page_table"] if table_rows is not None else [])
-    if uploads and backend.is_capturing():
-        # tt-metal refuses host writes while a trace is captured ("Writes are not supported during trace capture")
-        raise ValueError(
-            f"{uploads[0]}: host values would be uploaded inside a trace capture, which cannot hold a host write; pass "
-            "a device tensor written before the capture or between replays"
-        )
+    if host_positions is not None:
+        backend.refuse_upload_in_capture(index_name, DEVICE_POSITIONS.get(index_name, index_name))
+    if table_rows is not None:
+        backend.refuse_upload_in_capture("page_table", "page_table")
     return UpdateCall(
         shapes,
         tuple(pairs),
