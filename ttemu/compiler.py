@@ -344,32 +344,28 @@ def _library_path(build: KernelBuild, roots: list[tuple[str, str]]) -> Path:
         if signature is not None and _stat_signature(files) == signature:
             return KERNEL_CACHE / f"{build.name}-{key}.so"
     signature = _stat_signature(files)  # before the key reads them
-    out = _library_path_from_content(build, roots)
-    read = [str(build.source), *_deps_memo[_content_memo_key(build)]]
+    out, headers = _library_path_from_content(build, roots)
+    read = [str(build.source), *headers]
     # A first launch (or a changed header list) had not stat-ed every file it read: the next one does, then keeps it.
     _key_memo[memo] = (read, signature if read == files else None, out.name[len(build.name) + 1 : -len(".so")])
     return out
 
 
-def _content_memo_key(build: KernelBuild) -> str:
-    """Memo key of the header list: this process, this source file at this path with these flags."""
-    return hashlib.sha256(
+def _library_path_from_content(build: KernelBuild, roots: list[tuple[str, str]]) -> tuple[Path, list[str]]:
+    """Where the cache keeps the library of `build`, its key computed from the files' contents, and the headers the
+    key read."""
+    # Memo key of the header list: this process, this source file at this path with these flags.
+    key0 = hashlib.sha256(
         build.source.read_bytes() + "\0".join(build.flags).encode() + str(build.source).encode()
     ).hexdigest()
-
-
-def _library_path_from_content(build: KernelBuild, roots: list[tuple[str, str]]) -> Path:
-    """Where the cache keeps the library of `build`, its key computed from the files' contents."""
-    # Memo key of the header list: this process, this source file at this path with these flags.
-    key0 = _content_memo_key(build)
     # The header list of a known source is memoised, so a warm cache costs no preprocessor run; the headers'
     # contents are always re-hashed, so an edited header still rebuilds.
     if key0 in _deps_memo:
         out = KERNEL_CACHE / f"{build.name}-{cache_key(build, _deps_memo[key0], roots)}.so"
         if out.exists():
-            return out
+            return out, _deps_memo[key0]
     _deps_memo[key0] = _headers(build)
-    return KERNEL_CACHE / f"{build.name}-{cache_key(build, _deps_memo[key0], roots)}.so"
+    return KERNEL_CACHE / f"{build.name}-{cache_key(build, _deps_memo[key0], roots)}.so", _deps_memo[key0]
 
 
 def _display_path(path: Path) -> str:
