@@ -199,6 +199,7 @@ def decode_section(only: str = ""):
         f"{'load':>11}"
     )
     full_b8 = None
+    phases = []  # (row, the child's host phases)
     for name, batch, kv_len, timing_only, before, goal in DECODE_ROWS:
         if only and not any(w.strip() and w.strip() in name for w in only.split(",")):
             continue
@@ -215,6 +216,7 @@ def decode_section(only: str = ""):
             wall, child_cpu, stats = llama_decode(dev, batch, kv_len, timing_only)
             dev.close()
             child_s, duration_ns = stats.wall_seconds, stats.duration_ns or 0
+            phases.append((name, stats.host_phases_s, child_s))
             if (batch, kv_len, timing_only) == (8, 8192, False):
                 full_b8 = wall
             if timing_only and full_b8:
@@ -229,6 +231,20 @@ def decode_section(only: str = ""):
     )
     print("child CPU s: CPU time (user + system) the timed call's child processes used")
     print(f"load: 1-minute load average before-after the row on {os.cpu_count()} CPUs")
+    print_phases(phases)
+
+
+def print_phases(phases):
+    """Where each decode row's child spent its wall time (ttemu's runtime times its phases; "other": process start,
+    the result's writing, waiting for a CPU before the first phase)."""
+    if not phases:
+        return
+    names = list(dict.fromkeys(k for _, p, _ in phases for k in p))
+    print("\nthe emulator child's host phases, wall s (kernels: the kernel threads and the timing model's recording)")
+    print(f"{'run':<44}" + "".join(f"{n:>14}" for n in names) + f"{'other':>9}")
+    for row, p, child_s in phases:
+        other = child_s - sum(p.values())
+        print(f"{row:<44}" + "".join(f"{p.get(n, 0.0):>14.3f}" for n in names) + f"{other:>9.3f}")
 
 
 def main():

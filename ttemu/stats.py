@@ -30,6 +30,10 @@ class EmulatorStats:
     buffer_page_sizes: dict[int, int] = field(repr=False)
     wall_seconds: float = 0.0
     timing: TimingStats | None = None  # None when the run was made with the timing model off
+    # Host wall seconds of the emulator child's phases in order (load_program, setup_memory, load_kernels, kernels,
+    # replay): where an emulated run's host time goes; the rest of wall_seconds is process start-up, the result's
+    # writing and Python.
+    host_phases_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def duration_ns(self) -> float | None:
@@ -94,4 +98,5 @@ class EmulatorStats:
             buffer_page_sizes=page_sizes,
             wall_seconds=wall,
             timing=TimingStats.from_json(s["timing"], s.get("timing_variants")) if s.get("timing") else None,
+            host_phases_s=dict(s.get("host_phases_s", {})),
         )

@@ -249,6 +249,10 @@ struct Machine {
     // and their results (stats "timing_variants": {"<name>": <the same object as "timing">, ...}).
     std::vector<std::pair<std::string, timing::Params>> extra_variants;
     std::string timing_variants_json;
+    // Host seconds of each phase of this run, in order (stats "host_phases_s"): where an emulated call's host time
+    // goes (perf/emulator_throughput.py prints them). Wall time, not a model of anything on the chip.
+    std::vector<std::pair<const char*, double>> host_phases;
+    std::chrono::steady_clock::time_point phase_mark = std::chrono::steady_clock::now();  // the last phase's end
 };
 
 Machine M;
@@ -1933,7 +1937,10 @@ void write_ok_result() {
     o << "}";
     if (!M.timing_json.empty()) o << ", \"timing\": " << M.timing_json;
     if (!M.timing_variants_json.empty()) o << ", \"timing_variants\": " << M.timing_variants_json;
-    o << "}}\n";
+    o << ", \"host_phases_s\": {";
+    for (size_t i = 0; i < M.host_phases.size(); ++i)
+        o << (i ? ", " : "") << "\"" << M.host_phases[i].first << "\": " << fmt("%.6f", M.host_phases[i].second);
+    o << "}}}\n";
     std::string s = o.str();
     std::string tmp = M.result_path + ".tmp";
     FILE* f = fopen(tmp.c_str(), "w");
@@ -2044,11 +2051,21 @@ void replay_timing() {
     M.timing_variants_json = o + "}";
 }
 
+// Ends phase `name` of M.host_phases: the wall seconds since the previous phase ended (or since M was made).
+void mark_phase(const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    M.host_phases.emplace_back(name, std::chrono::duration<double>(now - M.phase_mark).count());
+    M.phase_mark = now;
+}
+
 int run(const char* program) {
     install_signal_handlers();
     load_program(program);
+    mark_phase("load_program");
     setup_memory();
+    mark_phase("setup_memory");
     load_kernels();
+    mark_phase("load_kernels");
     setup_timing();
     std::atomic<bool> finished{false};
     std::thread wd(watchdog_loop, &finished);
@@ -2061,7 +2078,9 @@ int run(const char* program) {
     finished.store(true);
     wd.join();
     if (M.l1_store) copy_l1_buffers(false);
+    mark_phase("kernels");
     replay_timing();
+    mark_phase("replay");
     write_ok_result();
     return 0;
 }
