@@ -103,6 +103,10 @@ def test_dram_l1_dram_copy(dev, dtype, use_accessor):
     assert stats.dram_read_bytes == n * src.buffer_page_size() == stats.dram_write_bytes
     for c in ("0,0", "3,1", "7,7"):
         assert 1 <= stats.cb_high_water[c][0] <= 4
+    # where the child's wall time went, phase by phase, in the order they ran (perf/emulator_throughput.py)
+    assert list(stats.host_phases_s) == ["load_program", "setup_memory", "load_kernels", "kernels", "replay"]
+    assert all(s >= 0 for s in stats.host_phases_s.values())
+    assert sum(stats.host_phases_s.values()) <= stats.wall_seconds
     src.deallocate()
     dst.deallocate()
 
