@@ -2,12 +2,13 @@
 path must not move one output bit).
 
 Runs the same cases through the fake single-threaded runtime (ttemu/tests/fake_runtime.cpp) of each tree -- the
-element-wise binary kernel (add / sub / mul, which packs too) and the matmul kernel (matmul_tiles with B transposed,
-and matmul_block, each accumulating over k in DST) -- at every math fidelity (LoFi, HiFi2-4), fp32 DST on and off,
-float32 / bfloat16 / bfloat8_b / bfloat4_b inputs and outputs, on normal, wide-range, special (NaN payloads, Inf,
+element-wise binary kernel (add / sub / mul, with and without a broadcast, which packs too), the matmul kernel
+(matmul_tiles with B transposed, and matmul_block, each accumulating over k in DST), the unary kernel's SFPU ops (exp,
+approximate exp, recip, negative, max: the SFPU's loads and stores of DST), add / sub accumulating into DST and a
+subtraction packed through each of the packer's ReLU modes -- at every math fidelity (LoFi, HiFi2-4), fp32 DST on and
+off, float32 / bfloat16 / bfloat8_b / bfloat4_b inputs and outputs, on normal, wide-range, special (NaN payloads, Inf,
 denormals, signed zeros), random-bit data, and operands with all-zero rows (with and without NaN / Inf in the other
-operand). It compares the output CB's bytes in L1 as the packer left them (NaN payloads included), not decoded
-values.
+operand). It compares the output CB's bytes in L1 as the packer left them (NaN payloads included), not decoded values.
 
     .venv/bin/python perf/compute_differential.py --base /work/main [--tree .] [--quick]
 
@@ -31,15 +32,79 @@ import numpy as np
 FORMATS = ("float32", "bfloat16", "bfloat8_b", "bfloat4_b")
 FIDELITIES = (0, 2, 3, 4)  # LoFi, HiFi2, HiFi3, HiFi4 (MathFidelity)
 DATA = ("normal", "wide", "special", "randbits", "zerorows", "zerorows_special", "zerorows_mixed")
-# (kernel, compile-time args, tiles of in0, tiles of in1, output tiles)
+# (kernel, compile-time args, tiles of in0, tiles of in1, output tiles); a kernel is ttemu/tests/kernels/compute/<name>
+# .cpp of each tree, or one of this script's (the same source for both trees)
 MT, KT, NT = 1, 2, 2
+OWN_BINARY = "diff_binary_pack"
+OWN_KERNELS = {
+    # out[i] = in0[i] op in1[i], or, accumulating into DST, out[i] = (in0[2i] op in1[2i]) + (in0[2i+1] op in1[2i+1])
+    # (the second op's accumulate path adds DST), packed through the packer's ReLU. Compile-time args: 0 op (0 add, 1
+    # sub), 1 accumulate, 2 ReLU mode (0 none, 1 zero, 2 min threshold, 3 max threshold; threshold 0.5), 3 n input
+    # tiles. CBs: in0 = 0, in1 = 1, out = 16.
+    OWN_BINARY: r"""
+#include <cstdint>
+
+#include "api/compute/compute_kernel_api.h"
+#include "api/compute/eltwise_binary.h"
+#include "api/compute/pack.h"
+
+void kernel_main() {
+    constexpr uint32_t op = get_compile_time_arg_val(0);
+    constexpr bool acc = get_compile_time_arg_val(1);
+    constexpr uint32_t mode = get_compile_time_arg_val(2);
+    constexpr uint32_t n = get_compile_time_arg_val(3);
+    constexpr uint32_t cb_in0 = 0, cb_in1 = 1, cb_out = 16;
+    constexpr uint32_t half = 0x3f00;  // 0.5 in bf16
+    compute_kernel_hw_startup(cb_in0, cb_in1, cb_out);
+    if constexpr (op == 0) add_init(cb_in0, cb_in1, acc);
+    else sub_init(cb_in0, cb_in1, acc);
+    pack_relu_config(mode == 0   ? ReluConfig::none()
+                     : mode == 1 ? ReluConfig::zero()
+                     : mode == 2 ? ReluConfig::min_threshold(half)
+                                 : ReluConfig::max_threshold(half));
+    constexpr uint32_t passes = acc ? 2 : 1;
+    for (uint32_t i = 0; i < n / passes; ++i) {
+        tile_regs_acquire();
+        for (uint32_t k = 0; k < passes; ++k) {
+            cb_wait_front(cb_in0, 1);
+            cb_wait_front(cb_in1, 1);
+            if constexpr (op == 0) add_tiles(cb_in0, cb_in1, 0, 0, 0);
+            else sub_tiles(cb_in0, cb_in1, 0, 0, 0);
+            cb_pop_front(cb_in0, 1);
+            cb_pop_front(cb_in1, 1);
+        }
+        tile_regs_commit();
+        tile_regs_wait();
+        cb_reserve_back(cb_out, 1);
+        pack_tile(0, cb_out);
+        cb_push_back(cb_out, 1);
+        tile_regs_release();
+    }
+}
+""",
+}
 KERNELS = (
     ("binary_add", "binary", [0, 0, 2], 2, 2, 2),
     ("binary_sub", "binary", [1, 0, 2], 2, 2, 2),
     ("binary_mul", "binary", [2, 0, 2], 2, 2, 2),
     ("binary_mul_bcast_cols", "binary", [2, 1, 2], 2, 2, 2),
+    ("binary_sub_bcast_cols", "binary", [1, 1, 2], 2, 2, 2),
+    ("binary_add_bcast_rows", "binary", [0, 2, 2], 2, 2, 2),
+    ("binary_sub_bcast_scalar", "binary", [1, 3, 2], 2, 2, 2),
     ("matmul_tiles_transposed", "matmul", [MT, KT, NT, 1, 0], MT * KT, KT * NT, MT * NT),
     ("matmul_block", "matmul", [MT, KT, NT, 0, 1], MT * KT, KT * NT, MT * NT),
+    # SFPU ops (SFPLOAD / SFPSTORE of every lane, the LLK's exp / recip / negative / max) after copy_tile
+    ("sfpu_exp", "unary", [0, 2], 2, 2, 2),
+    ("sfpu_exp_approx", "unary", [1, 2], 2, 2, 2),
+    ("sfpu_recip", "unary", [2, 2], 2, 2, 2),
+    ("sfpu_negative", "unary", [3, 2], 2, 2, 2),
+    ("sfpu_max", "unary", [4, 2], 2, 2, 2),
+    # add / sub accumulating into DST, and the packer's ReLU modes (zero, min / max threshold 0.5) on a subtraction
+    ("add_acc", OWN_BINARY, [0, 1, 0, 4], 4, 4, 2),
+    ("sub_acc", OWN_BINARY, [1, 1, 0, 4], 4, 4, 2),
+    ("sub_relu_zero", OWN_BINARY, [1, 0, 1, 2], 2, 2, 2),
+    ("sub_relu_min", OWN_BINARY, [1, 0, 2, 2], 2, 2, 2),
+    ("sub_relu_max", OWN_BINARY, [1, 0, 3, 2], 2, 2, 2),
 )
 # Reads the output CB's bytes as the packer left them (the fake runtime's L1 accessors).
 PEEK_SOURCE = r"""
@@ -101,7 +166,7 @@ def cases(quick: bool):
     fids = (0, 4) if quick else FIDELITIES
     fmts = ("bfloat16", "bfloat8_b") if quick else FORMATS
     for (name, *_), fid, fp32, fin, fout, data in itertools.product(KERNELS, fids, (0, 1), fmts, fmts, DATA):
-        if name in ("binary_add", "binary_sub") and fid != 4:
+        if (name.startswith(("binary_add", "binary_sub", "sfpu_", "sub_relu", "add_acc", "sub_acc"))) and fid != 4:
             continue  # fidelity is a multiply's
         yield name, fid, fp32, fin, fout, data
 
@@ -160,7 +225,11 @@ def run_tree(out_path: str, quick: bool) -> None:
         key = (name, tuple(ct_args), fp32, fidelity)
         if key not in libs:
             kflags = compute_flags(ct_args, fp32, fidelity)
-            sources = [HERE / "kernels" / "compute" / f"{name}.cpp", HERE / "fake_runtime.cpp", peek]
+            source = HERE / "kernels" / "compute" / f"{name}.cpp"
+            if name in OWN_KERNELS:
+                source = Path(tempfile.gettempdir()) / f"ttfd_compute_differential_{name}.cpp"
+                source.write_text(OWN_KERNELS[name])
+            sources = [source, HERE / "fake_runtime.cpp", peek]
             so = build_shared(f"kdiff_{name}", [*sources, *objects], kflags)
             lib = ctypes.CDLL(str(so))
             lib.fr_last_error.restype = ctypes.c_char_p

@@ -167,6 +167,10 @@ void dst_write_tile(DstSection& d, uint32_t t, const float* v) {
 
 // ---- unpacker (emu/compute_unpack.h)
 
+namespace {
+void src_register_tile(float* v, uint32_t keep);  // below, with the FPU's vector kernels
+}  // namespace
+
 void check_unpack_format(uint32_t cb, Src s, const char* who) {
     ComputeState& st = cstate();
     if (!st.started)
@@ -198,13 +202,10 @@ void unpack_cb_tile(uint32_t cb, uint32_t index, Src s, float* out, const char* 
         return;
     }
     unpack_tile(f, p, out, g);
-    // to_src_register, with the format's choice made once per tile (the loops vectorise)
-    if (f == DataFormat::Float32) {
-        uint32_t keep = dst_fp32() ? 10 : 7;
-        for (uint32_t i = 0; i < kTileHW; ++i) out[i] = flush_denormal(truncate_mantissa(out[i], keep));
-    } else {
-        for (uint32_t i = 0; i < kTileHW; ++i) out[i] = flush_denormal(out[i]);
-    }
+    // to_src_register of every value, with the format's choice made once per tile: Float32 keeps 10 or 7 mantissa
+    // bits (truncate_mantissa), the other formats all they have
+    uint32_t keep = f == DataFormat::Float32 ? ~((1u << (23 - (dst_fp32() ? 10 : 7))) - 1u) : 0xffffffffu;
+    src_register_tile(out, keep);
     count(Counter::TilesUnpacked);
 }
 
@@ -341,6 +342,11 @@ template <int W>
 struct Lanes {
     typedef float F __attribute__((vector_size(4 * W)));
     typedef uint32_t U __attribute__((vector_size(4 * W)));
+    // W / 2 double lanes (the same register), and the W / 2 floats they widen from and narrow to
+    typedef double D __attribute__((vector_size(4 * W)));
+    typedef uint64_t UD __attribute__((vector_size(4 * W)));
+    typedef float HalfF __attribute__((vector_size(2 * W)));
+    typedef uint32_t HalfU __attribute__((vector_size(2 * W)));
 };
 
 // (By reference: a vector wider than the build's target has a target-dependent ABI when passed by value.)
@@ -389,6 +395,25 @@ template <int W>
     else asm("vaddps %1, %0, %0" : "+v"(x) : "v"(y));
 #else
     x = x + y;
+#endif
+}
+
+// x + y and x - y in single precision, x the instruction's first source operand (of two NaNs x86 returns its
+// payload; see mul_lanes).
+inline float add_first(float x, float y) {
+#if defined(__x86_64__)
+    asm("addss %1, %0" : "+x"(x) : "x"(y));
+    return x;
+#else
+    return x + y;
+#endif
+}
+inline float sub_first(float x, float y) {
+#if defined(__x86_64__)
+    asm("subss %1, %0" : "+x"(x) : "x"(y));
+    return x;
+#else
+    return x - y;
 #endif
 }
 
@@ -572,18 +597,103 @@ template <int W>
     return bad == 0;
 }
 
+// The element-wise add into a BF16 DST of a tile, fpu_add_into_dst(base[i], a[i], b[i], acc, false) of every datum
+// (compute_fpu.h), W / 2 data at a time in double lanes: the same double operations on the same values in the same
+// order (operands widened exactly; the aligned sum's exponent e of frexp(big) is big's double exponent field - 1022,
+// which for a denormal float is the one its highest set bit gives), so every result is that function's bit for bit
+// (no fused multiply-add: fp-contract=off on each variant). A datum with an Inf or NaN operand (or DST value, when
+// accumulating) takes fpu_add_into_dst itself, for the NaN it picks; every other sum is finite.
+template <int W>
+[[gnu::always_inline]] inline void add_tile_bf16_lanes(const float* a, const float* b, const float* base, float* out,
+                                                       bool acc) {
+    constexpr int N = W / 2;
+    typedef typename Lanes<W>::HalfF F;
+    typedef typename Lanes<W>::HalfU UF;
+    typedef typename Lanes<W>::D D;
+    typedef typename Lanes<W>::UD U;
+    constexpr uint64_t kSign = 0x8000000000000000ull, kExp = 0x7ff0000000000000ull;
+    constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52, as fpu_aligned_sum
+    for (uint32_t i = 0; i < kTileHW; i += N) {
+        F fa, fb, fbase = F{};
+        load_lanes(fa, a + i);
+        load_lanes(fb, b + i);
+        if (acc) load_lanes(fbase, base + i);
+        D da = __builtin_convertvector(fa, D), db = __builtin_convertvector(fb, D);
+        D dbase = __builtin_convertvector(fbase, D);
+        U ua, ub, ubase;
+        std::memcpy(&ua, &da, sizeof ua);
+        std::memcpy(&ub, &db, sizeof ub);
+        std::memcpy(&ubase, &dbase, sizeof ubase);
+        U special = (U)((ua & kExp) == kExp) | (U)((ub & kExp) == kExp) | (U)((ubase & kExp) == kExp);
+        // fpu_aligned_sum: big the operand of larger magnitude (a on a tie), small the other
+        U a_big = (U)((ua & ~kSign) >= (ub & ~kSign));
+        U ubig = (a_big & ua) | (~a_big & ub), usmall = (a_big & ub) | (~a_big & ua);
+        U exp = (ubig >> 52) & 0x7ffu;                           // e + 1022
+        U ugrid = (exp - 10) << 52, uinv = (2056 - exp) << 52;  // 2^(e - 11), 2^(11 - e)
+        D big, small, grid, inv;
+        std::memcpy(&big, &ubig, sizeof big);
+        std::memcpy(&small, &usmall, sizeof small);
+        std::memcpy(&grid, &ugrid, sizeof grid);
+        std::memcpy(&inv, &uinv, sizeof inv);
+        D q = (small * inv + kRound) - kRound;
+        D sum = big + q * grid, zero_sum = da + db;  // zero_sum: big == 0 (both operands zeros)
+        U usum, uzero_sum;
+        std::memcpy(&usum, &sum, sizeof usum);
+        std::memcpy(&uzero_sum, &zero_sum, sizeof uzero_sum);
+        U zero = (U)((ubig & ~kSign) == 0);
+        usum = (zero & uzero_sum) | (~zero & usum);
+        if (acc) {
+            std::memcpy(&sum, &usum, sizeof sum);
+            sum = sum + dbase;
+            std::memcpy(&usum, &sum, sizeof usum);
+        }
+        // round_bf16_ties_away: 8 significant bits, ties away from zero, then to float and flush_denormal
+        U ur = (usum + (uint64_t{1} << 44)) & ~((uint64_t{1} << 45) - 1);
+        D r;
+        std::memcpy(&r, &ur, sizeof r);
+        F fr = __builtin_convertvector(r, F);
+        UF u;
+        std::memcpy(&u, &fr, sizeof u);
+        u = (u & 0x7f800000u) == 0 ? u & 0x80000000u : u;
+        store_lanes(out + i, u);
+        uint64_t any = 0;
+        for (int l = 0; l < N; ++l) any |= special[l];
+        if (any)
+            for (int l = 0; l < N; ++l)
+                if (special[l]) out[i + l] = fpu_add_into_dst(acc ? base[i + l] : 0.0f, a[i + l], b[i + l], acc, false);
+    }
+}
+
+// A tile's values as the unpacker leaves them in a source register (to_src_register, compute_unpack.h), W at a time:
+// truncate_mantissa to the bits `keep` leaves (all ones: none cut; Inf and NaN kept), then flush_denormal.
+template <int W>
+[[gnu::always_inline]] inline void src_register_lanes(float* v, uint32_t keep) {
+    typedef typename Lanes<W>::U U;
+    for (uint32_t i = 0; i < kTileHW; i += W) {
+        U u;
+        std::memcpy(&u, v + i, sizeof u);
+        u = (u & 0x7f800000u) == 0x7f800000u ? u : u & keep;
+        u = (u & 0x7f800000u) == 0 ? u & 0x80000000u : u;
+        std::memcpy(v + i, &u, sizeof u);
+    }
+}
+
 using MatmulTileFn = void (*)(const float* const[2], const float* const[2], const float*, float*, uint32_t, bool,
                               uint32_t);
 using MulTileFn = void (*)(const float*, const float*, float*, uint32_t, bool);
 using SplitOperandFn = uint32_t (*)(const float*, float*, float*, bool);
+using AddTileFn = void (*)(const float*, const float*, const float*, float*, bool);
+using SrcRegisterFn = void (*)(float*, uint32_t);
 struct FpuKernels {
     MatmulTileFn matmul_tile;
     MulTileFn mul_tile;
     SplitOperandFn split_operand;
+    AddTileFn add_tile_bf16;
+    SrcRegisterFn src_register;
 };
 
 // The widest variant the host runs (rows at a time as its registers hold). Every variant computes the same IEEE
-// single-precision operations in the same order per output, so the choice never changes a result (fp-contract=off
+// operations in the same order per output, so the choice never changes a result (fp-contract=off
 // for the non-x86 build, where the operations are plain C++).
 #define EMU_FPU_KERNELS(NAME, W, R, ...)                                                                         \
     __VA_ARGS__ void matmul_tile_##NAME(const float* const a[2], const float* const b[2], const float* prev, float* out, \
@@ -595,7 +705,11 @@ struct FpuKernels {
     }                                                                                                             \
     __VA_ARGS__ uint32_t split_operand_##NAME(const float* x, float* part0, float* part1, bool srca) {            \
         return split_operand_lanes<W>(x, part0, part1, srca);                                                     \
-    }
+    }                                                                                                             \
+    __VA_ARGS__ void add_tile_bf16_##NAME(const float* a, const float* b, const float* base, float* out, bool acc) { \
+        add_tile_bf16_lanes<W>(a, b, base, out, acc);                                                             \
+    }                                                                                                             \
+    __VA_ARGS__ void src_register_##NAME(float* v, uint32_t keep) { src_register_lanes<W>(v, keep); }
 EMU_FPU_KERNELS(sse, 4, 1, [[gnu::optimize("fp-contract=off")]])
 #if defined(__x86_64__)
 EMU_FPU_KERNELS(avx2, 8, 2, [[gnu::target("avx2"), gnu::optimize("fp-contract=off")]])
@@ -606,13 +720,32 @@ EMU_FPU_KERNELS(avx512, 16, 8, [[gnu::target("avx512f"), gnu::optimize("fp-contr
 const FpuKernels& fpu_kernels() {
 #if defined(__x86_64__)
     static const FpuKernels k =
-        __builtin_cpu_supports("avx512f") ? FpuKernels{matmul_tile_avx512, mul_tile_avx512, split_operand_avx512}
-        : __builtin_cpu_supports("avx2")  ? FpuKernels{matmul_tile_avx2, mul_tile_avx2, split_operand_avx2}
-                                          : FpuKernels{matmul_tile_sse, mul_tile_sse, split_operand_sse};
+        __builtin_cpu_supports("avx512f")
+            ? FpuKernels{matmul_tile_avx512, mul_tile_avx512, split_operand_avx512, add_tile_bf16_avx512,
+                         src_register_avx512}
+        : __builtin_cpu_supports("avx2")
+            ? FpuKernels{matmul_tile_avx2, mul_tile_avx2, split_operand_avx2, add_tile_bf16_avx2, src_register_avx2}
+            : FpuKernels{matmul_tile_sse, mul_tile_sse, split_operand_sse, add_tile_bf16_sse, src_register_sse};
 #else
-    static const FpuKernels k{matmul_tile_sse, mul_tile_sse, split_operand_sse};
+    static const FpuKernels k{matmul_tile_sse, mul_tile_sse, split_operand_sse, add_tile_bf16_sse, src_register_sse};
 #endif
     return k;
+}
+
+void src_register_tile(float* v, uint32_t keep) { fpu_kernels().src_register(v, keep); }
+
+// bcast_pick(b, bc, r, c, row_idx) of every output datum (r, c), the broadcast chosen once per tile.
+void bcast_tile(const float* b, Bcast bc, uint32_t row_idx, float* out) {
+    switch (bc) {
+        case Bcast::None: std::memcpy(out, b, kTileHW * sizeof(float)); return;
+        case Bcast::Col:
+            for (uint32_t r = 0; r < 32; ++r) std::fill(out + r * 32, out + r * 32 + 32, b[r * 32]);
+            return;
+        case Bcast::Row:
+            for (uint32_t r = 0; r < 32; ++r) std::memcpy(out + r * 32, b + row_idx * 32, 32 * sizeof(float));
+            return;
+        case Bcast::Scalar: std::fill(out, out + kTileHW, b[0]); return;
+    }
 }
 }  // namespace
 
@@ -627,29 +760,34 @@ void fpu_binary_values(const float* a, const float* b, BinaryOp op, Bcast bc, ui
         return;
     }
     const bool fp32 = dst_fp32();
+    float bv[kTileHW];
+    bcast_tile(b, bc, row_idx, bv);
     if (op == BinaryOp::Mul) {  // fidelity_mul_into(0, a, b, phases, fp32) of every datum, vectorised
-        float bv[kTileHW], acc[kTileHW];
-        for (uint32_t r = 0; r < 32; ++r)
-            for (uint32_t c = 0; c < 32; ++c) bv[r * 32 + c] = bcast_pick(b, bc, r, c, row_idx);
+        float acc[kTileHW];
         fpu_kernels().mul_tile(a, bv, acc, phases, fp32);
         std::memcpy(t, acc, sizeof acc);
         d.defined[idst] = true;
         count(Counter::FpuTiles);
         return;
     }
-    for (uint32_t r = 0; r < 32; ++r) {
-        for (uint32_t c = 0; c < 32; ++c) {
-            uint32_t i = r * 32 + c;
-            float bv = bcast_pick(b, bc, r, c, row_idx);
-            float base = acc_to_dest ? dst_acc_read(d, idst, i) : 0.0f;
-            float v = 0.0f;
-            switch (op) {
-                case BinaryOp::Add: v = fpu_add_into_dst(base, a[i], bv, acc_to_dest, fp32); break;
-                case BinaryOp::Sub: v = fpu_add_into_dst(base, a[i], -bv, acc_to_dest, fp32); break;
-                case BinaryOp::Mul: v = fidelity_mul_into(0.0f, a[i], bv, phases, fp32); break;
-            }
-            t[i] = v;
-        }
+    if (!fp32) {  // add / sub into a BF16 DST: fpu_add_into_dst(base, a, +-b, acc_to_dest, false) of every datum
+        float base[kTileHW];
+        if (op == BinaryOp::Sub)
+            for (uint32_t i = 0; i < kTileHW; ++i) bv[i] = -bv[i];
+        if (acc_to_dest)
+            for (uint32_t i = 0; i < kTileHW; ++i) base[i] = dst_acc_read(d, idst, i);
+        fpu_kernels().add_tile_bf16(a, bv, base, t, acc_to_dest);
+        d.defined[idst] = true;
+        count(Counter::FpuTiles);
+        return;
+    }
+    // add / sub into an fp32 DST (fpu_add_into_dst's a + b, + base when accumulating): a +- b, then + DST, each one
+    // single-precision instruction with the operands in the order the runtime's compiler chose for that function
+    // (a subtraction, not an add of -b, which would flip a NaN b's sign), fixed here as mul_lanes / add_lanes fix
+    // theirs.
+    for (uint32_t i = 0; i < kTileHW; ++i) {
+        float v = op == BinaryOp::Sub ? sub_first(a[i], bv[i]) : add_first(a[i], bv[i]);
+        t[i] = acc_to_dest ? add_first(v, dst_acc_read(d, idst, i)) : v;
     }
     d.defined[idst] = true;
     count(Counter::FpuTiles);
@@ -940,14 +1078,20 @@ void pack_values(float* v, uint32_t cb, uint32_t out_index, bool out_of_order, c
             }
     }
     // ReLU in the packer (Packers/ReLU.md): ZERO_RELU clamps negatives to 0; the threshold modes compare against
-    // the configured threshold.
-    if (s.pack_relu_mode != 0) {
-        for (uint32_t i = 0; i < kTileHW; ++i) {
-            float x = v[i];
-            if (s.pack_relu_mode == 1) v[i] = x > 0.0f ? x : 0.0f;
-            else if (s.pack_relu_mode == 2) v[i] = x > s.pack_relu_threshold ? x : 0.0f;
-            else if (s.pack_relu_mode == 3) v[i] = x > s.pack_relu_threshold ? s.pack_relu_threshold : (x > 0.0f ? x : 0.0f);
-        }
+    // the configured threshold. The mode is chosen once per tile (the loops vectorise: a decode packs its
+    // probabilities through ZERO_RELU).
+    const float threshold = s.pack_relu_threshold;
+    switch (s.pack_relu_mode) {
+        case 1:
+            for (uint32_t i = 0; i < kTileHW; ++i) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+            break;
+        case 2:
+            for (uint32_t i = 0; i < kTileHW; ++i) v[i] = v[i] > threshold ? v[i] : 0.0f;
+            break;
+        case 3:
+            for (uint32_t i = 0; i < kTileHW; ++i) v[i] = v[i] > threshold ? threshold : (v[i] > 0.0f ? v[i] : 0.0f);
+            break;
+        default: break;  // 0: off
     }
     TileGeom g = cb_tile_geom(cb, true);
     uint32_t page = cb_page_size(cb);

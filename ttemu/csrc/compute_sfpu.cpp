@@ -33,31 +33,49 @@ Machine& m() {
 }
 
 
+namespace {
+// The Dst datums of an SFPLOAD / SFPSTORE at `addr` for the lanes `en` (not 0): lane l's is dst_ref of
+// (dst_lane_row(addr, l), dst_lane_col(addr, l)). The four rows addr & ~3 .. + 3 lie in one face of one tile (a face
+// is 16 rows), so dst_ref runs once, for the first enabled lane (its checks fault as they would at that lane), and
+// lane l's datum is (l / 8) tile rows and (l % 8) * 2 columns on from lane 0's: lane_offset(l).
+struct DstLanes {
+    DstSection* sec;
+    uint32_t tile, idx0;  // idx0: lane 0's row-major index in the tile
+};
+inline uint32_t lane_offset(uint32_t l) { return (l / 8) * 32 + (l & 7) * 2; }
+inline DstLanes dst_lanes(ComputeState& cs, uint32_t addr, uint32_t en, const char* who) {
+    uint32_t first = static_cast<uint32_t>(__builtin_ctz(en));
+    DstRef d = dst_ref(cs, dst_lane_row(addr, first), dst_lane_col(addr, first), who);
+    return {d.sec, d.tile, d.idx - lane_offset(first)};
+}
+}  // namespace
+
 void sfpload(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
     Machine& s = m();
     uint32_t fmt = resolve_fmt(mod0);
     uint32_t addr = sfp_addr(imm10);
-    if (vd < 8) {
-        uint32_t en = fmt == kFmtInt32All ? kAllLanes : s.enabled();
-        ComputeState& cs = cstate();
-        for (uint32_t l = 0; l < kLanes; ++l) {
-            if (!(en >> l & 1)) continue;
-            DstRef d = dst_ref(cs, dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPLOAD");
-            uint32_t raw = d.sec->defined[d.tile] ? as_u(d.sec->tile[d.tile][d.idx]) : 0u;
-            uint32_t v;
-            switch (fmt) {
-                case kFmtFp16b: v = raw & 0xffff0000u; break;  // BF16 Dst: the value's top 16 bits
-                case kFmtFp32:
-                case kFmtInt32:
-                case kFmtInt32All: v = raw; break;
-                case kFmtInt32Sm: v = (raw & 0x80000000u) ? (0u - (raw & 0x7fffffffu)) : raw; break;
-                case kFmtZero: v = 0; break;
-                case kFmtLo16:
-                case kFmtUInt16: v = raw & 0xffffu; break;
-                case kFmtHi16: v = raw << 16; break;
-                default: fault("SFPLOAD: load format %u is not modelled by the emulator", fmt);
-            }
-            s.lreg[vd].u[l] = v;
+    uint32_t en = fmt == kFmtInt32All ? kAllLanes : s.enabled();
+    if (vd < 8 && en != 0) {
+        DstLanes d = dst_lanes(cstate(), addr, en, "SFPLOAD");
+        uint32_t raw[kLanes] = {};  // an undefined tile reads as zeros
+        if (d.sec->defined[d.tile])
+            for (uint32_t l = 0; l < kLanes; ++l) raw[l] = as_u(d.sec->tile[d.tile][d.idx0 + lane_offset(l)]);
+        // The format's conversion of every lane's datum, chosen once per instruction (the loops vectorise).
+        auto load = [&](auto convert) {
+            for (uint32_t l = 0; l < kLanes; ++l)
+                if (en >> l & 1) s.lreg[vd].u[l] = convert(raw[l]);
+        };
+        switch (fmt) {
+            case kFmtFp16b: load([](uint32_t r) { return r & 0xffff0000u; }); break;  // BF16 Dst: the top 16 bits
+            case kFmtFp32:
+            case kFmtInt32:
+            case kFmtInt32All: load([](uint32_t r) { return r; }); break;
+            case kFmtInt32Sm: load([](uint32_t r) { return (r & 0x80000000u) ? (0u - (r & 0x7fffffffu)) : r; }); break;
+            case kFmtZero: load([](uint32_t) { return 0u; }); break;
+            case kFmtLo16:
+            case kFmtUInt16: load([](uint32_t r) { return r & 0xffffu; }); break;
+            case kFmtHi16: load([](uint32_t r) { return r << 16; }); break;
+            default: fault("SFPLOAD: load format %u is not modelled by the emulator", fmt);
         }
     }
     apply_addr_mod(addr_mod);
@@ -68,36 +86,43 @@ void sfpstore(uint32_t vd, uint32_t mod0, uint32_t addr_mod, uint32_t imm10) {
     uint32_t fmt = resolve_fmt(mod0);
     uint32_t addr = sfp_addr(imm10);
     uint32_t en = fmt == kFmtInt32All ? kAllLanes : s.enabled();
-    ComputeState& cs = cstate();
-    for (uint32_t l = 0; l < kLanes; ++l) {
-        if (!(en >> l & 1)) continue;
-        DstRef d = dst_ref(cs, dst_lane_row(addr, l), dst_lane_col(addr, l), "SFPSTORE");
-        uint32_t v = s.lreg[vd].u[l];
-        uint32_t out;
+    if (en != 0) {
+        DstLanes d = dst_lanes(cstate(), addr, en, "SFPSTORE");
+        // Every lane's stored bits in the format, chosen once per instruction (the loops vectorise); the enabled
+        // lanes' are written below.
+        uint32_t out[kLanes];
+        const uint32_t* v = s.lreg[vd].u;
+        auto convert = [&](auto f) {
+            for (uint32_t l = 0; l < kLanes; ++l) out[l] = f(v[l]);
+        };
         switch (fmt) {
-            case kFmtFp16b: {
+            case kFmtFp16b:
                 // Dst holds BF16 (16 bits): the store keeps the top half (truncation); denormals flush to zero.
-                out = (v & 0x7f800000u) == 0 ? (v & 0x80000000u) : (v & 0xffff0000u);
-                if (!dst_fp32()) break;
+                convert([](uint32_t x) { return (x & 0x7f800000u) == 0 ? (x & 0x80000000u) : (x & 0xffff0000u); });
                 break;
-            }
             case kFmtFp32:
             case kFmtInt32:
-            case kFmtInt32All: out = dst_fp32() ? v : (v & 0xffff0000u); break;
-            case kFmtInt32Sm: {
-                int32_t i = static_cast<int32_t>(v);
-                out = i < 0 ? (0x80000000u | static_cast<uint32_t>(-static_cast<int64_t>(i))) : v;
+            case kFmtInt32All:
+                if (dst_fp32()) convert([](uint32_t x) { return x; });
+                else convert([](uint32_t x) { return x & 0xffff0000u; });
                 break;
-            }
+            case kFmtInt32Sm:
+                convert([](uint32_t x) {
+                    int32_t i = static_cast<int32_t>(x);
+                    return i < 0 ? (0x80000000u | static_cast<uint32_t>(-static_cast<int64_t>(i))) : x;
+                });
+                break;
             case kFmtLo16:
-            case kFmtUInt16: out = v & 0xffffu; break;
+            case kFmtUInt16: convert([](uint32_t x) { return x & 0xffffu; }); break;
             default: fault("SFPSTORE: store format %u is not modelled by the emulator", fmt);
         }
         if (!d.sec->defined[d.tile]) {  // first write into an undefined tile: the rest of it reads as zero
             std::memset(d.sec->tile[d.tile], 0, sizeof d.sec->tile[d.tile]);
             d.sec->defined[d.tile] = true;
         }
-        d.sec->tile[d.tile][d.idx] = as_f(out);
+        float* t = d.sec->tile[d.tile] + d.idx0;
+        for (uint32_t l = 0; l < kLanes; ++l)
+            if (en >> l & 1) t[lane_offset(l)] = as_f(out[l]);
     }
     apply_addr_mod(addr_mod);
 }

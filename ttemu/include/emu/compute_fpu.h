@@ -100,7 +100,8 @@ inline float round_bf16_ties_away(double v) {
     double r = f64_of_bits((f64_bits(v) + (uint64_t{1} << 44)) & ~((uint64_t{1} << 45) - 1));
     return flush_denormal(static_cast<float>(r));
 }
-// fp32: dst_fp32(), passed in (a tile's loop reads the compute config once).
+// fp32: dst_fp32(), passed in (a tile's loop reads the compute config once). A BF16 DST's tile is computed by
+// add_tile_bf16_lanes (csrc/compute.cpp), these formulas in vector lanes: a change here is a change there.
 inline float fpu_add_into_dst(float base, float a, float b, bool acc, bool fp32) {
     if (fp32) return acc ? (base + (a + b)) : (a + b);
     double s = fpu_aligned_sum(a, b);
