@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import math
 import os
+import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -83,15 +86,22 @@ def error_bound(expected: torch.Tensor, kv_dtype: str, factor: float = 1.0) -> f
 
 
 def check_close(
-    out: torch.Tensor, expected: torch.Tensor, kv_dtype: str, seed: int | None, what: str, factor: float = 1.0
+    out: torch.Tensor,
+    expected: torch.Tensor,
+    kv_dtype: str,
+    seed: int | None,
+    what: str,
+    factor: float = 1.0,
+    pcc_min: float | None = None,
 ) -> None:
-    """Shape, every element written (no NaN), PCC and the relative max-abs bound, with the seed in every message."""
+    """Shape, every element written (no NaN), PCC and the relative max-abs bound, with the seed in every message.
+    ``pcc_min``: the PCC floor (default PCC_MIN[kv_dtype]; :func:`pcc_floor` gives the approximate exp's)."""
     t = f"{tag(seed)} {what}"
     assert out.shape == expected.shape, f"{t}: output shape {tuple(out.shape)} != {tuple(expected.shape)}"
     unwritten = torch.isnan(out).sum().item()
     assert unwritten == 0, f"{t}: {unwritten} output elements are NaN (never written over the poison, or garbage)"
-    pcc = golden.pcc(out, expected)
-    assert pcc >= PCC_MIN[kv_dtype], f"{t}: PCC {pcc:.6f} < {PCC_MIN[kv_dtype]}"
+    pcc, floor = golden.pcc(out, expected), PCC_MIN[kv_dtype] if pcc_min is None else pcc_min
+    assert pcc >= floor, f"{t}: PCC {pcc:.6f} < {floor}"
     err, bound = golden.max_abs_error(out, expected), error_bound(expected, kv_dtype, factor)
     peak = float(expected.abs().max())
     assert err <= bound, f"{t}: max |error| {err:.5f} > bound {bound:.5f} (max |expected| {peak:.5f})"
@@ -183,6 +193,64 @@ class DecodeOutcome:
     seed: int | None = None  # the seed of the inputs (None: drawn by the caller)
     expected_without_sink: torch.Tensor | None = None  # the golden of the same call without its sinks
     result: object = None  # the call's DecodeResult (return_stats=True): plan, stats, staging, convert_stats
+
+
+class Draw(Protocol):
+    """Where a random case's choices come from: hypothesis's ``st.data()`` in the tests, a ``random.Random`` in perf
+    scripts (:class:`RandomDraw`)."""
+
+    def sampled_from(self, options: Sequence): ...
+    def integers(self, low: int, high: int) -> int: ...
+    def booleans(self) -> bool: ...
+
+
+class RandomDraw:
+    """:class:`Draw` from a seeded ``random.Random``."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def sampled_from(self, options: Sequence):
+        return self.rng.choice(list(options))
+
+    def integers(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+    def booleans(self) -> bool:
+        return self.rng.random() < 0.5
+
+
+def feature_mix_case(draw: Draw) -> DecodeCase:
+    """The case of tests/test_features.py::test_random_feature_mix: shapes, positions, features and the tensors' seed
+    drawn together (the order of the draws is what a hypothesis failure blob replays: keep it). perf/
+    precision_sweep.py --exp-features draws the same distribution."""
+    n_kv = draw.sampled_from([1, 2])
+    g = draw.sampled_from([1, 4, 8])
+    q_len = draw.integers(1, 3)
+    kv_len = draw.sampled_from([128, 256, 512])
+    batch = draw.integers(1, 3)
+    causal = draw.booleans()
+    cur_pos = tuple(draw.integers(q_len - 1, kv_len - 1) for _ in range(batch)) if causal else None
+    return DecodeCase(
+        batch,
+        n_kv * g,
+        n_kv,
+        draw.sampled_from([32, 64, 128]),
+        kv_len,
+        cur_pos,
+        draw.sampled_from(["bfloat16", "bfloat8_b"]),
+        k_chunk_size=draw.sampled_from([32, 64, 128]),
+        max_cores_per_head_batch=draw.sampled_from([1, 2, 4, 8]),
+        grid=draw.sampled_from([(8, 8), (4, 2), (1, 1)]),
+        q_len=q_len,
+        sliding_window_size=draw.sampled_from([None, 64, 200]) if causal else None,
+        attention_sink=draw.booleans(),
+        sink_upstream_form=draw.booleans(),
+        block_size=draw.sampled_from([None, 32, 64]) if causal else None,
+        mask_heads=0 if causal else draw.sampled_from([0, 1]),
+        out_dtype=draw.sampled_from(["bfloat16", "bfloat8_b"]),
+        seed=draw.integers(0, 2**31 - 1),
+    )
 
 
 def sink_logits(case: DecodeCase, gen: torch.Generator) -> torch.Tensor:
@@ -345,16 +413,31 @@ def run_case(device, case: DecodeCase, *, to_device, to_torch, compute_kernel_co
 
 
 # The default exp is upstream's approximate one (exp_approx_mode unset or True): each softmax weight carries a few
-# per cent of relative error (the LLK's Schraudolph-style exp, docs/TIMING.md), against ~0.4% for the exact exp. The
-# worst a correct kernel gave under it was 0.063 x max |expected| (test_fuzz seed 1034124622 case 4, d64 bfloat16)
-# against the 0.06 the exact exp's measurements set, so approximate cases get this factor on the max-abs bound (PCC
-# floors unchanged). Kernel-arithmetic tests pin exp_approx_mode=False and keep the exact exp's bound.
-APPROX_EXP_FACTOR = 1.25
+# per cent of relative error (the LLK's Schraudolph-style exp, docs/TIMING.md), against ~0.4% for the exact exp. Cases
+# that run it get their own PCC floor and a factor on the max-abs bound; kernel-arithmetic tests pin
+# exp_approx_mode=False and keep the exact exp's thresholds (PCC_MIN, MAX_ABS_REL). Set from
+# `perf/precision_sweep.py --exp-features` (test_random_feature_mix's draws, each run with both exps on the same
+# inputs; docs/PRECISION.md "Test thresholds under the approximate exp"): over 707 draws (--seed 1 --cases 300, the
+# whole mix; --seed 2 --only sink+mask,mask, 40; --seed 3 --only sink+mask, 367) and the two draws that failed CI, the
+# approximate exp's worst PCC was 0.99899 (1 - PCC 1.01e-3, a CI draw with sinks and a random mask; the exact exp's
+# worst 0.99945) and its worst max |error| 1.35x the exact exp's bound (0.081 x max |expected|, a bfloat8_b output;
+# the exact exp's worst 0.97x). Thresholds: 1 - PCC at most twice that worst, the bound 1.6x (1.19x over that worst).
+# bfloat4_b (not in the mix) keeps its floor. Wrong kernels still fail them: a dropped chunk or a missing rescale
+# (PCC 0.88 / 0.78), sinks read but not merged (PCC 0.9944, 1.97x the bfloat4_b bound) and a 0.8x normaliser (2.5x)
+# (test_flash_decode.py::test_thresholds_reject_wrong_kernels, both exps). The worst draws carry a random finite mask,
+# where our kernel's error is 2-3x upstream's at either exp (docs/PRECISION.md): tighten these once that is fixed.
+PCC_MIN_APPROX_EXP = {"bfloat16": 0.998, "bfloat8_b": 0.998, "bfloat4_b": PCC_MIN["bfloat4_b"]}
+APPROX_EXP_FACTOR = 1.6
 
 
 def exp_factor(exp_approx_mode: bool | None) -> float:
     """The bound's factor for the softmax's exp: APPROX_EXP_FACTOR unless the exact exp is asked for."""
     return 1.0 if exp_approx_mode is False else APPROX_EXP_FACTOR
+
+
+def pcc_floor(kv_dtype: str, exp_approx_mode: bool | None) -> float:
+    """The PCC floor for the softmax's exp: PCC_MIN_APPROX_EXP unless the exact exp is asked for."""
+    return PCC_MIN[kv_dtype] if exp_approx_mode is False else PCC_MIN_APPROX_EXP[kv_dtype]
 
 
 def max_abs_err_for(case: DecodeCase, expected: torch.Tensor) -> float:
@@ -366,7 +449,8 @@ def max_abs_err_for(case: DecodeCase, expected: torch.Tensor) -> float:
 def assert_matches_golden(outcome: DecodeOutcome, case: DecodeCase) -> None:
     out, expected = outcome.out, outcome.expected
     factor = dst_factor(case.head_dim, case.fp32_dest_acc_en) * exp_factor(case.exp_approx_mode)
-    check_close(out, expected, case.kv_dtype, outcome.seed, str(case), factor)
+    pcc_min = pcc_floor(case.kv_dtype, case.exp_approx_mode)
+    check_close(out, expected, case.kv_dtype, outcome.seed, str(case), factor, pcc_min)
     t = f"{tag(outcome.seed)} {case}"
     for b, p in enumerate(case.cur_pos or ()):
         if p == -1:

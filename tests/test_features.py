@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from decode_harness import (
     DecodeCase,
     check_close,
+    feature_mix_case,
     generator,
     run_on_emulator,
     seed_for,
@@ -621,39 +622,28 @@ def test_bfloat4_large_head_dim(emu_device):
     run_on_emulator(emu_device, BFLOAT4_CASE)
 
 
+class HypothesisDraw:
+    """decode_harness.Draw from hypothesis's ``st.data()``."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def sampled_from(self, options):
+        return self.data.draw(st.sampled_from(options))
+
+    def integers(self, low, high):
+        return self.data.draw(st.integers(low, high))
+
+    def booleans(self):
+        return self.data.draw(st.booleans())
+
+
 @settings(max_examples=12, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_feature_mix(emu_device, data):
     """Shapes, positions, features and the tensors' seed drawn together; each draw is checked against the golden.
     A failure prints the draw (and a @reproduce_failure blob); the message's seed replays its tensors."""
-    n_kv = data.draw(st.sampled_from([1, 2]))
-    g = data.draw(st.sampled_from([1, 4, 8]))
-    q_len = data.draw(st.integers(1, 3))
-    kv_len = data.draw(st.sampled_from([128, 256, 512]))
-    batch = data.draw(st.integers(1, 3))
-    causal = data.draw(st.booleans())
-    cur_pos = tuple(data.draw(st.integers(q_len - 1, kv_len - 1)) for _ in range(batch)) if causal else None
-    case = DecodeCase(
-        batch,
-        n_kv * g,
-        n_kv,
-        data.draw(st.sampled_from([32, 64, 128])),
-        kv_len,
-        cur_pos,
-        data.draw(st.sampled_from(["bfloat16", "bfloat8_b"])),
-        k_chunk_size=data.draw(st.sampled_from([32, 64, 128])),
-        max_cores_per_head_batch=data.draw(st.sampled_from([1, 2, 4, 8])),
-        grid=data.draw(st.sampled_from([(8, 8), (4, 2), (1, 1)])),
-        q_len=q_len,
-        sliding_window_size=data.draw(st.sampled_from([None, 64, 200])) if causal else None,
-        attention_sink=data.draw(st.booleans()),
-        sink_upstream_form=data.draw(st.booleans()),
-        block_size=data.draw(st.sampled_from([None, 32, 64])) if causal else None,
-        mask_heads=0 if causal else data.draw(st.sampled_from([0, 1])),
-        out_dtype=data.draw(st.sampled_from(["bfloat16", "bfloat8_b"])),
-        seed=data.draw(st.integers(0, 2**31 - 1)),
-    )
-    run_on_emulator(emu_device, case)
+    run_on_emulator(emu_device, feature_mix_case(HypothesisDraw(data)))
 
 
 def test_q_multicast_over_rows_and_a_split_group(emu_device):

@@ -197,10 +197,12 @@ def _perturbed_golden(q, k, v, cur_pos, how):
     raise ValueError(how)
 
 
+@pytest.mark.parametrize("exp_approx_mode", [False, None], ids=["exact-exp", "default-exp"])
 @pytest.mark.parametrize("how", ["dropped_chunk", "no_rescale", "sink_dropped", "uniform_scale"])
-def test_thresholds_reject_wrong_kernels(how):
-    """The thresholds (decode_harness.check_close, at their loosest: bfloat4_b) reject known-wrong attentions."""
-    from decode_harness import check_close, sink_logits
+def test_thresholds_reject_wrong_kernels(how, exp_approx_mode):
+    """The thresholds (decode_harness.check_close, at their loosest: bfloat4_b) reject known-wrong attentions, with
+    the exact exp's thresholds and with the default (approximate) exp's looser PCC floor and max-abs factor."""
+    from decode_harness import check_close, exp_factor, pcc_floor, sink_logits
 
     seed = seed_for(f"test_thresholds_reject_wrong_kernels {how}")
     gen = generator(seed)
@@ -211,8 +213,9 @@ def test_thresholds_reject_wrong_kernels(how):
     sink = sink_logits(DecodeCase(1, 8, 1, 64, 1024, tuple(cur_pos), attention_sink=True), gen)
     right = golden.sdpa_decode(q, k, v, cur_pos=cur_pos, attention_sink=sink if how == "sink_dropped" else None)
     wrong = _perturbed_golden(q, k, v, cur_pos, how)
+    factor, pcc_min = exp_factor(exp_approx_mode), pcc_floor("bfloat4_b", exp_approx_mode)
     with pytest.raises(AssertionError):
-        check_close(wrong, right, "bfloat4_b", seed, how)
+        check_close(wrong, right, "bfloat4_b", seed, how, factor, pcc_min)
 
 
 def _to_device(device):

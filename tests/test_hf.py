@@ -8,7 +8,7 @@ Prompt lengths 1..16, right padding and batches below the cache's size: tests/te
 
 Every family runs with a bfloat16 and a bfloat8_b cache, paged and unpaged alternating. Thresholds (worst over the
 decode steps): logits PCC >= 0.999, and max |logits - eager| <= 5% (bfloat16 cache) / 7.5% (bfloat8_b) of max |eager
-logits| (4% / 6% x APPROX_EXP_FACTOR for the default approximate exp); measured at worst (perf/model_parity.py
+logits| (4% / 6%, x 1.25 for the default approximate exp); measured at worst (perf/model_parity.py
 --steps 4): PCC 0.99984 and 1.8% (gpt-oss, bfloat8_b). For the families with windows and sinks, the eager model without
 them must differ from the eager model by more than twice the bound, so a device that ignored the window or the sinks
 would fail. Greedy generation must agree token for token up to a near tie (see test_greedy_generation_matches_eager).
@@ -20,12 +20,13 @@ import pytest
 
 pytest.importorskip("transformers", minversion="5.0", reason="transformers 5.x not installed: pip install '.[hf]'")
 
-from tests.decode_harness import APPROX_EXP_FACTOR, emulated_n150, seed_for, tag  # noqa: E402
+from tests.decode_harness import emulated_n150, seed_for, tag  # noqa: E402
 from ttflashdecode.integrations import hf_parity  # noqa: E402
 
-# x APPROX_EXP_FACTOR: the integration runs the default (upstream's approximate) exp; worst seen under it 4.4%
-# (gpt-oss bfloat16, seed 1914923103) against 1.8% with the exact exp.
-MAX_ABS_REL = {"bfloat16": 0.04 * APPROX_EXP_FACTOR, "bfloat8_b": 0.06 * APPROX_EXP_FACTOR}
+# The integration runs the default (upstream's approximate) exp: 4% / 6% x 1.25; worst seen under it 4.4% (gpt-oss
+# bfloat16, seed 1914923103) against 1.8% with the exact exp. Not decode_harness.APPROX_EXP_FACTOR: that one is set
+# from the op tests' random finite masks and bfloat8_b outputs, which these models never pass.
+MAX_ABS_REL = {"bfloat16": 0.05, "bfloat8_b": 0.075}
 
 
 @pytest.fixture(scope="module")
