@@ -21,7 +21,9 @@ worst PCC and the worst max |error| / max |expected| of each, and the worst fact
 (decode_harness.error_bound) a case needed: what decode_harness's approximate-exp thresholds are set from.
 ``--upstream`` adds upstream's kernels (``ttflashdecode.upstream``, its default HiFi2 and at HiFi4, approximate and
 exact exp) on the same stored inputs where upstream takes the case (one token, bfloat16 output: ours keeps the
-case's output dtype); ``--recorded`` runs the draws recorded failing in CI that way.
+case's output dtype; "n/a" where it does not, "refused" where its checks refuse the call, e.g. too small a grid),
+then a table over the cases it took; ``--recorded`` runs the two draws that failed CI that way. Stops after
+``--minutes``. docs/PRECISION.md "Test thresholds under the approximate exp" has the measurement.
 
 Draws shapes (head_dim up to 2048, q_len up to 8, GQA/MQA/MHA), positions and features (paged, sliding window,
 sinks, masks, output dtype and placement, bfloat16 or fp32 DST) at random, runs each on the emulator through the same
