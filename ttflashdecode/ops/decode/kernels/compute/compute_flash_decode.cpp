@@ -3,7 +3,9 @@
 // FlashDecode compute (TRISC0-2). For every group (batch b, kv head h) this core serves it runs flash attention
 // over its K/V chunks with an online softmax, then takes part in the group's reduction tree:
 //
-//   per chunk:  S = mask + (scale * Q) . K^T             (mask preloaded in DST, matmul accumulates on it)
+//   per chunk:  S = mask + (scale * Q) . K^T             (a generated mask, or a user mask with an fp32 DST,
+//                                                       preloaded in DST and the matmul accumulating on it; a user
+//                                                       mask with a bfloat16 DST added after the matmul)
 //               m_new = max(m, rowmax(S))                 (one block reduce over the row, seeded with m in DST)
 //               P = exp(S - m_new)                        (subtract and exp in DST, one pack)
 //               alpha = exp(m - m_new)
@@ -162,6 +164,13 @@ constexpr uint32_t partial_tiles = o_tiles + 2 * PNHt;  // O, then m, then l
 constexpr uint32_t masked_score_bits = __builtin_bit_cast(uint32_t, MASKED_SCORE);
 // The root merges one extra (m, l) partial: the attention sinks, or with a user mask the score floor.
 constexpr bool merge_sink_partial = use_sink || use_attn_mask;
+// Where a user mask joins the scores. Preloaded in DST, the matmul accumulates every q.k partial sum on top of it, and
+// a bfloat16 DST rounds each of those sums at the mask's magnitude: with a finite mask of the scores' own size the
+// error was 2-3x upstream's (docs/PRECISION.md). With a bfloat16 DST the mask is therefore added to the packed scores
+// after the matmul, one rounding per score, as upstream's add_block_inplace adds it; an fp32 DST keeps the partial
+// sums to fp32 and takes the preload (the round trip would unpack the scores to SrcA's 19 bits). The generated causal
+// masks hold 0 or MASKED_SCORE, so they are always preloaded.
+constexpr bool mask_after_matmul = use_attn_mask && !DST_ACCUM_MODE;
 
 // ---- the exp, two ways (exp_approx).
 // Exact (exp_approx 0): Q is scaled once per group (cb_q_scaled), so S, m and every exp argument are in softmax
@@ -270,6 +279,7 @@ void scale_tiles(uint32_t in, uint32_t scalar_cb, uint32_t out, uint32_t n) {
 // scores = [mask +] q . k^T for one chunk. K comes one position tile j at a time, as k_blocks_per_row blocks of
 // k_head_block head-dim tiles; score tile (r, j) lands at r * Sk_t + j of cb_scores (packed out of order).
 void chunk_scores(bool masked) {
+    masked = masked && !mask_after_matmul;  // that mask comes in add_user_mask
     if (masked) {
         CircularBuffer(cb_mask).wait_front(s_tiles);
     }
@@ -303,7 +313,9 @@ void chunk_scores(bool masked) {
                     }
                 }
                 for (uint32_t jj = 0; jj < scores_block; ++jj) {
-                    select_hidden_scores(jj);
+                    if (masked) {
+                        select_hidden_scores(jj);
+                    }
                 }
                 tile_regs_commit();
                 tile_regs_wait();
@@ -339,7 +351,9 @@ void chunk_scores(bool masked) {
                 CircularBuffer(cb_k).pop_front(k_head_block);
             }
             for (uint32_t r = 0; r < PNHt; ++r) {
-                select_hidden_scores(r);
+                if (masked) {
+                    select_hidden_scores(r);
+                }
             }
             tile_regs_commit();
             tile_regs_wait();
@@ -353,6 +367,29 @@ void chunk_scores(bool masked) {
     if (masked) {
         CircularBuffer(cb_mask).pop_front(s_tiles);
     }
+}
+
+// S += the user mask, after the matmul (mask_after_matmul): each score tile taken from the front of cb_scores, the
+// mask's tile added, hidden scores selected, and the sum packed to the back, s_tiles times (upstream's
+// add_block_inplace), so cb_scores ends in its own order.
+void add_user_mask() {
+    CircularBuffer(cb_scores).wait_front(s_tiles);
+    CircularBuffer(cb_mask).wait_front(s_tiles);
+    for (uint32_t i = 0; i < s_tiles; ++i) {
+        tile_regs_acquire();
+        configure(cb_scores, cb_mask, cb_scores);
+        add_init(cb_scores, cb_mask);  // again each tile: the hidden scores' select reprograms the math thread
+        add_tiles(cb_scores, cb_mask, 0, i, 0);
+        select_hidden_scores(0);
+        tile_regs_commit();
+        CircularBuffer(cb_scores).pop_front(1);
+        CircularBuffer(cb_scores).reserve_back(1);
+        tile_regs_wait();
+        pack_tile(0, cb_scores);
+        tile_regs_release();
+        CircularBuffer(cb_scores).push_back(1);
+    }
+    CircularBuffer(cb_mask).pop_front(s_tiles);
 }
 
 // out[r] = reduce over the Sk_t tiles of row block r of `in` (column 0 of each row holds the result)
@@ -606,6 +643,9 @@ void process_chunk(bool first, bool masked, bool to_partial) {
         CircularBuffer(cb_partial_out).reserve_back(partial_tiles);
     }
     chunk_scores(masked);
+    if constexpr (mask_after_matmul) {
+        add_user_mask();
+    }
 
     // m_new = max(m, rowmax(S)) (into cb_max_cur on a first chunk), then alpha = exp(m - m_new)
     if constexpr (block_row_max) {
