@@ -59,7 +59,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from loguru import logger
@@ -234,6 +234,13 @@ def location_roots(source: Path | None = None) -> list[tuple[str, str]]:
     """(absolute directory, stable token) for every location a kernel build names, longest directory first: the
     emulator's install root (build.INSTALL_ROOT), ttnn's site-packages, the cache (generated headers, inline sources)
     and, for a kernel ``source`` outside all of those, the kernel's own directory."""
+    return list(_location_roots(None if source is None else Path(source)))
+
+
+@cache
+def _location_roots(source: Path | None) -> tuple[tuple[str, str], ...]:
+    # Once per kernel source and process: every launch of a program asks for each of its kernels' roots several times
+    # (the flags' prefix maps, the cache key), and none of the locations moves while the process runs.
     roots = {str(INSTALL_ROOT): "<install-root>", str(CACHE_ROOT): "<cache>"}
     wheel = jit_env.wheel_root()
     if wheel is not None:
@@ -241,7 +248,7 @@ def location_roots(source: Path | None = None) -> list[tuple[str, str]]:
     kernel_dir = Path(source).parent if source is not None else None
     if kernel_dir is not None and not any(kernel_dir.is_relative_to(d) for d in roots):
         roots[str(kernel_dir)] = "<kernel-dir>"
-    return sorted(roots.items(), key=lambda r: (-len(r[0]), r[1]))
+    return tuple(sorted(roots.items(), key=lambda r: (-len(r[0]), r[1])))
 
 
 def stable_paths(text: str, roots: list[tuple[str, str]]) -> str:
@@ -512,6 +519,15 @@ def debug_prefix_maps(source: Path) -> list[str]:
     return [f"-fdebug-prefix-map={d.rstrip('/')}/=" for d, _ in reversed(location_roots(source))]
 
 
+@lru_cache(maxsize=1024)
+def _descriptors_header(cbs: tuple, compute: bool, fp32_dest_acc_en: bool, bfp8_pack_precise: bool) -> str:
+    """jit_env.chlkc_descriptors of a kernel's CB table, once per table and process: a program's launches (a decode
+    loop, the suite) rebuild every kernel's flags, and the header's text is a third of that."""
+    return jit_env.chlkc_descriptors(
+        list(cbs), compute=compute, fp32_dest_acc_en=fp32_dest_acc_en, bfp8_pack_precise=bfp8_pack_precise
+    )
+
+
 def kernel_flags(
     source: Path,
     *,
@@ -535,11 +551,8 @@ def kernel_flags(
     cc = compute_config or {}
     files = {}
     if cbs is not None:
-        files[jit_env.DESCRIPTORS_HEADER] = jit_env.chlkc_descriptors(
-            cbs,
-            compute=compute,
-            fp32_dest_acc_en=bool(cc.get("fp32_dest_acc_en", 0)),
-            bfp8_pack_precise=bool(cc.get("bfp8_pack_precise", 0)),
+        files[jit_env.DESCRIPTORS_HEADER] = _descriptors_header(
+            tuple(cbs), compute, bool(cc.get("fp32_dest_acc_en", 0)), bool(cc.get("bfp8_pack_precise", 0))
         )
     if named_compile_time_args:
         files[jit_env.NAMED_CT_ARG_MAP_HEADER] = jit_env.named_ct_arg_map_header(named_compile_time_args)
