@@ -312,8 +312,8 @@ void chunk_scores(bool masked) {
                         matmul_tiles(cb_q_mm, cb_k, r * DHt + d, (j + jj) * DHt + d, jj);
                     }
                 }
-                for (uint32_t jj = 0; jj < scores_block; ++jj) {
-                    if (masked) {
+                if (masked) {
+                    for (uint32_t jj = 0; jj < scores_block; ++jj) {
                         select_hidden_scores(jj);
                     }
                 }
@@ -350,8 +350,8 @@ void chunk_scores(bool masked) {
                 }
                 CircularBuffer(cb_k).pop_front(k_head_block);
             }
-            for (uint32_t r = 0; r < PNHt; ++r) {
-                if (masked) {
+            if (masked) {
+                for (uint32_t r = 0; r < PNHt; ++r) {
                     select_hidden_scores(r);
                 }
             }
@@ -375,9 +375,9 @@ void chunk_scores(bool masked) {
 void add_user_mask() {
     CircularBuffer(cb_scores).wait_front(s_tiles);
     CircularBuffer(cb_mask).wait_front(s_tiles);
+    configure(cb_scores, cb_mask, cb_scores);
     for (uint32_t i = 0; i < s_tiles; ++i) {
         tile_regs_acquire();
-        configure(cb_scores, cb_mask, cb_scores);
         add_init(cb_scores, cb_mask);  // again each tile: the hidden scores' select reprograms the math thread
         add_tiles(cb_scores, cb_mask, 0, i, 0);
         select_hidden_scores(0);
