@@ -12,7 +12,9 @@ its kernels compiled. It prints each tree's median wall seconds and the CPU seco
 kernels changed between trees too: the programs differ), and each tree's timing-only speed-up over its full b8 8K call.
 
 The tree before the emulator became its own package (``ttflashdecode.emulator``, the op's stats on
-``ttflashdecode.op.last_run``) is run through the names it had then; nothing else of it is assumed.
+``ttflashdecode.op.last_run``) is run through the names it had then; nothing else of it is assumed. For the same
+reason the measuring side imports nothing of this tree's perf/ (perf/harness.py puts this tree first on sys.path, and
+emulator_throughput.py's rows run through it): a worker must run the tree on its PYTHONPATH.
 """
 
 from __future__ import annotations
